@@ -1,0 +1,1 @@
+"""dftune.agents (see DESIGN layout)."""

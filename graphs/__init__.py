@@ -1,0 +1,1 @@
+"""dftune.graphs (see DESIGN layout)."""

@@ -1,0 +1,1 @@
+"""dftune.prompts (see DESIGN layout)."""

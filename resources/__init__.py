@@ -1,0 +1,1 @@
+"""dftune.resources (see DESIGN layout)."""

@@ -1,0 +1,1 @@
+"""Deterministic, LLM-free tools: trace analysis, diagnosis, runner, sessions, KB, reports."""

@@ -1,0 +1,14 @@
+"""Errors raised by trace reading: one line each, naming the file (and line) at fault."""
+
+from __future__ import annotations
+
+
+class TraceError(Exception):
+    """A trace input problem the user must see; ``str()`` is the one-line message."""
+
+    def __init__(self, path: str, reason: str, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        self.reason = reason
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {reason}")

@@ -1,0 +1,278 @@
+"""Reduce step: merge per-file partials into one :class:`Analysis`.
+
+Merging is exact: every partial table holds sums and counts keyed by family, size bin,
+process, accessed path or category, so re-aggregating them gives the same numbers as
+one pass over all events would.  The same function serves the local thread pool and the
+Dask cluster, which is why both paths agree to the last byte.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from dftune.tools.trace import semantics as S
+from dftune.tools.trace.model import (
+    Analysis,
+    FamilyStats,
+    Imbalance,
+    LayerStats,
+    Shape,
+    SkippedLine,
+)
+from dftune.tools.trace.reader import FilePartial
+
+US = 1_000_000.0
+MIB = float(1 << 20)
+
+
+def _concat(partials: list[FilePartial], name: str) -> pa.Table | None:
+    tables = [p.tables[name] for p in partials if name in p.tables and p.tables[name].num_rows]
+    if not tables:
+        return None
+    return pa.concat_tables([_normalize(t) for t in tables], promote_options="permissive")
+
+
+def _normalize(table: pa.Table) -> pa.Table:
+    """DuckDB sums come back as decimals/hugeints; make them int64/float64 for merging."""
+    cols = []
+    for f in table.schema:
+        col = table[f.name]
+        if pa.types.is_decimal(f.type):
+            col = col.cast(pa.int64() if f.type.scale == 0 else pa.float64())
+        elif pa.types.is_integer(f.type) and f.type != pa.int64():
+            col = col.cast(pa.int64())
+        elif pa.types.is_floating(f.type) and f.type != pa.float64():
+            col = col.cast(pa.float64())
+        elif pa.types.is_null(f.type):
+            col = col.cast(pa.int64())
+        cols.append(col)
+    return pa.table(cols, names=table.schema.names)
+
+
+def _pct(part: float, whole: float) -> float:
+    return round(100.0 * part / whole, 4) if whole else 0.0
+
+
+def merge(partials: list[FilePartial], warnings: list[str] | None = None) -> Analysis:
+    """Combine per-file partials into the final analysis (views are added by :mod:`views`)."""
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        return _merge(con, partials, list(warnings or []))
+    finally:
+        con.close()
+
+
+def _query(con: duckdb.DuckDBPyConnection, table: pa.Table | None, sql: str) -> list[tuple[Any, ...]]:
+    if table is None:
+        return []
+    con.register("t", table)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.unregister("t")
+
+
+def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings: list[str]) -> Analysis:
+    sc = [p.scalars for p in partials]
+    events = sum(s.get("events", 0) for s in sc)
+    firsts = [s["first_ts"] for s in sc if s.get("first_ts") is not None]
+    lasts = [s["last_end"] for s in sc if s.get("last_end") is not None]
+    job_us = (max(lasts) - min(firsts)) if firsts and lasts else 0
+    job_s = job_us / US
+
+    fam_rows = _query(con, _concat(partials, "fam"), """
+        SELECT fam, sum(count), sum(bytes), sum(sized), sum(time_us), sum(small), sum(bw_sum), sum(bw_n),
+               sum(consecutive), sum(sequential), sum(random)
+        FROM t GROUP BY fam""")  # fmt: skip
+    agg_rows = _query(con, _concat(partials, "agg"), "SELECT fam, sum(count), sum(bytes), sum(time_us) FROM t GROUP BY fam")
+    agg = {r[0]: r for r in agg_rows}
+    fams: dict[str, FamilyStats] = {}
+    seq = {"consecutive": 0, "sequential": 0, "random": 0}
+    small = {"read": 0, "write": 0}
+    sized_rw = {"read": 0, "write": 0}
+    for f in S.FAMILIES:
+        fams[f] = FamilyStats()
+    for fam, count, nbytes, sized, time_us, nsmall, bw_sum, bw_n, consec, sequ, rand in fam_rows:
+        st = fams[fam]
+        st.count, st.sized, st.time_s = int(count), int(sized or 0), (time_us or 0) / US
+        st.bytes = int(nbytes) if nbytes is not None else (0 if fam in ("read", "write") and sized else None)
+        if fam in ("read", "write"):
+            if st.bytes is None:
+                st.bytes = 0
+            st.mean_xfer_bytes = (st.bytes / st.sized) if st.sized else None
+            st.bw_per_op_mean_mib_s = (bw_sum * US / MIB / bw_n) if bw_n else None
+            small[fam] = int(nsmall or 0)
+            sized_rw[fam] = st.sized
+            seq["consecutive"] += int(consec or 0)
+            seq["sequential"] += int(sequ or 0)
+            seq["random"] += int(rand or 0)
+    for fam, count, nbytes, time_us in ((r[0], r[1], r[2], r[3]) for r in agg.values()):
+        st = fams[fam]
+        st.count += int(count or 0)
+        st.aggregated_ops = int(count or 0)
+        st.time_s += (time_us or 0) / US
+        if nbytes is not None:
+            st.bytes = (st.bytes or 0) + int(nbytes)
+    for fam in ("read", "write"):
+        st = fams[fam]
+        if st.bytes is None:
+            st.bytes = 0
+        st.bw_io_time_mib_s = (st.bytes / MIB / st.time_s) if st.time_s and st.bytes else None
+    for fam in ("metadata", "sync"):
+        fams[fam].bytes = None
+
+    rwm = fams["read"].time_s + fams["write"].time_s + fams["metadata"].time_s
+    sized_total = sized_rw["read"] + sized_rw["write"]
+    classified = seq["sequential"] + seq["random"]
+
+    hist_rows = _query(con, _concat(partials, "hist"), "SELECT fam, sbin, sum(count), sum(bytes) FROM t GROUP BY 1, 2")
+    hist: dict[str, dict[str, int]] = {
+        fam: {label: 0 for label, _ in S.SIZE_BINS} for fam in ("read", "write")
+    }
+    for fam, sbin, count, _bytes in hist_rows:
+        hist[fam][S.SIZE_BINS[int(sbin)][0]] += int(count)
+
+    proc_t = _concat(partials, "proc")
+    procs = _query(con, proc_t, """
+        SELECT host, pid, max(rank), any_value(cmd), sum(events),
+               sum(COALESCE(read_count,0) + COALESCE(write_count,0) + COALESCE(metadata_count,0) + COALESCE(sync_count,0)),
+               sum(COALESCE(read_bytes,0) + COALESCE(write_bytes,0)),
+               sum(COALESCE(read_time_us,0) + COALESCE(write_time_us,0) + COALESCE(metadata_time_us,0)
+                   + COALESCE(sync_time_us,0)),
+               sum(io_wall_us), sum(unoverlapped_us)
+        FROM t GROUP BY host, pid""")  # fmt: skip
+    pids = {p[1] for p in procs if p[1] is not None}
+    hosts = sorted({str(p[0]) for p in procs if p[0]})
+    io_wall_us = sum(float(p[8] or 0) for p in procs)
+    unover_us = sum(float(p[9] or 0) for p in procs)
+    imbalance = _imbalance(procs)
+
+    layer_rows = _query(con, _concat(partials, "layer"), "SELECT cat, sum(count), sum(time_us) FROM t GROUP BY cat ORDER BY 3 DESC")
+    nproc = max(len(procs), 1)
+    layers = [
+        LayerStats(
+            cat=str(cat), count=int(cnt), time_s=(t or 0) / US, mean_ms=((t or 0) / cnt / 1000.0) if cnt else 0.0,
+            share_of_job_pct=_pct((t or 0), job_us * nproc),
+        )
+        for cat, cnt, t in layer_rows
+    ]
+    path_t = _concat(partials, "path")
+    files_accessed_row = _query(con, path_t, "SELECT count(DISTINCT path) FROM t")
+    files_accessed = int(files_accessed_row[0][0]) if files_accessed_row else 0
+
+    skipped: list[SkippedLine] = []
+    for p in partials:
+        for bad in p.bad_lines:
+            skipped.append(SkippedLine(file=p.path, line=None if bad.line < 0 else bad.line, reason=bad.reason))
+    no_args = [p.path for p in partials if p.scalars.get("io_events") and
+               p.scalars.get("io_events") == p.scalars.get("io_events_without_args")]  # fmt: skip
+    if no_args:
+        warnings.append(
+            f"{len(no_args)} trace file(s) have I/O events without args (traced without DFTRACER_INC_METADATA=1?): "
+            "bytes, sizes and sequentiality are unknown for them, e.g. " + no_args[0]
+        )
+    formats: dict[str, int] = {}
+    for s in sc:
+        for k, v in (s.get("formats") or {}).items():
+            formats[k] = formats.get(k, 0) + int(v)
+    epochs = sorted({e for s in sc for e in s.get("epochs", [])}, key=_natural)
+    rw_ops = fams["read"].count + fams["write"].count - fams["read"].aggregated_ops - fams["write"].aggregated_ops
+    rw_bytes = (fams["read"].bytes or 0) + (fams["write"].bytes or 0)
+    return Analysis(
+        files=len(partials),
+        trace_files=[p.path for p in partials],
+        empty_files=[p.path for p in partials if p.scalars.get("empty")],
+        events=events,
+        skipped_lines=sum(int(s.get("bad_line_count", 0)) for s in sc),
+        skipped=skipped[:200],
+        truncated_files=[p.path for p in partials if p.scalars.get("truncated")],
+        metadata_lines=sum(s.get("metadata_lines", 0) for s in sc),
+        counter_events=sum(s.get("counter_events", 0) for s in sc),
+        aggregated_events=sum(s.get("aggregated_events", 0) for s in sc),
+        formats=formats,
+        processes=len(pids),
+        hosts=hosts,
+        job_time_s=job_s,
+        read=fams["read"],
+        write=fams["write"],
+        metadata=fams["metadata"],
+        sync=fams["sync"],
+        io_time_s=sum(f.time_s for f in fams.values()),
+        read_time_pct=_pct(fams["read"].time_s, rwm),
+        write_time_pct=_pct(fams["write"].time_s, rwm),
+        metadata_time_pct=_pct(fams["metadata"].time_s, rwm),
+        small_io_pct=_pct(small["read"] + small["write"], sized_total),
+        small_read_pct=_pct(small["read"], sized_rw["read"]),
+        small_write_pct=_pct(small["write"], sized_rw["write"]),
+        seq_pct=_pct(seq["sequential"], classified),
+        consecutive_pct=_pct(seq["consecutive"], classified),
+        rand_pct=_pct(seq["random"], classified),
+        classified_accesses=classified,
+        xfer_size_hist=hist,
+        unoverlapped_io_time_s=unover_us / US,
+        io_wall_time_s=io_wall_us / US,
+        io_fraction_of_job=round(io_wall_us / (job_us * nproc), 6) if job_us else 0.0,
+        unoverlapped_io_fraction=round(unover_us / io_wall_us, 6) if io_wall_us else 0.0,
+        bw_job_mib_s=(rw_bytes / MIB / job_s) if job_s and rw_bytes else None,
+        files_accessed=files_accessed,
+        imbalance=imbalance,
+        shape=_shape(rw_ops, rw_bytes, fams, io_wall_us),
+        layers=layers,
+        epochs=epochs,
+        steps=sum(int(s.get("steps", 0)) for s in sc),
+        checkpoint_events=sum(int(s.get("checkpoint_events", 0)) for s in sc),
+        dftracer_versions=sorted({str(s["dftracer_version"]) for s in sc if s.get("dftracer_version")}),
+        time_metric=next((s["time_metric"] for s in sc if s.get("time_metric")), "US"),
+        warnings=warnings,
+    )
+
+
+def _natural(value: str) -> tuple[int, float | str]:
+    try:
+        return (0, float(value))
+    except ValueError:
+        return (1, value)
+
+
+def _imbalance(procs: list[tuple[Any, ...]]) -> Imbalance:
+    """Spread of I/O ops, bytes and time across processes that did any I/O."""
+    rows = [p for p in procs if (p[5] or 0) > 0]
+    if len(rows) < 2:
+        return Imbalance()
+
+    def spread(idx: int) -> tuple[float, float]:
+        vals = [float(r[idx] or 0) for r in rows]
+        hi, lo, mean = max(vals), min(vals), sum(vals) / len(vals)
+        return ((hi - mean) / hi, (hi - lo) / hi) if hi else (0.0, 0.0)
+
+    ops, nbytes, time = spread(5), spread(6), spread(7)
+    slow = max(rows, key=lambda r: float(r[7] or 0))
+    label = f"{slow[0]}:{slow[1]}" + (f" (rank {slow[2]})" if slow[2] is not None else "")
+    return Imbalance(
+        ops_max_mean=round(ops[0], 6), ops_max_min=round(ops[1], 6),
+        bytes_max_mean=round(nbytes[0], 6), bytes_max_min=round(nbytes[1], 6),
+        time_max_mean=round(time[0], 6), time_max_min=round(time[1], 6),
+        slowest_process=label,
+    )  # fmt: skip
+
+
+def _shape(ops: int, nbytes: int, fams: dict[str, FamilyStats], io_wall_us: float) -> Shape:
+    sized = fams["read"].sized + fams["write"].sized
+    if not sized:
+        return Shape(kind="none", reason="no read/write operation with a known size")
+    mean = nbytes / sized
+    rate = ops / (io_wall_us / US) if io_wall_us else None
+    if mean < S.OP_COUNT_BOUND_BYTES:
+        kind = "op-count-bound"
+        why = (f"mean transfer {mean:,.0f} B < {S.OP_COUNT_BOUND_BYTES // 1024} KiB: many small operations; "
+               "coalescing helps, striping or ROMIO hints do not")  # fmt: skip
+    elif mean >= S.BANDWIDTH_BOUND_BYTES:
+        kind = "bandwidth-bound"
+        why = f"mean transfer {mean / MIB:,.1f} MiB >= 1 MiB: few large operations; bandwidth levers apply"
+    else:
+        kind = "mixed"
+        why = f"mean transfer {mean / 1024:,.0f} KiB between 64 KiB and 1 MiB"
+    return Shape(kind=kind, ops=ops, bytes=nbytes, mean_xfer_bytes=mean, ops_per_io_s=rate, reason=why)

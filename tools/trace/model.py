@@ -1,0 +1,125 @@
+"""Typed result of a trace analysis (the ``dftune.analysis/1`` JSON document)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA = "dftune.analysis/1"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FamilyStats(_Model):
+    """One I/O family (read, write, metadata, sync).  Times in seconds, bytes exact."""
+
+    count: int = 0
+    bytes: int | None = None
+    time_s: float = 0.0
+    #: operations whose size is known (``ret`` present); bytes and size stats cover only these
+    sized: int = 0
+    mean_xfer_bytes: float | None = None
+    #: mean of per-operation bandwidth (bytes/dur) over ops with dur > 0, MiB/s
+    bw_per_op_mean_mib_s: float | None = None
+    #: bytes / time spent in these calls, MiB/s
+    bw_io_time_mib_s: float | None = None
+    #: operations and bytes known only from dftracer aggregated records (no per-op detail)
+    aggregated_ops: int = 0
+
+
+class SkippedLine(_Model):
+    file: str
+    line: int | None
+    reason: str
+
+
+class Imbalance(_Model):
+    """Per-process spread: (max - mean) / max (WisIO) and (max - min) / max (Drishti)."""
+
+    ops_max_mean: float = 0.0
+    bytes_max_mean: float = 0.0
+    time_max_mean: float = 0.0
+    ops_max_min: float = 0.0
+    bytes_max_min: float = 0.0
+    time_max_min: float = 0.0
+    slowest_process: str | None = None
+
+
+class Shape(_Model):
+    """Is the I/O op-count-bound (many tiny ops) or bandwidth-bound (few large ones)?"""
+
+    kind: str = "none"
+    ops: int = 0
+    bytes: int = 0
+    mean_xfer_bytes: float | None = None
+    ops_per_io_s: float | None = None
+    reason: str = ""
+
+
+class LayerStats(_Model):
+    cat: str
+    count: int
+    time_s: float
+    mean_ms: float
+    #: time / (job time x processes): share of all process-time spent in this layer
+    share_of_job_pct: float
+
+
+class Analysis(_Model):
+    """Everything ``dftune analyze`` reports; views are filled only when requested."""
+
+    schema_: str = Field(SCHEMA, alias="schema")
+    files: int
+    trace_files: list[str]
+    empty_files: list[str] = []
+    events: int
+    skipped_lines: int
+    skipped: list[SkippedLine] = []
+    truncated_files: list[str] = []
+    metadata_lines: int
+    counter_events: int
+    aggregated_events: int
+    formats: dict[str, int]
+    processes: int
+    hosts: list[str]
+    job_time_s: float
+    read: FamilyStats
+    write: FamilyStats
+    metadata: FamilyStats
+    sync: FamilyStats
+    io_time_s: float
+    read_time_pct: float
+    write_time_pct: float
+    metadata_time_pct: float
+    small_io_pct: float
+    small_read_pct: float
+    small_write_pct: float
+    seq_pct: float
+    consecutive_pct: float
+    rand_pct: float
+    classified_accesses: int
+    xfer_size_hist: dict[str, dict[str, int]]
+    unoverlapped_io_time_s: float
+    io_wall_time_s: float
+    io_fraction_of_job: float
+    unoverlapped_io_fraction: float
+    bw_job_mib_s: float | None
+    files_accessed: int
+    imbalance: Imbalance
+    shape: Shape
+    layers: list[LayerStats]
+    epochs: list[str] = []
+    steps: int = 0
+    checkpoint_events: int = 0
+    dftracer_versions: list[str] = []
+    time_metric: str = "US"
+    warnings: list[str] = []
+    views: dict[str, Any] = {}
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")

@@ -1,0 +1,1 @@
+"""dftune.vectorstore (see DESIGN layout)."""
