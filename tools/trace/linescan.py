@@ -49,7 +49,7 @@ def open_text(path: Path) -> io.TextIOBase:
     """Open a .pfw or .pfw.gz (single- or multi-member gzip) for reading text lines."""
     if is_gzip(path):
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")  # noqa: SIM115
+    return open(path, encoding="utf-8", errors="replace")
 
 
 def is_gzip(path: Path) -> bool:
@@ -112,7 +112,7 @@ def scan(path: Path, clean_out: Path | None = None) -> ScanResult:
     try:
         with open_text(path) as fh:
             try:
-                for lineno, raw in enumerate(fh, start=1):  # noqa: B007
+                for lineno, raw in enumerate(fh, start=1):
                     text = raw.strip()
                     if not text:
                         continue

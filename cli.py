@@ -1,0 +1,97 @@
+"""The ``dftune`` command line.  Thin: parse options, call tools, hand results to renderers."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+app = typer.Typer(
+    name="dftune",
+    help="Find the I/O bottleneck in dftracer traces and tune it, with cited, verified changes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+#: Exit code for bad input (a trace, a path, an option); 1 is left for unexpected failures.
+EXIT_BAD_INPUT = 2
+
+
+@app.callback()
+def _root() -> None:
+    """dftune: autonomous, auditable I/O tuning for workloads traced with dftracer."""
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """One line on stderr, non-zero exit: the contract for every error."""
+    sys.stderr.write(f"dftune: error: {message}\n")
+    raise typer.Exit(code)
+
+
+@app.command()
+def analyze(
+    paths: Annotated[list[Path], typer.Argument(help="Trace files (.pfw, .pfw.gz) or directories (searched recursively).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document (schema dftune.analysis/1).")] = False,
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip bad lines/files and report them instead of failing.")] = False,
+    view: Annotated[list[str] | None, typer.Option("--view", help="summary|file|proc|time|layer (repeatable).")] = None,
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786.")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Local worker processes (default: cores).")] = None,
+    windows: Annotated[int, typer.Option("--windows", min=1, max=10000, help="Windows in the time view.")] = 20,
+) -> None:
+    """Read dftracer traces exactly and summarize their I/O (counts, bytes, time, pattern)."""
+    from dftune.tools.trace import TraceError
+    from dftune.tools.trace import analyze as run_analysis
+    from dftune.tools.trace.render import AnalysisRenderer
+    from dftune.tools.trace.views import VIEWS
+
+    views = view or ["summary"]
+    for v in views:
+        if v not in VIEWS:
+            fail(f"--view {v!r} is not one of {', '.join(VIEWS)}")
+    err = Console(stderr=True)
+    show_progress = not as_json and err.is_terminal
+    try:
+        if show_progress:
+            with Progress(TextColumn("reading traces"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          console=err, transient=True) as bar:  # fmt: skip
+                task = bar.add_task("read", total=None)
+
+                def tick(done: int, total: int, _path: str) -> None:
+                    bar.update(task, completed=done, total=total)
+
+                result = run_analysis(paths, skip_bad=skip_bad, views=views, scheduler=scheduler,
+                                      workers=workers, time_windows=windows, progress=tick)  # fmt: skip
+        else:
+            result = run_analysis(paths, skip_bad=skip_bad, views=views, scheduler=scheduler,
+                                  workers=workers, time_windows=windows)  # fmt: skip
+    except TraceError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{getattr(exc, 'filename', '') or 'input'}: {exc.strerror or exc}")
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json_dict(), indent=2) + "\n")
+        return
+    AnalysisRenderer(Console()).render(result, views)
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    """Console entry: any unexpected failure is still one line on stderr (traceback with DFTUNE_DEBUG=1)."""
+    import os
+
+    try:
+        app()
+    except Exception as exc:
+        if os.environ.get("DFTUNE_DEBUG"):
+            raise
+        sys.stderr.write(f"dftune: internal error: {type(exc).__name__}: {exc} (set DFTUNE_DEBUG=1 for a traceback)\n")
+        raise SystemExit(1) from None
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
