@@ -30,7 +30,8 @@ from dftune.tools.trace.linescan import STRUCTURAL_LINES, BadLine, first_line, s
 #: (it converts legacy numbers-as-strings and floats; garbage becomes NULL, which the health
 #: check reports as a bad line); hashes and free text stay VARCHAR so 64-bit unsigned and
 #: hex hashes survive unchanged.
-_ARG_INTS = ("ret", "offset", "size", "whence", "flags", "rank", "dft_cnt", "dur_sum", "ret_sum", "size_min", "size_max")
+_ARG_INTS = ("ret", "offset", "size", "whence", "flags", "rank", "dft_cnt", "dur", "dur_sum", "ret_sum", "size_min",
+             "size_max")
 _ARG_TEXT = ("fhash", "hhash", "fname", "hostname", "name", "value", "mode", "epoch", "step", "cmd_hash", "version", "cfg")
 _TOP = {"id": "BIGINT", "name": "VARCHAR", "cat": "VARCHAR", "pid": "BIGINT", "tid": "BIGINT", "ts": "BIGINT",
         "dur": "BIGINT", "ph": "VARCHAR"}  # fmt: skip
@@ -154,8 +155,11 @@ def _load(con: duckdb.DuckDBPyConnection, source: str) -> None:
           args.hostname IS NOT NULL AS host_inline, args.fname AS fname,
           args.name AS mname, args.value AS mvalue, args.epoch AS epoch, args.step AS step, args.rank AS rank,
           args.cmd_hash AS cmd_hash, args.version AS version, args.cfg AS cfg,
-          args.dft_cnt AS agg_cnt, args.dur_sum AS agg_dur, args.ret_sum AS agg_ret,
-          args.size_min AS agg_size_min, args.size_max AS agg_size_max
+          -- aggregated (ph 3) records: an interval holding a single call carries the plain
+          -- dur/ret/size fields instead of *_sum/_min/_max
+          args.dft_cnt AS agg_cnt, COALESCE(args.dur_sum, args.dur) AS agg_dur,
+          COALESCE(args.ret_sum, args.ret) AS agg_ret,
+          COALESCE(args.size_min, args.size) AS agg_size_min, COALESCE(args.size_max, args.size) AS agg_size_max
         FROM read_json('{src}', format = 'newline_delimited', ignore_errors = true,
                        maximum_object_size = 16777216, columns = {_COLUMNS})
         """

@@ -90,10 +90,8 @@ def classify_accesses(group: U64, ts: I64, kind: npt.NDArray[np.int8], nbytes: I
         out[order[acc]] = values
         return out
 
-    out_start = np.full(n, UNKNOWN, dtype=np.int64)
-    out_start[order] = start
     return Classified(
-        start=out_start,
+        start=scatter(a_start, UNKNOWN),
         consecutive=scatter(valid & (a_start == prev_end), False),
         sequential=scatter(valid & (a_start >= prev_end), False),
         random=scatter(valid & (a_start < prev_end), False),

@@ -1,0 +1,256 @@
+"""Shared fixtures: state isolation, the recorded traces, and real dftracer 2.x traces.
+
+``generated_traces`` runs small Python programs under the real dftracer (PRELOAD via
+LD_PRELOAD, the FUNCTION-mode Python API, and aggregation mode) once per session. Their
+I/O is fixed so the tests can check known byte counts; see ``GENERATED`` below.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_TRACES = REPO.parent / "shared" / "traces"
+SHARED_TRACE_SETS = ("cm1-48ranks-legacy", "dlio-legacy-strings", "dlio-unet3d-8ranks-legacy")
+GENERATED_SETS = ("preload", "multiproc", "function", "aggregated")
+GEN_TIMEOUT_S = 120
+
+
+@pytest.fixture(autouse=True)
+def _dftune_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own DFTUNE_HOME; nothing touches ~/.local/share/dftune."""
+    home = tmp_path_factory.mktemp("dftune_home")
+    monkeypatch.setenv("DFTUNE_HOME", str(home))
+    return home
+
+
+@pytest.fixture(scope="session")
+def shared_traces() -> Path:
+    """The recorded legacy traces in ../shared/traces (skip when absent)."""
+    if not SHARED_TRACES.is_dir():
+        pytest.skip(f"shared traces not found at {SHARED_TRACES}")
+    return SHARED_TRACES
+
+
+# --------------------------------------------------------------------------- generated
+
+
+# Known I/O of the generated programs (the tests check these exact numbers).
+DATA_CHUNKS = (4096, 65536, 2 * 1024 * 1024, 1000)  # os.write sizes into data.bin
+DATA_SIZE = sum(DATA_CHUNKS)
+SEQ_CHUNK = 65536  # sequential os.read size
+SEEK_TO, SEEK_READ = 4096, 8192  # lseek then read
+PREADS, PREAD_SIZE = 20, 4096  # random preads
+FWRITE_SIZE, FWRITE_ITEMS = 100, 80  # fwrite(buf, 100, 80) -> 8000 bytes
+FREAD_SIZE, FREAD_ITEMS = 10, 30  # fread(buf, 10, 30) -> 300 bytes
+CHILDREN = 2
+CHILD_BYTES = (100_000, 200_000)  # child i writes CHILD_BYTES[i] and reads it back
+FUNC_WRITES = (50_000, 50_000, 50_000)
+FUNC_PREADS = ((1000, 10), (1000, 60_000))  # (size, offset)
+AGG_SECONDS, AGG_PREAD = 2.5, 4096
+
+PRELOAD_PROG = textwrap.dedent(
+    f"""
+    import ctypes, os, random, sys
+    d = sys.argv[1]
+    p = os.path.join(d, "data.bin")
+    fd = os.open(p, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    for n in {DATA_CHUNKS!r}:
+        assert os.write(fd, b"x" * n) == n
+    os.fsync(fd)
+    os.close(fd)
+    fd = os.open(p, os.O_RDONLY)
+    while os.read(fd, {SEQ_CHUNK}):
+        pass
+    os.lseek(fd, {SEEK_TO}, os.SEEK_SET)
+    assert len(os.read(fd, {SEEK_READ})) == {SEEK_READ}
+    rng = random.Random(7)
+    for _ in range({PREADS}):
+        off = rng.randrange(0, {DATA_SIZE} - {PREAD_SIZE})
+        assert len(os.pread(fd, {PREAD_SIZE}, off)) == {PREAD_SIZE}
+    os.close(fd)
+    libc = ctypes.CDLL(None)
+    libc.fopen.restype = ctypes.c_void_p
+    libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    libc.fwrite.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
+    libc.fread.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    s = os.path.join(d, "stdio.bin").encode()
+    buf = ctypes.create_string_buffer(b"z" * {FWRITE_SIZE * FWRITE_ITEMS})
+    f = libc.fopen(s, b"wb")
+    assert libc.fwrite(buf, {FWRITE_SIZE}, {FWRITE_ITEMS}, f) == {FWRITE_ITEMS}
+    libc.fclose(f)
+    f = libc.fopen(s, b"rb")
+    assert libc.fread(buf, {FREAD_SIZE}, {FREAD_ITEMS}, f) == {FREAD_ITEMS}
+    libc.fclose(f)
+    """
+)
+
+MULTI_PROG = textwrap.dedent(
+    f"""
+    import os, subprocess, sys
+    d = sys.argv[1]
+    if len(sys.argv) > 2:
+        i = int(sys.argv[2])
+        n = {CHILD_BYTES!r}[i]
+        p = os.path.join(d, f"part-{{i}}.bin")
+        fd = os.open(p, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+        assert os.write(fd, b"c" * n) == n
+        os.close(fd)
+        fd = os.open(p, os.O_RDONLY)
+        assert len(os.pread(fd, n, 0)) == n
+        os.close(fd)
+        sys.exit(0)
+    kids = [subprocess.Popen([sys.executable, __file__, d, str(i)]) for i in range({CHILDREN})]
+    assert all(k.wait(timeout=60) == 0 for k in kids)
+    """
+)
+
+FUNCTION_PROG = textwrap.dedent(
+    f"""
+    import os, sys
+    from dftracer.python import dftracer, dft_fn
+    d = sys.argv[1]
+    log = dftracer.initialize_log(logfile=os.environ["DFTRACER_LOG_FILE"], data_dir="all", process_id=-1)
+    app = dft_fn("app")
+
+    @app.log
+    def produce():
+        fd = os.open(os.path.join(d, "func.bin"), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+        for n in {FUNC_WRITES!r}:
+            assert os.write(fd, b"f" * n) == n
+        os.close(fd)
+
+    @app.log
+    def consume():
+        fd = os.open(os.path.join(d, "func.bin"), os.O_RDONLY)
+        for size, off in {FUNC_PREADS!r}:
+            assert len(os.pread(fd, size, off)) == size
+        os.close(fd)
+
+    with dft_fn("app", name="region"):
+        produce()
+        consume()
+    log.finalize()
+    """
+)
+
+AGG_PROG = textwrap.dedent(
+    f"""
+    import os, random, sys, time
+    d = sys.argv[1]
+    p = os.path.join(d, "agg.bin")
+    fd = os.open(p, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    assert os.write(fd, b"a" * (1 << 20)) == 1 << 20
+    os.close(fd)
+    fd = os.open(p, os.O_RDONLY)
+    rng = random.Random(3)
+    n = 0
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < {AGG_SECONDS}:
+        for _ in range(200):
+            assert len(os.pread(fd, {AGG_PREAD}, rng.randrange(0, (1 << 20) - {AGG_PREAD}))) == {AGG_PREAD}
+        n += 200
+        time.sleep(0.002)
+    os.close(fd)
+    sys.stdout.write(f"{{n}}\\n")
+    """
+)
+
+
+@dataclass
+class GeneratedTrace:
+    name: str
+    trace_dir: Path  # the folder holding only the .pfw.gz files
+    data_dir: Path  # where the program wrote its files
+    stdout: str = ""
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+def dftracer_preload_lib() -> Path | None:
+    spec = importlib.util.find_spec("dftracer")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    lib = Path(next(iter(spec.submodule_search_locations))) / "lib64" / "libdftracer_preload.so"
+    return lib if lib.is_file() else None
+
+
+def _clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_") and k != "LD_PRELOAD"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+@pytest.fixture(scope="session")
+def generated_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, GeneratedTrace]:
+    """Real dftracer 2.x traces of the programs above, generated once per session."""
+    lib = dftracer_preload_lib()
+    if lib is None:
+        pytest.skip("dftracer (with libdftracer_preload.so) is not installed")
+    root = tmp_path_factory.mktemp("gen_traces")
+    jobs: list[tuple[GeneratedTrace, subprocess.Popen[str]]] = []
+    for name, prog, mode in (
+        ("preload", PRELOAD_PROG, "preload"),
+        ("multiproc", MULTI_PROG, "preload"),
+        ("function", FUNCTION_PROG, "function"),
+        ("aggregated", AGG_PROG, "aggregated"),
+    ):
+        base = root / name
+        tdir, ddir = base / "trace", base / "data"
+        tdir.mkdir(parents=True)
+        ddir.mkdir(parents=True)
+        script = base / f"{name}_prog.py"
+        script.write_text(prog)
+        env = _clean_env()
+        env.update(
+            DFTRACER_ENABLE="1",
+            DFTRACER_INC_METADATA="1",
+            DFTRACER_LOG_FILE=str(tdir / "trace"),
+            DFTRACER_DATA_DIR="all",
+        )
+        if mode == "function":
+            env["DFTRACER_INIT"] = "FUNCTION"
+        else:
+            env["DFTRACER_INIT"] = "PRELOAD"
+            env["LD_PRELOAD"] = str(lib)
+        if mode == "aggregated":
+            env["DFTRACER_ENABLE_AGGREGATION"] = "1"
+            env["DFTRACER_TRACE_INTERVAL_MS"] = "1000"
+        proc = subprocess.Popen(
+            [sys.executable, str(script), str(ddir)],
+            cwd=str(base),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        jobs.append((GeneratedTrace(name, tdir, ddir), proc))
+    out: dict[str, GeneratedTrace] = {}
+    failures: list[str] = []
+    for gen, proc in jobs:
+        try:
+            stdout, stderr = proc.communicate(timeout=GEN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            failures.append(f"{gen.name}: timed out\n{stderr[-2000:]}")
+            continue
+        if proc.returncode != 0:
+            failures.append(f"{gen.name}: exit {proc.returncode}\n{stderr[-2000:]}")
+            continue
+        if not any(p.stat().st_size > 0 for p in gen.trace_dir.glob("*.pfw*")):
+            failures.append(f"{gen.name}: no non-empty trace file in {gen.trace_dir}")
+            continue
+        gen.stdout = stdout
+        out[gen.name] = gen
+    if failures:
+        pytest.fail("generating dftracer traces failed:\n" + "\n".join(failures))
+    return out
