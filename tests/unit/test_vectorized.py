@@ -7,7 +7,7 @@ import pytest
 
 from dftune.tools.trace import vectorized as V
 
-S, P, T, O = V.STREAM, V.POSITIONAL, V.SETTER, V.OTHER
+S, P, T = V.STREAM, V.POSITIONAL, V.SETTER
 U = V.UNKNOWN
 
 
@@ -90,7 +90,7 @@ def test_empty_input() -> None:
 def test_interval_union(intervals: list[tuple[int, int]], expected: list[tuple[int, int]]) -> None:
     s = np.array([a for a, _ in intervals], dtype=np.int64)
     e = np.array([b for _, b in intervals], dtype=np.int64)
-    g, is_, ie = V.interval_union(np.zeros(len(s), dtype=np.uint64), s, e)
+    _, is_, ie = V.interval_union(np.zeros(len(s), dtype=np.uint64), s, e)
     assert list(zip(is_.tolist(), ie.tolist(), strict=True)) == expected
 
 

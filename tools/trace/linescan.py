@@ -123,7 +123,7 @@ def scan(path: Path, clean_out: Path | None = None) -> ScanResult:
                         text = text[:-1]
                     try:
                         obj = json.loads(text)
-                    except ValueError as exc:
+                    except json.JSONDecodeError as exc:
                         result.add_bad(lineno, f"invalid JSON ({exc.msg})")
                         continue
                     reason = check_event(obj)

@@ -102,7 +102,7 @@ def read_file(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePar
                 partial.scalars["truncated"] = result.truncated
                 if result.truncated:
                     partial.bad_lines.append(BadLine(-1, result.truncated_reason))
-                con.execute("DROP TABLE IF EXISTS ev")
+                con.unregister("ev")
                 if result.good_lines:
                     _load(con, str(cleaned))
                 else:
@@ -141,9 +141,10 @@ def _empty_scalars() -> dict[str, Any]:
 def _load(con: duckdb.DuckDBPyConnection, source: str) -> None:
     """Parse a trace file into the typed table ``ev`` (one row per non-blank line)."""
     src = source.replace("'", "''")
-    con.execute(
+    # Materialized as Arrow and registered: measured faster than a DuckDB temp table for
+    # this wide, NULL-heavy data, and later queries scan it zero-copy.
+    table = _fetch_arrow(con.sql(
         f"""
-        CREATE OR REPLACE TEMP TABLE ev AS
         SELECT
           CASE WHEN ph IN ('X', '1') THEN 1 WHEN ph IN ('M', '4') THEN 4
                WHEN ph = '3' THEN 3 WHEN ph IN ('C', '2') THEN 2
@@ -163,7 +164,8 @@ def _load(con: duckdb.DuckDBPyConnection, source: str) -> None:
         FROM read_json('{src}', format = 'newline_delimited', ignore_errors = true,
                        maximum_object_size = 16777216, columns = {_COLUMNS})
         """
-    )
+    ))
+    con.register("ev", table)
 
 
 def _health(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
@@ -213,8 +215,10 @@ def _reduce(con: duckdb.DuckDBPyConnection, partial: FilePartial, path: Path, op
     sc["time_metric"] = time_metric
     if scale != 1.0:
         # Normalize to microseconds once; rare (dftracer defaults to US).
-        con.execute(f"UPDATE ev SET ts = CAST(round(ts * {scale}) AS BIGINT), dur = CAST(round(dur * {scale}) AS BIGINT), "
-                    f"agg_dur = CAST(round(agg_dur * {scale}) AS BIGINT)")  # fmt: skip
+        scaled = _arrow(con, f"SELECT * REPLACE (CAST(round(ts * {scale}) AS BIGINT) AS ts, "
+                             f"CAST(round(dur * {scale}) AS BIGINT) AS dur, CAST(round(agg_dur * {scale}) AS BIGINT) AS agg_dur) FROM ev")  # fmt: skip
+        con.unregister("ev")
+        con.register("ev", scaled)
         counts = con.execute("SELECT 0,0,0,0,0,0,0, min(ts) FILTER (WHERE k = 1), max(ts + dur) FILTER (WHERE k = 1) FROM ev").fetchall()[0]
         assert counts is not None
     sc["first_ts"], sc["last_end"] = counts[7], counts[8]
@@ -266,7 +270,10 @@ def _rank_from_filename(name: str) -> int | None:
 
 
 def _arrow(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
-    rel = con.sql(sql)
+    return _fetch_arrow(con.sql(sql))
+
+
+def _fetch_arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
     # DuckDB 2.x renamed Relation.arrow() to to_arrow_table().
     fetch = getattr(rel, "to_arrow_table", None) or rel.arrow
     table: pa.Table = fetch()
@@ -280,15 +287,38 @@ _HOST_JOIN = "LEFT JOIN hmap hh ON hh.kind = 'HH' AND hh.h = {t}.hkey AND NOT {t
 
 
 def _io_table(con: duckdb.DuckDBPyConnection) -> None:
-    """I/O calls with family, bytes and size bin (DESIGN.md "I/O semantics")."""
+    """I/O calls with family, bytes, size bin and position role (DESIGN.md "I/O semantics").
+
+    Everything the order-dependent passes need is computed here once, as integers, so
+    they fetch plain numeric columns: group hashes per (process, file) and per process,
+    the call's role for position tracking, and the position a setter establishes.
+    """
     items = S.sql_list(S.ITEM_CALLS)
-    con.execute(
+    opens = S.sql_list(S.OPEN_CALLS)
+    lseeks = S.sql_list(S.LSEEK_CALLS)
+    fseeks = S.sql_list(S.FSEEK_CALLS)
+    rewinds = S.sql_list(S.REWIND_CALLS)
+    setters = f"name IN {opens} OR name IN {lseeks} OR name IN {fseeks} OR name IN {rewinds}"
+    io = _arrow(
+        con,
         f"""
-        CREATE OR REPLACE TEMP TABLE io AS
-        SELECT *, {S.size_bin_sql("nbytes")}::UTINYINT AS sbin
+        SELECT *, {S.size_bin_sql("nbytes")}::UTINYINT AS sbin,
+               CASE WHEN fkey IS NULL THEN {V.OTHER}
+                    WHEN name IN {S.sql_list(S.POSITIONAL_CALLS)} THEN {V.POSITIONAL}
+                    WHEN name IN {S.sql_list(S.STREAM_CALLS)} THEN {V.STREAM}
+                    WHEN {setters} THEN {V.SETTER} ELSE {V.OTHER} END::TINYINT AS pkind,
+               COALESCE(CASE
+                 WHEN name IN {opens} THEN
+                   CASE WHEN (flags IS NOT NULL AND (flags & {S.O_APPEND}) <> 0) OR (fmode IS NOT NULL AND fmode LIKE 'a%')
+                        THEN NULL ELSE 0 END
+                 WHEN name IN {lseeks} THEN CASE WHEN ret >= 0 THEN ret WHEN whence = {S.SEEK_SET} THEN off END
+                 WHEN name IN {fseeks} THEN CASE WHEN whence = {S.SEEK_SET} AND ret = 0 THEN off END
+                 WHEN name IN {rewinds} THEN 0
+               END, {V.UNKNOWN}) AS setpos,
+               hash(hkey, pid, fkey) AS g_file, hash(hkey, pid) AS g_proc, hash(fkey) AS fk
         FROM (
           SELECT hkey, host_inline, pid, name, COALESCE(fname, fhash) AS fkey, fname IS NOT NULL AS fkey_is_path,
-                 ts, dur, id, ret, off, whence, flags, fmode, no_args,
+                 ts, dur, ret, off, whence, flags, fmode, no_args,
                  {S.family_sql("name")} AS fam,
                  CASE WHEN ret IS NULL THEN NULL
                       WHEN ret <= 0 THEN 0
@@ -296,8 +326,9 @@ def _io_table(con: duckdb.DuckDBPyConnection) -> None:
                       ELSE ret END AS nbytes
           FROM ev WHERE k = 1 AND upper(cat) IN {S.sql_list(S.IO_CATEGORIES)}
         )
-        """
+        """,
     )
+    con.register("io", io)
 
 
 def _positions(con: duckdb.DuckDBPyConnection) -> None:
@@ -307,50 +338,32 @@ def _positions(con: duckdb.DuckDBPyConnection) -> None:
     SEEK_SET, a rewind, or for pread/pwrite (their ``offset``); read/write advance it by
     their bytes.  An access whose start is unknown, or that has no earlier access, stays
     unclassified: we never assume sequential.  The order-dependent part runs in
-    :func:`vectorized.classify_accesses`; results come back as table ``acc``.
+    :func:`vectorized.classify_accesses`; per-file counts come back as table ``acc``.
     """
-    opens = S.sql_list(S.OPEN_CALLS)
-    lseeks = S.sql_list(S.LSEEK_CALLS)
-    fseeks = S.sql_list(S.FSEEK_CALLS)
-    rewinds = S.sql_list(S.REWIND_CALLS)
-    setters = f"name IN {opens} OR name IN {lseeks} OR name IN {fseeks} OR name IN {rewinds}"
     cols = con.execute(
         f"""
-        SELECT hash(hkey, pid, fkey) AS g, ts,
-               CASE WHEN name IN {S.sql_list(S.POSITIONAL_CALLS)} THEN {V.POSITIONAL}
-                    WHEN name IN {S.sql_list(S.STREAM_CALLS)} THEN {V.STREAM}
-                    WHEN {setters} THEN {V.SETTER} ELSE {V.OTHER} END::TINYINT AS kind,
-               COALESCE(nbytes, -1) AS nbytes, COALESCE(off, -1) AS off,
-               COALESCE(CASE
-                 WHEN name IN {opens} THEN
-                   CASE WHEN (flags IS NOT NULL AND (flags & {S.O_APPEND}) <> 0) OR (fmode IS NOT NULL AND fmode LIKE 'a%')
-                        THEN NULL ELSE 0 END
-                 WHEN name IN {lseeks} THEN CASE WHEN ret >= 0 THEN ret WHEN whence = {S.SEEK_SET} THEN off END
-                 WHEN name IN {fseeks} THEN CASE WHEN whence = {S.SEEK_SET} AND ret = 0 THEN off END
-                 WHEN name IN {rewinds} THEN 0
-               END, -1) AS setpos,
-               hash(fkey) AS fk, fam
-        FROM io
-        WHERE fkey IS NOT NULL AND (fam IN ('read', 'write') OR {setters})
+        SELECT g_file, ts, pkind, COALESCE(nbytes, -1) AS nbytes, COALESCE(off, -1) AS off, setpos, fk,
+               (fam = 'write')::BOOLEAN AS is_write
+        FROM io WHERE pkind <> {V.OTHER}
         """
     ).fetchnumpy()
     res = V.classify_accesses(
-        np.asarray(cols["g"], dtype=np.uint64), np.asarray(cols["ts"], dtype=np.int64),
-        np.asarray(cols["kind"], dtype=np.int8), np.asarray(cols["nbytes"], dtype=np.int64),
+        np.asarray(cols["g_file"], dtype=np.uint64), np.asarray(cols["ts"], dtype=np.int64),
+        np.asarray(cols["pkind"], dtype=np.int8), np.asarray(cols["nbytes"], dtype=np.int64),
         np.asarray(cols["off"], dtype=np.int64), np.asarray(cols["setpos"], dtype=np.int64),
     )  # fmt: skip
     classified = res.sequential | res.random
     acc = pa.table({
         "fk": np.asarray(cols["fk"], dtype=np.uint64)[classified],
-        "fam": pa.array(np.asarray(cols["fam"], dtype=object)[classified], type=pa.string()),
+        "is_write": np.asarray(cols["is_write"], dtype=bool)[classified],
         "consecutive": res.consecutive[classified], "sequential": res.sequential[classified],
         "random": res.random[classified],
     })  # fmt: skip
     con.register("acc_rows", acc)
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE acc AS SELECT fk, fam, count(*) FILTER (WHERE consecutive) AS consecutive, "
-        "count(*) FILTER (WHERE sequential) AS sequential, count(*) FILTER (WHERE random) AS random "
-        "FROM acc_rows GROUP BY fk, fam"
+        "CREATE OR REPLACE TEMP TABLE acc AS SELECT fk, CASE WHEN is_write THEN 'write' ELSE 'read' END AS fam, "
+        "count(*) FILTER (WHERE consecutive) AS consecutive, count(*) FILTER (WHERE sequential) AS sequential, "
+        "count(*) FILTER (WHERE random) AS random FROM acc_rows GROUP BY ALL"
     )
     con.unregister("acc_rows")
 
@@ -361,7 +374,7 @@ def _overlap(con: duckdb.DuckDBPyConnection) -> None:
         f"k = 1 AND (lower(name) LIKE '{S.COMPUTE_NAME_PATTERN}' OR lower(cat) IN {S.sql_list(S.COMPUTE_CATEGORIES)})"
         f" AND upper(cat) NOT IN {S.sql_list(S.IO_CATEGORIES)}"
     )
-    io = con.execute("SELECT hash(hkey, pid) AS g, ts, ts + dur AS e FROM io").fetchnumpy()
+    io = con.execute("SELECT g_proc AS g, ts, ts + dur AS e FROM io").fetchnumpy()
     cp = con.execute(f"SELECT hash(hkey, pid) AS g, ts, ts + dur AS e FROM ev WHERE {compute}").fetchnumpy()
 
     def arr(d: dict[str, Any], key: str, dtype: Any) -> Any:
@@ -428,7 +441,7 @@ _FAMILY_COLUMNS = """
 
 _PATH_SQL = f"""
 WITH f AS (
-  SELECT fkey, any_value(fkey_is_path) AS is_path, {_FAMILY_COLUMNS},
+  SELECT fkey, any_value(fk) AS fk, any_value(fkey_is_path) AS is_path, {_FAMILY_COLUMNS},
          count(DISTINCT (hkey, pid)) AS processes
   FROM io WHERE fkey IS NOT NULL GROUP BY fkey
 ), q AS (
@@ -436,9 +449,9 @@ WITH f AS (
   FROM acc GROUP BY fk
 )
 SELECT CASE WHEN f.is_path THEN f.fkey ELSE COALESCE(fh.v, 'fhash:' || f.fkey) END AS path,
-       f.* EXCLUDE (fkey, is_path), COALESCE(q.consecutive, 0) AS consecutive,
+       f.* EXCLUDE (fkey, fk, is_path), COALESCE(q.consecutive, 0) AS consecutive,
        COALESCE(q.sequential, 0) AS sequential, COALESCE(q.random, 0) AS random
-FROM f LEFT JOIN q ON q.fk = hash(f.fkey)
+FROM f LEFT JOIN q ON q.fk = f.fk
 LEFT JOIN hmap fh ON fh.kind = 'FH' AND fh.h = f.fkey AND NOT f.is_path
 """
 

@@ -9,6 +9,7 @@ O(n log n) with no Python loop over events.  All functions are pure and unit-tes
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -85,7 +86,7 @@ def classify_accesses(group: U64, ts: I64, kind: npt.NDArray[np.int8], nbytes: I
         prev_end[_group_starts(g[acc])] = UNKNOWN
     valid = (a_start >= 0) & (prev_end >= 0)
 
-    def scatter(values: npt.NDArray[np.generic], fill: object) -> npt.NDArray[np.generic]:
+    def scatter(values: npt.NDArray[Any], fill: object) -> npt.NDArray[Any]:
         out = np.full(n, fill, dtype=values.dtype)
         out[order[acc]] = values
         return out
