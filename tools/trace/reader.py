@@ -95,7 +95,7 @@ def read_file(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePar
                     first = result.bad[0]
                     more = f" (and {result.bad_count - 1} more bad lines)" if result.bad_count > 1 else ""
                     raise TraceError(str(p), first.reason + more + "; use --skip-bad to analyze the rest", first.line)
-                if result.good_lines == 0 and not result.truncated:
+                if result.good_lines == 0 and not result.truncated and not options.skip_bad:
                     raise TraceError(str(p), "not a dftracer trace: no line is a trace event")
                 partial.bad_lines = result.bad
                 partial.scalars["bad_line_count"] = result.bad_count + (1 if result.truncated else 0)
@@ -106,7 +106,9 @@ def read_file(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePar
                 if result.good_lines:
                     _load(con, str(cleaned))
                 else:
-                    partial.scalars.update(_empty_scalars())
+                    partial.scalars.update(
+                        _empty_scalars(), bad_line_count=partial.scalars["bad_line_count"], truncated=result.truncated
+                    )
                     return partial
         _reduce(con, partial, p, options)
     finally:
