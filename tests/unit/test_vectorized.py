@@ -106,3 +106,20 @@ def test_union_and_overlap_per_group() -> None:
     assert out[1] == (150, 40, 90)
     # group 2: no compute at all: every I/O microsecond is unoverlapped
     assert out[2] == (10, 0, 0)
+
+
+def test_chunking_never_changes_the_classification(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(1)
+    n = 20_000
+    args = (
+        rng.integers(0, 300, n).astype(np.uint64), rng.integers(0, 5000, n).astype(np.int64),
+        rng.choice([0, 1, 2, 3], n).astype(np.int8), rng.choice([-1, 0, 10, 4096], n).astype(np.int64),
+        rng.integers(-1, 10_000, n).astype(np.int64), rng.choice([-1, 0, 100, 5000], n).astype(np.int64),
+    )  # fmt: skip
+    monkeypatch.setattr(V, "CHUNK", 1 << 30)
+    whole = V.classify_accesses(*args)
+    monkeypatch.setattr(V, "CHUNK", 7)
+    chunked = V.classify_accesses(*args)
+    for field in ("start", "consecutive", "sequential", "random"):
+        assert (getattr(whole, field) == getattr(chunked, field)).all(), field
+    assert whole.sequential.sum() > 0 and whole.random.sum() > 0

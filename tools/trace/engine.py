@@ -43,7 +43,7 @@ def analyze(
     if unknown:
         raise ValueError(f"unknown view {unknown[0]!r}; choose from {', '.join(VIEWS)}")
     files = discover(paths)
-    options = ReadOptions(skip_bad=skip_bad)
+    options = ReadOptions(skip_bad=skip_bad, file_view="file" in views)
     partials = _map(files, options, scheduler, workers, progress)
     analysis = merge(partials)
     if "time" in views and analysis.events:
@@ -63,7 +63,7 @@ def _with_time_bins(
     lasts = [p.scalars["last_end"] for p in partials if p.scalars.get("last_end") is not None]
     origin, end = min(firsts), max(lasts)
     width = max(1, -(-(end - origin) // windows))
-    binned = ReadOptions(skip_bad=options.skip_bad, time_bins=(origin, width, windows))
+    binned = ReadOptions(skip_bad=options.skip_bad, file_view=options.file_view, time_bins=(origin, width, windows))
     return _map(files, binned, scheduler, workers, None)
 
 

@@ -142,3 +142,20 @@ def scan(path: Path, clean_out: Path | None = None) -> ScanResult:
         if sink:
             sink.close()
     return result
+
+
+def head_time_metric(path: Path, lines: int = 64) -> str:
+    """The trace's time unit from its ``CM time_metric`` line (dftracer writes it first);
+    "US" when absent, as in legacy traces."""
+    try:
+        with open_text(path) as fh:
+            for _, raw in zip(range(lines), fh, strict=False):
+                if '"CM"' in raw and "time_metric" in raw:
+                    try:
+                        value = json.loads(raw.strip().rstrip(",")).get("args", {}).get("value")
+                    except (json.JSONDecodeError, AttributeError):
+                        return "US"
+                    return str(value).upper() if value else "US"
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
+        return "US"
+    return "US"

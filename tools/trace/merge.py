@@ -42,7 +42,7 @@ def _normalize(table: pa.Table) -> pa.Table:
         col = table[f.name]
         if pa.types.is_decimal(f.type):
             col = col.cast(pa.int64() if f.type.scale == 0 else pa.float64())
-        elif pa.types.is_integer(f.type) and f.type != pa.int64():
+        elif pa.types.is_integer(f.type) and f.type not in (pa.int64(), pa.uint64()):  # uint64: hashes
             col = col.cast(pa.int64())
         elif pa.types.is_floating(f.type) and f.type != pa.float64():
             col = col.cast(pa.float64())
@@ -160,7 +160,10 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         for cat, cnt, t in layer_rows
     ]
     path_t = _concat(partials, "path")
-    files_accessed_row = _query(con, path_t, "SELECT count(DISTINCT path) FROM t")
+    if path_t is not None:
+        files_accessed_row = _query(con, path_t, "SELECT count(DISTINCT path) FROM t")
+    else:
+        files_accessed_row = _query(con, _concat(partials, "fks"), "SELECT count(DISTINCT fk) FROM t")
     files_accessed = int(files_accessed_row[0][0]) if files_accessed_row else 0
 
     skipped: list[SkippedLine] = []

@@ -9,7 +9,6 @@ O(n log n) with no Python loop over events.  All functions are pure and unit-tes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +40,10 @@ def _group_starts(g: npt.NDArray[np.generic]) -> BOOL:
     return starts
 
 
+#: Accesses classified per chunk; bounds the temporaries of :func:`classify_accesses`.
+CHUNK = 1 << 18
+
+
 def classify_accesses(group: U64, ts: I64, kind: npt.NDArray[np.int8], nbytes: I64, offset: I64, setpos: I64) -> Classified:
     """Consecutive / sequential / random per access, per (process, file) ``group``.
 
@@ -48,33 +51,60 @@ def classify_accesses(group: U64, ts: I64, kind: npt.NDArray[np.int8], nbytes: I
     (pread/pwrite at ``offset``), SETTER (open/lseek/fseek/rewind set it to ``setpos``,
     UNKNOWN when e.g. append mode or a relative seek without result), OTHER (ignored).
     ``nbytes`` is UNKNOWN when the call's result is missing.  Rows are processed in
-    (group, ts) order; ties keep input order (the trace file's order).
+    (group, ts) order; ties keep input order (the trace file's order).  After one stable
+    sort, whole groups are processed in chunks of about :data:`CHUNK` rows so the
+    temporaries stay bounded however long the trace is.
     """
     n = len(group)
-    empty = np.zeros(n, dtype=bool)
+    out = Classified(
+        start=np.full(n, UNKNOWN, dtype=np.int64), consecutive=np.zeros(n, dtype=bool),
+        sequential=np.zeros(n, dtype=bool), random=np.zeros(n, dtype=bool),
+    )  # fmt: skip
     if n == 0:
-        return Classified(np.full(0, UNKNOWN, dtype=np.int64), empty, empty, empty)
+        return out
     order = np.lexsort((ts, group))  # stable
-    g, k, nb, off, sp = group[order], kind[order], nbytes[order], offset[order], setpos[order]
+    g_sorted = group[order]
+    bounds = np.flatnonzero(_group_starts(g_sorted))
+    del g_sorted
+    lo = 0
+    while lo < n:
+        # extend the chunk to the next group boundary at or after lo + CHUNK
+        k = int(np.searchsorted(bounds, lo + CHUNK, side="left"))
+        hi = int(bounds[k]) if k < len(bounds) else n
+        idx = order[lo:hi]
+        _classify_sorted(group[idx], kind[idx], nbytes[idx], offset[idx], setpos[idx], idx, out)
+        lo = hi
+    return out
 
+
+def _classify_sorted(
+    g: U64, k: npt.NDArray[np.int8], nb: I64, off: I64, sp: I64, idx: I64, out: Classified
+) -> None:
+    """Classify rows already in (group, ts) order that hold whole groups; write into ``out`` at ``idx``."""
     is_set = k == SETTER
     seg_start = _group_starts(g) | is_set
     seg_id = np.cumsum(seg_start) - 1
     first = np.flatnonzero(seg_start)
+    del seg_start
     # A segment opened by a setter starts at its position; one that starts a group
     # without a setter has an unknown position (the file was opened before tracing).
     base = np.where(is_set[first], sp[first], UNKNOWN)[seg_id]
-
     stream = k == STREAM
     adv = np.where(stream & (nb > 0), nb, 0)
-    lost = (stream & (nb < 0)).astype(np.int64)
-    adv_before = np.cumsum(adv) - adv
-    lost_before = np.cumsum(lost) - lost
+    adv_before = np.cumsum(adv)
+    adv_before -= adv
+    del adv
     advanced = adv_before - adv_before[first][seg_id]
-    lost_since = lost_before - lost_before[first][seg_id]
-    known = (base >= 0) & (lost_since == 0)
+    del adv_before
+    lost = (stream & (nb < 0)).astype(np.int64)
+    lost_before = np.cumsum(lost)
+    lost_before -= lost
+    del lost
+    known = (base >= 0) & ((lost_before - lost_before[first][seg_id]) == 0)
+    del lost_before, seg_id
     start = np.where(k == POSITIONAL, off, np.where(known, base + advanced, UNKNOWN))
-    start = np.where(start < 0, UNKNOWN, start)
+    del base, advanced, known
+    start[start < 0] = UNKNOWN
 
     acc = np.flatnonzero(stream | (k == POSITIONAL))
     a_start, a_nb = start[acc], nb[acc]
@@ -85,18 +115,11 @@ def classify_accesses(group: U64, ts: I64, kind: npt.NDArray[np.int8], nbytes: I
         prev_end[1:] = end[:-1]
         prev_end[_group_starts(g[acc])] = UNKNOWN
     valid = (a_start >= 0) & (prev_end >= 0)
-
-    def scatter(values: npt.NDArray[Any], fill: object) -> npt.NDArray[Any]:
-        out = np.full(n, fill, dtype=values.dtype)
-        out[order[acc]] = values
-        return out
-
-    return Classified(
-        start=scatter(a_start, UNKNOWN),
-        consecutive=scatter(valid & (a_start == prev_end), False),
-        sequential=scatter(valid & (a_start >= prev_end), False),
-        random=scatter(valid & (a_start < prev_end), False),
-    )
+    where = idx[acc]
+    out.start[where] = a_start
+    out.consecutive[where] = valid & (a_start == prev_end)
+    out.sequential[where] = valid & (a_start >= prev_end)
+    out.random[where] = valid & (a_start < prev_end)
 
 
 def interval_union(group: U64, start: I64, end: I64) -> tuple[U64, I64, I64]:

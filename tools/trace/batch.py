@@ -1,0 +1,341 @@
+"""Reduce a stream of parsed event batches from one trace file to its partial tables.
+
+A trace file is read as bounded Arrow batches so memory does not follow its size: each
+batch is folded into small aggregate tables (by family, size bin, accessed file,
+process, category) plus a few integer columns per I/O call that the order-dependent
+passes (position tracking, interval unions) need over the whole file.  ``finish`` runs
+those passes with :mod:`vectorized`, resolves hashes with the file's own metadata lines
+and re-aggregates the batch tables into one partial per file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from dftune.tools.trace import semantics as S
+from dftune.tools.trace import vectorized as V
+
+_IO = S.sql_list(S.IO_CATEGORIES)
+
+_HEALTH_SQL = """
+SELECT count(*) FILTER (WHERE k IS NULL AND name IS NULL) AS nulls,
+       count(*) FILTER (WHERE (k IS NULL AND name IS NOT NULL) OR (k IS NOT NULL AND name IS NULL)
+                         OR (k = 1 AND (ts IS NULL OR dur IS NULL OR dur < 0))) AS semantic_bad,
+       count(*) FILTER (WHERE k IS NOT NULL) AS rows, count(*) FILTER (WHERE k = 1) AS events,
+       count(*) FILTER (WHERE k = 4) AS metadata_lines, count(*) FILTER (WHERE k = 2) AS counter_events,
+       count(*) FILTER (WHERE k = 3) AS aggregated_events,
+       count(*) FILTER (WHERE k IS NOT NULL AND legacy) AS legacy_rows,
+       count(*) FILTER (WHERE k IS NOT NULL AND NOT legacy) AS v2_rows,
+       min(ts) FILTER (WHERE k = 1) AS first_ts, max(ts + dur) FILTER (WHERE k = 1) AS last_end,
+       count(*) FILTER (WHERE k = 1 AND upper(cat) IN ('POSIX', 'STDIO')) AS io_events,
+       count(*) FILTER (WHERE k = 1 AND upper(cat) IN ('POSIX', 'STDIO') AND no_args) AS io_events_without_args,
+       count(*) FILTER (WHERE k = 1 AND lower(cat) = 'checkpoint' OR (k = 1 AND upper(cat) NOT IN ('POSIX', 'STDIO')
+                         AND lower(name) LIKE '%checkpoint%' AND lower(name) NOT LIKE '%init%')) AS checkpoint_events
+FROM ev
+"""
+
+
+def _io_sql() -> str:
+    """I/O calls with family, bytes, size bin and position role (DESIGN.md "I/O semantics").
+
+    Everything the order-dependent passes need is computed here once, as integers: group
+    hashes per (process, file) and per process, the call's role for position tracking,
+    and the position a setter establishes.
+    """
+    opens = S.sql_list(S.OPEN_CALLS)
+    lseeks = S.sql_list(S.LSEEK_CALLS)
+    fseeks = S.sql_list(S.FSEEK_CALLS)
+    rewinds = S.sql_list(S.REWIND_CALLS)
+    setters = f"name IN {opens} OR name IN {lseeks} OR name IN {fseeks} OR name IN {rewinds}"
+    return f"""
+    SELECT *, {S.size_bin_sql("nbytes")}::UTINYINT AS sbin,
+           CASE WHEN fkey IS NULL THEN {V.OTHER}
+                WHEN name IN {S.sql_list(S.POSITIONAL_CALLS)} THEN {V.POSITIONAL}
+                WHEN name IN {S.sql_list(S.STREAM_CALLS)} THEN {V.STREAM}
+                WHEN {setters} THEN {V.SETTER} ELSE {V.OTHER} END::TINYINT AS pkind,
+           COALESCE(CASE
+             WHEN name IN {opens} THEN
+               CASE WHEN (flags IS NOT NULL AND (flags & {S.O_APPEND}) <> 0) OR (fmode IS NOT NULL AND fmode LIKE 'a%')
+                    THEN NULL ELSE 0 END
+             WHEN name IN {lseeks} THEN CASE WHEN ret >= 0 THEN ret WHEN whence = {S.SEEK_SET} THEN off END
+             WHEN name IN {fseeks} THEN CASE WHEN whence = {S.SEEK_SET} AND ret = 0 THEN off END
+             WHEN name IN {rewinds} THEN 0
+           END, {V.UNKNOWN}) AS setpos,
+           hash(hkey, pid, fkey) AS g_file, hash(hkey, pid) AS g_proc, hash(fkey) AS fk
+    FROM (
+      SELECT hkey, host_inline, pid, name, COALESCE(fname, fhash) AS fkey, fname IS NOT NULL AS fkey_is_path,
+             ts, dur, ret, off, whence, flags, fmode, no_args,
+             {S.family_sql("name")} AS fam,
+             CASE WHEN ret IS NULL THEN NULL WHEN ret <= 0 THEN 0
+                  WHEN name IN {S.sql_list(S.ITEM_CALLS)} THEN ret * isize ELSE ret END AS nbytes
+      FROM ev WHERE k = 1 AND upper(cat) IN {_IO}
+    )
+    """
+
+
+_IO_SQL = _io_sql()
+
+_FAMILY_COLUMNS = """
+  count(*) FILTER (WHERE fam = 'read') AS read_count, sum(nbytes) FILTER (WHERE fam = 'read') AS read_bytes,
+  sum(dur) FILTER (WHERE fam = 'read') AS read_time_us,
+  count(*) FILTER (WHERE fam = 'write') AS write_count, sum(nbytes) FILTER (WHERE fam = 'write') AS write_bytes,
+  sum(dur) FILTER (WHERE fam = 'write') AS write_time_us,
+  count(*) FILTER (WHERE fam = 'metadata') AS metadata_count, sum(dur) FILTER (WHERE fam = 'metadata') AS metadata_time_us,
+  count(*) FILTER (WHERE fam = 'sync') AS sync_count, sum(dur) FILTER (WHERE fam = 'sync') AS sync_time_us
+"""
+_FAMILY_SUMS = ", ".join(
+    f"sum({f}_{m}) AS {f}_{m}" for f in S.FAMILIES for m in ("count", "bytes", "time_us") if not (m == "bytes" and f in ("metadata", "sync"))
+)
+
+#: Per-batch aggregates: name -> SQL over the batch tables ``ev`` and ``io``.
+_BATCH_SQL = {
+    "fam": f"""
+        SELECT fam, count(*) AS count, sum(nbytes) AS bytes, count(nbytes) AS sized, sum(dur) AS time_us,
+               count(*) FILTER (WHERE nbytes < {S.SMALL_IO_BYTES}) AS small,
+               sum(CASE WHEN dur > 0 AND nbytes IS NOT NULL THEN nbytes / dur END) AS bw_sum,
+               count(*) FILTER (WHERE dur > 0 AND nbytes IS NOT NULL) AS bw_n
+        FROM io GROUP BY fam""",
+    # dftracer's aggregated (ph 3) records: counts and sums per call, no per-op detail.
+    "agg": f"""
+        SELECT {S.family_sql("name")} AS fam, count(*) AS records, sum(agg_cnt) AS count,
+               sum(CASE WHEN agg_ret IS NULL THEN NULL WHEN agg_ret <= 0 THEN 0
+                        WHEN name IN {S.sql_list(S.ITEM_CALLS)}
+                          THEN agg_ret * CASE WHEN agg_size_min = agg_size_max THEN agg_size_max END
+                        ELSE agg_ret END) AS bytes,
+               sum(agg_dur) AS time_us
+        FROM ev WHERE k = 3 AND upper(cat) IN {_IO} GROUP BY 1""",
+    "hist": """
+        SELECT fam, sbin, count(*) AS count, sum(nbytes) AS bytes
+        FROM io WHERE fam IN ('read', 'write') AND sbin IS NOT NULL GROUP BY fam, sbin""",
+    "path": f"""
+        SELECT fkey, any_value(fk) AS fk, any_value(fkey_is_path) AS is_path, {_FAMILY_COLUMNS}
+        FROM io WHERE fkey IS NOT NULL GROUP BY fkey""",
+    "pathproc": "SELECT DISTINCT fk, g_proc FROM io WHERE fkey IS NOT NULL",
+    "layer": """
+        SELECT cat, count(*) AS count, sum(dur) AS time_us, min(ts) AS first_ts, max(ts + dur) AS last_end
+        FROM ev WHERE k = 1 AND cat IS NOT NULL AND upper(cat) <> 'DFTRACER' GROUP BY cat""",
+    "proctot": """
+        SELECT hkey, any_value(host_inline) AS host_inline, pid, count(*) AS events, min(ts) AS first_ts,
+               max(ts + dur) AS last_end, max(rank) AS rank,
+               any_value(cmd_hash) FILTER (WHERE name = 'start' AND upper(cat) = 'DFTRACER') AS cmd_hash
+        FROM ev WHERE k = 1 GROUP BY hkey, pid""",
+    "procfam": f"SELECT hkey, pid, {_FAMILY_COLUMNS} FROM io GROUP BY hkey, pid",
+    "steps": "SELECT DISTINCT epoch, step FROM ev WHERE k = 1 AND epoch IS NOT NULL",
+    "meta": "SELECT name AS kind, mvalue AS h, mname AS v FROM ev WHERE k = 4 AND name IN ('FH', 'HH', 'SH') "
+            "AND mvalue IS NOT NULL",
+    "start": "SELECT version, cfg FROM ev WHERE k = 1 AND name IN ('start', 'end') AND upper(cat) = 'DFTRACER'",
+}  # fmt: skip
+
+_COMPUTE = (
+    f"k = 1 AND (lower(name) LIKE '{S.COMPUTE_NAME_PATTERN}' OR lower(cat) IN {S.sql_list(S.COMPUTE_CATEGORIES)})"
+    f" AND upper(cat) NOT IN {_IO}"
+)
+_POSITION_COLUMNS = ("g_file", "ts", "pkind", "nbytes", "off", "setpos", "fk", "is_write")
+_POSITION_DTYPES = (np.uint64, np.int64, np.int8, np.int64, np.int64, np.int64, np.uint64, np.bool_)
+
+
+def _fetch_arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
+    # DuckDB 2.x renamed Relation.arrow() to to_arrow_table().
+    fetch = getattr(rel, "to_arrow_table", None) or rel.arrow
+    table: pa.Table = fetch()
+    return table
+
+
+@dataclass
+class BatchReducer:
+    """Folds parsed batches of one file into its partial; see the module docstring."""
+
+    time_bins: tuple[int, int, int] | None = None
+    file_view: bool = False
+    counts: dict[str, Any] = field(default_factory=dict)
+    parts: dict[str, list[pa.Table]] = field(default_factory=dict)
+    positions: list[dict[str, np.ndarray]] = field(default_factory=list)
+    io_spans: list[dict[str, np.ndarray]] = field(default_factory=list)
+    compute_spans: list[dict[str, np.ndarray]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.con = duckdb.connect(config={"threads": 1})
+        self.con.execute("SET enable_progress_bar = false")
+
+    def close(self) -> None:
+        self.con.close()
+
+    def health(self, batch: pa.Table) -> dict[str, Any]:
+        """Counts that say whether the batch parsed cleanly (and what it holds)."""
+        self.con.register("ev", batch)
+        try:
+            cur = self.con.execute(_HEALTH_SQL)
+            names = [d[0] for d in cur.description]
+            return dict(zip(names, cur.fetchall()[0], strict=True))
+        finally:
+            self.con.unregister("ev")
+
+    def add(self, batch: pa.Table, health: dict[str, Any]) -> None:
+        """Fold one healthy batch in."""
+        c = self.counts
+        for key in ("rows", "events", "metadata_lines", "counter_events", "aggregated_events", "legacy_rows",
+                    "v2_rows", "checkpoint_events", "io_events", "io_events_without_args"):  # fmt: skip
+            c[key] = c.get(key, 0) + int(health[key] or 0)
+        for key, pick in (("first_ts", min), ("last_end", max)):
+            if health[key] is not None:
+                c[key] = health[key] if c.get(key) is None else pick(c[key], health[key])
+        con = self.con
+        con.register("ev", batch)
+        io = _fetch_arrow(con.sql(_IO_SQL))
+        con.register("io", io)
+        try:
+            for name, sql in _BATCH_SQL.items():
+                if name in ("path", "pathproc") and not self.file_view:
+                    continue
+                self.parts.setdefault(name, []).append(_fetch_arrow(con.sql(sql)))
+            if not self.file_view:
+                # distinct accessed files, as 8-byte hashes, for the summary's files_accessed
+                self.parts.setdefault("fks", []).append(
+                    _fetch_arrow(con.sql("SELECT DISTINCT fk FROM io WHERE fkey IS NOT NULL")))  # fmt: skip
+            if self.time_bins:
+                origin, width, nbins = self.time_bins
+                self.parts.setdefault("time", []).append(_fetch_arrow(con.sql(
+                    f"SELECT least(greatest((ts - {origin}) // {width}, 0), {nbins - 1}) AS bin, fam, "
+                    "count(*) AS count, sum(nbytes) AS bytes, sum(dur) AS time_us FROM io GROUP BY 1, 2")))  # fmt: skip
+            self.positions.append(con.execute(
+                f"SELECT g_file, ts, pkind, COALESCE(nbytes, -1) AS nbytes, COALESCE(off, -1) AS off, setpos, fk, "
+                f"fam = 'write' AS is_write FROM io WHERE pkind <> {V.OTHER}").fetchnumpy())  # fmt: skip
+            self.io_spans.append(con.execute("SELECT g_proc AS g, ts, ts + dur AS e FROM io").fetchnumpy())
+            self.compute_spans.append(
+                con.execute(f"SELECT hash(hkey, pid) AS g, ts, ts + dur AS e FROM ev WHERE {_COMPUTE}").fetchnumpy()
+            )
+        finally:
+            con.unregister("io")
+            con.unregister("ev")
+
+    # ----------------------------------------------------------------------------------
+    def finish(self, rank_from_name: int | None) -> tuple[dict[str, pa.Table], dict[str, Any], dict[str, str]]:
+        """Whole-file passes and re-aggregation: (tables, scalars, FH map)."""
+        con = self.con
+        for name in ("meta", "fam", "agg", "hist", "path", "pathproc", "layer", "proctot", "procfam", "steps",
+                     "start", "time", "fks"):  # fmt: skip
+            tables = self.parts.get(name)
+            if tables:
+                con.register(f"b_{name}", pa.concat_tables(tables, promote_options="permissive"))
+        if not self.parts.get("meta"):  # no batch was added
+            return {}, {}, {}
+        con.execute("CREATE TEMP TABLE hmap AS SELECT kind, h, any_value(v) AS v FROM b_meta GROUP BY kind, h")
+        self._positions()
+        self._overlap()
+        host = "COALESCE(hh.v, t.hkey, '')"
+        host_join = "LEFT JOIN hmap hh ON hh.kind = 'HH' AND hh.h = t.hkey AND NOT t.host_inline"
+        rank = "NULL" if rank_from_name is None else str(rank_from_name)
+        out = {
+            "fam": """
+                SELECT b.fam, sum(count) AS count, sum(bytes) AS bytes, sum(sized) AS sized, sum(time_us) AS time_us,
+                       sum(small) AS small, sum(bw_sum) AS bw_sum, sum(bw_n) AS bw_n,
+                       COALESCE(any_value(p.consecutive), 0) AS consecutive,
+                       COALESCE(any_value(p.sequential), 0) AS sequential, COALESCE(any_value(p.random), 0) AS random
+                FROM b_fam b LEFT JOIN (SELECT fam, sum(consecutive) AS consecutive, sum(sequential) AS sequential,
+                                               sum(random) AS random FROM acc GROUP BY fam) p ON p.fam = b.fam
+                GROUP BY b.fam""",
+            "agg": "SELECT fam, sum(records) AS records, sum(count) AS count, sum(bytes) AS bytes, "
+                   "sum(time_us) AS time_us FROM b_agg GROUP BY fam",
+            "hist": "SELECT fam, sbin, sum(count) AS count, sum(bytes) AS bytes FROM b_hist GROUP BY fam, sbin",
+            "path": f"""
+                WITH f AS (SELECT fkey, any_value(fk) AS fk, bool_or(is_path) AS is_path, {_FAMILY_SUMS}
+                           FROM b_path GROUP BY fkey),
+                     q AS (SELECT fk, sum(consecutive) AS consecutive, sum(sequential) AS sequential,
+                                  sum(random) AS random FROM acc GROUP BY fk),
+                     n AS (SELECT fk, count(DISTINCT g_proc) AS processes FROM b_pathproc GROUP BY fk)
+                SELECT CASE WHEN f.is_path THEN f.fkey ELSE COALESCE(fh.v, 'fhash:' || f.fkey) END AS path,
+                       f.* EXCLUDE (fkey, fk, is_path), COALESCE(n.processes, 0) AS processes,
+                       COALESCE(q.consecutive, 0) AS consecutive, COALESCE(q.sequential, 0) AS sequential,
+                       COALESCE(q.random, 0) AS random
+                FROM f LEFT JOIN q ON q.fk = f.fk LEFT JOIN n ON n.fk = f.fk
+                LEFT JOIN hmap fh ON fh.kind = 'FH' AND fh.h = f.fkey AND NOT f.is_path""",
+            "layer": "SELECT cat, sum(count) AS count, sum(time_us) AS time_us, min(first_ts) AS first_ts, "
+                     "max(last_end) AS last_end FROM b_layer GROUP BY cat",
+            "proc": f"""
+                WITH t AS (SELECT hkey, bool_or(host_inline) AS host_inline, pid, sum(events) AS events,
+                                  min(first_ts) AS first_ts, max(last_end) AS last_end,
+                                  COALESCE(max(rank), {rank}) AS rank, any_value(cmd_hash) AS cmd_hash
+                           FROM b_proctot GROUP BY hkey, pid),
+                     fam AS (SELECT hkey, pid, {_FAMILY_SUMS} FROM b_procfam GROUP BY hkey, pid)
+                SELECT {host} AS host, t.pid, t.rank, sh.v AS cmd, t.events, t.first_ts, t.last_end,
+                       COALESCE(fam.read_count, 0) AS read_count, fam.read_bytes, fam.read_time_us,
+                       COALESCE(fam.write_count, 0) AS write_count, fam.write_bytes, fam.write_time_us,
+                       COALESCE(fam.metadata_count, 0) AS metadata_count, fam.metadata_time_us,
+                       COALESCE(fam.sync_count, 0) AS sync_count, fam.sync_time_us,
+                       COALESCE(ovl.io_wall_us, 0) AS io_wall_us,
+                       COALESCE(ovl.io_wall_us, 0) - COALESCE(ovl.overlap_us, 0) AS unoverlapped_us,
+                       COALESCE(ovl.compute_wall_us, 0) AS compute_wall_us
+                FROM t
+                LEFT JOIN fam ON fam.hkey IS NOT DISTINCT FROM t.hkey AND fam.pid IS NOT DISTINCT FROM t.pid
+                LEFT JOIN ovl ON ovl.g = hash(t.hkey, t.pid)
+                {host_join}
+                LEFT JOIN hmap sh ON sh.kind = 'SH' AND sh.h = t.cmd_hash""",
+        }
+        if not self.file_view:
+            del out["path"]
+        tables: dict[str, pa.Table] = {}
+        for name, sql in out.items():
+            tables[name] = _fetch_arrow(con.sql(sql))
+        if self.parts.get("fks"):
+            tables["fks"] = _fetch_arrow(con.sql("SELECT DISTINCT fk FROM b_fks"))
+        if self.parts.get("time"):
+            tables["time"] = _fetch_arrow(con.sql(
+                "SELECT bin, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
+                "FROM b_time GROUP BY bin, fam"))  # fmt: skip
+        scalars: dict[str, Any] = {}
+        if self.parts.get("steps"):
+            row = con.execute("SELECT list(DISTINCT epoch), count(DISTINCT (epoch, step)) FILTER (WHERE step IS NOT NULL) "
+                              "FROM b_steps").fetchall()[0]  # fmt: skip
+            scalars["epochs"] = sorted(str(e) for e in (row[0] or []))
+            scalars["steps"] = int(row[1] or 0)
+        if self.parts.get("start"):
+            start = con.execute("SELECT version, cfg FROM b_start").fetchall()
+            scalars["dftracer_version"] = next((v for v, _ in start if v), None)
+            scalars["tracer_config"] = next((c for _, c in start if c), None)
+        fh_map = dict(con.execute("SELECT h, v FROM hmap WHERE kind = 'FH'").fetchall())
+        return tables, scalars, fh_map
+
+    def _positions(self) -> None:
+        cols = {k: np.concatenate([np.asarray(p[k], dtype=t) for p in self.positions]) if self.positions
+                else np.zeros(0, dtype=t) for k, t in zip(_POSITION_COLUMNS, _POSITION_DTYPES, strict=True)}  # fmt: skip
+        self.positions.clear()
+        res = V.classify_accesses(cols["g_file"], cols["ts"], cols["pkind"], cols["nbytes"], cols["off"], cols["setpos"])
+        keep = res.sequential | res.random
+        acc = pa.table({
+            "fk": cols["fk"][keep], "is_write": cols["is_write"][keep],
+            "consecutive": res.consecutive[keep], "sequential": res.sequential[keep], "random": res.random[keep],
+        })  # fmt: skip
+        self.con.register("acc_rows", acc)
+        self.con.execute(
+            "CREATE TEMP TABLE acc AS SELECT fk, CASE WHEN is_write THEN 'write' ELSE 'read' END AS fam, "
+            "count(*) FILTER (WHERE consecutive) AS consecutive, count(*) FILTER (WHERE sequential) AS sequential, "
+            "count(*) FILTER (WHERE random) AS random FROM acc_rows GROUP BY ALL"
+        )
+        self.con.unregister("acc_rows")
+
+    def _overlap(self) -> None:
+        def cat(parts: list[dict[str, np.ndarray]], key: str, dtype: Any) -> np.ndarray:
+            return np.concatenate([np.asarray(p[key], dtype=dtype) for p in parts]) if parts else np.zeros(0, dtype)
+
+        per = V.union_and_overlap(
+            cat(self.io_spans, "g", np.uint64), cat(self.io_spans, "ts", np.int64), cat(self.io_spans, "e", np.int64),
+            cat(self.compute_spans, "g", np.uint64), cat(self.compute_spans, "ts", np.int64),
+            cat(self.compute_spans, "e", np.int64),
+        )  # fmt: skip
+        self.io_spans.clear()
+        self.compute_spans.clear()
+        keys = list(per)
+        ovl = pa.table({
+            "g": pa.array(keys, type=pa.uint64()),
+            "io_wall_us": pa.array([per[k][0] for k in keys], type=pa.int64()),
+            "overlap_us": pa.array([per[k][1] for k in keys], type=pa.int64()),
+            "compute_wall_us": pa.array([per[k][2] for k in keys], type=pa.int64()),
+        })  # fmt: skip
+        self.con.register("ovl_rows", ovl)
+        self.con.execute("CREATE TEMP TABLE ovl AS SELECT * FROM ovl_rows")
+        self.con.unregister("ovl_rows")
