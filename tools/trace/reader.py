@@ -33,8 +33,9 @@ from dftune.tools.trace.linescan import STRUCTURAL_LINES, BadLine, first_line, h
 _ARG_INTS = ("ret", "offset", "size", "whence", "flags", "rank", "dft_cnt", "dur", "dur_sum", "ret_sum", "size_min",
              "size_max")
 _ARG_TEXT = ("fhash", "hhash", "fname", "hostname", "name", "value", "mode", "epoch", "step", "cmd_hash", "version", "cfg")
-_TOP = {"id": "BIGINT", "name": "VARCHAR", "cat": "VARCHAR", "pid": "BIGINT", "tid": "BIGINT", "ts": "BIGINT",
-        "dur": "BIGINT", "ph": "VARCHAR"}  # fmt: skip
+#: Top-level keys.  ``id`` and ``tid`` are not read: ordering uses ts then trace order,
+#: and every per-thread question is answered per process.
+_TOP = {"name": "VARCHAR", "cat": "VARCHAR", "pid": "BIGINT", "ts": "BIGINT", "dur": "BIGINT", "ph": "VARCHAR"}
 
 
 def _columns_literal() -> str:
@@ -196,7 +197,7 @@ def _load_sql(source: str, scale: float) -> str:
           CASE WHEN ph IN ('X', '1') THEN 1 WHEN ph IN ('M', '4') THEN 4
                WHEN ph = '3' THEN 3 WHEN ph IN ('C', '2') THEN 2
                WHEN ph IS NULL THEN NULL ELSE 0 END::UTINYINT AS k,
-          ph IN ('X', 'M') AS legacy, name, cat, pid, tid, {t("ts")} AS ts, {t("dur")} AS dur, id,
+          ph IN ('X', 'M') AS legacy, name, cat, pid, {t("ts")} AS ts, {t("dur")} AS dur,
           args IS NULL AS no_args,
           args.ret AS ret, args.offset AS off, args.size AS isize, args.whence AS whence, args.flags AS flags,
           args.mode AS fmode, args.fhash AS fhash, COALESCE(args.hostname, args.hhash) AS hkey,
