@@ -31,49 +31,59 @@ SELECT count(*) FILTER (WHERE k IS NULL AND name IS NULL) AS nulls,
        count(*) FILTER (WHERE k = 3) AS aggregated_events,
        count(*) FILTER (WHERE k IS NOT NULL AND legacy) AS legacy_rows,
        count(*) FILTER (WHERE k IS NOT NULL AND NOT legacy) AS v2_rows,
-       min(ts) FILTER (WHERE k = 1) AS first_ts, max(ts + dur) FILTER (WHERE k = 1) AS last_end,
-       count(*) FILTER (WHERE k = 1 AND upper(cat) IN ('POSIX', 'STDIO')) AS io_events,
-       count(*) FILTER (WHERE k = 1 AND upper(cat) IN ('POSIX', 'STDIO') AND no_args) AS io_events_without_args,
-       count(*) FILTER (WHERE k = 1 AND lower(cat) = 'checkpoint' OR (k = 1 AND upper(cat) NOT IN ('POSIX', 'STDIO')
-                         AND lower(name) LIKE '%checkpoint%' AND lower(name) NOT LIKE '%init%')) AS checkpoint_events
+       min(ts) FILTER (WHERE k = 1) AS first_ts, max(ts + dur) FILTER (WHERE k = 1) AS last_end
 FROM ev
 """
+
+
+#: Role of a call in position tracking (see :mod:`vectorized`) and how it sets the position.
+_SET_OPEN, _SET_LSEEK, _SET_FSEEK, _SET_REWIND = 1, 2, 3, 4
+
+
+def _call_rows() -> list[tuple[str, str, int, bool, int]]:
+    """(name, family, position role, bytes are items*size, setter kind) for every named call."""
+    rows: dict[str, tuple[str, str, int, bool, int]] = {}
+    setters = ((S.OPEN_CALLS, _SET_OPEN), (S.LSEEK_CALLS, _SET_LSEEK), (S.FSEEK_CALLS, _SET_FSEEK),
+               (S.REWIND_CALLS, _SET_REWIND))  # fmt: skip
+    names = {*S.READ_CALLS, *S.WRITE_CALLS, *S.SYNC_CALLS, *(n for group, _ in setters for n in group)}
+    for name in sorted(names):
+        fam = ("read" if name in S.READ_CALLS else "write" if name in S.WRITE_CALLS
+               else "sync" if name in S.SYNC_CALLS else "metadata")  # fmt: skip
+        setter = next((kind for group, kind in setters if name in group), 0)
+        role = (V.POSITIONAL if name in S.POSITIONAL_CALLS else V.STREAM if name in S.STREAM_CALLS
+                else V.SETTER if setter else V.OTHER)  # fmt: skip
+        rows[name] = (name, fam, role, name in S.ITEM_CALLS, setter)
+    return list(rows.values())
 
 
 def _io_sql() -> str:
     """I/O calls with family, bytes, size bin and position role (DESIGN.md "I/O semantics").
 
-    Everything the order-dependent passes need is computed here once, as integers: group
-    hashes per (process, file) and per process, the call's role for position tracking,
-    and the position a setter establishes.
+    A join with the small ``calls`` table (built from :mod:`semantics`) classifies each
+    call once; everything the order-dependent passes need is computed here as integers:
+    group hashes per (process, file) and per process, the call's position role, and the
+    position a setter establishes.
     """
-    opens = S.sql_list(S.OPEN_CALLS)
-    lseeks = S.sql_list(S.LSEEK_CALLS)
-    fseeks = S.sql_list(S.FSEEK_CALLS)
-    rewinds = S.sql_list(S.REWIND_CALLS)
-    setters = f"name IN {opens} OR name IN {lseeks} OR name IN {fseeks} OR name IN {rewinds}"
     return f"""
     SELECT *, {S.size_bin_sql("nbytes")}::UTINYINT AS sbin,
-           CASE WHEN fkey IS NULL THEN {V.OTHER}
-                WHEN name IN {S.sql_list(S.POSITIONAL_CALLS)} THEN {V.POSITIONAL}
-                WHEN name IN {S.sql_list(S.STREAM_CALLS)} THEN {V.STREAM}
-                WHEN {setters} THEN {V.SETTER} ELSE {V.OTHER} END::TINYINT AS pkind,
-           COALESCE(CASE
-             WHEN name IN {opens} THEN
+           CASE WHEN fkey IS NULL THEN {V.OTHER} ELSE role END::TINYINT AS pkind,
+           COALESCE(CASE setter
+             WHEN {_SET_OPEN} THEN
                CASE WHEN (flags IS NOT NULL AND (flags & {S.O_APPEND}) <> 0) OR (fmode IS NOT NULL AND fmode LIKE 'a%')
                     THEN NULL ELSE 0 END
-             WHEN name IN {lseeks} THEN CASE WHEN ret >= 0 THEN ret WHEN whence = {S.SEEK_SET} THEN off END
-             WHEN name IN {fseeks} THEN CASE WHEN whence = {S.SEEK_SET} AND ret = 0 THEN off END
-             WHEN name IN {rewinds} THEN 0
+             WHEN {_SET_LSEEK} THEN CASE WHEN ret >= 0 THEN ret WHEN whence = {S.SEEK_SET} THEN off END
+             WHEN {_SET_FSEEK} THEN CASE WHEN whence = {S.SEEK_SET} AND ret = 0 THEN off END
+             WHEN {_SET_REWIND} THEN 0
            END, {V.UNKNOWN}) AS setpos,
            hash(hkey, pid, fkey) AS g_file, hash(hkey, pid) AS g_proc, hash(fkey) AS fk
     FROM (
-      SELECT hkey, host_inline, pid, name, COALESCE(fname, fhash) AS fkey, fname IS NOT NULL AS fkey_is_path,
-             ts, dur, ret, off, whence, flags, fmode, no_args,
-             {S.family_sql("name")} AS fam,
-             CASE WHEN ret IS NULL THEN NULL WHEN ret <= 0 THEN 0
-                  WHEN name IN {S.sql_list(S.ITEM_CALLS)} THEN ret * isize ELSE ret END AS nbytes
-      FROM ev WHERE k = 1 AND upper(cat) IN {_IO}
+      SELECT e.hkey, e.host_inline, e.pid, e.name, COALESCE(e.fname, e.fhash) AS fkey,
+             e.fname IS NOT NULL AS fkey_is_path, e.ts, e.dur, e.ret, e.off, e.whence, e.flags, e.fmode, e.no_args,
+             COALESCE(c.fam, 'metadata') AS fam, COALESCE(c.role, {V.OTHER}) AS role, COALESCE(c.setter, 0) AS setter,
+             CASE WHEN e.ret IS NULL THEN NULL WHEN e.ret <= 0 THEN 0
+                  WHEN c.item THEN e.ret * e.isize ELSE e.ret END AS nbytes
+      FROM ev e LEFT JOIN calls c ON c.name = e.name
+      WHERE e.k = 1 AND upper(e.cat) IN {_IO}
     )
     """
 
@@ -98,7 +108,8 @@ _BATCH_SQL = {
         SELECT fam, count(*) AS count, sum(nbytes) AS bytes, count(nbytes) AS sized, sum(dur) AS time_us,
                count(*) FILTER (WHERE nbytes < {S.SMALL_IO_BYTES}) AS small,
                sum(CASE WHEN dur > 0 AND nbytes IS NOT NULL THEN nbytes / dur END) AS bw_sum,
-               count(*) FILTER (WHERE dur > 0 AND nbytes IS NOT NULL) AS bw_n
+               count(*) FILTER (WHERE dur > 0 AND nbytes IS NOT NULL) AS bw_n,
+               count(*) FILTER (WHERE no_args) AS no_args
         FROM io GROUP BY fam""",
     # dftracer's aggregated (ph 3) records: counts and sums per call, no per-op detail.
     "agg": f"""
@@ -117,7 +128,11 @@ _BATCH_SQL = {
         FROM io WHERE fkey IS NOT NULL GROUP BY fkey""",
     "pathproc": "SELECT DISTINCT fk, g_proc FROM io WHERE fkey IS NOT NULL",
     "layer": """
-        SELECT cat, count(*) AS count, sum(dur) AS time_us, min(ts) AS first_ts, max(ts + dur) AS last_end
+        SELECT cat, count(*) AS count, sum(dur) AS time_us, min(ts) AS first_ts, max(ts + dur) AS last_end,
+               CASE WHEN lower(cat) = 'checkpoint' THEN count(*)
+                    WHEN upper(cat) IN ('POSIX', 'STDIO') THEN 0
+                    ELSE count(*) FILTER (WHERE lower(name) LIKE '%checkpoint%' AND lower(name) NOT LIKE '%init%')
+               END AS checkpoint_events
         FROM ev WHERE k = 1 AND cat IS NOT NULL AND upper(cat) <> 'DFTRACER' GROUP BY cat""",
     "proctot": """
         SELECT hkey, any_value(host_inline) AS host_inline, pid, count(*) AS events, min(ts) AS first_ts,
@@ -161,6 +176,8 @@ class BatchReducer:
     def __post_init__(self) -> None:
         self.con = duckdb.connect(config={"threads": 1})
         self.con.execute("SET enable_progress_bar = false")
+        self.con.execute("CREATE TEMP TABLE calls (name VARCHAR, fam VARCHAR, role TINYINT, item BOOLEAN, setter TINYINT)")
+        self.con.executemany("INSERT INTO calls VALUES (?, ?, ?, ?, ?)", _call_rows())
 
     def close(self) -> None:
         self.con.close()
@@ -179,7 +196,7 @@ class BatchReducer:
         """Fold one healthy batch in."""
         c = self.counts
         for key in ("rows", "events", "metadata_lines", "counter_events", "aggregated_events", "legacy_rows",
-                    "v2_rows", "checkpoint_events", "io_events", "io_events_without_args"):  # fmt: skip
+                    "v2_rows"):  # fmt: skip
             c[key] = c.get(key, 0) + int(health[key] or 0)
         for key, pick in (("first_ts", min), ("last_end", max)):
             if health[key] is not None:
@@ -288,6 +305,10 @@ class BatchReducer:
                 "SELECT bin, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
                 "FROM b_time GROUP BY bin, fam"))  # fmt: skip
         scalars: dict[str, Any] = {}
+        io_row = con.execute("SELECT COALESCE(sum(count), 0), COALESCE(sum(no_args), 0) FROM b_fam").fetchall()[0]
+        scalars["io_events"], scalars["io_events_without_args"] = int(io_row[0]), int(io_row[1])
+        ckpt = con.execute("SELECT COALESCE(sum(checkpoint_events), 0) FROM b_layer").fetchall()[0]
+        scalars["checkpoint_events"] = int(ckpt[0])
         if self.parts.get("steps"):
             row = con.execute("SELECT list(DISTINCT epoch), count(DISTINCT (epoch, step)) FILTER (WHERE step IS NOT NULL) "
                               "FROM b_steps").fetchall()[0]  # fmt: skip

@@ -143,8 +143,7 @@ def _stream(path: Path, source: str, options: ReadOptions, metric: str, *, trust
     sc.update(
         rows=c.get("rows", 0), events=c.get("events", 0), metadata_lines=c.get("metadata_lines", 0),
         counter_events=c.get("counter_events", 0), aggregated_events=c.get("aggregated_events", 0),
-        first_ts=c.get("first_ts"), last_end=c.get("last_end"), io_events=c.get("io_events", 0),
-        io_events_without_args=c.get("io_events_without_args", 0), checkpoint_events=c.get("checkpoint_events", 0),
+        first_ts=c.get("first_ts"), last_end=c.get("last_end"),
         formats={k: v for k, v in (("dftracer-1.x", c.get("legacy_rows", 0)), ("dftracer-2.x", c.get("v2_rows", 0))) if v},
         time_metric=metric, **extra,
     )  # fmt: skip
