@@ -36,13 +36,27 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
 
 @app.command()
 def analyze(
-    paths: Annotated[list[Path], typer.Argument(help="Trace files (.pfw, .pfw.gz) or directories (searched recursively).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document (schema dftune.analysis/1).")] = False,
-    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Skip bad lines/files and report them instead of failing.")] = False,
-    view: Annotated[list[str] | None, typer.Option("--view", help="summary|file|proc|time|layer (repeatable).")] = None,
-    scheduler: Annotated[str | None, typer.Option("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786.")] = None,
-    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Local worker processes (default: cores).")] = None,
-    windows: Annotated[int, typer.Option("--windows", min=1, max=10000, help="Windows in the time view.")] = 20,
+    paths: Annotated[
+        list[Path], typer.Argument(help="Trace files (.pfw, .pfw.gz) or directories (searched recursively).")
+    ],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document (schema dftune.analysis/1).")
+    ] = False,
+    skip_bad: Annotated[
+        bool, typer.Option("--skip-bad", help="Skip bad lines/files and report them instead of failing.")
+    ] = False,
+    view: Annotated[
+        list[str] | None, typer.Option("--view", help="summary|file|proc|time|layer (repeatable).")
+    ] = None,
+    scheduler: Annotated[
+        str | None, typer.Option("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786.")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", min=1, help="Local worker processes (default: cores).")
+    ] = None,
+    windows: Annotated[
+        int, typer.Option("--windows", min=1, max=10000, help="Windows in the time view.")
+    ] = 20,
 ) -> None:
     """Read dftracer traces exactly and summarize their I/O (counts, bytes, time, pattern)."""
     from dftune.tools.trace import TraceError
@@ -89,7 +103,9 @@ def main() -> None:  # pragma: no cover - console entry point
     except Exception as exc:
         if os.environ.get("DFTUNE_DEBUG"):
             raise
-        sys.stderr.write(f"dftune: internal error: {type(exc).__name__}: {exc} (set DFTUNE_DEBUG=1 for a traceback)\n")
+        sys.stderr.write(
+            f"dftune: internal error: {type(exc).__name__}: {exc} (set DFTUNE_DEBUG=1 for a traceback)\n"
+        )
         raise SystemExit(1) from None
 
 

@@ -33,7 +33,9 @@ def native_event_count(trace_dir: Path, index_dir: Path) -> int | None:
 
 
 @pytest.mark.parametrize("name", ["cm1-48ranks-legacy", "dlio-unet3d-8ranks-legacy", "dlio-legacy-strings"])
-def test_events_match_dftracer_event_count_on_shared_traces(shared_traces: Path, tmp_path: Path, name: str) -> None:
+def test_events_match_dftracer_event_count_on_shared_traces(
+    shared_traces: Path, tmp_path: Path, name: str
+) -> None:
     native = native_event_count(shared_traces / name, tmp_path)
     if native is None:
         pytest.skip(f"dftracer_event_count cannot read {name}")
@@ -41,7 +43,9 @@ def test_events_match_dftracer_event_count_on_shared_traces(shared_traces: Path,
 
 
 @pytest.mark.parametrize("name", ["preload", "multiproc", "function"])
-def test_events_match_dftracer_event_count_on_generated_traces(generated_traces: dict, tmp_path: Path, name: str) -> None:
+def test_events_match_dftracer_event_count_on_generated_traces(
+    generated_traces: dict, tmp_path: Path, name: str
+) -> None:
     trace_dir = generated_traces[name].trace_dir
     native = native_event_count(trace_dir, tmp_path)
     if native is None:

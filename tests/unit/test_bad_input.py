@@ -35,6 +35,7 @@ GOOD_SIZES = [4096 * (1 + i % 5) for i in range(GOOD_EVENTS)]
 GOOD_BYTES = sum(GOOD_SIZES)
 BLOCK = 4096
 
+
 def _dumps(obj: dict[str, Any]) -> str:
     return json.dumps(obj, separators=(",", ":"))
 

@@ -62,7 +62,13 @@ def test_unknown_position_is_never_assumed_sequential() -> None:
 
 
 def test_groups_are_independent_and_input_order_does_not_matter() -> None:
-    rows = [(2, 1, S, 10, U, U), (1, 1, S, 10, U, U), (2, 0, T, U, U, 0), (1, 0, T, U, U, 40), (1, 2, S, 5, U, U)]
+    rows = [
+        (2, 1, S, 10, U, U),
+        (1, 1, S, 10, U, U),
+        (2, 0, T, U, U, 0),
+        (1, 0, T, U, U, 40),
+        (1, 2, S, 5, U, U),
+    ]
     res = run(rows)
     assert list(res.start) == [0, 40, U, U, 50]
     assert labels(res) == ["-", "-", "-", "-", "C"]

@@ -99,7 +99,10 @@ _FAMILY_COLUMNS = """
   count(*) FILTER (WHERE fam = 'sync') AS sync_count, sum(dur) FILTER (WHERE fam = 'sync') AS sync_time_us
 """
 _FAMILY_SUMS = ", ".join(
-    f"sum({f}_{m}) AS {f}_{m}" for f in S.FAMILIES for m in ("count", "bytes", "time_us") if not (m == "bytes" and f in ("metadata", "sync"))
+    f"sum({f}_{m}) AS {f}_{m}"
+    for f in S.FAMILIES
+    for m in ("count", "bytes", "time_us")
+    if not (m == "bytes" and f in ("metadata", "sync"))
 )
 
 #: Per-batch aggregates: name -> SQL over the batch tables ``ev`` and ``io``.
@@ -176,7 +179,9 @@ class BatchReducer:
     def __post_init__(self) -> None:
         self.con = duckdb.connect(config={"threads": 1})
         self.con.execute("SET enable_progress_bar = false")
-        self.con.execute("CREATE TEMP TABLE calls (name VARCHAR, fam VARCHAR, role TINYINT, item BOOLEAN, setter TINYINT)")
+        self.con.execute(
+            "CREATE TEMP TABLE calls (name VARCHAR, fam VARCHAR, role TINYINT, item BOOLEAN, setter TINYINT)"
+        )
         self.con.executemany("INSERT INTO calls VALUES (?, ?, ?, ?, ?)", _call_rows())
 
     def close(self) -> None:
@@ -224,24 +229,30 @@ class BatchReducer:
                 f"fam = 'write' AS is_write FROM io WHERE pkind <> {V.OTHER}").fetchnumpy())  # fmt: skip
             self.io_spans.append(con.execute("SELECT g_proc AS g, ts, ts + dur AS e FROM io").fetchnumpy())
             self.compute_spans.append(
-                con.execute(f"SELECT hash(hkey, pid) AS g, ts, ts + dur AS e FROM ev WHERE {_COMPUTE}").fetchnumpy()
+                con.execute(
+                    f"SELECT hash(hkey, pid) AS g, ts, ts + dur AS e FROM ev WHERE {_COMPUTE}"
+                ).fetchnumpy()
             )
         finally:
             con.unregister("io")
             con.unregister("ev")
 
     # ----------------------------------------------------------------------------------
-    def finish(self, rank_from_name: int | None) -> tuple[dict[str, pa.Table], dict[str, Any], dict[str, str]]:
+    def finish(
+        self, rank_from_name: int | None
+    ) -> tuple[dict[str, pa.Table], dict[str, Any], dict[str, str]]:
         """Whole-file passes and re-aggregation: (tables, scalars, FH map)."""
         con = self.con
         for name in ("meta", "fam", "agg", "hist", "path", "pathproc", "layer", "proctot", "procfam", "steps",
                      "start", "time", "fks"):  # fmt: skip
-            tables = self.parts.get(name)
-            if tables:
-                con.register(f"b_{name}", pa.concat_tables(tables, promote_options="permissive"))
+            batches = self.parts.get(name)
+            if batches:
+                con.register(f"b_{name}", pa.concat_tables(batches, promote_options="permissive"))
         if not self.parts.get("meta"):  # no batch was added
             return {}, {}, {}
-        con.execute("CREATE TEMP TABLE hmap AS SELECT kind, h, any_value(v) AS v FROM b_meta GROUP BY kind, h")
+        con.execute(
+            "CREATE TEMP TABLE hmap AS SELECT kind, h, any_value(v) AS v FROM b_meta GROUP BY kind, h"
+        )
         self._positions()
         self._overlap()
         host = "COALESCE(hh.v, t.hkey, '')"
@@ -257,7 +268,7 @@ class BatchReducer:
                                                sum(random) AS random FROM acc GROUP BY fam) p ON p.fam = b.fam
                 GROUP BY b.fam""",
             "agg": "SELECT fam, sum(records) AS records, sum(count) AS count, sum(bytes) AS bytes, "
-                   "sum(time_us) AS time_us FROM b_agg GROUP BY fam",
+            "sum(time_us) AS time_us FROM b_agg GROUP BY fam",
             "hist": "SELECT fam, sbin, sum(count) AS count, sum(bytes) AS bytes FROM b_hist GROUP BY fam, sbin",
             "path": f"""
                 WITH f AS (SELECT fkey, any_value(fk) AS fk, bool_or(is_path) AS is_path, {_FAMILY_SUMS}
@@ -272,7 +283,7 @@ class BatchReducer:
                 FROM f LEFT JOIN q ON q.fk = f.fk LEFT JOIN n ON n.fk = f.fk
                 LEFT JOIN hmap fh ON fh.kind = 'FH' AND fh.h = f.fkey AND NOT f.is_path""",
             "layer": "SELECT cat, sum(count) AS count, sum(time_us) AS time_us, min(first_ts) AS first_ts, "
-                     "max(last_end) AS last_end FROM b_layer GROUP BY cat",
+            "max(last_end) AS last_end FROM b_layer GROUP BY cat",
             "proc": f"""
                 WITH t AS (SELECT hkey, bool_or(host_inline) AS host_inline, pid, sum(events) AS events,
                                   min(first_ts) AS first_ts, max(last_end) AS last_end,
@@ -305,7 +316,9 @@ class BatchReducer:
                 "SELECT bin, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
                 "FROM b_time GROUP BY bin, fam"))  # fmt: skip
         scalars: dict[str, Any] = {}
-        io_row = con.execute("SELECT COALESCE(sum(count), 0), COALESCE(sum(no_args), 0) FROM b_fam").fetchall()[0]
+        io_row = con.execute(
+            "SELECT COALESCE(sum(count), 0), COALESCE(sum(no_args), 0) FROM b_fam"
+        ).fetchall()[0]
         scalars["io_events"], scalars["io_events_without_args"] = int(io_row[0]), int(io_row[1])
         ckpt = con.execute("SELECT COALESCE(sum(checkpoint_events), 0) FROM b_layer").fetchall()[0]
         scalars["checkpoint_events"] = int(ckpt[0])
@@ -325,7 +338,9 @@ class BatchReducer:
         cols = {k: np.concatenate([np.asarray(p[k], dtype=t) for p in self.positions]) if self.positions
                 else np.zeros(0, dtype=t) for k, t in zip(_POSITION_COLUMNS, _POSITION_DTYPES, strict=True)}  # fmt: skip
         self.positions.clear()
-        res = V.classify_accesses(cols["g_file"], cols["ts"], cols["pkind"], cols["nbytes"], cols["off"], cols["setpos"])
+        res = V.classify_accesses(
+            cols["g_file"], cols["ts"], cols["pkind"], cols["nbytes"], cols["off"], cols["setpos"]
+        )
         keep = res.sequential | res.random
         acc = pa.table({
             "fk": cols["fk"][keep], "is_write": cols["is_write"][keep],
@@ -341,7 +356,11 @@ class BatchReducer:
 
     def _overlap(self) -> None:
         def cat(parts: list[dict[str, np.ndarray]], key: str, dtype: Any) -> np.ndarray:
-            return np.concatenate([np.asarray(p[key], dtype=dtype) for p in parts]) if parts else np.zeros(0, dtype)
+            return (
+                np.concatenate([np.asarray(p[key], dtype=dtype) for p in parts])
+                if parts
+                else np.zeros(0, dtype)
+            )
 
         per = V.union_and_overlap(
             cat(self.io_spans, "g", np.uint64), cat(self.io_spans, "ts", np.int64), cat(self.io_spans, "e", np.int64),

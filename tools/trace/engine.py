@@ -55,20 +55,29 @@ def analyze(
 
 
 def _with_time_bins(
-    files: list[Path], options: ReadOptions, partials: list[FilePartial], windows: int,
-    scheduler: str | None, workers: int | None,
+    files: list[Path],
+    options: ReadOptions,
+    partials: list[FilePartial],
+    windows: int,
+    scheduler: str | None,
+    workers: int | None,
 ) -> list[FilePartial]:
     """Second pass for the time view: windows need the global start and end first."""
     firsts = [p.scalars["first_ts"] for p in partials if p.scalars.get("first_ts") is not None]
     lasts = [p.scalars["last_end"] for p in partials if p.scalars.get("last_end") is not None]
     origin, end = min(firsts), max(lasts)
     width = max(1, -(-(end - origin) // windows))
-    binned = ReadOptions(skip_bad=options.skip_bad, file_view=options.file_view, time_bins=(origin, width, windows))
+    binned = ReadOptions(
+        skip_bad=options.skip_bad, file_view=options.file_view, time_bins=(origin, width, windows)
+    )
     return _map(files, binned, scheduler, workers, None)
 
 
 def _map(
-    files: list[Path], options: ReadOptions, scheduler: str | None, workers: int | None,
+    files: list[Path],
+    options: ReadOptions,
+    scheduler: str | None,
+    workers: int | None,
     progress: Progress | None,
 ) -> list[FilePartial]:
     if scheduler:

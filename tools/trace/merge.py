@@ -8,6 +8,7 @@ Dask cluster, which is why both paths agree to the last byte.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import duckdb
@@ -87,7 +88,9 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         SELECT fam, sum(count), sum(bytes), sum(sized), sum(time_us), sum(small), sum(bw_sum), sum(bw_n),
                sum(consecutive), sum(sequential), sum(random)
         FROM t GROUP BY fam""")  # fmt: skip
-    agg_rows = _query(con, _concat(partials, "agg"), "SELECT fam, sum(count), sum(bytes), sum(time_us) FROM t GROUP BY fam")
+    agg_rows = _query(
+        con, _concat(partials, "agg"), "SELECT fam, sum(count), sum(bytes), sum(time_us) FROM t GROUP BY fam"
+    )
     agg = {r[0]: r for r in agg_rows}
     fams: dict[str, FamilyStats] = {}
     seq = {"consecutive": 0, "sequential": 0, "random": 0}
@@ -128,7 +131,9 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
     sized_total = sized_rw["read"] + sized_rw["write"]
     classified = seq["sequential"] + seq["random"]
 
-    hist_rows = _query(con, _concat(partials, "hist"), "SELECT fam, sbin, sum(count), sum(bytes) FROM t GROUP BY 1, 2")
+    hist_rows = _query(
+        con, _concat(partials, "hist"), "SELECT fam, sbin, sum(count), sum(bytes) FROM t GROUP BY 1, 2"
+    )
     hist: dict[str, dict[str, int]] = {
         fam: {label: 0 for label, _ in S.SIZE_BINS} for fam in ("read", "write")
     }
@@ -150,11 +155,18 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
     unover_us = sum(float(p[9] or 0) for p in procs)
     imbalance = _imbalance(procs)
 
-    layer_rows = _query(con, _concat(partials, "layer"), "SELECT cat, sum(count), sum(time_us) FROM t GROUP BY cat ORDER BY 3 DESC")
+    layer_rows = _query(
+        con,
+        _concat(partials, "layer"),
+        "SELECT cat, sum(count), sum(time_us) FROM t GROUP BY cat ORDER BY 3 DESC",
+    )
     nproc = max(len(procs), 1)
     layers = [
         LayerStats(
-            cat=str(cat), count=int(cnt), time_s=(t or 0) / US, mean_ms=((t or 0) / cnt / 1000.0) if cnt else 0.0,
+            cat=str(cat),
+            count=int(cnt),
+            time_s=(t or 0) / US,
+            mean_ms=((t or 0) / cnt / 1000.0) if cnt else 0.0,
             share_of_job_pct=_pct((t or 0), job_us * nproc),
         )
         for cat, cnt, t in layer_rows
@@ -169,7 +181,9 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
     skipped: list[SkippedLine] = []
     for p in partials:
         for bad in p.bad_lines:
-            skipped.append(SkippedLine(file=p.path, line=None if bad.line < 0 else bad.line, reason=bad.reason))
+            skipped.append(
+                SkippedLine(file=p.path, line=None if bad.line < 0 else bad.line, reason=bad.reason)
+            )
     no_args = [p.path for p in partials if p.scalars.get("io_events") and
                p.scalars.get("io_events") == p.scalars.get("io_events_without_args")]  # fmt: skip
     if no_args:
@@ -182,7 +196,9 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         for k, v in (s.get("formats") or {}).items():
             formats[k] = formats.get(k, 0) + int(v)
     epochs = sorted({e for s in sc for e in s.get("epochs", [])}, key=_natural)
-    rw_ops = fams["read"].count + fams["write"].count - fams["read"].aggregated_ops - fams["write"].aggregated_ops
+    rw_ops = (
+        fams["read"].count + fams["write"].count - fams["read"].aggregated_ops - fams["write"].aggregated_ops
+    )
     rw_bytes = (fams["read"].bytes or 0) + (fams["write"].bytes or 0)
     return Analysis(
         files=len(partials),
@@ -229,8 +245,22 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         checkpoint_events=sum(int(s.get("checkpoint_events", 0)) for s in sc),
         dftracer_versions=sorted({str(s["dftracer_version"]) for s in sc if s.get("dftracer_version")}),
         time_metric=next((s["time_metric"] for s in sc if s.get("time_metric")), "US"),
+        tracer_config=_first_config(sc),
         warnings=warnings,
     )
+
+
+def _first_config(scalars: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for s in scalars:
+        raw = s.get("tracer_config")
+        if raw:
+            try:
+                cfg = json.loads(raw) if isinstance(raw, str) else raw
+            except ValueError:
+                continue
+            if isinstance(cfg, dict):
+                return cfg
+    return None
 
 
 def _natural(value: str) -> tuple[int, float | str]:

@@ -115,6 +115,9 @@ class Analysis(_Model):
     steps: int = 0
     checkpoint_events: int = 0
     dftracer_versions: list[str] = []
+    #: the tracer configuration dftracer records in its ``end`` event (first file that has one):
+    #: which interfaces were traced, aggregation, metadata, ...; tells what the trace can show
+    tracer_config: dict[str, Any] | None = None
     time_metric: str = "US"
     warnings: list[str] = []
     views: dict[str, Any] = {}

@@ -30,12 +30,44 @@ from dftune.tools.trace.linescan import STRUCTURAL_LINES, BadLine, first_line, h
 #: (it converts legacy numbers-as-strings and floats; garbage becomes NULL, which the health
 #: check reports as a bad line); hashes and free text stay VARCHAR so 64-bit unsigned and
 #: hex hashes survive unchanged.
-_ARG_INTS = ("ret", "offset", "size", "whence", "flags", "rank", "dft_cnt", "dur", "dur_sum", "ret_sum", "size_min",
-             "size_max")
-_ARG_TEXT = ("fhash", "hhash", "fname", "hostname", "name", "value", "mode", "epoch", "step", "cmd_hash", "version", "cfg")
+_ARG_INTS = (
+    "ret",
+    "offset",
+    "size",
+    "whence",
+    "flags",
+    "rank",
+    "dft_cnt",
+    "dur",
+    "dur_sum",
+    "ret_sum",
+    "size_min",
+    "size_max",
+)
+_ARG_TEXT = (
+    "fhash",
+    "hhash",
+    "fname",
+    "hostname",
+    "name",
+    "value",
+    "mode",
+    "epoch",
+    "step",
+    "cmd_hash",
+    "version",
+    "cfg",
+)
 #: Top-level keys.  ``id`` and ``tid`` are not read: ordering uses ts then trace order,
 #: and every per-thread question is answered per process.
-_TOP = {"name": "VARCHAR", "cat": "VARCHAR", "pid": "BIGINT", "ts": "BIGINT", "dur": "BIGINT", "ph": "VARCHAR"}
+_TOP = {
+    "name": "VARCHAR",
+    "cat": "VARCHAR",
+    "pid": "BIGINT",
+    "ts": "BIGINT",
+    "dur": "BIGINT",
+    "ph": "VARCHAR",
+}
 
 
 def _columns_literal() -> str:
@@ -124,7 +156,9 @@ def _stream(path: Path, source: str, options: ReadOptions, metric: str, *, trust
     try:
         con.execute("SET enable_progress_bar = false")
         nulls = 0
-        for record_batch in con.sql(_load_sql(source, _TIME_SCALE.get(metric, 1.0))).to_arrow_reader(BATCH_ROWS):
+        for record_batch in con.sql(_load_sql(source, _TIME_SCALE.get(metric, 1.0))).to_arrow_reader(
+            BATCH_ROWS
+        ):
             batch = pa.Table.from_batches([record_batch])
             health = reducer.health(batch)
             if health["semantic_bad"] and not trusted:

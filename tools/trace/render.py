@@ -37,7 +37,7 @@ def human_bytes(n: float | None) -> str:
 
 def shorten(text: str, width: int = 48) -> str:
     """Keep the informative tail of a long path: '…/train/img_002_of_168.hdf5'."""
-    return text if len(text) <= width else "…" + text[-(width - 1):]
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
 def _num(v: Any, digits: int = 2) -> str:
@@ -70,7 +70,9 @@ class AnalysisRenderer:
         head.add_column(style="bold")
         head.add_column()
         fmt = ", ".join(f"{k} ({v:,} lines)" for k, v in a.formats.items()) or "-"
-        head.add_row("trace files", f"{a.files:,}" + (f"  ({len(a.empty_files)} empty)" if a.empty_files else ""))
+        head.add_row(
+            "trace files", f"{a.files:,}" + (f"  ({len(a.empty_files)} empty)" if a.empty_files else "")
+        )
         head.add_row("format", fmt)
         head.add_row("events", f"{a.events:,} complete, {a.metadata_lines:,} metadata, "
                      f"{a.aggregated_events:,} aggregated, {a.counter_events:,} counter")  # fmt: skip
@@ -95,7 +97,13 @@ class AnalysisRenderer:
                     _num(a.classified_accesses), a.shape.kind)  # fmt: skip
 
         ovl = Table(title="Time", title_justify="left")
-        for col in ("I/O call time (s)", "I/O wall (s)", "unoverlapped I/O (s)", "I/O share of job", "imbalance (time)"):
+        for col in (
+            "I/O call time (s)",
+            "I/O wall (s)",
+            "unoverlapped I/O (s)",
+            "I/O share of job",
+            "imbalance (time)",
+        ):
             ovl.add_column(col, justify="right")
         ovl.add_row(_num(a.io_time_s, 3), _num(a.io_wall_time_s, 3), _num(a.unoverlapped_io_time_s, 3),
                     f"{100 * a.io_fraction_of_job:,.1f} %", _num(a.imbalance.time_max_mean, 3))  # fmt: skip

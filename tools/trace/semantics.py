@@ -21,7 +21,16 @@ FAMILIES: Final = ("read", "write", "metadata", "sync")
 ITEM_CALLS: Final = ("fread", "fwrite")
 
 #: Calls that carry their own ``offset`` and leave the file position untouched.
-POSITIONAL_CALLS: Final = ("pread", "pread64", "preadv", "preadv2", "pwrite", "pwrite64", "pwritev", "pwritev2")
+POSITIONAL_CALLS: Final = (
+    "pread",
+    "pread64",
+    "preadv",
+    "preadv2",
+    "pwrite",
+    "pwrite64",
+    "pwritev",
+    "pwritev2",
+)
 #: Calls that advance the file position by the bytes they moved.
 STREAM_CALLS: Final = ("read", "readv", "fread", "write", "writev", "fwrite")
 #: Calls that (re)start a stream at offset 0 (append mode makes the position unknown).

@@ -44,7 +44,9 @@ def _group_starts(g: npt.NDArray[np.generic]) -> BOOL:
 CHUNK = 1 << 18
 
 
-def classify_accesses(group: U64, ts: I64, kind: npt.NDArray[np.int8], nbytes: I64, offset: I64, setpos: I64) -> Classified:
+def classify_accesses(
+    group: U64, ts: I64, kind: npt.NDArray[np.int8], nbytes: I64, offset: I64, setpos: I64
+) -> Classified:
     """Consecutive / sequential / random per access, per (process, file) ``group``.
 
     ``kind``: STREAM (read/write advance the position by their bytes), POSITIONAL

@@ -39,7 +39,9 @@ def build_view(name: str, partials: list[FilePartial], analysis: Analysis) -> di
         con.close()
 
 
-def _rows(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], table: str, sql: str) -> list[dict[str, Any]]:
+def _rows(
+    con: duckdb.DuckDBPyConnection, partials: list[FilePartial], table: str, sql: str
+) -> list[dict[str, Any]]:
     data = _concat(partials, table)
     if data is None:
         return []
@@ -63,7 +65,9 @@ def _clean(row: tuple[Any, ...]) -> list[Any]:
     return out
 
 
-def _file_view(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], analysis: Analysis) -> dict[str, Any]:
+def _file_view(
+    con: duckdb.DuckDBPyConnection, partials: list[FilePartial], analysis: Analysis
+) -> dict[str, Any]:
     fh: dict[str, str] = {}
     for p in partials:
         fh.update(p.fh_map)
@@ -81,7 +85,9 @@ def _file_view(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], anal
     return {"total": len(rows), "rows": rows[:FILE_VIEW_LIMIT]}
 
 
-def _proc_view(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], analysis: Analysis) -> dict[str, Any]:
+def _proc_view(
+    con: duckdb.DuckDBPyConnection, partials: list[FilePartial], analysis: Analysis
+) -> dict[str, Any]:
     rows = _rows(con, partials, "proc", f"""
         SELECT host, pid, max(rank) AS rank, any_value(cmd) AS cmd, sum(events) AS events,
                (max(last_end) - min(first_ts)) / 1e6 AS lifetime_s, {_FAMILY_SUMS},
@@ -91,7 +97,9 @@ def _proc_view(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], anal
     return {"total": len(rows), "rows": rows}
 
 
-def _time_view(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], analysis: Analysis) -> dict[str, Any]:
+def _time_view(
+    con: duckdb.DuckDBPyConnection, partials: list[FilePartial], analysis: Analysis
+) -> dict[str, Any]:
     bins = next((p.scalars["time_bins"] for p in partials if p.scalars.get("time_bins")), [0, 1, 1])
     origin, width_us, nbins = int(bins[0]), float(bins[1]), int(bins[2])
     rows = _rows(con, partials, "time", """
@@ -111,5 +119,7 @@ def _time_view(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], anal
     return {"origin_us": origin, "window_s": width_us / US, "windows": nbins, "rows": windows}
 
 
-def _layer_view(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], analysis: Analysis) -> dict[str, Any]:
+def _layer_view(
+    con: duckdb.DuckDBPyConnection, partials: list[FilePartial], analysis: Analysis
+) -> dict[str, Any]:
     return {"rows": [layer.model_dump() for layer in analysis.layers]}
