@@ -335,8 +335,12 @@ class BatchReducer:
         return tables, scalars, fh_map
 
     def _positions(self) -> None:
-        cols = {k: np.concatenate([np.asarray(p[k], dtype=t) for p in self.positions]) if self.positions
-                else np.zeros(0, dtype=t) for k, t in zip(_POSITION_COLUMNS, _POSITION_DTYPES, strict=True)}  # fmt: skip
+        cols: dict[str, np.ndarray] = {}
+        for key, dtype in zip(_POSITION_COLUMNS, _POSITION_DTYPES, strict=True):
+            # column by column, dropping each batch's piece once copied: peak ~1x, not 2x
+            pieces = [np.asarray(p.pop(key), dtype=dtype) for p in self.positions]
+            cols[key] = np.concatenate(pieces) if pieces else np.zeros(0, dtype=dtype)
+            del pieces
         self.positions.clear()
         res = V.classify_accesses(
             cols["g_file"], cols["ts"], cols["pkind"], cols["nbytes"], cols["off"], cols["setpos"]
