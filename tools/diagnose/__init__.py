@@ -1,0 +1,1 @@
+"""Diagnosis: bottleneck rules as data, scoring, metric choice, FS detection."""

@@ -1,0 +1,82 @@
+"""The fixed vocabularies every later component shares (diagnosis, catalogs, guards, KB).
+
+Changing a value here is a schema change: rules, strategies and knowledge-base records
+refer to these strings.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+#: Bottleneck categories (issue 3): what a performance engineer would name.
+CATEGORIES: Final = (
+    "small-io",
+    "sequentiality",
+    "read-time",
+    "write-time",
+    "metadata",
+    "fetch-pressure",
+    "stragglers",
+    "unoverlapped-io",
+    "imbalance",
+    "shared-file",
+    "interface",
+)
+Category = Literal[
+    "small-io",
+    "sequentiality",
+    "read-time",
+    "write-time",
+    "metadata",
+    "fetch-pressure",
+    "stragglers",
+    "unoverlapped-io",
+    "imbalance",
+    "shared-file",
+    "interface",
+]
+
+#: Filesystem types dftune distinguishes (``fs.detect`` maps kernel types onto these).
+FS_TYPES: Final = (
+    "lustre",
+    "gpfs",
+    "beegfs",
+    "nfs",
+    "vast",
+    "xfs",
+    "ext4",
+    "local",
+    "tmpfs",
+    "overlay",
+    "unknown",
+)
+FsType = Literal[
+    "lustre", "gpfs", "beegfs", "nfs", "vast", "xfs", "ext4", "local", "tmpfs", "overlay", "unknown"
+]
+
+#: Optimization layers (seed): who inherits a finding.
+LAYERS: Final = ("L1", "L2", "L3")
+Layer = Literal["L1", "L2", "L3"]
+
+#: Metric to optimize (seed's table).
+METRICS: Final = ("time", "bandwidth", "iops", "metadata_ops")
+Metric = Literal["time", "bandwidth", "iops", "metadata_ops"]
+
+#: The 12-category checklist, by number (issue 3 names them; the seed's list lost them).
+CHECKLIST: Final = {
+    1: "buffering/coalescing",
+    2: "caching",
+    3: "prefetching/readahead",
+    4: "asynchronous I/O and checkpointing",
+    5: "metadata reduction",
+    6: "data loader parallelism",
+    7: "collective I/O and aggregation",
+    8: "data sieving and MPI-IO hints",
+    9: "I/O library layout",
+    10: "filesystem layout",
+    11: "OS and kernel",
+    12: "staging to faster tiers",
+}
+#: Verdicts every checklist entry gets in every optimization loop.
+VERDICTS: Final = ("applied_measured", "applicable_not_measured", "not_applicable")
+Privilege = Literal["no-sudo", "sudo", "admin-only"]
