@@ -78,7 +78,7 @@ def _io_sql() -> str:
            hash(hkey, pid, fkey) AS g_file, hash(hkey, pid) AS g_proc, hash(fkey) AS fk
     FROM (
       SELECT e.hkey, e.host_inline, e.pid, e.name, COALESCE(e.fname, e.fhash) AS fkey,
-             e.fname IS NOT NULL AS fkey_is_path, e.ts, e.dur, e.ret, e.off, e.whence, e.flags, e.fmode, e.no_args,
+             e.fname IS NOT NULL AS fkey_is_path, upper(e.cat) AS iface, e.ts, e.dur, e.ret, e.off, e.whence, e.flags, e.fmode, e.no_args,
              COALESCE(c.fam, 'metadata') AS fam, COALESCE(c.role, {V.OTHER}) AS role, COALESCE(c.setter, 0) AS setter,
              CASE WHEN e.ret IS NULL THEN NULL WHEN e.ret <= 0 THEN 0
                   WHEN c.item THEN e.ret * e.isize ELSE e.ret END AS nbytes
@@ -130,6 +130,7 @@ _BATCH_SQL = {
         SELECT fkey, any_value(fk) AS fk, any_value(fkey_is_path) AS is_path, {_FAMILY_COLUMNS}
         FROM io WHERE fkey IS NOT NULL GROUP BY fkey""",
     "pathproc": "SELECT DISTINCT fk, g_proc FROM io WHERE fkey IS NOT NULL",
+    "iface": "SELECT iface, fam, count(*) AS count, sum(nbytes) AS bytes, sum(dur) AS time_us FROM io GROUP BY ALL",
     "layer": """
         SELECT cat, count(*) AS count, sum(dur) AS time_us, min(ts) AS first_ts, max(ts + dur) AS last_end,
                CASE WHEN lower(cat) = 'checkpoint' THEN count(*)
@@ -244,7 +245,7 @@ class BatchReducer:
         """Whole-file passes and re-aggregation: (tables, scalars, FH map)."""
         con = self.con
         for name in ("meta", "fam", "agg", "hist", "path", "pathproc", "layer", "proctot", "procfam", "steps",
-                     "start", "time", "fks"):  # fmt: skip
+                     "start", "time", "fks", "iface"):  # fmt: skip
             batches = self.parts.get(name)
             if batches:
                 con.register(f"b_{name}", pa.concat_tables(batches, promote_options="permissive"))
@@ -263,13 +264,18 @@ class BatchReducer:
                 SELECT b.fam, sum(count) AS count, sum(bytes) AS bytes, sum(sized) AS sized, sum(time_us) AS time_us,
                        sum(small) AS small, sum(bw_sum) AS bw_sum, sum(bw_n) AS bw_n,
                        COALESCE(any_value(p.consecutive), 0) AS consecutive,
-                       COALESCE(any_value(p.sequential), 0) AS sequential, COALESCE(any_value(p.random), 0) AS random
+                       COALESCE(any_value(p.sequential), 0) AS sequential, COALESCE(any_value(p.random), 0) AS random,
+                       COALESCE(any_value(p.positioned), 0) AS positioned,
+                       COALESCE(any_value(p.misaligned), 0) AS misaligned
                 FROM b_fam b LEFT JOIN (SELECT fam, sum(consecutive) AS consecutive, sum(sequential) AS sequential,
-                                               sum(random) AS random FROM acc GROUP BY fam) p ON p.fam = b.fam
+                                               sum(random) AS random, sum(positioned) AS positioned,
+                                               sum(misaligned) AS misaligned FROM acc GROUP BY fam) p ON p.fam = b.fam
                 GROUP BY b.fam""",
             "agg": "SELECT fam, sum(records) AS records, sum(count) AS count, sum(bytes) AS bytes, "
             "sum(time_us) AS time_us FROM b_agg GROUP BY fam",
             "hist": "SELECT fam, sbin, sum(count) AS count, sum(bytes) AS bytes FROM b_hist GROUP BY fam, sbin",
+            "iface": "SELECT iface, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
+            "FROM b_iface GROUP BY iface, fam",
             "path": f"""
                 WITH f AS (SELECT fkey, any_value(fk) AS fk, bool_or(is_path) AS is_path, {_FAMILY_SUMS}
                            FROM b_path GROUP BY fkey),
@@ -345,16 +351,18 @@ class BatchReducer:
         res = V.classify_accesses(
             cols["g_file"], cols["ts"], cols["pkind"], cols["nbytes"], cols["off"], cols["setpos"]
         )
-        keep = res.sequential | res.random
+        keep = res.start >= 0  # accesses with a known start offset (classified ones are a subset)
         acc = pa.table({
             "fk": cols["fk"][keep], "is_write": cols["is_write"][keep],
             "consecutive": res.consecutive[keep], "sequential": res.sequential[keep], "random": res.random[keep],
+            "misaligned": (res.start[keep] % S.ALIGNMENT_BYTES) != 0,
         })  # fmt: skip
         self.con.register("acc_rows", acc)
         self.con.execute(
             "CREATE TEMP TABLE acc AS SELECT fk, CASE WHEN is_write THEN 'write' ELSE 'read' END AS fam, "
             "count(*) FILTER (WHERE consecutive) AS consecutive, count(*) FILTER (WHERE sequential) AS sequential, "
-            "count(*) FILTER (WHERE random) AS random FROM acc_rows GROUP BY ALL"
+            "count(*) FILTER (WHERE random) AS random, count(*) AS positioned, "
+            "count(*) FILTER (WHERE misaligned) AS misaligned FROM acc_rows GROUP BY ALL"
         )
         self.con.unregister("acc_rows")
 

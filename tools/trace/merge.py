@@ -19,6 +19,7 @@ from dftune.tools.trace.model import (
     Analysis,
     FamilyStats,
     Imbalance,
+    InterfaceStats,
     LayerStats,
     Shape,
     SkippedLine,
@@ -86,7 +87,7 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
 
     fam_rows = _query(con, _concat(partials, "fam"), """
         SELECT fam, sum(count), sum(bytes), sum(sized), sum(time_us), sum(small), sum(bw_sum), sum(bw_n),
-               sum(consecutive), sum(sequential), sum(random)
+               sum(consecutive), sum(sequential), sum(random), sum(positioned), sum(misaligned)
         FROM t GROUP BY fam""")  # fmt: skip
     agg_rows = _query(
         con, _concat(partials, "agg"), "SELECT fam, sum(count), sum(bytes), sum(time_us) FROM t GROUP BY fam"
@@ -98,7 +99,7 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
     sized_rw = {"read": 0, "write": 0}
     for f in S.FAMILIES:
         fams[f] = FamilyStats()
-    for fam, count, nbytes, sized, time_us, nsmall, bw_sum, bw_n, consec, sequ, rand in fam_rows:
+    for fam, count, nbytes, sized, time_us, nsmall, bw_sum, bw_n, consec, sequ, rand, npos, nmis in fam_rows:
         st = fams[fam]
         st.count, st.sized, st.time_s = int(count), int(sized or 0), (time_us or 0) / US
         st.bytes = int(nbytes) if nbytes is not None else (0 if fam in ("read", "write") and sized else None)
@@ -109,6 +110,9 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
             st.bw_per_op_mean_mib_s = (bw_sum * US / MIB / bw_n) if bw_n else None
             small[fam] = int(nsmall or 0)
             sized_rw[fam] = st.sized
+            st.small = small[fam]
+            st.consecutive, st.sequential, st.random = int(consec or 0), int(sequ or 0), int(rand or 0)
+            st.positioned, st.misaligned = int(npos or 0), int(nmis or 0)
             seq["consecutive"] += int(consec or 0)
             seq["sequential"] += int(sequ or 0)
             seq["random"] += int(rand or 0)
@@ -147,11 +151,12 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
                sum(COALESCE(read_bytes,0) + COALESCE(write_bytes,0)),
                sum(COALESCE(read_time_us,0) + COALESCE(write_time_us,0) + COALESCE(metadata_time_us,0)
                    + COALESCE(sync_time_us,0)),
-               sum(io_wall_us), sum(unoverlapped_us)
+               sum(io_wall_us), sum(unoverlapped_us), sum(compute_wall_us)
         FROM t GROUP BY host, pid""")  # fmt: skip
     pids = {p[1] for p in procs if p[1] is not None}
     hosts = sorted({str(p[0]) for p in procs if p[0]})
     io_wall_us = sum(float(p[8] or 0) for p in procs)
+    compute_wall_us = sum(float(p[10] or 0) for p in procs)
     unover_us = sum(float(p[9] or 0) for p in procs)
     imbalance = _imbalance(procs)
 
@@ -233,6 +238,12 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         xfer_size_hist=hist,
         unoverlapped_io_time_s=unover_us / US,
         io_wall_time_s=io_wall_us / US,
+        compute_wall_time_s=compute_wall_us / US,
+        misaligned_pct=_pct(
+            fams["read"].misaligned + fams["write"].misaligned,
+            fams["read"].positioned + fams["write"].positioned,
+        ),
+        interfaces=_interfaces(con, partials),
         io_fraction_of_job=round(io_wall_us / (job_us * nproc), 6) if job_us else 0.0,
         unoverlapped_io_fraction=round(unover_us / io_wall_us, 6) if io_wall_us else 0.0,
         bw_job_mib_s=(rw_bytes / MIB / job_s) if job_s and rw_bytes else None,
@@ -248,6 +259,27 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         tracer_config=_first_config(sc),
         warnings=warnings,
     )
+
+
+def _interfaces(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> dict[str, InterfaceStats]:
+    rows = _query(
+        con,
+        _concat(partials, "iface"),
+        "SELECT iface, sum(count), sum(bytes) FILTER (WHERE fam IN ('read', 'write')), sum(time_us) "
+        "FROM t GROUP BY iface ORDER BY iface",
+    )
+    total_bytes = sum(int(r[2] or 0) for r in rows)
+    total_time = sum(float(r[3] or 0) for r in rows)
+    return {
+        str(iface): InterfaceStats(
+            count=int(count or 0),
+            bytes=int(nbytes or 0),
+            time_s=float(t or 0) / US,
+            bytes_pct=_pct(float(nbytes or 0), total_bytes),
+            time_pct=_pct(float(t or 0), total_time),
+        )
+        for iface, count, nbytes, t in rows
+    }
 
 
 def _first_config(scalars: list[dict[str, Any]]) -> dict[str, Any] | None:

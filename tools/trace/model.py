@@ -28,6 +28,15 @@ class FamilyStats(_Model):
     bw_io_time_mib_s: float | None = None
     #: operations and bytes known only from dftracer aggregated records (no per-op detail)
     aggregated_ops: int = 0
+    #: small (< 1 MiB) operations among the sized ones
+    small: int = 0
+    #: access-pattern counts (read/write only; see README "What each number means")
+    consecutive: int = 0
+    sequential: int = 0
+    random: int = 0
+    #: accesses whose start offset is known, and those not aligned to 4 KiB
+    positioned: int = 0
+    misaligned: int = 0
 
 
 class SkippedLine(_Model):
@@ -57,6 +66,16 @@ class Shape(_Model):
     mean_xfer_bytes: float | None = None
     ops_per_io_s: float | None = None
     reason: str = ""
+
+
+class InterfaceStats(_Model):
+    """One I/O interface (POSIX, STDIO): operations, bytes moved by reads/writes, time."""
+
+    count: int = 0
+    bytes: int = 0
+    time_s: float = 0.0
+    bytes_pct: float = 0.0
+    time_pct: float = 0.0
 
 
 class LayerStats(_Model):
@@ -104,6 +123,9 @@ class Analysis(_Model):
     xfer_size_hist: dict[str, dict[str, int]]
     unoverlapped_io_time_s: float
     io_wall_time_s: float
+    compute_wall_time_s: float = 0.0
+    misaligned_pct: float = 0.0
+    interfaces: dict[str, InterfaceStats] = {}
     io_fraction_of_job: float
     unoverlapped_io_fraction: float
     bw_job_mib_s: float | None

@@ -47,6 +47,10 @@ REWIND_CALLS: Final = ("rewind",)
 O_APPEND: Final = 0o2000
 SEEK_SET: Final = 0
 
+#: An access whose start offset is not a multiple of this is misaligned (Drishti's
+#: alignment check, with the common 4 KiB filesystem block; stripe sizes are multiples).
+ALIGNMENT_BYTES: Final = 4096
+
 #: A transfer smaller than this is "small".
 SMALL_IO_BYTES: Final = 1 << 20
 
