@@ -110,6 +110,7 @@ _BATCH_SQL = {
     "fam": f"""
         SELECT fam, count(*) AS count, sum(nbytes) AS bytes, count(nbytes) AS sized, sum(dur) AS time_us,
                count(*) FILTER (WHERE nbytes < {S.SMALL_IO_BYTES}) AS small,
+               sum(dur) FILTER (WHERE nbytes < {S.SMALL_IO_BYTES}) AS small_time_us,
                sum(CASE WHEN dur > 0 AND nbytes IS NOT NULL THEN nbytes / dur END) AS bw_sum,
                count(*) FILTER (WHERE dur > 0 AND nbytes IS NOT NULL) AS bw_n,
                count(*) FILTER (WHERE no_args) AS no_args
@@ -130,6 +131,9 @@ _BATCH_SQL = {
         SELECT fkey, any_value(fk) AS fk, any_value(fkey_is_path) AS is_path, {_FAMILY_COLUMNS}
         FROM io WHERE fkey IS NOT NULL GROUP BY fkey""",
     "pathproc": "SELECT DISTINCT fk, g_proc FROM io WHERE fkey IS NOT NULL",
+    "names": """
+        SELECT cat, name, count(*) AS count, sum(dur) AS time_us FROM ev
+        WHERE k = 1 AND cat IS NOT NULL AND upper(cat) NOT IN ('POSIX', 'STDIO', 'DFTRACER') GROUP BY ALL""",
     "iface": "SELECT iface, fam, count(*) AS count, sum(nbytes) AS bytes, sum(dur) AS time_us FROM io GROUP BY ALL",
     "layer": """
         SELECT cat, count(*) AS count, sum(dur) AS time_us, min(ts) AS first_ts, max(ts + dur) AS last_end,
@@ -245,7 +249,7 @@ class BatchReducer:
         """Whole-file passes and re-aggregation: (tables, scalars, FH map)."""
         con = self.con
         for name in ("meta", "fam", "agg", "hist", "path", "pathproc", "layer", "proctot", "procfam", "steps",
-                     "start", "time", "fks", "iface"):  # fmt: skip
+                     "start", "time", "fks", "iface", "names"):  # fmt: skip
             batches = self.parts.get(name)
             if batches:
                 con.register(f"b_{name}", pa.concat_tables(batches, promote_options="permissive"))
@@ -262,7 +266,7 @@ class BatchReducer:
         out = {
             "fam": """
                 SELECT b.fam, sum(count) AS count, sum(bytes) AS bytes, sum(sized) AS sized, sum(time_us) AS time_us,
-                       sum(small) AS small, sum(bw_sum) AS bw_sum, sum(bw_n) AS bw_n,
+                       sum(small) AS small, sum(small_time_us) AS small_time_us, sum(bw_sum) AS bw_sum, sum(bw_n) AS bw_n,
                        COALESCE(any_value(p.consecutive), 0) AS consecutive,
                        COALESCE(any_value(p.sequential), 0) AS sequential, COALESCE(any_value(p.random), 0) AS random,
                        COALESCE(any_value(p.positioned), 0) AS positioned,
@@ -274,6 +278,7 @@ class BatchReducer:
             "agg": "SELECT fam, sum(records) AS records, sum(count) AS count, sum(bytes) AS bytes, "
             "sum(time_us) AS time_us FROM b_agg GROUP BY fam",
             "hist": "SELECT fam, sbin, sum(count) AS count, sum(bytes) AS bytes FROM b_hist GROUP BY fam, sbin",
+            "names": "SELECT cat, name, sum(count) AS count, sum(time_us) AS time_us FROM b_names GROUP BY ALL",
             "iface": "SELECT iface, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
             "FROM b_iface GROUP BY iface, fam",
             "path": f"""

@@ -17,6 +17,7 @@ import pyarrow as pa
 from dftune.tools.trace import semantics as S
 from dftune.tools.trace.model import (
     Analysis,
+    AppEventStats,
     FamilyStats,
     Imbalance,
     InterfaceStats,
@@ -86,7 +87,7 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
     job_s = job_us / US
 
     fam_rows = _query(con, _concat(partials, "fam"), """
-        SELECT fam, sum(count), sum(bytes), sum(sized), sum(time_us), sum(small), sum(bw_sum), sum(bw_n),
+        SELECT fam, sum(count), sum(bytes), sum(sized), sum(time_us), sum(small), sum(small_time_us), sum(bw_sum), sum(bw_n),
                sum(consecutive), sum(sequential), sum(random), sum(positioned), sum(misaligned)
         FROM t GROUP BY fam""")  # fmt: skip
     agg_rows = _query(
@@ -99,7 +100,22 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
     sized_rw = {"read": 0, "write": 0}
     for f in S.FAMILIES:
         fams[f] = FamilyStats()
-    for fam, count, nbytes, sized, time_us, nsmall, bw_sum, bw_n, consec, sequ, rand, npos, nmis in fam_rows:
+    for (
+        fam,
+        count,
+        nbytes,
+        sized,
+        time_us,
+        nsmall,
+        small_us,
+        bw_sum,
+        bw_n,
+        consec,
+        sequ,
+        rand,
+        npos,
+        nmis,
+    ) in fam_rows:
         st = fams[fam]
         st.count, st.sized, st.time_s = int(count), int(sized or 0), (time_us or 0) / US
         st.bytes = int(nbytes) if nbytes is not None else (0 if fam in ("read", "write") and sized else None)
@@ -111,6 +127,7 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
             small[fam] = int(nsmall or 0)
             sized_rw[fam] = st.sized
             st.small = small[fam]
+            st.small_time_s = float(small_us or 0) / US
             st.consecutive, st.sequential, st.random = int(consec or 0), int(sequ or 0), int(rand or 0)
             st.positioned, st.misaligned = int(npos or 0), int(nmis or 0)
             seq["consecutive"] += int(consec or 0)
@@ -157,6 +174,7 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
     hosts = sorted({str(p[0]) for p in procs if p[0]})
     io_wall_us = sum(float(p[8] or 0) for p in procs)
     compute_wall_us = sum(float(p[10] or 0) for p in procs)
+    compute_procs = sum(1 for p in procs if (p[10] or 0) > 0)
     unover_us = sum(float(p[9] or 0) for p in procs)
     imbalance = _imbalance(procs)
 
@@ -239,6 +257,8 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         unoverlapped_io_time_s=unover_us / US,
         io_wall_time_s=io_wall_us / US,
         compute_wall_time_s=compute_wall_us / US,
+        compute_processes=compute_procs,
+        app_events=_app_events(con, partials),
         misaligned_pct=_pct(
             fams["read"].misaligned + fams["write"].misaligned,
             fams["read"].positioned + fams["write"].positioned,
@@ -259,6 +279,18 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         tracer_config=_first_config(sc),
         warnings=warnings,
     )
+
+
+def _app_events(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> list[AppEventStats]:
+    rows = _query(
+        con,
+        _concat(partials, "names"),
+        "SELECT cat, name, sum(count), sum(time_us) FROM t GROUP BY cat, name ORDER BY 4 DESC, 1, 2 LIMIT 200",
+    )
+    return [
+        AppEventStats(cat=str(c), name=str(n), count=int(k or 0), time_s=float(t or 0) / US)
+        for c, n, k, t in rows
+    ]
 
 
 def _interfaces(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> dict[str, InterfaceStats]:

@@ -28,8 +28,9 @@ class FamilyStats(_Model):
     bw_io_time_mib_s: float | None = None
     #: operations and bytes known only from dftracer aggregated records (no per-op detail)
     aggregated_ops: int = 0
-    #: small (< 1 MiB) operations among the sized ones
+    #: small (< 1 MiB) operations among the sized ones, and their time
     small: int = 0
+    small_time_s: float = 0.0
     #: access-pattern counts (read/write only; see README "What each number means")
     consecutive: int = 0
     sequential: int = 0
@@ -78,6 +79,15 @@ class InterfaceStats(_Model):
     time_pct: float = 0.0
 
 
+class AppEventStats(_Model):
+    """One application-level event name (e.g. DLIO's ``TorchDataLoader.next``)."""
+
+    cat: str
+    name: str
+    count: int
+    time_s: float
+
+
 class LayerStats(_Model):
     cat: str
     count: int
@@ -124,6 +134,8 @@ class Analysis(_Model):
     unoverlapped_io_time_s: float
     io_wall_time_s: float
     compute_wall_time_s: float = 0.0
+    #: processes that recorded compute events (the denominator of compute utilization)
+    compute_processes: int = 0
     misaligned_pct: float = 0.0
     interfaces: dict[str, InterfaceStats] = {}
     io_fraction_of_job: float
@@ -133,6 +145,8 @@ class Analysis(_Model):
     imbalance: Imbalance
     shape: Shape
     layers: list[LayerStats]
+    #: application events by (category, name), largest time first (top 200)
+    app_events: list[AppEventStats] = []
     epochs: list[str] = []
     steps: int = 0
     checkpoint_events: int = 0
