@@ -94,6 +94,39 @@ def analyze(
     AnalysisRenderer(Console()).render(result, views)
 
 
+@app.command()
+def diagnose(
+    paths: Annotated[list[Path], typer.Argument(help="Trace files or directories.")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document (schema dftune.diagnosis/1).")
+    ] = False,
+    data_dir: Annotated[
+        list[Path] | None,
+        typer.Option("--data-dir", help="Dataset directory to check for its filesystem (repeatable)."),
+    ] = None,
+    skip_bad: Annotated[
+        bool, typer.Option("--skip-bad", help="Skip bad lines/files and report them.")
+    ] = False,
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help="Dask scheduler address.")] = None,
+) -> None:
+    """Name the I/O bottlenecks (rules as data), pick the metric, gate whether tuning pays off."""
+    from dftune.tools.diagnose.engine import diagnose as run_diagnosis
+    from dftune.tools.diagnose.render import DiagnosisRenderer
+    from dftune.tools.diagnose.rules import RuleError
+    from dftune.tools.trace import TraceError
+
+    try:
+        result = run_diagnosis(paths, data_dirs=data_dir or [], skip_bad=skip_bad, scheduler=scheduler)
+    except (TraceError, RuleError) as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{getattr(exc, 'filename', '') or 'input'}: {exc.strerror or exc}")
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json_dict(), indent=2) + "\n")
+        return
+    DiagnosisRenderer(Console()).render(result)
+
+
 def main() -> None:  # pragma: no cover - console entry point
     """Console entry: any unexpected failure is still one line on stderr (traceback with DFTUNE_DEBUG=1)."""
     import os

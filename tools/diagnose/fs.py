@@ -142,8 +142,7 @@ _BY_FSTYPE: dict[str, FsType] = {
     "gpfs": "gpfs",
     "beegfs": "beegfs",
     "fhgfs": "beegfs",
-    "nfs": "nfs",
-    "nfs4": "nfs",
+    # nfs and nfs4 are classified in _classify_mount: "nfs" or "vast".
     "xfs": "xfs",
     "ext4": "ext4",
     "tmpfs": "tmpfs",

@@ -158,8 +158,8 @@ _COMPUTE = (
     f"k = 1 AND (lower(name) LIKE '{S.COMPUTE_NAME_PATTERN}' OR lower(cat) IN {S.sql_list(S.COMPUTE_CATEGORIES)})"
     f" AND upper(cat) NOT IN {_IO}"
 )
-_POSITION_COLUMNS = ("g_file", "ts", "pkind", "nbytes", "off", "setpos", "fk", "is_write")
-_POSITION_DTYPES = (np.uint64, np.int64, np.int8, np.int64, np.int64, np.int64, np.uint64, np.bool_)
+_POSITION_COLUMNS = ("g_file", "ts", "pkind", "nbytes", "off", "setpos", "fk", "is_write", "dur")
+_POSITION_DTYPES = (np.uint64, np.int64, np.int8, np.int64, np.int64, np.int64, np.uint64, np.bool_, np.int64)
 
 
 def _fetch_arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
@@ -231,7 +231,7 @@ class BatchReducer:
                     "count(*) AS count, sum(nbytes) AS bytes, sum(dur) AS time_us FROM io GROUP BY 1, 2")))  # fmt: skip
             self.positions.append(con.execute(
                 f"SELECT g_file, ts, pkind, COALESCE(nbytes, -1) AS nbytes, COALESCE(off, -1) AS off, setpos, fk, "
-                f"fam = 'write' AS is_write FROM io WHERE pkind <> {V.OTHER}").fetchnumpy())  # fmt: skip
+                f"fam = 'write' AS is_write, dur FROM io WHERE pkind <> {V.OTHER}").fetchnumpy())  # fmt: skip
             self.io_spans.append(con.execute("SELECT g_proc AS g, ts, ts + dur AS e FROM io").fetchnumpy())
             self.compute_spans.append(
                 con.execute(
@@ -270,10 +270,14 @@ class BatchReducer:
                        COALESCE(any_value(p.consecutive), 0) AS consecutive,
                        COALESCE(any_value(p.sequential), 0) AS sequential, COALESCE(any_value(p.random), 0) AS random,
                        COALESCE(any_value(p.positioned), 0) AS positioned,
-                       COALESCE(any_value(p.misaligned), 0) AS misaligned
+                       COALESCE(any_value(p.misaligned), 0) AS misaligned,
+                       COALESCE(any_value(p.random_time_us), 0) AS random_time_us,
+                       COALESCE(any_value(p.misaligned_time_us), 0) AS misaligned_time_us
                 FROM b_fam b LEFT JOIN (SELECT fam, sum(consecutive) AS consecutive, sum(sequential) AS sequential,
                                                sum(random) AS random, sum(positioned) AS positioned,
-                                               sum(misaligned) AS misaligned FROM acc GROUP BY fam) p ON p.fam = b.fam
+                                               sum(misaligned) AS misaligned, sum(random_time_us) AS random_time_us,
+                                               sum(misaligned_time_us) AS misaligned_time_us
+                                        FROM acc GROUP BY fam) p ON p.fam = b.fam
                 GROUP BY b.fam""",
             "agg": "SELECT fam, sum(records) AS records, sum(count) AS count, sum(bytes) AS bytes, "
             "sum(time_us) AS time_us FROM b_agg GROUP BY fam",
@@ -360,14 +364,15 @@ class BatchReducer:
         acc = pa.table({
             "fk": cols["fk"][keep], "is_write": cols["is_write"][keep],
             "consecutive": res.consecutive[keep], "sequential": res.sequential[keep], "random": res.random[keep],
-            "misaligned": (res.start[keep] % S.ALIGNMENT_BYTES) != 0,
+            "misaligned": (res.start[keep] % S.ALIGNMENT_BYTES) != 0, "dur": cols["dur"][keep],
         })  # fmt: skip
         self.con.register("acc_rows", acc)
         self.con.execute(
             "CREATE TEMP TABLE acc AS SELECT fk, CASE WHEN is_write THEN 'write' ELSE 'read' END AS fam, "
             "count(*) FILTER (WHERE consecutive) AS consecutive, count(*) FILTER (WHERE sequential) AS sequential, "
             "count(*) FILTER (WHERE random) AS random, count(*) AS positioned, "
-            "count(*) FILTER (WHERE misaligned) AS misaligned FROM acc_rows GROUP BY ALL"
+            "count(*) FILTER (WHERE misaligned) AS misaligned, sum(dur) FILTER (WHERE random) AS random_time_us, "
+            "sum(dur) FILTER (WHERE misaligned) AS misaligned_time_us FROM acc_rows GROUP BY ALL"
         )
         self.con.unregister("acc_rows")
 

@@ -88,7 +88,8 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
 
     fam_rows = _query(con, _concat(partials, "fam"), """
         SELECT fam, sum(count), sum(bytes), sum(sized), sum(time_us), sum(small), sum(small_time_us), sum(bw_sum), sum(bw_n),
-               sum(consecutive), sum(sequential), sum(random), sum(positioned), sum(misaligned)
+               sum(consecutive), sum(sequential), sum(random), sum(positioned), sum(misaligned),
+               sum(random_time_us), sum(misaligned_time_us)
         FROM t GROUP BY fam""")  # fmt: skip
     agg_rows = _query(
         con, _concat(partials, "agg"), "SELECT fam, sum(count), sum(bytes), sum(time_us) FROM t GROUP BY fam"
@@ -115,6 +116,8 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         rand,
         npos,
         nmis,
+        rand_us,
+        mis_us,
     ) in fam_rows:
         st = fams[fam]
         st.count, st.sized, st.time_s = int(count), int(sized or 0), (time_us or 0) / US
@@ -130,6 +133,7 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
             st.small_time_s = float(small_us or 0) / US
             st.consecutive, st.sequential, st.random = int(consec or 0), int(sequ or 0), int(rand or 0)
             st.positioned, st.misaligned = int(npos or 0), int(nmis or 0)
+            st.random_time_s, st.misaligned_time_s = float(rand_us or 0) / US, float(mis_us or 0) / US
             seq["consecutive"] += int(consec or 0)
             seq["sequential"] += int(sequ or 0)
             seq["random"] += int(rand or 0)
@@ -168,13 +172,15 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
                sum(COALESCE(read_bytes,0) + COALESCE(write_bytes,0)),
                sum(COALESCE(read_time_us,0) + COALESCE(write_time_us,0) + COALESCE(metadata_time_us,0)
                    + COALESCE(sync_time_us,0)),
-               sum(io_wall_us), sum(unoverlapped_us), sum(compute_wall_us)
+               sum(io_wall_us), sum(unoverlapped_us), sum(compute_wall_us), max(last_end) - min(first_ts)
         FROM t GROUP BY host, pid""")  # fmt: skip
     pids = {p[1] for p in procs if p[1] is not None}
     hosts = sorted({str(p[0]) for p in procs if p[0]})
     io_wall_us = sum(float(p[8] or 0) for p in procs)
     compute_wall_us = sum(float(p[10] or 0) for p in procs)
     compute_procs = sum(1 for p in procs if (p[10] or 0) > 0)
+    compute_life_us = sum(float(p[11] or 0) for p in procs if (p[10] or 0) > 0)
+    process_time_us = sum(float(p[11] or 0) for p in procs)
     unover_us = sum(float(p[9] or 0) for p in procs)
     imbalance = _imbalance(procs)
 
@@ -258,6 +264,8 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         io_wall_time_s=io_wall_us / US,
         compute_wall_time_s=compute_wall_us / US,
         compute_processes=compute_procs,
+        compute_process_time_s=compute_life_us / US,
+        process_time_s=process_time_us / US,
         app_events=_app_events(con, partials),
         misaligned_pct=_pct(
             fams["read"].misaligned + fams["write"].misaligned,

@@ -38,6 +38,9 @@ class FamilyStats(_Model):
     #: accesses whose start offset is known, and those not aligned to 4 KiB
     positioned: int = 0
     misaligned: int = 0
+    #: time spent in the random and in the misaligned accesses
+    random_time_s: float = 0.0
+    misaligned_time_s: float = 0.0
 
 
 class SkippedLine(_Model):
@@ -136,6 +139,9 @@ class Analysis(_Model):
     compute_wall_time_s: float = 0.0
     #: processes that recorded compute events (the denominator of compute utilization)
     compute_processes: int = 0
+    #: summed lifetimes (first event to last) of the processes that compute, and of all processes
+    compute_process_time_s: float = 0.0
+    process_time_s: float = 0.0
     misaligned_pct: float = 0.0
     interfaces: dict[str, InterfaceStats] = {}
     io_fraction_of_job: float

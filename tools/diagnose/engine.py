@@ -1,0 +1,249 @@
+"""Diagnose traces: analysis -> rules -> scored bottlenecks, metric, gate, FS, checklist.
+
+Everything judged here comes from data in resources/ (rules, metric table, gate, catalogs);
+this module wires the pieces and builds the ``dftune.diagnosis/1`` document.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dftune.tools.diagnose.metrics import file_metrics, summary_metrics
+from dftune.tools.diagnose.rules import Finding, RuleSet, evaluate, load_rulesets
+from dftune.tools.diagnose.vocabulary import CATEGORIES, CHECKLIST
+from dftune.tools.trace import Analysis, analyze
+
+SCHEMA = "dftune.diagnosis/1"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MetricChoice(_Model):
+    metric: str
+    rationale: str
+    dominant: list[str] = []
+
+
+class Gate(_Model):
+    """Whether tuning I/O can pay off here, and which layers are worth trying."""
+
+    worth_tuning: bool
+    io_fraction: float
+    min_io_fraction: float
+    shape: str
+    allowed_layers: list[str]
+    reason: str
+
+
+class FsSummary(_Model):
+    path: str
+    fs_type: str
+    mount_point: str | None = None
+    warning: str | None = None
+
+
+class CandidateStrategy(_Model):
+    id: str
+    layer: str
+    checklist: int
+    description: str = ""
+
+
+class Bottleneck(_Model):
+    id: str
+    name: str
+    category: str
+    score: int
+    view: str
+    evidence: str
+    rule_source: str
+    provenance: str
+    citation: str | None = None
+    rows: list[dict[str, Any]] = []
+    candidates: list[CandidateStrategy] = []
+
+
+class ChecklistEntry(_Model):
+    number: int
+    category: str
+    verdict: str
+    reason: str
+    strategies: list[str] = []
+
+
+class Diagnosis(_Model):
+    schema_: str = Field(SCHEMA, alias="schema")
+    trace_files: int
+    events: int
+    bottlenecks: list[Bottleneck]
+    category_scores: dict[str, int]
+    metric: MetricChoice
+    fs_type: str
+    data_dirs: list[FsSummary] = []
+    io_fraction: float
+    shape: str
+    shape_reason: str
+    worth_tuning: bool
+    gate: Gate
+    checklist: list[ChecklistEntry]
+    warnings: list[str] = []
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")
+
+
+def _data(name: str) -> dict[str, Any]:
+    text = (resources.files("dftune.resources") / "diagnosis" / name).read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def choose_metric(scores: dict[str, int], table: dict[str, Any] | None = None) -> MetricChoice:
+    """The seed's metric table: dominant categories (score >= 4) pick the metric."""
+    t = table or _data("metric_choice.toml")
+    dominant = sorted((c for c, s in scores.items() if s >= t["dominant_score"]), key=lambda c: -scores[c])
+    by_category = {c: choice for choice in t["choice"] for c in choice["categories"]}
+    picked = {by_category[c]["metric"]: by_category[c] for c in dominant if c in by_category}
+    if len(picked) > 1:
+        return MetricChoice(metric=t["multiple"], rationale=t["multiple_rationale"], dominant=dominant)
+    if len(picked) == 1:
+        metric, choice = next(iter(picked.items()))
+        return MetricChoice(metric=metric, rationale=f"{', '.join(dominant)} score >= {t['dominant_score']}: "
+                            f"{choice['rationale']}", dominant=dominant)  # fmt: skip
+    return MetricChoice(metric=t["default"], rationale=t["fallback_rationale"], dominant=[])
+
+
+def gate(analysis: Analysis, table: dict[str, Any] | None = None) -> Gate:
+    """Is I/O a meaningful share of the job, and is it op-count- or bandwidth-bound?"""
+    t = table or _data("gate.toml")
+    frac = analysis.io_fraction_of_job
+    shape = analysis.shape.kind
+    layers = list(t["layers"].get(shape, ["L1", "L2", "L3"]))
+    worth = frac >= t["min_io_fraction"]
+    if worth:
+        reason = f"I/O is {frac:.1%} of process time (>= {t['min_io_fraction']:.0%}); {t['reasons'].get(shape, '')}"
+    else:
+        reason = (f"I/O is only {frac:.2%} of process time (< {t['min_io_fraction']:.0%}): even removing it all would "
+                  f"save at most that; {t['reasons'].get(shape, '')}")  # fmt: skip
+    return Gate(worth_tuning=worth, io_fraction=round(frac, 6), min_io_fraction=t["min_io_fraction"], shape=shape,
+                allowed_layers=layers, reason=reason)  # fmt: skip
+
+
+def _catalog() -> Any:
+    """The strategy catalog, when installed (resources/strategies); None otherwise."""
+    try:
+        from dftune.tools import catalog
+    except ImportError:  # pragma: no cover - the catalog ships with dftune
+        return None
+    return catalog
+
+
+def _candidates(category: str, fs_type: str, layers: list[str]) -> list[CandidateStrategy]:
+    catalog = _catalog()
+    if catalog is None or not hasattr(catalog, "strategies_for"):
+        return []
+    out = []
+    for s in catalog.strategies_for(category, fs_type):
+        if s.layer in layers:
+            out.append(
+                CandidateStrategy(id=s.id, layer=s.layer, checklist=s.checklist, description=s.description)
+            )
+    return out
+
+
+def _checklist(bottlenecks: list[Bottleneck]) -> list[ChecklistEntry]:
+    """Before any experiment every category is applicable-not-measured, with why.
+
+    The seed forbids "not applicable" before the literature search for that category
+    has run; the optimizer upgrades these verdicts as it searches and measures.
+    """
+    by_number: dict[int, list[tuple[str, str]]] = {n: [] for n in CHECKLIST}
+    for b in bottlenecks:
+        for c in b.candidates:
+            by_number.setdefault(c.checklist, []).append((c.id, b.category))
+    entries = []
+    for number, name in CHECKLIST.items():
+        hits = by_number.get(number, [])
+        ids = sorted({i for i, _ in hits})
+        if hits:
+            cats = sorted({c for _, c in hits})
+            reason = f"targets diagnosed bottleneck(s) {', '.join(cats)}; candidates: {', '.join(ids)}; not measured yet"
+        else:
+            reason = (
+                "no diagnosed bottleneck maps to it; it stays open until the literature search has run for it"
+            )
+        entries.append(ChecklistEntry(number=number, category=name, verdict="applicable_not_measured", reason=reason,
+                                      strategies=ids))  # fmt: skip
+    return entries
+
+
+def diagnose_analysis(
+    analysis: Analysis,
+    *,
+    data_dirs: Iterable[str | Path] = (),
+    rulesets: list[RuleSet] | None = None,
+) -> Diagnosis:
+    """Diagnose an existing analysis (with the file view, when available)."""
+    summary = summary_metrics(analysis)
+    file_view = analysis.views.get("file")
+    rows = None
+    if file_view:
+        total = summary["io_time_s"]
+        rows = [file_metrics(r, total) for r in file_view.get("rows", [])]
+    findings: list[Finding] = evaluate(rulesets or load_rulesets(), summary, rows)
+    g = gate(analysis)
+    fs_list = _filesystems(data_dirs)
+    fs_type = fs_list[0].fs_type if fs_list else "unknown"
+    bottlenecks = []
+    for f in findings:
+        b = Bottleneck(**f.model_dump(exclude={"severity_value"}))
+        b.candidates = _candidates(f.category, fs_type, g.allowed_layers)
+        bottlenecks.append(b)
+    scores = {c: 0 for c in CATEGORIES}
+    for b in bottlenecks:
+        scores[b.category] = max(scores[b.category], b.score)
+    warnings = [fs.warning for fs in fs_list if fs.warning]
+    if not fs_list:
+        warnings.append("no --data-dir given: the filesystem of the dataset is unknown, so FS-specific (L3) "
+                        "strategies are not offered")  # fmt: skip
+    return Diagnosis(
+        trace_files=analysis.files, events=analysis.events, bottlenecks=bottlenecks, category_scores=scores,
+        metric=choose_metric(scores), fs_type=fs_type, data_dirs=fs_list, io_fraction=g.io_fraction,
+        shape=analysis.shape.kind, shape_reason=analysis.shape.reason, worth_tuning=g.worth_tuning, gate=g,
+        checklist=_checklist(bottlenecks), warnings=warnings + list(analysis.warnings),
+    )  # fmt: skip
+
+
+def diagnose(
+    paths: Iterable[str | Path],
+    *,
+    data_dirs: Iterable[str | Path] = (),
+    skip_bad: bool = False,
+    **kwargs: Any,
+) -> Diagnosis:
+    """Analyze traces (with the file view) and diagnose them."""
+    analysis = analyze(list(paths), skip_bad=skip_bad, views=["file"], **kwargs)
+    return diagnose_analysis(analysis, data_dirs=data_dirs)
+
+
+def _filesystems(data_dirs: Iterable[str | Path]) -> list[FsSummary]:
+    dirs = list(data_dirs)
+    if not dirs:
+        return []
+    from dftune.tools.diagnose import fs
+
+    out = []
+    for d in dirs:
+        info = fs.detect(d)
+        out.append(
+            FsSummary(path=str(d), fs_type=info.fs_type, mount_point=info.mount_point, warning=info.warning)
+        )
+    return out

@@ -1,0 +1,186 @@
+"""Bottleneck rules as data: load them from resources/rules/*.toml and evaluate them.
+
+A rule names a stable id, a category from the fixed vocabulary, the view it reads, a
+conjunction of threshold conditions over metric names (:mod:`metrics`), the metric whose
+value sets its severity, a message template that states the evidence, and where its
+thresholds come from.  This module only evaluates; every threshold lives in the data.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import string
+import tomllib
+from collections.abc import Callable, Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from dftune.tools.diagnose.vocabulary import Category
+
+#: dfanalyzer's percentage bins: a severity value at or above each edge adds one point,
+#: on top of 1 for a rule that fired (0.1 -> 1, 0.3 -> 2, 0.6 -> 3, 0.8 -> 4, 0.95 -> 5).
+SCORE_EDGES = (0.25, 0.5, 0.75, 0.9)
+
+Op = Literal[">", ">=", "<", "<=", "==", "!="]
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
+}  # fmt: skip
+
+
+class RuleError(ValueError):
+    """A rule file is malformed; the message names the file and the rule."""
+
+
+class Condition(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    metric: str
+    op: Op
+    value: float | str | bool
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(pattern=r"^[A-Z]{1,4}\d{2,3}$")
+    name: str
+    category: Category
+    view: Literal["summary", "file"] = "summary"
+    when: list[Condition]
+    severity: str
+    message: str
+    provenance: str
+    #: file view only: how many offending rows the evidence lists
+    top: int = 5
+
+
+class RuleSet(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: str
+    citation: str | None = None
+    description: str = ""
+    rules: list[Rule]
+    #: filled by the loader: which file the rules came from
+    path: str = ""
+
+
+class Finding(BaseModel):
+    """A rule that fired: one bottleneck with its evidence."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    name: str
+    category: Category
+    score: int
+    severity_value: float
+    view: str
+    evidence: str
+    rule_source: str
+    provenance: str
+    citation: str | None = None
+    rows: list[dict[str, Any]] = []
+
+
+def score(value: float) -> int:
+    """1..5 for a fired rule from its severity value (dfanalyzer's bins)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return 1
+    return 1 + sum(1 for edge in SCORE_EDGES if value >= edge)
+
+
+def load_rulesets(directory: Path | None = None) -> list[RuleSet]:
+    """All rule files, in name order; a bad file raises :class:`RuleError` naming it."""
+    if directory is None:
+        root = resources.files("dftune.resources") / "rules"
+        files = sorted((f for f in root.iterdir() if f.name.endswith(".toml")), key=lambda f: f.name)
+    else:
+        files = sorted(Path(directory).glob("*.toml"))
+    sets: list[RuleSet] = []
+    seen: dict[str, str] = {}
+    for f in files:
+        name = getattr(f, "name", str(f))
+        try:
+            data = tomllib.loads(f.read_text(encoding="utf-8"))
+            rs = RuleSet.model_validate({**data, "path": str(f)})
+        except tomllib.TOMLDecodeError as exc:
+            raise RuleError(f"{name}: not valid TOML: {exc}") from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise RuleError(f"{name}: {where}: {first['msg']}") from None
+        for rule in rs.rules:
+            if rule.id in seen:
+                raise RuleError(f"{name}: rule id {rule.id} already defined in {seen[rule.id]}")
+            seen[rule.id] = name
+        sets.append(rs)
+    return sets
+
+
+def _holds(cond: Condition, metrics: dict[str, Any], where: str) -> bool:
+    if cond.metric not in metrics:
+        raise RuleError(f"{where}: unknown metric {cond.metric!r}")
+    value = metrics[cond.metric]
+    try:
+        return bool(_OPS[cond.op](value, cond.value))
+    except TypeError:
+        return False
+
+
+class _SafeFormatter(string.Formatter):
+    """Formats ``{metric:spec}`` fields only: no attribute or index access in templates."""
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        if not field_name.isidentifier():
+            raise RuleError(f"message field {field_name!r} is not a plain metric name")
+        return super().get_field(field_name, args, kwargs)
+
+
+def render_message(template: str, metrics: dict[str, Any]) -> str:
+    try:
+        return _SafeFormatter().format(template, **metrics)
+    except (KeyError, ValueError) as exc:
+        raise RuleError(f"message {template!r}: {exc}") from None
+
+
+def evaluate(
+    rulesets: Iterable[RuleSet], summary: dict[str, Any], file_rows: list[dict[str, Any]] | None = None
+) -> list[Finding]:
+    """Every rule that fires, most severe first (score, then severity value)."""
+    findings: list[Finding] = []
+    for rs in rulesets:
+        for rule in rs.rules:
+            where = f"{Path(rs.path).name}:{rule.id}"
+            if rule.view == "summary":
+                if all(_holds(c, summary, where) for c in rule.when):
+                    if rule.severity not in summary:
+                        raise RuleError(f"{where}: unknown severity metric {rule.severity!r}")
+                    value = float(summary[rule.severity])
+                    findings.append(_finding(rs, rule, value, render_message(rule.message, summary)))
+            elif file_rows is not None:
+                hits = [r for r in file_rows if all(_holds(c, r, where) for c in rule.when)]
+                if hits:
+                    value = sum(float(r.get(rule.severity, 0.0)) for r in hits)
+                    hits.sort(key=lambda r: float(r.get("io_time_s") or 0.0), reverse=True)
+                    ctx = {
+                        **summary,
+                        "hit_files": len(hits),
+                        "hit_share": value,
+                        "top_path": hits[0].get("path"),
+                    }
+                    f = _finding(rs, rule, value, render_message(rule.message, ctx))
+                    f.rows = [
+                        {k: r.get(k) for k in ("path", "io_time_s", "metadata_time_frac", "ops")}
+                        for r in hits[: rule.top]
+                    ]
+                    findings.append(f)
+    findings.sort(key=lambda f: (f.score, f.severity_value), reverse=True)
+    return findings
+
+
+def _finding(rs: RuleSet, rule: Rule, value: float, evidence: str) -> Finding:
+    return Finding(
+        id=rule.id, name=rule.name, category=rule.category, score=score(value), severity_value=round(value, 6),
+        view=rule.view, evidence=evidence, rule_source=rs.source, provenance=rule.provenance, citation=rs.citation,
+    )  # fmt: skip
