@@ -55,6 +55,9 @@ class CandidateStrategy(_Model):
     layer: str
     checklist: int
     description: str = ""
+    #: a verified citation backs it; uncited candidates stay UNSUPPORTED until the
+    #: literature search finds one (the seed: no proposal is applied without a citation)
+    cited: bool = False
 
 
 class Bottleneck(_Model):
@@ -150,12 +153,19 @@ def _candidates(category: str, fs_type: str, layers: list[str]) -> list[Candidat
     catalog = _catalog()
     if catalog is None or not hasattr(catalog, "strategies_for"):
         return []
-    out = []
-    for s in catalog.strategies_for(category, fs_type):
-        if s.layer in layers:
-            out.append(
-                CandidateStrategy(id=s.id, layer=s.layer, checklist=s.checklist, description=s.description)
-            )
+    cat = catalog.default_catalog()
+    out = [
+        CandidateStrategy(
+            id=s.id,
+            layer=s.layer,
+            checklist=s.checklist,
+            description=s.description,
+            cited=cat.is_supported(s.id),
+        )
+        for s in catalog.strategies_for(category, fs_type, cat)
+        if s.layer in layers
+    ]
+    out.sort(key=lambda c: (not c.cited, c.layer, c.id))
     return out
 
 
@@ -215,6 +225,7 @@ def diagnose_analysis(
         warnings.append("no --data-dir given: the filesystem of the dataset is unknown, so FS-specific (L3) "
                         "strategies are not offered")  # fmt: skip
     return Diagnosis(
+        schema=SCHEMA,
         trace_files=analysis.files, events=analysis.events, bottlenecks=bottlenecks, category_scores=scores,
         metric=choose_metric(scores), fs_type=fs_type, data_dirs=fs_list, io_fraction=g.io_fraction,
         shape=analysis.shape.kind, shape_reason=analysis.shape.reason, worth_tuning=g.worth_tuning, gate=g,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -24,12 +25,11 @@ class DiagnosisRenderer:
         head.add_column(style="bold")
         head.add_column()
         verdict = "[green]yes[/green]" if d.worth_tuning else "[yellow]no[/yellow]"
-        head.add_row("worth tuning I/O", f"{verdict}: {d.gate.reason}")
-        head.add_row("metric to optimize", f"{d.metric.metric} ({d.metric.rationale})")
-        head.add_row("I/O shape", f"{d.shape}: {d.shape_reason}")
-        head.add_row(
-            "filesystem", d.fs_type + "".join(f"  [{f.path} on {f.mount_point}]" for f in d.data_dirs)
-        )
+        head.add_row("worth tuning I/O", f"{verdict}: {escape(d.gate.reason)}")
+        head.add_row("metric to optimize", Text(f"{d.metric.metric} ({d.metric.rationale})"))
+        head.add_row("I/O shape", Text(f"{d.shape}: {d.shape_reason}"))
+        mounts = "".join(f"  ({f.path} on {f.mount_point})" for f in d.data_dirs)
+        head.add_row("filesystem", Text(d.fs_type + mounts))
         head.add_row("layers worth trying", ", ".join(d.gate.allowed_layers))
         parts: list[object] = [Panel(head, title="dftune diagnose", expand=False)]
         table = Table(title="Bottlenecks (most severe first)", title_justify="left")
@@ -37,8 +37,8 @@ class DiagnosisRenderer:
             table.add_column(col, justify="right" if col == "score" else "left", overflow="fold")
         for b in d.bottlenecks:
             table.add_row(
-                Text(str(b.score), style=_SCORE_STYLE.get(b.score, "")), b.id, b.category, b.evidence,
-                ", ".join(c.id for c in b.candidates[:4]) or "-",
+                Text(str(b.score), style=_SCORE_STYLE.get(b.score, "")), b.id, b.category, Text(b.evidence),
+                Text(", ".join(c.id + ("" if c.cited else " (uncited)") for c in b.candidates[:4]) or "-"),
             )  # fmt: skip
         if not d.bottlenecks:
             table.add_row("-", "-", "-", "no rule fired", "-")
@@ -47,7 +47,7 @@ class DiagnosisRenderer:
         for col in ("#", "category", "verdict", "reason"):
             check.add_column(col, overflow="fold")
         for e in d.checklist:
-            check.add_row(str(e.number), e.category, e.verdict, e.reason)
+            check.add_row(str(e.number), Text(e.category), e.verdict, Text(e.reason))
         parts.append(check)
         for w in d.warnings:
             parts.append(Text(f"warning: {w}", style="yellow"))

@@ -92,6 +92,7 @@ def score(value: float) -> int:
 
 def load_rulesets(directory: Path | None = None) -> list[RuleSet]:
     """All rule files, in name order; a bad file raises :class:`RuleError` naming it."""
+    files: list[Any]  # Traversable (package data) or Path
     if directory is None:
         root = resources.files("dftune.resources") / "rules"
         files = sorted((f for f in root.iterdir() if f.name.endswith(".toml")), key=lambda f: f.name)

@@ -353,7 +353,7 @@ class BatchReducer:
         cols: dict[str, np.ndarray] = {}
         for key, dtype in zip(_POSITION_COLUMNS, _POSITION_DTYPES, strict=True):
             # column by column, dropping each batch's piece once copied: peak ~1x, not 2x
-            pieces = [np.asarray(p.pop(key), dtype=dtype) for p in self.positions]
+            pieces: list[np.ndarray] = [np.asarray(p.pop(key), dtype=dtype) for p in self.positions]
             cols[key] = np.concatenate(pieces) if pieces else np.zeros(0, dtype=dtype)
             del pieces
         self.positions.clear()
