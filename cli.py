@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -34,6 +36,26 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     raise typer.Exit(code)
 
 
+def emit_json(doc: object) -> None:
+    """``--json``: one document on stdout and nothing else there."""
+    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn the errors a user can fix (bad traces, rules, catalogs, paths) into :func:`fail`."""
+    from dftune.tools.catalog import CatalogError
+    from dftune.tools.diagnose.rules import RuleError
+    from dftune.tools.trace import TraceError
+
+    try:
+        yield
+    except (TraceError, RuleError, CatalogError) as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{getattr(exc, 'filename', '') or 'input'}: {exc.strerror or exc}")
+
+
 @app.command()
 def analyze(
     paths: Annotated[
@@ -59,7 +81,6 @@ def analyze(
     ] = 20,
 ) -> None:
     """Read dftracer traces exactly and summarize their I/O (counts, bytes, time, pattern)."""
-    from dftune.tools.trace import TraceError
     from dftune.tools.trace import analyze as run_analysis
     from dftune.tools.trace.render import AnalysisRenderer
     from dftune.tools.trace.views import VIEWS
@@ -70,7 +91,7 @@ def analyze(
             fail(f"--view {v!r} is not one of {', '.join(VIEWS)}")
     err = Console(stderr=True)
     show_progress = not as_json and err.is_terminal
-    try:
+    with user_errors():
         if show_progress:
             with Progress(TextColumn("reading traces"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=err, transient=True) as bar:  # fmt: skip
@@ -84,12 +105,8 @@ def analyze(
         else:
             result = run_analysis(paths, skip_bad=skip_bad, views=views, scheduler=scheduler,
                                   workers=workers, time_windows=windows)  # fmt: skip
-    except TraceError as exc:
-        fail(str(exc))
-    except OSError as exc:
-        fail(f"{getattr(exc, 'filename', '') or 'input'}: {exc.strerror or exc}")
     if as_json:
-        sys.stdout.write(json.dumps(result.to_json_dict(), indent=2) + "\n")
+        emit_json(result.to_json_dict())
         return
     AnalysisRenderer(Console()).render(result, views)
 
@@ -112,17 +129,11 @@ def diagnose(
     """Name the I/O bottlenecks (rules as data), pick the metric, gate whether tuning pays off."""
     from dftune.tools.diagnose.engine import diagnose as run_diagnosis
     from dftune.tools.diagnose.render import DiagnosisRenderer
-    from dftune.tools.diagnose.rules import RuleError
-    from dftune.tools.trace import TraceError
 
-    try:
+    with user_errors():
         result = run_diagnosis(paths, data_dirs=data_dir or [], skip_bad=skip_bad, scheduler=scheduler)
-    except (TraceError, RuleError) as exc:
-        fail(str(exc))
-    except OSError as exc:
-        fail(f"{getattr(exc, 'filename', '') or 'input'}: {exc.strerror or exc}")
     if as_json:
-        sys.stdout.write(json.dumps(result.to_json_dict(), indent=2) + "\n")
+        emit_json(result.to_json_dict())
         return
     DiagnosisRenderer(Console()).render(result)
 

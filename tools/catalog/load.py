@@ -89,30 +89,28 @@ def _entries(path: PathArg, kind: str, model: type[M]) -> Iterable[tuple[str, in
                 raise CatalogError(f"{label}: [[{table}]] entry {i} ({key!r}): {_describe(exc)}") from None
 
 
+def _by_id(path: PathArg, kind: str, model: type[M], table: str) -> dict[str, M]:
+    """Entries of one catalog keyed by their ``id``; a repeated id names both files."""
+    out: dict[str, M] = {}
+    where: dict[str, str] = {}
+    for label, i, entry in _entries(path, kind, model):
+        key = entry.id  # type: ignore[attr-defined]
+        if key in out:
+            raise CatalogError(
+                f"{label}: [[{table}]] entry {i} ({key!r}): duplicate id (also in {where[key]})"
+            )
+        out[key], where[key] = entry, label
+    return out
+
+
 def load_strategies(path: PathArg = None) -> dict[str, Strategy]:
     """All strategies, by id, from ``resources/strategies/*.toml`` or ``path`` (file or dir)."""
-    out: dict[str, Strategy] = {}
-    where: dict[str, str] = {}
-    for label, i, s in _entries(path, "strategies", Strategy):
-        if s.id in out:
-            raise CatalogError(
-                f"{label}: [[strategy]] entry {i} ({s.id!r}): duplicate id (also in {where[s.id]})"
-            )
-        out[s.id], where[s.id] = s, label
-    return out
+    return _by_id(path, "strategies", Strategy, "strategy")
 
 
 def load_citations(path: PathArg = None) -> dict[str, Citation]:
     """All citations, by id, from ``resources/citations/*.toml`` or ``path`` (file or dir)."""
-    out: dict[str, Citation] = {}
-    where: dict[str, str] = {}
-    for label, i, c in _entries(path, "citations", Citation):
-        if c.id in out:
-            raise CatalogError(
-                f"{label}: [[citation]] entry {i} ({c.id!r}): duplicate id (also in {where[c.id]})"
-            )
-        out[c.id], where[c.id] = c, label
-    return out
+    return _by_id(path, "citations", Citation, "citation")
 
 
 def load_checklist(path: PathArg = None) -> dict[int, ChecklistCategory]:

@@ -60,18 +60,10 @@ class CandidateStrategy(_Model):
     cited: bool = False
 
 
-class Bottleneck(_Model):
-    id: str
-    name: str
-    category: str
-    score: int
-    view: str
-    evidence: str
-    rule_source: str
-    provenance: str
-    citation: str | None = None
-    rows: list[dict[str, Any]] = []
-    candidates: list[CandidateStrategy] = []
+class Bottleneck(Finding):
+    """A fired rule (:class:`rules.Finding`) with the strategies that could address it."""
+
+    candidates: list[CandidateStrategy] = Field(default_factory=list)
 
 
 class ChecklistEntry(_Model):
@@ -214,7 +206,7 @@ def diagnose_analysis(
     fs_type = fs_list[0].fs_type if fs_list else "unknown"
     bottlenecks = []
     for f in findings:
-        b = Bottleneck(**f.model_dump(exclude={"severity_value"}))
+        b = Bottleneck(**f.model_dump())
         b.candidates = _candidates(f.category, fs_type, g.allowed_layers)
         bottlenecks.append(b)
     scores = {c: 0 for c in CATEGORIES}

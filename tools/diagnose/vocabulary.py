@@ -6,22 +6,9 @@ refer to these strings.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 #: Bottleneck categories (issue 3): what a performance engineer would name.
-CATEGORIES: Final = (
-    "small-io",
-    "sequentiality",
-    "read-time",
-    "write-time",
-    "metadata",
-    "fetch-pressure",
-    "stragglers",
-    "unoverlapped-io",
-    "imbalance",
-    "shared-file",
-    "interface",
-)
 Category = Literal[
     "small-io",
     "sequentiality",
@@ -35,6 +22,7 @@ Category = Literal[
     "shared-file",
     "interface",
 ]
+CATEGORIES: Final = get_args(Category)
 
 #: Filesystem types dftune distinguishes (``fs.detect`` maps kernel types onto these).
 FS_TYPES: Final = (
@@ -55,12 +43,12 @@ FsType = Literal[
 ]
 
 #: Optimization layers (seed): who inherits a finding.
-LAYERS: Final = ("L1", "L2", "L3")
 Layer = Literal["L1", "L2", "L3"]
+LAYERS: Final = get_args(Layer)
 
 #: Metric to optimize (seed's table).
-METRICS: Final = ("time", "bandwidth", "iops", "metadata_ops")
 Metric = Literal["time", "bandwidth", "iops", "metadata_ops"]
+METRICS: Final = get_args(Metric)
 
 #: The 12-category checklist, by number (issue 3 names them; the seed's list lost them).
 CHECKLIST: Final = {
