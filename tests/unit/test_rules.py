@@ -219,3 +219,26 @@ def test_message_templates_cannot_reach_attributes() -> None:
                                           message="{io_time_s.__class__}", provenance="p")])  # fmt: skip
     with pytest.raises(RuleError):
         evaluate([rs], BASE)
+
+
+@pytest.mark.parametrize(("seconds", "fires"), [(30.0, False), (30.001, True), (5.0, False)])
+def test_proc_view_rule_dp17_at_its_edge(seconds: float, fires: bool) -> None:
+    from dftune.tools.diagnose.metrics import proc_metrics
+
+    rows = [proc_metrics({"host": "n1", "pid": 1, "rank": 0, "metadata_time_s": seconds, "io_time_s": 40.0}, 100.0),
+            proc_metrics({"host": "n1", "pid": 2, "rank": 1, "metadata_time_s": 1.0, "io_time_s": 2.0}, 100.0)]  # fmt: skip
+    found = {f.id: f for f in evaluate(RULESETS, BASE, {"proc": rows})}
+    assert ("DP17" in found) is fires
+    if fires:
+        assert found["DP17"].view == "proc" and "n1:1 (rank 0)" in found["DP17"].evidence
+        assert found["DP17"].rows[0]["process"] == "n1:1 (rank 0)"
+        assert found["DP17"].score == 2  # 30 s of 100 s of I/O time
+
+
+def test_file_view_rule_f01_names_the_files() -> None:
+    from dftune.tools.diagnose.metrics import file_metrics
+
+    rows = [file_metrics({"path": "/d/a", "io_time_s": 10.0, "metadata_time_s": 9.0}, 20.0),
+            file_metrics({"path": "/d/b", "io_time_s": 10.0, "metadata_time_s": 1.0}, 20.0)]  # fmt: skip
+    found = {f.id: f for f in evaluate(RULESETS, BASE, {"file": rows})}
+    assert "F01" in found and "/d/a" in found["F01"].evidence and "50%" in found["F01"].evidence

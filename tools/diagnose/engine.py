@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dftune.tools.diagnose.metrics import file_metrics, summary_metrics
+from dftune.tools.diagnose.metrics import file_metrics, proc_metrics, summary_metrics
 from dftune.tools.diagnose.rules import Finding, RuleSet, evaluate, load_rulesets
 from dftune.tools.diagnose.vocabulary import CATEGORIES, CHECKLIST
 from dftune.tools.trace import Analysis, analyze
@@ -195,11 +195,12 @@ def diagnose_analysis(
 ) -> Diagnosis:
     """Diagnose an existing analysis (with the file view, when available)."""
     summary = summary_metrics(analysis)
-    file_view = analysis.views.get("file")
-    rows = None
-    if file_view:
-        total = summary["io_time_s"]
-        rows = [file_metrics(r, total) for r in file_view.get("rows", [])]
+    total = summary["io_time_s"]
+    rows: dict[str, list[dict[str, Any]]] = {}
+    if "file" in analysis.views:
+        rows["file"] = [file_metrics(r, total) for r in analysis.views["file"].get("rows", [])]
+    if "proc" in analysis.views:
+        rows["proc"] = [proc_metrics(r, total) for r in analysis.views["proc"].get("rows", [])]
     findings: list[Finding] = evaluate(rulesets or load_rulesets(), summary, rows)
     g = gate(analysis)
     fs_list = _filesystems(data_dirs)
@@ -233,7 +234,7 @@ def diagnose(
     **kwargs: Any,
 ) -> Diagnosis:
     """Analyze traces (with the file view) and diagnose them."""
-    analysis = analyze(list(paths), skip_bad=skip_bad, views=["file"], **kwargs)
+    analysis = analyze(list(paths), skip_bad=skip_bad, views=["file", "proc"], **kwargs)
     return diagnose_analysis(analysis, data_dirs=data_dirs)
 
 

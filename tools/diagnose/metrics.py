@@ -120,3 +120,19 @@ def file_metrics(row: dict[str, Any], total_io_time_s: float) -> dict[str, Any]:
         "read_mean_xfer": _frac(float(row.get("read_bytes") or 0), reads) if reads else float("inf"),
         "write_mean_xfer": _frac(float(row.get("write_bytes") or 0), writes) if writes else float("inf"),
     }
+
+
+def proc_metrics(row: dict[str, Any], total_io_time_s: float) -> dict[str, Any]:
+    """Metrics of one row of the proc view (one process)."""
+    io = float(row.get("io_time_s") or 0.0)
+    meta = float(row.get("metadata_time_s") or 0.0)
+    rank = row.get("rank")
+    return {
+        **row,
+        "process": f"{row.get('host')}:{row.get('pid')}" + (f" (rank {rank})" if rank is not None else ""),
+        "io_time_s": io,
+        "io_time_share": _frac(io, total_io_time_s),
+        "metadata_time_s": meta,
+        "metadata_time_share": _frac(meta, total_io_time_s),
+        "ops": sum(int(row.get(f"{f}_count") or 0) for f in ("read", "write", "metadata", "sync")),
+    }

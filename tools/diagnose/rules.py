@@ -47,7 +47,8 @@ class Rule(BaseModel):
     id: str = Field(pattern=r"^[A-Z]{1,4}\d{2,3}$")
     name: str
     category: Category
-    view: Literal["summary", "file"] = "summary"
+    #: summary: the whole job; file / proc: each accessed file / each process is a row
+    view: Literal["summary", "file", "proc"] = "summary"
     when: list[Condition]
     severity: str
     message: str
@@ -145,10 +146,21 @@ def render_message(template: str, metrics: dict[str, Any]) -> str:
         raise RuleError(f"message {template!r}: {exc}") from None
 
 
+#: Columns of the offending rows kept as evidence, per row view.
+_ROW_EVIDENCE = {
+    "file": ("path", "io_time_s", "metadata_time_frac", "ops"),
+    "proc": ("process", "rank", "io_time_s", "metadata_time_s", "ops"),
+}
+
+
 def evaluate(
-    rulesets: Iterable[RuleSet], summary: dict[str, Any], file_rows: list[dict[str, Any]] | None = None
+    rulesets: Iterable[RuleSet], summary: dict[str, Any], rows: dict[str, list[dict[str, Any]]] | None = None
 ) -> list[Finding]:
-    """Every rule that fires, most severe first (score, then severity value)."""
+    """Every rule that fires, most severe first (score, then severity value).
+
+    Row views (``file``, ``proc``) fire when any row meets the conditions; the severity is
+    the sum of the rows' severity metric, and the evidence names the rows.
+    """
     findings: list[Finding] = []
     for rs in rulesets:
         for rule in rs.rules:
@@ -159,25 +171,22 @@ def evaluate(
                         raise RuleError(f"{where}: unknown severity metric {rule.severity!r}")
                     value = float(summary[rule.severity])
                     findings.append(_finding(rs, rule, value, render_message(rule.message, summary)))
-            elif file_rows is not None:
-                hits = [r for r in file_rows if all(_holds(c, r, where) for c in rule.when)]
+            elif rows is not None and rule.view in rows:
+                hits = [r for r in rows[rule.view] if all(_holds(c, r, where) for c in rule.when)]
                 if hits:
-                    value = sum(float(r.get(rule.severity, 0.0)) for r in hits)
-                    hits.sort(key=lambda r: float(r.get("io_time_s") or 0.0), reverse=True)
-                    ctx = {
-                        **summary,
-                        "hit_files": len(hits),
-                        "hit_share": value,
-                        "top_path": hits[0].get("path"),
-                    }
-                    f = _finding(rs, rule, value, render_message(rule.message, ctx))
-                    f.rows = [
-                        {k: r.get(k) for k in ("path", "io_time_s", "metadata_time_frac", "ops")}
-                        for r in hits[: rule.top]
-                    ]
-                    findings.append(f)
+                    findings.append(_row_finding(rs, rule, summary, hits))
     findings.sort(key=lambda f: (f.score, f.severity_value), reverse=True)
     return findings
+
+
+def _row_finding(rs: RuleSet, rule: Rule, summary: dict[str, Any], hits: list[dict[str, Any]]) -> Finding:
+    value = sum(float(r.get(rule.severity, 0.0)) for r in hits)
+    hits = sorted(hits, key=lambda r: float(r.get("io_time_s") or 0.0), reverse=True)
+    label = "path" if rule.view == "file" else "process"
+    ctx = {**summary, "hit_rows": len(hits), "hit_share": value, "top_row": hits[0].get(label)}
+    f = _finding(rs, rule, value, render_message(rule.message, ctx))
+    f.rows = [{k: r.get(k) for k in _ROW_EVIDENCE[rule.view]} for r in hits[: rule.top]]
+    return f
 
 
 def _finding(rs: RuleSet, rule: Rule, value: float, evidence: str) -> Finding:
