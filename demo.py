@@ -17,6 +17,8 @@ from importlib import resources
 
 from rich.console import Console
 
+from dftune.tools.diagnose.engine import diagnose_analysis
+from dftune.tools.diagnose.render import DiagnosisRenderer
 from dftune.tools.home import dftune_home
 from dftune.tools.trace import analyze
 from dftune.tools.trace.render import AnalysisRenderer
@@ -26,7 +28,7 @@ PLAN = """[bold]dftune demo[/bold]
 The full run will: check dftracer (installer) -> trace a baseline and name the bottleneck (diagnoser)
 -> find cited fixes (literature) -> apply one change at a time (optimizer) -> measure and guard it
 (verifier) -> record what worked -> write a report.
-[dim]Available now: tracing with the real dftracer and exact trace analysis.[/dim]
+[dim]Available now: tracing with the real dftracer, exact trace analysis, and diagnosis.[/dim]
 """
 
 
@@ -53,8 +55,10 @@ def main() -> int:
         return 1
     console.print(f"   done in {time.perf_counter() - start:.1f} s; traces in {traces}")
     console.print("[bold]2.[/bold] analyzing the trace")
-    result = analyze([traces], views=["file"])
+    result = analyze([traces], views=["file", "proc"])
     AnalysisRenderer(console).render(result, ["summary"])
+    console.print("[bold]3.[/bold] diagnosing: rules, metric, whether tuning pays off, candidate fixes")
+    DiagnosisRenderer(console).render(diagnose_analysis(result, data_dirs=[data]))
     return 0
 
 

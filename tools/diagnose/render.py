@@ -11,6 +11,11 @@ from rich.text import Text
 from dftune.tools.diagnose.engine import Diagnosis
 
 _SCORE_STYLE = {5: "bold red", 4: "red", 3: "yellow", 2: "cyan", 1: "dim"}
+_VERDICT = {
+    "applied_measured": "applied & measured",
+    "applicable_not_measured": "not measured",
+    "not_applicable": "not applicable",
+}
 
 
 class DiagnosisRenderer:
@@ -43,11 +48,16 @@ class DiagnosisRenderer:
         if not d.bottlenecks:
             table.add_row("-", "-", "-", "no rule fired", "-")
         parts.append(table)
-        check = Table(title="Optimization checklist", title_justify="left")
-        for col in ("#", "category", "verdict", "reason"):
+        check = Table(title="Optimization checklist (reasons in --json)", title_justify="left")
+        for col in ("#", "category", "verdict", "candidates"):
             check.add_column(col, overflow="fold")
         for e in d.checklist:
-            check.add_row(str(e.number), Text(e.category), e.verdict, Text(e.reason))
+            shown = ", ".join(e.strategies[:3]) + (
+                f" (+{len(e.strategies) - 3})" if len(e.strategies) > 3 else ""
+            )
+            check.add_row(
+                str(e.number), Text(e.category), _VERDICT.get(e.verdict, e.verdict), Text(shown or "-")
+            )
         parts.append(check)
         for w in d.warnings:
             parts.append(Text(f"warning: {w}", style="yellow"))
