@@ -233,24 +233,36 @@ def generated_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Gene
             text=True,
         )
         jobs.append((GeneratedTrace(name, tdir, ddir), proc))
+    stdouts = wait_for_traced([(gen.name, gen.trace_dir, proc) for gen, proc in jobs], GEN_TIMEOUT_S)
     out: dict[str, GeneratedTrace] = {}
+    for gen, _ in jobs:
+        gen.stdout = stdouts[gen.name]
+        out[gen.name] = gen
+    return out
+
+
+def wait_for_traced(jobs: list[tuple[str, Path, subprocess.Popen[str]]], timeout: float) -> dict[str, str]:
+    """Wait for programs running under dftracer; each must exit 0 and leave a non-empty trace.
+
+    Returns each program's stdout by name; every problem is reported at once with a
+    single pytest failure."""
+    out: dict[str, str] = {}
     failures: list[str] = []
-    for gen, proc in jobs:
+    for name, trace_dir, proc in jobs:
         try:
-            stdout, stderr = proc.communicate(timeout=GEN_TIMEOUT_S)
+            stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             stdout, stderr = proc.communicate()
-            failures.append(f"{gen.name}: timed out\n{stderr[-2000:]}")
+            failures.append(f"{name}: timed out after {timeout} s\n{stderr[-2000:]}")
             continue
         if proc.returncode != 0:
-            failures.append(f"{gen.name}: exit {proc.returncode}\n{stderr[-2000:]}")
+            failures.append(f"{name}: exit {proc.returncode}\n{stderr[-2000:]}")
             continue
-        if not any(p.stat().st_size > 0 for p in gen.trace_dir.glob("*.pfw*")):
-            failures.append(f"{gen.name}: no non-empty trace file in {gen.trace_dir}")
+        if not any(p.stat().st_size > 0 for p in trace_dir.glob("*.pfw*")):
+            failures.append(f"{name}: no non-empty trace file in {trace_dir}")
             continue
-        gen.stdout = stdout
-        out[gen.name] = gen
+        out[name] = stdout
     if failures:
-        pytest.fail("generating dftracer traces failed:\n" + "\n".join(failures))
+        pytest.fail("running programs under dftracer failed:\n" + "\n".join(failures))
     return out

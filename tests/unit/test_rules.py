@@ -104,6 +104,14 @@ def test_published_thresholds_are_the_ones_in_the_data() -> None:
     assert cond["DS01"]["stdio_bytes_frac"] == (">", 0.1)
     assert cond["DP21"]["bytes_imbalance_max_min"] == (">", 0.3)
     assert cond["DP07"]["misaligned_frac"] == (">", 0.1)
+    assert cond["DP07"]["misaligned_count"] == (">", 1000)
+
+
+def test_at_equal_score_where_the_time_goes_leads() -> None:
+    m = dict(BASE, read_time_frac=0.95, read_count=10, misaligned_frac=0.99, misaligned_count=5000,
+             misaligned_time_frac=0.97)  # fmt: skip
+    found = evaluate(RULESETS, m)
+    assert [f.id for f in found[:2]] == ["T01", "DP07"]  # both score 5; DP07's severity is higher
 
 
 def test_rules_are_data_with_sources() -> None:

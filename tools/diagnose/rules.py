@@ -8,6 +8,7 @@ thresholds come from.  This module only evaluates; every threshold lives in the 
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import string
@@ -20,6 +21,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dftune.tools.diagnose.vocabulary import Category
+
+
+@functools.cache
+def time_categories() -> frozenset[str]:
+    """Categories that say where the time goes; they lead at equal score (resources/diagnosis/ranking.toml)."""
+    text = (resources.files("dftune.resources") / "diagnosis" / "ranking.toml").read_text("utf-8")
+    return frozenset(tomllib.loads(text)["where_the_time_goes"])
+
 
 #: dfanalyzer's percentage bins: a severity value at or above each edge adds one point,
 #: on top of 1 for a rule that fired (0.1 -> 1, 0.3 -> 2, 0.6 -> 3, 0.8 -> 4, 0.95 -> 5).
@@ -175,7 +184,7 @@ def evaluate(
                 hits = [r for r in rows[rule.view] if all(_holds(c, r, where) for c in rule.when)]
                 if hits:
                     findings.append(_row_finding(rs, rule, summary, hits))
-    findings.sort(key=lambda f: (f.score, f.severity_value), reverse=True)
+    findings.sort(key=lambda f: (f.score, f.category in time_categories(), f.severity_value), reverse=True)
     return findings
 
 
