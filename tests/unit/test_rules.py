@@ -250,3 +250,31 @@ def test_file_view_rule_f01_names_the_files() -> None:
             file_metrics({"path": "/d/b", "io_time_s": 10.0, "metadata_time_s": 1.0}, 20.0)]  # fmt: skip
     found = {f.id: f for f in evaluate(RULESETS, BASE, {"file": rows})}
     assert "F01" in found and "/d/a" in found["F01"].evidence and "50%" in found["F01"].evidence
+
+
+@pytest.mark.parametrize(
+    ("processes", "share", "fires"), [(1, 0.5, False), (2, 0.5, True), (2, 0.0099, False), (2, 0.01, True)]
+)
+def test_shared_file_rule_f02_at_its_edges(processes: int, share: float, fires: bool) -> None:
+    from dftune.tools.diagnose.metrics import file_metrics
+
+    rows = [file_metrics({"path": "/d/shared.h5", "io_time_s": share * 100.0, "processes": processes}, 100.0)]
+    found = {f.id: f for f in evaluate(RULESETS, BASE, {"file": rows})}
+    assert ("F02" in found) is fires
+    if fires:
+        assert found["F02"].category == "shared-file" and "/d/shared.h5" in found["F02"].evidence
+
+
+@pytest.mark.parametrize(
+    ("cat", "pct", "fires"), [("checkpoint", 5.0, True), ("checkpoint", 4.99, False), ("reader", 50.0, False)]
+)
+def test_checkpoint_layer_rule_l04_at_its_edge(cat: str, pct: float, fires: bool) -> None:
+    from dftune.tools.diagnose.metrics import layer_metrics
+
+    rows = [
+        layer_metrics({"cat": cat, "count": 3, "time_s": 9.0, "mean_ms": 3000.0, "share_of_job_pct": pct})
+    ]
+    found = {f.id: f for f in evaluate(RULESETS, BASE, {"layer": rows})}
+    assert ("L04" in found) is fires
+    if fires:
+        assert found["L04"].view == "layer" and found["L04"].category == "write-time"

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dftune.tools.diagnose.metrics import file_metrics, proc_metrics, summary_metrics
+from dftune.tools.diagnose.metrics import file_metrics, layer_metrics, proc_metrics, summary_metrics
 from dftune.tools.diagnose.rules import Finding, RuleSet, evaluate, load_rulesets
 from dftune.tools.diagnose.vocabulary import CATEGORIES, CHECKLIST
 from dftune.tools.trace import Analysis, analyze
@@ -201,6 +201,7 @@ def diagnose_analysis(
         rows["file"] = [file_metrics(r, total) for r in analysis.views["file"].get("rows", [])]
     if "proc" in analysis.views:
         rows["proc"] = [proc_metrics(r, total) for r in analysis.views["proc"].get("rows", [])]
+    rows["layer"] = [layer_metrics(layer.model_dump()) for layer in analysis.layers]
     findings: list[Finding] = evaluate(rulesets or load_rulesets(), summary, rows)
     g = gate(analysis)
     fs_list = _filesystems(data_dirs)

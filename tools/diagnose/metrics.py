@@ -136,3 +136,9 @@ def proc_metrics(row: dict[str, Any], total_io_time_s: float) -> dict[str, Any]:
         "metadata_time_share": _frac(meta, total_io_time_s),
         "ops": sum(int(row.get(f"{f}_count") or 0) for f in ("read", "write", "metadata", "sync")),
     }
+
+
+def layer_metrics(layer: dict[str, Any]) -> dict[str, Any]:
+    """Metrics of one application category (layer view): its share of all process time."""
+    return {**layer, "cat_lower": str(layer.get("cat", "")).lower(),
+            "share_of_process_time": float(layer.get("share_of_job_pct") or 0.0) / 100.0}  # fmt: skip
