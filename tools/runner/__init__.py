@@ -1,0 +1,1 @@
+"""Run workloads: spec, launchers, replicates, statistics, changes."""
