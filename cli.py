@@ -138,6 +138,64 @@ def diagnose(
     DiagnosisRenderer(Console()).render(result)
 
 
+@app.command()
+def bench(
+    workload: Annotated[Path, typer.Argument(help="Workload spec (TOML).")],
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Knob value NAME=VALUE (repeatable).")
+    ] = None,
+    replicates: Annotated[
+        int | None, typer.Option("--replicates", min=1, help="Runs (default: the spec's).")
+    ] = None,
+    trace: Annotated[
+        bool | None,
+        typer.Option("--trace/--no-trace", help="Trace with dftracer (default: the spec's tracing mode)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document (schema dftune.bench/1).")
+    ] = False,
+) -> None:
+    """Run a workload's replicates (one condition) and report median, p95 and a 95% CI."""
+    from dftune.tools.runner.bench import BenchError
+    from dftune.tools.runner.bench import bench as run_bench
+    from dftune.tools.runner.spec import SpecError, load_spec
+
+    overrides: dict[str, str] = {}
+    for item in set_ or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            fail(f"--set {item!r}: expected NAME=VALUE")
+        overrides[name] = value
+    err = Console(stderr=True)
+    try:
+        spec = load_spec(workload)
+        with user_errors():
+            result = run_bench(
+                spec, overrides=overrides, replicates=replicates, trace=trace,
+                progress=None if as_json else (
+                    lambda done, total, rep: err.print(f"replicate {done}/{total}: {rep.status} {rep.wall_s:.3f} s"
+                                                       + (f" metric {rep.metric:g}" if rep.metric is not None else ""))
+                ),
+            )  # fmt: skip
+    except (SpecError, BenchError) as exc:
+        fail(str(exc))
+    if as_json:
+        emit_json(result.to_json_dict())
+        return
+    out = Console()
+    out.print(f"[bold]{result.workload}[/bold] {result.settings} traced={result.traced} "
+              f"({result.ok}/{len(result.replicates)} ok)")  # fmt: skip
+    if result.median is not None:
+        ci = f", 95% CI of the median [{result.ci95[0]:.4g}, {result.ci95[1]:.4g}]" if result.ci95 else ""
+        out.print(f"median {result.median:.4g}, p95 {result.p95:.4g}{ci}")
+    for note in result.notes:
+        out.print(f"[dim]{note}[/dim]")
+    if result.stopped_reason:
+        out.print(f"[yellow]{result.stopped_reason}[/yellow]")
+    if result.trace_dir:
+        out.print(f"traces: {result.trace_dir}")
+
+
 def main() -> None:  # pragma: no cover - console entry point
     """Console entry: any unexpected failure is still one line on stderr (traceback with DFTUNE_DEBUG=1)."""
     import os

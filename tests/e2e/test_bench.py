@@ -1,0 +1,68 @@
+"""dftune bench runs the bundled example for real, traced and untraced, with honest statistics."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dftune.tools.runner.bench import bench
+from dftune.tools.runner.spec import load_spec
+from dftune.tools.trace import analyze
+
+pytestmark = pytest.mark.e2e
+EXAMPLE = Path(__file__).resolve().parents[2] / "resources" / "workloads" / "small_reads" / "workload.toml"
+
+
+def test_example_bench_traced_and_untraced(tmp_path: Path) -> None:
+    spec = load_spec(EXAMPLE)
+    traced = bench(spec, replicates=3, trace=True, workdir=tmp_path / "traced")
+    plain = bench(spec, replicates=3, trace=False, workdir=tmp_path / "plain")
+    for result in (traced, plain):
+        assert result.ok == 3 and all(r.status == "ok" for r in result.replicates)
+        assert result.median is not None and result.ci95 is not None
+        assert result.ci95[0] <= result.median <= result.ci95[1]
+        assert result.cache_policy in ("drop_caches", "warm_up") and result.notes
+    assert traced.traced and not plain.traced and plain.trace_dir is None
+    assert all(r.traced for r in traced.replicates) and not any(r.traced for r in plain.replicates)
+    # every traced replicate left a real dftracer trace with the reads the program did
+    for rep in traced.replicates:
+        a = analyze([rep.trace_dir])
+        assert a.read.count > 10_000 and "dftracer-2.x" in a.formats
+
+
+def test_bench_cli_json_contract(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "dftune.cli", "bench", str(EXAMPLE), "--replicates", "2", "--no-trace",
+         "--set", "WORKERS=2", "--json"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["schema"] == "dftune.bench/1" and doc["workload"] == "small-files-reader"
+    assert doc["settings"]["WORKERS"] == 2
+    for key in ("replicates", "median", "p95", "ci95", "trace_dir"):
+        assert key in doc
+    for rep in doc["replicates"]:
+        assert {"status", "wall_s", "exit_code", "metric"} <= set(rep)
+
+
+def test_failures_in_a_row_stop_the_experiment(tmp_path: Path) -> None:
+    toml = tmp_path / "broken.toml"
+    toml.write_text('name = "broken"\ncommand = ["{python}", "-c", "import sys; sys.exit(7)"]\nreplicates = 10\n'
+                    "[tracing]\nmode = \"off\"\n")  # fmt: skip
+    result = bench(load_spec(toml), workdir=tmp_path / "w")
+    assert len(result.replicates) == 3 and result.ok == 0
+    assert result.stopped_reason and "3 failed replicates in a row" in result.stopped_reason
+    assert result.median is None and all(r.exit_code == 7 for r in result.replicates)
+
+
+def test_hung_workload_times_out(tmp_path: Path) -> None:
+    toml = tmp_path / "hung.toml"
+    toml.write_text('name = "hung"\ncommand = ["{python}", "-c", "import time; time.sleep(60)"]\nreplicates = 1\n'
+                    'timeout_s = 1\n[tracing]\nmode = "off"\n')  # fmt: skip
+    result = bench(load_spec(toml), workdir=tmp_path / "w")
+    assert result.replicates[0].status == "timeout" and result.ok == 0

@@ -1,0 +1,232 @@
+"""``dftune bench``: run a workload's replicates the careful way and summarize them.
+
+One condition per call (a settings combination, traced or not): traced and untraced
+replicates are never mixed.  The page cache is dropped before every replicate when the
+kernel lets us; otherwise one warm-up run comes first and the result says so.  Failed and
+timed-out replicates are kept in the record but never enter the statistics, and several
+failures in a row stop the experiment with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from dftune.tools.home import dftune_home
+from dftune.tools.runner.process import ProcessResult, Status, run_process
+from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
+from dftune.tools.trace.tracer import TracerUnavailable, trace_env
+
+SCHEMA = "dftune.bench/1"
+#: This many failed/timed-out replicates in a row end the experiment.
+MAX_CONSECUTIVE_FAILURES = 3
+STDOUT_METRIC_LIMIT = 64 << 20
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+
+Progress = Callable[[int, int, "Replicate"], None]
+
+
+class BenchError(RuntimeError):
+    """The experiment cannot run (setup failed, tracer missing, ...): one line, with the reason."""
+
+
+class Replicate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    index: int
+    status: Status
+    wall_s: float
+    exit_code: int | None
+    metric: float | None
+    traced: bool
+    trace_dir: str | None = None
+    reason: str = ""
+
+
+class BenchResult(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    schema_: str = Field(SCHEMA, alias="schema")
+    workload: str
+    spec_path: str
+    settings: dict[str, KnobValue]
+    traced: bool
+    metric: dict[str, Any]
+    replicates: list[Replicate]
+    ok: int
+    median: float | None
+    p95: float | None
+    ci95: list[float] | None
+    trace_dir: str | None
+    workdir: str
+    cache_policy: Literal["drop_caches", "warm_up"]
+    notes: list[str] = []
+    stopped_reason: str | None = None
+    started: str
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")
+
+    def values(self) -> list[float]:
+        """Metric values of the successful replicates (the statistics' input)."""
+        return [r.metric for r in self.replicates if r.status == "ok" and r.metric is not None]
+
+
+def drop_page_cache() -> bool:
+    """sync + drop_caches when this process may; False (never an error) when it may not."""
+    try:
+        os.sync()
+        DROP_CACHES.write_text("3\n")
+    except OSError:
+        return False
+    return True
+
+
+def extract_metric(spec: WorkloadSpec, result: ProcessResult, stdout_path: Path) -> tuple[float | None, str]:
+    """The replicate's metric: wall time, or the number the program printed."""
+    if spec.metric.kind == "wall_time":
+        return result.wall_s, ""
+    assert spec.metric.pattern is not None
+    try:
+        with open(stdout_path, "rb") as fh:
+            text = fh.read(STDOUT_METRIC_LIMIT).decode("utf-8", errors="replace")
+    except OSError as exc:
+        return None, f"cannot read stdout: {exc}"
+    matches = list(re.finditer(spec.metric.pattern, text, flags=re.MULTILINE))
+    if not matches:
+        return None, f"metric pattern {spec.metric.pattern!r} not found in stdout"
+    last = matches[-1]
+    raw = last.group(1) if last.groups() else last.group(0)
+    try:
+        return float(raw), ""
+    except ValueError:
+        return None, f"metric {raw!r} is not a number"
+
+
+def launch_argv(spec: WorkloadSpec, argv: list[str]) -> list[str]:
+    """Wrap the command for local runs (as is) or mpirun (``-n ranks``)."""
+    if spec.launcher.kind == "mpirun":
+        return ["mpirun", "-n", str(spec.launcher.ranks), *spec.launcher.extra_args, *argv]
+    return argv
+
+
+def _run(
+    spec: WorkloadSpec, argv: list[str], *, cwd: Path, env: dict[str, str], log_dir: Path, label: str
+) -> ProcessResult:
+    kind = spec.launcher.kind
+    if kind in ("local", "mpirun"):
+        return run_process(launch_argv(spec, argv), cwd=cwd, env=env, timeout_s=spec.timeout_s, log_dir=log_dir,
+                           label=label)  # fmt: skip
+    from dftune.tools.runner import schedulers
+
+    runner = schedulers.run_slurm if kind == "slurm" else schedulers.run_flux
+    return runner(argv, cwd=cwd, env=env, timeout_s=spec.timeout_s, log_dir=log_dir, label=label,
+                  launcher=spec.launcher)  # fmt: skip
+
+
+def _summary(values: list[float]) -> tuple[float | None, float | None, list[float] | None]:
+    if not values:
+        return None, None, None
+    arr = np.asarray(values, dtype=float)
+    median, p95 = float(np.median(arr)), float(np.percentile(arr, 95))
+    if len(arr) < 3:
+        return median, p95, None
+    rng = np.random.default_rng(0)
+    boots = np.median(rng.choice(arr, size=(10_000, len(arr)), replace=True), axis=1)
+    return median, p95, [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))]
+
+
+def bench(
+    spec: WorkloadSpec,
+    *,
+    overrides: dict[str, str] | None = None,
+    replicates: int | None = None,
+    trace: bool | None = None,
+    workdir: Path | None = None,
+    progress: Progress | None = None,
+) -> BenchResult:
+    """Run ``replicates`` runs of one condition and return the record with its statistics."""
+    settings = spec.settings(overrides)
+    n = replicates or spec.replicates
+    traced = (spec.tracing.mode != "off") if trace is None else trace
+    started = datetime.now(UTC)
+    workdir = workdir or dftune_home() / "bench" / spec.name / started.strftime("%Y%m%dT%H%M%S%fZ")
+    workdir.mkdir(parents=True, exist_ok=True)
+    cwd = spec.resolve(spec.cwd)
+    logs = workdir / "logs"
+    base_env = {**os.environ, **spec.env, **spec.knob_env(settings)}
+    argv = spec.render(spec.command, settings, workdir=workdir)
+    notes: list[str] = []
+
+    if spec.setup:
+        setup = _run(spec, spec.render(spec.setup, settings, workdir=workdir), cwd=cwd, env=base_env, log_dir=logs,
+                     label="setup")  # fmt: skip
+        if setup.status != "ok":
+            raise BenchError(
+                f"{spec.spec_path}: setup {setup.status} ({setup.reason}): {setup.stderr_tail[-300:].strip()}"
+            )
+
+    cache_policy: Literal["drop_caches", "warm_up"] = "drop_caches" if drop_page_cache() else "warm_up"
+    if cache_policy == "warm_up":
+        warm = _run(spec, argv, cwd=cwd, env=base_env, log_dir=logs, label="warmup")
+        notes.append("page cache could not be dropped (not permitted here): one untraced warm-up run first, "
+                     f"status {warm.status}; every replicate then ran with a warm cache")  # fmt: skip
+    else:
+        notes.append("page cache dropped (sync; echo 3 > /proc/sys/vm/drop_caches) before every replicate")
+
+    trace_root = workdir / "traces" / "raw" if traced else None
+    results: list[Replicate] = []
+    failures_in_row = 0
+    stopped: str | None = None
+    for i in range(n):
+        env = dict(base_env)
+        rep_trace: Path | None = None
+        if traced:
+            assert trace_root is not None
+            rep_trace = trace_root / f"r{i}"
+            rep_trace.mkdir(parents=True, exist_ok=True)
+            try:
+                env.update(
+                    trace_env(rep_trace / "trace", data_dir=spec.tracing.data_dir, mode=spec.tracing.mode)
+                )
+            except TracerUnavailable as exc:
+                raise BenchError(f"{spec.spec_path}: tracing requested but {exc}") from None
+        if cache_policy == "drop_caches":
+            drop_page_cache()
+        label = f"r{i}"
+        res = _run(spec, argv, cwd=cwd, env=env, log_dir=logs, label=label)
+        metric, why = (None, "") if res.status != "ok" else extract_metric(spec, res, logs / f"{label}.out")
+        status: Status = res.status if (res.status != "ok" or metric is not None) else "failed"
+        reason = res.reason or why
+        if res.status != "ok" and res.stderr_tail:
+            reason += f": {res.stderr_tail.strip().splitlines()[-1][-300:]}"
+        rep = Replicate(index=i, status=status, wall_s=round(res.wall_s, 6), exit_code=res.exit_code, metric=metric,
+                        traced=traced, trace_dir=str(rep_trace) if rep_trace else None, reason=reason)  # fmt: skip
+        results.append(rep)
+        if progress:
+            progress(i + 1, n, rep)
+        failures_in_row = failures_in_row + 1 if status != "ok" else 0
+        if failures_in_row >= MAX_CONSECUTIVE_FAILURES:
+            stopped = f"stopped after {failures_in_row} failed replicates in a row; last: {status} ({reason})"
+            break
+        time.sleep(0)  # let signals (Ctrl-C) land between replicates
+
+    values = [r.metric for r in results if r.status == "ok" and r.metric is not None]
+    median, p95, ci95 = _summary(values)
+    if len(values) < 3:
+        notes.append(f"only {len(values)} successful replicate(s): no confidence interval")
+    return BenchResult(
+        schema=SCHEMA, workload=spec.name, spec_path=spec.spec_path, settings=settings, traced=traced,
+        metric=spec.metric.model_dump(), replicates=results, ok=len(values), median=median, p95=p95, ci95=ci95,
+        trace_dir=str(trace_root) if trace_root else None, workdir=str(workdir), cache_policy=cache_policy,
+        notes=notes, stopped_reason=stopped, started=started.isoformat(),
+    )  # fmt: skip
+
+
+__all__ = ["SCHEMA", "BenchError", "BenchResult", "Replicate", "SpecError", "bench", "drop_page_cache"]

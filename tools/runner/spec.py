@@ -1,0 +1,244 @@
+"""Workload specs: the TOML a user writes to point dftune at an application (DESIGN.md).
+
+Validated strictly: an unknown key, a wrong type, a placeholder nobody defines or a knob
+strategy missing from the catalog is a one-line error naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+#: Placeholders every command may use besides the knob names.
+BUILTIN_PLACEHOLDERS = ("data_dir", "workdir", "source_dir", "ranks", "python")
+KnobValue = str | int | float | bool
+
+
+class SpecError(ValueError):
+    """A workload spec is invalid; ``str()`` is one line naming the file and the key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Metric(_Strict):
+    """What is measured: wall time, or a number the program prints."""
+
+    kind: Literal["wall_time", "stdout_regex"] = "wall_time"
+    #: for stdout_regex: the first capture group (or the whole match) must parse as a float
+    pattern: str | None = None
+    lower_is_better: bool = True
+
+    @model_validator(mode="after")
+    def _pattern(self) -> Metric:
+        if self.kind == "stdout_regex":
+            if not self.pattern:
+                raise ValueError("kind = 'stdout_regex' needs a pattern")
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern is not a valid regular expression: {exc}") from None
+        elif self.pattern:
+            raise ValueError("pattern is only used with kind = 'stdout_regex'")
+        return self
+
+
+class Tracing(_Strict):
+    mode: Literal["preload", "function", "off"] = "preload"
+    #: DFTRACER_DATA_DIR: "all", or a path prefix to trace only the dataset
+    data_dir: str = "all"
+
+
+class Knob(_Strict):
+    """One tunable: an environment variable or a command-line argument."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    kind: Literal["env", "arg"]
+    values: list[KnobValue] = Field(min_length=1)
+    default: KnobValue
+    #: id in resources/strategies: which optimization this knob implements
+    strategy: str | None = None
+
+    @model_validator(mode="after")
+    def _default_in_values(self) -> Knob:
+        if self.default not in self.values:
+            raise ValueError(f"default {self.default!r} is not one of values {self.values!r}")
+        return self
+
+
+class Launcher(_Strict):
+    kind: Literal["local", "mpirun", "slurm", "flux"] = "local"
+    ranks: int = Field(default=1, ge=1, le=100_000)
+    nodes: int = Field(default=1, ge=1, le=10_000)
+    #: Slurm partition / Flux queue
+    partition: str | None = None
+    time_limit_min: int = Field(default=30, ge=1)
+    #: extra arguments for mpirun / sbatch / flux submit
+    extra_args: list[str] = []
+    poll_s: float = Field(default=2.0, gt=0)
+
+
+class WorkloadSpec(_Strict):
+    """A workload as DESIGN.md's TOML describes it (paths resolved relative to the file)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    command: list[str] = Field(min_length=1)
+    setup: list[str] | None = None
+    cwd: str = "."
+    source_dir: str = "."
+    data_dir: str = "{workdir}/data"
+    replicates: int = Field(default=5, ge=1, le=1000)
+    timeout_s: float = Field(default=300.0, gt=0)
+    metric: Metric = Metric()
+    tracing: Tracing = Tracing()
+    knobs: list[Knob] = []
+    launcher: Launcher = Launcher()
+    #: extra environment for every run of this workload
+    env: dict[str, str] = {}
+    description: str = ""
+    #: filled by :func:`load_spec`: the TOML file this came from
+    spec_path: str = ""
+
+    @field_validator("knobs")
+    @classmethod
+    def _unique_knobs(cls, knobs: list[Knob]) -> list[Knob]:
+        names = [k.name for k in knobs]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"knob names must be unique: {sorted(dup)}")
+        clash = set(names) & set(BUILTIN_PLACEHOLDERS)
+        if clash:
+            raise ValueError(f"knob names clash with built-in placeholders: {sorted(clash)}")
+        return knobs
+
+    @model_validator(mode="after")
+    def _placeholders(self) -> WorkloadSpec:
+        known = {*BUILTIN_PLACEHOLDERS, *(k.name for k in self.knobs)}
+        for field, items in (
+            ("command", self.command),
+            ("setup", self.setup or []),
+            ("data_dir", [self.data_dir]),
+        ):
+            for item in items:
+                for name in _placeholders_in(item):
+                    if name not in known:
+                        raise ValueError(
+                            f"{field}: placeholder {{{name}}} is neither a knob nor one of {BUILTIN_PLACEHOLDERS}"
+                        )
+        for knob in self.knobs:
+            if knob.kind == "arg" and not any(knob.name in _placeholders_in(i) for i in self.command):
+                raise ValueError(f"knob {knob.name} is kind 'arg' but the command has no {{{knob.name}}}")
+        return self
+
+    # ----------------------------------------------------------------------------------
+    @property
+    def base_dir(self) -> Path:
+        return Path(self.spec_path).parent if self.spec_path else Path.cwd()
+
+    def resolve(self, relative: str) -> Path:
+        """A path from the spec, relative to the TOML file."""
+        p = Path(relative).expanduser()
+        return p if p.is_absolute() else (self.base_dir / p).resolve()
+
+    def knob(self, name: str) -> Knob:
+        for k in self.knobs:
+            if k.name == name:
+                return k
+        raise SpecError(
+            f"{self.spec_path or self.name}: no knob named {name!r} (knobs: {[k.name for k in self.knobs]})"
+        )
+
+    def settings(self, overrides: dict[str, str] | None = None) -> dict[str, KnobValue]:
+        """Every knob's value: its default unless overridden (values must be allowed ones)."""
+        out: dict[str, KnobValue] = {k.name: k.default for k in self.knobs}
+        for name, raw in (overrides or {}).items():
+            knob = self.knob(name)
+            value = _coerce(raw, knob)
+            if value not in knob.values:
+                raise SpecError(
+                    f"{self.spec_path or self.name}: {name}={raw!r} is not one of {knob.values!r}"
+                )
+            out[name] = value
+        return out
+
+    def render(self, items: list[str], settings: dict[str, KnobValue], *, workdir: Path) -> list[str]:
+        """Fill placeholders in an argv list."""
+        values = self.placeholder_values(settings, workdir=workdir)
+        return [string.Formatter().vformat(i, (), values) for i in items]
+
+    def placeholder_values(self, settings: dict[str, KnobValue], *, workdir: Path) -> dict[str, Any]:
+        base: dict[str, Any] = {"workdir": str(workdir), "source_dir": str(self.resolve(self.source_dir)),
+                                "ranks": self.launcher.ranks, "python": sys.executable,
+                                **{k: _text(v) for k, v in settings.items()}}  # fmt: skip
+        data = string.Formatter().vformat(self.data_dir, (), base)
+        base["data_dir"] = str(self.resolve(data)) if not Path(data).is_absolute() else data
+        return base
+
+    def knob_env(self, settings: dict[str, KnobValue]) -> dict[str, str]:
+        """Environment variables set by env-kind knobs."""
+        return {k.name: _text(settings[k.name]) for k in self.knobs if k.kind == "env"}
+
+
+def _placeholders_in(text: str) -> list[str]:
+    return [name for _, name, _, _ in string.Formatter().parse(text) if name]
+
+
+def _text(value: KnobValue) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _coerce(raw: str, knob: Knob) -> KnobValue:
+    """Turn ``--set NAME=VALUE`` text into the knob's value type."""
+    for v in knob.values:
+        if _text(v) == raw or str(v) == raw:
+            return v
+    return raw
+
+
+def load_spec(path: str | Path) -> WorkloadSpec:
+    """Read and validate a workload TOML; errors name the file and the offending key."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"{p}: no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{p}: not valid TOML: {exc}") from None
+    if "spec_path" in data:
+        raise SpecError(f"{p}: unknown key 'spec_path'")
+    try:
+        spec = WorkloadSpec.model_validate({**data, "spec_path": str(p.resolve())})
+    except ValidationError as exc:
+        raise SpecError(f"{p}: {_describe(exc)}") from None
+    _check_strategies(spec, p)
+    return spec
+
+
+def _describe(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(x) for x in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return f"unknown key '{where}'"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    return f"{where}: {msg}" if where else msg
+
+
+def _check_strategies(spec: WorkloadSpec, path: Path) -> None:
+    ids = [k.strategy for k in spec.knobs if k.strategy]
+    if not ids:
+        return
+    from dftune.tools.catalog import default_catalog
+
+    strategies = default_catalog().strategies
+    for k in spec.knobs:
+        if k.strategy and k.strategy not in strategies:
+            raise SpecError(f"{path}: knobs.{k.name}.strategy: {k.strategy!r} is not in the strategy catalog")
