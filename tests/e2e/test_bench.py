@@ -14,7 +14,21 @@ from dftune.tools.runner.spec import load_spec
 from dftune.tools.trace import analyze
 
 pytestmark = pytest.mark.e2e
-EXAMPLE = Path(__file__).resolve().parents[2] / "resources" / "workloads" / "small_reads" / "workload.toml"
+WORKLOADS = Path(__file__).resolve().parents[2] / "resources" / "workloads"
+EXAMPLE = WORKLOADS / "small_reads" / "workload.toml"
+EXAMPLES = sorted(WORKLOADS.glob("*/workload.toml"))
+
+
+@pytest.mark.parametrize("toml", EXAMPLES, ids=[p.parent.name for p in EXAMPLES])
+def test_every_example_benches_traced_and_untraced(tmp_path: Path, toml: Path) -> None:
+    spec = load_spec(toml)
+    traced = bench(spec, replicates=2, trace=True, workdir=tmp_path / "traced")
+    plain = bench(spec, replicates=2, trace=False, workdir=tmp_path / "plain")
+    for result in (traced, plain):
+        assert result.ok == 2, [r.reason for r in result.replicates]
+        assert result.median is not None and result.median > 0
+    a = analyze([traced.replicates[0].trace_dir])
+    assert a.events > 0 and (a.read.count + a.write.count) > 0
 
 
 def test_example_bench_traced_and_untraced(tmp_path: Path) -> None:

@@ -47,7 +47,10 @@ def samples(paths: list[str], request: int, workers: int, prefetch: int, rng: ra
         return
     depth = max(prefetch, 1) * max(workers, 1)
     with ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:
-        pending = [pool.submit(read_sample, p, request, o) for p, o in zip(paths[:depth], offsets[:depth], strict=True)]
+        pending = [
+            pool.submit(read_sample, p, request, o)
+            for p, o in zip(paths[:depth], offsets[:depth], strict=True)
+        ]
         nxt = depth
         while pending:
             yield pending.pop(0).result()
