@@ -39,7 +39,6 @@ import json
 import os
 import re
 import shlex
-import signal
 import stat
 import subprocess
 import time
@@ -52,6 +51,8 @@ from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from dftune.tools.runner.process import kill_group
 
 JOURNAL_FORMAT = "dftune.changes/1"
 ENV_FILE_NAME = "opt_l2_env.sh"
@@ -960,8 +961,7 @@ def run_argv(argv: list[str], timeout_s: float, cwd: Path | None = None) -> Comm
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
-        with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc.pid)
         out, err = proc.communicate()
     return CommandResult(
         argv,
