@@ -1,0 +1,394 @@
+"""Slurm and Flux launchers (``tools/runner/schedulers.py``) against fake schedulers.
+
+The fakes in ``tests/fakes`` (sbatch, squeue, sacct, scancel, srun, flux) are small
+Python programs that behave like the real commands: sbatch reads the ``#SBATCH`` lines
+and runs the script detached in its own process group, squeue reports PENDING then
+RUNNING, sacct the recorded exit status, scancel / flux cancel kill the job's process
+group.  They are put first on PATH, with their state in a per-test folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dftune.tools.runner import schedulers
+from dftune.tools.runner.process import ProcessResult
+from dftune.tools.runner.schedulers import (
+    flux_submit_argv,
+    parse_flux_id,
+    parse_flux_result,
+    parse_sacct,
+    parse_sbatch_id,
+    run_flux,
+    run_scheduled,
+    run_slurm,
+    slurm_script,
+)
+from dftune.tools.runner.spec import Launcher
+
+FAKES = Path(__file__).resolve().parent.parent / "fakes"
+KINDS = ("slurm", "flux")
+PY = sys.executable
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def test_slurm_script_golden() -> None:
+    launcher = Launcher(kind="slurm", ranks=4, nodes=2, partition="batch", time_limit_min=15,
+                        extra_args=["--exclusive"])  # fmt: skip
+    text = slurm_script(["python", "train.py", "--data", "/d/my data", "it's"], cwd=Path("/w/run"),
+                        log_dir=Path("/w/logs"), label="opt1-r2", launcher=launcher)  # fmt: skip
+    assert text == (
+        "#!/bin/bash\n"
+        "#SBATCH --job-name=dftune-opt1-r2\n"
+        "#SBATCH --nodes=2\n"
+        "#SBATCH --ntasks=4\n"
+        "#SBATCH --time=15\n"
+        "#SBATCH --partition=batch\n"
+        "#SBATCH --output=/w/logs/opt1-r2.out\n"
+        "#SBATCH --error=/w/logs/opt1-r2.err\n"
+        "#SBATCH --chdir=/w/run\n"
+        "#SBATCH --export=ALL\n"
+        "\n"
+        "srun python train.py --data '/d/my data' 'it'\"'\"'s'\n"
+    )
+
+
+def test_slurm_script_quotes_escapes_and_refuses() -> None:
+    launcher = Launcher(kind="slurm")
+    text = slurm_script(["a"], cwd=Path("/w/my run"), log_dir=Path("/w/100%"), label="x y", launcher=launcher)
+    lines = text.splitlines()
+    assert "#SBATCH --partition" not in text  # no partition: the cluster default
+    assert "#SBATCH --job-name=dftune-x_y" in lines
+    assert '#SBATCH --chdir="/w/my run"' in lines
+    assert "#SBATCH --output=/w/100%%/x y.out" not in lines  # blanks need quotes
+    assert '#SBATCH --output="/w/100%%/x y.out"' in lines  # % is sbatch's pattern character
+    with pytest.raises(ValueError, match="line break"):
+        slurm_script(
+            ["a"], cwd=Path("/w/evil\n#SBATCH --mem=1T"), log_dir=Path("/l"), label="x", launcher=launcher
+        )
+    with pytest.raises(ValueError, match="non-empty"):
+        slurm_script([], cwd=Path("/w"), log_dir=Path("/l"), label="x", launcher=launcher)
+
+
+def test_flux_submit_argv_golden() -> None:
+    launcher = Launcher(kind="flux", ranks=8, nodes=2, partition="pbatch", time_limit_min=90,
+                        extra_args=["--exclusive", "--setattr=system.bank=io"])  # fmt: skip
+    argv = flux_submit_argv(["python", "-c", "print(1)"], cwd=Path("/w/run"), log_dir=Path("/w/logs"),
+                            label="base", launcher=launcher)  # fmt: skip
+    assert argv == [
+        "flux", "submit", "--job-name=dftune-base", "--nodes=2", "--ntasks=8", "--time-limit=90m",
+        "--output=/w/logs/base.out", "--error=/w/logs/base.err", "--cwd=/w/run", "--queue=pbatch",
+        "--exclusive", "--setattr=system.bank=io", "python", "-c", "print(1)",
+    ]  # fmt: skip
+    plain = flux_submit_argv(
+        ["a"], cwd=Path("/w"), log_dir=Path("/l"), label="x", launcher=Launcher(kind="flux")
+    )
+    assert not any(a.startswith("--queue") for a in plain)
+    assert plain[-1] == "a" and "--time-limit=30m" in plain
+    with pytest.raises(ValueError, match="template"):
+        flux_submit_argv(
+            ["a"], cwd=Path("/w"), log_dir=Path("/l/{{id}}"), label="x", launcher=Launcher(kind="flux")
+        )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("1234\n", "1234"), ("1234;cluster2\n", "1234"), ("sbatch: warning: x\n77\n", "77"),
+     ("Submitted batch job 12\n", None), ("", None), ("12a\n", None)],
+)  # fmt: skip
+def test_parse_sbatch_id(text: str, expected: str | None) -> None:
+    assert parse_sbatch_id(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("COMPLETED|0:0\n1234.batch|COMPLETED|0:0\n", ("COMPLETED", 0)), ("FAILED|3:0\nFAILED|3:0\n", ("FAILED", 3)),
+     ("FAILED|0:9\n", ("FAILED", -9)), ("CANCELLED by 1000|0:15\n", ("CANCELLED", -15)),
+     ("TIMEOUT|0:0\n", ("TIMEOUT", 0)), ("OUT_OF_MEMORY|0:125\n", ("OUT_OF_MEMORY", -125)),
+     ("RUNNING|\n", ("RUNNING", None)), ("", None)],
+)  # fmt: skip
+def test_parse_sacct(text: str, expected: tuple[str, int | None] | None) -> None:
+    assert parse_sacct(text) == expected
+
+
+def test_parse_flux_output() -> None:
+    assert parse_flux_id("ƒ2Vs3mC\n") == "ƒ2Vs3mC"
+    assert parse_flux_id("f2Vs3mC\n") == "f2Vs3mC"
+    assert parse_flux_id("123456789\n") == "123456789"
+    assert parse_flux_id("flux-submit: ERROR: oops\n") is None
+    assert parse_flux_id("") is None
+    assert parse_flux_result("COMPLETED 0\n") == ("COMPLETED", 0)
+    assert parse_flux_result("FAILED 3") == ("FAILED", 3)
+    assert parse_flux_result("CANCELED \n") == ("CANCELED", None)
+    assert parse_flux_result(" \n") is None
+
+
+def test_run_scheduled_refuses_local_launchers(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a batch scheduler"):
+        run_scheduled(
+            ["true"], cwd=tmp_path, env={}, timeout_s=1, log_dir=tmp_path, launcher=Launcher(kind="local")
+        )
+
+
+# --------------------------------------------------------------------------- the fake cluster
+
+
+class Cluster:
+    """The fake schedulers' state folder plus a way to run a job through them."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.state = tmp / "sched"
+        self.cwd = tmp / "work"
+        self.logs = tmp / "logs"
+        self.cwd.mkdir()
+
+    def run(self, kind: str, argv: list[str], *, timeout_s: float = 20.0, env: dict[str, str] | None = None,
+            **launcher: Any) -> ProcessResult:  # fmt: skip
+        runner = run_slurm if kind == "slurm" else run_flux
+        return runner(argv, cwd=self.cwd, env={**os.environ, **(env or {})}, timeout_s=timeout_s,
+                      log_dir=self.logs, label="rep1", launcher=Launcher(kind=kind, poll_s=0.1, **launcher))  # fmt: skip
+
+    def job_dirs(self, kind: str) -> list[Path]:
+        d = self.state / kind
+        return sorted(p for p in d.iterdir() if p.name.isdigit()) if d.is_dir() else []
+
+    def only_job(self, kind: str) -> dict[str, Any]:
+        dirs = self.job_dirs(kind)
+        assert len(dirs) == 1, dirs
+        d = dirs[0]
+        info: dict[str, Any] = {"dir": d, "meta": json.loads((d / "meta.json").read_text())}
+        for name in ("run", "end"):
+            f = d / f"{name}.json"
+            info[name] = json.loads(f.read_text()) if f.exists() else None
+        info["cancelled"] = (d / "cancelled").exists()
+        return info
+
+    def cleanup(self) -> None:
+        """Kill whatever a failed test left running (only processes the fakes started)."""
+        for kind in KINDS:
+            for d in self.job_dirs(kind):
+                if (d / "end.json").exists():
+                    continue
+                with contextlib.suppress(OSError, ValueError, KeyError):
+                    os.killpg(json.loads((d / "run.json").read_text())["pgid"], signal.SIGKILL)
+                with contextlib.suppress(OSError, ValueError):
+                    os.kill(int((d / "supervisor.pid").read_text()), signal.SIGKILL)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    path = [str(FAKES), str(Path(PY).parent), os.environ.get("PATH", os.defpath)]
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
+    monkeypatch.setenv("FAKE_SCHED_DIR", str(tmp_path / "sched"))
+    monkeypatch.setenv("FAKE_SCHED_PENDING_S", "0.1")
+    for var in ("FAKE_SCHED_TIME_SCALE", "FAKE_SQUEUE_MIN_JOB_AGE", "FAKE_SACCT_DELAY_S", "LD_PRELOAD",
+                "FAKE_SLURM_PARTITIONS", "FAKE_FLUX_QUEUES"):  # fmt: skip
+        monkeypatch.delenv(var, raising=False)
+    c = Cluster(tmp_path)
+    yield c
+    c.cleanup()
+
+
+def _gone(pid: int, within_s: float = 5.0) -> bool:
+    """True once ``pid`` no longer runs (a zombie waiting for its reaper counts as gone)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except FileNotFoundError:
+            return True
+        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# --------------------------------------------------------------------------- jobs
+
+HELLO = (
+    "import os, sys; rank = os.environ.get('SLURM_PROCID', os.environ.get('FLUX_TASK_RANK'));"
+    "print('hello from rank', rank, 'in', os.getcwd()); print('note on stderr', file=sys.stderr)"
+)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_successful_job(cluster: Cluster, kind: str) -> None:
+    queue = "batch" if kind == "slurm" else "pdebug"
+    res = cluster.run(kind, [PY, "-c", HELLO], ranks=2, partition=queue, extra_args=["--exclusive"])
+    assert res.status == "ok", res
+    assert res.exit_code == 0 and res.reason == ""
+    assert res.stdout_tail.count("hello from rank") == 2  # two ranks, both through the launcher
+    assert f"in {cluster.cwd}" in res.stdout_tail
+    assert "note on stderr" in res.stderr_tail
+    assert 0.1 < res.wall_s < 10
+    job = cluster.only_job(kind)
+    opts = job["meta"]["options"]
+    assert opts["exclusive"] == "1"  # extra_args reached the submit command
+    assert job["meta"]["ntasks"] == 2 and job["meta"]["partition"] == queue
+    assert opts["job-name"] == "dftune-rep1"
+    if kind == "slurm":
+        assert opts["time"] == "30" and opts["export"] == "ALL"
+        assert (
+            (cluster.logs / "rep1.sbatch")
+            .read_text()
+            .startswith("#!/bin/bash\n#SBATCH --job-name=dftune-rep1")
+        )
+    else:
+        assert opts["time-limit"] == "30m" and (cluster.logs / "rep1.flux").exists()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_failing_job(cluster: Cluster, kind: str) -> None:
+    res = cluster.run(kind, [PY, "-c", "import sys; print('bad input file', file=sys.stderr); sys.exit(3)"])
+    assert res.status == "failed", res
+    assert res.exit_code == 3
+    assert "exit code 3" in res.reason
+    assert "bad input file" in res.stderr_tail
+
+
+HANG = (
+    "import os, subprocess, time; child = subprocess.Popen(['sleep', '60']);"
+    "print(os.getpid(), child.pid, flush=True); time.sleep(60)"
+)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_hung_job_is_cancelled_and_killed(cluster: Cluster, kind: str) -> None:
+    t0 = time.monotonic()
+    res = cluster.run(kind, [PY, "-c", HANG], timeout_s=2)
+    assert res.status == "timeout", res
+    assert ("scancel" if kind == "slurm" else "flux cancel") in res.reason
+    assert 2 <= res.wall_s < 10 and time.monotonic() - t0 < 10
+    pids = [int(p) for p in res.stdout_tail.split()]
+    assert len(pids) == 2, res.stdout_tail
+    assert all(_gone(pid) for pid in pids), "the job's processes survived the cancel"
+    job = cluster.only_job(kind)
+    assert job["cancelled"] and job["end"] is not None  # the scheduler saw the cancel, the job is over
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_scheduler_time_limit_is_a_timeout(
+    cluster: Cluster, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_SCHED_TIME_SCALE", "0.5")  # one minute of time limit lasts 0.5 s
+    res = cluster.run(kind, [PY, "-c", "import time; time.sleep(30)"], time_limit_min=1)
+    assert res.status == "timeout", res
+    assert "time limit" in res.reason
+    assert res.wall_s < 10
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_job_cancelled_by_someone_else_is_failed(cluster: Cluster, kind: str) -> None:
+    def cancel_when_running() -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            dirs = cluster.job_dirs(kind)
+            if dirs and (dirs[0] / "run.json").exists():
+                job_id = dirs[0].name
+                cmd = (
+                    [str(FAKES / "scancel"), job_id]
+                    if kind == "slurm"
+                    else [str(FAKES / "flux"), "cancel", job_id]
+                )
+                os.spawnv(os.P_WAIT, cmd[0], cmd)
+                return
+            time.sleep(0.05)
+
+    helper = threading.Thread(target=cancel_when_running)
+    helper.start()
+    res = cluster.run(kind, [PY, "-c", "import time; time.sleep(30)"])
+    helper.join()
+    assert res.status == "failed", res
+    assert "cancel" in res.reason and "outside dftune" in res.reason
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_environment_reaches_the_job_and_preload_only_the_program(cluster: Cluster, kind: str) -> None:
+    prog = "import os; print('VAR=' + os.environ['DFTUNE_SCHED_VAR']); print('PRELOAD=' + os.environ['LD_PRELOAD'])"
+    lib = str(cluster.tmp / "libnothing.so")  # missing: the loader warns on stderr and goes on
+    res = cluster.run(kind, [PY, "-c", prog], env={"DFTUNE_SCHED_VAR": "a b=c", "LD_PRELOAD": lib})
+    assert res.status == "ok", res
+    assert "VAR=a b=c" in res.stdout_tail
+    assert f"PRELOAD={lib}" in res.stdout_tail
+    job = cluster.only_job(kind)
+    assert job["meta"]["submit_env_has_ld_preload"] is False  # sbatch / flux submit were not preloaded
+    assert job["meta"]["env"]["DFTUNE_SCHED_VAR"] == "a b=c"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_scheduler_missing_from_path(cluster: Cluster, kind: str) -> None:
+    empty = cluster.tmp / "empty"
+    empty.mkdir()
+    res = cluster.run(kind, ["true"], env={"PATH": str(empty)})
+    assert res.status == "failed" and res.exit_code is None
+    tool = "sbatch" if kind == "slurm" else "flux"
+    assert f"{tool}" in res.reason and "not found on PATH" in res.reason
+    assert cluster.job_dirs(kind) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_submission_refused(cluster: Cluster, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_FLUX_QUEUES", "pbatch,pdebug")
+    res = cluster.run(kind, ["true"], partition="nosuchqueue")
+    assert res.status == "failed", res
+    assert ("sbatch refused" if kind == "slurm" else "flux submit refused") in res.reason
+    assert ("Invalid partition name" if kind == "slurm" else "invalid queue") in res.reason
+    assert cluster.job_dirs(kind) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unparsable_job_id(cluster: Cluster, kind: str) -> None:
+    liar_dir = cluster.tmp / "liar"
+    liar_dir.mkdir()
+    tool = "sbatch" if kind == "slurm" else "flux"
+    liar = liar_dir / tool
+    liar.write_text("#!/bin/sh\necho 'Your job has been submitted to the moon'\n")
+    liar.chmod(0o755)
+    res = cluster.run(kind, ["true"], env={"PATH": f"{liar_dir}{os.pathsep}{os.environ['PATH']}"})
+    assert res.status == "failed", res
+    assert "no job id" in res.reason and "moon" in res.reason
+
+
+@pytest.mark.parametrize("min_age", ["0", "600"])
+def test_squeue_listing_finished_jobs(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, min_age: str
+) -> None:
+    """Real squeue lists a finished job in its final state for MinJobAge, then says "Invalid job id"."""
+    monkeypatch.setenv("FAKE_SQUEUE_MIN_JOB_AGE", min_age)
+    res = cluster.run("slurm", [PY, "-c", "print('done')"])
+    assert res.status == "ok", res
+    assert "done" in res.stdout_tail
+
+
+def test_sacct_lagging_behind(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_SACCT_DELAY_S", "0.4")  # slurmdbd has not recorded the end yet
+    res = cluster.run("slurm", [PY, "-c", "import sys; sys.exit(5)"])
+    assert res.status == "failed" and res.exit_code == 5, res
+
+
+def test_lost_job_is_reported(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """squeue keeps failing (controller down): give up after a few polls and say so."""
+    monkeypatch.setattr(schedulers, "MAX_QUERY_ERRORS", 2)
+    broken = cluster.tmp / "broken"
+    broken.mkdir()
+    squeue = broken / "squeue"
+    squeue.write_text("#!/bin/sh\necho 'squeue: error: Unable to contact slurm controller' >&2\nexit 1\n")
+    squeue.chmod(0o755)
+    res = cluster.run("slurm", [PY, "-c", "import time; time.sleep(30)"],
+                      env={"PATH": f"{broken}{os.pathsep}{os.environ['PATH']}"})  # fmt: skip
+    assert res.status == "failed", res
+    assert "lost track" in res.reason and "Unable to contact slurm controller" in res.reason
