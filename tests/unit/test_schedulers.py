@@ -392,3 +392,24 @@ def test_lost_job_is_reported(cluster: Cluster, monkeypatch: pytest.MonkeyPatch)
                       env={"PATH": f"{broken}{os.pathsep}{os.environ['PATH']}"})  # fmt: skip
     assert res.status == "failed", res
     assert "lost track" in res.reason and "Unable to contact slurm controller" in res.reason
+
+
+@pytest.mark.parametrize("kind", ["slurm", "flux"])
+def test_bench_runs_a_workload_through_the_scheduler(cluster: Cluster, tmp_path: Path, kind: str) -> None:
+    """dftune bench submits each replicate as a job and reads the program's metric from its output."""
+    from dftune.tools.runner.bench import bench
+    from dftune.tools.runner.spec import load_spec
+
+    toml = tmp_path / "sched.toml"
+    toml.write_text(
+        'name = "sched-demo"\n'
+        'command = ["{python}", "-c", "import os; print(\'value\', int(os.environ[\'KNOB_X\']) * 2)"]\n'
+        "replicates = 3\ntimeout_s = 60\n"
+        '[metric]\nkind = "stdout_regex"\npattern = "value ([0-9]+)"\n'
+        '[tracing]\nmode = "off"\n'
+        f'[launcher]\nkind = "{kind}"\nranks = 1\npoll_s = 0.1\n'
+        '[[knobs]]\nname = "KNOB_X"\nkind = "env"\nvalues = [1, 21]\ndefault = 1\n'
+    )
+    result = bench(load_spec(toml), overrides={"KNOB_X": "21"}, workdir=tmp_path / "w")
+    assert result.ok == 3, [r.reason for r in result.replicates]
+    assert result.median == 42.0
