@@ -123,11 +123,10 @@ def _run(
     if kind in ("local", "mpirun"):
         return run_process(launch_argv(spec, argv), cwd=cwd, env=env, timeout_s=spec.timeout_s, log_dir=log_dir,
                            label=label)  # fmt: skip
-    from dftune.tools.runner import schedulers
+    from dftune.tools.runner.schedulers import run_scheduled
 
-    runner = schedulers.run_slurm if kind == "slurm" else schedulers.run_flux
-    return runner(argv, cwd=cwd, env=env, timeout_s=spec.timeout_s, log_dir=log_dir, label=label,
-                  launcher=spec.launcher)  # fmt: skip
+    return run_scheduled(argv, cwd=cwd, env=env, timeout_s=spec.timeout_s, log_dir=log_dir, label=label,
+                         launcher=spec.launcher)  # fmt: skip
 
 
 def _summary(values: list[float]) -> tuple[float | None, float | None, list[float] | None]:

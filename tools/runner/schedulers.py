@@ -30,6 +30,7 @@ import shlex
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from dftune.tools.runner.process import ProcessResult, Status
@@ -451,24 +452,11 @@ def run_slurm(
     except ValueError as exc:
         return _failed(f"cannot build the Slurm job: {exc}")
     script.write_text(text, encoding="utf-8")
-    for stale in (out, err):
-        stale.unlink(missing_ok=True)
-
-    start = time.perf_counter()
     cmd = [tools["sbatch"], "--parsable", *launcher.extra_args, str(script)]
-    try:
-        proc = _cli(cmd, cli_env, cwd=cwd)
-    except _QueryError as exc:
-        return _failed(f"sbatch failed: {exc}", time.perf_counter() - start)
-    if proc.returncode != 0:
-        return _failed(f"sbatch refused the job: {_complaint(proc)}", time.perf_counter() - start)
-    job_id = parse_sbatch_id(proc.stdout)
-    if job_id is None:
-        return _failed(
-            f"sbatch printed no job id (stdout: {proc.stdout.strip()[:200]!r})", time.perf_counter() - start
-        )
-    job = _SlurmJob(job_id, tools, cli_env)
-    return _follow(job, start=start, timeout_s=timeout_s, poll_s=launcher.poll_s, out=out, err=err)
+    return _submit_and_follow(
+        "sbatch", cmd, parse_sbatch_id, lambda job_id: _SlurmJob(job_id, tools, cli_env),
+        cli_env=cli_env, cwd=cwd, timeout_s=timeout_s, poll_s=launcher.poll_s, out=out, err=err,
+    )  # fmt: skip
 
 
 def run_flux(
@@ -498,22 +486,41 @@ def run_flux(
     except ValueError as exc:
         return _failed(f"cannot build the Flux job: {exc}")
     (Path(os.path.abspath(log_dir)) / f"{label}.flux").write_text(shlex.join(cmd) + "\n", encoding="utf-8")
+    return _submit_and_follow(
+        "flux submit", [tools["flux"], *cmd[1:]], parse_flux_id, lambda job_id: _FluxJob(job_id, tools, cli_env),
+        cli_env=cli_env, cwd=cwd, timeout_s=timeout_s, poll_s=launcher.poll_s, out=out, err=err,
+    )  # fmt: skip
+
+
+def _submit_and_follow(
+    what: str,
+    cmd: list[str],
+    parse_id: Callable[[str], str | None],
+    make_job: Callable[[str], _Job],
+    *,
+    cli_env: dict[str, str],
+    cwd: Path,
+    timeout_s: float,
+    poll_s: float,
+    out: Path,
+    err: Path,
+) -> ProcessResult:
+    """Submit with ``cmd``, read the job id, then follow the job to its end (both schedulers)."""
     for stale in (out, err):
         stale.unlink(missing_ok=True)
-
     start = time.perf_counter()
     try:
-        proc = _cli([tools["flux"], *cmd[1:]], cli_env, cwd=cwd)
+        proc = _cli(cmd, cli_env, cwd=cwd)
     except _QueryError as exc:
-        return _failed(f"flux submit failed: {exc}", time.perf_counter() - start)
+        return _failed(f"{what} failed: {exc}", time.perf_counter() - start)
     if proc.returncode != 0:
-        return _failed(f"flux submit refused the job: {_complaint(proc)}", time.perf_counter() - start)
-    job_id = parse_flux_id(proc.stdout)
+        return _failed(f"{what} refused the job: {_complaint(proc)}", time.perf_counter() - start)
+    job_id = parse_id(proc.stdout)
     if job_id is None:
-        return _failed(f"flux submit printed no job id (stdout: {proc.stdout.strip()[:200]!r})",
-                       time.perf_counter() - start)  # fmt: skip
-    job = _FluxJob(job_id, tools, cli_env)
-    return _follow(job, start=start, timeout_s=timeout_s, poll_s=launcher.poll_s, out=out, err=err)
+        return _failed(
+            f"{what} printed no job id (stdout: {proc.stdout.strip()[:200]!r})", time.perf_counter() - start
+        )
+    return _follow(make_job(job_id), start=start, timeout_s=timeout_s, poll_s=poll_s, out=out, err=err)
 
 
 def run_scheduled(
