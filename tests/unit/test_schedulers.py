@@ -413,3 +413,25 @@ def test_bench_runs_a_workload_through_the_scheduler(cluster: Cluster, tmp_path:
     result = bench(load_spec(toml), overrides={"KNOB_X": "21"}, workdir=tmp_path / "w")
     assert result.ok == 3, [r.reason for r in result.replicates]
     assert result.median == 42.0
+
+
+def test_bench_wraps_the_command_in_mpirun(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """launcher.kind = "mpirun" runs ``mpirun -n ranks <extra> argv``; every rank runs."""
+    from dftune.tools.runner.bench import bench, launch_argv
+    from dftune.tools.runner.spec import load_spec
+
+    monkeypatch.setenv("PATH", os.pathsep.join([str(FAKES), os.environ.get("PATH", os.defpath)]))
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    toml = tmp_path / "mpi.toml"
+    toml.write_text(
+        'name = "mpi-demo"\n'
+        'command = ["{python}", "-c", "import os, sys; open(os.path.join(sys.argv[1], os.environ[\'PMI_RANK\']), \'w\')", '
+        f'"{marks}"]\n'
+        'replicates = 1\n[tracing]\nmode = "off"\n[launcher]\nkind = "mpirun"\nranks = 3\nextra_args = ["-genv", "X"]\n'
+    )
+    spec = load_spec(toml)
+    assert launch_argv(spec, ["prog"]) == ["mpirun", "-n", "3", "-genv", "X", "prog"]
+    result = bench(spec, workdir=tmp_path / "w")
+    assert result.ok == 1, [r.reason for r in result.replicates]
+    assert sorted(p.name for p in marks.iterdir()) == ["0", "1", "2"]
