@@ -188,6 +188,9 @@ class Strategy(_Model):
     unsupported_reason: str | None = None
     forbidden: bool = False
     forbidden_reason: str | None = None
+    #: which guard rejects it: doing less (fewer bytes/events/epochs/checkpoints) or an
+    #: access-pattern / transfer-size change (the seed's Rule 5)
+    forbidden_kind: Literal["doing_less", "access_pattern"] | None = None
     description: str = Field(min_length=1)
     notes: list[str] = Field(default_factory=list)
     #: The seed section (or other source) the entry comes from.
@@ -244,6 +247,8 @@ class Strategy(_Model):
                 raise ValueError(
                     f"unknown placeholders {sorted(unknown)} (not a parameter, capture or context var)"
                 )
+        if self.forbidden != (self.forbidden_kind is not None):
+            raise ValueError("forbidden strategies need forbidden_kind (doing_less | access_pattern), and only they")
         return self
 
     def valid_on(self, fs_type: str) -> bool:
