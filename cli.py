@@ -196,6 +196,64 @@ def bench(
         out.print(f"traces: {result.trace_dir}")
 
 
+kb_app = typer.Typer(help="The optimization knowledge base: measured, guarded findings from earlier runs.",
+                     no_args_is_help=True)  # fmt: skip
+app.add_typer(kb_app, name="kb")
+
+
+@kb_app.command("lookup")
+def kb_lookup(
+    system: Annotated[
+        str | None, typer.Option("--system", help="System (L3 findings stay on their machine).")
+    ] = None,
+    workload: Annotated[
+        str | None, typer.Option("--workload", help="Workload (L1 findings stay with it).")
+    ] = None,
+    software: Annotated[
+        str | None, typer.Option("--software", help="Software, e.g. hdf5,mpi-io,lustre.")
+    ] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", help="Only this strategy id.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """Findings that apply here, partitioned by scope (system / software / workload)."""
+    from dftune.tools.kb import KbError, opt_kb_lookup
+
+    try:
+        found = opt_kb_lookup(system=system, workload=workload, software=software, strategy=strategy)
+    except KbError as exc:
+        fail(str(exc))
+    if as_json:
+        emit_json(found.model_dump(mode="json"))
+        return
+    out = Console()
+    for title, rows in (("system (L3)", found.system_findings), ("software (L2)", found.software_findings),
+                        ("workload (L1)", found.workload_findings)):  # fmt: skip
+        out.print(f"[bold]{title}[/bold]: {len(rows)} finding(s)")
+        for r in rows:
+            out.print(f"  {r.strategy} on {r.workload}@{r.system}: {r.verdict} ({r.change_pct:+.1f}% {r.metric})"
+                      if r.change_pct is not None else f"  {r.strategy} on {r.workload}@{r.system}: {r.verdict}")  # fmt: skip
+
+
+@kb_app.command("render")
+def kb_render(
+    path: Annotated[
+        Path | None, typer.Option("--path", help="Where to write (default $DFTUNE_HOME/kb/opt_kb.md).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """Publish the knowledge base as a markdown skill file."""
+    from dftune.tools.kb import KbError, opt_kb_render
+
+    try:
+        written = opt_kb_render(path)
+    except KbError as exc:
+        fail(str(exc))
+    if as_json:
+        emit_json({"path": str(written)})
+    else:
+        Console().print(f"knowledge base written to {written}")
+
+
 def main() -> None:  # pragma: no cover - console entry point
     """Console entry: any unexpected failure is still one line on stderr (traceback with DFTUNE_DEBUG=1)."""
     import os

@@ -1,0 +1,45 @@
+"""The optimization knowledge base: guarded records of measured changes, lookup by scope, rendering.
+
+``opt_kb_record`` enforces the four guards itself; ``opt_kb_lookup`` partitions findings by
+scope (L3 system, L2 software, L1 workload); ``opt_kb_render`` publishes a markdown skill file.
+"""
+
+from dftune.tools.kb.render import default_render_path, opt_kb_render, render_markdown
+from dftune.tools.kb.store import (
+    SCHEMA_VERSION,
+    SCOPE_OF_LAYER,
+    WIN_THRESHOLD_PCT,
+    ComparisonSummary,
+    KbError,
+    KbLookup,
+    KbRecord,
+    KbRecordIn,
+    KbVerdict,
+    Scope,
+    default_db_path,
+    opt_kb_get,
+    opt_kb_lookup,
+    opt_kb_record,
+    opt_kb_records,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SCOPE_OF_LAYER",
+    "WIN_THRESHOLD_PCT",
+    "ComparisonSummary",
+    "KbError",
+    "KbLookup",
+    "KbRecord",
+    "KbRecordIn",
+    "KbVerdict",
+    "Scope",
+    "default_db_path",
+    "default_render_path",
+    "opt_kb_get",
+    "opt_kb_lookup",
+    "opt_kb_record",
+    "opt_kb_records",
+    "opt_kb_render",
+    "render_markdown",
+]

@@ -1,0 +1,195 @@
+"""Publish the optimization knowledge base as a markdown skill file (the seed's ``opt_kb_render``).
+
+One section per scope (System-centric L3, Software-centric L2, Workload-centric L1), one table
+row per record: wins, no-ops, regressions, rejected and unsupported changes alike, each
+labeled. The output depends only on the records (sorted, no wall-clock timestamp) and is
+written atomically (temporary file in the same folder, fsync, rename).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from dftune.tools.home import dftune_home
+from dftune.tools.kb.store import WIN_THRESHOLD_PCT, KbRecord, Scope, opt_kb_records
+
+__all__ = ["default_render_path", "opt_kb_render", "render_markdown"]
+
+SECTIONS: tuple[tuple[Scope, str, str], ...] = (
+    ("system", "System-centric (L3)",
+     "Findings about one machine (kernel, filesystem, storage tiers). They do not leave the system "
+     "they were measured on."),
+    ("software", "Software-centric (L2)",
+     "Findings about a library or runtime (MPI-IO, HDF5, PyTorch, ...). They travel to every system "
+     "and workload using that software."),
+    ("workload", "Workload-centric (L1)",
+     "Findings about one application's own code or settings. They stay with that workload."),
+)  # fmt: skip
+
+VERDICT_LABEL = {
+    "win": "**WIN**",
+    "no_change": "no change (no-op)",
+    "regression": "**REGRESSION**",
+    "unsupported": "UNSUPPORTED (not applied)",
+    "rejected": "REJECTED by guard",
+}
+
+COLUMNS = ("#", "Strategy", "Where", "Metric: before -> after", "Change (95% CI)", "Verdict",
+           "Guard notes", "Citation", "Caveats")  # fmt: skip
+
+
+def default_render_path() -> Path:
+    """``$DFTUNE_HOME/kb/opt_kb.md``."""
+    return dftune_home() / "kb" / "opt_kb.md"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|") or "-"
+
+
+def _num(x: float | None) -> str:
+    return "?" if x is None else f"{x:.4g}"
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f" [{ci[0]:.4g}, {ci[1]:.4g}]"
+
+
+def _where(r: KbRecord) -> str:
+    fs = f", fs {r.fs_type}" if r.fs_type else ""
+    run = f"; run {r.run_id}" + (f" opt{r.iteration}" if r.iteration is not None else "") if r.run_id else ""
+    if r.scope == "system":
+        return f"system {r.system}{fs} (workload {r.workload}){run}"
+    if r.scope == "software":
+        return f"software {', '.join(r.software)} (system {r.system}, workload {r.workload}{fs}){run}"
+    return f"workload {r.workload} (system {r.system}{fs}){run}"
+
+
+def _metric(r: KbRecord) -> str:
+    sense = "lower is better" if r.lower_is_better else "higher is better"
+    head = f"{r.metric} ({r.metric_scope}, {sense}): "
+    if r.before is None or r.after is None:
+        return head + "not measured"
+    return head + f"{_num(r.before)}{_ci(r.before_ci)} -> {_num(r.after)}{_ci(r.after_ci)}"
+
+
+def _change(r: KbRecord) -> str:
+    parts: list[str] = []
+    if r.change_pct is not None:
+        bits = []
+        if r.ratio_ci95 is not None:
+            bits.append(f"ratio CI{_ci(r.ratio_ci95)}")
+        if r.p_value is not None:
+            bits.append(f"p={r.p_value:.3g}")
+        if not bits and r.before_ci is not None and r.after_ci is not None:
+            bits.append("arm CIs shown left")
+        parts.append(f"{r.change_pct:+.1f}%" + (f" ({', '.join(bits)})" if bits else " (no CI)"))
+    if r.app_metric is not None and r.app_before is not None and r.app_after is not None:
+        app = f"app {r.app_metric} {_num(r.app_before)} -> {_num(r.app_after)}"
+        if r.app_change_pct is not None:
+            app += f" ({r.app_change_pct:+.1f}%)"
+        parts.append(app)
+    return "; ".join(parts) or "-"
+
+
+def _verdict(r: KbRecord) -> str:
+    label = VERDICT_LABEL[r.verdict]
+    if r.guard_triggered:
+        label += ", guard_triggered (revert)"
+    return label
+
+
+def _guards(r: KbRecord) -> str:
+    """Failed guards with their reasons, guards that could not run, and why a kept result is a no-op."""
+    notes = [f"{d.guard}: {d.reason}" for d in r.guards if not d.passed and d.details.get("ran") is not False]
+    for d in r.guards:
+        if d.details.get("ran") is False:
+            why = "no trace analyses, work done not compared" if d.guard == "no_doing_less" else d.reason
+            notes.append(f"NOT RUN: {d.guard} ({why.removeprefix('NOT RUN: ')})")
+    passed = [d.guard for d in r.guards if d.passed]
+    if passed:
+        notes.append(f"passed: {', '.join(passed)}")
+    if r.verdict == "no_change":
+        notes.append(f"why no_change: {r.verdict_reason}")
+    return "; ".join(notes)
+
+
+def _citation(r: KbRecord) -> str:
+    if r.citation is None:
+        return "none (no verifiable citation)"
+    url = f" <{r.citation_url}>" if r.citation_url else ""
+    return f"{r.citation}{url}"
+
+
+def _row(r: KbRecord) -> str:
+    strategy = f"`{r.strategy}`" + (f" {r.strategy_name}" if r.strategy_name else "")
+    cells = (str(r.id), strategy, _where(r), _metric(r), _change(r), _verdict(r), _guards(r), _citation(r),
+             r.caveats)  # fmt: skip
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def render_markdown(records: Sequence[KbRecord]) -> str:
+    """The skill file's text for these records (deterministic: sorted, no wall-clock time)."""
+    counts = Counter(r.verdict for r in records)
+    newest = max((r.created for r in records), default=None)
+    lines = [
+        "---",
+        "name: dftune-optimization-kb",
+        "description: Measured cross-session optimization results (wins, no-ops, regressions, "
+        "rejected and unsupported changes) recorded by dftune's guarded opt_kb_record, by scope",
+        "---",
+        "",
+        "# Optimization knowledge base",
+        "",
+        f"{len(records)} records"
+        + (f" (newest recorded {newest})" if newest else "")
+        + ": "
+        + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICT_LABEL)
+        + ".",
+        "",
+        "Every record went through the four guards (citation, access pattern, no-doing-less, "
+        "non-degradation); each row lists the guards that failed or could not run, with their "
+        f"reasons. A win is an improvement of at least {WIN_THRESHOLD_PCT:g}% beyond the noise. "
+        "Change is signed so that positive is better; CIs are 95%. Treat `guard_triggered` like a "
+        "regression: the change was reverted. Scope decides transferability: a system finding "
+        "does not leave its machine, a workload finding does not leave its app, software findings "
+        "travel across both.",
+        "",
+    ]
+    for scope, title, blurb in SECTIONS:
+        rows = sorted((r for r in records if r.scope == scope),
+                      key=lambda r: (r.strategy, r.system, r.workload, r.id))  # fmt: skip
+        lines += [f"## {title}", "", blurb, ""]
+        if not rows:
+            lines += ["_No findings recorded yet._", ""]
+            continue
+        lines.append("| " + " | ".join(COLUMNS) + " |")
+        lines.append("|" + "|".join("---" for _ in COLUMNS) + "|")
+        lines += [_row(r) for r in rows]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def opt_kb_render(path: Path | str | None = None, *, db: Path | str | None = None) -> Path:
+    """Write the KB as a markdown skill file (default ``$DFTUNE_HOME/kb/opt_kb.md``); returns its path."""
+    out = Path(path) if path is not None else default_render_path()
+    _atomic_write(out, render_markdown(opt_kb_records(db=db)))
+    return out
