@@ -87,3 +87,29 @@ def test_counts_are_independent_of_worker_count(tmp_path: Path) -> None:
     two = analyze([tmp_path], workers=2).to_json_dict()
     assert one == two
     assert one["read"]["count"] == 200 and one["processes"] == 4
+
+
+def test_epoch_spreads_find_the_straggling_process(tmp_path: Path) -> None:
+    """Per process, an epoch lasts from its first to its last event tagged with that epoch."""
+    from dftune.tools.diagnose.engine import diagnose_analysis
+
+    for pid, slow in ((1, False), (2, False), (3, True)):
+        lines = [meta("HH", "n1", "aa", pid=pid), meta("FH", "/d/x", "bb", pid=pid)]
+        # epoch 0: 10 s for everyone; epoch 1: 10 s, but 20 s for the slow process
+        lines += [ev("TorchDataLoader.next", 0, 1_000_000, cat="data_loader", pid=pid, epoch="0"),
+                  ev("TorchDataLoader.next", 9_000_000, 1_000_000, cat="data_loader", pid=pid, epoch="0"),
+                  ev("TorchDataLoader.next", 20_000_000, 1_000_000, cat="data_loader", pid=pid, epoch="1"),
+                  ev("TorchDataLoader.next", (39 if slow else 29) * 1_000_000, 1_000_000, cat="data_loader",
+                     pid=pid, epoch="1"),
+                  ev("TorchDataLoader.next", 5, 1, cat="data_loader", pid=pid, epoch="-1"),
+                  ev("read", 30, 10, pid=pid, fhash="bb", ret=4096)]  # fmt: skip
+        write(tmp_path / f"t{pid}.pfw.gz", lines)
+    a = analyze([tmp_path])
+    assert [e.epoch for e in a.epoch_spreads] == ["0", "1"]  # epoch -1 (set-up) is not a training epoch
+    e0, e1 = a.epoch_spreads
+    assert e0.straggler_spread == 0.0 and e0.processes == 3
+    assert (e1.min_s, e1.median_s, e1.max_s) == (10.0, 10.0, 20.0)
+    assert e1.straggler_spread == 0.5 and e1.slowest_process == "n1:3"
+    d = diagnose_analysis(a)
+    l02 = next(b for b in d.bottlenecks if b.id == "L02")
+    assert l02.category == "stragglers" and "epoch 1" in l02.evidence and "n1:3" in l02.evidence

@@ -248,7 +248,9 @@ class Strategy(_Model):
                     f"unknown placeholders {sorted(unknown)} (not a parameter, capture or context var)"
                 )
         if self.forbidden != (self.forbidden_kind is not None):
-            raise ValueError("forbidden strategies need forbidden_kind (doing_less | access_pattern), and only they")
+            raise ValueError(
+                "forbidden strategies need forbidden_kind (doing_less | access_pattern), and only they"
+            )
         return self
 
     def valid_on(self, fs_type: str) -> bool:

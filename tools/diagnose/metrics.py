@@ -91,6 +91,13 @@ def summary_metrics(a: Analysis) -> dict[str, Any]:
         "stdio_time_frac": (stdio.time_pct / 100) if stdio else 0.0,
         "has_app_events": bool(a.app_events),
         "has_epochs": bool(a.epochs),
+        "epoch_straggler_spread": max((e.straggler_spread for e in a.epoch_spreads), default=0.0),
+        "epoch_straggler": max(a.epoch_spreads, key=lambda e: e.straggler_spread).epoch
+        if a.epoch_spreads
+        else "-",
+        "epoch_slowest_process": max(a.epoch_spreads, key=lambda e: e.straggler_spread).slowest_process
+        if a.epoch_spreads
+        else "-",
         "fetch_wait_s": fetch_wait,
         "compute_s": compute,
         "fetch_frac": _frac(fetch_wait, fetch_wait + compute),

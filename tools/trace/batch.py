@@ -149,6 +149,8 @@ _BATCH_SQL = {
         FROM ev WHERE k = 1 GROUP BY hkey, pid""",
     "procfam": f"SELECT hkey, pid, {_FAMILY_COLUMNS} FROM io GROUP BY hkey, pid",
     "steps": "SELECT DISTINCT epoch, step FROM ev WHERE k = 1 AND epoch IS NOT NULL",
+    "epochspan": "SELECT hkey, bool_or(host_inline) AS host_inline, pid, epoch, min(ts) AS first_ts, "
+    "max(ts + dur) AS last_end FROM ev WHERE k = 1 AND epoch IS NOT NULL GROUP BY hkey, pid, epoch",
     "meta": "SELECT name AS kind, mvalue AS h, mname AS v FROM ev WHERE k = 4 AND name IN ('FH', 'HH', 'SH') "
             "AND mvalue IS NOT NULL",
     "start": "SELECT version, cfg FROM ev WHERE k = 1 AND name IN ('start', 'end') AND upper(cat) = 'DFTRACER'",
@@ -249,7 +251,7 @@ class BatchReducer:
         """Whole-file passes and re-aggregation: (tables, scalars, FH map)."""
         con = self.con
         for name in ("meta", "fam", "agg", "hist", "path", "pathproc", "layer", "proctot", "procfam", "steps",
-                     "start", "time", "fks", "iface", "names"):  # fmt: skip
+                     "start", "time", "fks", "iface", "names", "epochspan"):  # fmt: skip
             batches = self.parts.get(name)
             if batches:
                 con.register(f"b_{name}", pa.concat_tables(batches, promote_options="permissive"))
@@ -283,6 +285,8 @@ class BatchReducer:
             "sum(time_us) AS time_us FROM b_agg GROUP BY fam",
             "hist": "SELECT fam, sbin, sum(count) AS count, sum(bytes) AS bytes FROM b_hist GROUP BY fam, sbin",
             "names": "SELECT cat, name, sum(count) AS count, sum(time_us) AS time_us FROM b_names GROUP BY ALL",
+            "epochspan": f"SELECT {host} AS host, t.pid, t.epoch, min(t.first_ts) AS first_ts, max(t.last_end) AS last_end "
+            f"FROM b_epochspan t {host_join} GROUP BY ALL",
             "iface": "SELECT iface, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
             "FROM b_iface GROUP BY iface, fam",
             "path": f"""

@@ -18,6 +18,7 @@ from dftune.tools.trace import semantics as S
 from dftune.tools.trace.model import (
     Analysis,
     AppEventStats,
+    EpochSpread,
     FamilyStats,
     Imbalance,
     InterfaceStats,
@@ -267,6 +268,7 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         compute_process_time_s=compute_life_us / US,
         process_time_s=process_time_us / US,
         app_events=_app_events(con, partials),
+        epoch_spreads=_epoch_spreads(con, partials),
         misaligned_pct=_pct(
             fams["read"].misaligned + fams["write"].misaligned,
             fams["read"].positioned + fams["write"].positioned,
@@ -287,6 +289,28 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         tracer_config=_first_config(sc),
         warnings=warnings,
     )
+
+
+def _epoch_spreads(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> list[EpochSpread]:
+    """Per epoch, per-process duration spread: the data behind epoch-straggler rules."""
+    rows = _query(
+        con,
+        _concat(partials, "epochspan"),
+        """
+        WITH p AS (SELECT epoch, host, pid, (max(last_end) - min(first_ts)) / 1e6 AS secs
+                   FROM t GROUP BY epoch, host, pid)
+        SELECT epoch, count(*), min(secs), median(secs), max(secs), arg_max(host || ':' || pid, secs)
+        FROM p GROUP BY epoch HAVING count(*) > 1 ORDER BY epoch
+        """,
+    )
+    out = []
+    for epoch, n, lo, med, hi, slowest in rows:
+        if not str(epoch).isdigit():  # DLIO tags set-up with epoch -1 and phases with names
+            continue
+        spread = (hi - med) / hi if hi else 0.0
+        out.append(EpochSpread(epoch=str(epoch), processes=int(n), min_s=float(lo), median_s=float(med),
+                               max_s=float(hi), straggler_spread=round(spread, 6), slowest_process=str(slowest)))  # fmt: skip
+    return sorted(out, key=lambda e: _natural(e.epoch))
 
 
 def _app_events(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> list[AppEventStats]:

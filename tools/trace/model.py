@@ -91,6 +91,19 @@ class AppEventStats(_Model):
     time_s: float
 
 
+class EpochSpread(_Model):
+    """How long each process took for one epoch (first to last event tagged with it)."""
+
+    epoch: str
+    processes: int
+    min_s: float
+    median_s: float
+    max_s: float
+    #: (max - median) / max: how far the slowest process lags the typical one
+    straggler_spread: float
+    slowest_process: str
+
+
 class LayerStats(_Model):
     cat: str
     count: int
@@ -154,6 +167,8 @@ class Analysis(_Model):
     #: application events by (category, name), largest time first (top 200)
     app_events: list[AppEventStats] = []
     epochs: list[str] = []
+    #: per epoch, the spread of per-process epoch times (processes that tag events with epochs)
+    epoch_spreads: list[EpochSpread] = []
     steps: int = 0
     checkpoint_events: int = 0
     dftracer_versions: list[str] = []
