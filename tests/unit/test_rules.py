@@ -278,3 +278,17 @@ def test_checkpoint_layer_rule_l04_at_its_edge(cat: str, pct: float, fires: bool
     assert ("L04" in found) is fires
     if fires:
         assert found["L04"].view == "layer" and found["L04"].category == "write-time"
+
+
+@pytest.mark.parametrize(("meta", "io", "fires"), [(5.0, 10.0, True), (4.99, 10.0, False), (9.0, 4.9, False)])
+def test_time_view_rule_wt01_at_its_edges(meta: float, io: float, fires: bool) -> None:
+    from dftune.tools.diagnose.metrics import time_metrics
+
+    rows = [
+        time_metrics({"start_s": 0.0, "end_s": 1.0, "io_time_s": io, "metadata_time_s": min(meta, io)}, 100.0)
+    ]
+    found = {f.id: f for f in evaluate(RULESETS, BASE, {"time": rows})}
+    assert ("WT01" in found) is fires
+    if fires:
+        assert found["WT01"].view == "time" and "0.000-1.000 s" in found["WT01"].evidence
+        assert found["WT01"].severity_value == pytest.approx(meta / 100.0)

@@ -14,7 +14,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dftune.tools.diagnose.metrics import file_metrics, layer_metrics, proc_metrics, summary_metrics
+from dftune.tools.diagnose.metrics import (
+    file_metrics,
+    layer_metrics,
+    proc_metrics,
+    summary_metrics,
+    time_metrics,
+)
 from dftune.tools.diagnose.rules import Finding, RuleSet, evaluate, load_rulesets
 from dftune.tools.diagnose.vocabulary import CATEGORIES, CHECKLIST
 from dftune.tools.trace import Analysis, analyze
@@ -202,6 +208,8 @@ def diagnose_analysis(
     if "proc" in analysis.views:
         rows["proc"] = [proc_metrics(r, total) for r in analysis.views["proc"].get("rows", [])]
     rows["layer"] = [layer_metrics(layer.model_dump()) for layer in analysis.layers]
+    if "time" in analysis.views:
+        rows["time"] = [time_metrics(r, total) for r in analysis.views["time"].get("rows", [])]
     findings: list[Finding] = evaluate(rulesets or load_rulesets(), summary, rows)
     g = gate(analysis)
     fs_list = _filesystems(data_dirs)
@@ -235,7 +243,10 @@ def diagnose(
     **kwargs: Any,
 ) -> Diagnosis:
     """Analyze traces (with the file view) and diagnose them."""
-    analysis = analyze(list(paths), skip_bad=skip_bad, views=["file", "proc"], **kwargs)
+    views = ["file", "proc"]
+    if any(rule.view == "time" for rs in load_rulesets() for rule in rs.rules):
+        views.append("time")  # a second pass over the traces: windows need the global start and end
+    analysis = analyze(list(paths), skip_bad=skip_bad, views=views, **kwargs)
     return diagnose_analysis(analysis, data_dirs=data_dirs)
 
 

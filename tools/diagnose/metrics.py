@@ -149,3 +149,18 @@ def layer_metrics(layer: dict[str, Any]) -> dict[str, Any]:
     """Metrics of one application category (layer view): its share of all process time."""
     return {**layer, "cat_lower": str(layer.get("cat", "")).lower(),
             "share_of_process_time": float(layer.get("share_of_job_pct") or 0.0) / 100.0}  # fmt: skip
+
+
+def time_metrics(row: dict[str, Any], total_io_time_s: float) -> dict[str, Any]:
+    """Metrics of one time window (time view)."""
+    io = float(row.get("io_time_s") or 0.0)
+    return {
+        **row,
+        "window": f"{row.get('start_s', 0):.3f}-{row.get('end_s', 0):.3f} s",
+        "io_time_s": io,
+        "io_time_share": _frac(io, total_io_time_s),
+        "metadata_time_frac": _frac(float(row.get("metadata_time_s") or 0.0), io),
+        "metadata_time_share": _frac(float(row.get("metadata_time_s") or 0.0), total_io_time_s),
+        "read_time_frac": _frac(float(row.get("read_time_s") or 0.0), io),
+        "write_time_frac": _frac(float(row.get("write_time_s") or 0.0), io),
+    }

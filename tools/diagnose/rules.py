@@ -57,7 +57,7 @@ class Rule(BaseModel):
     name: str
     category: Category
     #: summary: the whole job; file / proc: each accessed file / each process is a row
-    view: Literal["summary", "file", "proc", "layer"] = "summary"
+    view: Literal["summary", "file", "proc", "layer", "time"] = "summary"
     when: list[Condition]
     severity: str
     message: str
@@ -160,6 +160,7 @@ _ROW_EVIDENCE = {
     "file": ("path", "io_time_s", "metadata_time_frac", "ops"),
     "proc": ("process", "rank", "io_time_s", "metadata_time_s", "ops"),
     "layer": ("cat", "count", "time_s", "share_of_process_time"),
+    "time": ("window", "io_time_s", "metadata_time_frac", "io_time_share"),
 }
 
 
@@ -192,7 +193,7 @@ def evaluate(
 def _row_finding(rs: RuleSet, rule: Rule, summary: dict[str, Any], hits: list[dict[str, Any]]) -> Finding:
     value = sum(float(r.get(rule.severity, 0.0)) for r in hits)
     hits = sorted(hits, key=lambda r: float(r.get("io_time_s") or r.get("time_s") or 0.0), reverse=True)
-    label = {"file": "path", "proc": "process", "layer": "cat"}[rule.view]
+    label = {"file": "path", "proc": "process", "layer": "cat", "time": "window"}[rule.view]
     ctx = {**summary, "hit_rows": len(hits), "hit_share": value, "top_row": hits[0].get(label)}
     f = _finding(rs, rule, value, render_message(rule.message, ctx))
     f.rows = [{k: r.get(k) for k in _ROW_EVIDENCE[rule.view]} for r in hits[: rule.top]]

@@ -108,6 +108,9 @@ def _time_view(
                sum(count) FILTER (WHERE fam = 'write') AS write_count,
                sum(bytes) FILTER (WHERE fam = 'write') AS write_bytes,
                sum(count) FILTER (WHERE fam = 'metadata') AS metadata_count,
+               COALESCE(sum(time_us) FILTER (WHERE fam = 'read'), 0) / 1e6 AS read_time_s,
+               COALESCE(sum(time_us) FILTER (WHERE fam = 'write'), 0) / 1e6 AS write_time_s,
+               COALESCE(sum(time_us) FILTER (WHERE fam = 'metadata'), 0) / 1e6 AS metadata_time_s,
                sum(time_us) / 1e6 AS io_time_s
         FROM t GROUP BY bin ORDER BY bin""")  # fmt: skip
     windows = []
