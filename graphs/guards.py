@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from dftune.tools.catalog import Catalog, Citation, Strategy, default_catalog
-from dftune.tools.runner.stats import regression_guard
+from dftune.tools.runner.stats import regression_guard, relative_improvement
 from dftune.tools.trace.model import Analysis
 
 GuardName = Literal["citation", "non_degradation", "no_doing_less", "access_pattern"]
@@ -101,7 +101,9 @@ def non_degradation_guard(
                              reason="a system-scoped result needs the paired app metric (app_before and app_after) "
                                     "for the same change")  # fmt: skip
     change = (app_after - app_before) / abs(app_before) if app_before else 0.0
-    worse = change if lower_is_better else -change
+    worse = (
+        -relative_improvement(app_before, app_after, lower_is_better=lower_is_better) if app_before else 0.0
+    )
     details = {"app_before": app_before, "app_after": app_after, "app_change_pct": round(100 * change, 4)}
     if regression_guard(
         app_before, app_after, lower_is_better=lower_is_better, threshold=APP_REGRESSION_THRESHOLD

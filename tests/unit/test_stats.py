@@ -303,3 +303,15 @@ def test_regression_guard_custom_threshold_and_bad_input() -> None:
         regression_guard(0.0, 1.0)
     with pytest.raises(ValueError, match="finite"):
         regression_guard(float("nan"), 1.0)
+
+
+def test_bootstrap_median_ci_brackets_the_median_and_is_deterministic() -> None:
+    from dftune.tools.runner.stats import bootstrap_median_ci
+
+    values = [10.0, 10.2, 9.9, 10.1, 9.8, 10.05]
+    lo, hi = bootstrap_median_ci(values)
+    assert lo <= 10.025 <= hi and lo >= min(values) and hi <= max(values)
+    assert bootstrap_median_ci(values) == (lo, hi)
+    assert bootstrap_median_ci([5.0, 5.0, 5.0]) == (5.0, 5.0)
+    with pytest.raises(ValueError):
+        bootstrap_median_ci([])

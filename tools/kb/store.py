@@ -55,7 +55,7 @@ from dftune.tools.catalog import Catalog, Citation, Strategy, default_catalog
 from dftune.tools.catalog.models import STRATEGY_ID
 from dftune.tools.diagnose.vocabulary import FsType, Layer
 from dftune.tools.home import dftune_home
-from dftune.tools.runner.stats import Comparison
+from dftune.tools.runner.stats import Comparison, relative_improvement
 from dftune.tools.runner.stats import Verdict as StatsVerdict
 from dftune.tools.trace.model import Analysis
 
@@ -450,8 +450,7 @@ def _connect(db: Path | str | None) -> Iterator[sqlite3.Connection]:
 
 def _change_pct(before: float, after: float, lower_is_better: bool) -> float:
     """Signed relative change in percent; positive = better for the metric's direction."""
-    delta = (before - after) if lower_is_better else (after - before)
-    return 100.0 * delta / abs(before)
+    return 100.0 * relative_improvement(before, after, lower_is_better=lower_is_better)
 
 
 def _not_run(guard: GuardName, reason: str, **details: Any) -> GuardDecision:

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from dftune.tools.home import dftune_home
 from dftune.tools.runner.process import ProcessResult, Status, run_process
 from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
+from dftune.tools.runner.stats import MIN_REPLICATES, bootstrap_median_ci, summarize
 from dftune.tools.trace.tracer import TracerUnavailable, trace_env
 
 SCHEMA = "dftune.bench/1"
@@ -130,15 +129,12 @@ def _run(
 
 
 def _summary(values: list[float]) -> tuple[float | None, float | None, list[float] | None]:
+    """Median, p95 and (from MIN_REPLICATES runs on) the bootstrap 95% CI of the median."""
     if not values:
         return None, None, None
-    arr = np.asarray(values, dtype=float)
-    median, p95 = float(np.median(arr)), float(np.percentile(arr, 95))
-    if len(arr) < 3:
-        return median, p95, None
-    rng = np.random.default_rng(0)
-    boots = np.median(rng.choice(arr, size=(10_000, len(arr)), replace=True), axis=1)
-    return median, p95, [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))]
+    arm = summarize(values)
+    ci = list(bootstrap_median_ci(values)) if len(values) >= MIN_REPLICATES else None
+    return arm.median, arm.p95, ci
 
 
 def bench(
@@ -214,11 +210,10 @@ def bench(
         if failures_in_row >= MAX_CONSECUTIVE_FAILURES:
             stopped = f"stopped after {failures_in_row} failed replicates in a row; last: {status} ({reason})"
             break
-        time.sleep(0)  # let signals (Ctrl-C) land between replicates
 
     values = [r.metric for r in results if r.status == "ok" and r.metric is not None]
     median, p95, ci95 = _summary(values)
-    if len(values) < 3:
+    if len(values) < MIN_REPLICATES:
         notes.append(f"only {len(values)} successful replicate(s): no confidence interval")
     return BenchResult(
         schema=SCHEMA, workload=spec.name, spec_path=spec.spec_path, settings=settings, traced=traced,

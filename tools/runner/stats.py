@@ -214,6 +214,25 @@ def bootstrap_ratio_ci(
     return float(lo), float(hi)
 
 
+def bootstrap_median_ci(
+    values: Sequence[float], *, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile-bootstrap confidence interval of one arm's median (what ``dftune bench`` reports)."""
+    arr = _as_array(values, "values")
+    _check_fraction(confidence, "confidence")
+    rng = np.random.default_rng(seed)
+    medians = np.empty(resamples, dtype=np.float64)
+    block = max(1, _BOOTSTRAP_BLOCK_CELLS // arr.size)
+    for start in range(0, resamples, block):
+        rows = min(block, resamples - start)
+        medians[start : start + rows] = np.median(
+            arr[rng.integers(0, arr.size, size=(rows, arr.size))], axis=1
+        )
+    tail = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(medians, [tail, 1.0 - tail], method="linear")
+    return float(lo), float(hi)
+
+
 def mann_whitney(baseline: Sequence[float], candidate: Sequence[float]) -> float:
     """Two-sided p-value of the Mann-Whitney U test (``scipy.stats.mannwhitneyu``, method "auto").
 
@@ -263,7 +282,7 @@ def compare(
     _positive(candidate, "candidate")
 
     ratio = cand_stats.median / base_stats.median
-    change = (1.0 - ratio) if lower_is_better else (ratio - 1.0)
+    change = relative_improvement(base_stats.median, cand_stats.median, lower_is_better=lower_is_better)
     change_pct = 100.0 * change
     lo, hi = bootstrap_ratio_ci(baseline, candidate, confidence=confidence, resamples=resamples, seed=seed)
     p_value = mann_whitney(baseline, candidate)
@@ -334,6 +353,13 @@ def compare(
     return result("no_change", f"no_change: {headline}, but {'; '.join(failures)}.")
 
 
+def relative_improvement(before: float, after: float, *, lower_is_better: bool = True) -> float:
+    """Signed relative change as a fraction of ``|before|``; positive means better for the metric's
+    direction (lower for times, higher for throughputs).  The one definition every verdict uses."""
+    delta = (before - after) if lower_is_better else (after - before)
+    return delta / abs(before)
+
+
 def regression_guard(
     app_before: float,
     app_after: float,
@@ -353,6 +379,4 @@ def regression_guard(
         raise ValueError("app_before is 0: a relative change is undefined")
     if not (threshold >= 0.0 and math.isfinite(threshold)):
         raise ValueError(f"threshold must be a finite fraction >= 0, got {threshold}")
-    delta = (app_after - app_before) if lower_is_better else (app_before - app_after)
-    worse_frac = delta / abs(app_before)
-    return worse_frac > threshold + _EPS
+    return -relative_improvement(app_before, app_after, lower_is_better=lower_is_better) > threshold + _EPS
