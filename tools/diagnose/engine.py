@@ -6,6 +6,7 @@ this module wires the pieces and builds the ``dftune.diagnosis/1`` document.
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from collections.abc import Iterable
 from importlib import resources
@@ -14,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.tools.catalog import default_catalog, strategies_for
 from dftune.tools.diagnose.metrics import (
     file_metrics,
     layer_metrics,
@@ -102,6 +104,7 @@ class Diagnosis(_Model):
         return self.model_dump(by_alias=True, mode="json")
 
 
+@functools.cache
 def _data(name: str) -> dict[str, Any]:
     text = (resources.files("dftune.resources") / "diagnosis" / name).read_text(encoding="utf-8")
     return tomllib.loads(text)
@@ -138,20 +141,8 @@ def gate(analysis: Analysis, table: dict[str, Any] | None = None) -> Gate:
                 allowed_layers=layers, reason=reason)  # fmt: skip
 
 
-def _catalog() -> Any:
-    """The strategy catalog, when installed (resources/strategies); None otherwise."""
-    try:
-        from dftune.tools import catalog
-    except ImportError:  # pragma: no cover - the catalog ships with dftune
-        return None
-    return catalog
-
-
 def _candidates(category: str, fs_type: str, layers: list[str]) -> list[CandidateStrategy]:
-    catalog = _catalog()
-    if catalog is None or not hasattr(catalog, "strategies_for"):
-        return []
-    cat = catalog.default_catalog()
+    cat = default_catalog()
     out = [
         CandidateStrategy(
             id=s.id,
@@ -160,7 +151,7 @@ def _candidates(category: str, fs_type: str, layers: list[str]) -> list[Candidat
             description=s.description,
             cited=cat.is_supported(s.id),
         )
-        for s in catalog.strategies_for(category, fs_type, cat)
+        for s in strategies_for(category, fs_type, cat)
         if s.layer in layers
     ]
     out.sort(key=lambda c: (not c.cited, c.layer, c.id))
@@ -243,11 +234,12 @@ def diagnose(
     **kwargs: Any,
 ) -> Diagnosis:
     """Analyze traces (with the file view) and diagnose them."""
+    rulesets = load_rulesets()
     views = ["file", "proc"]
-    if any(rule.view == "time" for rs in load_rulesets() for rule in rs.rules):
+    if any(rule.view == "time" for rs in rulesets for rule in rs.rules):
         views.append("time")  # a second pass over the traces: windows need the global start and end
     analysis = analyze(list(paths), skip_bad=skip_bad, views=views, **kwargs)
-    return diagnose_analysis(analysis, data_dirs=data_dirs)
+    return diagnose_analysis(analysis, data_dirs=data_dirs, rulesets=rulesets)
 
 
 def _filesystems(data_dirs: Iterable[str | Path]) -> list[FsSummary]:
