@@ -32,7 +32,7 @@ US = 1_000_000.0
 MIB = float(1 << 20)
 
 
-def _concat(partials: list[FilePartial], name: str) -> pa.Table | None:
+def concat_partials(partials: list[FilePartial], name: str) -> pa.Table | None:
     tables = [p.tables[name] for p in partials if name in p.tables and p.tables[name].num_rows]
     if not tables:
         return None
@@ -69,14 +69,22 @@ def merge(partials: list[FilePartial], warnings: list[str] | None = None) -> Ana
         con.close()
 
 
-def _query(con: duckdb.DuckDBPyConnection, table: pa.Table | None, sql: str) -> list[tuple[Any, ...]]:
+def query_rows(
+    con: duckdb.DuckDBPyConnection, table: pa.Table | None, sql: str
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run ``sql`` over ``table`` registered as ``t``: (column names, rows); nothing for no table."""
     if table is None:
-        return []
+        return [], []
     con.register("t", table)
     try:
-        return con.execute(sql).fetchall()
+        cur = con.execute(sql)
+        return [d[0] for d in cur.description], cur.fetchall()
     finally:
         con.unregister("t")
+
+
+def _query(con: duckdb.DuckDBPyConnection, table: pa.Table | None, sql: str) -> list[tuple[Any, ...]]:
+    return query_rows(con, table, sql)[1]
 
 
 def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings: list[str]) -> Analysis:
@@ -87,13 +95,15 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
     job_us = (max(lasts) - min(firsts)) if firsts and lasts else 0
     job_s = job_us / US
 
-    fam_rows = _query(con, _concat(partials, "fam"), """
+    fam_rows = _query(con, concat_partials(partials, "fam"), """
         SELECT fam, sum(count), sum(bytes), sum(sized), sum(time_us), sum(small), sum(small_time_us), sum(bw_sum), sum(bw_n),
                sum(consecutive), sum(sequential), sum(random), sum(positioned), sum(misaligned),
                sum(random_time_us), sum(misaligned_time_us)
         FROM t GROUP BY fam""")  # fmt: skip
     agg_rows = _query(
-        con, _concat(partials, "agg"), "SELECT fam, sum(count), sum(bytes), sum(time_us) FROM t GROUP BY fam"
+        con,
+        concat_partials(partials, "agg"),
+        "SELECT fam, sum(count), sum(bytes), sum(time_us) FROM t GROUP BY fam",
     )
     agg = {r[0]: r for r in agg_rows}
     fams: dict[str, FamilyStats] = {}
@@ -158,7 +168,9 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
     classified = seq["sequential"] + seq["random"]
 
     hist_rows = _query(
-        con, _concat(partials, "hist"), "SELECT fam, sbin, sum(count), sum(bytes) FROM t GROUP BY 1, 2"
+        con,
+        concat_partials(partials, "hist"),
+        "SELECT fam, sbin, sum(count), sum(bytes) FROM t GROUP BY 1, 2",
     )
     hist: dict[str, dict[str, int]] = {
         fam: {label: 0 for label, _ in S.SIZE_BINS} for fam in ("read", "write")
@@ -166,7 +178,7 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
     for fam, sbin, count, _bytes in hist_rows:
         hist[fam][S.SIZE_BINS[int(sbin)][0]] += int(count)
 
-    proc_t = _concat(partials, "proc")
+    proc_t = concat_partials(partials, "proc")
     procs = _query(con, proc_t, """
         SELECT host, pid, max(rank), any_value(cmd), sum(events),
                sum(COALESCE(read_count,0) + COALESCE(write_count,0) + COALESCE(metadata_count,0) + COALESCE(sync_count,0)),
@@ -187,7 +199,7 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
 
     layer_rows = _query(
         con,
-        _concat(partials, "layer"),
+        concat_partials(partials, "layer"),
         "SELECT cat, sum(count), sum(time_us) FROM t GROUP BY cat ORDER BY 3 DESC",
     )
     nproc = max(len(procs), 1)
@@ -201,11 +213,11 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         )
         for cat, cnt, t in layer_rows
     ]
-    path_t = _concat(partials, "path")
+    path_t = concat_partials(partials, "path")
     if path_t is not None:
         files_accessed_row = _query(con, path_t, "SELECT count(DISTINCT path) FROM t")
     else:
-        files_accessed_row = _query(con, _concat(partials, "fks"), "SELECT count(DISTINCT fk) FROM t")
+        files_accessed_row = _query(con, concat_partials(partials, "fks"), "SELECT count(DISTINCT fk) FROM t")
     files_accessed = int(files_accessed_row[0][0]) if files_accessed_row else 0
 
     skipped: list[SkippedLine] = []
@@ -295,7 +307,7 @@ def _epoch_spreads(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) 
     """Per epoch, per-process duration spread: the data behind epoch-straggler rules."""
     rows = _query(
         con,
-        _concat(partials, "epochspan"),
+        concat_partials(partials, "epochspan"),
         """
         WITH p AS (SELECT epoch, host, pid, (max(last_end) - min(first_ts)) / 1e6 AS secs
                    FROM t GROUP BY epoch, host, pid)
@@ -316,7 +328,7 @@ def _epoch_spreads(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) 
 def _app_events(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> list[AppEventStats]:
     rows = _query(
         con,
-        _concat(partials, "names"),
+        concat_partials(partials, "names"),
         "SELECT cat, name, sum(count), sum(time_us) FROM t GROUP BY cat, name ORDER BY 4 DESC, 1, 2 LIMIT 200",
     )
     return [
@@ -328,7 +340,7 @@ def _app_events(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> 
 def _interfaces(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> dict[str, InterfaceStats]:
     rows = _query(
         con,
-        _concat(partials, "iface"),
+        concat_partials(partials, "iface"),
         "SELECT iface, sum(count), sum(bytes) FILTER (WHERE fam IN ('read', 'write')), sum(time_us) "
         "FROM t GROUP BY iface ORDER BY iface",
     )

@@ -84,16 +84,17 @@ COMPUTE_CATEGORIES: Final = ("compute",)
 TRACE_SUFFIXES: Final = (".pfw", ".pfw.gz")
 
 
-def _sql_list(items: tuple[str, ...]) -> str:
+def sql_list(items: tuple[str, ...]) -> str:
+    """Render a tuple of names as a SQL ``IN`` list."""
     return "(" + ", ".join(f"'{i}'" for i in items) + ")"
 
 
 def family_sql(name_col: str = "name") -> str:
     """SQL CASE mapping an I/O call name to its family."""
     return (
-        f"CASE WHEN {name_col} IN {_sql_list(READ_CALLS)} THEN 'read' "
-        f"WHEN {name_col} IN {_sql_list(WRITE_CALLS)} THEN 'write' "
-        f"WHEN {name_col} IN {_sql_list(SYNC_CALLS)} THEN 'sync' ELSE 'metadata' END"
+        f"CASE WHEN {name_col} IN {sql_list(READ_CALLS)} THEN 'read' "
+        f"WHEN {name_col} IN {sql_list(WRITE_CALLS)} THEN 'write' "
+        f"WHEN {name_col} IN {sql_list(SYNC_CALLS)} THEN 'sync' ELSE 'metadata' END"
     )
 
 
@@ -103,8 +104,3 @@ def size_bin_sql(bytes_col: str = "nbytes") -> str:
     for idx in range(len(SIZE_BINS) - 1, 0, -1):
         parts.append(f"WHEN {bytes_col} >= {SIZE_BINS[idx][1]} THEN {idx}")
     return "CASE " + " ".join(parts) + " ELSE 0 END"
-
-
-def sql_list(items: tuple[str, ...]) -> str:
-    """Render a tuple of names as a SQL ``IN`` list."""
-    return _sql_list(items)

@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 
-from dftune.tools.trace.merge import _concat
+from dftune.tools.trace.merge import concat_partials, query_rows
 from dftune.tools.trace.model import Analysis
 from dftune.tools.trace.reader import FilePartial
 
@@ -42,16 +42,8 @@ def build_view(name: str, partials: list[FilePartial], analysis: Analysis) -> di
 def _rows(
     con: duckdb.DuckDBPyConnection, partials: list[FilePartial], table: str, sql: str
 ) -> list[dict[str, Any]]:
-    data = _concat(partials, table)
-    if data is None:
-        return []
-    con.register("t", data)
-    try:
-        cur = con.execute(sql)
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, _clean(row), strict=True)) for row in cur.fetchall()]
-    finally:
-        con.unregister("t")
+    names, rows = query_rows(con, concat_partials(partials, table), sql)
+    return [dict(zip(names, _clean(row), strict=True)) for row in rows]
 
 
 def _clean(row: tuple[Any, ...]) -> list[Any]:
