@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -46,11 +46,14 @@ def user_errors() -> Iterator[None]:
     """Turn the errors a user can fix (bad traces, rules, catalogs, paths) into :func:`fail`."""
     from dftune.tools.catalog import CatalogError
     from dftune.tools.diagnose.rules import RuleError
+    from dftune.tools.kb import KbError
+    from dftune.tools.runner.bench import BenchError
+    from dftune.tools.runner.spec import SpecError
     from dftune.tools.trace import TraceError
 
     try:
         yield
-    except (TraceError, RuleError, CatalogError) as exc:
+    except (TraceError, RuleError, CatalogError, SpecError, BenchError, KbError) as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"{getattr(exc, 'filename', '') or 'input'}: {exc.strerror or exc}")
@@ -156,9 +159,8 @@ def bench(
     ] = False,
 ) -> None:
     """Run a workload's replicates (one condition) and report median, p95 and a 95% CI."""
-    from dftune.tools.runner.bench import BenchError
     from dftune.tools.runner.bench import bench as run_bench
-    from dftune.tools.runner.spec import SpecError, load_spec
+    from dftune.tools.runner.spec import load_spec
 
     overrides: dict[str, str] = {}
     for item in set_ or []:
@@ -167,18 +169,15 @@ def bench(
             fail(f"--set {item!r}: expected NAME=VALUE")
         overrides[name] = value
     err = Console(stderr=True)
-    try:
+
+    def show(done: int, total: int, rep: Any) -> None:
+        metric = f" metric {rep.metric:g}" if rep.metric is not None else ""
+        err.print(f"replicate {done}/{total}: {rep.status} {rep.wall_s:.3f} s{metric}")
+
+    with user_errors():
         spec = load_spec(workload)
-        with user_errors():
-            result = run_bench(
-                spec, overrides=overrides, replicates=replicates, trace=trace,
-                progress=None if as_json else (
-                    lambda done, total, rep: err.print(f"replicate {done}/{total}: {rep.status} {rep.wall_s:.3f} s"
-                                                       + (f" metric {rep.metric:g}" if rep.metric is not None else ""))
-                ),
-            )  # fmt: skip
-    except (SpecError, BenchError) as exc:
-        fail(str(exc))
+        result = run_bench(spec, overrides=overrides, replicates=replicates, trace=trace,
+                           progress=None if as_json else show)  # fmt: skip
     if as_json:
         emit_json(result.to_json_dict())
         return
@@ -216,12 +215,10 @@ def kb_lookup(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Findings that apply here, partitioned by scope (system / software / workload)."""
-    from dftune.tools.kb import KbError, opt_kb_lookup
+    from dftune.tools.kb import opt_kb_lookup
 
-    try:
+    with user_errors():
         found = opt_kb_lookup(system=system, workload=workload, software=software, strategy=strategy)
-    except KbError as exc:
-        fail(str(exc))
     if as_json:
         emit_json(found.model_dump(mode="json"))
         return
@@ -242,12 +239,10 @@ def kb_render(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Publish the knowledge base as a markdown skill file."""
-    from dftune.tools.kb import KbError, opt_kb_render
+    from dftune.tools.kb import opt_kb_render
 
-    try:
+    with user_errors():
         written = opt_kb_render(path)
-    except KbError as exc:
-        fail(str(exc))
     if as_json:
         emit_json({"path": str(written)})
     else:
