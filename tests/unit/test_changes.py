@@ -432,10 +432,9 @@ def test_crash_after_intent_recovers_as_aborted(
     def crash(*_: Any) -> dict[str, Any]:
         raise Crash
 
-    monkeypatch.setattr(changes, "_execute_patch", crash)
-    with pytest.raises(Crash):
+    with monkeypatch.context() as m, pytest.raises(Crash):
+        m.setattr(changes, "_execute_patch", crash)
         journal.apply(FilePatch(id="l1-crash", root=copy, diff=APP_DIFF))
-    monkeypatch.undo()
 
     reopened = Journal(journal.path)
     assert reopened.pending() == ["l1-crash"]
@@ -462,11 +461,10 @@ def test_crash_after_effect_before_applied_record_is_never_applied_twice(
             raise Crash
         return real_append(self, loaded, change_id, state, **kw)
 
-    monkeypatch.setattr(Journal, "_append", append)
     change = FilePatch(id="l1-done", root=copy, diff=TWO_FILE_DIFF)
-    with pytest.raises(Crash):
+    with monkeypatch.context() as m, pytest.raises(Crash):
+        m.setattr(Journal, "_append", append)
         journal.apply(change)
-    monkeypatch.undo()
     patched = tree_digest(copy)
     assert patched != original
 
@@ -482,24 +480,28 @@ def test_crash_after_effect_before_applied_record_is_never_applied_twice(
     assert tree_digest(copy) == original
 
 
+def fail_second_write(m: pytest.MonkeyPatch, error: BaseException) -> None:
+    """Make the second file write of a patch raise ``error`` (the first one lands)."""
+    real_write = changes._atomic_write
+    calls: list[Path] = []
+
+    def write(path: Path, data: bytes, mode: int) -> None:
+        calls.append(path)
+        if len(calls) == 2:
+            raise error
+        real_write(path, data, mode)
+
+    m.setattr(changes, "_atomic_write", write)
+
+
 def test_crash_half_way_through_a_patch_restores_the_previous_bytes(
     monkeypatch: pytest.MonkeyPatch, trees: tuple[Path, Path], journal: Journal
 ) -> None:
     _, copy = trees
     original = tree_digest(copy)
-    real_write = changes._atomic_write
-    calls = []
-
-    def write(path: Path, data: bytes, mode: int) -> None:
-        calls.append(path)
-        if len(calls) == 2:
-            raise Crash
-        real_write(path, data, mode)
-
-    monkeypatch.setattr(changes, "_atomic_write", write)
-    with pytest.raises(Crash):
+    with monkeypatch.context() as m, pytest.raises(Crash):
+        fail_second_write(m, Crash())
         journal.apply(FilePatch(id="l1-half", root=copy, diff=TWO_FILE_DIFF))
-    monkeypatch.undo()
     assert tree_digest(copy) != original  # app.py written, pkg/io.py not
 
     recs = Journal(journal.path).recover()
@@ -512,18 +514,9 @@ def test_error_half_way_through_a_patch_is_rolled_back_and_recorded(
 ) -> None:
     _, copy = trees
     original = tree_digest(copy)
-    real_write = changes._atomic_write
-    calls = []
-
-    def write(path: Path, data: bytes, mode: int) -> None:
-        calls.append(path)
-        if len(calls) == 2:
-            raise OSError(28, "No space left on device")
-        real_write(path, data, mode)
-
-    monkeypatch.setattr(changes, "_atomic_write", write)
-    rec = journal.apply(FilePatch(id="l1-enospc", root=copy, diff=TWO_FILE_DIFF))
-    monkeypatch.undo()
+    with monkeypatch.context() as m:
+        fail_second_write(m, OSError(28, "No space left on device"))
+        rec = journal.apply(FilePatch(id="l1-enospc", root=copy, diff=TWO_FILE_DIFF))
     assert rec.state == "failed" and "No space left" in (rec.error or "")
     assert "previous state restored" in (rec.error or "")
     assert tree_digest(copy) == original and journal.applied_changes() == []
@@ -539,10 +532,9 @@ def test_crash_during_revert_recovers_to_still_applied(
     def crash(*_: Any) -> dict[str, Any]:
         raise Crash
 
-    monkeypatch.setattr(changes, "_restore_env", crash)
-    with pytest.raises(Crash):
+    with monkeypatch.context() as m, pytest.raises(Crash):
+        m.setattr(changes, "_restore_env", crash)
         journal.revert("e1")
-    monkeypatch.undo()
     reopened = Journal(journal.path)
     assert reopened.pending() == ["e1"]
     assert [r.state for r in reopened.recover()] == ["applied"]
