@@ -38,6 +38,7 @@ def summary_metrics(a: Analysis) -> dict[str, Any]:
     stdio = a.interfaces.get("STDIO")
     fetch_wait = sum(e.time_s for e in a.app_events if _is_fetch_wait(e.name))
     compute = sum(e.time_s for e in a.app_events if _is_compute(e.name, e.cat))
+    worst_epoch = max(a.epoch_spreads, key=lambda e: e.straggler_spread, default=None)
     return {
         "files": a.files,
         "events": a.events,
@@ -91,13 +92,9 @@ def summary_metrics(a: Analysis) -> dict[str, Any]:
         "stdio_time_frac": (stdio.time_pct / 100) if stdio else 0.0,
         "has_app_events": bool(a.app_events),
         "has_epochs": bool(a.epochs),
-        "epoch_straggler_spread": max((e.straggler_spread for e in a.epoch_spreads), default=0.0),
-        "epoch_straggler": max(a.epoch_spreads, key=lambda e: e.straggler_spread).epoch
-        if a.epoch_spreads
-        else "-",
-        "epoch_slowest_process": max(a.epoch_spreads, key=lambda e: e.straggler_spread).slowest_process
-        if a.epoch_spreads
-        else "-",
+        "epoch_straggler_spread": worst_epoch.straggler_spread if worst_epoch else 0.0,
+        "epoch_straggler": worst_epoch.epoch if worst_epoch else "-",
+        "epoch_slowest_process": worst_epoch.slowest_process if worst_epoch else "-",
         "fetch_wait_s": fetch_wait,
         "compute_s": compute,
         "fetch_frac": _frac(fetch_wait, fetch_wait + compute),

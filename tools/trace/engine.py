@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -84,21 +84,24 @@ def _map(
         return _map_dask(files, options, scheduler, progress)
     n = workers or min(len(files), os.cpu_count() or 1)
     total = sum(f.stat().st_size for f in files)
-    out: list[FilePartial] = []
     if n <= 1 or len(files) == 1 or (workers is None and total < PARALLEL_MIN_BYTES):
-        for i, f in enumerate(files, 1):
-            out.append(read_file(f, options))
-            if progress:
-                progress(i, len(files), str(f))
-        return out
+        return _gather((read_file(f, options) for f in files), files, progress)
     # spawn, not fork: the parent may already hold DuckDB threads.
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
         futures = [pool.submit(read_file, str(f), options) for f in files]
-        for i, fut in enumerate(futures, 1):
-            out.append(fut.result())
-            if progress:
-                progress(i, len(files), str(files[i - 1]))
+        return _gather((fut.result() for fut in futures), files, progress)
+
+
+def _gather(
+    results: Iterator[FilePartial], files: list[Path], progress: Progress | None
+) -> list[FilePartial]:
+    """Collect per-file partials in file order, reporting progress as each one arrives."""
+    out: list[FilePartial] = []
+    for i, partial in enumerate(results, 1):
+        out.append(partial)
+        if progress:
+            progress(i, len(files), str(files[i - 1]))
     return out
 
 
@@ -112,12 +115,7 @@ def _map_dask(
     client: Any = Client(scheduler) if isinstance(scheduler, str) else scheduler
     try:
         futures = client.map(read_file, [str(f) for f in files], options=options, pure=False)
-        out: list[FilePartial] = []
-        for i, fut in enumerate(futures, 1):
-            out.append(fut.result())
-            if progress:
-                progress(i, len(files), str(files[i - 1]))
-        return out
+        return _gather((fut.result() for fut in futures), files, progress)
     finally:
         if isinstance(scheduler, str):
             client.close()
