@@ -24,6 +24,7 @@ library) is the exception: it is removed from the scheduler commands' environmen
 
 from __future__ import annotations
 
+import abc
 import os
 import re
 import shlex
@@ -253,7 +254,7 @@ def _complaint(proc: subprocess.CompletedProcess[str]) -> str:
     return f"{name} exited with code {proc.returncode}: {msg}"
 
 
-class _Job:
+class _Job(abc.ABC):
     """One submitted job, seen through its scheduler's commands."""
 
     scheduler = ""
@@ -261,17 +262,17 @@ class _Job:
     def __init__(self, job_id: str, tools: dict[str, str], env: dict[str, str]) -> None:
         self.job_id, self.tools, self.env = job_id, tools, env
 
+    @abc.abstractmethod
     def active(self) -> bool:
         """Still in the queue (pending, running or cleaning up)?  Raises :class:`_QueryError`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def final(self) -> tuple[Status, int | None, str] | None:
         """(status, exit code, reason) once the scheduler knows; ``None`` while it does not."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def cancel(self) -> str:
         """Ask the scheduler to kill the job; returns a complaint, or "" when it accepted."""
-        raise NotImplementedError
 
 
 class _SlurmJob(_Job):
