@@ -39,6 +39,7 @@ def test_example_bench_traced_and_untraced(tmp_path: Path) -> None:
         assert result.ok == 3 and all(r.status == "ok" for r in result.replicates)
         assert result.median is not None and result.ci95 is not None
         assert result.ci95[0] <= result.median <= result.ci95[1]
+        assert len(result.values()) == result.ok
         assert result.cache_policy in ("drop_caches", "warm_up") and result.notes
     assert traced.traced and not plain.traced and plain.trace_dir is None
     assert all(r.traced for r in traced.replicates) and not any(r.traced for r in plain.replicates)

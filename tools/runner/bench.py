@@ -74,7 +74,12 @@ class BenchResult(BaseModel):
 
     def values(self) -> list[float]:
         """Metric values of the successful replicates (the statistics' input)."""
-        return [r.metric for r in self.replicates if r.status == "ok" and r.metric is not None]
+        return ok_values(self.replicates)
+
+
+def ok_values(replicates: list[Replicate]) -> list[float]:
+    """Failed and timed-out replicates never enter the statistics."""
+    return [r.metric for r in replicates if r.status == "ok" and r.metric is not None]
 
 
 def drop_page_cache() -> bool:
@@ -192,7 +197,7 @@ def bench(
                 )
             except TracerUnavailable as exc:
                 raise BenchError(f"{spec.spec_path}: tracing requested but {exc}") from None
-        if cache_policy == "drop_caches":
+        if cache_policy == "drop_caches" and i > 0:  # the probe above already dropped it for run 0
             drop_page_cache()
         label = f"r{i}"
         res = _run(spec, argv, cwd=cwd, env=env, log_dir=logs, label=label)
@@ -211,7 +216,7 @@ def bench(
             stopped = f"stopped after {failures_in_row} failed replicates in a row; last: {status} ({reason})"
             break
 
-    values = [r.metric for r in results if r.status == "ok" and r.metric is not None]
+    values = ok_values(results)
     median, p95, ci95 = _summary(values)
     if len(values) < MIN_REPLICATES:
         notes.append(f"only {len(values)} successful replicate(s): no confidence interval")
