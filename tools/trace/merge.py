@@ -106,12 +106,8 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         "SELECT fam, sum(count), sum(bytes), sum(time_us) FROM t GROUP BY fam",
     )
     agg = {r[0]: r for r in agg_rows}
-    fams: dict[str, FamilyStats] = {}
-    seq = {"consecutive": 0, "sequential": 0, "random": 0}
-    small = {"read": 0, "write": 0}
-    sized_rw = {"read": 0, "write": 0}
-    for f in S.FAMILIES:
-        fams[f] = FamilyStats()
+    # read/write move bytes (0 when nothing moved); metadata/sync calls move none (None)
+    fams = {f: FamilyStats(bytes=0 if f in ("read", "write") else None) for f in S.FAMILIES}
     for (
         fam,
         count,
@@ -132,40 +128,27 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
     ) in fam_rows:
         st = fams[fam]
         st.count, st.sized, st.time_s = int(count), int(sized or 0), (time_us or 0) / US
-        st.bytes = int(nbytes) if nbytes is not None else (0 if fam in ("read", "write") and sized else None)
         if fam in ("read", "write"):
-            if st.bytes is None:
-                st.bytes = 0
+            st.bytes = int(nbytes or 0)
             st.mean_xfer_bytes = (st.bytes / st.sized) if st.sized else None
             st.bw_per_op_mean_mib_s = (bw_sum * US / MIB / bw_n) if bw_n else None
-            small[fam] = int(nsmall or 0)
-            sized_rw[fam] = st.sized
-            st.small = small[fam]
-            st.small_time_s = float(small_us or 0) / US
+            st.small, st.small_time_s = int(nsmall or 0), float(small_us or 0) / US
             st.consecutive, st.sequential, st.random = int(consec or 0), int(sequ or 0), int(rand or 0)
             st.positioned, st.misaligned = int(npos or 0), int(nmis or 0)
             st.random_time_s, st.misaligned_time_s = float(rand_us or 0) / US, float(mis_us or 0) / US
-            seq["consecutive"] += int(consec or 0)
-            seq["sequential"] += int(sequ or 0)
-            seq["random"] += int(rand or 0)
     for fam, count, nbytes, time_us in ((r[0], r[1], r[2], r[3]) for r in agg.values()):
         st = fams[fam]
         st.count += int(count or 0)
         st.aggregated_ops = int(count or 0)
         st.time_s += (time_us or 0) / US
-        if nbytes is not None:
-            st.bytes = (st.bytes or 0) + int(nbytes)
-    for fam in ("read", "write"):
-        st = fams[fam]
-        if st.bytes is None:
-            st.bytes = 0
+        if nbytes is not None and st.bytes is not None:
+            st.bytes += int(nbytes)
+    rd, wr = fams["read"], fams["write"]
+    for st in (rd, wr):
         st.bw_io_time_mib_s = (st.bytes / MIB / st.time_s) if st.time_s and st.bytes else None
-    for fam in ("metadata", "sync"):
-        fams[fam].bytes = None
 
     rwm = fams["read"].time_s + fams["write"].time_s + fams["metadata"].time_s
-    sized_total = sized_rw["read"] + sized_rw["write"]
-    classified = seq["sequential"] + seq["random"]
+    classified = rd.sequential + rd.random + wr.sequential + wr.random
 
     hist_rows = _query(
         con,
@@ -265,12 +248,12 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         read_time_pct=_pct(fams["read"].time_s, rwm),
         write_time_pct=_pct(fams["write"].time_s, rwm),
         metadata_time_pct=_pct(fams["metadata"].time_s, rwm),
-        small_io_pct=_pct(small["read"] + small["write"], sized_total),
-        small_read_pct=_pct(small["read"], sized_rw["read"]),
-        small_write_pct=_pct(small["write"], sized_rw["write"]),
-        seq_pct=_pct(seq["sequential"], classified),
-        consecutive_pct=_pct(seq["consecutive"], classified),
-        rand_pct=_pct(seq["random"], classified),
+        small_io_pct=_pct(rd.small + wr.small, rd.sized + wr.sized),
+        small_read_pct=_pct(rd.small, rd.sized),
+        small_write_pct=_pct(wr.small, wr.sized),
+        seq_pct=_pct(rd.sequential + wr.sequential, classified),
+        consecutive_pct=_pct(rd.consecutive + wr.consecutive, classified),
+        rand_pct=_pct(rd.random + wr.random, classified),
         classified_accesses=classified,
         xfer_size_hist=hist,
         unoverlapped_io_time_s=unover_us / US,
