@@ -23,6 +23,8 @@ app = typer.Typer(
 
 #: Exit code for bad input (a trace, a path, an option); 1 is left for unexpected failures.
 EXIT_BAD_INPUT = 2
+#: ``dftune run`` ended with status failed (baseline could not run, tracer unusable, ...)
+EXIT_RUN_FAILED = 3
 
 
 @app.callback()
@@ -41,19 +43,43 @@ def emit_json(doc: object) -> None:
     sys.stdout.write(json.dumps(doc, indent=2) + "\n")
 
 
+def parse_sets(items: list[str] | None) -> dict[str, str]:
+    """``--set NAME=VALUE`` options as a dict (one-line error on a malformed one)."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            fail(f"--set {item!r}: expected NAME=VALUE")
+        out[name] = value
+    return out
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn the errors a user can fix (bad traces, rules, catalogs, paths) into :func:`fail`."""
+    from dftune.agents.reasoner import ReasonerError
+    from dftune.graphs.runs import RunError
     from dftune.tools.catalog import CatalogError
     from dftune.tools.diagnose.rules import RuleError
     from dftune.tools.kb import KbError
     from dftune.tools.runner.bench import BenchError
     from dftune.tools.runner.spec import SpecError
+    from dftune.tools.session.workspace import WorkspaceError
     from dftune.tools.trace import TraceError
 
     try:
         yield
-    except (TraceError, RuleError, CatalogError, SpecError, BenchError, KbError) as exc:
+    except (
+        TraceError,
+        RuleError,
+        CatalogError,
+        SpecError,
+        BenchError,
+        KbError,
+        RunError,
+        ReasonerError,
+        WorkspaceError,
+    ) as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"{getattr(exc, 'filename', '') or 'input'}: {exc.strerror or exc}")
@@ -162,12 +188,7 @@ def bench(
     from dftune.tools.runner.bench import bench as run_bench
     from dftune.tools.runner.spec import load_spec
 
-    overrides: dict[str, str] = {}
-    for item in set_ or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            fail(f"--set {item!r}: expected NAME=VALUE")
-        overrides[name] = value
+    overrides = parse_sets(set_)
     err = Console(stderr=True)
 
     def show(done: int, total: int, rep: Any) -> None:
@@ -193,6 +214,127 @@ def bench(
         out.print(f"[yellow]{result.stopped_reason}[/yellow]")
     if result.trace_dir:
         out.print(f"traces: {result.trace_dir}")
+
+
+def _progress(as_json: bool) -> Any:
+    """Progress lines on stderr (Rich), silent with --json."""
+    from dftune.graphs.context import _silent
+
+    if as_json:
+        return _silent
+    err = Console(stderr=True)
+    return lambda node, message: err.print(f"[dim]{node:>10}[/dim] {message}")
+
+
+def _show_run(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(result)
+        return
+    from dftune.tools.report.console import RunRenderer
+
+    RunRenderer(Console()).render(result)
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (schema dftune.run/1).")]
+
+
+@app.command()
+def run(
+    workload: Annotated[Path, typer.Argument(help="Workload spec (TOML).")],
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="autonomous (overnight: no-sudo L1/L2 changes approved by policy) "
+            "or interactive (every change waits for dftune approve).",
+        ),
+    ] = "autonomous",
+    max_experiments: Annotated[int, typer.Option("--max-experiments", min=0, help="Experiment budget.")] = 6,
+    run_id: Annotated[str | None, typer.Option("--run-id", help="Run id (default: generated).")] = None,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            help="rules (offline, deterministic) or PROVIDER:MODEL "
+            "(anthropic:..., openai:...; OPENAI_BASE_URL for compatible servers).",
+        ),
+    ] = "rules",
+    replicates: Annotated[
+        int | None, typer.Option("--replicates", min=1, help="Replicates per arm (default: the spec's).")
+    ] = None,
+    allow_install: Annotated[
+        bool, typer.Option("--allow-install", help="Let the installer pip-install dftracer if it is missing.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Tune a workload: baseline, diagnosis, cited proposals, one guarded experiment at a time, report."""
+    from dftune.graphs.runs import start_run
+
+    with user_errors():
+        result = start_run(workload, mode=mode, max_experiments=max_experiments, run_id=run_id, model=model,
+                           replicates=replicates, allow_install=allow_install, progress=_progress(as_json))  # fmt: skip
+    _show_run(result, as_json)
+    if result["status"] == "failed":
+        raise typer.Exit(EXIT_RUN_FAILED)
+
+
+@app.command()
+def resume(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOpt = False) -> None:
+    """Continue a run after a crash or kill, from its last saved graph state."""
+    from dftune.graphs.runs import resume_run
+
+    with user_errors():
+        result = resume_run(run_id, progress=_progress(as_json))
+    _show_run(result, as_json)
+
+
+@app.command()
+def approve(
+    run_id: Annotated[str, typer.Argument(help="Run id.")],
+    reject: Annotated[bool, typer.Option("--reject", help="Refuse the pending change instead.")] = False,
+    reason: Annotated[str, typer.Option("--reason", help="Why (kept in the run's record).")] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer the change a run is waiting for, and let it continue."""
+    from dftune.graphs.runs import approve_run
+
+    with user_errors():
+        result = approve_run(run_id, reject=reject, reason=reason, progress=_progress(as_json))
+    _show_run(result, as_json)
+
+
+@app.command("history")
+def history_cmd(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOpt = False) -> None:
+    """The run's saved graph states (checkpoints), oldest first."""
+    from dftune.graphs.runs import history
+
+    with user_errors():
+        rows = history(run_id)
+    if as_json:
+        emit_json({"schema": "dftune.history/1", "run_id": run_id, "checkpoints": rows})
+        return
+    from dftune.tools.report.console import RunRenderer
+
+    RunRenderer(Console()).render_history(rows)
+
+
+@app.command()
+def replay(
+    run_id: Annotated[str, typer.Argument(help="Run id.")],
+    checkpoint: Annotated[str, typer.Option("--checkpoint", help="Checkpoint id (see dftune history).")],
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Change an input before forking: FIELD=VALUE (repeatable)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fork the run from a saved state (optionally with changed inputs) and run the fork."""
+    from dftune.graphs.runs import replay_run
+
+    sets = parse_sets(set_)
+    with user_errors():
+        result = replay_run(run_id, checkpoint, sets, progress=_progress(as_json))
+    _show_run(result, as_json)
 
 
 kb_app = typer.Typer(help="The optimization knowledge base: measured, guarded findings from earlier runs.",

@@ -42,7 +42,8 @@ class GuardDecision(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
-def _url(c: Citation) -> str | None:
+def citation_url(c: Citation) -> str | None:
+    """The citation's URL: its own, else from its DOI or arXiv id."""
     if c.url:
         return c.url
     if c.doi:
@@ -66,7 +67,7 @@ def citation_guard(strategy_id: str, catalog: Catalog | None = None) -> GuardDec
             problems.append(f"{cid}: unknown citation")
             continue
         missing = [name for name, ok in (("authors", bool(c.authors)), ("title", bool(c.title)),
-                                         ("venue", bool(c.venue)), ("year", bool(c.year)), ("URL", bool(_url(c))))
+                                         ("venue", bool(c.venue)), ("year", bool(c.year)), ("URL", bool(citation_url(c))))
                    if not ok]  # fmt: skip
         verified = [cl for cl in c.claims if cl.strategy == strategy_id and cl.verified]
         if missing:
@@ -77,8 +78,8 @@ def citation_guard(strategy_id: str, catalog: Catalog | None = None) -> GuardDec
             return GuardDecision(
                 guard="citation", passed=True,
                 reason=f"{strategy_id} is supported by {', '.join(c.authors[:2])}"
-                       f"{' et al.' if len(c.authors) > 2 else ''}, \"{c.title}\", {c.venue} {c.year}, {_url(c)}",
-                details={"citation": cid, "claim": verified[0].claim, "url": _url(c)},
+                       f"{' et al.' if len(c.authors) > 2 else ''}, \"{c.title}\", {c.venue} {c.year}, {citation_url(c)}",
+                details={"citation": cid, "claim": verified[0].claim, "url": citation_url(c)},
             )  # fmt: skip
     why = "; ".join(problems) if problems else (strategy.unsupported_reason or "it cites nothing")
     return GuardDecision(guard="citation", passed=False, verdict="unsupported",
@@ -133,6 +134,14 @@ def work_done(a: Analysis) -> dict[str, float]:
     }  # fmt: skip
 
 
+def doing_less_by_definition(strategy: Strategy) -> GuardDecision | None:
+    """A strategy the catalog marks as doing less is rejected before anything is measured."""
+    if strategy.forbidden_kind != "doing_less":
+        return None
+    return GuardDecision(guard="no_doing_less", passed=False, verdict="rejected",
+                         reason=f"{strategy.id} is doing less by definition: {strategy.forbidden_reason}")  # fmt: skip
+
+
 def no_doing_less_guard(
     baseline: Analysis,
     experiment: Analysis,
@@ -143,9 +152,8 @@ def no_doing_less_guard(
     """Reject a change whose trace shows less work than the baseline's, with the numbers."""
     rules = _guard_rules()
     tol = rules["tolerance"] if tolerance is None else tolerance
-    if strategy is not None and strategy.forbidden_kind == "doing_less":
-        return GuardDecision(guard="no_doing_less", passed=False, verdict="rejected",
-                             reason=f"{strategy.id} is doing less by definition: {strategy.forbidden_reason}")  # fmt: skip
+    if strategy is not None and (by_definition := doing_less_by_definition(strategy)) is not None:
+        return by_definition
     allowed = set(rules["may_reduce"].get(str(strategy.checklist), [])) if strategy else set()
     before, after = work_done(baseline), work_done(experiment)
     drops: list[str] = []

@@ -149,8 +149,9 @@ def test_access_pattern_strategy_is_rejected() -> None:
     r = opt_kb_record(
         rec(strategy="l1.transfer_size_sweep", before=10.0, after=7.0, comparison={"verdict": "win"})
     )
-    # uncited as well: the citation guard speaks first, the access-pattern decision is stored too
-    assert r.verdict == "unsupported"
+    # uncited as well: the rejection is the verdict (the stronger reason); both decisions are stored
+    assert r.verdict == "rejected" and "access_pattern" in r.verdict_reason
+    assert not guard(r, "citation").passed
     a = guard(r, "access_pattern")
     assert not a.passed and a.verdict == "rejected" and "access pattern" in a.reason
 
@@ -227,7 +228,7 @@ def test_without_analyses_no_doing_less_is_recorded_as_not_run() -> None:
 def test_a_doing_less_strategy_is_rejected_without_traces() -> None:
     r = opt_kb_record(rec(strategy="l1.fewer_epochs", before=10.0, after=5.0, comparison={"verdict": "win"}))
     assert guard(r, "no_doing_less").verdict == "rejected"
-    assert r.verdict == "unsupported"  # forbidden strategies cite nothing; all four decisions are kept
+    assert r.verdict == "rejected" and "doing less" in r.verdict_reason  # all four decisions are kept
 
 
 def test_every_guard_decision_is_stored_with_its_reason(_dftune_home: Path) -> None:

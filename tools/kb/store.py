@@ -47,6 +47,8 @@ from dftune.graphs.guards import (
     GuardName,
     access_pattern_guard,
     citation_guard,
+    citation_url,
+    doing_less_by_definition,
     no_doing_less_guard,
     non_degradation_guard,
     work_done,
@@ -464,9 +466,8 @@ def _doing_less_decision(
 ) -> GuardDecision:
     if baseline is not None and experiment is not None:
         return no_doing_less_guard(baseline, experiment, strategy=strategy)
-    if strategy is not None and strategy.forbidden_kind == "doing_less":
-        return GuardDecision(guard="no_doing_less", passed=False, verdict="rejected",
-                             reason=f"{strategy.id} is doing less by definition: {strategy.forbidden_reason}")  # fmt: skip
+    if strategy is not None and (by_definition := doing_less_by_definition(strategy)) is not None:
+        return by_definition
     missing = [
         n for n, a in (("baseline_analysis", baseline), ("experiment_analysis", experiment)) if a is None
     ]
@@ -527,16 +528,6 @@ def _numeric_verdict(rec: KbRecordIn, change_pct: float | None) -> tuple[KbVerdi
     )
 
 
-def _citation_url(c: Citation) -> str | None:
-    if c.url:
-        return c.url
-    if c.doi:
-        return f"https://doi.org/{c.doi}"
-    if c.arxiv:
-        return f"https://arxiv.org/abs/{c.arxiv}"
-    return None
-
-
 def _reference(c: Citation) -> str:
     pages = f", pp. {c.pages}" if c.pages else ""
     return f'{", ".join(c.authors)}. "{c.title}." {c.venue}, {c.year}{pages}.'
@@ -586,10 +577,10 @@ def _build(
     )
     rejecting = [d for d in (access, doing_less) if not d.passed and d.verdict == "rejected"]
     verdict: KbVerdict
-    if not cit.passed:
-        verdict, reason = "unsupported", f"{cit.reason}; the change must not be applied"
-    elif rejecting:
+    if rejecting:  # forbidden whatever its citations: rejection is the stronger, more useful reason
         verdict, reason = "rejected", "; ".join(f"{d.guard}: {d.reason}" for d in rejecting)
+    elif not cit.passed:
+        verdict, reason = "unsupported", f"{cit.reason}; the change must not be applied"
     elif non_degradation.guard_triggered:
         verdict, reason = "regression", f"non_degradation guard triggered: {non_degradation.reason}"
     else:
@@ -640,7 +631,7 @@ def _build(
         "unchecked_guards": [d.guard for d in decisions if d.details.get("ran") is False],
         "citation_id": citation_id,
         "citation": _reference(c) if c is not None else None,
-        "citation_url": _citation_url(c) if c is not None else None,
+        "citation_url": citation_url(c) if c is not None else None,
         "caveats": rec.caveats,
         "fs_type": rec.fs_type,
         "dedup_key": _dedup_key(rec, baseline, experiment),

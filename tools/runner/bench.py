@@ -150,8 +150,11 @@ def bench(
     trace: bool | None = None,
     workdir: Path | None = None,
     progress: Progress | None = None,
+    env: dict[str, str] | None = None,
 ) -> BenchResult:
-    """Run ``replicates`` runs of one condition and return the record with its statistics."""
+    """Run ``replicates`` runs of one condition and return the record with its statistics.
+
+    ``env`` is an overlay (e.g. an iteration's L2 settings) on top of the spec's environment."""
     settings = spec.settings(overrides)
     n = replicates or spec.replicates
     traced = (spec.tracing.mode != "off") if trace is None else trace
@@ -160,7 +163,7 @@ def bench(
     workdir.mkdir(parents=True, exist_ok=True)
     cwd = spec.resolve(spec.cwd)
     logs = workdir / "logs"
-    base_env = {**os.environ, **spec.env, **spec.knob_env(settings)}
+    base_env = {**os.environ, **spec.env, **(env or {}), **spec.knob_env(settings)}
     argv = spec.render(spec.command, settings, workdir=workdir)
     notes: list[str] = []
 

@@ -1,0 +1,99 @@
+"""The diagnoser agent: a traced baseline, its diagnosis, and whether I/O is worth tuning.
+
+The baseline runs the workload's replicates exactly as every later experiment will (same
+count, same tracing). The diagnosis covers the replicates that finished; failed or
+timed-out ones are recorded as such, so every report can state partial coverage instead of
+passing a partial result off as the complete picture (the seed's partial baselines).
+"""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from dftune.agents.measure import measure
+from dftune.graphs.context import Context
+from dftune.graphs.state import Coverage, TuningState, log
+from dftune.tools.diagnose.engine import diagnose_analysis
+from dftune.tools.runner.bench import BenchError
+from dftune.tools.runner.spec import load_spec
+
+#: Software layers dftune recognizes in a trace or a spec, for the KB's software scope.
+_SOFTWARE_HINTS = {
+    "hdf5": ("h5py", "hdf5", ".h5"),
+    "mpi-io": ("mpi4py", "mpiio", "mpi.file", "mpi_file"),
+    "pytorch": ("torch",),
+    "tensorflow": ("tensorflow",),
+    "numpy": ("numpy",),
+}
+
+
+def detect_software(spec_text: str, analysis: Any) -> list[str]:
+    """Which software layers the workload uses, from its spec, program and trace categories."""
+    haystack = spec_text.lower()
+    if analysis is not None:
+        haystack += " " + " ".join(layer.cat.lower() for layer in analysis.layers)
+        haystack += " " + " ".join(f"{e.cat} {e.name}".lower() for e in analysis.app_events[:50])
+    found = [name for name, hints in _SOFTWARE_HINTS.items() if any(h in haystack for h in hints)]
+    return sorted({*found, "posix"})
+
+
+def _program_text(spec: Any) -> str:
+    text = " ".join(spec.command + (spec.setup or []))
+    for arg in spec.command:
+        path = spec.resolve(spec.cwd) / arg
+        if arg.endswith(".py") and path.is_file():
+            text += " " + path.read_text(encoding="utf-8", errors="replace")[:200_000]
+    return text
+
+
+def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Node: measure the baseline (traced), diagnose it, apply the worth-tuning gate."""
+    ctx = runtime.context
+    spec = load_spec(state.spec_path)
+    n = state.replicates or spec.replicates
+    traced = spec.tracing.mode != "off"
+    workdir = ctx.workspace.baseline_dir(state.run_id)
+    ctx.progress("diagnoser", f"baseline: {n} replicate(s) of {spec.name}{' traced' if traced else ''}")
+    try:
+        baseline, analysis, result = measure(spec, workdir=workdir, overrides={}, env={}, replicates=n,
+                                             traced=traced)  # fmt: skip
+    except BenchError as exc:
+        return {"status": "failed", "status_reason": f"baseline could not run: {exc}",
+                "events": [log("diagnoser", f"baseline failed: {exc}")]}  # fmt: skip
+    [f"replicate r{r.index}" for r in result.replicates]
+    included = [f"replicate r{r.index}" for r in result.replicates if r.status == "ok"]
+    failed = [f"replicate r{r.index} ({r.status})" for r in result.replicates if r.status != "ok"]
+    pending = [f"replicate r{i}" for i in range(len(result.replicates), n)]
+    coverage = Coverage(units_total=n, units_included=included, units_failed=failed, units_pending=pending)
+    events = [log("diagnoser", f"baseline: {baseline.ok}/{n} replicates ok, median {baseline.median}",
+                  ci95=baseline.ci95, notes=baseline.notes)]  # fmt: skip
+    update: dict[str, Any] = {"baseline": baseline, "incumbent": baseline, "coverage": coverage,
+                              "system": state.system or platform.node() or "localhost",
+                              "workload": spec.name}  # fmt: skip
+    if baseline.ok < 1 or len(included) < min(3, n):
+        update.update(status="failed", status_reason=(
+            f"baseline: only {baseline.ok} of {n} replicates succeeded"
+            f"{'; ' + result.stopped_reason if result.stopped_reason else ''}: nothing can be compared"))  # fmt: skip
+        return {**update, "events": events}
+    data_dir = spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
+    update["software"] = detect_software(_program_text(spec), analysis)
+    if analysis is None:
+        events.append(log("diagnoser", "no trace (tracing off): the spec's knobs are the only levers; "
+                                       "the no-doing-less guard cannot run"))  # fmt: skip
+        return {**update, "events": events}
+    diagnosis = diagnose_analysis(analysis, data_dirs=[data_dir] if data_dir else [])
+    update["diagnosis"] = diagnosis.to_json_dict()
+    update["fs_type"] = diagnosis.fs_type
+    names = ", ".join(sorted({b.category for b in diagnosis.bottlenecks})) or "none"
+    events.append(log("diagnoser", f"diagnosis: bottlenecks {names}; metric {diagnosis.metric.metric}; "
+                                   f"I/O {100 * diagnosis.io_fraction:.1f}% of process time; {diagnosis.gate.reason}",
+                      coverage=coverage.model_dump()))  # fmt: skip
+    if coverage.partial:
+        events.append(log("diagnoser", f"partial baseline: diagnosis covers {', '.join(included)}; "
+                                       f"not covered: {', '.join(failed + pending)}"))  # fmt: skip
+    if not diagnosis.worth_tuning:
+        update.update(status="not_worth_tuning", status_reason=diagnosis.gate.reason)
+    return {**update, "events": events}

@@ -1,0 +1,152 @@
+"""The installer agent: is dftracer usable here, and what can it not see?
+
+It checks that the ``dftracer`` package imports and its preload library exists (installing
+the PyPI package when the user allowed it), traces a tiny smoke program that makes known
+POSIX calls, and reports every expected call missing from the trace as a pitfall: a blind
+spot later diagnoses must not mistake for "the application does not do this".
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from dftune.graphs.context import Context
+from dftune.graphs.state import Pitfall, TuningState, log
+from dftune.tools.runner.process import run_process
+from dftune.tools.trace.tracer import TracerUnavailable, preload_library, trace_env
+
+#: What the smoke program calls, by the name dftracer would record.
+SMOKE_CALLS = ("open64", "read", "write", "lseek64", "close", "stat", "fstat", "mkdir", "unlink", "opendir")
+_SMOKE = textwrap.dedent(
+    """
+    import os, sys
+    d = sys.argv[1]
+    os.makedirs(os.path.join(d, "sub"), exist_ok=True)
+    p = os.path.join(d, "sub", "smoke.bin")
+    fd = os.open(p, os.O_CREAT | os.O_RDWR, 0o644)
+    os.write(fd, b"x" * 8192)
+    os.lseek(fd, 0, 0)
+    os.read(fd, 4096)
+    os.fstat(fd)
+    os.close(fd)
+    os.stat(p)
+    os.listdir(os.path.join(d, "sub"))
+    os.unlink(p)
+    """
+)
+INSTALL_TIMEOUT_S = 600
+
+
+def _pip_install() -> str:
+    argv = [sys.executable, "-m", "pip", "install", "--quiet", "dftracer>=2.0,<3"]
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return f"pip install dftracer timed out after {INSTALL_TIMEOUT_S} s"
+    return "" if res.returncode == 0 else f"pip install dftracer failed: {res.stderr.strip()[-300:]}"
+
+
+def traced_names(trace_dir: Path) -> dict[str, int]:
+    """Call names and counts in a (small) trace folder; the smoke trace only, not a hot path."""
+    counts: dict[str, int] = {}
+    for path in sorted(trace_dir.glob("*.pfw*")):
+        opener: Any = gzip.open if path.name.endswith(".gz") else open
+        try:
+            with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    line = line.strip().rstrip(",")
+                    if not line.startswith("{"):
+                        continue
+                    try:
+                        ev = json.loads(line)
+                    except ValueError:
+                        continue
+                    if str(ev.get("cat", "")).upper() in ("POSIX", "STDIO"):
+                        counts[ev.get("name", "?")] = counts.get(ev.get("name", "?"), 0) + 1
+        except (OSError, EOFError):
+            continue
+    return counts
+
+
+def check_tracer(work: Path, *, allow_install: bool) -> tuple[dict[str, Any], list[Pitfall]]:
+    """Check dftracer and trace the smoke program in ``work``; the facts and the pitfalls found."""
+    facts: dict[str, Any] = {"python": sys.executable}
+    pitfalls: list[Pitfall] = []
+    try:
+        lib = preload_library()
+    except TracerUnavailable as exc:
+        if not allow_install:
+            facts.update(usable=False, reason=f"{exc} (run with --allow-install to let dftune install it)")
+            return facts, pitfalls
+        why = _pip_install()
+        if why:
+            facts.update(usable=False, reason=why)
+            return facts, pitfalls
+        facts["installed"] = "dftracer installed from PyPI"
+        lib = preload_library()
+    facts["preload_library"] = str(lib)
+    work.mkdir(parents=True, exist_ok=True)
+    script = work / "smoke.py"
+    script.write_text(_SMOKE, encoding="utf-8")
+    traces = work / "traces"
+    traces.mkdir(exist_ok=True)
+    data = work / "data"
+    data.mkdir(exist_ok=True)
+    env = {**_base_env(), **trace_env(traces / "smoke", data_dir="all", mode="preload")}
+    res = run_process([sys.executable, str(script), str(data)], cwd=work, env=env, timeout_s=120,
+                      log_dir=work / "logs", label="smoke")  # fmt: skip
+    if res.status != "ok":
+        facts.update(
+            usable=False, reason=f"the traced smoke program {res.status}: {res.stderr_tail[-300:].strip()}"
+        )
+        return facts, pitfalls
+    seen = traced_names(traces)
+    facts["smoke_calls_traced"] = seen
+    if not seen:
+        facts.update(usable=False, reason="the traced smoke program left no POSIX events in its trace")
+        return facts, pitfalls
+    facts["usable"] = True
+    for call in SMOKE_CALLS:
+        aliases = {call, call.rstrip("64"), f"{call}64", f"__x{call}", f"__x{call}64", f"{call}at"}
+        if not aliases & set(seen):
+            pitfalls.append(Pitfall(
+                id=f"untraced:{call}",
+                message=f"{call} is not traced here: the smoke program called it and the trace has no such event",
+                detail="counts of this call (and the metadata time it costs) are missing from every trace on "
+                       "this machine; do not read its absence as 'the application does not do this'",
+            ))  # fmt: skip
+    return facts, pitfalls
+
+
+def _base_env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACER_", "LD_PRELOAD"))}
+
+
+def installer(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Node: check the tracer once per run; a run that needs traces stops here when it is unusable."""
+    ctx = runtime.context
+    ctx.progress("installer", "checking dftracer and tracing a smoke program")
+    work = ctx.workspace.run_dir(state.run_id) / "logs" / "installer"
+    facts, pitfalls = check_tracer(work, allow_install=state.allow_install)
+    events = [log("installer", "dftracer usable" if facts.get("usable") else f"dftracer unusable: {facts['reason']}",
+                  preload_library=facts.get("preload_library"))]  # fmt: skip
+    events += [log("installer", p.message) for p in pitfalls]
+    update: dict[str, Any] = {"tracer": facts, "pitfalls": pitfalls, "events": events}
+    from dftune.tools.runner.spec import load_spec
+
+    spec = load_spec(state.spec_path)
+    if not facts.get("usable") and spec.tracing.mode != "off":
+        update.update(
+            status="failed", status_reason=f"tracing is required ({spec.tracing.mode}) but {facts['reason']}"
+        )
+    return update

@@ -1,0 +1,115 @@
+"""The literature-searcher agent: a verifiable citation for every candidate strategy.
+
+Search order (the seed's): the knowledge base's measured results and the built-in citation
+catalog (offline, claims checked against the source), then whatever search the context
+provides (the local paper store and remote sources of the literature tools). At most
+:data:`MAX_ATTEMPTS` searches per strategy; a strategy still without a citation stays
+UNSUPPORTED and is never applied (the citation guard enforces it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from dftune.graphs.context import Context
+from dftune.graphs.guards import citation_url
+from dftune.graphs.state import CitationRef, Proposal, TuningState, log
+from dftune.tools.catalog import Catalog
+from dftune.tools.kb import opt_kb_lookup
+
+#: The seed: "If no paper is found after 10 search attempts, mark the proposal as UNSUPPORTED".
+MAX_ATTEMPTS = 10
+
+
+def reference_text(authors: list[str], title: str, venue: str, year: int) -> str:
+    who = ", ".join(authors[:3]) + (" et al." if len(authors) > 3 else "")
+    return f'{who}. "{title}." {venue}, {year}.'
+
+
+def catalog_citation(strategy_id: str, catalog: Catalog) -> CitationRef | None:
+    """The first verified (citation, claim) pair of the catalog that backs this strategy."""
+    if strategy_id not in catalog.strategies:
+        return None
+    for c, claim in catalog.verified_claims(strategy_id):
+        url = citation_url(c)
+        if not url:
+            continue
+        return CitationRef(
+            id=c.id, reference=reference_text(c.authors, c.title, c.venue, c.year), authors=list(c.authors),
+            title=c.title, venue=c.venue, year=c.year, url=url, claim=claim.claim,
+            evidence=claim.evidence or "", source="catalog",
+        )  # fmt: skip
+    return None
+
+
+def search_queries(p: Proposal, bottlenecks: list[str]) -> list[str]:
+    """What an engineer would type, most specific first."""
+    focus = " ".join(bottlenecks[:2]) or "I/O"
+    queries = [f"{p.strategy_name} {focus} optimization", f"{p.strategy_name} HPC parallel I/O",
+               f"{p.description[:120]}", f"{focus} I/O bottleneck {p.strategy_name}"]  # fmt: skip
+    return queries[:MAX_ATTEMPTS]
+
+
+def find_citation(p: Proposal, ctx: Context, bottlenecks: list[str]) -> tuple[CitationRef | None, int]:
+    """Catalog first, then the context's search, at most MAX_ATTEMPTS queries; (citation, attempts)."""
+    found = catalog_citation(p.strategy, ctx.catalog)
+    if found is not None or ctx.search is None:
+        return found, 0
+    attempts = 0
+    for query in search_queries(p, bottlenecks):
+        attempts += 1
+        hit = ctx.search(p.strategy, query)
+        if hit:
+            try:
+                return CitationRef.model_validate({**hit, "source": hit.get("source", "search")}), attempts
+            except ValueError:
+                continue  # an incomplete reference is no citation
+        if attempts >= MAX_ATTEMPTS:
+            break
+    return None, attempts
+
+
+def kb_prior(system: str, workload: str, software: list[str], db: Any) -> dict[str, Any]:
+    """Measured results of earlier runs that apply here (the seed: look the KB up before proposing)."""
+    found = opt_kb_lookup(system=system, workload=workload, software=software, db=db)
+    per_strategy: dict[str, float] = {}
+    listing = []
+    for rec in [*found.workload_findings, *found.software_findings, *found.system_findings]:
+        listing.append({"id": rec.id, "strategy": rec.strategy, "verdict": rec.verdict, "scope": rec.scope,
+                        "change_pct": rec.change_pct, "run_id": rec.run_id})  # fmt: skip
+        if (
+            rec.verdict in ("win", "no_change")
+            and rec.change_pct is not None
+            and rec.strategy not in per_strategy
+        ):
+            per_strategy[rec.strategy] = rec.change_pct
+    return {"measured_pct": per_strategy, "records": listing[:50]}
+
+
+def literature(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Node: attach a citation (with its supporting claim) to every candidate, or leave it UNSUPPORTED."""
+    ctx = runtime.context
+    bottlenecks = [b["category"] for b in (state.diagnosis or {}).get("bottlenecks", [])]
+    ctx.progress("literature", f"citations for {len(state.proposals)} candidate(s)")
+    updated: list[Proposal] = []
+    citations: dict[str, CitationRef] = {}
+    events = []
+    cache: dict[str, tuple[CitationRef | None, int]] = {}
+    for p in state.proposals:
+        if p.status != "proposed" or p.citation is not None:
+            continue
+        if p.strategy not in cache:
+            cache[p.strategy] = find_citation(p, ctx, bottlenecks)
+        ref, attempts = cache[p.strategy]
+        if ref is None:
+            events.append(log("literature", f"{p.strategy}: no verifiable citation "
+                                            f"({attempts} search attempt(s) beyond the catalog)"))  # fmt: skip
+            continue
+        citations[ref.id] = ref
+        updated.append(p.model_copy(update={"citation": ref}))
+    prior = kb_prior(state.system, state.workload, state.software, ctx.kb_db)
+    events.append(log("literature", f"{len(updated)} candidate(s) cited; the KB holds "
+                                    f"{len(prior['records'])} applicable finding(s)"))  # fmt: skip
+    return {"proposals": updated, "citations": list(citations.values()), "kb_prior": prior, "events": events}

@@ -1,0 +1,81 @@
+"""Measure one condition the same way for the baseline and every experiment.
+
+The diagnoser and the verifier both call :func:`measure`, so the two arms of a comparison
+always have the same replicates, tracing and cache policy. The first successful replicate's
+trace is analyzed and saved next to the bench as ``analysis.json``: the no-doing-less guard
+compares those, and the KB record is built from them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from dftune.graphs.state import Measurement
+from dftune.tools.runner.bench import BenchResult, bench
+from dftune.tools.runner.spec import WorkloadSpec
+from dftune.tools.trace import Analysis, analyze
+
+ANALYSIS_FILE = "analysis.json"
+BENCH_FILE = "bench.json"
+
+
+def fresh_workdir(workdir: Path) -> None:
+    """A node re-run after a crash must not count the traces of its first, interrupted attempt."""
+    for sub in ("traces/raw", "logs"):
+        target = workdir / sub
+        if target.exists():
+            shutil.rmtree(target)
+    (workdir / "traces" / "raw").mkdir(parents=True, exist_ok=True)
+
+
+def measure(
+    spec: WorkloadSpec,
+    *,
+    workdir: Path,
+    overrides: dict[str, str],
+    env: dict[str, str],
+    replicates: int,
+    traced: bool,
+    views: tuple[str, ...] = ("file", "proc"),
+) -> tuple[Measurement, Analysis | None, BenchResult]:
+    fresh_workdir(workdir)
+    result = bench(spec, overrides=overrides, replicates=replicates, trace=traced, workdir=workdir, env=env)
+    (workdir / BENCH_FILE).write_text(json.dumps(result.to_json_dict(), indent=1), encoding="utf-8")
+    analysis: Analysis | None = None
+    analysis_path: Path | None = None
+    first_ok = next((r for r in result.replicates if r.status == "ok" and r.trace_dir), None)
+    if traced and first_ok is not None and first_ok.trace_dir:
+        analysis = analyze([first_ok.trace_dir], views=list(views))
+        analysis_path = workdir / ANALYSIS_FILE
+        analysis_path.write_text(json.dumps(analysis.to_json_dict()), encoding="utf-8")
+    m = Measurement(
+        settings=dict(result.settings), env=dict(env), values=result.values(), median=result.median,
+        ci95=result.ci95, ok=result.ok, replicates=len(result.replicates), traced=result.traced,
+        workdir=str(workdir), trace_dir=result.trace_dir,
+        analysis_path=str(analysis_path) if analysis_path else None,
+        io_bandwidth=io_bandwidth(analysis), io_time_s=analysis.io_time_s if analysis else None,
+        notes=list(result.notes), stopped_reason=result.stopped_reason,
+    )  # fmt: skip
+    return m, analysis, result
+
+
+def io_bandwidth(a: Analysis | None) -> float | None:
+    """The seed's system-metric proxy: bytes moved per second of I/O wall time, from the trace."""
+    if a is None:
+        return None
+    moved = (a.read.bytes or 0) + (a.write.bytes or 0)
+    wall = a.io_wall_time_s or a.io_time_s
+    return moved / wall if moved and wall > 0 else None
+
+
+def load_analysis(path: str | None) -> Analysis | None:
+    if not path:
+        return None
+    return Analysis.model_validate_json(Path(path).read_bytes())
+
+
+def settings_text(settings: dict[str, Any]) -> dict[str, str]:
+    return {k: str(v) for k, v in settings.items()}

@@ -1,0 +1,320 @@
+"""The optimizer agent: the whole option space, the proposal table, one change at a time.
+
+``plan`` turns the workload's knobs and the diagnosis's candidate strategies into
+proposals (the guards screen them next, so a forbidden strategy never reaches the table).
+``choose`` gives every checklist category a verdict, writes the proposal table and asks the
+reasoner for the next proposal. ``apply`` creates the next ``opt<n>`` iteration and applies
+the change there through the change journal, so it is applied once and can be rolled back.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from dftune.agents.reasoner import Facts
+from dftune.graphs.context import Context
+from dftune.graphs.state import Change, ChecklistVerdict, Proposal, TuningState, log
+from dftune.tools.catalog import Catalog, Strategy
+from dftune.tools.catalog.models import placeholders
+from dftune.tools.diagnose.vocabulary import CHECKLIST
+from dftune.tools.runner.changes import CommandChange, EnvChange, Journal
+from dftune.tools.runner.spec import WorkloadSpec, load_spec
+
+#: Kinds of change dftune applies and measures by itself.
+ACTIONABLE = ("knob", "env", "command")
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "-", text).strip("-")[:80]
+
+
+def knob_proposals(spec: WorkloadSpec, catalog: Catalog) -> list[Proposal]:
+    """Every non-default value of every knob the workload exposes, one proposal each."""
+    out = []
+    for knob in spec.knobs:
+        s = catalog.strategies.get(knob.strategy) if knob.strategy else None
+        for value in knob.values:
+            if value == knob.default:
+                continue
+            out.append(Proposal(
+                id=_slug(f"{knob.name}={value}"), strategy=knob.strategy or "l1.unknown",
+                strategy_name=s.name if s else knob.name, layer=s.layer if s else "L1",
+                checklist=s.checklist if s else 1,
+                description=f"{s.name if s else knob.name}: {knob.name}={value} instead of {knob.default}",
+                change=Change(kind="knob", settings={knob.name: str(value)}),
+                privilege=s.privilege if s else "no-sudo",
+            ))  # fmt: skip
+    return out
+
+
+def _param_values(s: Strategy) -> dict[str, str]:
+    out = {}
+    for p in s.parameters:
+        value = p.recommended if p.recommended is not None else p.default
+        if value is not None and not (isinstance(value, str) and not re.fullmatch(r"[\w.:/-]+", value)):
+            out[p.name] = str(value)
+    return out
+
+
+def _render(template: str, values: dict[str, str]) -> str | None:
+    if placeholders(template) - set(values):
+        return None
+    return template.format_map(values)
+
+
+def catalog_proposal(s: Strategy, context: dict[str, str]) -> Proposal:
+    """A diagnosis candidate as a proposal: applied by dftune when it can render the change itself."""
+    values = {**context, **_param_values(s)}
+    base = dict(id=_slug(s.id), strategy=s.id, strategy_name=s.name, layer=s.layer, checklist=s.checklist,
+                description=s.description, privilege=s.privilege)  # fmt: skip
+    a = s.apply
+    assert a is not None
+    if a.kind == "env":
+        env = {k: _render(v, values) for k, v in a.env.items()}
+        if all(v is not None for v in env.values()):
+            return Proposal(
+                **base, change=Change(kind="env", env={k: v for k, v in env.items() if v is not None})
+            )
+        missing = sorted({p for v in a.env.values() for p in placeholders(v)} - set(values))
+        why = f"needs a value for {', '.join(missing)} that this run cannot choose on its own"
+    elif a.kind == "command" and s.rollback is not None and len(s.rollback.capture) == 1:
+        argv = [_render(x, values) for x in a.command]
+        ((key, capture),) = s.rollback.capture.items()
+        rollback = [_render(x, {**values, key: "{current}"}) for x in s.rollback.command]
+        read = [_render(x, values) for x in capture]
+        if all(x is not None for x in [*argv, *rollback, *read]):
+            return Proposal(**base, change=Change(kind="command", argv=[x for x in argv if x is not None],
+                                                  rollback_argv=[x for x in rollback if x is not None],
+                                                  instructions=" ".join(x for x in read if x is not None)))  # fmt: skip
+        why = "its command needs context this run does not have (e.g. the block device)"
+    elif a.kind == "source_patch":
+        why = ("a source change: expose it as a knob in the workload spec (or apply the patch in a copy) "
+               "and dftune will measure it")  # fmt: skip
+    else:
+        why = f"a {a.kind} change dftune does not apply by itself"
+    text = a.instructions or a.patch or " ".join(a.command or a.launcher) or s.description
+    return Proposal(**base, change=Change(kind="manual", instructions=text), status="manual", reason=why)
+
+
+def plan_proposals(spec: WorkloadSpec, diagnosis: dict[str, Any] | None, catalog: Catalog,
+                   context: dict[str, str]) -> list[Proposal]:  # fmt: skip
+    """Knob proposals first (the user's levers), then every candidate of the diagnosis not already covered."""
+    proposals = knob_proposals(spec, catalog)
+    covered = {p.strategy for p in proposals}
+    for b in (diagnosis or {}).get("bottlenecks", []):
+        for cand in b.get("candidates", []):
+            sid = cand["id"]
+            if sid in covered or sid not in catalog.strategies:
+                continue
+            covered.add(sid)
+            s = catalog.strategies[sid]
+            if not s.forbidden and s.apply is not None:
+                proposals.append(catalog_proposal(s, context))
+    return proposals
+
+
+def facts_of(state: TuningState) -> Facts:
+    diag = state.diagnosis or {}
+    a_frac = None
+    if state.baseline and state.baseline.analysis_path:
+        from dftune.agents.measure import load_analysis
+
+        a = load_analysis(state.baseline.analysis_path)
+        a_frac = a.unoverlapped_io_fraction if a else None
+    history = [{"proposal": e.proposal_id, "verdict": e.verdict, "change_pct": (e.comparison or {}).get("change_pct")}
+               for e in state.experiments]  # fmt: skip
+    return Facts(workload=state.workload, diagnosis=state.diagnosis, io_fraction=diag.get("io_fraction"),
+                 unoverlapped_fraction=a_frac, kb_prior=(state.kb_prior or {}).get("measured_pct", {}),
+                 history=history)  # fmt: skip
+
+
+def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Node: the option space as proposals, each with a labeled impact estimate."""
+    ctx = runtime.context
+    spec = load_spec(state.spec_path)
+    workdir = ctx.workspace.baseline_dir(state.run_id)
+    context = {k: str(v) for k, v in spec.placeholder_values(spec.settings(), workdir=workdir).items()}
+    proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context)
+    estimates = {e.proposal_id: e for e in ctx.reasoner.estimate_impacts(proposals, facts_of(state))}
+    out = []
+    for p in proposals:
+        e = estimates.get(p.id)
+        if e is not None:
+            p = p.model_copy(update={"app_impact_pct": e.app_impact_pct, "impact_reason": e.reason})
+        out.append(p)
+    ctx.progress("optimizer", f"{len(out)} candidate change(s): {sum(p.status == 'proposed' for p in out)} "
+                              "dftune can apply itself")  # fmt: skip
+    return {"proposals": out, "events": [log("optimizer", f"planned {len(out)} candidate(s)",
+                                             ids=[p.id for p in out])]}  # fmt: skip
+
+
+# --------------------------------------------------------------------------- choose
+
+
+def checklist_verdicts(state: TuningState) -> list[ChecklistVerdict]:
+    """The seed: a verdict for EACH of the 12 categories, every loop, with a concrete reason."""
+    diag_list = {c["number"]: c for c in (state.diagnosis or {}).get("checklist", [])}
+    by_cat: dict[int, list[Proposal]] = {}
+    for p in state.proposals:
+        by_cat.setdefault(p.checklist, []).append(p)
+    measured = {e.proposal_id: e for e in state.experiments}
+    out = []
+    for number, name in CHECKLIST.items():
+        props = by_cat.get(number, [])
+        done = [p for p in props if p.id in measured and measured[p.id].verdict]
+        if done:
+            parts = [f"{p.id}: {measured[p.id].verdict} ({(measured[p.id].comparison or {}).get('change_pct', 0):+.1f}%, "
+                     f"{p.citation.id if p.citation else 'uncited'})" for p in done]  # fmt: skip
+            out.append(ChecklistVerdict(number=number, category=name, verdict="applied_measured",
+                                        reason="; ".join(parts), strategies=[p.strategy for p in done]))  # fmt: skip
+            continue
+        open_ = [p for p in props if p.status == "proposed"]
+        if open_:
+            out.append(ChecklistVerdict(number=number, category=name, verdict="applicable_not_measured",
+                                        reason=f"{len(open_)} cited proposal(s) not measured yet: "
+                                               + ", ".join(p.id for p in open_),
+                                        strategies=[p.strategy for p in open_]))  # fmt: skip
+            continue
+        if props:
+            reasons = "; ".join(f"{p.id}: {p.status} ({p.reason})" for p in props)
+            verdict = (
+                "applicable_not_measured" if any(p.status == "manual" for p in props) else "not_applicable"
+            )
+            out.append(ChecklistVerdict(number=number, category=name, verdict=verdict, reason=reasons,
+                                        strategies=[p.strategy for p in props]))  # fmt: skip
+            continue
+        d = diag_list.get(number)
+        reason = d["reason"] if d else "no diagnosed bottleneck maps to it"
+        out.append(ChecklistVerdict(number=number, category=name,
+                                    verdict=d["verdict"] if d else "not_applicable", reason=reason))  # fmt: skip
+    return out
+
+
+def proposal_table(proposals: list[Proposal]) -> list[dict[str, Any]]:
+    """The seed's table: #, Strategy, Description, App Impact, System Impact, Weighted Score (sorted)."""
+    rows = [p for p in proposals if p.status in ("proposed", "measured", "declined", "failed", "manual")
+            and p.citation is not None]  # fmt: skip
+    rows.sort(key=lambda p: (-p.weighted_score, p.id))
+    return [{
+        "#": i, "id": p.id, "strategy": p.strategy, "description": p.description,
+        "app_impact_pct": p.app_impact_pct, "app_impact_source": p.app_impact_source,
+        "system_impact_pct": p.system_impact_pct, "system_impact_source": p.system_impact_source,
+        "weighted_score": p.weighted_score, "status": p.status, "layer": p.layer,
+        "citation": p.citation.reference if p.citation else None, "url": p.citation.url if p.citation else None,
+    } for i, p in enumerate(rows, 1)]  # fmt: skip
+
+
+def auto_approvable(p: Proposal, mode: str) -> bool:
+    return mode == "autonomous" and p.privilege == "no-sudo" and p.layer in ("L1", "L2")
+
+
+def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Node: checklist verdicts, then the next proposal (or none: the run is finished)."""
+    ctx = runtime.context
+    checklist = checklist_verdicts(state)
+    update: dict[str, Any] = {"checklist": checklist, "current": None}
+    ran = len(state.experiments)
+    open_ = [p for p in state.proposals if p.status == "proposed" and p.change.kind in ACTIONABLE]
+    if not open_:
+        return {**update, "events": [log("optimizer", "no open proposal left")]}
+    if ran >= state.max_experiments:
+        return {**update, "status_reason": f"experiment budget of {state.max_experiments} used; "
+                                           f"{len(open_)} proposal(s) left untried",
+                "events": [log("optimizer", f"budget of {state.max_experiments} experiment(s) used")]}  # fmt: skip
+    # Overnight, try everything the policy may approve alone before anything that must ask a person.
+    alone = [p for p in open_ if auto_approvable(p, state.mode)]
+    choice = ctx.reasoner.choose_next(alone or open_, facts_of(state))
+    ctx.progress("optimizer", f"next: {choice.proposal_id} ({choice.reason})")
+    return {**update, "current": choice.proposal_id,
+            "events": [log("optimizer", f"chose {choice.proposal_id}", reason=choice.reason,
+                           reasoner=getattr(ctx.reasoner, "name", "?"))]}  # fmt: skip
+
+
+# --------------------------------------------------------------------------- apply
+
+
+def next_iteration(state: TuningState) -> int:
+    """Deterministic from the state, so a node re-run after a crash reuses the same opt<n>."""
+    return max([state.iteration_floor, *(e.iteration for e in state.experiments)]) + 1
+
+
+def journal_for(ctx: Context, run_id: str) -> Journal:
+    journal = Journal(ctx.workspace.run_dir(run_id) / "journal.jsonl")
+    journal.recover()
+    return journal
+
+
+def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Node: a fresh opt<n> and the change applied there (once, with its rollback journaled)."""
+    from dftune.graphs.state import Experiment
+    from dftune.tools.session.workspace import ITERATION_SUBDIRS
+
+    ctx = runtime.context
+    assert state.current is not None and state.incumbent is not None
+    p = state.proposal(state.current)
+    n = next_iteration(state)
+    it_dir = ctx.workspace.iteration_dir(state.run_id, n)
+    for sub in ITERATION_SUBDIRS:
+        (it_dir / sub).mkdir(parents=True, exist_ok=True)
+    journal = journal_for(ctx, state.run_id)
+    change_ids: list[str] = []
+    try:
+        if p.change.kind == "env":
+            cid = f"opt{n}-{_slug(p.strategy)}"
+            change_ids.append(cid)
+            if journal.state(cid) is None:
+                env_file = it_dir / "opt_l2_env.sh"
+                all_env = {**state.incumbent.env, **p.change.env}
+                journal.apply(EnvChange(id=cid, strategy=p.strategy, env_file=env_file, variables=all_env,
+                                        description=p.description[:200]), approved=True)  # fmt: skip
+        elif p.change.kind == "command":
+            cid = f"opt{n}-{_slug(p.strategy)}"
+            change_ids.append(cid)
+            if journal.state(cid) is None:
+                rec = journal.apply(CommandChange(
+                    id=cid, strategy=p.strategy, privilege=p.privilege, argv=p.change.argv,
+                    read_current=p.change.instructions.split(), rollback=p.change.rollback_argv,
+                    description=p.description[:200],
+                ), approved=True)  # fmt: skip
+                if rec.state != "applied":
+                    raise RuntimeError(rec.error or f"the command ended in state {rec.state}")
+    except Exception as exc:  # any failure to apply is recorded, never retried blindly
+        exp = Experiment(iteration=n, proposal_id=p.id, strategy=p.strategy, reference=state.incumbent,
+                         verdict="failed", verdict_reason=f"could not apply: {exc}", change_ids=change_ids)  # fmt: skip
+        return {"experiments": [exp],
+                "proposals": [p.model_copy(update={"status": "failed", "reason": f"could not apply: {exc}",
+                                                   "iteration": n})],
+                "events": [log("optimizer", f"opt{n}: applying {p.id} failed: {exc}")]}  # fmt: skip
+    _write_layer_artifacts(ctx, state, p, n)
+    ctx.progress("optimizer", f"opt{n}: applied {p.id}")
+    exp = Experiment(iteration=n, proposal_id=p.id, strategy=p.strategy, reference=state.incumbent,
+                     change_ids=change_ids)  # fmt: skip
+    return {"experiments": [exp], "proposals": [p.model_copy(update={"iteration": n})],
+            "events": [log("optimizer", f"opt{n}: applied {p.id}", change=p.change.model_dump())]}  # fmt: skip
+
+
+def _write_layer_artifacts(ctx: Context, state: TuningState, p: Proposal, n: int) -> None:
+    """The seed's per-iteration artifacts: context, the layer's results file."""
+    ws = ctx.workspace
+    ws.write_json_artifact(state.run_id, n, "optimization_context.json", {
+        "metric": (state.diagnosis or {}).get("metric"),
+        "bottlenecks": [{k: b.get(k) for k in ("name", "category", "score", "reason")}
+                        for b in (state.diagnosis or {}).get("bottlenecks", [])],
+        "papers": [c.model_dump() for c in state.citations],
+        "pitfalls": [x.model_dump() for x in state.pitfalls],
+        "coverage": state.coverage.model_dump() if state.coverage else None,
+    })  # fmt: skip
+    name = {"L1": "opt_l1_results.json", "L2": "opt_l2_results.json", "L3": "opt_l3_results.json"}[p.layer]
+    ws.write_json_artifact(state.run_id, n, name, {
+        "proposal": p.model_dump(), "status": "applied",
+        "settings": {**state.incumbent.settings, **p.change.settings} if state.incumbent else p.change.settings,
+        "env": p.change.env, "command": p.change.argv, "rollback": p.change.rollback_argv,
+    })  # fmt: skip
+    ws.write_json_artifact(state.run_id, n, "optimization_papers.json",
+                           {"citations": [c.model_dump() for c in state.citations]})  # fmt: skip

@@ -1,0 +1,39 @@
+"""What nodes receive besides the state: the run-time context (never checkpointed).
+
+Objects live here, not in the state: the reasoner, the catalog, where the KB is, and how to
+report progress. ``dftune resume`` rebuilds the context from the state's inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dftune.agents.reasoner import Reasoner, RulesReasoner
+from dftune.tools.catalog import Catalog, default_catalog
+from dftune.tools.session.workspace import Workspace
+
+#: Called with (node, message) for progress on screen; silent by default.
+ProgressFn = Callable[[str, str], None]
+
+
+def _silent(node: str, message: str) -> None:
+    return None
+
+
+#: How the literature-searcher looks beyond the catalog: (strategy id, query) -> citation dict or None.
+SearchFn = Callable[[str, str], dict[str, Any] | None]
+
+
+@dataclass
+class Context:
+    reasoner: Reasoner = field(default_factory=RulesReasoner)
+    catalog: Catalog = field(default_factory=default_catalog)
+    workspace: Workspace = field(default_factory=Workspace)
+    #: the KB file (None: ``$DFTUNE_HOME/kb/opt_kb.sqlite``)
+    kb_db: Path | None = None
+    progress: ProgressFn = _silent
+    #: extra literature search after the catalog (issue 6 plugs its search in here)
+    search: SearchFn | None = None

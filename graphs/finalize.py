@@ -1,0 +1,69 @@
+"""The last node: final checklist, summary, KB skill file, report.md and report.json."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from dftune.agents.optimizer import checklist_verdicts, facts_of, proposal_table
+from dftune.agents.verifier import pct_change
+from dftune.graphs.context import Context
+from dftune.graphs.state import TuningState, log
+from dftune.tools.kb import opt_kb_render
+from dftune.tools.report import render_run_markdown
+from dftune.tools.runner.spec import load_spec
+from dftune.tools.session.workspace import atomic_write_bytes
+
+
+def state_json(state: TuningState) -> dict[str, Any]:
+    """The state as one plain JSON document (the report's and ``dftune run --json``'s input)."""
+    from dataclasses import fields
+
+    from pydantic import BaseModel
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, BaseModel):
+            return v.model_dump(mode="json")
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    doc = {f.name: plain(getattr(state, f.name)) for f in fields(state)}
+    doc["proposal_table"] = proposal_table(state.proposals)
+    return doc
+
+
+def outcome(state: TuningState) -> dict[str, Any]:
+    lib = load_spec(state.spec_path).metric.lower_is_better
+    wins = [{"strategy": e.strategy, "proposal": e.proposal_id, "iteration": e.iteration,
+             "change_pct": (e.comparison or {}).get("change_pct", 0.0)} for e in state.experiments if e.kept]  # fmt: skip
+    base = state.baseline.median if state.baseline else None
+    best = state.incumbent.median if state.incumbent else None
+    return {"status": state.status, "status_reason": state.status_reason, "experiments": len(state.experiments),
+            "wins": wins, "baseline_median": base, "best_median": best,
+            "overall_pct": pct_change(base, best, lower_is_better=lib) or 0.0}  # fmt: skip
+
+
+def finalize(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+    ctx = runtime.context
+    status = state.status if state.status in ("failed", "not_worth_tuning") else "completed"
+    checklist = checklist_verdicts(state) if state.baseline else state.checklist
+    state = replace(state, status=status, checklist=checklist)  # the final view; the update carries it
+    out = outcome(state)
+    summary = ctx.reasoner.summarize(facts_of(state), out)
+    run_dir = ctx.workspace.run_dir(state.run_id)
+    skill = opt_kb_render(db=ctx.kb_db) if state.kb_records else None
+    state = replace(state, kb_skill_path=str(skill) if skill else None)
+    doc = {**state_json(state), "summary": summary, "outcome": out}
+    atomic_write_bytes(run_dir / "report.json", json.dumps(doc, indent=1, default=str).encode("utf-8"))
+    report = run_dir / "report.md"
+    atomic_write_bytes(report, render_run_markdown(doc).encode("utf-8"))
+    ctx.workspace.set_status(state.run_id, status)
+    ctx.progress("report", f"report: {report}")
+    return {"status": status, "checklist": checklist, "report_path": str(report),
+            "kb_skill_path": state.kb_skill_path, "events": [log("report", summary, report=str(report))]}  # fmt: skip

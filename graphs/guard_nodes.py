@@ -1,0 +1,211 @@
+"""The guard nodes and the KB record node: code, not prompts, in front of every record.
+
+``screen`` runs before anything is applied: the citation guard (no verifiable citation ->
+UNSUPPORTED), the access-pattern guard and the doing-less-by-definition check (forbidden
+strategies -> rejected). ``judge`` runs after an experiment: the no-doing-less guard on the
+two traces and the non-degradation guard on the paired application metric. ``record`` hands
+every decided item to ``opt_kb_record`` (which runs the same guards again, so no caller can
+bypass them), keeps a win, and reverts anything else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from dftune.agents.measure import load_analysis
+from dftune.agents.optimizer import journal_for
+from dftune.graphs.context import Context
+from dftune.graphs.guards import (
+    GuardDecision,
+    access_pattern_guard,
+    citation_guard,
+    doing_less_by_definition,
+    no_doing_less_guard,
+    non_degradation_guard,
+)
+from dftune.graphs.state import CitationRef, Experiment, GuardRecord, Proposal, TuningState, log
+from dftune.tools.kb import KbRecord, opt_kb_record
+from dftune.tools.runner.spec import load_spec
+from dftune.tools.runner.stats import Comparison
+
+#: A trace-derived system metric that moved this much is recorded as a system-scoped result too.
+SYSTEM_RESULT_MIN_PCT = 5.0
+
+
+def _reference_guard(ref: CitationRef) -> GuardDecision:
+    """A citation found by search (not in the catalog): complete metadata and a supporting passage."""
+    missing = [n for n, v in (("authors", ref.authors), ("title", ref.title), ("venue", ref.venue),
+                              ("year", ref.year), ("URL", ref.url), ("supporting passage", ref.evidence)) if not v]  # fmt: skip
+    if missing:
+        return GuardDecision(guard="citation", passed=False, verdict="unsupported",
+                             reason=f"UNSUPPORTED: the citation {ref.id} lacks {', '.join(missing)}")  # fmt: skip
+    return GuardDecision(guard="citation", passed=True, reason=f"supported by {ref.reference} {ref.url}",
+                         details={"citation": ref.id, "claim": ref.claim, "url": ref.url})  # fmt: skip
+
+
+def screen_decisions(p: Proposal, ctx: Context) -> list[GuardDecision]:
+    """The guards that can decide before anything is applied."""
+    strategy = ctx.catalog.strategies.get(p.strategy)
+    decisions: list[GuardDecision] = []
+    if strategy is not None:
+        decisions.append(access_pattern_guard(strategy))
+        by_definition = doing_less_by_definition(strategy)
+        if by_definition is not None:
+            decisions.append(by_definition)
+    if p.citation is not None and p.citation.source != "catalog":
+        decisions.append(_reference_guard(p.citation))
+    else:
+        decisions.append(citation_guard(p.strategy, ctx.catalog))
+    return decisions
+
+
+def screen(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Guard node: nothing forbidden or uncited reaches the proposal table."""
+    ctx = runtime.context
+    updated, records, events = [], [], []
+    for p in state.proposals:
+        if p.status not in ("proposed", "manual"):
+            continue
+        decisions = screen_decisions(p, ctx)
+        records += [GuardRecord(proposal_id=p.id, decision=d) for d in decisions]
+        failed = [d for d in decisions if not d.passed]
+        if not failed:
+            continue
+        rejected = [d for d in failed if d.verdict == "rejected"]
+        status = "rejected" if rejected else "unsupported"
+        reason = "; ".join(f"{d.guard}: {d.reason}" for d in (rejected or failed))
+        updated.append(p.model_copy(update={"status": status, "reason": reason}))
+        events.append(log("guards", f"{p.id}: {status}: {reason}"))
+    ctx.progress("guards", f"screened {len(state.proposals)} candidate(s): {len(updated)} refused")
+    return {"proposals": updated, "guard_decisions": records, "screened": True, "events": events}
+
+
+def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Guard node after an experiment: did it do the same work, and did the application pay for it?"""
+    ctx = runtime.context
+    exp = state.experiments[-1]
+    if exp.verdict == "failed" or exp.candidate is None or state.baseline is None:
+        return {}
+    spec = load_spec(state.spec_path)
+    strategy = ctx.catalog.strategies.get(exp.strategy)
+    records = []
+    base_a = load_analysis(state.baseline.analysis_path)
+    cand_a = load_analysis(exp.candidate.analysis_path)
+    if base_a is not None and cand_a is not None:
+        records.append(no_doing_less_guard(base_a, cand_a, strategy=strategy))
+    records.append(non_degradation_guard(metric_scope="system", app_before=exp.reference.median,
+                                         app_after=exp.candidate.median,
+                                         lower_is_better=spec.metric.lower_is_better))  # fmt: skip
+    events = [log("guards", f"opt{exp.iteration}: {d.guard} {'passed' if d.passed else 'FAILED'}: {d.reason}")
+              for d in records]  # fmt: skip
+    return {"guard_decisions": [GuardRecord(proposal_id=exp.proposal_id, iteration=exp.iteration, decision=d)
+                                for d in records], "events": events}  # fmt: skip
+
+
+def _metric_name(state: TuningState) -> str:
+    spec = load_spec(state.spec_path)
+    if spec.metric.kind == "wall_time":
+        return "wall_time_s"
+    pattern = spec.metric.pattern or ""
+    word = pattern.split(" ", 1)[0].strip("^'\"")
+    return word if word.replace("_", "").isalnum() else "stdout_metric"
+
+
+def _base_record(state: TuningState, p: Proposal) -> dict[str, Any]:
+    return {
+        "run_id": state.run_id, "system": state.system or "localhost", "workload": state.workload or "workload",
+        "software": state.software or ["posix"], "strategy": p.strategy, "fs_type": state.fs_type,
+        "change": {"settings": p.change.settings, "env": p.change.env, "argv": p.change.argv,
+                   "proposal": p.id},
+        "metric": _metric_name(state),
+        "caveats": "; ".join(x.message for x in state.pitfalls),
+    }  # fmt: skip
+
+
+def _record_screened(state: TuningState, ctx: Context) -> tuple[list[Proposal], list[int]]:
+    """Refused proposals are knowledge too: recorded with the guard's reason, never applied."""
+    out, ids = [], []
+    for p in state.proposals:
+        if p.status in ("unsupported", "rejected") and p.kb_record_id is None and p.iteration is None:
+            lib = load_spec(state.spec_path).metric.lower_is_better
+            rec = opt_kb_record(
+                {**_base_record(state, p), "lower_is_better": lib}, catalog=ctx.catalog, db=ctx.kb_db
+            )
+            out.append(p.model_copy(update={"kb_record_id": rec.id}))
+            ids.append(rec.id)
+    return out, ids
+
+
+def _record_experiment(state: TuningState, ctx: Context, exp: Experiment) -> tuple[KbRecord, KbRecord | None]:
+    assert exp.candidate is not None and exp.comparison is not None and state.baseline is not None
+    p = state.proposal(exp.proposal_id)
+    lib = load_spec(state.spec_path).metric.lower_is_better
+    cmp = Comparison.model_validate(exp.comparison)
+    base_a = load_analysis(state.baseline.analysis_path)
+    cand_a = load_analysis(exp.candidate.analysis_path)
+    common = {**_base_record(state, p), "iteration": exp.iteration}
+    rec = opt_kb_record({
+        **common, "lower_is_better": lib, "comparison": cmp,
+        "before_ci": tuple(exp.reference.ci95) if exp.reference.ci95 else None,
+        "after_ci": tuple(exp.candidate.ci95) if exp.candidate.ci95 else None,
+    }, baseline_analysis=base_a, experiment_analysis=cand_a, catalog=ctx.catalog, db=ctx.kb_db)  # fmt: skip
+    system_rec = None
+    ref_bw, cand_bw = exp.reference.io_bandwidth, exp.candidate.io_bandwidth
+    if ref_bw and cand_bw and 100 * (cand_bw - ref_bw) / ref_bw >= SYSTEM_RESULT_MIN_PCT:
+        # a system-level win is only kept when the application did not pay for it
+        system_rec = opt_kb_record({
+            **common, "metric": "io_bandwidth_bytes_per_s", "metric_scope": "system", "lower_is_better": False,
+            "before": ref_bw, "after": cand_bw, "app_metric": common["metric"],
+            "app_before": exp.reference.median, "app_after": exp.candidate.median, "app_lower_is_better": lib,
+            "caveats": (common["caveats"] + "; " if common["caveats"] else "")
+                       + "system metric is a trace-derived proxy (bytes per second of I/O wall time), not "
+                         "filesystem-side telemetry",
+        }, baseline_analysis=base_a, experiment_analysis=cand_a, catalog=ctx.catalog, db=ctx.kb_db)  # fmt: skip
+    return rec, system_rec
+
+
+def _revert(ctx: Context, state: TuningState, exp: Experiment) -> bool:
+    journal = journal_for(ctx, state.run_id)
+    reverted = False
+    for cid in exp.change_ids:
+        if journal.state(cid) == "applied":
+            journal.revert(cid)
+            reverted = True
+    return reverted
+
+
+def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Node: every decided item into the KB (guards enforced there too), then keep or revert."""
+    ctx = runtime.context
+    proposals, ids = _record_screened(state, ctx)
+    update: dict[str, Any] = {"proposals": proposals, "kb_records": ids, "events": []}
+    if ids:
+        update["events"].append(log("kb", f"recorded {len(ids)} refused proposal(s)", ids=ids))
+    exp = state.experiments[-1] if state.experiments else None
+    if exp is None or exp.kb_record_id is not None or exp.kept or exp.reverted:
+        return update
+    if exp.verdict == "failed" or exp.candidate is None or exp.comparison is None:
+        reverted = _revert(ctx, state, exp)
+        update["experiments"] = [exp.model_copy(update={"reverted": reverted or exp.reverted})]
+        return update
+    rec, system_rec = _record_experiment(state, ctx, exp)
+    guard_triggered = rec.guard_triggered or bool(system_rec and system_rec.guard_triggered)
+    verdict = "regression" if guard_triggered and rec.verdict == "win" else rec.verdict
+    keep = verdict == "win"
+    reverted = False if keep else _revert(ctx, state, exp)
+    done = exp.model_copy(update={"verdict": verdict, "verdict_reason": rec.verdict_reason, "kept": keep,
+                                  "reverted": reverted, "guard_triggered": guard_triggered,
+                                  "kb_record_id": rec.id})  # fmt: skip
+    p = state.proposal(exp.proposal_id).model_copy(update={"kb_record_id": rec.id})
+    update["experiments"] = [done]
+    update["proposals"] = [*proposals, p]
+    update["kb_records"] = [*ids, rec.id, *([system_rec.id] if system_rec else [])]
+    if keep:
+        update["incumbent"] = exp.candidate
+    ctx.progress("kb", f"opt{exp.iteration}: {verdict}{' (kept)' if keep else ''} -> KB record {rec.id}")
+    update["events"].append(log("kb", f"opt{exp.iteration}: {verdict}: {rec.verdict_reason}", record=rec.id,
+                                system_record=system_rec.id if system_rec else None, kept=keep,
+                                reverted=reverted))  # fmt: skip
+    return update

@@ -1,0 +1,223 @@
+"""Drive the tuning graph for one run: start, resume, approve, history, replay.
+
+Each run has its own checkpointer (``runs/<run_id>/checkpoints.sqlite``) and the run id is
+the thread id. The graph is streamed with durability ``sync``, so after a crash or a kill
+``resume`` continues from the last completed node: the change journal and the KB's dedup
+keys make sure nothing is applied or recorded twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
+
+from dftune.agents.reasoner import make_reasoner
+from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
+from dftune.graphs.context import Context, ProgressFn, _silent
+from dftune.graphs.finalize import state_json
+from dftune.graphs.pipeline import builder
+from dftune.graphs.state import REPLAYABLE_FIELDS, TuningState
+from dftune.tools.runner.spec import load_spec
+from dftune.tools.session.workspace import RunNotFound, Workspace
+
+RUN_SCHEMA = "dftune.run/1"
+
+
+class RunError(RuntimeError):
+    """The run cannot be started or continued as asked: one line, with the reason."""
+
+
+@contextmanager
+def _compiled(run_id: str, ws: Workspace) -> Iterator[tuple[Any, RunnableConfig]]:
+    saver = open_checkpointer(ws.run_dir(run_id) / CHECKPOINT_FILE)
+    try:
+        yield builder.compile(checkpointer=saver), {"configurable": {"thread_id": run_id}}
+    finally:
+        saver.conn.close()
+
+
+def _context(state: TuningState | dict[str, Any], ws: Workspace, progress: ProgressFn) -> Context:
+    model = state.model if isinstance(state, TuningState) else state.get("model", "rules")
+    return Context(reasoner=make_reasoner(model), workspace=ws, progress=progress)
+
+
+def _drive(graph: CompiledStateGraph, config: RunnableConfig, payload: Any, ctx: Context) -> None:
+    runnable: Any = graph  # the compiled graph's context type is not generic here
+    for _ in runnable.stream(payload, config, context=ctx, durability="sync", stream_mode="updates"):
+        pass
+
+
+def _snapshot_state(graph: CompiledStateGraph, config: RunnableConfig) -> tuple[TuningState, Any]:
+    snap = graph.get_state(config)
+    if not snap.values:
+        raise RunError(
+            "the run has no saved state yet (it was killed before its first checkpoint); start it again"
+        )
+    return _as_state(snap.values), snap
+
+
+def _as_state(values: dict[str, Any] | TuningState) -> TuningState:
+    if isinstance(values, TuningState):
+        return values
+    names = {f.name for f in fields(TuningState)}
+    return TuningState(**{k: v for k, v in values.items() if k in names})
+
+
+def _result(run_id: str, ws: Workspace) -> dict[str, Any]:
+    with _compiled(run_id, ws) as (graph, config):
+        state, snap = _snapshot_state(graph, config)
+        pending = [i.value for t in snap.tasks for i in t.interrupts]
+    status = "awaiting_approval" if pending else state.status
+    if pending:
+        ws.set_status(run_id, "awaiting_approval")
+    elif snap.next:
+        status = "interrupted"
+    doc = state_json(state)
+    return {
+        "schema": RUN_SCHEMA, "run_id": run_id, "status": status, "status_reason": state.status_reason,
+        "workload": state.workload, "pending": pending[0] if pending else None,
+        "proposal_table": doc["proposal_table"],
+        "verdicts": [{"iteration": e["iteration"], "proposal": e["proposal_id"], "strategy": e["strategy"],
+                      "verdict": e["verdict"], "change_pct": (e.get("comparison") or {}).get("change_pct"),
+                      "kept": e["kept"], "reverted": e["reverted"], "kb_record": e["kb_record_id"]}
+                     for e in doc["experiments"]],
+        "refused": [{"proposal": p["id"], "strategy": p["strategy"], "status": p["status"], "reason": p["reason"]}
+                    for p in doc["proposals"] if p["status"] in ("rejected", "unsupported", "declined")],
+        "kb_records": state.kb_records, "report": state.report_path, "kb_skill": state.kb_skill_path,
+        "baseline_median": state.baseline.median if state.baseline else None,
+        "best_median": state.incumbent.median if state.incumbent else None,
+        "run_dir": str(ws.run_dir(run_id)),
+    }  # fmt: skip
+
+
+def start_run(
+    spec_path: str | Path,
+    *,
+    mode: str = "autonomous",
+    max_experiments: int = 6,
+    run_id: str | None = None,
+    model: str = "rules",
+    replicates: int | None = None,
+    allow_install: bool = False,
+    progress: ProgressFn = _silent,
+    workspace: Workspace | None = None,
+) -> dict[str, Any]:
+    """Create the run and drive the graph until it ends or waits for a person."""
+    ws = workspace or Workspace()
+    path = Path(spec_path).resolve()
+    spec = load_spec(path)  # a bad spec fails here, before a run folder exists
+    make_reasoner(model)  # so does an unusable --model
+    if mode not in ("autonomous", "interactive"):
+        raise RunError(f"--mode {mode!r}: choose autonomous or interactive")
+    if max_experiments < 0:
+        raise RunError("--max-experiments must be >= 0")
+    meta = ws.create_run(run_id, spec.name)
+    (ws.run_dir(meta.id) / "workload.toml").write_bytes(path.read_bytes())
+    ws.set_status(meta.id, "running")
+    state = TuningState(run_id=meta.id, spec_path=str(path), mode=mode,
+                        max_experiments=max_experiments, replicates=replicates, model=model,
+                        allow_install=allow_install)  # fmt: skip
+    with _compiled(meta.id, ws) as (graph, config):
+        _drive(graph, config, state, _context(state, ws, progress))
+    return _result(meta.id, ws)
+
+
+def _existing(run_id: str, ws: Workspace) -> None:
+    if not (ws.run_dir(run_id) / CHECKPOINT_FILE).is_file():
+        raise RunNotFound(f"no run {run_id!r} with saved graph states under {ws.root}")
+
+
+def resume_run(
+    run_id: str, *, progress: ProgressFn = _silent, workspace: Workspace | None = None
+) -> dict[str, Any]:
+    """Continue after a crash or kill from the last checkpoint; never re-applies or re-records."""
+    ws = workspace or Workspace()
+    _existing(run_id, ws)
+    with _compiled(run_id, ws) as (graph, config):
+        state, snap = _snapshot_state(graph, config)
+        if any(t.interrupts for t in snap.tasks):
+            raise RunError(f"run {run_id} waits for approval: dftune approve {run_id} [--reject]")
+        if snap.next:
+            ws.set_status(run_id, "running")
+            _drive(graph, config, None, _context(state, ws, progress))
+    return _result(run_id, ws)
+
+
+def approve_run(run_id: str, *, reject: bool = False, reason: str = "", progress: ProgressFn = _silent,
+                workspace: Workspace | None = None) -> dict[str, Any]:  # fmt: skip
+    """Answer the pending approval and continue the run."""
+    ws = workspace or Workspace()
+    _existing(run_id, ws)
+    with _compiled(run_id, ws) as (graph, config):
+        state, snap = _snapshot_state(graph, config)
+        if not any(t.interrupts for t in snap.tasks):
+            raise RunError(f"run {run_id} is not waiting for an approval (status {state.status})")
+        ws.set_status(run_id, "running")
+        answer = {"approved": not reject, "reason": reason or ("approved" if not reject else "rejected")}
+        _drive(graph, config, Command(resume=answer), _context(state, ws, progress))
+    return _result(run_id, ws)
+
+
+def history(run_id: str, *, workspace: Workspace | None = None) -> list[dict[str, Any]]:
+    """Every saved checkpoint, oldest first: id, step, the node that produced it, time, what comes next."""
+    ws = workspace or Workspace()
+    _existing(run_id, ws)
+    with _compiled(run_id, ws) as (graph, config):
+        snaps = list(graph.get_state_history(config))[::-1]
+    out = []
+    previous_next: tuple[str, ...] = ()
+    for s in snaps:
+        meta = s.metadata or {}
+        values = s.values if isinstance(s.values, dict) else {}
+        out.append({
+            "checkpoint_id": s.config["configurable"]["checkpoint_id"],
+            "parent_id": (s.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
+            "step": meta.get("step"), "source": meta.get("source"),
+            "node": ",".join(previous_next) if meta.get("source") == "loop" and previous_next else meta.get("source"),
+            "time": s.created_at, "next": list(s.next), "status": values.get("status"),
+            "experiments": len(values.get("experiments", []) or []),
+        })  # fmt: skip
+        previous_next = tuple(s.next)
+    return out
+
+
+def _coerce(name: str, raw: str) -> Any:
+    kind = REPLAYABLE_FIELDS.get(name)
+    if kind is None:
+        raise RunError(f"--set {name}: only {', '.join(sorted(REPLAYABLE_FIELDS))} can be changed on replay")
+    if kind is bool:
+        if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+            raise RunError(f"--set {name}={raw}: expected true or false")
+        return raw.lower() in ("true", "1", "yes")
+    try:
+        return kind(json.loads(raw)) if kind is int else raw
+    except (ValueError, TypeError):
+        raise RunError(f"--set {name}={raw}: expected {kind.__name__}") from None
+
+
+def replay_run(run_id: str, checkpoint_id: str, sets: dict[str, str] | None = None, *,
+               progress: ProgressFn = _silent, workspace: Workspace | None = None) -> dict[str, Any]:  # fmt: skip
+    """Fork from a saved state (optionally changing inputs) and run the fork to its end."""
+    ws = workspace or Workspace()
+    _existing(run_id, ws)
+    values = {k: _coerce(k, v) for k, v in (sets or {}).items()}
+    with _compiled(run_id, ws) as (graph, _config):
+        target: RunnableConfig = {"configurable": {"thread_id": run_id, "checkpoint_id": checkpoint_id}}
+        snap = graph.get_state(target)
+        if not snap.values:
+            raise RunError(f"run {run_id} has no checkpoint {checkpoint_id!r} (see dftune history {run_id})")
+        state = _as_state(snap.values)
+        # the fork numbers its iterations above everything on disk, so it never overwrites the original branch
+        values["iteration_floor"] = max(ws.iterations(run_id), default=0)
+        fork = graph.update_state(target, values)
+        ws.set_status(run_id, "running")
+        _drive(graph, fork, None, _context(_as_state({**state.__dict__, **values}), ws, progress))
+    return _result(run_id, ws)

@@ -1,0 +1,299 @@
+"""The one typed state every agent of the tuning graph reads and updates.
+
+Nodes return partial updates. Lists that several agents add to carry reducers: append-only
+logs (events, guard decisions, experiments, KB records) use :func:`append`; proposals and
+citations are keyed, so a later update of the same id replaces the earlier one
+(:func:`merge_by_id`). Values are pydantic models or plain JSON, and :data:`STATE_MODELS` is
+the exact list of classes the checkpointer may load back (see :mod:`checkpointer`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dftune.graphs.guards import GuardDecision
+
+Mode = Literal["autonomous", "interactive"]
+RunStatus = Literal[
+    "running", "awaiting_approval", "not_worth_tuning", "completed", "failed", "budget_exhausted"
+]
+ProposalStatus = Literal[
+    "proposed",  # passed the pre-apply guards, waiting its turn
+    "unsupported",  # no verifiable citation: never applied
+    "rejected",  # a guard refused it (access pattern, doing less, approval rejected)
+    "manual",  # admin-only: reported as a recommendation, never applied by dftune
+    "declined",  # a person said no at the approval interrupt
+    "failed",  # it could not be applied or its experiment could not run
+    "measured",  # applied and measured; the experiment holds the verdict
+]
+ImpactSource = Literal["measured", "estimate"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LogEntry(_Model):
+    """One line of the run's event log: who did what, when, and why."""
+
+    time: str
+    node: str
+    message: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class Pitfall(_Model):
+    """A blind spot of the tracer on this machine (e.g. stat/fstat untraced from Python)."""
+
+    id: str
+    message: str
+    detail: str = ""
+
+
+class CitationRef(_Model):
+    """A verifiable reference attached to a proposal, with the passage that supports it."""
+
+    id: str
+    reference: str
+    authors: list[str]
+    title: str
+    venue: str
+    year: int
+    url: str
+    claim: str
+    #: where the claim was checked (page, section, abstract) or the passage itself
+    evidence: str
+    source: str = "catalog"
+
+
+class Change(_Model):
+    """What applying a proposal changes: knob settings, L2 environment, or a command."""
+
+    kind: Literal["knob", "env", "command", "manual"]
+    settings: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    argv: list[str] = Field(default_factory=list)
+    rollback_argv: list[str] = Field(default_factory=list)
+    instructions: str = ""
+
+
+class Proposal(_Model):
+    """A row of the proposal table (and everything the guards and the report need about it)."""
+
+    id: str
+    strategy: str
+    strategy_name: str
+    layer: Literal["L1", "L2", "L3"]
+    checklist: int
+    description: str
+    change: Change
+    privilege: Literal["no-sudo", "sudo", "admin-only"] = "no-sudo"
+    #: % of the application's metric this is expected (or was measured) to save; positive = better
+    app_impact_pct: float = 0.0
+    app_impact_source: ImpactSource = "estimate"
+    #: % change of the trace-derived aggregate I/O bandwidth; 0 when not measured or not applicable
+    system_impact_pct: float = 0.0
+    system_impact_source: ImpactSource = "estimate"
+    impact_reason: str = ""
+    citation: CitationRef | None = None
+    status: ProposalStatus = "proposed"
+    reason: str = ""
+    #: the experiment (iteration number) that measured it
+    iteration: int | None = None
+    kb_record_id: int | None = None
+
+    @property
+    def weighted_score(self) -> float:
+        """The seed's 50/50 weighting of application and system impact."""
+        return round(0.5 * self.app_impact_pct + 0.5 * self.system_impact_pct, 3)
+
+
+class Measurement(_Model):
+    """One arm of a comparison: the replicates of one condition and what their trace shows."""
+
+    settings: dict[str, Any]
+    env: dict[str, str] = Field(default_factory=dict)
+    values: list[float]
+    median: float | None
+    ci95: list[float] | None
+    ok: int
+    replicates: int
+    traced: bool
+    workdir: str
+    trace_dir: str | None = None
+    #: the analysis of the first successful replicate's trace (written next to the bench)
+    analysis_path: str | None = None
+    #: aggregate I/O bandwidth of that trace, bytes/s (the seed's system-metric proxy)
+    io_bandwidth: float | None = None
+    io_time_s: float | None = None
+    notes: list[str] = Field(default_factory=list)
+    stopped_reason: str | None = None
+
+
+class Experiment(_Model):
+    """One applied proposal in its own opt<n> iteration, measured against the incumbent."""
+
+    iteration: int
+    proposal_id: str
+    strategy: str
+    reference: Measurement
+    candidate: Measurement | None = None
+    comparison: dict[str, Any] | None = None
+    verdict: Literal["win", "no_change", "regression", "unsupported", "rejected", "failed"] | None = None
+    verdict_reason: str = ""
+    guard_triggered: bool = False
+    kept: bool = False
+    reverted: bool = False
+    kb_record_id: int | None = None
+    change_ids: list[str] = Field(default_factory=list)
+
+
+class GuardRecord(_Model):
+    """A guard decision with what it was about."""
+
+    proposal_id: str
+    iteration: int | None = None
+    decision: GuardDecision
+
+
+class ChecklistVerdict(_Model):
+    number: int
+    category: str
+    verdict: str
+    reason: str
+    strategies: list[str] = Field(default_factory=list)
+
+
+class Coverage(_Model):
+    """Which units a diagnosis pass covered (the seed's partial baselines)."""
+
+    units_total: int
+    units_included: list[str]
+    units_pending: list[str] = Field(default_factory=list)
+    units_failed: list[str] = Field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.units_pending or self.units_failed)
+
+
+class Approval(_Model):
+    proposal_id: str
+    approved: bool
+    by: Literal["person", "policy"]
+    reason: str
+
+
+#: Exactly the classes the checkpointer's serializer may load back.
+STATE_MODELS: tuple[type[BaseModel], ...] = (
+    LogEntry, Pitfall, CitationRef, Change, Proposal, Measurement, Experiment, GuardRecord,
+    ChecklistVerdict, Coverage, Approval, GuardDecision,
+)  # fmt: skip
+
+
+T = TypeVar("T")
+
+
+def append(left: list[T] | None, right: list[T] | None) -> list[T]:
+    """Reducer for append-only logs."""
+    return [*(left or []), *(right or [])]
+
+
+def merge_by_id(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+    """Reducer for keyed lists: an update with a known ``id`` replaces the earlier value in place."""
+    out = list(left or [])
+    index = {_key(item): i for i, item in enumerate(out)}
+    for item in right or []:
+        k = _key(item)
+        if k in index:
+            out[index[k]] = item
+        else:
+            index[k] = len(out)
+            out.append(item)
+    return out
+
+
+def merge_experiments(left: list[Experiment] | None, right: list[Experiment] | None) -> list[Experiment]:
+    """Experiments are keyed by iteration: the verifier and the recorder refine the same one."""
+    out = {e.iteration: e for e in left or []}
+    for e in right or []:
+        out[e.iteration] = e
+    return [out[k] for k in sorted(out)]
+
+
+def _key(item: Any) -> Any:
+    return item.id if hasattr(item, "id") else item.get("id") if isinstance(item, dict) else item
+
+
+def log(node: str, message: str, **data: Any) -> LogEntry:
+    return LogEntry(
+        time=datetime.now(UTC).isoformat(timespec="seconds"), node=node, message=message, data=data
+    )
+
+
+@dataclass(kw_only=True)
+class TuningState:
+    """Everything a run knows; the checkpointer saves it after every node."""
+
+    # ----- inputs (set at start; ``dftune replay --set`` may change the scalar ones)
+    run_id: str
+    spec_path: str
+    mode: Mode = "autonomous"
+    max_experiments: int = 6
+    replicates: int | None = None
+    model: str = "rules"
+    allow_install: bool = False
+    system: str = ""
+    workload: str = ""
+    #: iterations of this branch are numbered above this (a replayed fork never reuses opt<n> or change ids)
+    iteration_floor: int = 0
+
+    # ----- progress
+    status: RunStatus = "running"
+    status_reason: str = ""
+    events: Annotated[list[LogEntry], append] = field(default_factory=list)
+    pitfalls: Annotated[list[Pitfall], merge_by_id] = field(default_factory=list)
+    tracer: dict[str, Any] = field(default_factory=dict)
+
+    # ----- diagnoser
+    baseline: Measurement | None = None
+    coverage: Coverage | None = None
+    diagnosis: dict[str, Any] | None = None
+    software: list[str] = field(default_factory=list)
+    fs_type: str = "unknown"
+
+    # ----- literature + optimizer
+    kb_prior: dict[str, Any] = field(default_factory=dict)
+    citations: Annotated[list[CitationRef], merge_by_id] = field(default_factory=list)
+    proposals: Annotated[list[Proposal], merge_by_id] = field(default_factory=list)
+    checklist: list[ChecklistVerdict] = field(default_factory=list)
+    screened: bool = False
+    #: the proposal the optimizer chose and that the approval/apply/verify nodes work on
+    current: str | None = None
+    approvals: Annotated[list[Approval], append] = field(default_factory=list)
+
+    # ----- verifier + guards + KB
+    incumbent: Measurement | None = None
+    experiments: Annotated[list[Experiment], merge_experiments] = field(default_factory=list)
+    guard_decisions: Annotated[list[GuardRecord], append] = field(default_factory=list)
+    kb_records: Annotated[list[int], append] = field(default_factory=list)
+
+    # ----- outputs
+    report_path: str | None = None
+    kb_skill_path: str | None = None
+
+    def proposal(self, proposal_id: str) -> Proposal:
+        for p in self.proposals:
+            if p.id == proposal_id:
+                return p
+        raise KeyError(f"no proposal {proposal_id!r} in the state")
+
+
+#: Scalar inputs ``dftune replay --set FIELD=VALUE`` may change before forking.
+REPLAYABLE_FIELDS: dict[str, type] = {
+    "mode": str, "max_experiments": int, "replicates": int, "model": str, "allow_install": bool,
+}  # fmt: skip

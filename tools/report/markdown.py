@@ -1,0 +1,117 @@
+"""The run report as Markdown, from the final graph state (as a plain JSON document).
+
+Sections follow the seed: measured findings apart from literature estimates (each labeled
+with its source), the proposal table (every row cited), the 12-category checklist, every
+experiment with its replicates, median, confidence interval and verdict, the guard
+decisions with their reasons, partial coverage when it applies, and full citations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _cell(value: Any) -> str:
+    text = "-" if value is None or value == "" else str(value)
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _num(x: Any, digits: int = 4) -> str:
+    return "-" if x is None else f"{x:.{digits}g}"
+
+
+def _ci(ci: list[float] | None) -> str:
+    return "-" if not ci else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def render_run_markdown(s: dict[str, Any]) -> str:
+    """``s`` is the run's final state as JSON (``report.json``)."""
+    lines = [f"# dftune report: {s['workload'] or s['spec_path']} (run {s['run_id']})", ""]
+    lines += [
+        f"**Status:** {s['status']}" + (f": {s['status_reason']}" if s.get("status_reason") else ""),
+        "",
+    ]
+    if s.get("summary"):
+        lines += [s["summary"], ""]
+    base = s.get("baseline") or {}
+    inc = s.get("incumbent") or {}
+    if base:
+        lines += ["## Outcome", ""]
+        lines += _table(["", "median", "95% CI of the median", "replicates ok", "settings"], [
+            ["baseline", _num(base.get("median")), _ci(base.get("ci95")), f"{base.get('ok')}/{base.get('replicates')}",
+             base.get("settings")],
+            ["best kept", _num(inc.get("median")), _ci(inc.get("ci95")), f"{inc.get('ok')}/{inc.get('replicates')}",
+             {**(inc.get("settings") or {}), **(inc.get("env") or {})}],
+        ])  # fmt: skip
+        lines.append("")
+    cov = s.get("coverage")
+    if cov and (cov.get("units_failed") or cov.get("units_pending")):
+        lines += ["**Partial coverage:** the diagnosis covers " + ", ".join(cov["units_included"])
+                  + "; not covered: " + ", ".join(cov["units_failed"] + cov["units_pending"]), ""]  # fmt: skip
+    diag = s.get("diagnosis") or {}
+    lines += ["## Findings", "", "Measured findings come from this run's trace; estimates are labeled.", ""]
+    rows: list[list[Any]] = [[b.get("category"), b.get("score"), b.get("reason"), f"measured (trace, rule {b.get('name')})"]
+                             for b in diag.get("bottlenecks", [])]  # fmt: skip
+    for p in s.get("proposals", []):
+        if p["status"] in ("proposed", "measured") and p.get("citation"):
+            rows.append([p["strategy"], "-", f"expected app impact {p['app_impact_pct']:.1f}%: {p.get('impact_reason')}",
+                         f"{p['app_impact_source']} (literature: {p['citation']['id']})"])  # fmt: skip
+    lines += [*_table(["finding", "score", "detail", "source"], rows), ""]
+    for pit in s.get("pitfalls", []):
+        lines.append(f"- tracer blind spot: {pit['message']}")
+    lines += ["", "## Proposal table", ""]
+    lines += _table(["#", "Strategy", "Description of Optimization", "App Impact", "System Impact", "Weighted Score",
+                     "Status", "Citation"],
+                    [[r["#"], r["strategy"], r["description"], f"{r['app_impact_pct']:.2f}% ({r['app_impact_source']})",
+                      f"{r['system_impact_pct']:.2f}% ({r['system_impact_source']})", f"{r['weighted_score']:.2f}",
+                      r["status"], f"{r['citation']} {r['url']}"] for r in s.get("proposal_table", [])])  # fmt: skip
+    refused = [p for p in s.get("proposals", []) if p["status"] in ("rejected", "unsupported", "declined")]
+    if refused:
+        lines += ["", "Refused before anything was applied:", ""]
+        lines += [f"- `{p['id']}` ({p['strategy']}): **{p['status']}**: {p['reason']}" for p in refused]
+    manual = [p for p in s.get("proposals", []) if p["status"] == "manual" and p.get("citation")]
+    if manual:
+        lines += ["", "Recommendations dftune does not apply itself:", ""]
+        lines += [f"- `{p['strategy']}`: {p['reason']}" for p in manual]
+    lines += ["", "## Checklist (12 categories)", ""]
+    lines += _table(
+        ["#", "category", "verdict", "reason"],
+        [[c["number"], c["category"], c["verdict"], c["reason"]] for c in s.get("checklist", [])],
+    )
+    lines += ["", "## Experiments", ""]
+    for e in s.get("experiments", []):
+        cand = e.get("candidate") or {}
+        cmp = e.get("comparison") or {}
+        lines += [f"### opt{e['iteration']}: {e['proposal_id']} -> {e.get('verdict')}"
+                  f"{' (kept)' if e.get('kept') else ''}{' (reverted)' if e.get('reverted') else ''}", ""]  # fmt: skip
+        lines += _table(["arm", "replicates", "median", "95% CI"], [
+            ["reference", ", ".join(f"{v:.4g}" for v in e["reference"].get("values", [])),
+             _num(e["reference"].get("median")), _ci(e["reference"].get("ci95"))],
+            ["candidate", ", ".join(f"{v:.4g}" for v in cand.get("values", [])), _num(cand.get("median")),
+             _ci(cand.get("ci95"))],
+        ])  # fmt: skip
+        lines += ["", f"Comparison: {cmp.get('reason', e.get('verdict_reason', '-'))}", ""]
+        if e.get("verdict_reason"):
+            lines += [f"KB verdict: {e['verdict_reason']}", ""]
+        for g in s.get("guard_decisions", []):
+            if g.get("iteration") == e["iteration"]:
+                d = g["decision"]
+                lines.append(
+                    f"- guard **{d['guard']}**: {'passed' if d['passed'] else 'FAILED'}: {d['reason']}"
+                )
+        lines.append("")
+    if s.get("kb_records"):
+        lines += [f"Knowledge-base records: {', '.join(str(i) for i in s['kb_records'])}"
+                  + (f" (published to {s['kb_skill_path']})" if s.get("kb_skill_path") else ""), ""]  # fmt: skip
+    cites = {c["id"]: c for c in s.get("citations", [])}
+    if cites:
+        lines += ["## Citations", ""]
+        lines += [f"- [{c['id']}] {c['reference']} {c['url']} — supports: {c['claim']} (checked: {c['evidence']})"
+                  for c in cites.values()]  # fmt: skip
+    return "\n".join(lines).rstrip() + "\n"
