@@ -12,6 +12,7 @@ import gzip
 import json
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -136,8 +137,9 @@ def installer(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: check the tracer once per run; a run that needs traces stops here when it is unusable."""
     ctx = runtime.context
     ctx.progress("installer", "checking dftracer and tracing a smoke program")
-    work = ctx.workspace.run_dir(state.run_id) / "logs" / "installer"
-    facts, pitfalls = check_tracer(work, allow_install=state.allow_install)
+    # a scratch folder: the smoke trace is not part of the run's layout (traces live in traces/raw only)
+    with tempfile.TemporaryDirectory(prefix="dftune-smoke-") as scratch:
+        facts, pitfalls = check_tracer(Path(scratch), allow_install=state.allow_install)
     events = [log("installer", "dftracer usable" if facts.get("usable") else f"dftracer unusable: {facts['reason']}",
                   preload_library=facts.get("preload_library"))]  # fmt: skip
     events += [log("installer", p.message) for p in pitfalls]

@@ -286,7 +286,7 @@ def _facts_json(facts: Facts) -> str:
     brief = {
         "workload": facts.workload, "io_fraction": facts.io_fraction,
         "unoverlapped_fraction": facts.unoverlapped_fraction,
-        "bottlenecks": [{"category": b.get("category"), "score": b.get("score"), "reason": b.get("reason")}
+        "bottlenecks": [{"category": b.get("category"), "score": b.get("score"), "evidence": b.get("evidence")}
                         for b in diag.get("bottlenecks", [])][:8],
         "shape": diag.get("shape"), "kb_prior_pct": facts.kb_prior, "history": facts.history,
     }  # fmt: skip

@@ -32,6 +32,17 @@ def _dftune_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     return home
 
 
+@pytest.fixture(autouse=True)
+def _no_real_llm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never reach a model provider: building a real chat client fails the test."""
+    import dftune.agents.reasoner as reasoner
+
+    def refuse(spec: str) -> None:
+        raise AssertionError(f"a test tried to build a real chat model client ({spec})")
+
+    monkeypatch.setattr(reasoner, "build_chat_model", refuse)
+
+
 @pytest.fixture(scope="session")
 def shared_traces() -> Path:
     """The recorded legacy traces in ../shared/traces (skip when absent)."""

@@ -56,7 +56,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
                   + "; not covered: " + ", ".join(cov["units_failed"] + cov["units_pending"]), ""]  # fmt: skip
     diag = s.get("diagnosis") or {}
     lines += ["## Findings", "", "Measured findings come from this run's trace; estimates are labeled.", ""]
-    rows: list[list[Any]] = [[b.get("category"), b.get("score"), b.get("reason"), f"measured (trace, rule {b.get('name')})"]
+    rows: list[list[Any]] = [[b.get("category"), b.get("score"), b.get("evidence"), f"measured (trace, rule {b.get('name')})"]
                              for b in diag.get("bottlenecks", [])]  # fmt: skip
     for p in s.get("proposals", []):
         if p["status"] in ("proposed", "measured") and p.get("citation"):

@@ -1,0 +1,46 @@
+"""Graph tests: a fresh SQLite checkpointer and a uuid thread per test, the toy workload."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dftune.graphs.checkpointer import open_checkpointer
+from dftune.graphs.context import Context
+from dftune.graphs.pipeline import builder
+from dftune.graphs.state import TuningState
+from dftune.tools.session.workspace import Workspace
+
+TOY = Path(__file__).parent / "toy" / "workload.toml"
+
+
+class Harness:
+    def __init__(self, tmp: Path) -> None:
+        self.ws = Workspace()
+        self.saver = open_checkpointer(tmp / "checkpoints.sqlite")
+        self.graph = builder.compile(checkpointer=self.saver)
+        self.thread = str(uuid.uuid4())
+        self.config: Any = {"configurable": {"thread_id": self.thread}}
+        self.run_id = self.ws.create_run(None, "toy").id
+
+    def state(self, **inputs: Any) -> TuningState:
+        return TuningState(run_id=self.run_id, spec_path=str(TOY), **inputs)
+
+    def invoke(self, payload: Any, ctx: Context | None = None) -> dict[str, Any]:
+        return self.graph.invoke(payload, self.config, context=ctx or Context(workspace=self.ws),
+                                 durability="sync")  # fmt: skip
+
+    def values(self) -> TuningState:
+        v = self.graph.get_state(self.config).values
+        return v if isinstance(v, TuningState) else TuningState(**v)
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Iterator[Harness]:
+    h = Harness(tmp_path)
+    yield h
+    h.saver.conn.close()

@@ -1,0 +1,155 @@
+"""The tuning graph end to end on the toy workload: fake LLM, fresh checkpointer, real subprocesses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph.types import Command
+
+from dftune.agents.reasoner import LLMReasoner, RulesReasoner
+from dftune.graphs.context import Context
+from dftune.graphs.state import TuningState
+from dftune.tools.kb import opt_kb_records
+from tests.fakes.chat import ScriptedChatModel, tool_reply
+from tests.graph.conftest import Harness
+
+
+def _by_proposal(state: TuningState) -> dict[str, Any]:
+    return {e.proposal_id: e for e in state.experiments}
+
+
+def test_autonomous_run_keeps_the_win_reverts_the_regression_and_refuses_doing_less(harness: Harness) -> None:
+    out = harness.invoke(harness.state(mode="autonomous"))
+    state = harness.values()
+    assert out["status"] == state.status == "completed"
+    exps = _by_proposal(state)
+    assert set(exps) == {"WORKERS=4", "SLOW=1"}  # EPOCHS=1 never ran
+    assert exps["WORKERS=4"].verdict == "win" and exps["WORKERS=4"].kept
+    assert exps["SLOW=1"].verdict == "regression" and not exps["SLOW=1"].kept
+    # the incumbent is the win, measured in its own iteration
+    assert state.incumbent is not None and state.incumbent.settings["WORKERS"] == 4
+    refused = state.proposal("EPOCHS=1")
+    assert refused.status == "rejected" and "doing less" in refused.reason and refused.iteration is None
+    records = {r.id: r for r in opt_kb_records()}
+    assert records[refused.kb_record_id].verdict == "rejected"  # type: ignore[index]
+    assert {records[e.kb_record_id].verdict for e in exps.values()} == {"win", "regression"}  # type: ignore[index]
+    # every experiment went through the guard nodes before its record
+    judged = {(g.proposal_id, g.decision.guard) for g in state.guard_decisions if g.iteration is not None}
+    assert ("WORKERS=4", "non_degradation") in judged and ("SLOW=1", "non_degradation") in judged
+    assert len(state.checklist) == 12 and all(c.reason for c in state.checklist)
+    run_dir = harness.ws.run_dir(harness.run_id)
+    assert (run_dir / "report.md").is_file() and "Proposal table" in (run_dir / "report.md").read_text()
+    assert harness.ws.validate_structure(harness.run_id).clean
+
+
+def test_interactive_mode_asks_before_every_change_and_does_nothing_first(harness: Harness) -> None:
+    out = harness.invoke(harness.state(mode="interactive", max_experiments=2))
+    pending = out["__interrupt__"][0].value
+    first = pending["proposal_id"]
+    assert pending["resume_with"].startswith("dftune approve")
+    assert harness.ws.iterations(harness.run_id) == []  # nothing applied before the answer
+    out = harness.invoke(Command(resume={"approved": False, "reason": "not tonight"}))
+    state = harness.values()
+    assert state.proposal(first).status == "declined" and "not tonight" in state.proposal(first).reason
+    assert harness.ws.iterations(harness.run_id) == []
+    second = out["__interrupt__"][0].value["proposal_id"]
+    assert second != first
+    harness.invoke(Command(resume={"approved": True}))
+    state = harness.values()
+    assert [e.proposal_id for e in state.experiments] == [second]
+    assert [a.by for a in state.approvals] == ["person", "person"]
+    assert state.status == "completed"
+
+
+def test_a_scripted_model_chooses_and_is_reasked_when_it_answers_outside_the_options(
+    harness: Harness,
+) -> None:
+    model = ScriptedChatModel(script=[
+        tool_reply("ImpactEstimates", {"estimates": []}),  # wrong: no estimate per proposal
+        tool_reply("ImpactEstimates", {"estimates": [
+            {"proposal_id": "WORKERS=4", "app_impact_pct": 300.0, "reason": "x"}]}),  # out of range
+        tool_reply("ImpactEstimates", {"estimates": []}),  # third strike: the rules estimate
+        tool_reply("Choice", {"proposal_id": "rm -rf /", "reason": "a command is not an option"}),
+        tool_reply("Choice", {"proposal_id": "SLOW=1", "reason": "cheap to check first"}),
+        tool_reply("Choice", {"proposal_id": "WORKERS=4", "reason": "the remaining one"}),
+        tool_reply("Summary", {"text": "scripted summary"}),
+    ])  # fmt: skip
+    reasoner = LLMReasoner(model, name="fake:scripted")
+    harness.invoke(harness.state(model="fake:scripted"), Context(workspace=harness.ws, reasoner=reasoner))
+    state = harness.values()
+    assert [e.proposal_id for e in state.experiments] == ["SLOW=1", "WORKERS=4"]
+    assert model.script == []
+    assert any("ImpactEstimates: no valid answer" in f for f in reasoner.fallbacks)
+    rules = {e.proposal_id: e for e in RulesReasoner().estimate_impacts(state.proposals, _facts(state))}
+    assert state.proposal("EPOCHS=1").app_impact_pct == rules["EPOCHS=1"].app_impact_pct
+    # the invalid id was sent back with the reason, not executed
+    reask = [
+        m
+        for msgs in model.seen
+        for m in msgs
+        if "not one of the offered ids" in str(getattr(m, "content", m))
+    ]
+    assert reask
+    assert "scripted summary" in (harness.ws.run_dir(harness.run_id) / "report.md").read_text()
+
+
+def _facts(state: TuningState) -> Any:
+    from dftune.agents.optimizer import facts_of
+
+    return facts_of(state)
+
+
+def test_token_budget_hands_every_judgment_back_to_the_rules(harness: Harness) -> None:
+    model = ScriptedChatModel(script=[tool_reply("ImpactEstimates", {"estimates": []}, tokens=10_000)])
+    reasoner = LLMReasoner(model, name="fake:budget", token_budget=5_000)
+    harness.invoke(harness.state(max_experiments=1), Context(workspace=harness.ws, reasoner=reasoner))
+    assert harness.values().status == "completed"
+    assert any("token budget" in f for f in reasoner.fallbacks)
+
+
+def test_resume_after_a_crash_repeats_no_experiment_and_no_record(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dftune.agents.verifier as verifier
+
+    real = verifier.measure
+    calls = {"n": 0}
+
+    def crash_on_second(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("power cut")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(verifier, "measure", crash_on_second)
+    with pytest.raises(RuntimeError, match="power cut"):
+        harness.invoke(harness.state())
+    crashed = harness.values()
+    assert len(crashed.experiments) == 2 and crashed.experiments[-1].candidate is None
+    harness.invoke(None)  # resume from the last checkpoint
+    state = harness.values()
+    assert state.status == "completed"
+    assert [e.iteration for e in state.experiments] == [1, 2]
+    records = opt_kb_records()
+    keys = [r.dedup_key for r in records]
+    assert len(keys) == len(set(keys))
+    assert sorted(r.iteration for r in records if r.iteration is not None and r.metric_scope == "app") == [
+        1,
+        2,
+    ]
+
+
+def test_policy_never_applies_admin_only_and_asks_for_sudo() -> None:
+    from dftune.graphs.approval import policy
+    from dftune.graphs.state import Change, Proposal
+
+    def prop(privilege: str, layer: str, kind: str = "env") -> Proposal:
+        return Proposal(id="p", strategy="l2.malloc_arena", strategy_name="x", layer=layer, checklist=11,  # type: ignore[arg-type]
+                        description="d", change=Change(kind=kind), privilege=privilege)  # type: ignore[arg-type]  # fmt: skip
+
+    assert policy(prop("no-sudo", "L2"), "autonomous") == "approve"
+    assert policy(prop("no-sudo", "L1"), "interactive") == "ask"
+    assert policy(prop("sudo", "L3", "command"), "autonomous") == "ask"
+    assert policy(prop("no-sudo", "L3", "command"), "autonomous") == "ask"
+    assert policy(prop("admin-only", "L3", "manual"), "autonomous") == "manual"
