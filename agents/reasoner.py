@@ -164,26 +164,35 @@ def load_prompt(agent: str, name: str) -> str:
     return (resources.files("dftune.prompts") / agent / f"{name}.md").read_text(encoding="utf-8")
 
 
-def build_chat_model(spec: str) -> Any:
-    """``anthropic:MODEL`` or ``openai:MODEL`` (``OPENAI_BASE_URL`` for any compatible server)."""
+PROVIDERS = ("anthropic", "openai")
+
+
+def parse_model_spec(spec: str) -> tuple[str, str]:
+    """``PROVIDER:MODEL`` -> (provider, model), with a one-line error for anything else."""
     provider, _, model = spec.partition(":")
     if not model:
         raise ReasonerError(f"--model {spec!r}: expected rules or PROVIDER:MODEL (anthropic:..., openai:...)")
+    if provider not in PROVIDERS:
+        raise ReasonerError(f"--model {spec!r}: unknown provider {provider!r} ({', '.join(PROVIDERS)})")
+    return provider, model
+
+
+def build_chat_model(spec: str) -> Any:
+    """``anthropic:MODEL`` or ``openai:MODEL`` (``OPENAI_BASE_URL`` for any compatible server)."""
+    provider, model = parse_model_spec(spec)
     try:
         if provider == "anthropic":
             from langchain_anthropic import ChatAnthropic
 
             return ChatAnthropic(model=model, timeout=120, max_retries=2)
-        if provider == "openai":
-            from langchain_openai import ChatOpenAI
+        from langchain_openai import ChatOpenAI
 
-            base_url = os.environ.get("DFTUNE_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
-            return ChatOpenAI(model=model, base_url=base_url, timeout=120, max_retries=2)
+        base_url = os.environ.get("DFTUNE_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+        return ChatOpenAI(model=model, base_url=base_url, timeout=120, max_retries=2)
     except ImportError as exc:
         raise ReasonerError(
             f"--model {spec}: {exc.name} is not installed (pip install 'dftune[llm]')"
         ) from None
-    raise ReasonerError(f"--model {spec!r}: unknown provider {provider!r} (anthropic, openai)")
 
 
 class LLMReasoner:
@@ -297,4 +306,5 @@ def make_reasoner(spec: str = "rules", *, token_budget: int = DEFAULT_TOKEN_BUDG
     """``rules`` (offline, deterministic) or ``PROVIDER:MODEL`` for a chat model."""
     if spec == "rules":
         return RulesReasoner()
+    parse_model_spec(spec)
     return LLMReasoner(build_chat_model(spec), name=spec, token_budget=token_budget)

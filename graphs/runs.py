@@ -210,7 +210,9 @@ def replay_run(run_id: str, checkpoint_id: str, sets: dict[str, str] | None = No
     _existing(run_id, ws)
     values = {k: _coerce(k, v) for k, v in (sets or {}).items()}
     with _compiled(run_id, ws) as (graph, _config):
-        target: RunnableConfig = {"configurable": {"thread_id": run_id, "checkpoint_id": checkpoint_id}}
+        target: RunnableConfig = {
+            "configurable": {"thread_id": run_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
+        }
         snap = graph.get_state(target)
         if not snap.values:
             raise RunError(f"run {run_id} has no checkpoint {checkpoint_id!r} (see dftune history {run_id})")

@@ -9,6 +9,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
 
 
 def tool_reply(name: str, args: dict[str, Any], tokens: int = 100) -> AIMessage:
@@ -18,8 +19,8 @@ def tool_reply(name: str, args: dict[str, Any], tokens: int = 100) -> AIMessage:
 
 class ScriptedChatModel(BaseChatModel):
     script: list[AIMessage]
-    seen: list[list[BaseMessage]] = []
-    bound: list[str] = []
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+    bound: list[str] = Field(default_factory=list)
 
     @property
     def _llm_type(self) -> str:

@@ -1,0 +1,100 @@
+"""Driving runs: history, replay forks, the serializer's allow-list, the CLI's JSON contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dftune.cli import app
+from dftune.graphs.checkpointer import serializer
+from dftune.graphs.runs import RunError, history, replay_run, resume_run, start_run
+from dftune.graphs.state import Pitfall
+from dftune.tools.session.workspace import Workspace
+from tests.graph.conftest import TOY
+
+
+def test_history_lists_checkpoints_and_replay_forks_without_touching_the_original(tmp_path: Path) -> None:
+    first = start_run(TOY, max_experiments=1, run_id="toy-run")
+    assert first["status"] == "completed" and len(first["verdicts"]) == 1
+    rows = history("toy-run")
+    assert rows[0]["source"] == "input" and rows[-1]["next"] == []
+    nodes = [r["node"] for r in rows]
+    for node in ("installer", "diagnoser", "screen", "record", "choose", "verifier", "judge", "finalize"):
+        assert node in nodes
+    # fork from the first decision point, with a larger budget
+    before_choose = next(r for r in rows if r["next"] == ["choose"] and r["experiments"] == 0)
+    opt1 = (Workspace().iteration_dir("toy-run", 1) / "bench.json").read_bytes()
+    forked = replay_run("toy-run", before_choose["checkpoint_id"], {"max_experiments": "2"})
+    assert forked["status"] == "completed"
+    assert [v["iteration"] for v in forked["verdicts"]] == [2, 3]  # numbered above the original branch
+    assert (Workspace().iteration_dir("toy-run", 1) / "bench.json").read_bytes() == opt1
+    assert len(history("toy-run")) > len(rows)
+
+
+def test_replay_refuses_unknown_fields_and_checkpoints() -> None:
+    start_run(TOY, max_experiments=0, run_id="toy-zero")
+    cid = history("toy-zero")[1]["checkpoint_id"]
+    with pytest.raises(RunError, match="only allow_install, max_experiments"):
+        replay_run("toy-zero", cid, {"status": "completed"})
+    with pytest.raises(RunError, match="expected int"):
+        replay_run("toy-zero", cid, {"max_experiments": "many"})
+    with pytest.raises(RunError, match="no checkpoint"):
+        replay_run("toy-zero", "1f0-not-a-checkpoint", {})
+
+
+def test_resume_of_a_finished_run_changes_nothing() -> None:
+    done = start_run(TOY, max_experiments=1, run_id="toy-done")
+    again = resume_run("toy-done")
+    assert again["verdicts"] == done["verdicts"] and again["status"] == "completed"
+
+
+def test_the_serializer_loads_state_models_and_nothing_else() -> None:
+    from pydantic import BaseModel
+
+    class Intruder(BaseModel):
+        cmd: str = "touch /tmp/pwned"
+
+    serde = serializer()
+    kind, blob = serde.dumps_typed(Pitfall(id="x", message="m"))
+    assert serde.loads_typed((kind, blob)) == Pitfall(id="x", message="m")
+    kind, blob = serde.dumps_typed(Intruder())
+    assert not isinstance(serde.loads_typed((kind, blob)), Intruder)
+
+
+def test_cli_run_prints_one_json_document_and_approve_resumes_it() -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, ["run", str(TOY), "--mode", "interactive", "--run-id", "toy-cli", "--json",
+                              "--max-experiments", "1"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["schema"] == "dftune.run/1" and doc["status"] == "awaiting_approval"
+    assert doc["pending"]["proposal_id"] and doc["verdicts"] == []
+    res = runner.invoke(app, ["resume", "toy-cli"])
+    assert res.exit_code == 2 and "waits for approval" in res.stderr
+    res = runner.invoke(app, ["approve", "toy-cli", "--json"])
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "completed" and len(doc["verdicts"]) == 1
+    res = runner.invoke(app, ["history", "toy-cli", "--json"])
+    assert json.loads(res.stdout)["checkpoints"]
+    res = runner.invoke(app, ["approve", "toy-cli"])
+    assert res.exit_code == 2 and "not waiting for an approval" in res.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "missing.toml"], "missing.toml"),
+        (["run", str(TOY), "--mode", "overnight"], "--mode 'overnight'"),
+        (["run", str(TOY), "--model", "nonsense"], "PROVIDER:MODEL"),
+        (["resume", "no-such-run"], "no run 'no-such-run'"),
+        (["history", "../escape"], "run id"),
+        (["replay", "no-such-run", "--checkpoint", "x"], "no run"),
+    ],
+)
+def test_cli_bad_input_is_one_line(args: list[str], message: str) -> None:
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1
