@@ -1,61 +1,46 @@
-"""``make demo``: what a user sees first.
+"""``make demo``: a full offline tuning run on the bundled example workload, ending in a report.
 
-The full offline tuning run (installer -> diagnoser -> literature -> optimizer ->
-verifier, ending in a report) lands with the agent graph.  Until then the demo runs the
-parts that exist for real: it traces the bundled example workload with the real
-dftracer and analyzes the trace.
+installer -> diagnoser -> literature -> optimizer -> verifier, with the guards in front of
+every knowledge-base record, the rules reasoner (no LLM, no network) and the real dftracer.
 """
 
 from __future__ import annotations
 
-import shutil
+import sys
 from importlib import resources
 
 from rich.console import Console
 
-from dftune.tools.diagnose.engine import diagnose_analysis
-from dftune.tools.diagnose.render import DiagnosisRenderer
-from dftune.tools.home import dftune_home
-from dftune.tools.runner.bench import BenchError, bench
-from dftune.tools.runner.spec import SpecError, load_spec
-from dftune.tools.trace import analyze
-from dftune.tools.trace.render import AnalysisRenderer
+from dftune.graphs.runs import RunError, start_run
+from dftune.tools.report.console import RunRenderer
+from dftune.tools.runner.bench import BenchError
+from dftune.tools.runner.spec import SpecError
+from dftune.tools.session.workspace import WorkspaceError
 
-PLAN = """[bold]dftune demo[/bold]
-The full run will: check dftracer (installer) -> trace a baseline and name the bottleneck (diagnoser)
--> find cited fixes (literature) -> apply one change at a time (optimizer) -> measure and guard it
-(verifier) -> record what worked -> write a report.
-[dim]Available now: benchmarking with the real dftracer, exact trace analysis, diagnosis, and the guards.[/dim]
+PLAN = """[bold]dftune demo[/bold]: a full offline tuning run of the bundled example [bold]small_reads[/bold]
+installer (is dftracer usable, what can it not see) -> diagnoser (traced baseline, bottlenecks)
+-> literature (a verified citation per candidate) -> optimizer (proposal table, one change at a time)
+-> verifier (same replicates, statistics) -> guards -> knowledge base -> report.
 """
 
 
 def main() -> int:
     console = Console()
+    err = Console(stderr=True)
     console.print(PLAN)
-    toml = resources.files("dftune.resources") / "workloads" / "small_reads" / "workload.toml"
-    spec = load_spec(str(toml))
-    work = dftune_home() / "demo"
-    shutil.rmtree(work, ignore_errors=True)
-    console.print(f"[bold]1.[/bold] benchmarking [bold]{spec.name}[/bold]: {spec.description}")
+    spec = resources.files("dftune.resources") / "workloads" / "small_reads" / "workload.toml"
     try:
-        traced = bench(spec, replicates=3, trace=True, workdir=work / "traced")
-        plain = bench(spec, replicates=3, trace=False, workdir=work / "untraced")
-    except (BenchError, SpecError) as exc:
+        result = start_run(
+            str(spec), mode="autonomous", progress=lambda node, msg: err.print(f"[dim]{node:>10}[/dim] {msg}")
+        )
+    except (RunError, SpecError, BenchError, WorkspaceError) as exc:
         console.print(f"[red]dftune demo: {exc}[/red]")
         return 2
-    for label, r in (("traced", traced), ("untraced", plain)):
-        ci = f" (95% CI {r.ci95[0]:.4f}-{r.ci95[1]:.4f})" if r.ci95 else ""
-        console.print(f"   {label}: {r.ok}/{len(r.replicates)} ok, median epoch time {r.median:.4f} s{ci}")
-    console.print(f"   {traced.notes[0]}")
-    trace_dir = traced.replicates[0].trace_dir
-    console.print(f"[bold]2.[/bold] analyzing the first traced replicate ({trace_dir})")
-    result = analyze([trace_dir], views=["file", "proc"])
-    AnalysisRenderer(console).render(result, ["summary"])
-    console.print("[bold]3.[/bold] diagnosing: rules, metric, whether tuning pays off, candidate fixes")
-    data_dir = spec.placeholder_values(traced.settings, workdir=work / "traced")["data_dir"]
-    DiagnosisRenderer(console).render(diagnose_analysis(result, data_dirs=[data_dir]))
-    return 0
+    RunRenderer(console).render(result)
+    console.print(f"\nEvery saved graph state: [bold]dftune history {result['run_id']}[/bold]; "
+                  f"the knowledge base: [bold]dftune kb lookup --json[/bold]")  # fmt: skip
+    return 0 if result["status"] == "completed" else 1
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dftune.graphs.state import Measurement
-from dftune.tools.runner.bench import BenchResult, bench
+from dftune.tools.runner.bench import BenchResult, bench, summary_stats
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.trace import Analysis, analyze
 
@@ -43,10 +43,48 @@ def measure(
 ) -> tuple[Measurement, Analysis | None, BenchResult]:
     fresh_workdir(workdir)
     result = bench(spec, overrides=overrides, replicates=replicates, trace=traced, workdir=workdir, env=env)
+    return _summarize(result, workdir, env, traced, views, reuse_analysis=False)
+
+
+def extend(
+    spec: WorkloadSpec, m: Measurement, *, overrides: dict[str, str], replicates: int
+) -> tuple[Measurement, Analysis | None, BenchResult]:
+    """More replicates of the same condition in the same workdir (an inconclusive comparison)."""
+    workdir = Path(m.workdir)
+    earlier = BenchResult.model_validate_json((workdir / BENCH_FILE).read_bytes())
+    more = bench(spec, overrides=overrides, replicates=replicates, trace=m.traced, workdir=workdir, env=m.env,
+                 first_index=len(earlier.replicates))  # fmt: skip
+    reps = [*earlier.replicates, *more.replicates]
+    values = [r.metric for r in reps if r.status == "ok" and r.metric is not None]
+    median, p95, ci95 = summary_stats(values)
+    merged = earlier.model_copy(update={
+        "replicates": reps, "ok": len(values), "median": median, "p95": p95, "ci95": ci95,
+        "notes": [*earlier.notes, f"{replicates} more replicate(s) added: the first comparison was inconclusive"],
+        "stopped_reason": more.stopped_reason or earlier.stopped_reason,
+    })  # fmt: skip
+    return _summarize(merged, workdir, m.env, m.traced, (), reuse_analysis=True)
+
+
+def _summarize(
+    result: BenchResult,
+    workdir: Path,
+    env: dict[str, str],
+    traced: bool,
+    views: tuple[str, ...],
+    *,
+    reuse_analysis: bool,
+) -> tuple[Measurement, Analysis | None, BenchResult]:
     (workdir / BENCH_FILE).write_text(json.dumps(result.to_json_dict(), indent=1), encoding="utf-8")
     analysis: Analysis | None = None
     analysis_path: Path | None = None
-    first_ok = next((r for r in result.replicates if r.status == "ok" and r.trace_dir), None)
+    if reuse_analysis and (workdir / ANALYSIS_FILE).is_file():  # the first replicate's analysis stands
+        analysis_path = workdir / ANALYSIS_FILE
+        analysis = Analysis.model_validate_json(analysis_path.read_bytes())
+    first_ok = (
+        None
+        if analysis is not None
+        else next((r for r in result.replicates if r.status == "ok" and r.trace_dir), None)
+    )
     if traced and first_ok is not None and first_ok.trace_dir:
         analysis = analyze([first_ok.trace_dir], views=list(views))
         analysis_path = workdir / ANALYSIS_FILE

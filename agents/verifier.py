@@ -11,9 +11,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from dftune.agents.measure import measure
+from dftune.agents.measure import extend, measure
 from dftune.graphs.context import Context
 from dftune.graphs.state import TuningState, log
+from dftune.tools.kb import WIN_THRESHOLD_PCT
 from dftune.tools.runner.bench import BenchError
 from dftune.tools.runner.spec import load_spec
 from dftune.tools.runner.stats import MIN_REPLICATES, compare
@@ -38,7 +39,7 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     ref = exp.reference
     overrides = {**{k: str(v) for k, v in ref.settings.items()}, **p.change.settings}
     env = {**ref.env, **p.change.env}
-    n = ref.replicates
+    n = state.replicates or spec.replicates  # the baseline's count, whatever an extension added
     it_dir = ctx.workspace.iteration_dir(state.run_id, exp.iteration)
     ctx.progress("verifier", f"opt{exp.iteration}: {n} replicate(s) with {p.id}")
     try:
@@ -59,6 +60,17 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         return {"experiments": [failed], "proposals": [p.model_copy(update={"status": "failed", "reason": why})],
                 "events": [log("verifier", f"opt{exp.iteration}: {why}")]}  # fmt: skip
     cmp = compare(ref.values, cand.values, lower_is_better=lib)
+    if cmp.verdict == "no_change" and abs(cmp.change_pct) >= WIN_THRESHOLD_PCT:
+        # a large effect the noise hid: a careful engineer collects more data before deciding (once)
+        ctx.progress(
+            "verifier", f"opt{exp.iteration}: inconclusive ({cmp.change_pct:+.1f}%), {n} more replicate(s)"
+        )
+        try:
+            cand, _, result = extend(spec, cand, overrides=overrides, replicates=n)
+        except BenchError:
+            pass
+        else:
+            cmp = compare(ref.values, cand.values, lower_is_better=lib)
     app_pct = pct_change(ref.median, cand.median, lower_is_better=lib)
     sys_pct = pct_change(ref.io_bandwidth, cand.io_bandwidth, lower_is_better=False)
     measured = p.model_copy(update={

@@ -133,7 +133,7 @@ def _run(
                          launcher=spec.launcher)  # fmt: skip
 
 
-def _summary(values: list[float]) -> tuple[float | None, float | None, list[float] | None]:
+def summary_stats(values: list[float]) -> tuple[float | None, float | None, list[float] | None]:
     """Median, p95 and (from MIN_REPLICATES runs on) the bootstrap 95% CI of the median."""
     if not values:
         return None, None, None
@@ -151,10 +151,13 @@ def bench(
     workdir: Path | None = None,
     progress: Progress | None = None,
     env: dict[str, str] | None = None,
+    first_index: int = 0,
 ) -> BenchResult:
     """Run ``replicates`` runs of one condition and return the record with its statistics.
 
-    ``env`` is an overlay (e.g. an iteration's L2 settings) on top of the spec's environment."""
+    ``env`` is an overlay (e.g. an iteration's L2 settings) on top of the spec's environment.
+    ``first_index`` numbers the replicates (and their trace folders ``r<i>``) from there, so more
+    replicates of the same condition can be added to a workdir without touching earlier ones."""
     settings = spec.settings(overrides)
     n = replicates or spec.replicates
     traced = (spec.tracing.mode != "off") if trace is None else trace
@@ -187,7 +190,7 @@ def bench(
     results: list[Replicate] = []
     failures_in_row = 0
     stopped: str | None = None
-    for i in range(n):
+    for i in range(first_index, first_index + n):
         env = dict(base_env)
         rep_trace: Path | None = None
         if traced:
@@ -200,7 +203,7 @@ def bench(
                 )
             except TracerUnavailable as exc:
                 raise BenchError(f"{spec.spec_path}: tracing requested but {exc}") from None
-        if cache_policy == "drop_caches" and i > 0:  # the probe above already dropped it for run 0
+        if cache_policy == "drop_caches" and i > first_index:  # the probe above dropped it for the first run
             drop_page_cache()
         label = f"r{i}"
         res = _run(spec, argv, cwd=cwd, env=env, log_dir=logs, label=label)
@@ -213,14 +216,14 @@ def bench(
                         traced=traced, trace_dir=str(rep_trace) if rep_trace else None, reason=reason)  # fmt: skip
         results.append(rep)
         if progress:
-            progress(i + 1, n, rep)
+            progress(i - first_index + 1, n, rep)
         failures_in_row = failures_in_row + 1 if status != "ok" else 0
         if failures_in_row >= MAX_CONSECUTIVE_FAILURES:
             stopped = f"stopped after {failures_in_row} failed replicates in a row; last: {status} ({reason})"
             break
 
     values = ok_values(results)
-    median, p95, ci95 = _summary(values)
+    median, p95, ci95 = summary_stats(values)
     if len(values) < MIN_REPLICATES:
         notes.append(f"only {len(values)} successful replicate(s): no confidence interval")
     return BenchResult(

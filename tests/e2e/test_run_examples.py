@@ -1,0 +1,98 @@
+"""The main job on every bundled example, under the real dftracer; and a SIGKILL mid-run, then resume.
+
+Done when (issue 5): each example finds and records a real measured win, the doing-less
+knob is refused by the guard, and a killed run resumes without re-applying a change or
+duplicating a KB record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from dftune.tools.kb import opt_kb_records
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLES = {
+    # workload folder: the doing-less knob the guard must refuse
+    "small_reads": "EPOCHS=1",
+    "checkpoint_writer": "CHECKPOINTS=2",
+    "hdf5_reader": "SAMPLES=1024",
+}
+
+
+def _spec(name: str) -> Path:
+    return Path(str(resources.files("dftune.resources") / "workloads" / name / "workload.toml"))
+
+
+def _dftune(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dftune.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, check=False)  # fmt: skip
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES))
+def test_the_main_job_finds_a_win_and_refuses_doing_less(example: str) -> None:
+    pytest.importorskip("dftracer")
+    if example == "hdf5_reader":
+        pytest.importorskip("h5py")
+    doing_less = EXAMPLES[example]
+    res = _dftune("run", str(_spec(example)), "--mode", "autonomous", "--json")
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "completed", doc["status_reason"]
+    wins = [v for v in doc["verdicts"] if v["verdict"] == "win"]
+    assert wins, doc["verdicts"]
+    refused = {r["proposal"]: r for r in doc["refused"]}
+    assert refused[doing_less]["status"] == "rejected" and "doing less" in refused[doing_less]["reason"]
+    assert all(v["proposal"] != doing_less for v in doc["verdicts"])  # never applied
+    kb = {r.id: r for r in opt_kb_records()}
+    assert {kb[v["kb_record"]].verdict for v in wins} == {"win"}
+    assert Path(doc["report"]).is_file()
+    assert doc["best_median"] < doc["baseline_median"]
+
+
+def _wait_for(path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path} did not appear within {timeout} s")
+        time.sleep(0.05)
+
+
+def test_sigkill_in_the_middle_of_a_real_run_then_resume() -> None:
+    pytest.importorskip("dftracer")
+    home = Path(os.environ["DFTUNE_HOME"])
+    run_dir = home / "runs" / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "dftune.cli", "run", str(_spec("small_reads")), "--run-id",
+                             "killed", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)  # fmt: skip
+    try:
+        # kill while the second experiment's replicates run (after opt1 is recorded)
+        _wait_for(run_dir / "opt2" / "traces" / "raw" / "r1", timeout=600)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    before = [r for r in opt_kb_records() if r.run_id == "killed"]
+    res = _dftune("resume", "killed", "--json")
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "completed"
+    iterations = [v["iteration"] for v in doc["verdicts"]]
+    assert iterations == sorted(set(iterations)) and iterations[:2] == [1, 2]
+    after = [r for r in opt_kb_records() if r.run_id == "killed"]
+    assert [r.id for r in after[: len(before)]] == [r.id for r in before]  # nothing recorded twice
+    keys = [r.dedup_key for r in after]
+    assert len(keys) == len(set(keys))
+    assert sum(1 for r in after if r.iteration == 1 and r.metric_scope == "app") == 1
+    history = json.loads(_dftune("history", "killed", "--json").stdout)["checkpoints"]
+    assert history[-1]["status"] == "completed"
