@@ -337,6 +337,67 @@ def replay(
     _show_run(result, as_json)
 
 
+@app.command()
+def doctor(
+    data_dir: Annotated[
+        list[Path] | None,
+        typer.Option("--data-dir", help="Report the filesystem of this folder (repeatable)."),
+    ] = None,
+    allow_install: Annotated[
+        bool, typer.Option("--allow-install", help="pip-install dftracer if it is missing.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document (schema dftune.doctor/1).")
+    ] = False,
+) -> None:
+    """Is dftracer usable here, what does it trace and not trace, are MPI/HDF5 present, which FS holds the data."""
+    from dftune.agents.doctor import doctor as run_doctor
+
+    with user_errors():
+        report = run_doctor(data_dir, allow_install=allow_install)
+    if as_json:
+        emit_json(report)
+    else:
+        out = Console()
+        t = report["tracer"]
+        mark = "[green]usable[/green]" if t.get("usable") else f"[red]not usable[/red]: {t.get('reason')}"
+        out.print(f"dftracer {report['software']['dftracer'] or '(not installed)'}: {mark}")
+        if t.get("preload_library"):
+            out.print(f"  preload library: {t['preload_library']}")
+        if t.get("smoke_calls_traced"):
+            out.print("  traced by the smoke program: " + ", ".join(sorted(t["smoke_calls_traced"])))
+        for p in report["pitfalls"]:
+            out.print(f"  [yellow]blind spot[/yellow]: {p['message']}")
+        for name, version in report["software"].items():
+            if name != "dftracer":
+                out.print(f"{name}: {version or '[dim]not found[/dim]'}")
+        for fs in report["filesystems"]:
+            warn = f" [yellow]{fs['warning']}[/yellow]" if fs.get("warning") else ""
+            out.print(f"{fs['path']}: {fs['fs_type']} (mount {fs['mount_point']}){warn}")
+    if not report["ok"]:
+        raise typer.Exit(1)
+
+
+@app.command()
+def runs(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False) -> None:
+    """Every run under $DFTUNE_HOME with its status."""
+    from dftune.tools.session.workspace import Workspace
+
+    with user_errors():
+        rows = [r.model_dump(mode="json") for r in Workspace().list_runs()]
+    if as_json:
+        emit_json({"schema": "dftune.runs/1", "runs": rows})
+        return
+    from rich.table import Table
+
+    t = Table(title="Runs")
+    for col in ("run", "workload", "status", "created", "iterations"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(r["id"], str(r["workload"]), r["status"], str(r["created"])[:19], str(len(r["iterations"])))
+    Console().print(t)
+
+
 kb_app = typer.Typer(help="The optimization knowledge base: measured, guarded findings from earlier runs.",
                      no_args_is_help=True)  # fmt: skip
 app.add_typer(kb_app, name="kb")

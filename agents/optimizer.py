@@ -250,6 +250,12 @@ def journal_for(ctx: Context, run_id: str) -> Journal:
     return journal
 
 
+def keep_layout(ctx: Context, run_id: str) -> None:
+    """``session_validate_structure``; when it is not clean, ``session_reorganize_structure``."""
+    if not ctx.workspace.validate_structure(run_id).clean:
+        ctx.workspace.reorganize_structure(run_id, dry_run=False)
+
+
 def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: a fresh opt<n> and the change applied there (once, with its rollback journaled)."""
     from dftune.graphs.state import Experiment
@@ -259,6 +265,7 @@ def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any
     assert state.current is not None and state.incumbent is not None
     p = state.proposal(state.current)
     n = next_iteration(state)
+    keep_layout(ctx, state.run_id)  # the seed: validate before a new iteration, fix what is fixable
     it_dir = ctx.workspace.iteration_dir(state.run_id, n)
     for sub in ITERATION_SUBDIRS:
         (it_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -292,6 +299,7 @@ def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any
                                                    "iteration": n})],
                 "events": [log("optimizer", f"opt{n}: applying {p.id} failed: {exc}")]}  # fmt: skip
     _write_layer_artifacts(ctx, state, p, n)
+    keep_layout(ctx, state.run_id)  # and again after applying, before the experiment collects traces
     ctx.progress("optimizer", f"opt{n}: applied {p.id}")
     exp = Experiment(iteration=n, proposal_id=p.id, strategy=p.strategy, reference=state.incumbent,
                      change_ids=change_ids)  # fmt: skip

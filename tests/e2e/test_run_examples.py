@@ -96,3 +96,35 @@ def test_sigkill_in_the_middle_of_a_real_run_then_resume() -> None:
     assert sum(1 for r in after if r.iteration == 1 and r.metric_scope == "app") == 1
     history = json.loads(_dftune("history", "killed", "--json").stdout)["checkpoints"]
     assert history[-1]["status"] == "completed"
+
+
+def test_doctor_reports_the_tracer_its_blind_spots_and_the_data_filesystem(tmp_path: Path) -> None:
+    pytest.importorskip("dftracer")
+    res = _dftune("doctor", "--data-dir", str(tmp_path), "--json")
+    doc = json.loads(res.stdout)
+    assert doc["schema"] == "dftune.doctor/1" and doc["tracer"]["usable"] is True
+    traced = doc["tracer"]["smoke_calls_traced"]
+    assert {"open64", "read", "write"} <= set(traced)
+    # whatever this machine hides is reported as a pitfall, never silently assumed traced
+    for p in doc["pitfalls"]:
+        call = p["id"].split(":", 1)[1]
+        assert not any(name in traced for name in (call, f"{call}64", f"__x{call}"))
+    assert doc["filesystems"][0]["path"] == str(tmp_path)
+    assert res.returncode == (0 if doc["ok"] else 1)
+
+
+def test_runs_lists_a_finished_run() -> None:
+    from typer.testing import CliRunner
+
+    from dftune.cli import app
+    from tests.graph.conftest import TOY
+
+    runner = CliRunner()
+    assert (
+        runner.invoke(
+            app, ["run", str(TOY), "--run-id", "listed", "--max-experiments", "0", "--json"]
+        ).exit_code
+        == 0
+    )
+    doc = json.loads(runner.invoke(app, ["runs", "--json"]).stdout)
+    assert [(r["id"], r["status"]) for r in doc["runs"]] == [("listed", "completed")]
