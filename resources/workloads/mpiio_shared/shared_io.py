@@ -16,8 +16,9 @@ it without doing less or changing the access pattern: ``--ds-write automatic|ena
 data sieving: each rank writes 512 KiB blocks under a file lock, in turns) and
 ``--collective 1`` (the same view and bytes through ``MPI_File_write_all`` /
 ``MPI_File_read_all``: ROMIO's two-phase collective buffering lets aggregators write large
-contiguous pieces).  ``--cb-write``/``--cb-read``/``--cb-nodes``/``--cb-buffer-size``/
-``--ds-read`` set the other ROMIO hints.  Every hint goes to ``MPI_File_open`` in an
+contiguous pieces).  ``--cb-write``/``--cb-read``/``--cb-nodes``/``--cb-config-list``/
+``--cb-buffer-size``/``--ds-read`` set the other ROMIO hints (on one host ROMIO's default
+``cb_config_list`` of ``*:1`` caps ``cb_nodes`` at one aggregator).  Every hint goes to ``MPI_File_open`` in an
 ``MPI_Info``; "default" leaves it unset.
 
 The hints in effect (``MPI_File_get_info``) are written to ``<data>/hints-in-effect.json``, so
@@ -39,6 +40,7 @@ HINTS = {
     "cb_write": "romio_cb_write",
     "cb_read": "romio_cb_read",
     "cb_nodes": "cb_nodes",
+    "cb_config_list": "cb_config_list",
     "cb_buffer_size": "cb_buffer_size",
     "ds_write": "romio_ds_write",
     "ds_read": "romio_ds_read",
