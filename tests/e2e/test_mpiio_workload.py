@@ -93,7 +93,8 @@ def test_collective_knob_keeps_the_bytes_and_sets_the_aggregators(spec: Workload
                    workdir=tmp_path / "capped")  # fmt: skip
     assert capped.ok == 1, [r.reason for r in capped.replicates]
     in_effect = _hints(capped)["in_effect"]
-    assert isinstance(in_effect, dict) and (in_effect["cb_nodes"], in_effect["cb_config_list"]) == ("1", "*:1")
+    assert isinstance(in_effect, dict)
+    assert (in_effect["cb_nodes"], in_effect["cb_config_list"]) == ("1", "*:1")
 
     result = bench(spec, overrides={"COLLECTIVE": "1", "CB_NODES": "2", "CB_CONFIG_LIST": "*:2"}, replicates=1,
                    trace=True, workdir=tmp_path / "coll")  # fmt: skip
@@ -112,7 +113,8 @@ def test_collective_knob_keeps_the_bytes_and_sets_the_aggregators(spec: Workload
 
 def test_tuned_hint_takes_effect_and_wins(spec: WorkloadSpec, tmp_path: Path) -> None:
     base = bench(spec, replicates=5, trace=False, workdir=tmp_path / "base")
-    tuned = bench(spec, overrides={"DS_WRITE": "automatic"}, replicates=5, trace=False, workdir=tmp_path / "tuned")
+    tuned = bench(spec, overrides={"DS_WRITE": "automatic"}, replicates=5, trace=False,
+                  workdir=tmp_path / "tuned")  # fmt: skip
     for result in (base, tuned):
         assert result.ok == 5, [r.reason for r in result.replicates]
         assert "mismatched_bytes 0" in _stdout(result, "r4")
