@@ -194,6 +194,21 @@ def dftracer_preload_lib() -> Path | None:
     return lib if lib.is_file() else None
 
 
+def mpi_unavailable() -> str | None:
+    """Why an MPI workload cannot run here (None when it can): mpi4py and an mpirun are needed.
+
+    Both come with the ``examples`` extra (mpi4py + the ``mpich`` wheel), which ``make venv``
+    installs; a machine without them cannot run the MPI example at all."""
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py is not installed (pip install 'dftune[examples]' brings mpi4py and the mpich wheel)"
+    from dftune.tools.runner.bench import find_mpirun
+
+    launcher = find_mpirun()
+    if not Path(launcher).is_file():
+        return "no mpirun beside this Python nor on PATH (pip install mpich, or an MPI from the OS)"
+    return None
+
+
 def _clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DFTRACER_") and k != "LD_PRELOAD"}
     env["PYTHONDONTWRITEBYTECODE"] = "1"

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import conftest as c  # tests/ is on sys.path (rootdir conftest, prepend import mode)
 import pytest
 
 from dftune.tools.runner.bench import bench
@@ -22,6 +23,8 @@ EXAMPLES = sorted(WORKLOADS.glob("*/workload.toml"))
 @pytest.mark.parametrize("toml", EXAMPLES, ids=[p.parent.name for p in EXAMPLES])
 def test_every_example_benches_traced_and_untraced(tmp_path: Path, toml: Path) -> None:
     spec = load_spec(toml)
+    if spec.launcher.kind == "mpirun" and (why := c.mpi_unavailable()):
+        pytest.skip(why)
     traced = bench(spec, replicates=2, trace=True, workdir=tmp_path / "traced")
     plain = bench(spec, replicates=2, trace=False, workdir=tmp_path / "plain")
     for result in (traced, plain):

