@@ -25,7 +25,20 @@ from dftune.tools.runner.process import run_process
 from dftune.tools.trace.tracer import TracerUnavailable, preload_library, trace_env
 
 #: What the smoke program calls, by the name dftracer would record.
-SMOKE_CALLS = ("open64", "read", "write", "lseek64", "close", "stat", "fstat", "mkdir", "unlink", "opendir")
+SMOKE_CALLS = (
+    "open64",
+    "read",
+    "write",
+    "pread64",
+    "preadv",
+    "lseek64",
+    "close",
+    "stat",
+    "fstat",
+    "mkdir",
+    "unlink",
+    "opendir",
+)
 _SMOKE = textwrap.dedent(
     """
     import os, sys
@@ -36,6 +49,8 @@ _SMOKE = textwrap.dedent(
     os.write(fd, b"x" * 8192)
     os.lseek(fd, 0, 0)
     os.read(fd, 4096)
+    os.pread(fd, 4096, 0)
+    os.preadv(fd, [bytearray(4096)], 0)
     os.fstat(fd)
     os.close(fd)
     os.stat(p)

@@ -166,14 +166,12 @@ def _record_experiment(state: TuningState, ctx: Context, exp: Experiment) -> tup
     return rec, system_rec
 
 
-def _revert(ctx: Context, state: TuningState, exp: Experiment) -> bool:
+def _revert(ctx: Context, state: TuningState, exp: Experiment) -> None:
+    """Undo the experiment's journaled changes (a no-op for those already reverted, e.g. on resume)."""
     journal = journal_for(ctx, state.run_id)
-    reverted = False
     for cid in exp.change_ids:
         if journal.state(cid) == "applied":
             journal.revert(cid)
-            reverted = True
-    return reverted
 
 
 def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -187,16 +185,19 @@ def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     if exp is None or exp.kb_record_id is not None or exp.kept or exp.reverted:
         return update
     if exp.verdict == "failed" or exp.candidate is None or exp.comparison is None:
-        reverted = _revert(ctx, state, exp)
-        update["experiments"] = [exp.model_copy(update={"reverted": reverted or exp.reverted})]
+        _revert(ctx, state, exp)
+        update["experiments"] = [exp.model_copy(update={"reverted": True})]
         return update
     rec, system_rec = _record_experiment(state, ctx, exp)
     guard_triggered = rec.guard_triggered or bool(system_rec and system_rec.guard_triggered)
     verdict = "regression" if guard_triggered and rec.verdict == "win" else rec.verdict
     keep = verdict == "win"
-    reverted = False if keep else _revert(ctx, state, exp)
+    if not keep:
+        _revert(
+            ctx, state, exp
+        )  # journaled changes (env, commands); knob settings simply stay off the incumbent
     done = exp.model_copy(update={"verdict": verdict, "verdict_reason": rec.verdict_reason, "kept": keep,
-                                  "reverted": reverted, "guard_triggered": guard_triggered,
+                                  "reverted": not keep, "guard_triggered": guard_triggered,
                                   "kb_record_id": rec.id})  # fmt: skip
     p = state.proposal(exp.proposal_id).model_copy(update={"kb_record_id": rec.id})
     update["experiments"] = [done]
@@ -206,6 +207,5 @@ def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         update["incumbent"] = exp.candidate
     ctx.progress("kb", f"opt{exp.iteration}: {verdict}{' (kept)' if keep else ''} -> KB record {rec.id}")
     update["events"].append(log("kb", f"opt{exp.iteration}: {verdict}: {rec.verdict_reason}", record=rec.id,
-                                system_record=system_rec.id if system_rec else None, kept=keep,
-                                reverted=reverted))  # fmt: skip
+                                system_record=system_rec.id if system_rec else None, kept=keep))  # fmt: skip
     return update

@@ -27,6 +27,7 @@ EXAMPLES = {
     "small_reads": "EPOCHS=1",
     "checkpoint_writer": "CHECKPOINTS=2",
     "hdf5_reader": "SAMPLES=1024",
+    "mpiio_shared": "RECORDS=4096",
 }
 
 
@@ -44,6 +45,8 @@ def test_the_main_job_finds_a_win_and_refuses_doing_less(example: str) -> None:
     pytest.importorskip("dftracer")
     if example == "hdf5_reader":
         pytest.importorskip("h5py")
+    if example == "mpiio_shared":
+        pytest.importorskip("mpi4py")
     doing_less = EXAMPLES[example]
     res = _dftune("run", str(_spec(example)), "--mode", "autonomous", "--json")
     assert res.returncode == 0, res.stderr[-2000:]
