@@ -183,6 +183,9 @@ class BatchReducer:
     io_spans: list[dict[str, np.ndarray]] = field(default_factory=list)
     compute_spans: list[dict[str, np.ndarray]] = field(default_factory=list)
 
+    #: set by :meth:`add_native`: the access and overlap tables came from the C scanner
+    native: bool = False
+
     def __post_init__(self) -> None:
         self.con = duckdb.connect(config={"threads": 1})
         self.con.execute("SET enable_progress_bar = false")
@@ -244,6 +247,46 @@ class BatchReducer:
             con.unregister("io")
             con.unregister("ev")
 
+    def add_native(self, counts: dict[str, Any], tables: dict[str, pa.Table]) -> None:
+        """Take a whole file's tables from the native scanner (:mod:`native`) instead of batches.
+
+        They are the per-batch tables above, already summed over the file, plus the results
+        of the position and overlap passes, keyed by the scanner's own ids; only the keys
+        that leave this file (``fks``, the per-process overlap key) are turned into DuckDB's
+        hashes here, on the small distinct tables, so partials from both paths merge.
+        """
+        self.native = True
+        self.counts = dict(counts)
+        tables = dict(tables)
+        path, acc, ovl = tables.pop("path"), tables.pop("acc"), tables.pop("ovl")
+        if not self.file_view:
+            tables.pop("pathproc", None)
+        if self.time_bins is None:
+            tables.pop("time", None)
+        self.parts = {name: [table] for name, table in tables.items()}
+        con = self.con
+        con.register("path_native", path)
+        con.register("acc_native", acc)
+        con.register("ovl_native", ovl)
+        procs = tables["proctot"]
+        con.register("procs_native", pa.table({"g": pa.array(range(procs.num_rows), pa.int64()),
+                                               "hkey": procs["hkey"], "pid": procs["pid"]}))  # fmt: skip
+        try:
+            if self.file_view:
+                self.parts["path"] = [path]
+            else:
+                self.parts["fks"] = [
+                    _fetch_arrow(con.sql("SELECT DISTINCT hash(fkey) AS fk FROM path_native"))
+                ]
+            con.execute("CREATE TEMP TABLE acc AS SELECT * FROM acc_native")
+            con.execute(
+                "CREATE TEMP TABLE ovl AS SELECT hash(p.hkey, p.pid) AS g, o.io_wall_us, o.overlap_us, "
+                "o.compute_wall_us FROM ovl_native o JOIN procs_native p ON p.g = o.g"
+            )
+        finally:
+            for name in ("path_native", "acc_native", "ovl_native", "procs_native"):
+                con.unregister(name)
+
     # ----------------------------------------------------------------------------------
     def finish(
         self, rank_from_name: int | None
@@ -260,8 +303,9 @@ class BatchReducer:
         con.execute(
             "CREATE TEMP TABLE hmap AS SELECT kind, h, any_value(v) AS v FROM b_meta GROUP BY kind, h"
         )
-        self._positions()
-        self._overlap()
+        if not self.native:
+            self._positions()
+            self._overlap()
         host = "COALESCE(hh.v, t.hkey, '')"
         host_join = "LEFT JOIN hmap hh ON hh.kind = 'HH' AND hh.h = t.hkey AND NOT t.host_inline"
         rank = "NULL" if rank_from_name is None else str(rank_from_name)
