@@ -155,6 +155,24 @@ static uint32_t map_get(Map *m, uint64_t a, uint64_t b, int *added) {
     return m->v[j];
 }
 
+/* One remembered lookup in front of a Map: consecutive events mostly repeat their keys. */
+typedef struct {
+    uint64_t a, b;
+    uint32_t v;
+} MapCache;
+
+static inline uint32_t map_get_c(Map *m, MapCache *c, uint64_t a, uint64_t b, int *added) {
+    if (c->v && c->a == a && c->b == b) {
+        *added = 0;
+        return c->v;
+    }
+    uint32_t v = map_get(m, a, b, added);
+    c->a = a;
+    c->b = b;
+    c->v = v;
+    return v;
+}
+
 /* String interner: id 0 is NULL; ids are dense. */
 typedef struct {
     char *arena;
@@ -364,11 +382,26 @@ static int hex4(const char *p, uint32_t *out) {
     return 1;
 }
 
+static inline uint64_t has_zero_byte(uint64_t v) { return (v - 0x0101010101010101ULL) & ~v; }
+
 /* *pp points just after the opening quote.  On success *pp is after the closing quote. */
 static int scan_string(const char **pp, const char *e, Str *out) {
     const char *p = *pp, *s = p;
     int esc = 0, hi = 0;
     for (;;) {
+        /* eight bytes at a time until a quote, backslash, control or non-ASCII byte */
+        while (p + 8 <= e) {
+            uint64_t w;
+            memcpy(&w, p, 8);
+            uint64_t m = has_zero_byte(w ^ 0x2222222222222222ULL) | has_zero_byte(w ^ 0x5c5c5c5c5c5c5c5cULL) |
+                         ((w - 0x2020202020202020ULL) & ~w) | w;
+            m &= 0x8080808080808080ULL;
+            if (m) {
+                p += __builtin_ctzll(m) >> 3;
+                break;
+            }
+            p += 8;
+        }
         while (p < e) {
             unsigned char c = (unsigned char)*p;
             if (c == '"' || c == '\\' || c < 0x20) break;
@@ -480,10 +513,14 @@ static int scan_number(const char **pp, const char *e, Num *out) {
     }
     if (p >= e) return 0;
     const char *d0 = p;
+    uint64_t u = 0;
     if (*p == '0') {
         p++;
     } else if (*p >= '1' && *p <= '9') {
-        while (p < e && *p >= '0' && *p <= '9') p++;
+        /* up to 19 digits cannot overflow 64 bits */
+        const char *lim = (e - p > 19) ? p + 19 : e;
+        while (p < lim && (unsigned)(*p - '0') < 10) u = u * 10 + (uint64_t)(*p++ - '0');
+        while (p < e && (unsigned)(*p - '0') < 10) p++;
     } else {
         return 0;
     }
@@ -506,16 +543,13 @@ static int scan_number(const char **pp, const char *e, Num *out) {
     out->n = (uint32_t)(p - s);
     out->fits_i64 = out->fits_u64 = 0;
     out->neg_zero = out->neg && (d1 - d0 == 1) && *d0 == '0';
-    if (out->is_int && d1 - d0 <= 20) {
-        uint64_t u = 0;
-        int ok = 1;
-        for (const char *q = d0; q < d1; q++) {
-            uint64_t dgt = (uint64_t)(*q - '0');
-            if (u > (UINT64_MAX - dgt) / 10) {
-                ok = 0;
-                break;
-            }
-            u = u * 10 + dgt;
+    if (out->is_int) {
+        ptrdiff_t nd = d1 - d0;
+        int ok = nd <= 19;
+        if (nd == 20) { /* the 20th digit may still fit an unsigned 64-bit value */
+            uint64_t last = (uint64_t)(d0[19] - '0');
+            ok = u <= (UINT64_MAX - last) / 10;
+            if (ok) u = u * 10 + last;
         }
         if (ok) {
             if (!out->neg) {
@@ -534,6 +568,28 @@ static int scan_number(const char **pp, const char *e, Num *out) {
     return 1;
 }
 
+/* Bytes that can appear in a key without needing the full string scanner. */
+static uint8_t PLAIN_KEY[256];
+
+static void init_tables(void) {
+    for (int c = 0; c < 256; c++) PLAIN_KEY[c] = (c >= 0x20 && c < 0x80 && c != '"' && c != '\\');
+}
+
+/* *pp points just after the opening quote of a key. */
+static inline int scan_key(const char **pp, const char *e, Str *out) {
+    const char *p = *pp, *s = p;
+    while (p < e && PLAIN_KEY[(unsigned char)*p]) p++;
+    if (p < e && *p == '"') {
+        out->p = s;
+        out->n = (uint32_t)(p - s);
+        out->set = 1;
+        out->esc = 0;
+        *pp = p + 1;
+        return 1;
+    }
+    return scan_string(pp, e, out);
+}
+
 static int skip_value(const char **pp, const char *e, int depth);
 
 static int skip_container(const char **pp, const char *e, int depth, char close) {
@@ -548,7 +604,7 @@ static int skip_container(const char **pp, const char *e, int depth, char close)
             Str k;
             if (p >= e || *p != '"') return 0;
             p++;
-            if (!scan_string(&p, e, &k)) return 0;
+            if (!scan_key(&p, e, &k)) return 0;
             p = skip_ws(p, e);
             if (p >= e || *p != ':') return 0;
             p = skip_ws(p + 1, e);
@@ -684,7 +740,7 @@ static int read_json_text(const char **pp, const char *e, Str *out, char *scratc
             *o++ = (char)c;
         } else if (c == ' ' || c == '\t') {
             continue;
-        } else if (c == '.' || c == 'e' || c == 'E') {
+        } else if (c == '.' || ((c == 'e' || c == 'E') && o > scratch && o[-1] >= '0' && o[-1] <= '9')) {
             return 0; /* a fraction or exponent: DuckDB may print it differently */
         } else if (c == '-' && q + 2 <= p && q[1] == '0' && (q + 2 == p || q[2] < '0' || q[2] > '9')) {
             return 0; /* -0 */
@@ -715,7 +771,7 @@ static int parse_args(const char **pp, const char *e, Ev *ev, char *scratch) {
         Str k;
         if (p >= e || *p != '"') return 0;
         p++;
-        if (!scan_string(&p, e, &k) || k.esc) return 0;
+        if (!scan_key(&p, e, &k) || k.esc) return 0;
         p = skip_ws(p, e);
         if (p >= e || *p != ':') return 0;
         p = skip_ws(p + 1, e);
@@ -802,7 +858,7 @@ static int parse_line(const char *p, const char *e, Ev *ev, char *scratch) {
         Str k;
         if (p >= e || *p != '"') return 0;
         p++;
-        if (!scan_string(&p, e, &k) || k.esc) return 0;
+        if (!scan_key(&p, e, &k) || k.esc) return 0;
         p = skip_ws(p, e);
         if (p >= e || *p != ':') return 0;
         p = skip_ws(p + 1, e);
@@ -1044,6 +1100,9 @@ typedef struct {
     char *scratch;
     size_t scratch_cap;
 
+    uint32_t icache_id[64], icache_n[64]; /* recently interned strings, by a cheap hash */
+    MapCache c_proc, c_path, c_gfile, c_epoch, c_steps, c_layer[8], c_names[8], c_iface[NFAM];
+
     uint32_t last_hkey; /* cache: hkey strings repeat on every line */
     const char *last_hkey_raw;
     char *last_hkey_buf;
@@ -1186,9 +1245,21 @@ static const CatProp *cat_prop(St *st, uint32_t id) {
 }
 
 /* Intern a raw string view (decoding escapes first). 0 on failure (OOM). */
+static inline uint32_t intern_cached(St *st, const char *p, size_t n) {
+    if (n == 0) return intern(&st->str, p, n);
+    const unsigned char *u = (const unsigned char *)p;
+    size_t k = (n * 7 + u[0] * 31u + u[n - 1] * 131u + u[n > 2 ? n - 3 : 0] * 17u + u[n / 2] * 5u) & 63;
+    uint32_t id = st->icache_id[k];
+    if (id && st->icache_n[k] == n && memcmp(istr(&st->str, id), p, n) == 0) return id;
+    id = intern(&st->str, p, n);
+    st->icache_id[k] = id;
+    st->icache_n[k] = (uint32_t)n;
+    return id;
+}
+
 static uint32_t intern_str(St *st, const Str *s) {
     if (!s->set) return 0;
-    if (!s->esc) return intern(&st->str, s->p, s->n);
+    if (!s->esc) return intern_cached(st, s->p, s->n);
     if (s->n > st->scratch_cap) return 0;
     /* the scratch buffer may hold the cfg text of this line: decode after it */
     char *buf = st->scratch + st->scratch_cap;
@@ -1248,7 +1319,7 @@ static int famcols_add(FamCols *f, int fam, const I64 *nbytes, int64_t dur) {
 static uint32_t proc_slot(St *st, uint32_t hkey, const I64 *pid, uint8_t host_inline, int *ok) {
     int added;
     uint64_t a = (uint64_t)hkey | ((uint64_t)(pid->set ? 1 : 0) << 32);
-    uint32_t slot = map_get(&st->proc_map, a, pid->set ? (uint64_t)pid->v : 0, &added);
+    uint32_t slot = map_get_c(&st->proc_map, &st->c_proc, a, pid->set ? (uint64_t)pid->v : 0, &added);
     *ok = 1;
     if (!slot) {
         *ok = 0;
@@ -1453,7 +1524,7 @@ static int process_event(St *st, Ev *ev) {
     }
     if (cat && !dft) { /* layer */
         int added;
-        uint32_t slot = map_get(&st->layer_map, cat, 0, &added);
+        uint32_t slot = map_get_c(&st->layer_map, &st->c_layer[cat & 7], cat, 0, &added);
         if (!slot) FAILWITH(FAIL_OOM);
         if (added) {
             GROW(st->layer, st->nlayer, st->layercap, st->nlayer + 1, oom);
@@ -1472,7 +1543,7 @@ static int process_event(St *st, Ev *ev) {
     }
     if (cat && !is_io && !dft) { /* application events by name */
         int added;
-        uint32_t slot = map_get(&st->name_map, cat, name, &added);
+        uint32_t slot = map_get_c(&st->name_map, &st->c_names[name & 7], cat, name, &added);
         if (!slot) FAILWITH(FAIL_OOM);
         if (added) {
             GROW(st->names, st->nnames, st->namecap, st->nnames + 1, oom);
@@ -1490,7 +1561,7 @@ static int process_event(St *st, Ev *ev) {
         uint32_t sp = ev->at[T_STEP].set ? intern_str(st, &ev->at[T_STEP]) : 0;
         if (!ep || (ev->at[T_STEP].set && !sp)) FAILWITH(FAIL_OOM);
         int added;
-        uint32_t slot = map_get(&st->epoch_map, pi, ep, &added);
+        uint32_t slot = map_get_c(&st->epoch_map, &st->c_epoch, pi, ep, &added);
         if (!slot) FAILWITH(FAIL_OOM);
         if (added) {
             GROW(st->epochs, st->nepochs, st->epochcap, st->nepochs + 1, oom);
@@ -1505,7 +1576,7 @@ static int process_event(St *st, Ev *ev) {
         r->host_inline |= host_inline;
         if (ts < r->first_ts) r->first_ts = ts;
         if (end > r->last_end) r->last_end = end;
-        if (!map_get(&st->steps, ep, sp, &added)) FAILWITH(FAIL_OOM);
+        if (!map_get_c(&st->steps, &st->c_steps, ep, sp, &added)) FAILWITH(FAIL_OOM);
     }
     if (cat && !is_io && ((np->flags & NP_COMPUTE) || (cflags & CP_COMPUTE))) {
         GROW(st->cspan, st->ncs, st->ncscap, st->ncs + 1, oom);
@@ -1557,7 +1628,7 @@ static int process_event(St *st, Ev *ev) {
     }
     { /* interface */
         int added;
-        uint32_t slot = map_get(&st->iface_map, ucat, (uint64_t)fam, &added);
+        uint32_t slot = map_get_c(&st->iface_map, &st->c_iface[fam], ucat, (uint64_t)fam, &added);
         if (!slot) FAILWITH(FAIL_OOM);
         if (added) {
             GROW(st->iface, st->niface, st->ifacecap, st->niface + 1, oom);
@@ -1576,7 +1647,7 @@ static int process_event(St *st, Ev *ev) {
     if (!famcols_add(&pr->f, fam, &nbytes, dur)) FAILWITH(FAIL_OVERFLOW);
     if (fkey) {
         int added;
-        uint32_t slot = map_get(&st->path_map, fkey, 0, &added);
+        uint32_t slot = map_get_c(&st->path_map, &st->c_path, fkey, 0, &added);
         if (!slot) FAILWITH(FAIL_OOM);
         if (added) {
             GROW(st->path, st->npath, st->pathcap, st->npath + 1, oom);
@@ -1625,7 +1696,7 @@ static int process_event(St *st, Ev *ev) {
         default: break;
         }
         int added;
-        uint32_t g = map_get(&st->gfile_map, pi, fkey, &added);
+        uint32_t g = map_get_c(&st->gfile_map, &st->c_gfile, pi, fkey, &added);
         if (!g) FAILWITH(FAIL_OOM);
         GROW(st->pos, st->npos, st->poscap, st->npos + 1, oom);
         PosRec *r = &st->pos[st->npos++];
@@ -2717,6 +2788,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__fastscan(void) {
+    init_tables();
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     FallbackError = PyErr_NewExceptionWithDoc("_fastscan.Fallback",

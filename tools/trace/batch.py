@@ -56,11 +56,21 @@ def _call_rows() -> list[tuple[str, str, int, bool, int]]:
     return list(rows.values())
 
 
+def _lookup(field: int, default: str) -> str:
+    """SQL CASE giving field ``field`` (fam, role, item, setter) of :func:`_call_rows` for ``e.name``."""
+    whens = " ".join(
+        f"WHEN '{row[0]}' THEN {repr(row[1 + field]).lower() if field == 2 else repr(row[1 + field])}"
+        for row in _call_rows()
+    )
+    return f"(CASE e.name {whens} ELSE {default} END)"
+
+
 def _io_sql() -> str:
     """I/O calls with family, bytes, size bin and position role (DESIGN.md "I/O semantics").
 
-    A join with the small ``calls`` table (built from :mod:`semantics`) classifies each
-    call once; everything the order-dependent passes need is computed here as integers:
+    CASE lookups generated from :func:`_call_rows` classify each call; unlike a join with a
+    table of calls they keep the rows in trace-file order, which the position pass relies on
+    for calls with equal timestamps (and the native scanner reproduces); everything the order-dependent passes need is computed here as integers:
     group hashes per (process, file) and per process, the call's position role, and the
     position a setter establishes.
     """
@@ -79,10 +89,10 @@ def _io_sql() -> str:
     FROM (
       SELECT e.hkey, e.host_inline, e.pid, e.name, COALESCE(e.fname, e.fhash) AS fkey,
              e.fname IS NOT NULL AS fkey_is_path, upper(e.cat) AS iface, e.ts, e.dur, e.ret, e.off, e.whence, e.flags, e.fmode, e.no_args,
-             COALESCE(c.fam, 'metadata') AS fam, COALESCE(c.role, {V.OTHER}) AS role, COALESCE(c.setter, 0) AS setter,
+             {_lookup(0, "'metadata'")} AS fam, {_lookup(1, str(V.OTHER))} AS role, {_lookup(3, "0")} AS setter,
              CASE WHEN e.ret IS NULL THEN NULL WHEN e.ret <= 0 THEN 0
-                  WHEN c.item THEN e.ret * e.isize ELSE e.ret END AS nbytes
-      FROM ev e LEFT JOIN calls c ON c.name = e.name
+                  WHEN {_lookup(2, "false")} THEN e.ret * e.isize ELSE e.ret END AS nbytes
+      FROM ev e
       WHERE e.k = 1 AND upper(e.cat) IN {_IO}
     )
     """
@@ -189,10 +199,6 @@ class BatchReducer:
     def __post_init__(self) -> None:
         self.con = duckdb.connect(config={"threads": 1})
         self.con.execute("SET enable_progress_bar = false")
-        self.con.execute(
-            "CREATE TEMP TABLE calls (name VARCHAR, fam VARCHAR, role TINYINT, item BOOLEAN, setter TINYINT)"
-        )
-        self.con.executemany("INSERT INTO calls VALUES (?, ?, ?, ?, ?)", _call_rows())
 
     def close(self) -> None:
         self.con.close()

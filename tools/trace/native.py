@@ -37,7 +37,7 @@ class Fallback(Exception):
 def module() -> ModuleType | None:
     """The compiled extension, or None when it was not built here."""
     try:
-        from dftune.tools.trace import _fastscan  # type: ignore[attr-defined]
+        from dftune.tools.trace import _fastscan
     except ImportError:
         return None
     mod: ModuleType = _fastscan

@@ -110,6 +110,8 @@ class ReadOptions:
     file_view: bool = False
     #: (origin_us, width_us, count) for the time view; None skips it.
     time_bins: tuple[int, int, int] | None = None
+    #: Try the native C scanner first (:mod:`native`); False goes straight to DuckDB.
+    native: bool = True
 
 
 def read_file(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePartial:
@@ -120,7 +122,7 @@ def read_file(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePar
         partial.scalars.update(_empty_scalars(), empty=True)
         return partial
     metric = head_time_metric(p)
-    if native.enabled():
+    if options.native and native.enabled():
         try:
             return _native(p, options, metric)
         except native.Fallback:
@@ -152,6 +154,18 @@ def read_file(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePar
     partial.scalars["bad_line_count"] = result.bad_count + (1 if result.truncated else 0)
     partial.scalars["truncated"] = result.truncated
     return partial
+
+
+def read_file_native(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePartial | None:
+    """The native scanner's partial of one file, or None when it declines the file (or is off);
+    the caller then uses :func:`read_file` with ``native=False``."""
+    p = Path(path)
+    if not native.enabled() or p.stat().st_size == 0:
+        return None
+    try:
+        return _native(p, options, head_time_metric(p))
+    except native.Fallback:
+        return None
 
 
 def _stream(path: Path, source: str, options: ReadOptions, metric: str, *, trusted: bool) -> FilePartial:
