@@ -2182,50 +2182,92 @@ out:
 /* ------------------------------------------------------------------------------ */
 /* results as Python objects: {table: {column: list}}                              */
 
+/* A result column: n int64 (or float64) values and a validity byte per value; handed to
+   Python as two bytes objects so no Python object is made per value. */
+typedef struct {
+    char name[32];
+    int64_t *v;
+    uint8_t *ok;
+} Col;
+
 typedef struct {
     PyObject *dict;
     Py_ssize_t n;
     int err;
+    Col cols[24];
+    int ncols;
 } Tab;
+
+typedef struct {
+    int64_t v;
+    uint8_t null;
+} Cell;
 
 static int tab_init(Tab *t, PyObject *parent, const char *name, Py_ssize_t n) {
     t->dict = PyDict_New();
     t->n = n;
     t->err = 0;
+    t->ncols = 0;
     if (!t->dict) return 0;
     int r = PyDict_SetItemString(parent, name, t->dict);
     Py_DECREF(t->dict); /* parent holds it */
     return r == 0;
 }
 
-static PyObject *tab_col(Tab *t, const char *name) {
-    if (t->err) return NULL;
-    PyObject *l = PyList_New(t->n);
-    if (!l || PyDict_SetItemString(t->dict, name, l) < 0) {
-        Py_XDECREF(l);
+static Col *tab_col(Tab *t, const char *name) {
+    if (t->err || t->ncols >= 24) {
         t->err = 1;
         return NULL;
     }
-    Py_DECREF(l);
-    return l; /* borrowed: the dict holds it */
+    Col *c = &t->cols[t->ncols++];
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    c->v = calloc(t->n ? (size_t)t->n : 1, sizeof(int64_t));
+    c->ok = calloc(t->n ? (size_t)t->n : 1, 1);
+    if (!c->v || !c->ok) t->err = 1;
+    return c;
 }
 
-static void put(Tab *t, PyObject *l, Py_ssize_t i, PyObject *v) {
-    if (!l) return;
-    if (!v) {
+static inline void put(Tab *t, Col *c, Py_ssize_t i, Cell x) {
+    if (!c || !c->v || !c->ok) {
         t->err = 1;
         return;
     }
-    PyList_SET_ITEM(l, i, v);
+    c->v[i] = x.v;
+    c->ok[i] = !x.null;
 }
 
-static PyObject *none(void) { Py_RETURN_NONE; }
-static PyObject *i64(int64_t v) { return PyLong_FromLongLong(v); }
-static PyObject *opt(int64_t v, int present) { return present ? PyLong_FromLongLong(v) : none(); }
-static PyObject *sumv(const Sum *s) { return s->n ? PyLong_FromLongLong(s->v) : none(); }
-static PyObject *boolv(int b) { return PyBool_FromLong(b); }
+/* Hand the columns to Python as {name: (values bytes, validity bytes)} and free them. */
+static int tab_done(Tab *t) {
+    int ok = !t->err;
+    for (int j = 0; j < t->ncols; j++) {
+        Col *c = &t->cols[j];
+        if (ok) {
+            PyObject *v = PyBytes_FromStringAndSize((const char *)c->v, t->n * (Py_ssize_t)sizeof(int64_t));
+            PyObject *m = PyBytes_FromStringAndSize((const char *)c->ok, t->n);
+            PyObject *pair = (v && m) ? PyTuple_Pack(2, v, m) : NULL;
+            if (!pair || PyDict_SetItemString(t->dict, c->name, pair) < 0) ok = 0;
+            Py_XDECREF(v);
+            Py_XDECREF(m);
+            Py_XDECREF(pair);
+        }
+        free(c->v);
+        free(c->ok);
+    }
+    t->ncols = 0;
+    return ok;
+}
 
-static int famcols_out(Tab *t, Py_ssize_t i, const FamCols *f, PyObject **cols) {
+static Cell i64(int64_t v) { return (Cell){v, 0}; }
+static Cell opt(int64_t v, int present) { return (Cell){present ? v : 0, (uint8_t)!present}; }
+static Cell sumv(const Sum *s) { return (Cell){s->n ? s->v : 0, (uint8_t)(s->n == 0)}; }
+static Cell boolv(int b) { return (Cell){b ? 1 : 0, 0}; }
+static Cell f64(double d, int present) {
+    Cell c = {0, (uint8_t)!present};
+    memcpy(&c.v, &d, sizeof(double)); /* the bits; Python reads the column as float64 */
+    return c;
+}
+
+static int famcols_out(Tab *t, Py_ssize_t i, const FamCols *f, Col **cols) {
     /* read_count, read_bytes, read_time_us, write_*, metadata_count, metadata_time_us, sync_* */
     put(t, cols[0], i, i64(f->count[FAM_READ]));
     put(t, cols[1], i, sumv(&f->bytes[FAM_READ]));
@@ -2245,7 +2287,7 @@ static const char *const FAMCOL_NAMES[10] = {
     "metadata_count", "metadata_time_us", "sync_count", "sync_time_us",
 };
 
-static void famcols_cols(Tab *t, PyObject **cols) {
+static void famcols_cols(Tab *t, Col **cols) {
     for (int j = 0; j < 10; j++) cols[j] = tab_col(t, FAMCOL_NAMES[j]);
 }
 
@@ -2262,22 +2304,33 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
     if (!res) return NULL;
     Tab t;
     Py_ssize_t i;
-    /* strings */
+    /* strings: every interned string, as Arrow large-string buffers (int64 offsets, bytes) */
     {
-        PyObject *l = PyList_New((Py_ssize_t)st->str.n);
-        if (!l) goto fail;
-        Py_INCREF(Py_None);
-        PyList_SET_ITEM(l, 0, Py_None);
-        for (size_t j = 1; j < st->str.n; j++) {
-            PyObject *s = PyUnicode_DecodeUTF8(istr(&st->str, (uint32_t)j), st->str.len[j], "strict");
-            if (!s) {
-                Py_DECREF(l);
-                goto fail;
-            }
-            PyList_SET_ITEM(l, (Py_ssize_t)j, s);
+        size_t n = st->str.n;
+        int64_t *offs = malloc((n + 1) * sizeof(int64_t));
+        char *data = malloc(st->str.alen ? st->str.alen : 1);
+        if (!offs || !data) {
+            free(offs);
+            free(data);
+            PyErr_NoMemory();
+            goto fail;
         }
-        int r = PyDict_SetItemString(res, "strings", l);
-        Py_DECREF(l);
+        int64_t at = 0;
+        for (size_t j = 0; j < n; j++) {
+            offs[j] = at;
+            memcpy(data + at, istr(&st->str, (uint32_t)j), st->str.len[j]);
+            at += st->str.len[j];
+        }
+        offs[n] = at;
+        PyObject *o = PyBytes_FromStringAndSize((const char *)offs, (Py_ssize_t)((n + 1) * sizeof(int64_t)));
+        PyObject *d = PyBytes_FromStringAndSize(data, (Py_ssize_t)at);
+        free(offs);
+        free(data);
+        PyObject *pair = (o && d) ? PyTuple_Pack(2, o, d) : NULL;
+        Py_XDECREF(o);
+        Py_XDECREF(d);
+        int r = pair ? PyDict_SetItemString(res, "strings", pair) : -1;
+        Py_XDECREF(pair);
         if (r < 0) goto fail;
     }
     /* counts */
@@ -2302,7 +2355,7 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
         Py_ssize_t n = 0;
         for (size_t j = 0; j < st->nfamrows; j++) n += st->famrow_used[j];
         if (!tab_init(&t, res, "fam", n)) goto fail;
-        PyObject *cf = tab_col(&t, "fam"), *cc = tab_col(&t, "count"), *cb = tab_col(&t, "bytes"),
+        Col *cf = tab_col(&t, "fam"), *cc = tab_col(&t, "count"), *cb = tab_col(&t, "bytes"),
                  *cs = tab_col(&t, "sized"), *ct = tab_col(&t, "time_us"), *csm = tab_col(&t, "small"),
                  *cst = tab_col(&t, "small_time_us"), *cbw = tab_col(&t, "bw_sum"), *cbn = tab_col(&t, "bw_n"),
                  *cna = tab_col(&t, "no_args");
@@ -2317,19 +2370,19 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             put(&t, ct, i, sumv(&r->time));
             put(&t, csm, i, i64(r->small));
             put(&t, cst, i, sumv(&r->small_time));
-            put(&t, cbw, i, r->bw_n ? PyFloat_FromDouble(r->bw_sum) : none());
+            put(&t, cbw, i, f64(r->bw_sum, r->bw_n > 0));
             put(&t, cbn, i, i64(r->bw_n));
             put(&t, cna, i, i64(r->no_args));
             i++;
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     /* agg */
     {
         Py_ssize_t n = 0;
         for (int f = 0; f < NFAM; f++) n += st->agg_used[f];
         if (!tab_init(&t, res, "agg", n)) goto fail;
-        PyObject *cf = tab_col(&t, "fam"), *cr = tab_col(&t, "records"), *cc = tab_col(&t, "count"),
+        Col *cf = tab_col(&t, "fam"), *cr = tab_col(&t, "records"), *cc = tab_col(&t, "count"),
                  *cb = tab_col(&t, "bytes"), *ct = tab_col(&t, "time_us");
         i = 0;
         for (int f = 0; f < NFAM; f++) {
@@ -2341,7 +2394,7 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             put(&t, ct, i, sumv(&st->agg[f].time));
             i++;
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     /* hist */
     {
@@ -2349,7 +2402,7 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
         for (int f = 0; f < 2; f++)
             for (int b = 0; b < st->cfg->nbins; b++) n += st->hist_count[f][b] > 0;
         if (!tab_init(&t, res, "hist", n)) goto fail;
-        PyObject *cf = tab_col(&t, "fam"), *cs = tab_col(&t, "sbin"), *cc = tab_col(&t, "count"),
+        Col *cf = tab_col(&t, "fam"), *cs = tab_col(&t, "sbin"), *cc = tab_col(&t, "count"),
                  *cb = tab_col(&t, "bytes");
         i = 0;
         for (int f = 0; f < 2; f++)
@@ -2361,25 +2414,25 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
                 put(&t, cb, i, sumv(&st->hist_bytes[f][b]));
                 i++;
             }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     /* distinct accessed files (and per-file I/O when the file view is on) */
     {
         if (!tab_init(&t, res, "path", (Py_ssize_t)st->npath)) goto fail;
-        PyObject *ck = tab_col(&t, "fkey"), *cp = tab_col(&t, "is_path");
-        PyObject *fc[10];
+        Col *ck = tab_col(&t, "fkey"), *cp = tab_col(&t, "is_path");
+        Col *fc[10];
         if (st->file_view) famcols_cols(&t, fc);
         for (size_t j = 0; j < st->npath; j++) {
             put(&t, ck, (Py_ssize_t)j, i64(st->path[j].fkey));
             put(&t, cp, (Py_ssize_t)j, boolv(st->path[j].is_path));
             if (st->file_view) famcols_out(&t, (Py_ssize_t)j, &st->path[j].f, fc);
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     if (st->file_view) {
         Map *m = &st->pathproc;
         if (!tab_init(&t, res, "pathproc", (Py_ssize_t)m->n)) goto fail;
-        PyObject *cf = tab_col(&t, "fk"), *cg = tab_col(&t, "g_proc");
+        Col *cf = tab_col(&t, "fk"), *cg = tab_col(&t, "g_proc");
         i = 0;
         for (size_t j = 0; j <= m->mask; j++) {
             if (!m->v[j]) continue;
@@ -2387,12 +2440,12 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             put(&t, cg, i, i64((int64_t)m->b[j]));
             i++;
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     /* names */
     {
         if (!tab_init(&t, res, "names", (Py_ssize_t)st->nnames)) goto fail;
-        PyObject *cc = tab_col(&t, "cat"), *cn = tab_col(&t, "name"), *ck = tab_col(&t, "count"),
+        Col *cc = tab_col(&t, "cat"), *cn = tab_col(&t, "name"), *ck = tab_col(&t, "count"),
                  *ct = tab_col(&t, "time_us");
         for (size_t j = 0; j < st->nnames; j++) {
             const NameRow *r = &st->names[j];
@@ -2401,12 +2454,12 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             put(&t, ck, (Py_ssize_t)j, i64(r->count));
             put(&t, ct, (Py_ssize_t)j, sumv(&r->time));
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     /* iface */
     {
         if (!tab_init(&t, res, "iface", (Py_ssize_t)st->niface)) goto fail;
-        PyObject *ci = tab_col(&t, "iface"), *cf = tab_col(&t, "fam"), *cc = tab_col(&t, "count"),
+        Col *ci = tab_col(&t, "iface"), *cf = tab_col(&t, "fam"), *cc = tab_col(&t, "count"),
                  *cb = tab_col(&t, "bytes"), *ct = tab_col(&t, "time_us");
         for (size_t j = 0; j < st->niface; j++) {
             const IfaceRow *r = &st->iface[j];
@@ -2416,12 +2469,12 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             put(&t, cb, (Py_ssize_t)j, sumv(&r->bytes));
             put(&t, ct, (Py_ssize_t)j, sumv(&r->time));
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     /* layer */
     {
         if (!tab_init(&t, res, "layer", (Py_ssize_t)st->nlayer)) goto fail;
-        PyObject *cc = tab_col(&t, "cat"), *ck = tab_col(&t, "count"), *ct = tab_col(&t, "time_us"),
+        Col *cc = tab_col(&t, "cat"), *ck = tab_col(&t, "count"), *ct = tab_col(&t, "time_us"),
                  *cf = tab_col(&t, "first_ts"), *cl = tab_col(&t, "last_end"),
                  *cp = tab_col(&t, "checkpoint_events");
         for (size_t j = 0; j < st->nlayer; j++) {
@@ -2433,12 +2486,12 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             put(&t, cl, (Py_ssize_t)j, i64(r->last_end));
             put(&t, cp, (Py_ssize_t)j, i64(r->ckpt));
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     /* proctot (every process) and procfam (processes with I/O) */
     {
         if (!tab_init(&t, res, "proctot", (Py_ssize_t)st->nproc)) goto fail;
-        PyObject *cg = tab_col(&t, "g"), *ch = tab_col(&t, "hkey"), *ci = tab_col(&t, "host_inline"),
+        Col *cg = tab_col(&t, "g"), *ch = tab_col(&t, "hkey"), *ci = tab_col(&t, "host_inline"),
                  *cp = tab_col(&t, "pid"), *ce = tab_col(&t, "events"), *cf = tab_col(&t, "first_ts"),
                  *cl = tab_col(&t, "last_end"), *cr = tab_col(&t, "rank"), *cc = tab_col(&t, "cmd_hash");
         for (size_t j = 0; j < st->nproc; j++) {
@@ -2453,12 +2506,12 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             put(&t, cr, (Py_ssize_t)j, opt(r->rank.v, r->rank.n > 0));
             put(&t, cc, (Py_ssize_t)j, i64(r->cmd_hash));
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
         Py_ssize_t n = 0;
         for (size_t j = 0; j < st->nproc; j++) n += st->proc[j].io > 0;
         if (!tab_init(&t, res, "procfam", n)) goto fail;
-        PyObject *dh = tab_col(&t, "hkey"), *dp = tab_col(&t, "pid");
-        PyObject *fc[10];
+        Col *dh = tab_col(&t, "hkey"), *dp = tab_col(&t, "pid");
+        Col *fc[10];
         famcols_cols(&t, fc);
         i = 0;
         for (size_t j = 0; j < st->nproc; j++) {
@@ -2469,13 +2522,13 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             famcols_out(&t, i, &r->f, fc);
             i++;
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     /* steps: distinct (epoch, step) */
     {
         Map *m = &st->steps;
         if (!tab_init(&t, res, "steps", (Py_ssize_t)m->n)) goto fail;
-        PyObject *ce = tab_col(&t, "epoch"), *cs = tab_col(&t, "step");
+        Col *ce = tab_col(&t, "epoch"), *cs = tab_col(&t, "step");
         i = 0;
         for (size_t j = 0; j <= m->mask; j++) {
             if (!m->v[j]) continue;
@@ -2483,12 +2536,12 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             put(&t, cs, i, i64((int64_t)m->b[j]));
             i++;
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     /* epochspan */
     {
         if (!tab_init(&t, res, "epochspan", (Py_ssize_t)st->nepochs)) goto fail;
-        PyObject *ch = tab_col(&t, "hkey"), *ci = tab_col(&t, "host_inline"), *cp = tab_col(&t, "pid"),
+        Col *ch = tab_col(&t, "hkey"), *ci = tab_col(&t, "host_inline"), *cp = tab_col(&t, "pid"),
                  *ce = tab_col(&t, "epoch"), *cf = tab_col(&t, "first_ts"), *cl = tab_col(&t, "last_end");
         for (size_t j = 0; j < st->nepochs; j++) {
             const EpochRow *r = &st->epochs[j];
@@ -2500,33 +2553,32 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             put(&t, cf, (Py_ssize_t)j, i64(r->first_ts));
             put(&t, cl, (Py_ssize_t)j, i64(r->last_end));
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     /* meta */
     {
-        static const char *const KIND[4] = {"", "FH", "HH", "SH"};
         if (!tab_init(&t, res, "meta", (Py_ssize_t)st->nmeta)) goto fail;
-        PyObject *ck = tab_col(&t, "kind"), *ch = tab_col(&t, "h"), *cv = tab_col(&t, "v");
+        Col *ck = tab_col(&t, "kind"), *ch = tab_col(&t, "h"), *cv = tab_col(&t, "v");
         for (size_t j = 0; j < st->nmeta; j++) {
-            put(&t, ck, (Py_ssize_t)j, PyUnicode_FromString(KIND[st->meta[j].kind]));
+            put(&t, ck, (Py_ssize_t)j, i64(st->meta[j].kind));
             put(&t, ch, (Py_ssize_t)j, i64(st->meta[j].h));
             put(&t, cv, (Py_ssize_t)j, i64(st->meta[j].v));
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     /* start: first non-empty version and tracer configuration */
     {
         if (!tab_init(&t, res, "start", 1)) goto fail;
-        PyObject *cv = tab_col(&t, "version"), *cc = tab_col(&t, "cfg");
+        Col *cv = tab_col(&t, "version"), *cc = tab_col(&t, "cfg");
         put(&t, cv, 0, i64(st->version));
         put(&t, cc, 0, i64(st->cfgtxt));
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     if (st->time_on) {
         Py_ssize_t n = 0;
         for (int64_t j = 0; j < st->t_nbins * NFAM; j++) n += st->time_count[j] > 0;
         if (!tab_init(&t, res, "time", n)) goto fail;
-        PyObject *cb = tab_col(&t, "bin"), *cf = tab_col(&t, "fam"), *cc = tab_col(&t, "count"),
+        Col *cb = tab_col(&t, "bin"), *cf = tab_col(&t, "fam"), *cc = tab_col(&t, "count"),
                  *cy = tab_col(&t, "bytes"), *ct = tab_col(&t, "time_us");
         i = 0;
         for (int64_t j = 0; j < st->t_nbins * NFAM; j++) {
@@ -2538,12 +2590,12 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             put(&t, ct, i, sumv(&st->time_time[j]));
             i++;
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     /* acc: access-pattern counts per (file key, read/write) */
     {
         if (!tab_init(&t, res, "acc", (Py_ssize_t)acc->n)) goto fail;
-        PyObject *ck = tab_col(&t, "fk"), *cw = tab_col(&t, "is_write"), *c1 = tab_col(&t, "consecutive"),
+        Col *ck = tab_col(&t, "fk"), *cw = tab_col(&t, "is_write"), *c1 = tab_col(&t, "consecutive"),
                  *c2 = tab_col(&t, "sequential"), *c3 = tab_col(&t, "random"), *c4 = tab_col(&t, "positioned"),
                  *c5 = tab_col(&t, "misaligned"), *c6 = tab_col(&t, "random_time_us"),
                  *c7 = tab_col(&t, "misaligned_time_us");
@@ -2560,14 +2612,14 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             put(&t, c6, q, sumv(&a->random_time));
             put(&t, c7, q, sumv(&a->misaligned_time));
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     /* ovl: per process, I/O wall time, its overlap with compute, compute wall time */
     {
         Py_ssize_t n = 0;
         for (size_t j = 0; j < st->nproc; j++) n += ovl[j].any;
         if (!tab_init(&t, res, "ovl", n)) goto fail;
-        PyObject *cg = tab_col(&t, "g"), *c1 = tab_col(&t, "io_wall_us"), *c2 = tab_col(&t, "overlap_us"),
+        Col *cg = tab_col(&t, "g"), *c1 = tab_col(&t, "io_wall_us"), *c2 = tab_col(&t, "overlap_us"),
                  *c3 = tab_col(&t, "compute_wall_us");
         i = 0;
         for (size_t j = 0; j < st->nproc; j++) {
@@ -2578,7 +2630,7 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             put(&t, c3, i, i64(ovl[j].c_wall));
             i++;
         }
-        if (t.err) goto fail;
+        if (!tab_done(&t)) goto fail;
     }
     return res;
 fail:

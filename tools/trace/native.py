@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from dftune.tools.trace import semantics as S
@@ -95,7 +96,7 @@ _SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "steps": (("epoch", "str"), ("step", "str")),
     "epochspan": (("hkey", "str"), ("host_inline", "bool"), ("pid", "i64"), ("epoch", "str"), ("first_ts", "i64"),
                   ("last_end", "i64")),
-    "meta": (("kind", "text"), ("h", "str"), ("v", "str")),
+    "meta": (("kind", "kind"), ("h", "str"), ("v", "str")),
     "start": (("version", "str"), ("cfg", "str")),
     "time": (("bin", "i64"), ("fam", "fam"), ("count", "i64"), ("bytes", "i64"), ("time_us", "i64")),
     "acc": (("fk", "i64"), ("fam", "rw"), ("consecutive", "i64"), ("sequential", "i64"), ("random", "i64"),
@@ -104,28 +105,32 @@ _SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
 }  # fmt: skip
 _RAW_NAMES = {"acc": {"fam": "is_write"}, "path": {"fk": "fkey"}}
 _FAMILY_ARRAY = pa.array(list(S.FAMILIES), pa.string())
+_RW_ARRAY = pa.array(["read", "write"], pa.string())
+_META_KINDS = pa.array([None, "FH", "HH", "SH"], pa.string())  # the C scanner's codes
 
 
-def _table(name: str, cols: dict[str, list[Any]], strings: pa.Array) -> pa.Table:
+def _table(name: str, cols: dict[str, tuple[bytes, bytes]], strings: pa.Array) -> pa.Table:
+    """An Arrow table from the scanner's columns: (int64 or float64 values, validity bytes)."""
     arrays, names = [], []
     for col, kind in _SCHEMAS[name]:
         raw = cols.get(_RAW_NAMES.get(name, {}).get(col, col))
         if raw is None:  # a column the scanner leaves out (file-view columns without the view)
             continue
+        values = np.frombuffer(raw[0], dtype=np.float64 if kind == "f64" else np.int64)
+        valid = np.frombuffer(raw[1], dtype=np.bool_)
+        mask = None if valid.all() else ~valid
         if kind == "str":
-            arr = strings.take(pa.array(raw, pa.int64()))
+            arr = strings.take(pa.array(values))
         elif kind == "fam":
-            arr = _FAMILY_ARRAY.take(pa.array(raw, pa.int64()))
+            arr = _FAMILY_ARRAY.take(pa.array(values))
         elif kind == "rw":
-            arr = pa.array(["write" if w else "read" for w in raw], pa.string())
-        elif kind == "text":
-            arr = pa.array(raw, pa.string())
+            arr = _RW_ARRAY.take(pa.array(values))
+        elif kind == "kind":
+            arr = _META_KINDS.take(pa.array(values))
         elif kind == "bool":
-            arr = pa.array(raw, pa.bool_())
-        elif kind == "f64":
-            arr = pa.array(raw, pa.float64())
+            arr = pa.array(values != 0, pa.bool_())
         else:
-            arr = pa.array(raw, pa.int64())
+            arr = pa.array(values, mask=mask)
         arrays.append(arr)
         names.append(col)
     return pa.table(arrays, names=names)
@@ -141,7 +146,14 @@ def scan(path: Path, *, metric: str, file_view: bool, time_bins: tuple[int, int,
         raw = mod.scan(str(path), _config(), _SCALES[metric], file_view, time_bins, batch_rows)
     except mod.Fallback as exc:
         raise Fallback(str(exc)) from None
-    strings = pa.array(raw.pop("strings"), pa.string())
+    offsets, data = raw.pop("strings")
+    n = len(offsets) // 8 - 1
+    valid = np.ones(n, dtype=np.bool_)
+    valid[0] = False  # id 0 is SQL NULL
+    strings = pa.LargeStringArray.from_buffers(
+        n, pa.py_buffer(offsets), pa.py_buffer(data), pa.py_buffer(np.packbits(valid, bitorder="little"))
+    )
+    strings.validate(full=True)  # UTF-8 and offsets checked once, in C++
     counts = raw.pop("counts")
     tables = {name: _table(name, cols, strings) for name, cols in raw.items()}
     return counts, tables
