@@ -9,10 +9,11 @@ PYTEST_ARGS ?=
 
 venv: $(STAMP)
 
-# Re-install only when the project metadata changes.
-$(STAMP): pyproject.toml
+# Re-install only when the project metadata or the native trace reader changes.
+$(STAMP): pyproject.toml setup.py tools/trace/_fastscan.c
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	@rm -f tools/trace/_fastscan*.so  # a failed (optional) rebuild must not leave a stale extension
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 

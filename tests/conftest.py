@@ -43,6 +43,20 @@ def _no_real_llm(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(reasoner, "build_chat_model", refuse)
 
 
+@pytest.fixture(params=["native", "duckdb"])
+def read_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a trace test once per reader: the native C scanner and the DuckDB path.
+
+    Both must give the same answers; the DuckDB run is forced with DFTUNE_TRACE_NATIVE=0.
+    """
+    from dftune.tools.trace import native
+
+    if request.param == "native" and native.module() is None:
+        pytest.skip("the native trace scanner (dftune.tools.trace._fastscan) is not built here")
+    monkeypatch.setenv(native.ENV, "1" if request.param == "native" else "0")
+    return str(request.param)
+
+
 @pytest.fixture(scope="session")
 def shared_traces() -> Path:
     """The recorded legacy traces in ../shared/traces (skip when absent)."""

@@ -23,13 +23,13 @@ from reference import HIST_LABELS, Reference, reference
 
 from dftune.tools.trace import analyze
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("read_path")]
 
 TRACE_SETS = [pytest.param(("shared", n), id=n) for n in c.SHARED_TRACE_SETS] + [
     pytest.param(("generated", n), id=f"gen-{n}") for n in c.GENERATED_SETS
 ]
 
-_CACHE: dict[tuple[str, str], tuple[dict[str, Any], Reference]] = {}
+_CACHE: dict[tuple[str, str, str], tuple[dict[str, Any], Reference]] = {}
 
 
 def _trace_dir(request: pytest.FixtureRequest, kind: str, name: str) -> Path:
@@ -44,10 +44,10 @@ def _trace_dir(request: pytest.FixtureRequest, kind: str, name: str) -> Path:
 
 
 @pytest.fixture
-def pair(request: pytest.FixtureRequest) -> tuple[dict[str, Any], Reference]:
-    """(engine JSON document, reference result) for one trace set, computed once."""
+def pair(request: pytest.FixtureRequest, read_path: str) -> tuple[dict[str, Any], Reference]:
+    """(engine JSON document, reference result) for one trace set and reader, computed once."""
     kind, name = request.param
-    key = (kind, name)
+    key = (kind, name, read_path)
     if key not in _CACHE:
         path = _trace_dir(request, kind, name)
         _CACHE[key] = (analyze([path]).to_json_dict(), reference([path]))

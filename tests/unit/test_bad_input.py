@@ -25,6 +25,9 @@ import pytest
 
 from dftune.tools.trace import TraceError, analyze
 
+#: every test here runs on both readers (native C scanner and DuckDB)
+pytestmark = pytest.mark.usefixtures("read_path")
+
 # --------------------------------------------------------------------------------------
 # building blocks: dftracer 2.x lines
 

@@ -10,6 +10,9 @@ import pytest
 
 from dftune.tools.trace import analyze
 
+#: every test here runs on both readers (native C scanner and DuckDB)
+pytestmark = pytest.mark.usefixtures("read_path")
+
 
 def meta(kind: str, name: str, value: str, pid: int = 7) -> str:
     return json.dumps({"name": kind, "cat": "dftracer", "type": 1, "pid": pid, "tid": pid, "ph": 4,

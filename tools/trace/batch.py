@@ -56,11 +56,21 @@ def _call_rows() -> list[tuple[str, str, int, bool, int]]:
     return list(rows.values())
 
 
+def _lookup(field: int, default: str) -> str:
+    """SQL CASE giving field ``field`` (fam, role, item, setter) of :func:`_call_rows` for ``e.name``."""
+    whens = " ".join(
+        f"WHEN '{row[0]}' THEN {repr(row[1 + field]).lower() if field == 2 else repr(row[1 + field])}"
+        for row in _call_rows()
+    )
+    return f"(CASE e.name {whens} ELSE {default} END)"
+
+
 def _io_sql() -> str:
     """I/O calls with family, bytes, size bin and position role (DESIGN.md "I/O semantics").
 
-    A join with the small ``calls`` table (built from :mod:`semantics`) classifies each
-    call once; everything the order-dependent passes need is computed here as integers:
+    CASE lookups generated from :func:`_call_rows` classify each call; unlike a join with a
+    table of calls they keep the rows in trace-file order, which the position pass relies on
+    for calls with equal timestamps (and the native scanner reproduces); everything the order-dependent passes need is computed here as integers:
     group hashes per (process, file) and per process, the call's position role, and the
     position a setter establishes.
     """
@@ -79,10 +89,10 @@ def _io_sql() -> str:
     FROM (
       SELECT e.hkey, e.host_inline, e.pid, e.name, COALESCE(e.fname, e.fhash) AS fkey,
              e.fname IS NOT NULL AS fkey_is_path, upper(e.cat) AS iface, e.ts, e.dur, e.ret, e.off, e.whence, e.flags, e.fmode, e.no_args,
-             COALESCE(c.fam, 'metadata') AS fam, COALESCE(c.role, {V.OTHER}) AS role, COALESCE(c.setter, 0) AS setter,
+             {_lookup(0, "'metadata'")} AS fam, {_lookup(1, str(V.OTHER))} AS role, {_lookup(3, "0")} AS setter,
              CASE WHEN e.ret IS NULL THEN NULL WHEN e.ret <= 0 THEN 0
-                  WHEN c.item THEN e.ret * e.isize ELSE e.ret END AS nbytes
-      FROM ev e LEFT JOIN calls c ON c.name = e.name
+                  WHEN {_lookup(2, "false")} THEN e.ret * e.isize ELSE e.ret END AS nbytes
+      FROM ev e
       WHERE e.k = 1 AND upper(e.cat) IN {_IO}
     )
     """
@@ -183,13 +193,12 @@ class BatchReducer:
     io_spans: list[dict[str, np.ndarray]] = field(default_factory=list)
     compute_spans: list[dict[str, np.ndarray]] = field(default_factory=list)
 
+    #: set by :meth:`add_native`: the access and overlap tables came from the C scanner
+    native: bool = False
+
     def __post_init__(self) -> None:
         self.con = duckdb.connect(config={"threads": 1})
         self.con.execute("SET enable_progress_bar = false")
-        self.con.execute(
-            "CREATE TEMP TABLE calls (name VARCHAR, fam VARCHAR, role TINYINT, item BOOLEAN, setter TINYINT)"
-        )
-        self.con.executemany("INSERT INTO calls VALUES (?, ?, ?, ?, ?)", _call_rows())
 
     def close(self) -> None:
         self.con.close()
@@ -244,6 +253,46 @@ class BatchReducer:
             con.unregister("io")
             con.unregister("ev")
 
+    def add_native(self, counts: dict[str, Any], tables: dict[str, pa.Table]) -> None:
+        """Take a whole file's tables from the native scanner (:mod:`native`) instead of batches.
+
+        They are the per-batch tables above, already summed over the file, plus the results
+        of the position and overlap passes, keyed by the scanner's own ids; only the keys
+        that leave this file (``fks``, the per-process overlap key) are turned into DuckDB's
+        hashes here, on the small distinct tables, so partials from both paths merge.
+        """
+        self.native = True
+        self.counts = dict(counts)
+        tables = dict(tables)
+        path, acc, ovl = tables.pop("path"), tables.pop("acc"), tables.pop("ovl")
+        if not self.file_view:
+            tables.pop("pathproc", None)
+        if self.time_bins is None:
+            tables.pop("time", None)
+        self.parts = {name: [table] for name, table in tables.items()}
+        con = self.con
+        con.register("path_native", path)
+        con.register("acc_native", acc)
+        con.register("ovl_native", ovl)
+        procs = tables["proctot"]
+        con.register("procs_native", pa.table({"g": pa.array(range(procs.num_rows), pa.int64()),
+                                               "hkey": procs["hkey"], "pid": procs["pid"]}))  # fmt: skip
+        try:
+            if self.file_view:
+                self.parts["path"] = [path]
+            else:
+                self.parts["fks"] = [
+                    _fetch_arrow(con.sql("SELECT DISTINCT hash(fkey) AS fk FROM path_native"))
+                ]
+            con.execute("CREATE TEMP TABLE acc AS SELECT * FROM acc_native")
+            con.execute(
+                "CREATE TEMP TABLE ovl AS SELECT hash(p.hkey, p.pid) AS g, o.io_wall_us, o.overlap_us, "
+                "o.compute_wall_us FROM ovl_native o JOIN procs_native p ON p.g = o.g"
+            )
+        finally:
+            for name in ("path_native", "acc_native", "ovl_native", "procs_native"):
+                con.unregister(name)
+
     # ----------------------------------------------------------------------------------
     def finish(
         self, rank_from_name: int | None
@@ -260,8 +309,9 @@ class BatchReducer:
         con.execute(
             "CREATE TEMP TABLE hmap AS SELECT kind, h, any_value(v) AS v FROM b_meta GROUP BY kind, h"
         )
-        self._positions()
-        self._overlap()
+        if not self.native:
+            self._positions()
+            self._overlap()
         host = "COALESCE(hh.v, t.hkey, '')"
         host_join = "LEFT JOIN hmap hh ON hh.kind = 'HH' AND hh.h = t.hkey AND NOT t.host_inline"
         rank = "NULL" if rank_from_name is None else str(rank_from_name)

@@ -22,6 +22,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from dftune.tools.trace import native
 from dftune.tools.trace.batch import BatchReducer
 from dftune.tools.trace.errors import TraceError
 from dftune.tools.trace.linescan import STRUCTURAL_LINES, BadLine, first_line, head_time_metric, scan
@@ -109,6 +110,8 @@ class ReadOptions:
     file_view: bool = False
     #: (origin_us, width_us, count) for the time view; None skips it.
     time_bins: tuple[int, int, int] | None = None
+    #: Try the native C scanner first (:mod:`native`); False goes straight to DuckDB.
+    native: bool = True
 
 
 def read_file(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePartial:
@@ -119,6 +122,11 @@ def read_file(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePar
         partial.scalars.update(_empty_scalars(), empty=True)
         return partial
     metric = head_time_metric(p)
+    if options.native and native.enabled():
+        try:
+            return _native(p, options, metric)
+        except native.Fallback:
+            pass  # something the C scanner does not handle exactly: DuckDB reads the file
     try:
         return _stream(p, str(p), options, metric, trusted=False)
     except (_Unhealthy, duckdb.Error):
@@ -148,9 +156,20 @@ def read_file(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePar
     return partial
 
 
+def read_file_native(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePartial | None:
+    """The native scanner's partial of one file, or None when it declines the file (or is off);
+    the caller then uses :func:`read_file` with ``native=False``."""
+    p = Path(path)
+    if not native.enabled() or p.stat().st_size == 0:
+        return None
+    try:
+        return _native(p, options, head_time_metric(p))
+    except native.Fallback:
+        return None
+
+
 def _stream(path: Path, source: str, options: ReadOptions, metric: str, *, trusted: bool) -> FilePartial:
     """Parse ``source`` batch by batch and reduce it; ``trusted`` sources were cleaned already."""
-    partial = FilePartial(path=str(path))
     reducer = BatchReducer(time_bins=options.time_bins, file_view=options.file_view)
     con = duckdb.connect(config={"threads": 1})
     try:
@@ -171,7 +190,34 @@ def _stream(path: Path, source: str, options: ReadOptions, metric: str, *, trust
     finally:
         reducer.close()
         con.close()
-    c = reducer.counts
+    return _partial(path, reducer.counts, tables, extra, fh_map, options, metric)
+
+
+def _native(path: Path, options: ReadOptions, metric: str) -> FilePartial:
+    """The same partial as :func:`_stream`, from the C scanner's single pass over the file."""
+    counts, native_tables = native.scan(
+        path, metric=metric, file_view=options.file_view, time_bins=options.time_bins, batch_rows=BATCH_ROWS
+    )
+    reducer = BatchReducer(time_bins=options.time_bins, file_view=options.file_view)
+    try:
+        reducer.add_native(counts, native_tables)
+        tables, extra, fh_map = reducer.finish(_rank_from_filename(path.name))
+    finally:
+        reducer.close()
+    return _partial(path, reducer.counts, tables, extra, fh_map, options, metric)
+
+
+def _partial(
+    path: Path,
+    c: dict[str, Any],
+    tables: dict[str, pa.Table],
+    extra: dict[str, Any],
+    fh_map: dict[str, str],
+    options: ReadOptions,
+    metric: str,
+) -> FilePartial:
+    """Assemble a file's partial from its counts and finished tables (both read paths)."""
+    partial = FilePartial(path=str(path))
     sc = partial.scalars
     sc.update(_empty_scalars())
     sc.update(

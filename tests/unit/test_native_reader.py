@@ -1,0 +1,389 @@
+"""The native C scanner and the DuckDB path give identical analyses, line quirk by quirk.
+
+Each case is a small trace built to exercise one thing the scanner must get exactly right
+(escapes, numbers written as strings, huge hashes, legacy syntax, aggregated records, the
+position and overlap passes, gzip members, ...).  Every case is analysed with all views
+twice, with ``DFTUNE_TRACE_NATIVE`` on and off, and the JSON documents must be equal.
+Cases the scanner supports must really be read natively (so a scanner that silently
+declined everything would fail here); cases it must decline must fall back to DuckDB.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import os
+import shutil
+import sysconfig
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dftune.tools.trace import TraceError, analyze, native, reader
+from dftune.tools.trace.reader import read_file_native
+
+VIEWS = ["summary", "file", "proc", "time", "layer"]
+
+needs_native = pytest.mark.skipif(native.module() is None, reason="native trace scanner not built")
+
+
+def _d(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def meta(kind: str, name: Any, value: Any, pid: int = 7, **args: Any) -> str:
+    return _d({"name": kind, "cat": "dftracer", "type": 1, "pid": pid, "tid": pid, "ph": 4,
+               "args": {"hhash": "aa", "name": name, "value": value, **args}})  # fmt: skip
+
+
+def ev(
+    name: str, ts: Any, dur: Any, cat: str | None = "POSIX", pid: Any = 7, ph: Any = 1, **args: Any
+) -> str:
+    obj: dict[str, Any] = {"id": 1, "name": name, "type": 3, "pid": pid, "tid": pid, "ts": ts, "dur": dur, "ph": ph,
+                           "args": {"hhash": "aa", **args}}  # fmt: skip
+    if cat is not None:
+        obj["cat"] = cat
+    return _d(obj)
+
+
+def write(path: Path, lines: list[str], *, gz: bool = True, end: str = "\n") -> Path:
+    data = (end.join(lines) + end).encode()
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+def run(paths: list[Path], mode: str, **kw: Any) -> dict[str, Any]:
+    old = os.environ.get(native.ENV)
+    os.environ[native.ENV] = "1" if mode == "native" else "0"
+    try:
+        doc: dict[str, Any] = analyze(paths, views=VIEWS, **kw).to_json_dict()
+        return doc
+    finally:
+        if old is None:
+            del os.environ[native.ENV]
+        else:
+            os.environ[native.ENV] = old
+
+
+def assert_same(paths: list[Path], **kw: Any) -> dict[str, Any]:
+    got, want = run(paths, "native", **kw), run(paths, "duckdb", **kw)
+    assert got == want
+    return got
+
+
+def error_of(paths: list[Path], mode: str, **kw: Any) -> str:
+    with pytest.raises(TraceError) as info:
+        run(paths, mode, **kw)
+    return str(info.value)
+
+
+# --------------------------------------------------------------------------------------
+# cases the native scanner reads itself
+
+
+def _escapes() -> list[str]:
+    return [meta("HH", "h\u00f6st \"one\"", "aa"), meta("FH", "/d/caf\u00e9 \"q\"\\/x\n\t\u2603\U0001f600", "bb"),
+            meta("SH", "python;a\\b.py", "cc"),
+            ev("start", 1, 0, cat="dftracer", cmd_hash="cc", version="2.0\u00e9"),
+            ev("open64", 2, 1, fhash="bb", flags=0), ev("read", 3, 2, fhash="bb", ret=100),
+            ev("step \"one\"\ttab", 4, 5, cat="app/\"x\"", epoch="\u0031", step="a\u00e9")]  # fmt: skip
+
+
+def _numbers_as_strings() -> list[str]:
+    return [meta("FH", "/d/x", "bb"), ev("open", "10", "2", pid="5", fhash="bb", flags="0"),
+            ev("read", "20", "3", pid="5", fhash="bb", ret="2048", count="4096"),
+            ev("pread", 30, "4", pid=5, fhash="bb", ret=10, offset="8192"),
+            ev("lseek", "40", 1, pid="5", fhash="bb", ret="-1", offset="100", whence="0"),
+            ev("read", "50", "3", pid="5", fhash="bb", ret="-9223372036854775808")]  # fmt: skip
+
+
+def _missing_args() -> list[str]:
+    no_args = _d({"name": "close", "cat": "POSIX", "pid": 7, "tid": 7, "ts": 30, "dur": 1, "ph": 1})
+    null_args = _d(
+        {"name": "stat", "cat": "POSIX", "pid": 7, "tid": 7, "ts": 31, "dur": 1, "ph": 1, "args": None}
+    )
+    empty_args = _d(
+        {"name": "read", "cat": "POSIX", "pid": 7, "tid": 7, "ts": 32, "dur": 1, "ph": 1, "args": {}}
+    )
+    return [meta("FH", "/d/x", "bb"), ev("read", 10, 2, fhash="bb", ret=7), no_args, null_args, empty_args,
+            ev("write", 40, 2, fhash="bb", ret=None, count=5), ev("fread", 50, 2, cat="STDIO", fhash="bb", ret=3)]  # fmt: skip
+
+
+def _huge_ints() -> list[str]:
+    big = 18446744073709551615
+    return [meta("HH", "node", 9509357668201227806), meta("FH", "/d/h", big), meta("FH", "/d/n", -12),
+            ev("read", 1, 2, hhash=9509357668201227806, fhash=big, ret=9223372036854775807 // 4),
+            ev("read", 5, 2, hhash=9509357668201227806, fhash=-12, ret=1, offset=-3),
+            ev("write", 9223372036854775800, 7, hhash=9509357668201227806, fhash=big, ret=10)]  # fmt: skip
+
+
+def _legacy() -> list[str]:
+    rows = [{"id": 1, "name": "HH", "cat": "dftracer", "pid": 3, "tid": 3, "ph": "M", "args": {"name": "n1", "value": 56}},
+            {"id": 2, "name": "open", "cat": "POSIX", "pid": "3", "tid": "3", "ts": "100", "dur": "2", "ph": "X",
+             "args": {"hostname": "lassen1", "fname": "/p/f", "ret": 3, "mode": 420, "fd": 18}},
+            {"id": 3, "name": "read", "cat": "POSIX", "pid": "3", "tid": "3", "ts": "110", "dur": "3", "ph": "X",
+             "args": {"hostname": "lassen1", "fname": "/p/f", "ret": "2048"}},
+            {"id": 4, "name": "fclose", "cat": "STDIO", "pid": 3, "ts": 120, "dur": 1, "ph": "X",
+             "args": {"hhash": 56, "fhash": 33084, "level": 1}}]  # fmt: skip
+    return ["[", *(_d(r) for r in rows), "]"]
+
+
+def _aggregated() -> list[str]:
+    def agg(name: str, ts: int, cat: str = "POSIX", **args: Any) -> str:
+        return _d({"name": name, "cat": cat, "type": 3, "ts": ts, "ph": 3, "pid": 1, "tid": 1,
+                   "args": {"hhash": "aa", **args}})  # fmt: skip
+
+    return [ev("start", 1, 0, cat="dftracer", pid=1), agg("write", 10, dur=795, ret=1048576, dft_cnt=1),
+            agg("pread64", 20, dur_sum=30, ret_sum=8192, dft_cnt=2, size=4096),
+            agg("fread", 30, cat="STDIO", dur_sum=9, ret_sum=6, size_min=10, size_max=10, dft_cnt=3),
+            agg("fwrite", 30, cat="STDIO", dur_sum=9, ret_sum=6, size_min=10, size_max=20, dft_cnt=3),
+            agg("close", 40, dur=10, ret=0, dft_cnt=1), agg("read", 50, cat="app", dur=10, ret=9, dft_cnt=1)]  # fmt: skip
+
+
+def _counters_and_odd_ph() -> list[str]:
+    return [meta("FH", "/d/x", "bb"), ev("read", 10, 2, fhash="bb", ret=5), ev("mem", 11, 0, ph="C", cat="sys"),
+            ev("mem", 12, 0, ph=2, cat="sys"), ev("span", 13, 4, ph="B", cat="app"), ev("i", 14, 0, ph="i"),
+            ev("x", 15, 1, ph=7, cat="app"), ev("nocat", 16, 3, cat=None, epoch="1")]  # fmt: skip
+
+
+def _nanoseconds() -> list[str]:
+    return [meta("CM", "time_metric", "NS"), meta("FH", "/d/x", "bb"),
+            ev("read", 1500, 500, fhash="bb", ret=10), ev("read", 2500, 499, fhash="bb", ret=10),
+            ev("read", 3499, 1501, fhash="bb", ret=10), ev("compute", 1000, 2500, cat="ai_framework")]  # fmt: skip
+
+
+def _positions() -> list[str]:
+    a, b = "bb", "cc"
+    lines = [meta("FH", "/d/a", a), meta("FH", "/d/b", b),
+             ev("open64", 1, 1, fhash=a, flags=0), ev("read", 2, 1, fhash=a, ret=100),
+             ev("read", 3, 1, fhash=a, ret=50), ev("read", 4, 1, fhash=a),  # unknown size: position lost
+             ev("read", 5, 1, fhash=a, ret=10), ev("lseek64", 6, 1, fhash=a, ret=4096, offset=4096, whence=0),
+             ev("read", 7, 1, fhash=a, ret=4096), ev("pread64", 8, 2, fhash=a, ret=4096, offset=0),
+             ev("lseek", 9, 1, fhash=a, ret=-1, offset=300, whence=0), ev("read", 10, 1, fhash=a, ret=1),
+             ev("lseek", 11, 1, fhash=a, ret=-1, offset=300, whence=1), ev("read", 12, 1, fhash=a, ret=1),
+             ev("open", 13, 1, fhash=b, flags=1024 | 1), ev("write", 14, 3, fhash=b, ret=7),
+             ev("fopen", 15, 1, cat="STDIO", fhash=b, mode="a+"), ev("fwrite", 16, 1, cat="STDIO", fhash=b, ret=2, size=9),
+             ev("fopen64", 17, 1, cat="STDIO", fhash=b, mode="r"), ev("fread", 18, 1, cat="STDIO", fhash=b, ret=2, size=8),
+             ev("fseek", 19, 1, cat="STDIO", fhash=b, ret=0, offset=8192, whence=0),
+             ev("fread", 20, 1, cat="STDIO", fhash=b, ret=1, size=8),
+             ev("fseeko", 21, 1, cat="STDIO", fhash=b, ret=0, offset=5, whence=2),
+             ev("fread", 22, 1, cat="STDIO", fhash=b, ret=1, size=8), ev("rewind", 23, 1, cat="STDIO", fhash=b),
+             ev("fread", 24, 1, cat="STDIO", fhash=b, ret=1, size=8),
+             ev("read", 6, 1, fhash=a, ret=5),  # written late: out of ts order
+             ev("read", 3, 1, fhash=a, ret=5, pid=8), ev("pwrite", 2, 1, fhash=a, ret=5, offset=4097, pid=8),
+             ev("fsync", 25, 9, fhash=a, ret=0), ev("msync", 26, 1, ret=0), ev("unlink", 27, 1, fname="/d/c")]  # fmt: skip
+    return lines
+
+
+def _compute_overlap() -> list[str]:
+    return [meta("FH", "/d/x", "bb"),
+            ev("read", 10, 20, fhash="bb", ret=4096), ev("read", 15, 10, fhash="bb", ret=4096),
+            ev("read", 30, 0, fhash="bb", ret=0), ev("read", 50, 10, fhash="bb", ret=4096),
+            ev("model.COMPUTE_step", 20, 40, cat="ai_framework"), ev("fwd", 45, 2, cat="Compute"),
+            ev("fwd", 58, 10, cat="compute"), ev("read", 70, 5, fhash="bb", ret=1, pid=9),
+            ev("compute", 100, 1, cat="POSIX")]  # fmt: skip
+
+
+def _epochs_ranks_checkpoints() -> list[str]:
+    cfg = {
+        "enable": 1,
+        "io": 1,
+        "time_metric": "US",
+        "nested": {"a": [1, 2, -3], "b": None, "t": True},
+        "s": "x",
+    }
+    return [meta("HH", "node042", "aa"), meta("SH", "python;train.py", "cc"), meta("FH", "/d/x", "bb"),
+            meta("FH", "/d/x2", "bb"),  # a second name for the same hash: the first one wins
+            ev("start", 1, 0, cat="dftracer", cmd_hash="cc", version=20003, rank=3),
+            ev("TorchDataLoader.next", 2, 5, cat="data_loader", epoch="1", step="1"),
+            ev("TorchDataLoader.next", 9, 5, cat="data_loader", epoch="1", step="2"),
+            ev("TorchDataLoader.next", 20, 5, cat="data_loader", epoch=2, step=None),
+            ev("save_checkpoint", 30, 5, cat="app"), ev("checkpoint_init", 31, 5, cat="app"),
+            ev("write", 32, 5, cat="checkpoint"), ev("write", 33, 5, fhash="bb", ret=10, rank=1),
+            ev("end", 40, 0, cat="dftracer", cfg=cfg, version="", app={}, used={"LIBC_IO": 1}, num_events=9)]  # fmt: skip
+
+
+def _unknown_keys() -> list[str]:
+    line = _d({"id": 1, "name": "read", "cat": "POSIX", "extra": {"a": [1, 2.5e-3, True, False, None, "x\\y"]},
+               "pid": 7, "tid": 7, "ts": 10, "dur": 2, "ph": 1, "weird": -0.0,
+               "args": {"hhash": "aa", "fhash": "bb", "ret": 7, "p_idx": -1, "date": "Sun Nov 29",
+                        "deep": [[{"k": [[]]}]], "f": 1.5E+10}})  # fmt: skip
+    return [meta("FH", "/d/x", "bb"), line]
+
+
+CASES: dict[str, Callable[[], list[str]]] = {
+    "escapes": _escapes,
+    "numbers-as-strings": _numbers_as_strings,
+    "missing-args": _missing_args,
+    "huge-ints": _huge_ints,
+    "legacy": _legacy,
+    "aggregated": _aggregated,
+    "counters-odd-ph": _counters_and_odd_ph,
+    "nanoseconds": _nanoseconds,
+    "positions": _positions,
+    "compute-overlap": _compute_overlap,
+    "epochs-ranks-checkpoints": _epochs_ranks_checkpoints,
+    "unknown-keys": _unknown_keys,
+}
+
+
+@needs_native
+@pytest.mark.parametrize("case", list(CASES))
+def test_supported_quirks_are_read_natively_and_match_duckdb(tmp_path: Path, case: str) -> None:
+    path = write(tmp_path / "trace-3-of-8.pfw.gz", CASES[case]())
+    assert read_file_native(path, reader.ReadOptions()) is not None, "the native scanner declined the file"
+    doc = assert_same([path])
+    assert doc["events"] > 0
+
+
+@needs_native
+def test_crlf_blank_lines_plain_file_and_shuffled_lines(tmp_path: Path) -> None:
+    lines = _positions()
+    lines[3:3] = ["", "   ", "\t"]
+    crlf = write(tmp_path / "crlf.pfw.gz", lines, end="\r\n")
+    plain = write(tmp_path / "plain.pfw", ["  " + line + " " for line in _compute_overlap()], gz=False)
+    for path in (crlf, plain):
+        assert read_file_native(path) is not None, path.name
+        assert_same([path])
+
+
+@needs_native
+def test_multi_member_gzip_split_mid_line(tmp_path: Path) -> None:
+    data = ("\n".join(_positions() + _compute_overlap()) + "\n").encode()
+    cuts = [0, 37, 38, 500, len(data) // 2, len(data) - 3, len(data)]
+    path = tmp_path / "members.pfw.gz"
+    path.write_bytes(b"".join(gzip.compress(data[a:b]) for a, b in itertools.pairwise(cuts)))
+    one = write(tmp_path / "one.pfw.gz", (_positions() + _compute_overlap()))
+    assert read_file_native(path) is not None
+    got = assert_same([path])
+    assert got["events"] == run([one], "duckdb")["events"]
+
+
+@needs_native
+def test_float_sums_add_up_in_duckdbs_batch_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bw_per_op_mean sums bytes/dur doubles: the native scanner keeps DuckDB's batch order."""
+    monkeypatch.setattr(reader, "BATCH_ROWS", 97)
+    lines = [meta("FH", "/d/x", "bb"), "["]
+    for i in range(1500):
+        lines.append(ev("read", 10 * i, 1 + (i * 7919) % 113, fhash="bb", ret=1 + (i * 104729) % 65537))
+        if i % 100 == 0:
+            lines += ["", meta("CM", "k", "v")]
+    path = write(tmp_path / "big.pfw.gz", lines)
+    assert read_file_native(path) is not None
+    doc = assert_same([path])
+    assert doc["read"]["bw_per_op_mean_mib_s"] is not None
+
+
+# --------------------------------------------------------------------------------------
+# cases the native scanner must decline (DuckDB reads them, with the same outcome)
+
+DECLINED: dict[str, list[str]] = {
+    "float-ts": [ev("read", 10.5, 2, fhash="bb", ret=1), ev("read", 12, 2.5, fhash="bb", ret=1)],
+    "bool-ret": [ev("read", 10, 2, fhash="bb", ret=True)],
+    "duplicate-key": [
+        '{"name":"read","name":"write","cat":"POSIX","pid":1,"ts":1,"dur":1,"ph":1,"args":{"ret":1}}'
+    ],
+    "leading-zero-string": [ev("read", 10, 2, fhash="bb", ret="0042")],
+    "negative-zero": [ev("read", 10, 2, fhash="bb", ret=-0.0).replace("-0.0", "-0")],
+    "non-ascii-name": [ev("lecture_\u00e9", 10, 2, cat="app")],
+    "float-in-text": [ev("read", 10, 2, fhash=1.5, ret=1)],
+    "array-args": ['{"name":"read","cat":"POSIX","pid":1,"ts":1,"dur":1,"ph":1,"args":[1]}'],
+    "trailing-comma": [ev("read", 5, 1, fhash="bb", ret=3) + ","],
+}
+
+
+@needs_native
+@pytest.mark.parametrize("case", list(DECLINED))
+def test_unsupported_lines_fall_back_to_duckdb(tmp_path: Path, case: str) -> None:
+    path = write(
+        tmp_path / "t.pfw.gz",
+        [meta("FH", "/d/x", "bb"), ev("read", 1, 1, fhash="bb", ret=3), *DECLINED[case]],
+    )
+    assert read_file_native(path) is None, "the native scanner must decline this file"
+    assert_same([path])
+
+
+BROKEN: dict[str, Callable[[Path], Path]] = {
+    "corrupt-line": lambda d: write(
+        d / "t.pfw.gz", [ev("read", 1, 1, ret=3), "{not json", ev("read", 2, 1, ret=3)]
+    ),
+    "invalid-escape": lambda d: write(
+        d / "t.pfw.gz", [ev("read", 1, 1, ret=3), ev("re@d", 2, 1, ret=3).replace("@", "\\x")]
+    ),
+    "negative-dur": lambda d: write(d / "t.pfw.gz", [ev("read", 1, 1, ret=3), ev("read", 2, -1, ret=3)]),
+    "truncated-gzip": lambda d: _truncated(d / "t.pfw.gz"),
+    "garbage-after-member": lambda d: _garbage_after(d / "t.pfw.gz"),
+}
+
+
+def _truncated(path: Path) -> Path:
+    data = gzip.compress(("\n".join(ev("read", i, 1, ret=i) for i in range(2000)) + "\n").encode())
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+def _garbage_after(path: Path) -> Path:
+    path.write_bytes(gzip.compress((ev("read", 1, 1, ret=3) + "\n").encode()) + b"not gzip")
+    return path
+
+
+@needs_native
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_broken_files_give_the_same_error_and_skip_bad_result(tmp_path: Path, case: str) -> None:
+    path = BROKEN[case](tmp_path)
+    assert read_file_native(path) is None
+    native_error, duckdb_error = error_of([path], "native"), error_of([path], "duckdb")
+    assert native_error == duckdb_error
+    assert_same([path], skip_bad=True)
+
+
+@needs_native
+def test_all_no_args_error_is_the_same(tmp_path: Path) -> None:
+    plain = _d({"name": "read", "cat": "POSIX", "pid": 1, "ts": 1, "dur": 1, "ph": 1})
+    path = write(tmp_path / "t.pfw.gz", [plain, plain])
+    assert error_of([path], "native") == error_of([path], "duckdb")
+    assert_same([path], skip_bad=True)
+
+
+@needs_native
+def test_mixed_native_and_fallback_files_merge_exactly(tmp_path: Path) -> None:
+    """A declined file next to native ones: cross-file keys (files accessed) still agree."""
+    write(tmp_path / "a.pfw.gz", [meta("FH", "/d/x", "bb"), ev("read", 1, 1, fhash="bb", ret=3),
+                                  ev("read", 2, 1, fhash="zz", ret=3)])  # fmt: skip
+    write(
+        tmp_path / "b.pfw.gz", [meta("FH", "/d/x", "bb", pid=8), ev("read", 1, 1, pid=8, fhash="bb", ret=3.5)]
+    )
+    assert read_file_native(tmp_path / "a.pfw.gz") is not None
+    assert read_file_native(tmp_path / "b.pfw.gz") is None
+    doc = assert_same([tmp_path])
+    assert doc["files_accessed"] == 2
+
+
+# --------------------------------------------------------------------------------------
+# the extension itself
+
+
+def _compiler_and_zlib() -> bool:
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    include = Path(sysconfig.get_paths().get("include", "")) / "Python.h"
+    return bool(cc) and Path("/usr/include/zlib.h").is_file() and include.is_file()
+
+
+def test_extension_is_built_where_a_compiler_exists() -> None:
+    """CI installs gcc and zlib1g-dev: the optional build must then really have happened."""
+    if not _compiler_and_zlib():
+        pytest.skip("no C compiler, zlib.h or Python.h here: the DuckDB path is used")
+    assert native.module() is not None, (
+        "a C compiler and zlib.h are present but dftune.tools.trace._fastscan is missing: "
+        "rebuild with `pip install -e .` and read the build warnings"
+    )
+
+
+def test_env_switch_forces_the_duckdb_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(native.ENV, "0")
+    assert not native.enabled()
+    monkeypatch.setenv(native.ENV, "1")
+    assert native.enabled() == (native.module() is not None)

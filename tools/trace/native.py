@@ -1,0 +1,163 @@
+"""The native fast path: one C pass per trace file (``_fastscan``), same partial as DuckDB.
+
+Why: DuckDB's JSON reader plus per-batch aggregate queries cost about 4 CPU-s per
+1.25M-event file; the C scanner decompresses, parses and aggregates in one pass and
+hands back the same per-file tables :class:`batch.BatchReducer` builds, so the finishing
+SQL, the merge and every number stay shared with the DuckDB path.
+
+The scanner accepts only lines it understands completely; on anything else it raises
+``Fallback`` and :func:`reader.read_file` reads the file with DuckDB, so results and error
+messages never depend on which path ran.  ``DFTUNE_TRACE_NATIVE=0`` forces the DuckDB path.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dftune.tools.trace import semantics as S
+from dftune.tools.trace import vectorized as V
+
+ENV = "DFTUNE_TRACE_NATIVE"
+#: DuckDB's JSON reader hands back rows in batches of this many (reader.BATCH_ROWS); the
+#: native scanner keeps one ``fam`` row per batch so float sums add up in the same order.
+_SCALES = {"US": 0, "NS": 1, "MS": 2, "S": 3}
+_FAM_INDEX = {f: i for i, f in enumerate(S.FAMILIES)}
+
+
+class Fallback(Exception):
+    """The native scanner cannot read this file exactly; use the DuckDB path."""
+
+
+def module() -> ModuleType | None:
+    """The compiled extension, or None when it was not built here."""
+    try:
+        from dftune.tools.trace import _fastscan
+    except ImportError:
+        return None
+    mod: ModuleType = _fastscan
+    return mod
+
+
+def enabled() -> bool:
+    """Use the native path unless DFTUNE_TRACE_NATIVE=0 or the extension is missing."""
+    return (
+        os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off") and module() is not None
+    )
+
+
+@cache
+def _config() -> tuple[Any, ...]:
+    """Semantics (semantics.py and batch.py's call table) in the shape the C code reads."""
+    from dftune.tools.trace.batch import _call_rows
+
+    calls = tuple(
+        (name, _FAM_INDEX[fam], role, bool(item), setter) for name, fam, role, item, setter in _call_rows()
+    )
+    assert S.COMPUTE_NAME_PATTERN.startswith("%") and S.COMPUTE_NAME_PATTERN.endswith("%")
+    return (
+        calls,
+        tuple(c.upper() for c in S.IO_CATEGORIES),
+        tuple(c.lower() for c in S.COMPUTE_CATEGORIES),
+        S.COMPUTE_NAME_PATTERN.strip("%").lower(),
+        tuple(lo for _, lo in S.SIZE_BINS),
+        S.SMALL_IO_BYTES,
+        S.O_APPEND,
+        S.SEEK_SET,
+        S.ALIGNMENT_BYTES,
+    )
+
+
+_FAMCOLS = tuple(
+    (f"{f}_{m}", "i64") for f in S.FAMILIES for m in ("count", "bytes", "time_us")
+    if not (m == "bytes" and f in ("metadata", "sync"))
+)  # fmt: skip
+#: Column kinds of each table the scanner returns: str = string id, fam = family index.
+_SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
+    "fam": (("fam", "fam"), ("count", "i64"), ("bytes", "i64"), ("sized", "i64"), ("time_us", "i64"),
+            ("small", "i64"), ("small_time_us", "i64"), ("bw_sum", "f64"), ("bw_n", "i64"), ("no_args", "i64")),
+    "agg": (("fam", "fam"), ("records", "i64"), ("count", "i64"), ("bytes", "i64"), ("time_us", "i64")),
+    "hist": (("fam", "fam"), ("sbin", "i64"), ("count", "i64"), ("bytes", "i64")),
+    "path": (("fkey", "str"), ("fk", "i64"), ("is_path", "bool"), *_FAMCOLS),
+    "pathproc": (("fk", "i64"), ("g_proc", "i64")),
+    "names": (("cat", "str"), ("name", "str"), ("count", "i64"), ("time_us", "i64")),
+    "iface": (("iface", "str"), ("fam", "fam"), ("count", "i64"), ("bytes", "i64"), ("time_us", "i64")),
+    "layer": (("cat", "str"), ("count", "i64"), ("time_us", "i64"), ("first_ts", "i64"), ("last_end", "i64"),
+              ("checkpoint_events", "i64")),
+    "proctot": (("hkey", "str"), ("host_inline", "bool"), ("pid", "i64"), ("events", "i64"), ("first_ts", "i64"),
+                ("last_end", "i64"), ("rank", "i64"), ("cmd_hash", "str")),
+    "procfam": (("hkey", "str"), ("pid", "i64"), *_FAMCOLS),
+    "steps": (("epoch", "str"), ("step", "str")),
+    "epochspan": (("hkey", "str"), ("host_inline", "bool"), ("pid", "i64"), ("epoch", "str"), ("first_ts", "i64"),
+                  ("last_end", "i64")),
+    "meta": (("kind", "kind"), ("h", "str"), ("v", "str")),
+    "start": (("version", "str"), ("cfg", "str")),
+    "time": (("bin", "i64"), ("fam", "fam"), ("count", "i64"), ("bytes", "i64"), ("time_us", "i64")),
+    "acc": (("fk", "i64"), ("fam", "rw"), ("consecutive", "i64"), ("sequential", "i64"), ("random", "i64"),
+            ("positioned", "i64"), ("misaligned", "i64"), ("random_time_us", "i64"), ("misaligned_time_us", "i64")),
+    "ovl": (("g", "i64"), ("io_wall_us", "i64"), ("overlap_us", "i64"), ("compute_wall_us", "i64")),
+}  # fmt: skip
+_RAW_NAMES = {"acc": {"fam": "is_write"}, "path": {"fk": "fkey"}}
+_FAMILY_ARRAY = pa.array(list(S.FAMILIES), pa.string())
+_RW_ARRAY = pa.array(["read", "write"], pa.string())
+_META_KINDS = pa.array([None, "FH", "HH", "SH"], pa.string())  # the C scanner's codes
+
+
+def _table(name: str, cols: dict[str, tuple[bytes, bytes]], strings: pa.Array) -> pa.Table:
+    """An Arrow table from the scanner's columns: (int64 or float64 values, validity bytes)."""
+    arrays, names = [], []
+    for col, kind in _SCHEMAS[name]:
+        raw = cols.get(_RAW_NAMES.get(name, {}).get(col, col))
+        if raw is None:  # a column the scanner leaves out (file-view columns without the view)
+            continue
+        values = np.frombuffer(raw[0], dtype=np.float64 if kind == "f64" else np.int64)
+        valid = np.frombuffer(raw[1], dtype=np.bool_)
+        mask = None if valid.all() else ~valid
+        if kind == "str":
+            arr = strings.take(pa.array(values))
+        elif kind == "fam":
+            arr = _FAMILY_ARRAY.take(pa.array(values))
+        elif kind == "rw":
+            arr = _RW_ARRAY.take(pa.array(values))
+        elif kind == "kind":
+            arr = _META_KINDS.take(pa.array(values))
+        elif kind == "bool":
+            arr = pa.array(values != 0, pa.bool_())
+        else:
+            arr = pa.array(values, mask=mask)
+        arrays.append(arr)
+        names.append(col)
+    return pa.table(arrays, names=names)
+
+
+def scan(path: Path, *, metric: str, file_view: bool, time_bins: tuple[int, int, int] | None,
+         batch_rows: int) -> tuple[dict[str, Any], dict[str, pa.Table]]:  # fmt: skip
+    """(counts, tables) for one file; raises :class:`Fallback` when the C scanner declines it."""
+    mod = module()
+    if mod is None or metric not in _SCALES:
+        raise Fallback("native scanner unavailable" if mod is None else f"time metric {metric!r}")
+    try:
+        raw = mod.scan(str(path), _config(), _SCALES[metric], file_view, time_bins, batch_rows)
+    except mod.Fallback as exc:
+        raise Fallback(str(exc)) from None
+    offsets, data = raw.pop("strings")
+    n = len(offsets) // 8 - 1
+    valid = np.ones(n, dtype=np.bool_)
+    valid[0] = False  # id 0 is SQL NULL
+    strings = pa.LargeStringArray.from_buffers(
+        n, pa.py_buffer(offsets), pa.py_buffer(data), pa.py_buffer(np.packbits(valid, bitorder="little"))
+    )
+    strings.validate(full=True)  # UTF-8 and offsets checked once, in C++
+    counts = raw.pop("counts")
+    tables = {name: _table(name, cols, strings) for name, cols in raw.items()}
+    return counts, tables
+
+
+#: Position roles the C code hard-codes; a change in vectorized.py must be mirrored there.
+assert (V.OTHER, V.STREAM, V.POSITIONAL, V.SETTER, V.UNKNOWN) == (0, 1, 2, 3, -1)
