@@ -1,0 +1,37 @@
+"""Literature search: the seed's tools, local first, remote when there is a network.
+
+Search order (seed): papers already in the run's context, :func:`rag_search` (local),
+:func:`search_arxiv`, :func:`search_papers_combined`, :func:`get_arxiv_paper`.
+"""
+
+from dftune.tools.literature.models import Attempt, Paper, SearchResult, Support
+from dftune.tools.literature.net import Offline, Remote, RemoteError, offline_forced
+from dftune.tools.literature.remote import (
+    get_arxiv_paper,
+    search_arxiv,
+    search_crossref,
+    search_openalex,
+    search_papers_combined,
+    search_semantic_scholar,
+)
+from dftune.tools.literature.search import MAX_ATTEMPTS, LiteratureSearch, rag_search
+
+__all__ = [
+    "MAX_ATTEMPTS",
+    "Attempt",
+    "LiteratureSearch",
+    "Offline",
+    "Paper",
+    "Remote",
+    "RemoteError",
+    "SearchResult",
+    "Support",
+    "get_arxiv_paper",
+    "offline_forced",
+    "rag_search",
+    "search_arxiv",
+    "search_crossref",
+    "search_openalex",
+    "search_papers_combined",
+    "search_semantic_scholar",
+]
