@@ -3,7 +3,8 @@
 Run as a script (not ``-m``) so nothing but the standard library and pypdf is imported
 before the limits are in place. A hostile or broken PDF can exhaust memory, loop, or crash
 the parser; here that only ends this process, and the parent reports the file and moves on.
-Prints one JSON document: ``{"pages": [...], "info": {...}, "n_pages": N, "truncated": bool}``.
+Prints one JSON document: ``{"pages": [...], "info": {...}, "n_pages": N, "truncated": bool,
+"errors": [...]}`` (errors of single pages, which do not sink the paper).
 """
 
 import json
@@ -41,12 +42,13 @@ def main(argv: list[str]) -> int:
             return 3
     n_pages = len(reader.pages)
     pages: list[str] = []
+    errors: list[str] = []
     for i in range(min(n_pages, max_pages)):
         try:
             text = reader.pages[i].extract_text() or ""
         except Exception as exc:  # one bad page does not sink the paper
             text = ""
-            sys.stderr.write(f"page {i + 1}: {type(exc).__name__}: {exc}\n")
+            errors.append(f"page {i + 1}: {type(exc).__name__}: {exc}"[:300])
         pages.append(text[:200_000])
     info: dict[str, str] = {}
     try:
@@ -57,9 +59,14 @@ def main(argv: list[str]) -> int:
                 info[key.lstrip("/").lower()] = str(value).strip()[:2000]
     except Exception:
         pass  # metadata is optional; the parent marks what is missing
-    json.dump(
-        {"pages": pages, "info": info, "n_pages": n_pages, "truncated": n_pages > max_pages}, sys.stdout
-    )
+    doc = {
+        "pages": pages,
+        "info": info,
+        "n_pages": n_pages,
+        "truncated": n_pages > max_pages,
+        "errors": errors,
+    }
+    json.dump(doc, sys.stdout)
     return 0
 
 

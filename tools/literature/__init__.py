@@ -4,6 +4,8 @@ Search order (seed): papers already in the run's context, :func:`rag_search` (lo
 :func:`search_arxiv`, :func:`search_papers_combined`, :func:`get_arxiv_paper`.
 """
 
+from dftune.tools.literature.claims import Evidence, evidence_for, remember_papers, supporting_passage
+from dftune.tools.literature.context import Stack, detect_stack, session_search_optimization_context
 from dftune.tools.literature.models import Attempt, Paper, SearchResult, Support
 from dftune.tools.literature.net import Offline, Remote, RemoteError, offline_forced
 from dftune.tools.literature.remote import (
@@ -19,19 +21,26 @@ from dftune.tools.literature.search import MAX_ATTEMPTS, LiteratureSearch, rag_s
 __all__ = [
     "MAX_ATTEMPTS",
     "Attempt",
+    "Evidence",
     "LiteratureSearch",
     "Offline",
     "Paper",
     "Remote",
     "RemoteError",
     "SearchResult",
+    "Stack",
     "Support",
+    "detect_stack",
+    "evidence_for",
     "get_arxiv_paper",
     "offline_forced",
     "rag_search",
+    "remember_papers",
     "search_arxiv",
     "search_crossref",
     "search_openalex",
     "search_papers_combined",
     "search_semantic_scholar",
+    "session_search_optimization_context",
+    "supporting_passage",
 ]
