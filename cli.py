@@ -323,18 +323,14 @@ def papers_search(
         results = [rag_search(query, bottleneck, k=k)]
         if online:
             results.append(search_papers_combined(query, max_results_each=k))
-    doc = {
-        "schema": "dftune.papers.search/1",
-        "query": query,
-        "bottleneck": bottleneck,
-        "results": [p.to_json() for r in results for p in r.papers],
-        "notes": [f"{r.tool}: {n}" for r in results for n in (*r.notes, *r.errors)],
-    }
+    found = [p.to_json() for r in results for p in r.papers]
+    notes = [f"{r.tool}: {n}" for r in results for n in (*r.notes, *r.errors)]
     if as_json:
-        emit_json(doc)
+        emit_json({"schema": "dftune.papers.search/1", "query": query, "bottleneck": bottleneck,
+                   "results": found, "notes": notes})  # fmt: skip
         return
     out = Console()
-    for i, p in enumerate(doc["results"], start=1):
+    for i, p in enumerate(found, start=1):
         who = ", ".join(p["authors"][:3]) + (" et al." if len(p["authors"]) > 3 else "")
         out.print(f"{i}. {p['title']} -- {who or '?'} ({p['venue'] or '?'}, {p['year'] or '?'}) {p['url'] or ''}",
                   markup=False, highlight=False)  # fmt: skip
@@ -342,7 +338,7 @@ def papers_search(
         out.print(f'   [{where}] "{(p["passage"] or "")[:300]}"', markup=False, highlight=False)
         if p["missing"]:
             out.print(f"   missing: {', '.join(p['missing'])}", markup=False)
-    for note in doc["notes"]:
+    for note in notes:
         out.print(note, style="dim", markup=False)
 
 

@@ -4,8 +4,9 @@ Each PDF is parsed by ``pdf_worker.py`` in its own process under memory, CPU-tim
 wall-clock limits; a broken, huge, encrypted or hostile file is reported by name and
 skipped, and the rest of the folder is ingested. Bibliographic fields come, in order of
 trust, from a sidecar (``paper.bib`` / ``paper.json`` next to ``paper.pdf``), the PDF's
-metadata, its first page (DOI, arXiv id, title line), and -- online only -- Crossref or
-arXiv for the DOI / arXiv id found. A field nobody established stays missing.
+metadata, the DOI / arXiv id printed on the first page and -- online only -- the Crossref or
+arXiv record of that id, and last a title-like first line. A field nobody established stays
+missing.
 """
 
 from __future__ import annotations
@@ -288,8 +289,7 @@ def bibliography(pdf: Path, doc: dict[str, Any], lookup: Lookup | None = online_
     first = "\n".join(str(p) for p in pages[:1])
     dm = DOI_RE.search(first)
     am = ARXIV_RE.search(first)
-    offer({"doi": dm.group(1) if dm else None, "arxiv": am.group(1) if am else None,
-           "title": _first_page_title(first)}, "first-page")  # fmt: skip
+    offer({"doi": dm.group(1) if dm else None, "arxiv": am.group(1) if am else None}, "first-page")
     if lookup is not None:
         for kind in ("doi", "arxiv"):
             ident = fields.get(kind)
@@ -297,6 +297,8 @@ def bibliography(pdf: Path, doc: dict[str, Any], lookup: Lookup | None = online_
                 got = lookup(kind, str(ident))
                 if got:
                     offer(got, "crossref" if kind == "doi" else "arxiv")
+    # The first-line guess comes last: a bibliographic record of the DOI knows better.
+    offer({"title": _first_page_title(first)}, "first-page")
     if not fields.get("url"):
         if fields.get("doi"):
             fields["url"], sources["url"] = f"https://doi.org/{fields['doi']}", sources["doi"]
