@@ -170,7 +170,7 @@ def test_local_catalog_supports_a_strategy_offline(store: PaperStore) -> None:
                           require_strategy_claim=True)  # fmt: skip
     assert sup.status == "supported"
     assert sup.papers[0].strategy == "l1.write_buffering" and sup.papers[0].verified
-    assert [a.tool for a in sup.attempts][0] == "context"
+    assert sup.attempts[0].tool == "context"
 
 
 def test_offline_remote_attempts_are_skipped_not_hung(store: PaperStore) -> None:
