@@ -22,6 +22,7 @@ from dftune.tools.literature import (
     Paper,
     SearchResult,
     evidence_for,
+    guard_accepts,
     rag_search,
     session_search_optimization_context,
     supporting_passage,
@@ -187,7 +188,9 @@ def test_offline_remote_attempts_are_skipped_not_hung(store: PaperStore) -> None
 def test_catalog_backed_evidence(store: PaperStore) -> None:
     ev = supporting_passage("l2.romio_cb", "thakur_romio_frontiers1999", store=store)
     assert ev is not None and ev.catalog_backed and ev.verified and ev.passage_kind == "claim"
-    assert ev.checked_in == "abstract" and ev.citation["complete"]
+    assert ev.checked_in == "abstract" and ev.citation["complete"] and guard_accepts(ev)
+    unverified = supporting_passage("l1.stat_cache", "wisio_ics2025", store=store)
+    assert unverified is not None and unverified.catalog_backed and not guard_accepts(unverified)
     assert supporting_passage("l3.lustre_stripe", "nfs_man", store=store) is None  # no claim, no passage
 
 
@@ -203,7 +206,7 @@ def test_source_passage_beats_the_catalog_claim(tmp_path: Path) -> None:
     assert len(ingest_dir(d, st, lookup=None).ingested) == 1
     ev = supporting_passage("l2.romio_cb", "thakur_romio_frontiers1999", store=st)
     assert ev is not None and not ev.catalog_backed and ev.page == 3 and ev.trust == "untrusted"
-    assert "two-phase" in ev.passage and ev.claim and ev.verified
+    assert "two-phase" in ev.passage and ev.claim and ev.verified and guard_accepts(ev)
     evs = evidence_for("l2.romio_cb", store=st)
     assert evs[0].citation_id == "thakur_romio_frontiers1999" and not evs[0].catalog_backed
     assert all(e.verified for e in evs)

@@ -4,7 +4,13 @@ Search order (seed): papers already in the run's context, :func:`rag_search` (lo
 :func:`search_arxiv`, :func:`search_papers_combined`, :func:`get_arxiv_paper`.
 """
 
-from dftune.tools.literature.claims import Evidence, evidence_for, remember_papers, supporting_passage
+from dftune.tools.literature.claims import (
+    Evidence,
+    evidence_for,
+    guard_accepts,
+    remember_papers,
+    supporting_passage,
+)
 from dftune.tools.literature.context import Stack, detect_stack, session_search_optimization_context
 from dftune.tools.literature.models import Attempt, Paper, SearchResult, Support
 from dftune.tools.literature.net import Offline, Remote, RemoteError, offline_forced
@@ -33,6 +39,7 @@ __all__ = [
     "detect_stack",
     "evidence_for",
     "get_arxiv_paper",
+    "guard_accepts",
     "offline_forced",
     "rag_search",
     "remember_papers",

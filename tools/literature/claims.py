@@ -46,6 +46,16 @@ class Evidence(BaseModel):
     trust: Literal["curated", "untrusted"]
 
 
+def guard_accepts(ev: Evidence) -> bool:
+    """The issue's rule for the citation guard: evidence is a passage of the source itself
+    with a complete citation, or -- only for the curated catalog -- a verified catalog claim."""
+    if not ev.citation.get("complete"):
+        return False
+    if ev.catalog_backed:
+        return ev.verified and ev.citation.get("source") == "catalog"
+    return bool(ev.passage.strip())
+
+
 def _norm_title(t: str | None) -> str:
     return re.sub(r"[^a-z0-9]+", " ", (t or "").lower()).strip()
 
