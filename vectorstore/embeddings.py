@@ -87,7 +87,11 @@ class SentenceTransformerEmbedding:
         except Exception as exc:  # the library raises many kinds; all mean "not usable"
             raise EmbeddingError(f"cannot load the local model {model_path}: {exc}") from exc
         self.name = name
-        self.dim = int(self._model.get_sentence_embedding_dimension() or 0)
+        dim_of = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )
+        self.dim = int(dim_of() or 0)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vecs = self._model.encode(list(texts), batch_size=32, normalize_embeddings=True)

@@ -207,6 +207,15 @@ def test_source_passage_beats_the_catalog_claim(tmp_path: Path) -> None:
     ev = supporting_passage("l2.romio_cb", "thakur_romio_frontiers1999", store=st)
     assert ev is not None and not ev.catalog_backed and ev.page == 3 and ev.trust == "untrusted"
     assert "two-phase" in ev.passage and ev.claim and ev.verified and guard_accepts(ev)
+    assert ev.citation["id"] == "thakur_romio_frontiers1999" and "romio.pdf" in (ev.passage_from or "")
+    # a paper outside the catalog with unknown authors/year: its passage is found, but the
+    # citation is incomplete, so the guard does not accept it
+    write_pdf(d / "anon.pdf", ["Notes on collective buffering: two-phase I/O merges noncontiguous requests of "
+                               "many processes into fewer larger accesses."])  # fmt: skip
+    anon = next(f for f in ingest_dir(d, st, lookup=None).files if f.file.endswith("anon.pdf"))
+    ev2 = supporting_passage("l2.romio_cb", anon.citation_id or "", store=st)
+    assert ev2 is not None and not ev2.catalog_backed and "authors" in ev2.citation["missing"]
+    assert not guard_accepts(ev2)
     evs = evidence_for("l2.romio_cb", store=st)
     assert evs[0].citation_id == "thakur_romio_frontiers1999" and not evs[0].catalog_backed
     assert all(e.verified for e in evs)

@@ -39,6 +39,8 @@ class Evidence(BaseModel):
     passage: str
     passage_kind: Literal["page", "abstract", "claim", "summary"]
     page: int | None = None
+    #: The stored copy the passage was read from (ingested PDF or fetched abstract), if any.
+    passage_from: str | None = None
     #: Where the catalog says the claim was checked ("abstract", "full text, Sec. IV").
     checked_in: str | None = None
     #: True when no passage of the paper itself is stored and the evidence is our curated claim.
@@ -101,8 +103,11 @@ def supporting_passage(strategy: Strategy | str, citation: Citation | str, *, st
     best = _best_passage(own, query)
     if best is not None:
         ref = best.citation
+        # A catalog paper keeps its checked bibliographic record; the passage is the stored copy's.
+        ref_json = _ref_from_catalog(cit) if cit is not None else ref.to_json()
         return Evidence(
-            strategy=strat.id, citation_id=cit.id if cit is not None else ref.id, citation=ref.to_json(),
+            strategy=strat.id, citation_id=cit.id if cit is not None else ref.id, citation=ref_json,
+            passage_from=f"{ref.id} ({best.file or ref.source})",
             claim=claims[0].claim if claims else None, verified=bool(claims and claims[0].verified),
             passage=best.text, passage_kind=best.kind if best.kind in ("page", "abstract") else "page",
             page=best.page, checked_in=claims[0].evidence if claims else None, catalog_backed=False,
@@ -111,7 +116,7 @@ def supporting_passage(strategy: Strategy | str, citation: Citation | str, *, st
     if cit is None or not claims:
         return None
     cl = claims[0]
-    ref_json = next((p.citation.to_json() for p in st.passages_of(cit.id)), None) or _ref_from_catalog(cit)
+    ref_json = _ref_from_catalog(cit)
     return Evidence(
         strategy=strat.id, citation_id=cit.id, citation=ref_json, claim=cl.claim, verified=cl.verified,
         passage=cl.claim, passage_kind="claim", checked_in=cl.evidence or cl.note, catalog_backed=True,
