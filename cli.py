@@ -452,6 +452,99 @@ def kb_render(
         Console().print(f"knowledge base written to {written}")
 
 
+papers_app = typer.Typer(help="The local paper corpus: ingest PDFs, search papers (offline first).",
+                         no_args_is_help=True)  # fmt: skip
+app.add_typer(papers_app, name="papers")
+
+
+@contextmanager
+def _paper_errors() -> Iterator[None]:
+    """Vector-store and embedding problems are the user's to fix (path, setting): one line."""
+    from dftune.vectorstore import EmbeddingError, StoreError
+
+    with user_errors():
+        try:
+            yield
+        except (StoreError, EmbeddingError) as exc:
+            fail(str(exc))
+
+
+@papers_app.command("ingest")
+def papers_ingest(
+    directory: Annotated[Path, typer.Argument(help="Folder of PDFs (searched recursively).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1, help="Seconds allowed to parse one PDF.")
+    ] = 60.0,
+    memory_mb: Annotated[
+        int, typer.Option("--memory-mb", min=64, help="Memory limit of the PDF parser.")
+    ] = 1024,
+) -> None:
+    """Add the PDFs of a folder to the corpus; broken or hostile files are named and skipped."""
+    from dftune.vectorstore import open_store
+    from dftune.vectorstore.ingest import IngestLimits, ingest_dir
+
+    if not directory.is_dir():
+        fail(f"{directory}: not a directory")
+    with _paper_errors():
+        report = ingest_dir(
+            directory, open_store(), limits=IngestLimits(timeout_s=timeout, memory_mb=memory_mb)
+        )
+    if as_json:
+        emit_json(report.to_json())
+        return
+    out = Console()
+    for f in report.files:
+        if f.status == "skipped":
+            out.print(f"[red]skipped[/red] {f.file}: {f.reason}", markup=True, highlight=False)
+        else:
+            missing = f" (missing: {', '.join(f.missing)})" if f.missing else ""
+            out.print(f"{f.status} {f.file}: {f.title or '(no title)'}, {f.passages} passage(s){missing}",
+                      markup=False, highlight=False)  # fmt: skip
+    out.print(f"{len(report.ingested)} ingested, {len(report.skipped)} skipped", markup=False)
+
+
+@papers_app.command("search")
+def papers_search(
+    query: Annotated[str, typer.Argument(help="What to look for, e.g. 'many small reads on lustre'.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    k: Annotated[int, typer.Option("-k", "--k", min=1, max=50, help="How many papers.")] = 5,
+    bottleneck: Annotated[
+        str | None, typer.Option("--bottleneck", help="Bottleneck category (adds its vocabulary).")
+    ] = None,
+    online: Annotated[
+        bool, typer.Option("--online", help="Also ask arXiv / Semantic Scholar / OpenAlex / Crossref.")
+    ] = False,
+) -> None:
+    """Ranked papers, each with a complete citation (or its missing fields) and the matching passage."""
+    from dftune.tools.diagnose.vocabulary import CATEGORIES
+    from dftune.tools.literature import rag_search, search_papers_combined
+
+    if bottleneck is not None and bottleneck not in CATEGORIES:
+        fail(f"--bottleneck {bottleneck!r} is not one of {', '.join(CATEGORIES)}")
+    with _paper_errors():
+        results = [rag_search(query, bottleneck, k=k)]
+        if online:
+            results.append(search_papers_combined(query, max_results_each=k))
+    found = [p.to_json() for r in results for p in r.papers]
+    notes = [f"{r.tool}: {n}" for r in results for n in (*r.notes, *r.errors)]
+    if as_json:
+        emit_json({"schema": "dftune.papers.search/1", "query": query, "bottleneck": bottleneck,
+                   "results": found, "notes": notes})  # fmt: skip
+        return
+    out = Console()
+    for i, p in enumerate(found, start=1):
+        who = ", ".join(p["authors"][:3]) + (" et al." if len(p["authors"]) > 3 else "")
+        out.print(f"{i}. {p['title']} -- {who or '?'} ({p['venue'] or '?'}, {p['year'] or '?'}) {p['url'] or ''}",
+                  markup=False, highlight=False)  # fmt: skip
+        where = f"p. {p['page']}" if p["page"] else p["passage_kind"]
+        out.print(f'   [{where}] "{(p["passage"] or "")[:300]}"', markup=False, highlight=False)
+        if p["missing"]:
+            out.print(f"   missing: {', '.join(p['missing'])}", markup=False)
+    for note in notes:
+        out.print(note, style="dim", markup=False)
+
+
 def main() -> None:  # pragma: no cover - console entry point
     """Console entry: any unexpected failure is still one line on stderr (traceback with DFTUNE_DEBUG=1)."""
     import os

@@ -57,6 +57,21 @@ def read_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     return str(request.param)
 
 
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never reach the network: literature searches run offline unless a test injects a
+    recorded transport, and the real HTTP transport fails the test if anything calls it."""
+    from dftune.tools.literature import net, remote
+
+    monkeypatch.setenv(net.OFFLINE_ENV, "1")
+    monkeypatch.setattr(remote, "_default_remote", None)
+
+    def _refuse(self: object, url: str, **_kw: object) -> object:
+        raise AssertionError(f"a test tried to reach the network: GET {url}")
+
+    monkeypatch.setattr(net.UrllibTransport, "get", _refuse)
+
+
 @pytest.fixture(scope="session")
 def shared_traces() -> Path:
     """The recorded legacy traces in ../shared/traces (skip when absent)."""

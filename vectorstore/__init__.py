@@ -1,1 +1,18 @@
-"""dftune.vectorstore (see DESIGN layout)."""
+"""The local paper corpus: a chromadb store of passages, offline embeddings, PDF ingestion.
+
+Importing this package is cheap; chromadb is imported only when a store is opened.
+"""
+
+from dftune.vectorstore.embeddings import EmbeddingError, get_embedder
+from dftune.vectorstore.store import CitationRef, Hit, PaperStore, Passage, StoreError, open_store
+
+__all__ = [
+    "CitationRef",
+    "EmbeddingError",
+    "Hit",
+    "PaperStore",
+    "Passage",
+    "StoreError",
+    "get_embedder",
+    "open_store",
+]

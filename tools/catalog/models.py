@@ -291,6 +291,9 @@ class Citation(_Model):
     authors: list[str] = Field(min_length=1)
     title: str = Field(min_length=1)
     venue: str = Field(min_length=1)
+    #: What the source says, in our own words, as data for the offline literature index (so a
+    #: fresh install can find the core literature without a network).
+    summary: str | None = Field(default=None, min_length=1)
     #: Publication year; for living documentation, the year the page was consulted.
     year: int = Field(ge=1950, le=2100)
     doi: str | None = Field(default=None, pattern=r"^10\.\d{4,9}/\S+$")

@@ -1,0 +1,53 @@
+"""Literature search: the seed's tools, local first, remote when there is a network.
+
+Search order (seed): papers already in the run's context, :func:`rag_search` (local),
+:func:`search_arxiv`, :func:`search_papers_combined`, :func:`get_arxiv_paper`.
+"""
+
+from dftune.tools.literature.claims import (
+    Evidence,
+    evidence_for,
+    guard_accepts,
+    remember_papers,
+    supporting_passage,
+)
+from dftune.tools.literature.context import Stack, detect_stack, session_search_optimization_context
+from dftune.tools.literature.models import Attempt, Paper, SearchResult, Support
+from dftune.tools.literature.net import Offline, Remote, RemoteError, offline_forced
+from dftune.tools.literature.remote import (
+    get_arxiv_paper,
+    search_arxiv,
+    search_crossref,
+    search_openalex,
+    search_papers_combined,
+    search_semantic_scholar,
+)
+from dftune.tools.literature.search import MAX_ATTEMPTS, LiteratureSearch, rag_search
+
+__all__ = [
+    "MAX_ATTEMPTS",
+    "Attempt",
+    "Evidence",
+    "LiteratureSearch",
+    "Offline",
+    "Paper",
+    "Remote",
+    "RemoteError",
+    "SearchResult",
+    "Stack",
+    "Support",
+    "detect_stack",
+    "evidence_for",
+    "get_arxiv_paper",
+    "guard_accepts",
+    "offline_forced",
+    "rag_search",
+    "remember_papers",
+    "search_arxiv",
+    "search_crossref",
+    "search_openalex",
+    "search_papers_combined",
+    "search_semantic_scholar",
+    "session_search_optimization_context",
+    "supporting_passage",
+]

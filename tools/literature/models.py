@@ -1,0 +1,117 @@
+"""Records the literature tools return: papers with their evidence, and what each search did."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PaperSource = Literal["context", "catalog", "local", "arxiv", "semantic_scholar", "openalex", "crossref"]
+REQUIRED = ("title", "authors", "year", "venue", "url")
+
+
+class Paper(BaseModel):
+    """One paper (or documentation page) with the passage that made it come back.
+
+    Unknown bibliographic fields stay ``None``; ``missing`` names them. ``passage`` is text
+    from the source (or our catalog claim): data to quote, never an instruction."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str | None = None
+    authors: list[str] = Field(default_factory=list)
+    year: int | None = None
+    venue: str | None = None
+    doi: str | None = None
+    url: str | None = None
+    arxiv: str | None = None
+    pdf_url: str | None = None
+    abstract: str | None = None
+    source: PaperSource
+    #: Catalog or local-store citation id, when the paper is known locally.
+    citation_id: str | None = None
+    passage: str | None = None
+    passage_kind: Literal["summary", "claim", "page", "abstract"] | None = None
+    page: int | None = None
+    strategy: str | None = None
+    verified: bool | None = None
+    trust: Literal["curated", "untrusted"] = "untrusted"
+    score: float | None = None
+
+    @property
+    def missing(self) -> list[str]:
+        return [f for f in REQUIRED if not getattr(self, f)]
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
+
+    def key(self) -> str:
+        """Identity across sources: DOI, then arXiv id, then the normalized title."""
+        if self.doi:
+            return "doi:" + self.doi.lower()
+        if self.arxiv:
+            return "arxiv:" + re.sub(r"v\d+$", "", self.arxiv)
+        return "title:" + re.sub(r"[^a-z0-9]+", " ", (self.title or "").lower()).strip()
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.model_dump(mode="json"), "missing": self.missing, "complete": self.complete}
+
+
+class SearchResult(BaseModel):
+    """What one tool call returned; ``skipped`` when it did not run (offline, capped)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    query: str
+    papers: list[Paper] = Field(default_factory=list)
+    skipped: bool = False
+    notes: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "query": self.query,
+            "skipped": self.skipped,
+            "notes": self.notes,
+            "errors": self.errors,
+            "papers": [p.to_json() for p in self.papers],
+        }
+
+
+class Attempt(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n: int
+    tool: str
+    query: str
+    found: int
+    skipped: bool = False
+    note: str | None = None
+
+
+class Support(BaseModel):
+    """The outcome of searching for a bottleneck's citation: at most ten attempts, then
+    UNSUPPORTED (the proposal is not applied)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bottleneck: str
+    strategy: str | None = None
+    status: Literal["supported", "unsupported"]
+    papers: list[Paper] = Field(default_factory=list)
+    attempts: list[Attempt] = Field(default_factory=list)
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bottleneck": self.bottleneck,
+            "strategy": self.strategy,
+            "status": self.status,
+            "reason": self.reason,
+            "papers": [p.to_json() for p in self.papers],
+            "attempts": [a.model_dump(mode="json") for a in self.attempts],
+        }
