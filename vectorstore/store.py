@@ -283,7 +283,7 @@ class PaperStore:
                     ids=[p.id for p in batch],
                     documents=[p.text for p in batch],
                     metadatas=[_meta(p) for p in batch],
-                    embeddings=self.embedder.embed([index_text(p) for p in batch]),  # type: ignore[arg-type]
+                    embeddings=self.embedder.embed([index_text(p) for p in batch]),
                 )
             self._cache = None
         return len(passages)
@@ -358,7 +358,7 @@ class PaperStore:
         if mode != "lexical":
             pos = {p.id: i for i, p in enumerate(passages)}
             n = min(pool, len(passages))
-            res = self._col.query(query_embeddings=self.embedder.embed([query]), n_results=n, include=[])  # type: ignore[arg-type]
+            res = self._col.query(query_embeddings=self.embedder.embed([query]), n_results=n, include=[])
             vec_order = [pos[i] for i in res["ids"][0] if i in pos]
         if mode == "vector":
             lex_order = []
