@@ -13,7 +13,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from dftune.graphs.context import Context
+from dftune.graphs.context import Context, SearchFn
 from dftune.graphs.guards import citation_url
 from dftune.graphs.state import CitationRef, Proposal, TuningState, log
 from dftune.tools.catalog import Catalog
@@ -44,31 +44,54 @@ def catalog_citation(strategy_id: str, catalog: Catalog) -> CitationRef | None:
     return None
 
 
-def search_queries(p: Proposal, bottlenecks: list[str]) -> list[str]:
-    """What an engineer would type, most specific first."""
-    focus = " ".join(bottlenecks[:2]) or "I/O"
-    queries = [f"{p.strategy_name} {focus} optimization", f"{p.strategy_name} HPC parallel I/O",
-               f"{p.description[:120]}", f"{focus} I/O bottleneck {p.strategy_name}"]  # fmt: skip
-    return queries[:MAX_ATTEMPTS]
-
-
 def find_citation(p: Proposal, ctx: Context, bottlenecks: list[str]) -> tuple[CitationRef | None, int]:
-    """Catalog first, then the context's search, at most MAX_ATTEMPTS queries; (citation, attempts)."""
+    """Catalog first, then the context's search (at most MAX_ATTEMPTS tool calls); (citation, attempts)."""
     found = catalog_citation(p.strategy, ctx.catalog)
     if found is not None or ctx.search is None:
         return found, 0
-    attempts = 0
-    for query in search_queries(p, bottlenecks):
-        attempts += 1
-        hit = ctx.search(p.strategy, query)
-        if hit:
-            try:
-                return CitationRef.model_validate({**hit, "source": hit.get("source", "search")}), attempts
-            except ValueError:
-                continue  # an incomplete reference is no citation
-        if attempts >= MAX_ATTEMPTS:
-            break
-    return None, attempts
+    hit, attempts = ctx.search(p.strategy, p.strategy_name, bottlenecks[0] if bottlenecks else "read-time")
+    if hit is None:
+        return None, attempts
+    try:
+        return CitationRef.model_validate(hit), attempts
+    except ValueError:
+        return None, attempts  # an incomplete reference is no citation
+
+
+def paper_citation(paper: Any) -> dict[str, Any] | None:
+    """A search hit (tools.literature Paper) as a CitationRef dict; None when it is incomplete."""
+    url = paper.url or (f"https://doi.org/{paper.doi}" if paper.doi else None) or (
+        f"https://arxiv.org/abs/{paper.arxiv}" if paper.arxiv else None)  # fmt: skip
+    if not (paper.complete and url and paper.passage):
+        return None
+    where = f"{paper.passage_kind or 'passage'}" + (f", page {paper.page}" if paper.page else "")
+    return {
+        "id": paper.citation_id or paper.key(), "authors": list(paper.authors), "title": paper.title,
+        "venue": paper.venue, "year": paper.year, "url": url,
+        "reference": reference_text(list(paper.authors), paper.title, paper.venue, paper.year),
+        "claim": paper.passage[:600], "evidence": f"{where} ({paper.trust} source {paper.source})",
+        "source": f"search:{paper.source}",
+    }  # fmt: skip
+
+
+def make_search(online: bool | None = None) -> SearchFn:
+    """The literature tools' search (context papers, local store, then remote when online) as a SearchFn."""
+    from dftune.tools.literature import LiteratureSearch
+
+    search = LiteratureSearch(online=online)
+
+    def run(strategy_id: str, strategy_name: str, bottleneck: str) -> tuple[dict[str, Any] | None, int]:
+        support = search.find_support(bottleneck, strategy_id=strategy_id, strategy_name=strategy_name)
+        attempts = len(support.attempts)
+        if support.status != "supported":
+            return None, attempts
+        for paper in support.papers:
+            ref = paper_citation(paper)
+            if ref is not None:
+                return ref, attempts
+        return None, attempts
+
+    return run
 
 
 def kb_prior(system: str, workload: str, software: list[str], db: Any) -> dict[str, Any]:

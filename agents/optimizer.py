@@ -10,6 +10,7 @@ the change there through the change journal, so it is applied once and can be ro
 from __future__ import annotations
 
 import re
+import shutil
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -102,8 +103,34 @@ def catalog_proposal(s: Strategy, context: dict[str, str]) -> Proposal:
     return Proposal(**base, change=Change(kind="manual", instructions=text), status="manual", reason=why)
 
 
+#: What a strategy's ``requires`` words presume, and how dftune knows whether this run has it.
+_REQUIREMENTS = {
+    "pytorch": "pytorch", "tensorflow": "tensorflow", "hdf5": "hdf5", "mpi-io": "mpi-io", "netcdf": "netcdf",
+    "gpu": "gpu", "lfs": "lfs",
+}  # fmt: skip
+
+
+def requirement_gap(s: Strategy, software: list[str]) -> str | None:
+    """Why a strategy cannot apply here (it presumes software this run does not use), or None."""
+    have = set(software)
+    if shutil.which("lfs"):
+        have.add("lfs")
+    for need in s.requires:
+        text = need.lower()
+        for word, token in _REQUIREMENTS.items():
+            if (
+                word in text
+                and token not in have
+                and not ("pytorch-or-tensorflow" in text and have & {"pytorch", "tensorflow"})
+            ):
+                return (
+                    f"presumes {need}, which this workload does not use (detected: {', '.join(sorted(have))})"
+                )
+    return None
+
+
 def plan_proposals(spec: WorkloadSpec, diagnosis: dict[str, Any] | None, catalog: Catalog,
-                   context: dict[str, str]) -> list[Proposal]:  # fmt: skip
+                   context: dict[str, str], software: list[str] | None = None) -> list[Proposal]:  # fmt: skip
     """Knob proposals first (the user's levers), then every candidate of the diagnosis not already covered."""
     proposals = knob_proposals(spec, catalog)
     covered = {p.strategy for p in proposals}
@@ -114,8 +141,13 @@ def plan_proposals(spec: WorkloadSpec, diagnosis: dict[str, Any] | None, catalog
                 continue
             covered.add(sid)
             s = catalog.strategies[sid]
-            if not s.forbidden and s.apply is not None:
-                proposals.append(catalog_proposal(s, context))
+            if s.forbidden or s.apply is None:
+                continue
+            p = catalog_proposal(s, context)
+            gap = requirement_gap(s, software or [])
+            if gap:
+                p = p.model_copy(update={"status": "not_applicable", "reason": gap})
+            proposals.append(p)
     return proposals
 
 
@@ -140,7 +172,7 @@ def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     spec = load_spec(state.spec_path)
     workdir = ctx.workspace.baseline_dir(state.run_id)
     context = {k: str(v) for k, v in spec.placeholder_values(spec.settings(), workdir=workdir).items()}
-    proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context)
+    proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context, state.software)
     estimates = {e.proposal_id: e for e in ctx.reasoner.estimate_impacts(proposals, facts_of(state))}
     out = []
     for p in proposals:
@@ -317,6 +349,7 @@ def _write_layer_artifacts(ctx: Context, state: TuningState, p: Proposal, n: int
         "papers": [c.model_dump() for c in state.citations],
         "pitfalls": [x.model_dump() for x in state.pitfalls],
         "coverage": state.coverage.model_dump() if state.coverage else None,
+        "stack": stack_of(state),
     })  # fmt: skip
     name = {"L1": "opt_l1_results.json", "L2": "opt_l2_results.json", "L3": "opt_l3_results.json"}[p.layer]
     ws.write_json_artifact(state.run_id, n, name, {
@@ -326,3 +359,18 @@ def _write_layer_artifacts(ctx: Context, state: TuningState, p: Proposal, n: int
     })  # fmt: skip
     ws.write_json_artifact(state.run_id, n, "optimization_papers.json",
                            {"citations": [c.model_dump() for c in state.citations]})  # fmt: skip
+    try:  # the seed: once per iteration, every detected layer, local first (remote only when online)
+        from dftune.tools.literature import session_search_optimization_context
+
+        session_search_optimization_context(state.run_id, state.system, state.workload, iteration=n,
+                                            stack=stack_of(state), workspace=ws)  # fmt: skip
+    except Exception as exc:  # the context search informs; it never stops an experiment
+        ctx.progress("literature", f"opt{n}: context search failed: {exc}")
+
+
+def stack_of(state: TuningState) -> dict[str, Any]:
+    """The layers this run detected, as the literature's context search reads them."""
+    sw = set(state.software)
+    ml = next((f for f in ("pytorch", "tensorflow") if f in sw), None)
+    return {"fs_type": state.fs_type, "mpi": "mpi" if "mpi-io" in sw else None, "romio": "mpi-io" in sw,
+            "hdf5": "hdf5" in sw, "ml_framework": ml}  # fmt: skip

@@ -23,8 +23,9 @@ def _silent(node: str, message: str) -> None:
     return None
 
 
-#: How the literature-searcher looks beyond the catalog: (strategy id, query) -> citation dict or None.
-SearchFn = Callable[[str, str], dict[str, Any] | None]
+#: How the literature-searcher looks beyond the catalog: (strategy id, strategy name, bottleneck)
+#: -> (a CitationRef-shaped dict or None, search attempts made).
+SearchFn = Callable[[str, str, str], tuple[dict[str, Any] | None, int]]
 
 
 @dataclass

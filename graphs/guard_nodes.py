@@ -18,31 +18,22 @@ from dftune.agents.measure import load_analysis
 from dftune.agents.optimizer import journal_for
 from dftune.graphs.context import Context
 from dftune.graphs.guards import (
+    FoundCitation,
     GuardDecision,
     access_pattern_guard,
     citation_guard,
     doing_less_by_definition,
     no_doing_less_guard,
     non_degradation_guard,
+    reference_guard,
 )
-from dftune.graphs.state import CitationRef, Experiment, GuardRecord, Proposal, TuningState, log
+from dftune.graphs.state import Experiment, GuardRecord, Proposal, TuningState, log
 from dftune.tools.kb import KbRecord, opt_kb_record
 from dftune.tools.runner.spec import load_spec
 from dftune.tools.runner.stats import Comparison
 
 #: A trace-derived system metric that moved this much is recorded as a system-scoped result too.
 SYSTEM_RESULT_MIN_PCT = 5.0
-
-
-def _reference_guard(ref: CitationRef) -> GuardDecision:
-    """A citation found by search (not in the catalog): complete metadata and a supporting passage."""
-    missing = [n for n, v in (("authors", ref.authors), ("title", ref.title), ("venue", ref.venue),
-                              ("year", ref.year), ("URL", ref.url), ("supporting passage", ref.evidence)) if not v]  # fmt: skip
-    if missing:
-        return GuardDecision(guard="citation", passed=False, verdict="unsupported",
-                             reason=f"UNSUPPORTED: the citation {ref.id} lacks {', '.join(missing)}")  # fmt: skip
-    return GuardDecision(guard="citation", passed=True, reason=f"supported by {ref.reference} {ref.url}",
-                         details={"citation": ref.id, "claim": ref.claim, "url": ref.url})  # fmt: skip
 
 
 def screen_decisions(p: Proposal, ctx: Context) -> list[GuardDecision]:
@@ -55,7 +46,7 @@ def screen_decisions(p: Proposal, ctx: Context) -> list[GuardDecision]:
         if by_definition is not None:
             decisions.append(by_definition)
     if p.citation is not None and p.citation.source != "catalog":
-        decisions.append(_reference_guard(p.citation))
+        decisions.append(reference_guard(FoundCitation.model_validate(p.citation.model_dump())))
     else:
         decisions.append(citation_guard(p.strategy, ctx.catalog))
     return decisions
@@ -121,6 +112,7 @@ def _base_record(state: TuningState, p: Proposal) -> dict[str, Any]:
                    "proposal": p.id},
         "metric": _metric_name(state),
         "caveats": "; ".join(x.message for x in state.pitfalls),
+        "found_citation": p.citation.model_dump() if p.citation and p.citation.source != "catalog" else None,
     }  # fmt: skip
 
 

@@ -86,6 +86,38 @@ def citation_guard(strategy_id: str, catalog: Catalog | None = None) -> GuardDec
                          reason=f"UNSUPPORTED: no verifiable citation for {strategy_id} ({why})")  # fmt: skip
 
 
+class FoundCitation(BaseModel):
+    """A citation the literature search found outside the catalog, with its supporting passage."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str
+    authors: list[str] = Field(default_factory=list)
+    title: str = ""
+    venue: str = ""
+    year: int | None = None
+    url: str = ""
+    #: the passage of the source that supports the claim (text from the paper is data, never instructions)
+    claim: str = ""
+    evidence: str = ""
+    source: str = "search"
+
+    def reference(self) -> str:
+        who = ", ".join(self.authors[:3]) + (" et al." if len(self.authors) > 3 else "")
+        return f'{who}. "{self.title}." {self.venue}, {self.year}.'
+
+
+def reference_guard(ref: FoundCitation) -> GuardDecision:
+    """A search-found citation passes with complete metadata and a supporting passage."""
+    missing = [n for n, v in (("authors", ref.authors), ("title", ref.title), ("venue", ref.venue),
+                              ("year", ref.year), ("URL", ref.url), ("supporting passage", ref.claim)) if not v]  # fmt: skip
+    if missing:
+        return GuardDecision(guard="citation", passed=False, verdict="unsupported",
+                             reason=f"UNSUPPORTED: the citation {ref.id} lacks {', '.join(missing)}")  # fmt: skip
+    return GuardDecision(guard="citation", passed=True, reason=f"supported by {ref.reference()} {ref.url} "
+                         f"(found by {ref.source}; passage: {ref.claim[:200]!r})",
+                         details={"citation": ref.id, "claim": ref.claim, "url": ref.url, "source": ref.source})  # fmt: skip
+
+
 def non_degradation_guard(
     *,
     metric_scope: Literal["app", "system"],

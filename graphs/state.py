@@ -26,6 +26,7 @@ ProposalStatus = Literal[
     "unsupported",  # no verifiable citation: never applied
     "rejected",  # a guard refused it (access pattern, doing less, approval rejected)
     "manual",  # admin-only: reported as a recommendation, never applied by dftune
+    "not_applicable",  # presumes software or hardware this workload or machine does not have
     "declined",  # a person said no at the approval interrupt
     "failed",  # it could not be applied or its experiment could not run
     "measured",  # applied and measured; the experiment holds the verdict

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dftune.graphs.guards import (
     APP_REGRESSION_THRESHOLD,
+    FoundCitation,
     GuardDecision,
     GuardName,
     access_pattern_guard,
@@ -51,6 +52,7 @@ from dftune.graphs.guards import (
     doing_less_by_definition,
     no_doing_less_guard,
     non_degradation_guard,
+    reference_guard,
     work_done,
 )
 from dftune.tools.catalog import Catalog, Citation, Strategy, default_catalog
@@ -175,6 +177,8 @@ class KbRecordIn(BaseModel):
     app_lower_is_better: bool = True
     caveats: str = ""
     fs_type: FsType | None = None
+    #: a citation the literature search found outside the catalog (complete, with its passage)
+    found_citation: FoundCitation | None = None
 
     @field_validator("software", mode="before")
     @classmethod
@@ -554,6 +558,8 @@ def _build(
     """Run the guards and decide the verdict; returns the record's fields (without id/created)."""
     strategy = catalog.strategies.get(rec.strategy)
     cit = citation_guard(rec.strategy, catalog)
+    if not cit.passed and rec.found_citation is not None:
+        cit = reference_guard(rec.found_citation)
     if strategy is None:
         access = _not_run("access_pattern", f"{rec.strategy} is not in the strategy catalog")
     else:
@@ -588,6 +594,7 @@ def _build(
 
     citation_id = cit.details.get("citation") if cit.passed else None
     c = catalog.citations.get(citation_id) if citation_id else None
+    found = rec.found_citation if cit.passed and c is None else None
     cmp = rec.comparison
     layer: Layer = strategy.layer if strategy is not None else _layer_of(rec.strategy)
     app_change = (
@@ -630,8 +637,8 @@ def _build(
         "guards": decisions,
         "unchecked_guards": [d.guard for d in decisions if d.details.get("ran") is False],
         "citation_id": citation_id,
-        "citation": _reference(c) if c is not None else None,
-        "citation_url": citation_url(c) if c is not None else None,
+        "citation": _reference(c) if c is not None else found.reference() if found is not None else None,
+        "citation_url": citation_url(c) if c is not None else found.url if found is not None else None,
         "caveats": rec.caveats,
         "fs_type": rec.fs_type,
         "dedup_key": _dedup_key(rec, baseline, experiment),
