@@ -62,7 +62,7 @@ def paper_citation(paper: Any) -> dict[str, Any] | None:
     """A search hit (tools.literature Paper) as a CitationRef dict; None when it is incomplete."""
     url = paper.url or (f"https://doi.org/{paper.doi}" if paper.doi else None) or (
         f"https://arxiv.org/abs/{paper.arxiv}" if paper.arxiv else None)  # fmt: skip
-    if not (paper.complete and url and paper.passage):
+    if not (paper.title and paper.authors and paper.year and paper.venue and url and paper.passage):
         return None
     where = f"{paper.passage_kind or 'passage'}" + (f", page {paper.page}" if paper.page else "")
     return {

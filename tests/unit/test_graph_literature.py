@@ -1,0 +1,64 @@
+"""Search-found citations: how they enter a proposal, the guards and the KB; requirement gating."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dftune.agents.literature import paper_citation
+from dftune.agents.optimizer import requirement_gap
+from dftune.graphs.guards import FoundCitation, reference_guard
+from dftune.graphs.state import CitationRef
+from dftune.tools.catalog import default_catalog
+from dftune.tools.kb import opt_kb_record
+from dftune.tools.literature import Paper
+
+FOUND: dict[str, Any] = {
+    "id": "doi:10.1000/xyz", "authors": ["A. Author", "B. Author"], "title": "Random reads via mmap",
+    "venue": "PDSW", "year": 2023, "url": "https://doi.org/10.1000/xyz",
+    "claim": "mapping the file served random 4 KiB reads 2x faster than pread", "evidence": "page 3",
+    "source": "search:arxiv",
+}  # fmt: skip
+
+
+def _record(**kw: Any) -> dict[str, Any]:
+    return {"system": "host", "workload": "w", "strategy": "l1.mmap_random", "metric": "t", "before": 10.0,
+            "after": 8.0, "comparison": {"verdict": "win", "ci95": (0.7, 0.9)}, **kw}  # fmt: skip
+
+
+def test_a_complete_found_citation_supports_an_uncited_catalog_strategy_in_the_kb() -> None:
+    assert not default_catalog().is_supported("l1.mmap_random")
+    assert opt_kb_record(_record()).verdict == "unsupported"
+    r = opt_kb_record(_record(found_citation=FOUND))
+    assert (
+        r.verdict == "win"
+        and r.citation_url == FOUND["url"]
+        and "Random reads via mmap" in (r.citation or "")
+    )
+    cit = next(g for g in r.guards if g.guard == "citation")
+    assert cit.passed and "passage" in cit.reason
+
+
+def test_a_found_citation_without_its_passage_or_venue_is_unsupported() -> None:
+    for missing in ("claim", "venue"):
+        d = reference_guard(FoundCitation.model_validate({**FOUND, missing: ""}))
+        assert not d.passed and d.verdict == "unsupported"
+    assert opt_kb_record(_record(found_citation={**FOUND, "claim": ""})).verdict == "unsupported"
+
+
+def test_search_hits_become_citations_only_when_complete() -> None:
+    paper = Paper(title="T", authors=["X"], year=2020, venue="SC", doi="10.1/abc", source="arxiv",
+                  passage="it helps", passage_kind="abstract")  # fmt: skip
+    ref = paper_citation(paper)
+    assert ref is not None and ref["url"] == "https://doi.org/10.1/abc"
+    CitationRef.model_validate(ref)
+    assert paper_citation(paper.model_copy(update={"venue": None})) is None
+    assert paper_citation(paper.model_copy(update={"passage": None})) is None
+
+
+def test_strategies_that_presume_missing_software_are_not_applicable() -> None:
+    cat = default_catalog()
+    torch_home = cat.strategies["l2.torch_home_local"]
+    assert requirement_gap(torch_home, ["posix", "hdf5"]) is not None
+    assert requirement_gap(torch_home, ["posix", "pytorch"]) is None
+    assert requirement_gap(cat.strategies["l2.malloc_arena"], ["posix"]) is None
+    assert requirement_gap(cat.strategies["l2.hdf5_chunk_cache"], ["hdf5"]) is None
