@@ -62,6 +62,7 @@ def user_errors() -> Iterator[None]:
     from dftune.tools.catalog import CatalogError
     from dftune.tools.diagnose.rules import RuleError
     from dftune.tools.kb import KbError
+    from dftune.tools.report.writer import ReportError
     from dftune.tools.runner.bench import BenchError
     from dftune.tools.runner.spec import SpecError
     from dftune.tools.session.workspace import WorkspaceError
@@ -76,6 +77,7 @@ def user_errors() -> Iterator[None]:
         SpecError,
         BenchError,
         KbError,
+        ReportError,
         RunError,
         ReasonerError,
         WorkspaceError,
@@ -335,6 +337,27 @@ def replay(
     with user_errors():
         result = replay_run(run_id, checkpoint, sets, progress=_progress(as_json))
     _show_run(result, as_json)
+
+
+@app.command()
+def report(
+    run_id: Annotated[str, typer.Argument(help="Run id (see dftune runs).")],
+    html: Annotated[
+        bool, typer.Option("--html", help="Also write a self-contained report.html (plots embedded).")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document with the paths.")] = False,
+) -> None:
+    """Write a finished run's report.md (and report.html with --html) and print where they are."""
+    from dftune.tools.report.writer import write_reports
+
+    with user_errors():
+        paths = write_reports(run_id, html=html)
+    if as_json:
+        emit_json({"schema": "dftune.report/1", "run_id": run_id, **paths})
+        return
+    out = Console()
+    for kind, path in paths.items():
+        out.print(f"{kind}: {path}", highlight=False, soft_wrap=True)
 
 
 @app.command()
