@@ -62,6 +62,7 @@ def user_errors() -> Iterator[None]:
     from dftune.tools.catalog import CatalogError
     from dftune.tools.diagnose.rules import RuleError
     from dftune.tools.kb import KbError
+    from dftune.tools.report.compare import CompareError
     from dftune.tools.report.writer import ReportError
     from dftune.tools.runner.bench import BenchError
     from dftune.tools.runner.spec import SpecError
@@ -78,6 +79,7 @@ def user_errors() -> Iterator[None]:
         BenchError,
         KbError,
         ReportError,
+        CompareError,
         RunError,
         ReasonerError,
         WorkspaceError,
@@ -358,6 +360,27 @@ def report(
     out = Console()
     for kind, path in paths.items():
         out.print(f"{kind}: {path}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+def compare(
+    a: Annotated[str, typer.Argument(help="A: a trace file/folder, or a run id.")],
+    b: Annotated[str, typer.Argument(help="B: a trace file/folder, or a run id (same kind as A).")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document (schema dftune.compare/1).")
+    ] = False,
+) -> None:
+    """Two traces or two runs side by side, with the change from A to B."""
+    from dftune.tools.report.compare import compare as run_compare
+
+    with user_errors():
+        doc = run_compare(a, b)
+    if as_json:
+        emit_json(doc)
+        return
+    from dftune.tools.report.console import CompareRenderer
+
+    CompareRenderer(Console()).render(doc)
 
 
 @app.command()
