@@ -137,8 +137,9 @@ def _svg(fig: Any, key: str) -> str:
 def timeline_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "") -> Plot:
     """I/O over time per process: MiB/s moved and share of the window spent in I/O calls."""
     title = "I/O over time per process"
-    caption = ("Bytes read+written per second and the share of each time window spent inside I/O calls, "
-               f"per process ({TIME_WINDOWS} windows per process); from the first traced replicate.")  # fmt: skip
+    caption = ("Bytes read+written per second, and the time spent inside I/O calls as a share of each time "
+               f"window ({TIME_WINDOWS} windows per process), from the first traced replicate. The share sums the "
+               "process's threads, so it exceeds 100% when several threads wait on I/O at once.")  # fmt: skip
     panels = [(name, s) for name, s in panels if s]
     if not panels:
         return Plot("timeline", title, caption, note=note or "no traced measurement with I/O events")
@@ -245,6 +246,7 @@ def experiments_plot(experiments: list[dict[str, Any]]) -> Plot:
     ax.set_ylabel("metric (" + ("lower" if lower else "higher") + " is better)")
     ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right")
     return Plot("experiments", title, caption, svg=_svg(fig, "experiments"))
 
 
