@@ -305,3 +305,16 @@ def test_compare_two_runs_and_refuse_mixes(run_dir: Path, tmp_path: Path) -> Non
                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert "Outcome" in res.stdout and "WORKERS=4 $x$" in res.stdout
+
+
+def test_timeline_keeps_the_largest_traces_when_there_are_many(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dftune.tools.report.plots as plots
+
+    _trace(tmp_path, 7, 1_000_000, 5, 4096)
+    _trace(tmp_path, 8, 1_000_000, 60, 4096)
+    monkeypatch.setattr(plots, "MAX_PROCESSES", 1)
+    series, note = plots.process_series([str(p) for p in sorted(tmp_path.glob("*.pfw.gz"))])
+    assert [s.label for s in series] == ["pid 8@node1"] and "largest of 2" in note
+    assert len(series[0].starts) == plots.TIME_WINDOWS and max(series[0].mib_s) > 0
