@@ -62,6 +62,8 @@ def user_errors() -> Iterator[None]:
     from dftune.tools.catalog import CatalogError
     from dftune.tools.diagnose.rules import RuleError
     from dftune.tools.kb import KbError
+    from dftune.tools.report.compare import CompareError
+    from dftune.tools.report.writer import ReportError
     from dftune.tools.runner.bench import BenchError
     from dftune.tools.runner.spec import SpecError
     from dftune.tools.session.workspace import WorkspaceError
@@ -76,6 +78,8 @@ def user_errors() -> Iterator[None]:
         SpecError,
         BenchError,
         KbError,
+        ReportError,
+        CompareError,
         RunError,
         ReasonerError,
         WorkspaceError,
@@ -335,6 +339,48 @@ def replay(
     with user_errors():
         result = replay_run(run_id, checkpoint, sets, progress=_progress(as_json))
     _show_run(result, as_json)
+
+
+@app.command()
+def report(
+    run_id: Annotated[str, typer.Argument(help="Run id (see dftune runs).")],
+    html: Annotated[
+        bool, typer.Option("--html", help="Also write a self-contained report.html (plots embedded).")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document with the paths.")] = False,
+) -> None:
+    """Write a finished run's report.md (and report.html with --html) and print where they are."""
+    from dftune.tools.report.writer import write_reports
+
+    with user_errors():
+        paths = write_reports(run_id, html=html)
+    if as_json:
+        emit_json({"schema": "dftune.report/1", "run_id": run_id, **paths})
+        return
+    out = Console()
+    for kind, path in paths.items():
+        out.print(f"{kind}: {path}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+def compare(
+    a: Annotated[str, typer.Argument(help="A: a trace file/folder, or a run id.")],
+    b: Annotated[str, typer.Argument(help="B: a trace file/folder, or a run id (same kind as A).")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document (schema dftune.compare/1).")
+    ] = False,
+) -> None:
+    """Two traces or two runs side by side, with the change from A to B."""
+    from dftune.tools.report.compare import compare as run_compare
+
+    with user_errors():
+        doc = run_compare(a, b)
+    if as_json:
+        emit_json(doc)
+        return
+    from dftune.tools.report.console import CompareRenderer
+
+    CompareRenderer(Console()).render(doc)
 
 
 @app.command()

@@ -58,3 +58,71 @@ class RunRenderer:
             t.add_row(str(h["step"]), h["checkpoint_id"], str(h["node"]), str(h["time"])[:19],
                       ",".join(h["next"]) or "-", str(h["status"]))  # fmt: skip
         self.console.print(t)
+
+
+def _human_bytes(v: float) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(v) >= size:
+            return f"{v / size:.2f} {unit}"
+    return f"{v:,.0f} B"
+
+
+def compare_value(unit: str, v: float | None) -> str:
+    """A compared value in its unit (counts with separators, bytes in binary units)."""
+    if v is None:
+        return "-"
+    return {
+        "count": lambda: f"{v:,.0f}", "bytes": lambda: _human_bytes(v), "s": lambda: f"{v:.4g} s",
+        "pct": lambda: f"{v:.1f}%", "mib_s": lambda: f"{v:.4g} MiB/s",
+    }.get(unit, lambda: f"{v:.4g}")()  # fmt: skip
+
+
+def compare_change(r: dict[str, Any]) -> str:
+    """Percentage points for shares, relative change otherwise ('new' when A was zero)."""
+    if r["delta"] is None:
+        return "-"
+    if r["unit"] == "pct":
+        return f"{r['delta']:+.1f} pp"
+    if r["change_pct"] is None:
+        return "0" if r["delta"] == 0 else "new"
+    return f"{r['change_pct']:+.1f}%"
+
+
+class CompareRenderer:
+    """``dftune compare`` without --json: one table per compared block, A and B side by side."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def _rows(self, title: str, rows: list[dict[str, Any]], a: str, b: str) -> None:
+        t = Table(title=title)
+        t.add_column("metric")
+        t.add_column(a, justify="right", overflow="fold")
+        t.add_column(b, justify="right", overflow="fold")
+        t.add_column("change (B vs A)", justify="right")
+        for r in rows:
+            t.add_row(r["label"], compare_value(r["unit"], r["a"]), compare_value(r["unit"], r["b"]),
+                      compare_change(r))  # fmt: skip
+        self.console.print(t)
+
+    def render(self, doc: dict[str, Any]) -> None:
+        if doc["kind"] == "traces":
+            self.console.print(f"A: {doc['a']['path']}\nB: {doc['b']['path']}", highlight=False)
+            self._rows("Traces", doc["trace"], "A", "B")
+            return
+        a, b = doc["a"], doc["b"]
+        self.console.print(f"A: run {a['run_id']} ({a['workload']}, {a['status']})\n"
+                           f"B: run {b['run_id']} ({b['workload']}, {b['status']})", highlight=False)  # fmt: skip
+        self._rows("Outcome", doc["outcome"], "A", "B")
+        for key, title in (("baseline_trace", "Baseline traces"), ("best_trace", "Best-kept traces")):
+            if doc.get(key):
+                self._rows(title, doc[key], "A", "B")
+        t = Table(title="Experiments")
+        for col in ("run", "opt", "proposal", "verdict", "change", "kept"):
+            t.add_column(col)
+        for side in ("a", "b"):
+            for x in doc[side]["experiments"]:
+                pct = "-" if x["change_pct"] is None else f"{x['change_pct']:+.1f}%"
+                t.add_row(side.upper(), str(x["iteration"]), x["proposal"], str(x["verdict"]), pct,
+                          "yes" if x["kept"] else "no")  # fmt: skip
+        self.console.print(t)

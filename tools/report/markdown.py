@@ -10,6 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from dftune.tools.report.sections import (
+    checklist_label,
+    citations,
+    coverage_note,
+    findings,
+    guard_rows,
+    proposal_rows,
+)
+
 
 def _cell(value: Any) -> str:
     text = "-" if value is None or value == "" else str(value)
@@ -50,19 +59,22 @@ def render_run_markdown(s: dict[str, Any]) -> str:
              {**(inc.get("settings") or {}), **(inc.get("env") or {})}],
         ])  # fmt: skip
         lines.append("")
-    cov = s.get("coverage")
-    if cov and (cov.get("units_failed") or cov.get("units_pending")):
-        lines += ["**Partial coverage:** the diagnosis covers " + ", ".join(cov["units_included"])
-                  + "; not covered: " + ", ".join(cov["units_failed"] + cov["units_pending"]), ""]  # fmt: skip
-    diag = s.get("diagnosis") or {}
-    lines += ["## Findings", "", "Measured findings come from this run's trace; estimates are labeled.", ""]
-    rows: list[list[Any]] = [[b.get("category"), b.get("score"), b.get("evidence"), f"measured (trace, rule {b.get('name')})"]
-                             for b in diag.get("bottlenecks", [])]  # fmt: skip
-    for p in s.get("proposals", []):
-        if p["status"] in ("proposed", "measured") and p.get("citation"):
-            rows.append([p["strategy"], "-", f"expected app impact {p['app_impact_pct']:.1f}%: {p.get('impact_reason')}",
-                         f"{p['app_impact_source']} (literature: {p['citation']['id']})"])  # fmt: skip
-    lines += [*_table(["finding", "score", "detail", "source"], rows), ""]
+    partial, note = coverage_note(s)
+    lines += [f"**{note}**" if partial else note, ""]
+    lines += [
+        "## Findings",
+        "",
+        "Measured findings come from this run's traces and experiments; literature "
+        "estimates are labeled with their source and are never counted as measured.",
+        "",
+    ]
+    lines += [
+        *_table(
+            ["kind", "finding", "score", "detail", "source"],
+            [[f["kind"], f["finding"], f["score"], f["detail"], f["source"]] for f in findings(s)],
+        ),
+        "",
+    ]
     for pit in s.get("pitfalls", []):
         lines.append(f"- tracer blind spot: {pit['message']}")
     lines += ["", "## Proposal table", ""]
@@ -70,7 +82,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
                      "Status", "Citation"],
                     [[r["#"], r["strategy"], r["description"], f"{r['app_impact_pct']:.2f}% ({r['app_impact_source']})",
                       f"{r['system_impact_pct']:.2f}% ({r['system_impact_source']})", f"{r['weighted_score']:.2f}",
-                      r["status"], f"{r['citation']} {r['url']}"] for r in s.get("proposal_table", [])])  # fmt: skip
+                      r["status"], f"{r['citation']} {r['url']}"] for r in proposal_rows(s)])  # fmt: skip
     refused = [p for p in s.get("proposals", []) if p["status"] in ("rejected", "unsupported", "declined")]
     if refused:
         lines += ["", "Refused before anything was applied:", ""]
@@ -82,7 +94,10 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     lines += ["", "## Checklist (12 categories)", ""]
     lines += _table(
         ["#", "category", "verdict", "reason"],
-        [[c["number"], c["category"], c["verdict"], c["reason"]] for c in s.get("checklist", [])],
+        [
+            [c["number"], c["category"], checklist_label(c["verdict"]), c["reason"]]
+            for c in s.get("checklist", [])
+        ],
     )
     lines += ["", "## Experiments", ""]
     for e in s.get("experiments", []):
@@ -109,9 +124,16 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     if s.get("kb_records"):
         lines += [f"Knowledge-base records: {', '.join(str(i) for i in s['kb_records'])}"
                   + (f" (published to {s['kb_skill_path']})" if s.get("kb_skill_path") else ""), ""]  # fmt: skip
-    cites = {c["id"]: c for c in s.get("citations", [])}
+    screen = [g for g in guard_rows(s) if g["when"].startswith("screen")]
+    if screen:
+        lines += ["## Guard decisions before anything was applied", ""]
+        lines += _table(["proposal", "guard", "result", "reason"],
+                        [[g["proposal"], g["guard"], "passed" if g["passed"] else "FAILED", g["reason"]]
+                         for g in screen])  # fmt: skip
+        lines.append("")
+    cites = citations(s)
     if cites:
         lines += ["## Citations", ""]
         lines += [f"- [{c['id']}] {c['reference']} {c['url']} — supports: {c['claim']} (checked: {c['evidence']})"
-                  for c in cites.values()]  # fmt: skip
+                  for c in cites]  # fmt: skip
     return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,320 @@
+"""Run reports: the HTML page (structure, escaping, sections, embedded plots), Markdown, dftune report/compare."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dftune.graphs.finalize import outcome, state_json
+from dftune.graphs.guards import GuardDecision
+from dftune.graphs.state import (
+    Approval,
+    Change,
+    ChecklistVerdict,
+    CitationRef,
+    Coverage,
+    Experiment,
+    GuardRecord,
+    Measurement,
+    Pitfall,
+    Proposal,
+    TuningState,
+)
+from dftune.tools.report.compare import CompareError, compare, compare_analyses, row
+from dftune.tools.report.html import SECTIONS, render_run_html
+from dftune.tools.report.markdown import render_run_markdown
+from dftune.tools.report.plots import build_plots, experiments_plot
+from dftune.tools.report.writer import ReportError, write_reports
+from dftune.tools.session.workspace import Workspace
+from dftune.tools.trace import analyze
+
+TOY = Path(__file__).resolve().parents[1] / "graph" / "toy" / "workload.toml"
+HOSTILE = '<script>alert("pwned")</script>'
+
+
+def _trace(d: Path, pid: int, start: int, reads: int, size: int) -> None:
+    """A small dftracer 2.x trace of one process: open, ``reads`` sequential reads, close."""
+    hh = {"name": "HH", "cat": "dftracer", "type": 1, "pid": pid, "tid": pid, "ph": 4,
+          "args": {"hhash": "aa", "name": "node1", "value": "aa"}}  # fmt: skip
+    fh = {"name": "FH", "cat": "dftracer", "type": 1, "pid": pid, "tid": pid, "ph": 4,
+          "args": {"hhash": "aa", "name": f"/data/f{pid}", "value": "bb"}}  # fmt: skip
+
+    def ev(i: int, name: str, ts: int, dur: int, **args: object) -> dict[str, Any]:
+        return {"id": i, "name": name, "cat": "POSIX", "type": 3, "pid": pid, "tid": pid, "ts": ts, "dur": dur,
+                "ph": 1, "args": {"hhash": "aa", "fhash": "bb", **args}}  # fmt: skip
+
+    lines = [hh, fh, ev(0, "open64", start, 50, flags=0)]
+    for i in range(reads):
+        lines.append(ev(i + 1, "read", start + 100 + i * 400, 200, ret=size, count=size))
+    lines.append(ev(reads + 1, "close", start + 200 + reads * 400, 5, ret=0))
+    with gzip.open(d / f"trace-{pid}-preload.pfw.gz", "wt") as out:
+        out.write("\n".join(json.dumps(x) for x in lines) + "\n")
+
+
+def _measurement(workdir: Path, values: list[float], analysis_path: Path | None, **kw: Any) -> Measurement:
+    s = sorted(values)
+    return Measurement(settings=kw.pop("settings", {"WORKERS": 1}), values=values, median=s[len(s) // 2],
+                       ci95=[s[0], s[-1]], ok=len(values), replicates=kw.pop("replicates", len(values)),
+                       traced=analysis_path is not None, workdir=str(workdir),
+                       analysis_path=str(analysis_path) if analysis_path else None, **kw)  # fmt: skip
+
+
+def make_report(run_dir: Path, *, traced: bool = True) -> dict[str, Any]:
+    """A finished run's report.json (written into ``run_dir``) with one of everything, some of it hostile."""
+    analysis_path = None
+    if traced:
+        tdir = run_dir / "baseline" / "traces" / "raw" / "r0"
+        tdir.mkdir(parents=True)
+        _trace(tdir, 7, 1_000_000, 40, 4096)
+        _trace(tdir, 8, 1_004_000, 25, 65536)
+        analysis_path = run_dir / "baseline" / "analysis.json"
+        analysis_path.write_text(json.dumps(analyze([tdir], views=["file", "proc"]).to_json_dict()))
+    good = CitationRef(id="drishti", reference="Bez, J. L., Ather, H., Byna, S. Drishti. PDSW 2022.",
+                       authors=["Jean Luca Bez", "Hammad Ather", "Suren Byna"], title="Drishti <b>guide</b>",
+                       venue="PDSW", year=2022, url="https://doi.org/10.1109/PDSW56643.2022.00006",
+                       claim="buffer small reads", evidence="Section III")  # fmt: skip
+    evil = good.model_copy(
+        update={"id": "evil", "url": "javascript:alert(1)", "reference": f"Evil {HOSTILE}"}
+    )
+    base = _measurement(run_dir / "baseline", [1.0, 1.2, 0.9], analysis_path, replicates=4)
+    cand = _measurement(run_dir / "opt1", [0.6, 0.7, 0.65], None, settings={"WORKERS": 4})
+    knob = Change(kind="knob", settings={"WORKERS": "4"})
+    proposals = [
+        Proposal(id="WORKERS=4 $x$", strategy="l1.dataloader_workers", strategy_name="workers", layer="L1",
+                 checklist=6, description=f"More workers {HOSTILE}", change=knob, app_impact_pct=35.0,
+                 app_impact_source="measured", system_impact_pct=10.0, system_impact_source="measured",
+                 citation=good, status="measured", iteration=1),
+        Proposal(id="l2.readahead_env", strategy="l2.readahead_env", strategy_name="readahead", layer="L2",
+                 checklist=3, description="Read ahead more", change=Change(kind="env", env={"X": "1"}),
+                 app_impact_pct=12.0, impact_reason="unoverlapped I/O share x efficacy", citation=evil),
+        Proposal(id="EPOCHS=1", strategy="l1.fewer_epochs", strategy_name="fewer epochs", layer="L1", checklist=1,
+                 description="Fewer epochs", change=knob, status="rejected", reason="no_doing_less: doing less"),
+    ]  # fmt: skip
+    cmp = {"change_pct": 35.0, "ci95": [0.5, 0.8], "p_value": 0.01, "lower_is_better": True,
+           "reason": "win: candidate median 0.65 vs baseline 1.0"}  # fmt: skip
+    state = TuningState(
+        run_id=run_dir.name, spec_path=str(TOY), workload=f"toy {HOSTILE}", system="vm", fs_type="ext4",
+        status="completed", baseline=base, incumbent=cand,
+        coverage=Coverage(units_total=4, units_included=["replicate r0", "replicate r1", "replicate r2"],
+                          units_failed=["replicate r3 (timeout)"]),
+        diagnosis={"bottlenecks": [{"name": "small-reads", "category": "small-io", "score": 4,
+                                    "evidence": f"reads of {HOSTILE}", "rule_source": "dftune"}]},
+        pitfalls=[Pitfall(id="untraced:stat", message="stat is not traced here", detail="absence is not evidence")],
+        citations=[good, evil], proposals=proposals,
+        checklist=[ChecklistVerdict(number=i, category=f"category {i}", verdict="not_applicable", reason=f"why {i}")
+                   for i in range(1, 13)],
+        experiments=[Experiment(iteration=1, proposal_id="WORKERS=4 $x$", strategy="l1.dataloader_workers",
+                                reference=base, candidate=cand, comparison=cmp, verdict="win", kept=True,
+                                verdict_reason="improved beyond the noise")],
+        guard_decisions=[
+            GuardRecord(proposal_id="EPOCHS=1", decision=GuardDecision(guard="no_doing_less", passed=False,
+                                                                        reason="doing less by definition")),
+            GuardRecord(proposal_id="WORKERS=4 $x$", iteration=1,
+                        decision=GuardDecision(guard="non_degradation", passed=True, reason="app metric -35%")),
+        ],
+        approvals=[Approval(proposal_id="WORKERS=4 $x$", approved=True, by="policy", reason="no-sudo L1")],
+    )  # fmt: skip
+    doc = {**state_json(state), "summary": "one win", "outcome": outcome(state)}
+    (run_dir / "report.json").write_text(json.dumps(doc, default=str))
+    return doc
+
+
+class Page(HTMLParser):
+    """Collects tags, ids, image sources, links and text of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.ids: set[str] = set()
+        self.imgs: list[str] = []
+        self.hrefs: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.tags.append(tag)
+        if a.get("id"):
+            self.ids.add(str(a["id"]))
+        if tag == "img":
+            self.imgs.append(str(a.get("src")))
+        if tag == "a" and a.get("href"):
+            self.hrefs.append(str(a["href"]))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+@pytest.fixture
+def run_dir() -> Path:
+    ws = Workspace()
+    rid = ws.create_run(None, "toy").id
+    return ws.run_dir(rid)
+
+
+def test_html_has_every_section_escapes_run_data_and_embeds_every_plot(run_dir: Path) -> None:
+    doc = make_report(run_dir)
+    plots = build_plots(doc)
+    page_html = render_run_html(doc, plots)
+    page = Page()
+    page.feed(page_html)
+    # data from the run never becomes markup: the hostile strings are text
+    assert "script" not in page.tags and "<script" not in page_html
+    text = "".join(page.text)
+    assert HOSTILE in text and f"More workers {HOSTILE}" in text and "Drishti <b>guide</b>" in text
+    assert "javascript:" not in " ".join(page.hrefs)  # a non-http URL is shown, not linked
+    assert "https://doi.org/10.1109/PDSW56643.2022.00006" in page.hrefs
+    # self-contained: no external resource of any kind
+    assert not re.search(r"""(src|href)="(?!data:|#|https://doi\.org/)""", page_html)
+    assert "<link" not in page_html and "@import" not in page_html
+    assert {k for k, _ in SECTIONS} <= page.ids
+    # all four plots drawn and embedded as SVG data URIs
+    assert [p.key for p in plots if p.svg] == ["timeline", "xfer", "families", "experiments"]
+    assert len(page.imgs) == 4
+    for src in page.imgs:
+        assert src.startswith("data:image/svg+xml;base64,")
+        svg = base64.b64decode(src.split(",", 1)[1]).decode()
+        assert "<svg" in svg and "<script" not in svg
+    # the timeline has one series per process of the baseline trace
+    assert "pid 7@node1" in base64.b64decode(page.imgs[0].split(",", 1)[1]).decode()
+    # seed content: partial coverage, both kinds of finding, the proposal columns, 12 checklist rows
+    assert "Partial coverage" in text and "replicate r3 (timeout)" in text
+    assert "Measured (this run)" in text and "Literature-estimated (not measured here)" in text
+    for col in (
+        "#",
+        "Strategy",
+        "Description of Optimization",
+        "App Impact",
+        "System Impact",
+        "Weighted Score",
+    ):
+        assert f"<th>{col}</th>" in page_html
+    checklist = page_html.split('id="checklist"')[1].split("</section>")[0]
+    assert checklist.count("<tr>") == 13  # header + 12 categories
+    assert "Mann-Whitney p = 0.01" in text and "[0.6, 0.7]" in text and "0.6, 0.7, 0.65" in text
+    assert "doing less by definition" in text and "app metric -35%" in text
+    assert "stat is not traced here" in text
+    assert "Jean Luca Bez, Hammad Ather, Suren Byna" in text
+
+
+def test_proposal_table_is_sorted_and_every_row_is_cited(run_dir: Path) -> None:
+    doc = make_report(run_dir, traced=False)
+    section = render_run_html(doc, []).split('id="proposals"')[1].split("<h3>")[0]
+    rows = section.split("<tbody>")[1].split("</tr>")[:-1]
+    assert len(rows) == 2 and "More workers" in rows[0] and "Read ahead more" in rows[1]  # 22.5 before 6.0
+    assert all("UNSUPPORTED" not in r for r in rows)
+    assert "Evil &lt;script&gt;" in rows[1]
+
+
+def test_missing_traces_leave_a_note_instead_of_a_plot(run_dir: Path) -> None:
+    doc = make_report(run_dir, traced=False)
+    plots = {p.key: p for p in build_plots(doc)}
+    assert plots["timeline"].svg is None and plots["timeline"].note
+    assert plots["xfer"].svg is None and "not traced" in plots["xfer"].note
+    assert plots["experiments"].svg is not None  # from report.json alone
+    assert "Not drawn:" in render_run_html(doc, list(plots.values()))
+
+
+def test_experiment_plot_survives_math_characters_in_names() -> None:
+    m = {"values": [1.0, 2.0], "median": 1.5, "ci95": [1.0, 2.0]}
+    plot = experiments_plot([{"iteration": 1, "proposal_id": "A=$1$ {x}_", "verdict": "win", "reference": m,
+                              "candidate": m, "comparison": {"lower_is_better": True}}])  # fmt: skip
+    assert plot.svg and "$1$" in plot.svg
+
+
+def test_markdown_states_partial_coverage_and_labels_estimates(run_dir: Path) -> None:
+    md = render_run_markdown(make_report(run_dir, traced=False))
+    assert "**Partial coverage" in md
+    assert "| literature estimate | l2.readahead_env" in md
+    assert "| measured | small-io |" in md
+    assert "Guard decisions before anything was applied" in md
+
+
+def test_write_reports_and_cli(run_dir: Path) -> None:
+    make_report(run_dir)
+    paths = write_reports(run_dir.name, html=True)
+    assert Path(paths["html"]).read_text().startswith("<!DOCTYPE html>")
+    out = subprocess.run([sys.executable, "-m", "dftune.cli", "report", run_dir.name, "--html", "--json"],
+                         capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"schema": "dftune.report/1", "run_id": run_dir.name, **paths}
+
+
+def test_report_of_an_unfinished_run_says_how_to_continue() -> None:
+    ws = Workspace()
+    rid = ws.create_run(None, "toy").id
+    with pytest.raises(ReportError, match=f"has not finished .*dftune resume {rid}"):
+        write_reports(rid)
+    ws.set_status(rid, "awaiting_approval")
+    with pytest.raises(ReportError, match=f"dftune approve {rid}"):
+        write_reports(rid)
+    out = subprocess.run([sys.executable, "-m", "dftune.cli", "report", "no-such-run"], capture_output=True,
+                         text=True, timeout=120, check=False)  # fmt: skip
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "no run 'no-such-run'" in out.stderr
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def test_compare_rows_use_points_for_shares_and_relative_change_otherwise() -> None:
+    assert row("x", "x", "s", 2.0, 1.0)["change_pct"] == -50.0
+    share = row("p", "p", "pct", 40.0, 55.0)
+    assert share["delta"] == 15.0 and share["change_pct"] is None
+    assert row("c", "c", "count", 0.0, 3.0)["change_pct"] is None
+    assert row("c", "c", "count", None, 3.0)["delta"] is None
+
+
+def test_compare_two_traces(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    _trace(a, 7, 1_000_000, 10, 4096)
+    _trace(b, 7, 1_000_000, 10, 4096)
+    _trace(b, 8, 1_000_000, 10, 4096)
+    doc = compare(str(a), str(b))
+    rows = {r["key"]: r for r in doc["trace"]}
+    assert doc["kind"] == "traces" and rows["processes"]["a"] == 1 and rows["processes"]["b"] == 2
+    assert rows["read.bytes"]["change_pct"] == 100.0 and rows["read.count"]["delta"] == 10
+    assert rows["small_io_pct"]["delta"] == 0 and rows["small_io_pct"]["change_pct"] is None
+    assert compare_analyses(analyze([a]), analyze([a]))[0]["delta"] == 0
+
+
+def test_compare_two_runs_and_refuse_mixes(run_dir: Path, tmp_path: Path) -> None:
+    make_report(run_dir)
+    ws = Workspace()
+    other = ws.run_dir(ws.create_run(None, "toy").id)
+    make_report(other, traced=False)
+    doc = compare(run_dir.name, other.name)
+    out = {r["key"]: r for r in doc["outcome"]}
+    assert doc["kind"] == "runs" and out["baseline_median"]["a"] == 1.0 and out["best_median"]["b"] == 0.65
+    assert doc["a"]["experiments"][0]["verdict"] == "win"
+    assert doc["baseline_trace"] is None  # B was not traced
+    with pytest.raises(CompareError, match="not a run"):
+        compare(run_dir.name, str(tmp_path))
+    with pytest.raises(CompareError, match="neither a trace"):
+        compare("no-such-run", "no-such-run-either")
+    res = subprocess.run([sys.executable, "-m", "dftune.cli", "compare", run_dir.name, other.name],
+                         capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "Outcome" in res.stdout and "WORKERS=4 $x$" in res.stdout
+
+
+def test_timeline_keeps_the_largest_traces_when_there_are_many(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dftune.tools.report.plots as plots
+
+    _trace(tmp_path, 7, 1_000_000, 5, 4096)
+    _trace(tmp_path, 8, 1_000_000, 60, 4096)
+    monkeypatch.setattr(plots, "MAX_PROCESSES", 1)
+    series, note = plots.process_series([str(p) for p in sorted(tmp_path.glob("*.pfw.gz"))])
+    assert [s.label for s in series] == ["pid 8@node1"] and "largest of 2" in note
+    assert len(series[0].starts) == plots.TIME_WINDOWS and max(series[0].mib_s) > 0

@@ -1,0 +1,167 @@
+"""``dftune compare A B``: two traces or two runs side by side, with the change from A to B.
+
+The comparison itself is pure (analyses and report documents in, rows out); :func:`load_side`
+only decides what an argument names (a trace path, or a run id under ``$DFTUNE_HOME``) and
+reads it. Percent-valued metrics change in percentage points, everything else relatively.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from dftune.tools.trace import Analysis
+
+SCHEMA = "dftune.compare/1"
+Unit = Literal["count", "bytes", "s", "pct", "mib_s", "metric"]
+
+#: (key, label, unit); keys are paths into the analysis ("read.bytes" = analysis.read.bytes)
+TRACE_METRICS: tuple[tuple[str, str, Unit], ...] = (
+    ("events", "events", "count"),
+    ("processes", "processes", "count"),
+    ("files_accessed", "files accessed", "count"),
+    ("job_time_s", "job time", "s"),
+    ("io_time_s", "time in I/O calls", "s"),
+    ("unoverlapped_io_time_s", "unoverlapped I/O time", "s"),
+    ("read.count", "read calls", "count"),
+    ("read.bytes", "read bytes", "bytes"),
+    ("read.time_s", "read time", "s"),
+    ("write.count", "write calls", "count"),
+    ("write.bytes", "write bytes", "bytes"),
+    ("write.time_s", "write time", "s"),
+    ("metadata.count", "metadata calls", "count"),
+    ("metadata.time_s", "metadata time", "s"),
+    ("sync.count", "sync calls", "count"),
+    ("sync.time_s", "sync time", "s"),
+    ("read_time_pct", "read share of I/O time", "pct"),
+    ("write_time_pct", "write share of I/O time", "pct"),
+    ("metadata_time_pct", "metadata share of I/O time", "pct"),
+    ("small_io_pct", "small I/O (< 1 MiB)", "pct"),
+    ("seq_pct", "sequential accesses", "pct"),
+    ("consecutive_pct", "consecutive accesses", "pct"),
+    ("rand_pct", "random accesses", "pct"),
+    ("bw_job_mib_s", "bytes moved per second of job", "mib_s"),
+)
+
+
+class CompareError(Exception):
+    """An argument is neither a trace path nor a finished run, or the two are of different kinds."""
+
+
+def _get(a: Analysis, key: str) -> float | None:
+    obj: Any = a
+    for part in key.split("."):
+        obj = getattr(obj, part, None)
+    return None if obj is None else float(obj)
+
+
+def row(key: str, label: str, unit: Unit, a: float | None, b: float | None) -> dict[str, Any]:
+    """One compared value: ``delta`` = B - A; ``change_pct`` = relative change (None for pct units or A = 0)."""
+    delta = None if a is None or b is None else b - a
+    change = None
+    if delta is not None and unit != "pct" and a:
+        change = 100.0 * delta / abs(a)
+    return {"key": key, "label": label, "unit": unit, "a": a, "b": b, "delta": delta, "change_pct": change}
+
+
+def compare_analyses(a: Analysis, b: Analysis) -> list[dict[str, Any]]:
+    """Every :data:`TRACE_METRICS` row of two analyses."""
+    return [row(k, label, unit, _get(a, k), _get(b, k)) for k, label, unit in TRACE_METRICS]
+
+
+def run_summary(doc: dict[str, Any]) -> dict[str, Any]:
+    """What a run found, from its ``report.json``: medians, overall change, each experiment's verdict."""
+    base, inc, out = doc.get("baseline") or {}, doc.get("incumbent") or {}, doc.get("outcome") or {}
+    return {
+        "run_id": doc.get("run_id"), "workload": doc.get("workload"), "status": doc.get("status"),
+        "baseline_median": base.get("median"), "baseline_ci95": base.get("ci95"),
+        "best_median": inc.get("median"), "best_ci95": inc.get("ci95"),
+        "best_settings": {**(inc.get("settings") or {}), **(inc.get("env") or {})},
+        "overall_pct": out.get("overall_pct"),
+        "experiments": [{"iteration": e["iteration"], "proposal": e["proposal_id"], "strategy": e["strategy"],
+                         "verdict": e.get("verdict"), "change_pct": (e.get("comparison") or {}).get("change_pct"),
+                         "kept": bool(e.get("kept"))} for e in doc.get("experiments", [])],
+    }  # fmt: skip
+
+
+def compare_runs(
+    a: dict[str, Any],
+    b: dict[str, Any],
+    analyses: dict[str, tuple[Analysis | None, Analysis | None]],
+) -> dict[str, Any]:
+    """Two runs: outcome rows, their baseline and best-kept traces, and both experiment lists.
+
+    ``analyses`` maps "a"/"b" to (baseline analysis, best-kept analysis), either may be None.
+    """
+    sa, sb = run_summary(a), run_summary(b)
+    outcome = [
+        row("baseline_median", "baseline median", "metric", sa["baseline_median"], sb["baseline_median"]),
+        row("best_median", "best kept median", "metric", sa["best_median"], sb["best_median"]),
+        row("overall_pct", "overall change (positive = better)", "pct", sa["overall_pct"], sb["overall_pct"]),
+        row("experiments", "experiments", "count", float(len(sa["experiments"])), float(len(sb["experiments"]))),
+        row("wins", "wins kept", "count", float(sum(e["kept"] for e in sa["experiments"])),
+            float(sum(e["kept"] for e in sb["experiments"]))),
+    ]  # fmt: skip
+    doc: dict[str, Any] = {"schema": SCHEMA, "kind": "runs", "a": sa, "b": sb, "outcome": outcome}
+    for name, idx in (("baseline_trace", 0), ("best_trace", 1)):
+        xa, xb = analyses["a"][idx], analyses["b"][idx]
+        doc[name] = compare_analyses(xa, xb) if xa is not None and xb is not None else None
+    return doc
+
+
+def compare_traces(a: Analysis, b: Analysis, labels: tuple[str, str]) -> dict[str, Any]:
+    return {"schema": SCHEMA, "kind": "traces", "a": {"path": labels[0]}, "b": {"path": labels[1]},
+            "trace": compare_analyses(a, b)}  # fmt: skip
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@dataclass
+class Side:
+    kind: Literal["trace", "run"]
+    label: str
+    analysis: Analysis | None = None
+    doc: dict[str, Any] | None = None
+    best: Analysis | None = None
+
+
+def kind_of(arg: str) -> Literal["trace", "run"]:
+    """An existing path is a trace; anything else must be a run id (checked when it is loaded)."""
+    return "trace" if Path(arg).exists() else "run"
+
+
+def load_side(arg: str) -> Side:
+    """A trace file/folder (analyzed now), or the id of a finished run under ``$DFTUNE_HOME``."""
+    from dftune.tools.report.plots import load_analysis
+    from dftune.tools.report.writer import load_report
+    from dftune.tools.session.workspace import Workspace, WorkspaceError
+    from dftune.tools.trace import analyze
+
+    if kind_of(arg) == "trace":
+        return Side("trace", arg, analysis=analyze([arg]))
+    ws = Workspace()
+    try:
+        known = ws.run_dir(arg).is_dir()
+    except WorkspaceError:
+        known = False
+    if not known:
+        raise CompareError(f"{arg!r} is neither a trace file or folder nor a run id under {ws.root}")
+    _, doc = load_report(arg, ws)
+    base = load_analysis((doc.get("baseline") or {}).get("analysis_path"))
+    best = load_analysis((doc.get("incumbent") or {}).get("analysis_path"))
+    return Side("run", arg, analysis=base, doc=doc, best=best)
+
+
+def compare(arg_a: str, arg_b: str) -> dict[str, Any]:
+    """Load both sides and compare them (two traces or two runs, not one of each)."""
+    ka, kb = kind_of(arg_a), kind_of(arg_b)
+    if ka != kb:
+        raise CompareError(f"compare two traces or two runs, not a {ka} ({arg_a}) with a {kb} ({arg_b})")
+    a, b = load_side(arg_a), load_side(arg_b)
+    if a.kind == "trace":
+        assert a.analysis is not None and b.analysis is not None
+        return compare_traces(a.analysis, b.analysis, (a.label, b.label))
+    assert a.doc is not None and b.doc is not None
+    return compare_runs(a.doc, b.doc, {"a": (a.analysis, a.best), "b": (b.analysis, b.best)})

@@ -1,0 +1,362 @@
+"""The run report as one self-contained HTML file: inline CSS, plots as data-URI SVG, no network.
+
+Everything taken from the run (paper text, trace and file names, knob values, reasons) is data
+and is escaped; links are emitted only for http(s) URLs. The plots are ``<img>`` elements, so an
+SVG can neither run script nor clash with another figure's element ids.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from dftune.tools.report.plots import Plot
+from dftune.tools.report.sections import (
+    ESTIMATED,
+    REFUSED,
+    checklist_label,
+    citations,
+    coverage_note,
+    findings,
+    guard_rows,
+    proposal_rows,
+)
+
+SECTIONS = (
+    ("outcome", "Outcome"),
+    ("findings", "What was wrong"),
+    ("plots", "Plots"),
+    ("proposals", "Proposal table"),
+    ("checklist", "Checklist"),
+    ("experiments", "Experiments"),
+    ("guards", "Guard decisions"),
+    ("pitfalls", "Tracer pitfalls"),
+    ("citations", "Citations"),
+)
+
+CSS = """
+:root { --fg:#1a202c; --muted:#4a5568; --line:#e2e8f0; --bg:#f7fafc; --win:#2f855a; --bad:#c53030; --warn:#b7791f; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--fg);
+       margin: 0; background: #fff; }
+header { background: #1a365d; color: #fff; padding: 18px 32px; }
+header h1 { margin: 0 0 4px; font-size: 22px; }
+header .meta { color: #cbd5e0; font-size: 13px; }
+nav { background: var(--bg); border-bottom: 1px solid var(--line); padding: 8px 32px; position: sticky; top: 0; }
+nav a { margin-right: 14px; color: #2c5282; text-decoration: none; font-size: 13px; }
+main { padding: 8px 32px 40px; max-width: 1400px; }
+h2 { border-bottom: 2px solid var(--line); padding-bottom: 4px; margin-top: 32px; }
+h3 { margin: 20px 0 6px; }
+table { border-collapse: collapse; width: 100%; margin: 8px 0 12px; font-size: 13px; }
+th, td { border: 1px solid var(--line); padding: 5px 8px; text-align: left; vertical-align: top; }
+th { background: var(--bg); }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.cards { display: flex; gap: 12px; flex-wrap: wrap; margin: 12px 0; }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; min-width: 150px; background: var(--bg); }
+.card .v { font-size: 20px; font-weight: 600; }
+.card .k { color: var(--muted); font-size: 12px; }
+.banner { border-left: 4px solid var(--warn); background: #fffaf0; padding: 8px 12px; margin: 12px 0; }
+.note { color: var(--muted); }
+.tag { display: inline-block; padding: 1px 7px; border-radius: 10px; font-size: 12px; white-space: nowrap;
+       background: #edf2f7; }
+.tag.win, .tag.passed, .tag.measured, .tag.applied_measured { background: #c6f6d5; color: #22543d; }
+.tag.regression, .tag.failed, .tag.rejected, .tag.unsupported { background: #fed7d7; color: #742a2a; }
+.tag.estimate, .tag.applicable_not_measured, .tag.declined, .tag.manual { background: #fefcbf; color: #744210; }
+figure { margin: 16px 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
+figcaption { color: var(--muted); font-size: 12px; }
+ol.cites li { margin-bottom: 8px; }
+code { background: var(--bg); padding: 0 3px; }
+summary { cursor: pointer; color: #2c5282; margin: 8px 0; }
+"""
+
+
+def e(value: Any) -> str:
+    """Escape anything from the run for HTML text and attribute values."""
+    return html.escape("-" if value is None or value == "" else str(value), quote=True)
+
+
+def link(url: Any, text: Any = None) -> str:
+    """A link only for http(s) URLs; anything else is shown as text."""
+    u = str(url or "")
+    if u.lower().startswith(("https://", "http://")):
+        return f'<a href="{e(u)}" rel="noreferrer">{e(text if text is not None else u)}</a>'
+    return e(text if text is not None else u)
+
+
+def tag(value: Any, cls: Any = None) -> str:
+    klass = "".join(ch for ch in str(cls if cls is not None else value) if ch.isalnum() or ch in "_-")
+    return f'<span class="tag {klass}">{e(value)}</span>'
+
+
+def _num(x: Any, digits: int = 4) -> str:
+    return "-" if x is None else f"{x:.{digits}g}"
+
+
+def _ci(ci: Sequence[float] | None) -> str:
+    return "-" if not ci else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
+
+
+def table(head: Iterable[str], rows: Iterable[Iterable[str]], num: Sequence[int] = ()) -> str:
+    """Cells are HTML already (escape with :func:`e` first); ``num`` are right-aligned column indexes."""
+    out = ["<table><thead><tr>", *(f"<th>{html.escape(h)}</th>" for h in head), "</tr></thead><tbody>"]
+    for row in rows:
+        cells = [f'<td class="num">{c}</td>' if i in num else f"<td>{c}</td>" for i, c in enumerate(row)]
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def render_run_html(doc: dict[str, Any], plots: list[Plot]) -> str:
+    """``doc`` is ``report.json``; ``plots`` come from :func:`dftune.tools.report.plots.build_plots`."""
+    title = f"dftune report: {doc.get('workload') or doc.get('spec_path')}"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        # nothing may load from anywhere: the report is one file, readable offline
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
+        "style-src 'unsafe-inline'\">",
+        f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
+        f'<header><h1>{e(title)}</h1><div class="meta">run {e(doc.get("run_id"))} · status '
+        f"<b>{e(doc.get('status'))}</b>{' (' + e(doc['status_reason']) + ')' if doc.get('status_reason') else ''}"
+        f" · system {e(doc.get('system'))} · data filesystem {e(doc.get('fs_type'))} · mode {e(doc.get('mode'))}"
+        f" · reasoner {e(doc.get('model'))}</div></header>",
+        "<nav>" + "".join(f'<a href="#{k}">{e(t)}</a>' for k, t in SECTIONS) + "</nav><main>",
+        _outcome(doc),
+        _findings(doc),
+        _plots(plots),
+        _proposals(doc),
+        _checklist(doc),
+        _experiments(doc),
+        _guards(doc),
+        _pitfalls(doc),
+        _citations(doc),
+        "</main></body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _outcome(doc: dict[str, Any]) -> str:
+    out = ['<section id="outcome"><h2>Outcome</h2>']
+    if doc.get("summary"):
+        out.append(f"<p>{e(doc['summary'])}</p>")
+    o = doc.get("outcome") or {}
+    base, inc = doc.get("baseline") or {}, doc.get("incumbent") or {}
+    cards = [("baseline median", _num(o.get("baseline_median"))), ("best kept median", _num(o.get("best_median"))),
+             ("overall change", f"{o.get('overall_pct', 0.0):+.1f}%"),
+             ("experiments", str(o.get("experiments", len(doc.get("experiments", []))))),
+             ("wins kept", str(len(o.get("wins", []))))]  # fmt: skip
+    out.append('<div class="cards">' + "".join(
+        f'<div class="card"><div class="v">{e(v)}</div><div class="k">{e(k)}</div></div>' for k, v in cards
+    ) + "</div>")  # fmt: skip
+    if base:
+        rows = []
+        for name, m in (("baseline", base), ("best kept", inc)):
+            if not m:
+                continue
+            settings = {**(m.get("settings") or {}), **(m.get("env") or {})}
+            rows.append([e(name), _num(m.get("median")), e(_ci(m.get("ci95"))), e(f"{m.get('ok')}/{m.get('replicates')}"),
+                         e(", ".join(f"{k}={v}" for k, v in settings.items()))])  # fmt: skip
+        out.append(
+            table(["", "median", "95% CI of the median", "replicates ok", "settings"], rows, num=(1, 2, 3))
+        )
+        out.append('<p class="note">Positive change = better on the metric. Medians and confidence intervals come '
+                   "from the runner's replicates of each arm.</p>")  # fmt: skip
+    partial, note = coverage_note(doc)
+    out.append(f'<div class="banner"><b>{e(note)}</b></div>' if partial else f'<p class="note">{e(note)}</p>')
+    out.append("</section>")
+    return "".join(out)
+
+
+def _findings(doc: dict[str, Any]) -> str:
+    rows = findings(doc)
+    out = ['<section id="findings"><h2>What was wrong: findings</h2>',
+           "<p>Measured findings come from this run's traces and experiments; literature estimates are expected "
+           "effects from the cited sources and are never counted as measured. Each row names its source.</p>"]  # fmt: skip
+    for kind, title in (
+        ("measured", "Measured (this run)"),
+        (ESTIMATED, "Literature-estimated (not measured here)"),
+    ):
+        subset = [f for f in rows if f["kind"] == kind]
+        out.append(f"<h3>{e(title)}</h3>")
+        if not subset:
+            out.append('<p class="note">none</p>')
+            continue
+        out.append(table(["kind", "finding", "score", "detail", "source"],
+                         [[tag(f["kind"], "measured" if kind == "measured" else "estimate"), e(f["finding"]),
+                           e(f["score"]), e(f["detail"]), e(f["source"])] for f in subset], num=(2,)))  # fmt: skip
+    out.append(_baseline_glance(doc))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _baseline_glance(doc: dict[str, Any]) -> str:
+    """The baseline trace's headline numbers (the evidence behind the measured findings)."""
+    from dftune.tools.report.plots import load_analysis
+
+    a = load_analysis((doc.get("baseline") or {}).get("analysis_path"))
+    if a is None:
+        return ""
+    rows = [
+        ("trace files / events / processes", f"{a.files} / {a.events:,} / {a.processes}"),
+        ("job time", f"{a.job_time_s:.4g} s"),
+        ("time in I/O calls (summed)", f"{a.io_time_s:.4g} s"),
+        ("unoverlapped I/O time", f"{a.unoverlapped_io_time_s:.4g} s ({100 * a.unoverlapped_io_fraction:.1f}% of job)"),
+        ("read: calls / bytes / time", f"{a.read.count:,} / {a.read.bytes or 0:,} / {a.read.time_s:.4g} s"),
+        ("write: calls / bytes / time", f"{a.write.count:,} / {a.write.bytes or 0:,} / {a.write.time_s:.4g} s"),
+        ("metadata: calls / time", f"{a.metadata.count:,} / {a.metadata.time_s:.4g} s"),
+        ("sync: calls / time", f"{a.sync.count:,} / {a.sync.time_s:.4g} s"),
+        ("read / write / metadata share of I/O time",
+         f"{a.read_time_pct:.1f}% / {a.write_time_pct:.1f}% / {a.metadata_time_pct:.1f}%"),
+        ("small I/O (< 1 MiB)", f"{a.small_io_pct:.1f}%"),
+        ("sequential / consecutive / random", f"{a.seq_pct:.1f}% / {a.consecutive_pct:.1f}% / {a.rand_pct:.1f}%"),
+        ("files accessed", f"{a.files_accessed:,}"),
+    ]  # fmt: skip
+    return "<h3>Baseline trace at a glance</h3>" + table(["metric", "value"], [[e(k), e(v)] for k, v in rows])
+
+
+def _plots(plots: list[Plot]) -> str:
+    out = ['<section id="plots"><h2>Plots</h2>']
+    for p in plots:
+        out.append(f'<figure id="plot-{e(p.key)}"><h3>{e(p.title)}</h3>')
+        if p.svg:
+            data = base64.b64encode(p.svg.encode("utf-8")).decode("ascii")
+            out.append(f'<img alt="{e(p.title)}" src="data:image/svg+xml;base64,{data}">')
+        else:
+            out.append(f'<p class="note">Not drawn: {e(p.note)}</p>')
+        caption = p.caption + (f" Note: {p.note}." if p.svg and p.note else "")
+        out.append(f"<figcaption>{e(caption)}</figcaption></figure>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _proposals(doc: dict[str, Any]) -> str:
+    out = ['<section id="proposals"><h2>Proposal table</h2>',
+           "<p>The seed's columns, sorted by the weighted score (50% app impact, 50% system impact). Every row "
+           "carries a checked citation; impacts are labeled measured or estimate.</p>"]  # fmt: skip
+    rows = [[e(r["#"]), f"<code>{e(r['strategy'])}</code> ({e(r.get('layer'))})", e(r["description"]),
+             f"{r['app_impact_pct']:.2f}% {tag(r['app_impact_source'])}",
+             f"{r['system_impact_pct']:.2f}% {tag(r['system_impact_source'])}", f"{r['weighted_score']:.2f}",
+             tag(r["status"]), (link(r["url"], r["citation"]) if r.get("citation") else tag("UNSUPPORTED", "unsupported"))]
+            for r in proposal_rows(doc)]  # fmt: skip
+    out.append(table(["#", "Strategy", "Description of Optimization", "App Impact", "System Impact",
+                      "Weighted Score", "Status", "Citation"], rows, num=(0, 3, 4, 5)) if rows
+               else '<p class="note">No cited proposal.</p>')  # fmt: skip
+    props = doc.get("proposals", [])
+    refused = [p for p in props if p["status"] in REFUSED]
+    if refused:
+        out.append("<h3>Refused before anything was applied</h3>")
+        out.append(table(["proposal", "strategy", "status", "reason"],
+                         [[e(p["id"]), f"<code>{e(p['strategy'])}</code>", tag(p["status"]), e(p["reason"])]
+                          for p in refused]))  # fmt: skip
+    manual = [p for p in props if p["status"] == "manual" and p.get("citation")]
+    if manual:
+        out.append("<h3>Recommendations dftune does not apply itself</h3>")
+        out.append(table(["strategy", "description", "why not applied", "citation"],
+                         [[f"<code>{e(p['strategy'])}</code>", e(p["description"]), e(p["reason"]),
+                           link(p["citation"]["url"], p["citation"]["reference"])] for p in manual]))  # fmt: skip
+    out.append("</section>")
+    return "".join(out)
+
+
+def _checklist(doc: dict[str, Any]) -> str:
+    rows = [[e(c["number"]), e(c["category"]), tag(checklist_label(c["verdict"]), c["verdict"]), e(c["reason"])]
+            for c in sorted(doc.get("checklist", []), key=lambda c: c["number"])]  # fmt: skip
+    body = (table(["#", "category", "verdict", "reason"], rows, num=(0,)) if rows
+            else '<p class="note">The checklist was not evaluated (no baseline).</p>')  # fmt: skip
+    return (f'<section id="checklist"><h2>Checklist ({len(rows)} categories)</h2>'
+            "<p>Every category gets a verdict and a reason, including the ones that turned out not to matter.</p>"
+            f"{body}</section>")  # fmt: skip
+
+
+def _experiments(doc: dict[str, Any]) -> str:
+    exps = doc.get("experiments", [])
+    out = ['<section id="experiments"><h2>Experiments</h2>']
+    if not exps:
+        out.append('<p class="note">No experiment ran.</p>')
+    guards = guard_rows(doc)
+    for x in exps:
+        cand = x.get("candidate") or {}
+        cmp = x.get("comparison") or {}
+        state = " (kept)" if x.get("kept") else (" (reverted)" if x.get("reverted") else "")
+        out.append(f"<h3>opt{e(x['iteration'])}: <code>{e(x['proposal_id'])}</code> ({e(x['strategy'])}) "
+                   f"{tag(x.get('verdict') or 'pending')}{html.escape(state)}</h3>")  # fmt: skip
+        arms = []
+        for name, m in (("reference", x["reference"]), ("candidate", cand)):
+            if m:
+                arms.append([e(name), e(", ".join(f"{v:.4g}" for v in m.get("values", []))), _num(m.get("median")),
+                             e(_ci(m.get("ci95"))), e(f"{m.get('ok')}/{m.get('replicates')}")])  # fmt: skip
+        out.append(table(["arm", "replicates", "median", "95% CI of the median", "ok"], arms, num=(2, 3, 4)))
+        stats = []
+        if cmp.get("change_pct") is not None:
+            stats.append(f"change {cmp['change_pct']:+.2f}%")
+        if cmp.get("ci95"):
+            stats.append(f"95% CI of the ratio {_ci(cmp['ci95'])}")
+        if cmp.get("p_value") is not None:
+            stats.append(f"Mann-Whitney p = {cmp['p_value']:.4g}")
+        if stats:
+            out.append(f"<p><b>{e('; '.join(stats))}</b></p>")
+        out.append(f"<p>Comparison: {e(cmp.get('reason') or x.get('verdict_reason'))}</p>")
+        if x.get("verdict_reason"):
+            out.append(f"<p>Verdict: {e(x['verdict_reason'])}</p>")
+        mine = [g for g in guards if g["when"] == f"after opt{x['iteration']}"]
+        if mine:
+            out.append("<ul>" + "".join(f"<li>guard <b>{e(g['guard'])}</b> {tag('passed' if g['passed'] else 'failed')}"
+                                        f": {e(g['reason'])}</li>" for g in mine) + "</ul>")  # fmt: skip
+    if doc.get("kb_records"):
+        out.append(f"<p>Knowledge-base records: {e(', '.join(str(i) for i in doc['kb_records']))}"
+                   + (f" (published to <code>{e(doc['kb_skill_path'])}</code>)" if doc.get("kb_skill_path") else "")
+                   + "</p>")  # fmt: skip
+    out.append("</section>")
+    return "".join(out)
+
+
+def _guards(doc: dict[str, Any]) -> str:
+    def rows(gs: list[dict[str, Any]]) -> list[list[str]]:
+        return [[e(g["proposal"]), e(g["when"]), e(g["guard"]), tag("passed" if g["passed"] else "failed"),
+                 e(g["reason"])] for g in gs]  # fmt: skip
+
+    head = ["proposal", "when", "guard", "result", "reason"]
+    all_ = guard_rows(doc)
+    # what decided the outcome first: every judgment of an experiment and every refusal
+    key = [g for g in all_ if not g["when"].startswith("screen") or not g["passed"]]
+    screened = [g for g in all_ if g["when"].startswith("screen")]
+    out = ['<section id="guards"><h2>Guard decisions</h2>',
+           "<p>Hard-coded guards (citation, access pattern, no doing less, non-degradation) stand in front of "
+           "every change and every knowledge-base record. Below: every judgment of an experiment and every "
+           "refusal; the full screening log follows.</p>"]  # fmt: skip
+    out.append(table(head, rows(key)) if key else '<p class="note">No guard refused anything and no experiment '
+               "was judged.</p>")  # fmt: skip
+    if screened:
+        failed = sum(not g["passed"] for g in screened)
+        out.append(f"<details><summary>All {len(screened)} screening decisions taken before anything was applied "
+                   f"({failed} refused)</summary>{table(head, rows(screened))}</details>")  # fmt: skip
+    approvals = [[e(a["proposal_id"]), tag("approved" if a["approved"] else "refused",
+                                           "passed" if a["approved"] else "failed"), e(a["by"]), e(a["reason"])]
+                 for a in doc.get("approvals", [])]  # fmt: skip
+    if approvals:
+        out.append("<h3>Approvals</h3>" + table(["proposal", "answer", "by", "reason"], approvals))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _pitfalls(doc: dict[str, Any]) -> str:
+    pits = doc.get("pitfalls", [])
+    body = ("<ul>" + "".join(f"<li><b>{e(p['message'])}</b>" + (f"<br><span class=\"note\">{e(p['detail'])}</span>"
+                                                               if p.get("detail") else "") + "</li>" for p in pits)
+            + "</ul>") if pits else '<p class="note">The installer found no blind spot of the tracer here.</p>'  # fmt: skip
+    return ('<section id="pitfalls"><h2>Tracer pitfalls</h2><p>What dftracer does not see on this machine: '
+            f"absence of these calls in a trace is not evidence.</p>{body}</section>")  # fmt: skip
+
+
+def _citations(doc: dict[str, Any]) -> str:
+    cites = citations(doc)
+    items = [f'<li id="cite-{e(c["id"])}"><b>[{e(c["id"])}]</b> {e(", ".join(c.get("authors") or []))}. '
+             f"“{e(c.get('title'))}.” {e(c.get('venue'))}, {e(c.get('year'))}. {link(c.get('url'))}"
+             f"<br><span class=\"note\">Supports: {e(c.get('claim'))} (checked: {e(c.get('evidence'))}; "
+             f"source: {e(c.get('source'))})</span></li>" for c in cites]  # fmt: skip
+    body = f'<ol class="cites">{"".join(items)}</ol>' if items else '<p class="note">No citation.</p>'
+    return f'<section id="citations"><h2>Citations</h2>{body}</section>'

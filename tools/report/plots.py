@@ -1,0 +1,275 @@
+"""Plots for the HTML report, rendered offline with matplotlib (Agg canvas) to SVG text.
+
+People would rather look than read for four things: when each process did its I/O, which
+transfer sizes it used, where the I/O time went, and how far each experiment moved the metric
+(with its confidence interval). Each plot is built from ``report.json`` and the analyses and
+traces the run saved; a plot whose input is gone comes back as a :class:`Plot` with a note
+instead of an image, so the report still renders.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dftune.tools.trace import Analysis, TraceError, analyze
+
+FAMILIES = ("read", "write", "metadata", "sync")
+FAMILY_COLORS = {"read": "#2b6cb0", "write": "#c05621", "metadata": "#6b46c1", "sync": "#718096"}
+VERDICT_COLORS = {"win": "#2f855a", "regression": "#c53030", "no_change": "#718096"}
+#: at most this many per-process series in the timeline (largest I/O time first)
+MAX_PROCESSES = 16
+TIME_WINDOWS = 40
+MIB = float(1 << 20)
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One figure: SVG text, or a note saying why it could not be drawn."""
+
+    key: str
+    title: str
+    caption: str
+    svg: str | None = None
+    note: str = ""
+
+
+@dataclass
+class ProcessSeries:
+    """I/O of one process over time: window starts (s since the earliest process start), MiB/s, busy %."""
+
+    label: str
+    io_time_s: float
+    starts: list[float] = field(default_factory=list)
+    mib_s: list[float] = field(default_factory=list)
+    busy_pct: list[float] = field(default_factory=list)
+
+
+def load_analysis(path: str | None) -> Analysis | None:
+    """The saved analysis of a measurement (None when it was not traced or the file is gone)."""
+    if not path or not Path(path).is_file():
+        return None
+    return Analysis.model_validate_json(Path(path).read_bytes())
+
+
+def plain(text: object) -> str:
+    """Text from the run shown as is: matplotlib would otherwise read ``$...$`` as math."""
+    return str(text).replace("$", r"\$")
+
+
+def process_series(trace_files: list[str], *, windows: int = TIME_WINDOWS) -> tuple[list[ProcessSeries], str]:
+    """Per-process time series, one trace file at a time (dftracer writes one file per process).
+
+    The engine's time view covers all files together; analyzing each file alone with the same
+    number of windows gives each process its own series, placed on a common clock through the
+    view's ``origin_us``. Returns the series and a note (files missing, series left out).
+    """
+    present = [f for f in trace_files if Path(f).is_file()]
+    notes = []
+    if len(present) < len(trace_files):
+        notes.append(f"{len(trace_files) - len(present)} trace file(s) no longer present")
+    if len(present) > MAX_PROCESSES:
+        # each file is read on its own (about a second each): keep the largest traces, the busiest processes
+        notes.append(f"the {MAX_PROCESSES} largest of {len(present)} per-process trace files are shown")
+        present = sorted(present, key=lambda f: -Path(f).stat().st_size)[:MAX_PROCESSES]
+    raw: list[tuple[ProcessSeries, float, list[dict[str, Any]], float]] = []
+    for f in present:
+        try:
+            a = analyze([f], views=["time", "proc"], time_windows=windows)
+        except TraceError as exc:
+            notes.append(f"{Path(f).name}: {exc}")
+            continue
+        time_view = a.views.get("time")
+        if not a.events or not time_view:
+            continue
+        procs = (a.views.get("proc") or {}).get("rows", [])
+        raw.append((ProcessSeries(label=_process_label(procs, Path(f).name), io_time_s=a.io_time_s),
+                    float(time_view["origin_us"]) / 1e6, time_view["rows"], float(time_view["window_s"])))  # fmt: skip
+    if not raw:
+        return [], "; ".join(notes) or "no I/O events in the trace"
+    raw.sort(key=lambda r: -r[0].io_time_s)
+    t0 = min(origin for _, origin, _, _ in raw)
+    out = []
+    for series, origin, rows, width in raw:
+        for r in rows:
+            moved = (r.get("read_bytes") or 0) + (r.get("write_bytes") or 0)
+            series.starts.append(origin - t0 + float(r["start_s"]))
+            series.mib_s.append(moved / MIB / width if width > 0 else 0.0)
+            series.busy_pct.append(100.0 * float(r.get("io_time_s") or 0.0) / width if width > 0 else 0.0)
+        out.append(series)
+    return out, "; ".join(notes)
+
+
+def _process_label(procs: list[dict[str, Any]], fallback: str) -> str:
+    if len(procs) == 1:
+        p = procs[0]
+        return (
+            f"rank {p['rank']}" if p.get("rank") is not None else f"pid {p.get('pid')}@{p.get('host') or '?'}"
+        )
+    if procs:
+        return f"{fallback} ({len(procs)} processes)"
+    return fallback
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _svg(fig: Any, key: str) -> str:
+    import matplotlib
+
+    buf = io.StringIO()
+    # text stays text (small, searchable); the salt keeps element ids distinct between figures
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"dftune-{key}"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    return buf.getvalue()
+
+
+def timeline_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "") -> Plot:
+    """I/O over time per process: MiB/s moved and share of the window spent in I/O calls."""
+    title = "I/O over time per process"
+    caption = ("Bytes read+written per second, and the time spent inside I/O calls as a share of each time "
+               f"window ({TIME_WINDOWS} windows per process), from the first traced replicate. The share sums the "
+               "process's threads, so it exceeds 100% when several threads wait on I/O at once.")  # fmt: skip
+    panels = [(name, s) for name, s in panels if s]
+    if not panels:
+        return Plot("timeline", title, caption, note=note or "no traced measurement with I/O events")
+    fig = _figure(5.2 * len(panels) + 0.6, 5.2)
+    axes = fig.subplots(2, len(panels), squeeze=False, sharex="col")
+    for col, (name, series) in enumerate(panels):
+        top, bottom = axes[0][col], axes[1][col]
+        for s in series:
+            top.step(s.starts, s.mib_s, where="post", label=plain(s.label), linewidth=1.2)
+            bottom.step(s.starts, s.busy_pct, where="post", label=plain(s.label), linewidth=1.2)
+        top.set_title(plain(name), fontsize=10)
+        top.set_ylabel("MiB/s (read+write)")
+        bottom.set_ylabel("time in I/O calls (%)")
+        bottom.set_xlabel("seconds since the first process started")
+        for ax in (top, bottom):
+            ax.grid(alpha=0.3)
+            ax.set_ylim(bottom=0)
+        if len(series) <= 8:
+            top.legend(fontsize=7, loc="upper right")
+    return Plot("timeline", title, caption, svg=_svg(fig, "timeline"), note=note)
+
+
+def xfer_histogram_plot(analysis: Analysis | None) -> Plot:
+    title = "Transfer sizes"
+    caption = "Read and write calls per transfer-size bin (baseline trace); small means < 1 MiB."
+    if analysis is None:
+        return Plot("xfer", title, caption, note="the baseline was not traced")
+    hist = analysis.xfer_size_hist
+    bins = list(next(iter(hist.values()), {}).keys())
+    if not bins or not any(sum(h.values()) for h in hist.values()):
+        return Plot("xfer", title, caption, note="the baseline trace has no sized reads or writes")
+    fig = _figure(7.0, 3.4)
+    ax = fig.subplots()
+    fams = [f for f in ("read", "write") if sum(hist.get(f, {}).values())]
+    width = 0.8 / len(fams)
+    for i, fam in enumerate(fams):
+        xs = [j + (i - (len(fams) - 1) / 2) * width for j in range(len(bins))]
+        ax.bar(xs, [hist[fam].get(b, 0) for b in bins], width=width, label=fam, color=FAMILY_COLORS[fam])
+    ax.set_xticks(range(len(bins)), [plain(b) for b in bins])
+    ax.axvline(bins.index("1-4M") - 0.5 if "1-4M" in bins else len(bins) - 0.5, color="#999", linestyle="--",
+               linewidth=1)  # fmt: skip
+    ax.set_ylabel("calls")
+    ax.set_xlabel("transfer size (bytes, K = KiB, M = MiB); dashed line: 1 MiB")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    return Plot("xfer", title, caption, svg=_svg(fig, "xfer"))
+
+
+def family_split_plot(arms: list[tuple[str, Analysis]]) -> Plot:
+    """Time in read/write/metadata/sync calls, summed over processes, per traced arm."""
+    title = "Where the I/O time went"
+    caption = ("Seconds spent in read, write, metadata and sync calls (summed over processes), with each "
+               "family's share of that I/O time.")  # fmt: skip
+    if not arms:
+        return Plot("families", title, caption, note="no traced measurement")
+    fig = _figure(7.0, 1.3 + 0.7 * len(arms))
+    ax = fig.subplots()
+    names = [plain(n) for n, _ in arms]
+    lefts = [0.0] * len(arms)
+    for fam in FAMILIES:
+        vals = [float(getattr(a, fam).time_s or 0.0) for _, a in arms]
+        if not any(vals):
+            continue
+        ax.barh(names, vals, left=lefts, color=FAMILY_COLORS[fam], label=fam, height=0.55)
+        for i, v in enumerate(vals):
+            total = sum(float(getattr(arms[i][1], f).time_s or 0.0) for f in FAMILIES)
+            if total and v / total >= 0.08:
+                ax.text(lefts[i] + v / 2, i, f"{100 * v / total:.0f}%", ha="center", va="center",
+                        color="white", fontsize=8)  # fmt: skip
+        lefts = [lefts[i] + vals[i] for i in range(len(arms))]
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds in I/O calls")
+    ax.grid(axis="x", alpha=0.3)
+    fig.legend(fontsize=8, ncols=4, loc="outside upper center")  # above the bars, never over them
+    return Plot("families", title, caption, svg=_svg(fig, "families"))
+
+
+def experiments_plot(experiments: list[dict[str, Any]]) -> Plot:
+    """Before/after medians with their 95% confidence intervals and the replicates, per experiment."""
+    title = "Experiments: before and after"
+    caption = ("Median of the reference (incumbent) and candidate arms with the 95% confidence interval of "
+               "the median (bars) and every replicate (dots); colour = verdict.")  # fmt: skip
+    done = [e for e in experiments if (e.get("candidate") or {}).get("median") is not None
+            and e["reference"].get("median") is not None]  # fmt: skip
+    if not done:
+        return Plot("experiments", title, caption, note="no experiment was measured")
+    lower = next(((e.get("comparison") or {}).get("lower_is_better") for e in done
+                  if (e.get("comparison") or {}).get("lower_is_better") is not None), True)  # fmt: skip
+    fig = _figure(max(5.0, 1.5 * len(done) + 1.5), 3.8)
+    ax = fig.subplots()
+    for i, e in enumerate(done):
+        for j, (arm, m) in enumerate((("before", e["reference"]), ("after", e["candidate"]))):
+            x = i + (j - 0.5) * 0.38
+            color = "#a0aec0" if j == 0 else VERDICT_COLORS.get(str(e.get("verdict")), "#4a5568")
+            ci = m.get("ci95") or [m["median"], m["median"]]
+            err = [[max(0.0, m["median"] - ci[0])], [max(0.0, ci[1] - m["median"])]]
+            ax.bar(x, m["median"], width=0.34, color=color, yerr=err, capsize=4, ecolor="#1a202c",
+                   label=arm if i == 0 else None)  # fmt: skip
+            vals = m.get("values") or []
+            ax.scatter([x] * len(vals), vals, s=9, color="#1a202c", zorder=3, alpha=0.7)
+    ax.set_xticks(range(len(done)),
+                  [plain(f"opt{e['iteration']}\n{e['proposal_id']}\n{e.get('verdict')}") for e in done],
+                  fontsize=8)  # fmt: skip
+    ax.set_ylabel("metric (" + ("lower" if lower else "higher") + " is better)")
+    ax.set_ylim(bottom=0)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right")
+    return Plot("experiments", title, caption, svg=_svg(fig, "experiments"))
+
+
+def build_plots(doc: dict[str, Any]) -> list[Plot]:
+    """Every plot of a run's report, from ``report.json`` and the analyses/traces it points to."""
+    base = doc.get("baseline") or {}
+    inc = doc.get("incumbent") or {}
+    base_a = load_analysis(base.get("analysis_path"))
+    inc_a = load_analysis(inc.get("analysis_path")) if inc.get("workdir") != base.get("workdir") else None
+    panels: list[tuple[str, list[ProcessSeries]]] = []
+    notes = []
+    for name, a in (("baseline", base_a), ("best kept", inc_a)):
+        if a is None:
+            continue
+        series, note = process_series(a.trace_files)
+        panels.append((name, series))
+        if note:
+            notes.append(f"{name}: {note}")
+    arms = [(n, a) for n, a in (("baseline", base_a), ("best kept", inc_a)) if a is not None]
+    return [
+        timeline_plot(panels, "; ".join(notes)),
+        xfer_histogram_plot(base_a),
+        family_split_plot(arms),
+        experiments_plot(doc.get("experiments", [])),
+    ]
