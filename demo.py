@@ -37,6 +37,11 @@ def main() -> int:
         console.print(f"[red]dftune demo: {exc}[/red]")
         return 2
     RunRenderer(console).render(result)
+    if result["status"] == "completed":
+        from dftune.tools.report.writer import write_reports
+
+        paths = write_reports(result["run_id"], html=True)
+        console.print(f"HTML report (plots embedded): [bold]{paths.get('html')}[/bold]", soft_wrap=True)
     console.print(f"\nEvery saved graph state: [bold]dftune history {result['run_id']}[/bold]; "
                   f"the knowledge base: [bold]dftune kb lookup --json[/bold]")  # fmt: skip
     return 0 if result["status"] == "completed" else 1

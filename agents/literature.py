@@ -9,6 +9,7 @@ UNSUPPORTED and is never applied (the citation guard enforces it).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -74,6 +75,14 @@ def paper_citation(paper: Any) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
+def mentions_technique(strategy_id: str, text: str) -> bool:
+    """A passage supports a strategy only if it names the technique: the strategy id's first word
+    (``mmap`` for l1.mmap_random, ``odirect`` for l1.odirect), punctuation ignored. A paper about
+    the bottleneck in general is not evidence for one particular fix."""
+    key = strategy_id.split(".", 1)[-1].split("_", 1)[0].lower()
+    return key in re.sub(r"[^a-z0-9]+", "", text.lower())
+
+
 def make_search(online: bool | None = None) -> SearchFn:
     """The literature tools' search (context papers, local store, then remote when online) as a SearchFn."""
     from dftune.tools.literature import LiteratureSearch
@@ -87,7 +96,7 @@ def make_search(online: bool | None = None) -> SearchFn:
             return None, attempts
         for paper in support.papers:
             ref = paper_citation(paper)
-            if ref is not None:
+            if ref is not None and mentions_technique(strategy_id, f"{paper.title} {paper.passage}"):
                 return ref, attempts
         return None, attempts
 
@@ -121,7 +130,7 @@ def literature(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     events = []
     cache: dict[str, tuple[CitationRef | None, int]] = {}
     for p in state.proposals:
-        if p.status != "proposed" or p.citation is not None:
+        if p.status not in ("proposed", "manual") or p.citation is not None:
             continue
         if p.strategy not in cache:
             cache[p.strategy] = find_citation(p, ctx, bottlenecks)

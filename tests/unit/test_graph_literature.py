@@ -62,3 +62,11 @@ def test_strategies_that_presume_missing_software_are_not_applicable() -> None:
     assert requirement_gap(torch_home, ["posix", "pytorch"]) is None
     assert requirement_gap(cat.strategies["l2.malloc_arena"], ["posix"]) is None
     assert requirement_gap(cat.strategies["l2.hdf5_chunk_cache"], ["hdf5"]) is None
+
+
+def test_a_passage_supports_a_strategy_only_when_it_names_the_technique() -> None:
+    from dftune.agents.literature import mentions_technique
+
+    assert mentions_technique("l1.mmap_random", "Map the file with mmap() for random reads")
+    assert mentions_technique("l1.odirect", "opening with O_DIRECT bypasses the page cache")
+    assert not mentions_technique("l1.mmap_random", "Drishti flags random access patterns and suggests fixes")
