@@ -14,7 +14,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from dftune.graphs.context import Context, SearchFn
+from dftune.graphs.context import Context, EvidenceFn, SearchFn
 from dftune.graphs.guards import citation_url
 from dftune.graphs.state import CitationRef, Proposal, TuningState, log
 from dftune.tools.catalog import Catalog
@@ -45,11 +45,22 @@ def catalog_citation(strategy_id: str, catalog: Catalog) -> CitationRef | None:
     return None
 
 
+def with_passage(ref: CitationRef, strategy_id: str, ctx: Context) -> CitationRef:
+    """Attach the source's own supporting passage, or mark the claim as catalog-backed."""
+    ev = ctx.evidence(strategy_id, ref.id) if ctx.evidence is not None else None
+    if ev and not ev.get("catalog_backed") and ev.get("passage"):
+        return ref.model_copy(update={"passage": str(ev["passage"])[:1200], "page": ev.get("page"),
+                                      "catalog_backed": False})  # fmt: skip
+    return ref.model_copy(update={"catalog_backed": True})
+
+
 def find_citation(p: Proposal, ctx: Context, bottlenecks: list[str]) -> tuple[CitationRef | None, int]:
     """Catalog first, then the context's search (at most MAX_ATTEMPTS tool calls); (citation, attempts)."""
     found = catalog_citation(p.strategy, ctx.catalog)
-    if found is not None or ctx.search is None:
-        return found, 0
+    if found is not None:
+        return with_passage(found, p.strategy, ctx), 0
+    if ctx.search is None:
+        return None, 0
     hit, attempts = ctx.search(p.strategy, p.strategy_name, bottlenecks[0] if bottlenecks else "read-time")
     if hit is None:
         return None, attempts
@@ -71,7 +82,7 @@ def paper_citation(paper: Any) -> dict[str, Any] | None:
         "venue": paper.venue, "year": paper.year, "url": url,
         "reference": reference_text(list(paper.authors), paper.title, paper.venue, paper.year),
         "claim": paper.passage[:600], "evidence": f"{where} ({paper.trust} source {paper.source})",
-        "source": f"search:{paper.source}",
+        "source": f"search:{paper.source}", "passage": paper.passage[:1200], "page": paper.page,
     }  # fmt: skip
 
 
@@ -81,6 +92,20 @@ def mentions_technique(strategy_id: str, text: str) -> bool:
     the bottleneck in general is not evidence for one particular fix."""
     key = strategy_id.split(".", 1)[-1].split("_", 1)[0].lower()
     return key in re.sub(r"[^a-z0-9]+", "", text.lower())
+
+
+def make_evidence() -> EvidenceFn:
+    """The literature tools' supporting-passage lookup as an EvidenceFn (local corpus only)."""
+    from dftune.tools.literature import supporting_passage
+
+    def run(strategy_id: str, citation_id: str) -> dict[str, Any] | None:
+        try:
+            ev = supporting_passage(strategy_id, citation_id)
+        except (KeyError, ValueError):
+            return None
+        return ev.model_dump(mode="json") if ev is not None else None
+
+    return run
 
 
 def make_search(online: bool | None = None) -> SearchFn:

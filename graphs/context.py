@@ -28,6 +28,10 @@ def _silent(node: str, message: str) -> None:
 SearchFn = Callable[[str, str, str], tuple[dict[str, Any] | None, int]]
 
 
+#: The supporting passage of a catalog citation: (strategy id, citation id) -> Evidence-shaped dict or None.
+EvidenceFn = Callable[[str, str], dict[str, Any] | None]
+
+
 @dataclass
 class Context:
     reasoner: Reasoner = field(default_factory=RulesReasoner)
@@ -38,3 +42,5 @@ class Context:
     progress: ProgressFn = _silent
     #: extra literature search after the catalog (issue 6 plugs its search in here)
     search: SearchFn | None = None
+    #: the passage that supports a catalog claim (from ingested PDFs or stored abstracts)
+    evidence: EvidenceFn | None = None

@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from dftune.agents.literature import make_search
+from dftune.agents.literature import make_evidence, make_search
 from dftune.agents.reasoner import make_reasoner
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
 from dftune.graphs.context import Context, ProgressFn, _silent
@@ -49,7 +49,13 @@ def _context(state: TuningState | dict[str, Any], ws: Workspace, progress: Progr
     """Rebuilt on every start/resume: the reasoner from the state's ``model``, the literature search
     (local store first; remote only when online, see DFTUNE_OFFLINE)."""
     model = state.model if isinstance(state, TuningState) else state.get("model", "rules")
-    return Context(reasoner=make_reasoner(model), workspace=ws, progress=progress, search=make_search())
+    return Context(
+        reasoner=make_reasoner(model),
+        workspace=ws,
+        progress=progress,
+        search=make_search(),
+        evidence=make_evidence(),
+    )
 
 
 def _drive(graph: CompiledStateGraph, config: RunnableConfig, payload: Any, ctx: Context) -> None:

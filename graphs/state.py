@@ -69,6 +69,11 @@ class CitationRef(_Model):
     #: where the claim was checked (page, section, abstract) or the passage itself
     evidence: str
     source: str = "catalog"
+    #: the source's own text that supports the claim (PDF page or abstract), when the corpus has it
+    passage: str = ""
+    page: int | None = None
+    #: no passage of the source is stored: the evidence is the curated catalog claim (reports say so)
+    catalog_backed: bool = False
 
 
 class Change(_Model):

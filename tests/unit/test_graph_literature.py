@@ -70,3 +70,22 @@ def test_a_passage_supports_a_strategy_only_when_it_names_the_technique() -> Non
     assert mentions_technique("l1.mmap_random", "Map the file with mmap() for random reads")
     assert mentions_technique("l1.odirect", "opening with O_DIRECT bypasses the page cache")
     assert not mentions_technique("l1.mmap_random", "Drishti flags random access patterns and suggests fixes")
+
+
+def test_catalog_citations_carry_the_source_passage_or_say_they_are_catalog_backed() -> None:
+    from dftune.agents.literature import catalog_citation, with_passage
+    from dftune.graphs.context import Context
+    from dftune.tools.report.markdown import render_run_markdown
+
+    ref = catalog_citation("l1.dataloader_workers", default_catalog())
+    assert ref is not None
+    page = {"passage": "With num_workers > 0, data loading runs in worker processes.", "page": 4,
+            "catalog_backed": False}  # fmt: skip
+    own = with_passage(ref, "l1.dataloader_workers", Context(evidence=lambda s, c: page))
+    assert own.passage.startswith("With num_workers") and own.page == 4 and not own.catalog_backed
+    curated = with_passage(ref, "l1.dataloader_workers", Context(evidence=lambda s, c: None))
+    assert curated.catalog_backed and not curated.passage
+    doc = {"run_id": "r", "workload": "w", "spec_path": "x", "status": "completed", "citations": [
+        own.model_dump(), curated.model_copy(update={"id": "other"}).model_dump()]}  # fmt: skip
+    md = render_run_markdown(doc)
+    assert "> With num_workers > 0" in md and "page 4" in md and "catalog-backed claim" in md

@@ -352,11 +352,21 @@ def _pitfalls(doc: dict[str, Any]) -> str:
             f"absence of these calls in a trace is not evidence.</p>{body}</section>")  # fmt: skip
 
 
+def _backing(c: dict[str, Any]) -> str:
+    """The issue's rule, shown: the source's own passage, or a claim backed only by the curated catalog."""
+    if c.get("passage"):
+        page = f", page {e(c['page'])}" if c.get("page") else ""
+        return f'<blockquote class="note">“{e(c["passage"])}”{page}</blockquote>'
+    if c.get("catalog_backed"):
+        return ' <span class="tag">catalog-backed claim</span>'
+    return ""
+
+
 def _citations(doc: dict[str, Any]) -> str:
     cites = citations(doc)
     items = [f'<li id="cite-{e(c["id"])}"><b>[{e(c["id"])}]</b> {e(", ".join(c.get("authors") or []))}. '
              f"“{e(c.get('title'))}.” {e(c.get('venue'))}, {e(c.get('year'))}. {link(c.get('url'))}"
              f"<br><span class=\"note\">Supports: {e(c.get('claim'))} (checked: {e(c.get('evidence'))}; "
-             f"source: {e(c.get('source'))})</span></li>" for c in cites]  # fmt: skip
+             f"source: {e(c.get('source'))})</span>{_backing(c)}</li>" for c in cites]  # fmt: skip
     body = f'<ol class="cites">{"".join(items)}</ol>' if items else '<p class="note">No citation.</p>'
     return f'<section id="citations"><h2>Citations</h2>{body}</section>'

@@ -134,6 +134,13 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     cites = citations(s)
     if cites:
         lines += ["## Citations", ""]
-        lines += [f"- [{c['id']}] {c['reference']} {c['url']} — supports: {c['claim']} (checked: {c['evidence']})"
-                  for c in cites]  # fmt: skip
+        for c in cites:
+            lines.append(
+                f"- [{c['id']}] {c['reference']} {c['url']} — supports: {c['claim']} (checked: {c['evidence']})"
+            )
+            if c.get("passage"):
+                page = f", page {c['page']}" if c.get("page") else ""
+                lines.append(f"  > {' '.join(str(c['passage']).split())}{page}")
+            elif c.get("catalog_backed"):
+                lines.append("  (catalog-backed claim: no passage of the source is stored locally)")
     return "\n".join(lines).rstrip() + "\n"
