@@ -40,10 +40,15 @@ def measure(
     replicates: int,
     traced: bool,
     views: tuple[str, ...] = ("file", "proc"),
+    source_dir: str | None = None,
 ) -> tuple[Measurement, Analysis | None, BenchResult]:
     fresh_workdir(workdir)
-    result = bench(spec, overrides=overrides, replicates=replicates, trace=traced, workdir=workdir, env=env)
-    return _summarize(result, workdir, env, traced, views, reuse_analysis=False)
+    run_spec = spec.relocated(Path(source_dir)) if source_dir else spec
+    result = bench(
+        run_spec, overrides=overrides, replicates=replicates, trace=traced, workdir=workdir, env=env
+    )
+    m, analysis, result = _summarize(result, workdir, env, traced, views, reuse_analysis=False)
+    return m.model_copy(update={"source_dir": source_dir}), analysis, result
 
 
 def extend(
@@ -52,6 +57,7 @@ def extend(
     """More replicates of the same condition in the same workdir (an inconclusive comparison)."""
     workdir = Path(m.workdir)
     earlier = BenchResult.model_validate_json((workdir / BENCH_FILE).read_bytes())
+    spec = spec.relocated(Path(m.source_dir)) if m.source_dir else spec
     more = bench(spec, overrides=overrides, replicates=replicates, trace=m.traced, workdir=workdir, env=m.env,
                  first_index=len(earlier.replicates))  # fmt: skip
     reps = [*earlier.replicates, *more.replicates]
@@ -62,7 +68,8 @@ def extend(
         "notes": [*earlier.notes, f"{replicates} more replicate(s) added: the first comparison was inconclusive"],
         "stopped_reason": more.stopped_reason or earlier.stopped_reason,
     })  # fmt: skip
-    return _summarize(merged, workdir, m.env, m.traced, (), reuse_analysis=True)
+    m2, analysis, merged = _summarize(merged, workdir, m.env, m.traced, (), reuse_analysis=True)
+    return m2.model_copy(update={"source_dir": m.source_dir}), analysis, merged
 
 
 def _summarize(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -21,11 +22,11 @@ from dftune.graphs.state import Change, ChecklistVerdict, Proposal, TuningState,
 from dftune.tools.catalog import Catalog, Strategy
 from dftune.tools.catalog.models import placeholders
 from dftune.tools.diagnose.vocabulary import CHECKLIST
-from dftune.tools.runner.changes import CommandChange, EnvChange, Journal
+from dftune.tools.runner.changes import CommandChange, EnvChange, FilePatch, Journal
 from dftune.tools.runner.spec import WorkloadSpec, load_spec
 
 #: Kinds of change dftune applies and measures by itself.
-ACTIONABLE = ("knob", "env", "command")
+ACTIONABLE = ("knob", "env", "command", "patch")
 
 
 # --------------------------------------------------------------------------- plan
@@ -36,7 +37,7 @@ def _slug(text: str) -> str:
 
 
 def knob_proposals(spec: WorkloadSpec, catalog: Catalog) -> list[Proposal]:
-    """Every non-default value of every knob the workload exposes, one proposal each."""
+    """Every non-default value of every knob the workload exposes, and every patch it offers: one proposal each."""
     out = []
     for knob in spec.knobs:
         s = catalog.strategies.get(knob.strategy) if knob.strategy else None
@@ -51,6 +52,16 @@ def knob_proposals(spec: WorkloadSpec, catalog: Catalog) -> list[Proposal]:
                 change=Change(kind="knob", settings={knob.name: str(value)}),
                 privilege=s.privilege if s else "no-sudo",
             ))  # fmt: skip
+    for patch in spec.patches:
+        s = catalog.strategies.get(patch.strategy)
+        out.append(Proposal(
+            id=_slug(f"patch:{patch.name}"), strategy=patch.strategy, strategy_name=s.name if s else patch.name,
+            layer="L1", checklist=s.checklist if s else 1,
+            description=f"{s.name if s else 'source change'}: patch {patch.name}"
+                        + (f" ({patch.description})" if patch.description else ""),
+            change=Change(kind="patch", patch_file=str(spec.resolve(patch.file)), strip=patch.strip),
+            privilege="no-sudo",
+        ))  # fmt: skip
     return out
 
 
@@ -282,6 +293,21 @@ def journal_for(ctx: Context, run_id: str) -> Journal:
     return journal
 
 
+def copy_source(state: TuningState, ctx: Context, it_dir: Path) -> Path:
+    """``opt<n>/source``: a fresh copy of the incumbent's source tree (the user's original is never touched).
+
+    Symbolic links are copied as links, so a patch that would write through one is refused."""
+    assert state.incumbent is not None
+    spec = load_spec(state.spec_path)
+    origin = Path(state.incumbent.source_dir) if state.incumbent.source_dir else spec.resolve(spec.source_dir)
+    dest = it_dir / "source"
+    if dest.exists():
+        shutil.rmtree(dest)  # a re-run after a crash starts from a clean copy
+    ignore = shutil.ignore_patterns("__pycache__", ".git", "opt[0-9]*", "*.pfw", "*.pfw.gz")
+    shutil.copytree(origin, dest, symlinks=True, ignore=ignore)
+    return dest
+
+
 def keep_layout(ctx: Context, run_id: str) -> None:
     """``session_validate_structure``; when it is not clean, ``session_reorganize_structure``."""
     if not ctx.workspace.validate_structure(run_id).clean:
@@ -312,6 +338,16 @@ def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any
                 all_env = {**state.incumbent.env, **p.change.env}
                 journal.apply(EnvChange(id=cid, strategy=p.strategy, env_file=env_file, variables=all_env,
                                         description=p.description[:200]), approved=True)  # fmt: skip
+        elif p.change.kind == "patch":
+            cid = f"opt{n}-{_slug(p.id)}"
+            change_ids.append(cid)
+            if journal.state(cid) is None:
+                source = copy_source(state, ctx, it_dir)
+                rec = journal.apply(FilePatch(id=cid, strategy=p.strategy, root=source, strip=p.change.strip,
+                                              diff=Path(p.change.patch_file).read_text(encoding="utf-8"),
+                                              description=p.description[:200]), approved=True)  # fmt: skip
+                if rec.state != "applied":
+                    raise RuntimeError(rec.error or f"the patch ended in state {rec.state}")
         elif p.change.kind == "command":
             cid = f"opt{n}-{_slug(p.strategy)}"
             change_ids.append(cid)

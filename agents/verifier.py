@@ -39,12 +39,14 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     ref = exp.reference
     overrides = {**{k: str(v) for k, v in ref.settings.items()}, **p.change.settings}
     env = {**ref.env, **p.change.env}
+    it_source = ctx.workspace.iteration_dir(state.run_id, exp.iteration) / "source"
+    source_dir = str(it_source) if p.change.kind == "patch" else ref.source_dir
     n = state.replicates or spec.replicates  # the baseline's count, whatever an extension added
     it_dir = ctx.workspace.iteration_dir(state.run_id, exp.iteration)
     ctx.progress("verifier", f"opt{exp.iteration}: {n} replicate(s) with {p.id}")
     try:
         cand, _, result = measure(spec, workdir=it_dir, overrides=overrides, env=env, replicates=n,
-                                  traced=ref.traced)  # fmt: skip
+                                  traced=ref.traced, source_dir=source_dir)  # fmt: skip
     except BenchError as exc:
         failed = exp.model_copy(
             update={"verdict": "failed", "verdict_reason": f"experiment could not run: {exc}"}

@@ -79,8 +79,11 @@ class CitationRef(_Model):
 class Change(_Model):
     """What applying a proposal changes: knob settings, L2 environment, or a command."""
 
-    kind: Literal["knob", "env", "command", "manual"]
+    kind: Literal["knob", "env", "command", "patch", "manual"]
     settings: dict[str, str] = Field(default_factory=dict)
+    #: kind "patch": the unified diff (a file next to the workload spec) and its ``-p`` strip
+    patch_file: str = ""
+    strip: int = 1
     env: dict[str, str] = Field(default_factory=dict)
     argv: list[str] = Field(default_factory=list)
     rollback_argv: list[str] = Field(default_factory=list)
@@ -123,6 +126,8 @@ class Measurement(_Model):
 
     settings: dict[str, Any]
     env: dict[str, str] = Field(default_factory=dict)
+    #: the source tree this arm ran from (an iteration's patched copy); None: the user's original
+    source_dir: str | None = None
     values: list[float]
     median: float | None
     ci95: list[float] | None

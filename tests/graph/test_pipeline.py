@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -153,3 +154,33 @@ def test_policy_never_applies_admin_only_and_asks_for_sudo() -> None:
     assert policy(prop("sudo", "L3", "command"), "autonomous") == "ask"
     assert policy(prop("no-sudo", "L3", "command"), "autonomous") == "ask"
     assert policy(prop("admin-only", "L3", "manual"), "autonomous") == "manual"
+
+
+def test_a_source_patch_is_applied_to_a_copy_measured_and_kept(tmp_path: Path, harness: Harness) -> None:
+    import shutil
+
+    work = tmp_path / "app"
+    work.mkdir()
+    (work / "app.py").write_text(
+        "import sys, time\nstart = time.perf_counter()\ntime.sleep(0.05)\n"
+        "print(f'run_time_s {time.perf_counter() - start:.6f}')\n"
+    )
+    (work / "fast.diff").write_text(
+        "--- a/app.py\n+++ b/app.py\n@@ -1,4 +1,4 @@\n import sys, time\n start = time.perf_counter()\n"
+        "-time.sleep(0.05)\n+time.sleep(0.01)\n print(f'run_time_s {time.perf_counter() - start:.6f}')\n"
+    )
+    (work / "workload.toml").write_text(
+        'name = "patched"\ncommand = ["{python}", "app.py"]\nreplicates = 5\n'
+        '[metric]\nkind = "stdout_regex"\npattern = \'run_time_s ([0-9.]+)\'\n[tracing]\nmode = "off"\n'
+        '[[patches]]\nname = "shorter-stall"\nfile = "fast.diff"\nstrategy = "l1.vectored_io"\n'
+    )
+    original = (work / "app.py").read_bytes()
+    harness.invoke(TuningState(run_id=harness.run_id, spec_path=str(work / "workload.toml")))
+    state = harness.values()
+    (exp,) = state.experiments
+    assert exp.proposal_id == "patch-shorter-stall" and exp.verdict == "win" and exp.kept
+    copy = harness.ws.iteration_dir(harness.run_id, 1) / "source"
+    assert b"sleep(0.01)" in (copy / "app.py").read_bytes()
+    assert (work / "app.py").read_bytes() == original  # the user's source is never touched
+    assert state.incumbent is not None and state.incumbent.source_dir == str(copy)
+    shutil.rmtree(work)

@@ -89,3 +89,40 @@ def test_bundled_example_spec_is_valid() -> None:
     for toml in root.glob("*/workload.toml"):
         spec = load_spec(toml)
         assert spec.knobs and spec.replicates == 5
+
+
+PATCHED = (
+    GOOD
+    + """
+[[patches]]
+name = "buffered"
+file = "fix.diff"
+strategy = "l1.write_buffering"
+"""
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (PATCHED, "patches.buffered.file: fix.diff is not a file"),
+        (PATCHED.replace("fix.diff", "ok.diff").replace("l1.write_buffering", "l1.nope"),
+         "patches.buffered.strategy: 'l1.nope' is not in the strategy catalog"),
+        (PATCHED.replace("fix.diff", "ok.diff") + PATCHED.replace("fix.diff", "ok.diff").split(GOOD)[1],
+         "names must be unique"),
+    ],
+)  # fmt: skip
+def test_patches_name_their_file_and_strategy(tmp_path: Path, text: str, needle: str) -> None:
+    (tmp_path / "ok.diff").write_text("--- a/x\n+++ b/x\n")
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, text))
+    assert str(tmp_path / "workload.toml") in str(err.value) and needle in str(err.value)
+
+
+def test_relocated_runs_the_same_command_from_the_copy(tmp_path: Path) -> None:
+    (tmp_path / "fix.diff").write_text("--- a/x\n+++ b/x\n")
+    spec = load_spec(write(tmp_path, PATCHED))
+    copy = tmp_path / "opt1" / "source"
+    moved = spec.relocated(copy)
+    assert moved.resolve(moved.cwd) == copy and moved.resolve(moved.source_dir) == copy
+    assert moved.command == spec.command and moved.spec_path == spec.spec_path

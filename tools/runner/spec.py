@@ -73,6 +73,19 @@ class Knob(_Strict):
         return self
 
 
+class Patch(_Strict):
+    """An L1 source change the user offers: a unified diff applied to a copy of ``source_dir``."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    #: the diff, relative to the TOML file
+    file: str
+    #: id in resources/strategies: which optimization the patch implements
+    strategy: str
+    #: leading path components to strip, like ``patch -p``
+    strip: int = Field(default=1, ge=0, le=32)
+    description: str = ""
+
+
 class Launcher(_Strict):
     kind: Literal["local", "mpirun", "slurm", "flux"] = "local"
     ranks: int = Field(default=1, ge=1, le=100_000)
@@ -99,6 +112,7 @@ class WorkloadSpec(_Strict):
     metric: Metric = Metric()
     tracing: Tracing = Tracing()
     knobs: list[Knob] = []
+    patches: list[Patch] = []
     launcher: Launcher = Launcher()
     #: extra environment for every run of this workload
     env: dict[str, str] = {}
@@ -146,6 +160,15 @@ class WorkloadSpec(_Strict):
         """A path from the spec, relative to the TOML file."""
         p = Path(relative).expanduser()
         return p if p.is_absolute() else (self.base_dir / p).resolve()
+
+    def relocated(self, source_copy: Path) -> WorkloadSpec:
+        """The same workload run from a copy of its source tree (an iteration's ``opt<n>/source``)."""
+        src, cwd = self.resolve(self.source_dir), self.resolve(self.cwd)
+        try:
+            new_cwd = source_copy / cwd.relative_to(src)
+        except ValueError:
+            new_cwd = cwd  # the command runs outside the source tree; only {source_dir} moves
+        return self.model_copy(update={"source_dir": str(source_copy), "cwd": str(new_cwd)})
 
     def knob(self, name: str) -> Knob:
         for k in self.knobs:
@@ -233,7 +256,13 @@ def _describe(exc: ValidationError) -> str:
 
 
 def _check_strategies(spec: WorkloadSpec, path: Path) -> None:
-    ids = [k.strategy for k in spec.knobs if k.strategy]
+    names = [p.name for p in spec.patches]
+    if len(set(names)) != len(names):
+        raise SpecError(f"{path}: patches: names must be unique")
+    for patch in spec.patches:
+        if not spec.resolve(patch.file).is_file():
+            raise SpecError(f"{path}: patches.{patch.name}.file: {patch.file} is not a file")
+    ids = [k.strategy for k in spec.knobs if k.strategy] + [p.strategy for p in spec.patches]
     if not ids:
         return
     from dftune.tools.catalog import default_catalog
@@ -242,3 +271,8 @@ def _check_strategies(spec: WorkloadSpec, path: Path) -> None:
     for k in spec.knobs:
         if k.strategy and k.strategy not in strategies:
             raise SpecError(f"{path}: knobs.{k.name}.strategy: {k.strategy!r} is not in the strategy catalog")
+    for patch in spec.patches:
+        if patch.strategy not in strategies:
+            raise SpecError(
+                f"{path}: patches.{patch.name}.strategy: {patch.strategy!r} is not in the strategy catalog"
+            )
