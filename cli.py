@@ -269,6 +269,10 @@ def run(
     allow_install: Annotated[
         bool, typer.Option("--allow-install", help="Let the installer pip-install dftracer if it is missing.")
     ] = False,
+    token_budget: Annotated[
+        int,
+        typer.Option("--token-budget", min=0, help="Tokens the chat model may spend; then the rules decide."),
+    ] = 200_000,
     as_json: JsonOpt = False,
 ) -> None:
     """Tune a workload: baseline, diagnosis, cited proposals, one guarded experiment at a time, report."""
@@ -276,7 +280,8 @@ def run(
 
     with user_errors():
         result = start_run(workload, mode=mode, max_experiments=max_experiments, run_id=run_id, model=model,
-                           replicates=replicates, allow_install=allow_install, progress=_progress(as_json))  # fmt: skip
+                           replicates=replicates, token_budget=token_budget, allow_install=allow_install,
+                           progress=_progress(as_json))  # fmt: skip
     _show_run(result, as_json)
     if result["status"] == "failed":
         raise typer.Exit(EXIT_RUN_FAILED)

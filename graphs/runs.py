@@ -49,8 +49,9 @@ def _context(state: TuningState | dict[str, Any], ws: Workspace, progress: Progr
     """Rebuilt on every start/resume: the reasoner from the state's ``model``, the literature search
     (local store first; remote only when online, see DFTUNE_OFFLINE)."""
     model = state.model if isinstance(state, TuningState) else state.get("model", "rules")
+    budget = state.token_budget if isinstance(state, TuningState) else state.get("token_budget", 200_000)
     return Context(
-        reasoner=make_reasoner(model),
+        reasoner=make_reasoner(model, token_budget=budget),
         workspace=ws,
         progress=progress,
         search=make_search(),
@@ -116,6 +117,7 @@ def start_run(
     model: str = "rules",
     replicates: int | None = None,
     allow_install: bool = False,
+    token_budget: int = 200_000,
     progress: ProgressFn = _silent,
     workspace: Workspace | None = None,
 ) -> dict[str, Any]:
@@ -133,7 +135,7 @@ def start_run(
     ws.set_status(meta.id, "running")
     state = TuningState(run_id=meta.id, spec_path=str(path), mode=mode,
                         max_experiments=max_experiments, replicates=replicates, model=model,
-                        allow_install=allow_install)  # fmt: skip
+                        token_budget=token_budget, allow_install=allow_install)  # fmt: skip
     with _compiled(meta.id, ws) as (graph, config):
         _drive(graph, config, state, _context(state, ws, progress))
     return _result(meta.id, ws)

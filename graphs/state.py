@@ -257,6 +257,8 @@ class TuningState:
     max_experiments: int = 6
     replicates: int | None = None
     model: str = "rules"
+    #: tokens the chat model may spend in this run before the rules decide (the cost budget)
+    token_budget: int = 200_000
     allow_install: bool = False
     system: str = ""
     workload: str = ""
@@ -307,4 +309,5 @@ class TuningState:
 #: Scalar inputs ``dftune replay --set FIELD=VALUE`` may change before forking.
 REPLAYABLE_FIELDS: dict[str, type] = {
     "mode": str, "max_experiments": int, "replicates": int, "model": str, "allow_install": bool,
+    "token_budget": int,
 }  # fmt: skip

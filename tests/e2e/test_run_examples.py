@@ -141,3 +141,23 @@ def test_runs_lists_a_finished_run() -> None:
     )
     doc = json.loads(runner.invoke(app, ["runs", "--json"]).stdout)
     assert [(r["id"], r["status"]) for r in doc["runs"]] == [("listed", "completed")]
+
+
+def test_a_job_whose_io_is_not_worth_tuning_stops_after_the_baseline(tmp_path: Path) -> None:
+    pytest.importorskip("dftracer")
+    (tmp_path / "compute.py").write_text(
+        "import time\nstart = time.perf_counter()\nx = 0\n"
+        "while time.perf_counter() - start < 0.3:\n    x += 1\n"
+        "open('out.txt', 'w').write('done')\nprint(f'run_time_s {time.perf_counter() - start:.6f}')\n"
+    )
+    (tmp_path / "workload.toml").write_text(
+        'name = "compute-bound"\ncommand = ["{python}", "compute.py"]\nreplicates = 3\n'
+        "[metric]\nkind = \"stdout_regex\"\npattern = 'run_time_s ([0-9.]+)'\n"
+        '[[knobs]]\nname = "OMP_NUM_THREADS"\nkind = "env"\nvalues = [1, 2]\ndefault = 1\n'
+        'strategy = "l2.omp_threads"\n'
+    )
+    res = _dftune("run", str(tmp_path / "workload.toml"), "--json")
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "not_worth_tuning" and "%" in doc["status_reason"]
+    assert doc["verdicts"] == [] and Path(doc["report"]).is_file()
