@@ -19,14 +19,16 @@ class RunRenderer:
         if r.get("baseline_median") is not None:
             c.print(f"baseline median {r['baseline_median']:.4g} -> best kept {r['best_median']:.4g}")
         if r["proposal_table"]:
-            t = Table(title="Proposal table", show_lines=False)
-            for col in ("#", "Strategy", "Description of Optimization", "App Impact", "System Impact",
-                        "Weighted Score", "Status"):  # fmt: skip
-                t.add_column(col, overflow="fold")
+            t = Table(title="Proposal table (m = measured, e = estimate)", show_lines=False)
+            t.add_column("#", no_wrap=True)
+            t.add_column("Strategy", no_wrap=True)
+            t.add_column("Description of Optimization", ratio=1, overflow="fold")
+            for col in ("App Impact", "System Impact", "Weighted Score", "Status"):
+                t.add_column(col, no_wrap=True, justify="right" if col != "Status" else "left")
             for row in r["proposal_table"]:
                 t.add_row(str(row["#"]), row["strategy"], row["description"][:90],
-                          f"{row['app_impact_pct']:.1f}% ({row['app_impact_source']})",
-                          f"{row['system_impact_pct']:.1f}% ({row['system_impact_source']})",
+                          f"{row['app_impact_pct']:.1f}% {row['app_impact_source'][0]}",
+                          f"{row['system_impact_pct']:.1f}% {row['system_impact_source'][0]}",
                           f"{row['weighted_score']:.2f}", row["status"])  # fmt: skip
             c.print(t)
         if r["verdicts"]:
