@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 import requests
@@ -164,21 +165,26 @@ def get_arxiv_paper(paper_id: str, *, remote: Remote | None = None) -> SearchRes
 # --------------------------------------------------------------------------- JSON services
 
 
+def _json_search(tool: str, service: str, url: str, params: dict[str, Any], rows_of: Callable[[Any], Any],
+                 convert: Callable[[dict[str, Any]], Paper], query: str, remote: Remote | None) -> SearchResult:  # fmt: skip
+    """One JSON search service: fetch, find the result list (else a malformed-reply error), convert each row."""
+    rem = remote or default_remote()
+    try:
+        rows = rows_of(rem.get(url, params).json())
+        if not isinstance(rows, list):
+            raise RemoteError(f"{service} reply has no result list")
+        papers = [p for p in (convert(r) for r in rows if isinstance(r, dict)) if p.title]
+    except RemoteError as exc:
+        return _skip(tool, query, exc)
+    return SearchResult(tool=tool, query=query, papers=papers)
+
+
 def search_semantic_scholar(
     query: str, max_results: int = 5, *, remote: Remote | None = None
 ) -> SearchResult:
-    rem = remote or default_remote()
-    try:
-        doc = rem.get(
-            S2_SEARCH, {"query": query, "limit": max(1, min(max_results, 100)), "fields": S2_FIELDS}
-        ).json()
-        rows = _obj(doc).get("data")
-        if not isinstance(rows, list):
-            raise RemoteError("Semantic Scholar reply has no 'data' list")
-        papers = [p for p in (_from_s2(r) for r in rows if isinstance(r, dict)) if p.title]
-    except RemoteError as exc:
-        return _skip("semantic_scholar", query, exc)
-    return SearchResult(tool="semantic_scholar", query=query, papers=papers)
+    params = {"query": query, "limit": max(1, min(max_results, 100)), "fields": S2_FIELDS}
+    return _json_search("semantic_scholar", "Semantic Scholar", S2_SEARCH, params, lambda d: _obj(d).get("data"),
+                        _from_s2, query, remote)  # fmt: skip
 
 
 def _obj(v: Any) -> dict[str, Any]:
@@ -209,16 +215,9 @@ def _from_s2(r: dict[str, Any]) -> Paper:
 
 
 def search_openalex(query: str, max_results: int = 5, *, remote: Remote | None = None) -> SearchResult:
-    rem = remote or default_remote()
-    try:
-        doc = rem.get(OPENALEX_WORKS, {"search": query, "per-page": max(1, min(max_results, 50))}).json()
-        rows = _obj(doc).get("results")
-        if not isinstance(rows, list):
-            raise RemoteError("OpenAlex reply has no 'results' list")
-        papers = [p for p in (_from_openalex(r) for r in rows if isinstance(r, dict)) if p.title]
-    except RemoteError as exc:
-        return _skip("openalex", query, exc)
-    return SearchResult(tool="openalex", query=query, papers=papers)
+    params = {"search": query, "per-page": max(1, min(max_results, 50))}
+    return _json_search("openalex", "OpenAlex", OPENALEX_WORKS, params, lambda d: _obj(d).get("results"),
+                        _from_openalex, query, remote)  # fmt: skip
 
 
 def _inverted_abstract(inv: Any) -> str | None:
@@ -261,18 +260,9 @@ def _from_openalex(r: dict[str, Any]) -> Paper:
 
 
 def search_crossref(query: str, max_results: int = 5, *, remote: Remote | None = None) -> SearchResult:
-    rem = remote or default_remote()
-    try:
-        doc = rem.get(
-            CROSSREF_WORKS, {"query.bibliographic": query, "rows": max(1, min(max_results, 50))}
-        ).json()
-        items = _obj(_obj(doc).get("message")).get("items")
-        if not isinstance(items, list):
-            raise RemoteError("Crossref reply has no message.items list")
-        papers = [p for p in (crossref_paper(r) for r in items if isinstance(r, dict)) if p.title]
-    except RemoteError as exc:
-        return _skip("crossref", query, exc)
-    return SearchResult(tool="crossref", query=query, papers=papers)
+    params = {"query.bibliographic": query, "rows": max(1, min(max_results, 50))}
+    return _json_search("crossref", "Crossref", CROSSREF_WORKS, params,
+                        lambda d: _obj(_obj(d).get("message")).get("items"), crossref_paper, query, remote)  # fmt: skip
 
 
 def crossref_doi(doi: str, *, remote: Remote | None = None) -> Paper | None:
