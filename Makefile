@@ -14,7 +14,9 @@ $(STAMP): pyproject.toml setup.py tools/trace/_fastscan.c
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@rm -f tools/trace/_fastscan*.so  # a failed (optional) rebuild must not leave a stale extension
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@echo "installing dftune and its dependencies into $(VENV) (log: $(VENV)/install.log)"
+	@$(BIN)/python -m pip install --quiet -e '.[dev]' > $(VENV)/install.log 2>&1 \
+		|| { cat $(VENV)/install.log; echo "pip install failed (log: $(VENV)/install.log)"; exit 1; }
 	@touch $(STAMP)
 
 demo: $(STAMP)
