@@ -553,9 +553,9 @@ def opt_kb_render_tool(p: KbRenderIn) -> dict[str, Any]:
 
 class CitationIn(_In):
     authors: list[str] = Field(min_length=1, description="Authors, as printed.")
-    title: str = Field(min_length=1)
+    title: str = Field(min_length=1, description="Title of the paper or page.")
     venue: str = Field(min_length=1, description="Journal, conference or 'arXiv preprint arXiv:NNNN'.")
-    year: int = Field(ge=1900, le=2100)
+    year: int = Field(ge=1900, le=2100, description="Publication year.")
     url: str = Field(pattern=r"^https?://\S+$", description="arXiv, DOI or publisher URL.")
     claim: str = Field("", description="The passage that supports the proposal.")
 
@@ -566,9 +566,13 @@ class ProposalRowIn(_In):
     app_impact_pct: float = Field(
         description="% of application wall time saved (measured or bounded estimate)."
     )
-    app_impact_source: Literal["measured", "estimate"] = "estimate"
+    app_impact_source: Literal["measured", "estimate"] = Field(
+        "estimate", description="Where App Impact comes from."
+    )
     system_impact_pct: float = Field(0.0, description="% change of throughput/bandwidth; 0 if not measured.")
-    system_impact_source: Literal["measured", "estimate"] = "estimate"
+    system_impact_source: Literal["measured", "estimate"] = Field(
+        "estimate", description="Where System Impact comes from."
+    )
     layer: Literal["L1", "L2", "L3"] | None = Field(
         None, description="Default: the catalog's, else the id prefix."
     )
@@ -685,7 +689,7 @@ def rag_search_tool(p: RagSearchIn) -> dict[str, Any]:
 
 class ArxivIn(_In):
     query: str = Field(min_length=1, description="Search words.")
-    max_results: int = Field(5, ge=1, le=50)
+    max_results: int = Field(5, ge=1, le=50, description="How many papers.")
     category: str | None = Field("cs.DC", description="arXiv category, or null for all.")
 
 
@@ -751,8 +755,8 @@ class ContextSearchIn(_In):
     online: bool | None = Field(
         None, description="Force remote search on/off (default: DFTUNE_OFFLINE, reachability)."
     )
-    max_results_each: int = Field(3, ge=1, le=25)
-    k_local: int = Field(5, ge=1, le=50)
+    max_results_each: int = Field(3, ge=1, le=25, description="Remote results per source and query.")
+    k_local: int = Field(5, ge=1, le=50, description="Local corpus results per query.")
 
 
 @_tool("session_search_optimization_context", ContextSearchIn, """Search every software/system layer the run
