@@ -358,3 +358,42 @@ def test_literature_tools_offline(tmp_path: Path) -> None:
             assert time.monotonic() - t0 < 5, f"{name} took too long offline"
 
     _drive(tmp_path, scenario)
+
+
+def test_stdout_carries_only_the_protocol(tmp_path: Path, shared_traces: Path) -> None:
+    """stdout is the transport: every line the server writes there must be a JSON-RPC message."""
+    import mcp.types as types
+
+    calls = [("analyze", {"paths": [str(shared_traces / "dlio-unet3d-8ranks-legacy")], "views": ["time"]}),
+             ("diagnose", {"paths": [str(shared_traces / "dlio-legacy-strings")]}),
+             ("rag_search", {"query": "collective buffering"}), ("search_arxiv", {"query": "lustre"}),
+             ("analyze", {"paths": [str(tmp_path / "missing")]})]  # fmt: skip
+    init = {"protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}  # fmt: skip
+    messages = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"}]  # fmt: skip
+    messages += [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": n, "arguments": a}}
+                 for i, (n, a) in enumerate(calls, 1)]  # fmt: skip
+    with (tmp_path / "stderr").open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "dftune.cli", "mcp"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=err, text=True, env=_env(), cwd=REPO)  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        for msg in messages:
+            proc.stdin.write(json.dumps(msg) + "\n")
+        proc.stdin.flush()
+        replies: dict[int, dict[str, Any]] = {}
+        try:
+            while len(replies) < len(calls) + 1:
+                line = proc.stdout.readline()
+                assert line, f"server stopped early: {(tmp_path / 'stderr').read_text()}"
+                doc = json.loads(line)  # anything but JSON here would break every client
+                assert doc["jsonrpc"] == "2.0"
+                if "id" in doc:
+                    replies[doc["id"]] = doc
+        finally:
+            proc.stdin.close()
+            proc.wait(timeout=30)
+    assert proc.returncode == 0
+    assert [replies[i]["result"].get("isError", False) for i in range(1, len(calls) + 1)] == [
+        False, False, False, False, True,
+    ]  # fmt: skip
