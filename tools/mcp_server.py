@@ -41,7 +41,7 @@ DEFAULT_MAX_ROWS = 50
 
 
 class ToolFailure(Exception):
-    """An anticipated failure whose message is the one line the client sees."""
+    """An anticipated failure; :func:`call` prefixes the tool's name to make the line the client sees."""
 
 
 class _In(BaseModel):
@@ -100,8 +100,8 @@ def call(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         return spec.run(args)
     except ValidationError as exc:  # a record validated inside the wrapped function
         raise ToolFailure(f"{name}: {_validation_line(exc)}") from None
-    except ToolFailure:
-        raise
+    except ToolFailure as exc:
+        raise ToolFailure(f"{name}: {_one_line(exc)}") from None
     except _user_errors() as exc:
         raise ToolFailure(f"{name}: {_one_line(exc)}") from None
     except OSError as exc:
@@ -393,7 +393,7 @@ def session_analyze_traces_tool(p: SessionAnalyzeIn) -> dict[str, Any]:
 
     path, label = _run_traces(p.run_id, p.iteration, p.kind)
     if not path.is_dir():
-        raise ToolFailure(f"session_analyze_traces: {path}: no trace folder for {p.run_id}/{label}")
+        raise ToolFailure(f"{path}: no trace folder for {p.run_id}/{label}")
     result = analyze([path], skip_bad=p.skip_bad, views=p.views)
     return {"run_id": p.run_id, "iteration": label, "trace_dir": str(path),
             "analysis": _trim_views(result.to_json_dict(), p.max_rows)}  # fmt: skip
@@ -606,7 +606,7 @@ def _proposal(i: int, row: ProposalRowIn) -> Any:
     cat = default_catalog()
     where = f"row {i} ({row.strategy})"
     if row.citation is not None and row.citation_id is not None:
-        raise ToolFailure(f"opt_proposal_table: {where}: give citation or citation_id, not both")
+        raise ToolFailure(f"{where}: give citation or citation_id, not both")
     if row.citation is not None:
         c = row.citation
         ref = CitationRef(id=c.url, reference=reference_text(c.authors, c.title, c.venue, c.year),
@@ -616,7 +616,7 @@ def _proposal(i: int, row: ProposalRowIn) -> Any:
         known = cat.citations.get(row.citation_id)
         url = citation_url(known) if known is not None else None
         if known is None or url is None:
-            raise ToolFailure(f"opt_proposal_table: {where}: citation_id {row.citation_id!r} is not a catalog "
+            raise ToolFailure(f"{where}: citation_id {row.citation_id!r} is not a catalog "
                               "citation with a URL")  # fmt: skip
         claims = known.claims_for(row.strategy)
         ref = CitationRef(id=known.id, reference=reference_text(known.authors, known.title, known.venue, known.year),
@@ -624,14 +624,14 @@ def _proposal(i: int, row: ProposalRowIn) -> Any:
                           url=url, claim=claims[0].claim if claims else known.summary or "",
                           evidence=claims[0].evidence or "catalog" if claims else "catalog", source="catalog")  # fmt: skip
     else:
-        raise ToolFailure(f"opt_proposal_table: {where} has no citation: every proposal needs a verifiable "
+        raise ToolFailure(f"{where} has no citation: every proposal needs a verifiable "
                           "citation (authors, title, venue, year, URL); search for one (rag_search, "
                           "search_arxiv) or leave the proposal out as UNSUPPORTED")  # fmt: skip
     s = cat.strategies.get(row.strategy)
     prefix = row.strategy.split(".", 1)[0].upper()
     layer = row.layer or (s.layer if s is not None else prefix if prefix in ("L1", "L2", "L3") else None)
     if layer is None:
-        raise ToolFailure(f"opt_proposal_table: {where}: unknown strategy; give its layer (L1, L2 or L3)")
+        raise ToolFailure(f"{where}: unknown strategy; give its layer (L1, L2 or L3)")
     return Proposal(id=f"p{i}", strategy=row.strategy, strategy_name=s.name if s else row.strategy, layer=layer,
                     checklist=s.checklist if s else 0, description=row.description,
                     change=Change(kind="manual", instructions=row.description), app_impact_pct=row.app_impact_pct,

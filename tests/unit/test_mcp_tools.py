@@ -84,5 +84,7 @@ def test_iteration_names(tmp_path: Path) -> None:
     assert m._iteration_number("r1", "opt1") == 1 and m._iteration_number("r1", "2") == 2
     with pytest.raises(m.ToolFailure, match="expected 'baseline'"):
         m._iteration_number("r1", "first")
+    with pytest.raises(m.ToolFailure, match=r"^session_analyze_traces: iteration 'first': expected"):
+        m.call("session_analyze_traces", {"run_id": "r1", "iteration": "first"})
     with pytest.raises(LookupError, match="has no opt3"):
         m._iteration_number("r1", "opt3")
