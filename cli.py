@@ -449,6 +449,14 @@ def runs(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON do
     Console().print(t)
 
 
+@app.command("mcp")
+def mcp_cmd() -> None:
+    """Serve dftune's tools to MCP clients (Claude Code, Codex, ...) over stdio."""
+    from dftune.tools.mcp_server import serve
+
+    serve()
+
+
 kb_app = typer.Typer(help="The optimization knowledge base: measured, guarded findings from earlier runs.",
                      no_args_is_help=True)  # fmt: skip
 app.add_typer(kb_app, name="kb")
