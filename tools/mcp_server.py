@@ -274,18 +274,18 @@ def _resolve(src: TraceSource) -> tuple[list[str], str]:
     "comparator",
     ComparatorIn,
     """Compare two trace sets (paths) or two runs' traces (run id + baseline or
-       opt<n>) side by side: counts, bytes and time per family with relative change, time/size/pattern shares
-       with the difference in points; b relative to a.""",
+       opt<n>) side by side: one row per metric (counts, bytes and time per family, shares, job time) with
+       b - a and the relative change (shares: the difference in points), and a note when b moved fewer bytes.""",
 )
 def comparator_tool(p: ComparatorIn) -> dict[str, Any]:
     """Says whether an experiment moved the I/O, and flags a speed-up that moved fewer bytes."""
+    from dftune.tools.report.compare import compare_traces
     from dftune.tools.trace import analyze
-    from dftune.tools.trace.compare_traces import compare_analyses
 
     (pa, la), (pb, lb) = _resolve(p.a), _resolve(p.b)
     a = analyze(pa, skip_bad=p.skip_bad)
     b = analyze(pb, skip_bad=p.skip_bad)
-    return compare_analyses(a, b, label_a=la, label_b=lb)
+    return compare_traces(a, b, (la, lb))
 
 
 class EventCountIn(_In):

@@ -147,14 +147,14 @@ def test_trace_tools_agree_with_dftune_in_process(tmp_path: Path, shared_traces:
         assert rng["end_us"] - rng["start_us"] == round(want_unet.job_time_s * 1e6)
 
         cmp = await _ok(s, "comparator", {"a": {"paths": [str(dlio)]}, "b": {"paths": [str(unet)]}})
-        assert cmp["summary"]["events"] == {
-            "a": want_dlio.events,
-            "b": want_unet.events,
-            "change_pct": round(100 * (want_unet.events - want_dlio.events) / want_dlio.events, 3),
-        }
-        assert cmp["families"]["read"]["bytes"]["b"] == want_unet.read.bytes
-        assert cmp["shares"]["read_time_pct"]["delta_pp"] == round(
-            want_unet.read_time_pct - want_dlio.read_time_pct, 3
+        rows = {r["key"]: r for r in cmp["trace"]}
+        assert (rows["events"]["a"], rows["events"]["b"]) == (want_dlio.events, want_unet.events)
+        assert rows["events"]["change_pct"] == pytest.approx(
+            100 * (want_unet.events - want_dlio.events) / want_dlio.events
+        )
+        assert rows["read.bytes"]["b"] == want_unet.read.bytes
+        assert rows["read_time_pct"]["delta"] == pytest.approx(
+            want_unet.read_time_pct - want_dlio.read_time_pct
         )
 
     _drive(tmp_path, scenario)
@@ -244,9 +244,12 @@ def test_session_tools_on_a_real_run(tmp_path: Path, toy_run: str) -> None:
         cmp = await _ok(
             s, "comparator", {"a": {"run_id": toy_run}, "b": {"run_id": toy_run, "iteration": "1"}}
         )
-        assert (cmp["a"], cmp["b"]) == (f"{toy_run}/baseline", f"{toy_run}/opt1")
-        assert cmp["families"]["read"]["count"]["a"] == want_base.read.count
-        assert cmp["families"]["read"]["count"]["b"] == want_opt.read.count
+        assert (cmp["a"]["path"], cmp["b"]["path"]) == (f"{toy_run}/baseline", f"{toy_run}/opt1")
+        rows = {r["key"]: r for r in cmp["trace"]}
+        assert (rows["read.count"]["a"], rows["read.count"]["b"]) == (
+            want_base.read.count,
+            want_opt.read.count,
+        )
 
         report = await _ok(s, "session_validate_structure", {"run_id": toy_run})
         assert not report["clean"]

@@ -7,41 +7,30 @@ from pathlib import Path
 import pytest
 
 from dftune.tools import mcp_server as m
+from dftune.tools.report.compare import compare_traces, moved_bytes
 from dftune.tools.trace import analyze
-from dftune.tools.trace.compare_traces import compare_analyses, relative_change_pct
 
 
-def test_relative_change_is_undefined_from_zero_or_unknown() -> None:
-    assert relative_change_pct(10, 5) == -50.0
-    assert relative_change_pct(4, 5) == 25.0
-    assert relative_change_pct(0, 5) is None
-    assert relative_change_pct(None, 5) is None
-    assert relative_change_pct(5, None) is None
+def _rows(doc: dict[str, object]) -> dict[str, dict[str, object]]:
+    return {r["key"]: r for r in doc["trace"]}  # type: ignore[index,attr-defined]
 
 
 def test_a_trace_set_compared_with_itself_changes_nothing(shared_traces: Path) -> None:
     a = analyze([shared_traces / "dlio-legacy-strings"])
-    doc = compare_analyses(a, a, label_a="x", label_b="x")
-    assert all(q["change_pct"] in (0.0, None) for q in doc["summary"].values())
-    for fam in doc["families"].values():
-        assert all(q["change_pct"] in (0.0, None) and q["a"] == q["b"] for q in fam.values())
-    assert all(s["delta_pp"] == 0 for s in doc["shares"].values())
+    doc = compare_traces(a, a, ("x", "x"))
+    assert all(r["delta"] in (0.0, None) and r["change_pct"] in (0.0, None) for r in _rows(doc).values())
     assert doc["notes"] == []
 
 
 def test_fewer_bytes_moved_is_flagged_as_possibly_doing_less(shared_traces: Path) -> None:
     legacy = shared_traces / "dlio-legacy-strings"
     big, small = analyze([legacy / "dlio-1proc.pfw.gz"]), analyze([legacy / "posix-1proc.pfw"])
-    moved = lambda a: (a.read.bytes or 0) + (a.write.bytes or 0)  # noqa: E731
-    assert moved(big) > moved(small)
-    doc = compare_analyses(big, small)
-    assert doc["families"]["read"]["bytes"] == {
-        "a": big.read.bytes,
-        "b": small.read.bytes,
-        "change_pct": relative_change_pct(big.read.bytes, small.read.bytes),
-    }
-    assert any("doing less" in n for n in doc["notes"])
-    assert compare_analyses(small, big)["notes"] == []
+    assert moved_bytes(big) > moved_bytes(small)
+    rows = _rows(compare_traces(big, small, ("big", "small")))
+    assert rows["read.bytes"]["a"] == big.read.bytes and rows["read.bytes"]["b"] == small.read.bytes
+    assert rows["read.bytes"]["change_pct"] == 100.0 * (small.read.bytes - big.read.bytes) / big.read.bytes  # type: ignore[operator]
+    assert any("doing less" in n for n in compare_traces(big, small, ("a", "b"))["notes"])
+    assert compare_traces(small, big, ("a", "b"))["notes"] == []
 
 
 def test_errors_are_one_line_and_name_the_tool(tmp_path: Path) -> None:

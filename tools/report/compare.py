@@ -110,9 +110,24 @@ def compare_runs(
     return doc
 
 
+def moved_bytes(a: Analysis) -> int:
+    return (a.read.bytes or 0) + (a.write.bytes or 0)
+
+
+def work_notes(a: Analysis, b: Analysis) -> list[str]:
+    """What a reader must not miss: B moved fewer bytes than A (a speed-up there may be doing less)."""
+    if (a.events and b.events and 0 < moved_bytes(b) < moved_bytes(a)) or (
+        moved_bytes(a) and not moved_bytes(b)
+    ):
+        return [f"B moved fewer bytes than A ({moved_bytes(b):,} < {moved_bytes(a):,}): "
+                "a speed-up here may be doing less work"]  # fmt: skip
+    return []
+
+
 def compare_traces(a: Analysis, b: Analysis, labels: tuple[str, str]) -> dict[str, Any]:
     return {"schema": SCHEMA, "kind": "traces", "a": {"path": labels[0]}, "b": {"path": labels[1]},
-            "trace": compare_analyses(a, b)}  # fmt: skip
+            "trace": compare_analyses(a, b), "shape": {"a": a.shape.kind, "b": b.shape.kind},
+            "notes": work_notes(a, b)}  # fmt: skip
 
 
 # --------------------------------------------------------------------------- loading
