@@ -43,6 +43,23 @@ def emit_json(doc: object) -> None:
     sys.stdout.write(json.dumps(doc, indent=2) + "\n")
 
 
+@contextmanager
+def _bar(label: str, quiet: bool) -> Iterator[Any]:
+    """A Rich progress bar on stderr fed by ``tick(done, total, what)``; nothing with --json or off a terminal."""
+    err = Console(stderr=True)
+    if quiet or not err.is_terminal:
+        yield None
+        return
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
+                  console=err, transient=True) as bar:  # fmt: skip
+        task = bar.add_task("", total=None)
+
+        def tick(done: int, total: int, what: Any) -> None:
+            bar.update(task, completed=done, total=total, description=str(getattr(what, "status", what))[:40])
+
+        yield tick
+
+
 def parse_sets(items: list[str] | None) -> dict[str, str]:
     """``--set NAME=VALUE`` options as a dict (one-line error on a malformed one)."""
     out: dict[str, str] = {}
@@ -545,10 +562,9 @@ def papers_ingest(
 
     if not directory.is_dir():
         fail(f"{directory}: not a directory")
-    with _paper_errors():
-        report = ingest_dir(
-            directory, open_store(), limits=IngestLimits(timeout_s=timeout, memory_mb=memory_mb)
-        )
+    with _paper_errors(), _bar("ingesting PDFs", as_json) as tick:
+        report = ingest_dir(directory, open_store(), limits=IngestLimits(timeout_s=timeout, memory_mb=memory_mb),
+                            progress=tick)  # fmt: skip
     if as_json:
         emit_json(report.to_json())
         return

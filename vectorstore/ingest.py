@@ -381,14 +381,19 @@ def ingest_file(path: Path, store: PaperStore, *, limits: IngestLimits | None = 
 
 
 def ingest_dir(directory: Path, store: PaperStore, *, limits: IngestLimits | None = None,
-               lookup: Lookup | None = online_lookup, recursive: bool = True) -> IngestReport:  # fmt: skip
-    """Ingest every ``*.pdf`` under ``directory``; bad files are reported and skipped."""
+               lookup: Lookup | None = online_lookup, recursive: bool = True,
+               progress: Callable[[int, int, str], None] | None = None) -> IngestReport:  # fmt: skip
+    """Ingest every ``*.pdf`` under ``directory``; bad files are reported and skipped.
+
+    ``progress(done, total, file)`` is called after each file (the CLI draws a bar with it)."""
     root = Path(directory)
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: not a directory")
     pattern = "**/*" if recursive else "*"
     pdfs = sorted(p for p in root.glob(pattern) if p.is_file() and p.suffix.lower() == ".pdf")
     report = IngestReport(directory=str(root))
-    for pdf in pdfs:
+    for i, pdf in enumerate(pdfs, 1):
         report.files.append(ingest_file(pdf, store, limits=limits, lookup=lookup))
+        if progress is not None:
+            progress(i, len(pdfs), pdf.name)
     return report
