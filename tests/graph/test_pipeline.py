@@ -13,7 +13,7 @@ from dftune.graphs.context import Context
 from dftune.graphs.state import TuningState
 from dftune.tools.kb import opt_kb_records
 from tests.fakes.chat import ScriptedChatModel, tool_reply
-from tests.graph.conftest import Harness
+from tests.graph.conftest import TOY, Harness
 
 
 def _by_proposal(state: TuningState) -> dict[str, Any]:
@@ -184,3 +184,23 @@ def test_a_source_patch_is_applied_to_a_copy_measured_and_kept(tmp_path: Path, h
     assert (work / "app.py").read_bytes() == original  # the user's source is never touched
     assert state.incumbent is not None and state.incumbent.source_dir == str(copy)
     shutil.rmtree(work)
+
+
+def test_a_run_that_needs_traces_stops_clearly_when_dftracer_is_unusable(
+    tmp_path: Path, harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dftune.agents.installer as installer
+    from dftune.tools.trace.tracer import TracerUnavailable
+
+    def missing() -> Path:
+        raise TracerUnavailable("the dftracer package is not installed: pip install 'dftune[tracer]'")
+
+    monkeypatch.setattr(installer, "preload_library", missing)
+    spec = tmp_path / "workload.toml"
+    spec.write_text(TOY.read_text().replace('mode = "off"', 'mode = "preload"'))
+    (tmp_path / "toy.py").write_text((TOY.parent / "toy.py").read_text())
+    harness.invoke(TuningState(run_id=harness.run_id, spec_path=str(spec)))
+    state = harness.values()
+    assert state.status == "failed" and "tracing is required" in state.status_reason
+    assert "--allow-install" in state.status_reason and state.baseline is None
+    assert (harness.ws.run_dir(harness.run_id) / "report.md").is_file()
