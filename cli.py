@@ -239,10 +239,10 @@ def bench(
 
 def _progress(as_json: bool) -> Any:
     """Progress lines on stderr (Rich), silent with --json."""
-    from dftune.graphs.context import _silent
+    from dftune.graphs.context import silent
 
     if as_json:
-        return _silent
+        return silent
     err = Console(stderr=True)
     return lambda node, message: err.print(f"[dim]{node:>10}[/dim] {message}")
 

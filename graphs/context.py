@@ -19,7 +19,8 @@ from dftune.tools.session.workspace import Workspace
 ProgressFn = Callable[[str, str], None]
 
 
-def _silent(node: str, message: str) -> None:
+def silent(node: str, message: str) -> None:
+    """The default progress: nothing (tests, --json)."""
     return None
 
 
@@ -39,7 +40,7 @@ class Context:
     workspace: Workspace = field(default_factory=Workspace)
     #: the KB file (None: ``$DFTUNE_HOME/kb/opt_kb.sqlite``)
     kb_db: Path | None = None
-    progress: ProgressFn = _silent
+    progress: ProgressFn = silent
     #: extra literature search after the catalog (issue 6 plugs its search in here)
     search: SearchFn | None = None
     #: the passage that supports a catalog claim (from ingested PDFs or stored abstracts)

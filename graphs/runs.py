@@ -22,7 +22,7 @@ from langgraph.types import Command
 from dftune.agents.literature import make_evidence, make_search
 from dftune.agents.reasoner import make_reasoner
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
-from dftune.graphs.context import Context, ProgressFn, _silent
+from dftune.graphs.context import Context, ProgressFn, silent
 from dftune.graphs.finalize import state_json
 from dftune.graphs.pipeline import builder
 from dftune.graphs.state import REPLAYABLE_FIELDS, TuningState
@@ -118,7 +118,7 @@ def start_run(
     replicates: int | None = None,
     allow_install: bool = False,
     token_budget: int = 200_000,
-    progress: ProgressFn = _silent,
+    progress: ProgressFn = silent,
     workspace: Workspace | None = None,
 ) -> dict[str, Any]:
     """Create the run and drive the graph until it ends or waits for a person."""
@@ -147,7 +147,7 @@ def _existing(run_id: str, ws: Workspace) -> None:
 
 
 def resume_run(
-    run_id: str, *, progress: ProgressFn = _silent, workspace: Workspace | None = None
+    run_id: str, *, progress: ProgressFn = silent, workspace: Workspace | None = None
 ) -> dict[str, Any]:
     """Continue after a crash or kill from the last checkpoint; never re-applies or re-records."""
     ws = workspace or Workspace()
@@ -162,7 +162,7 @@ def resume_run(
     return _result(run_id, ws)
 
 
-def approve_run(run_id: str, *, reject: bool = False, reason: str = "", progress: ProgressFn = _silent,
+def approve_run(run_id: str, *, reject: bool = False, reason: str = "", progress: ProgressFn = silent,
                 workspace: Workspace | None = None) -> dict[str, Any]:  # fmt: skip
     """Answer the pending approval and continue the run."""
     ws = workspace or Workspace()
@@ -215,7 +215,7 @@ def _coerce(name: str, raw: str) -> Any:
 
 
 def replay_run(run_id: str, checkpoint_id: str, sets: dict[str, str] | None = None, *,
-               progress: ProgressFn = _silent, workspace: Workspace | None = None) -> dict[str, Any]:  # fmt: skip
+               progress: ProgressFn = silent, workspace: Workspace | None = None) -> dict[str, Any]:  # fmt: skip
     """Fork from a saved state (optionally changing inputs) and run the fork to its end."""
     ws = workspace or Workspace()
     _existing(run_id, ws)
