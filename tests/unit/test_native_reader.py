@@ -341,6 +341,17 @@ def test_broken_files_give_the_same_error_and_skip_bad_result(tmp_path: Path, ca
 
 
 @needs_native
+def test_a_bad_gzip_crc_is_declined(tmp_path: Path) -> None:
+    """The inflate checks each member's CRC; DuckDB does not, so it reads the file alone."""
+    data = bytearray(gzip.compress(("\n".join(ev("read", i, 1, ret=i) for i in range(2000)) + "\n").encode()))
+    data[-6] ^= 1  # a byte of the member's CRC-32
+    path = tmp_path / "t.pfw.gz"
+    path.write_bytes(bytes(data))
+    assert read_file_native(path) is None
+    assert assert_same([path])["events"] == 2000
+
+
+@needs_native
 def test_all_no_args_error_is_the_same(tmp_path: Path) -> None:
     plain = _d({"name": "read", "cat": "POSIX", "pid": 1, "ts": 1, "dur": 1, "ph": 1})
     path = write(tmp_path / "t.pfw.gz", [plain, plain])
@@ -379,6 +390,20 @@ def test_extension_is_built_where_a_compiler_exists() -> None:
     assert native.module() is not None, (
         "a C compiler and zlib.h are present but dftune.tools.trace._fastscan is missing: "
         "rebuild with `pip install -e .` and read the build warnings"
+    )
+
+
+def test_isal_inflate_is_linked_where_its_header_exists() -> None:
+    """CI installs libisal-dev: setup.py must then have built the reader against ISA-L."""
+    if not _compiler_and_zlib() or not Path("/usr/include/isa-l/igzip_lib.h").is_file():
+        pytest.skip("no compiler or no ISA-L header here: zlib inflates")
+    if os.environ.get("DFTUNE_NO_ISAL", "") not in ("", "0"):
+        pytest.skip("DFTUNE_NO_ISAL is set: the zlib build was asked for")
+    mod = native.module()
+    assert mod is not None
+    assert mod.INFLATE == "isa-l", (
+        "isa-l/igzip_lib.h is present but _fastscan was built with zlib: rebuild with "
+        "`pip install -e .` and read setup.py's probe output"
     )
 
 
