@@ -214,7 +214,23 @@ def _unknown_keys() -> list[str]:
     return [meta("FH", "/d/x", "bb"), line]
 
 
+def _number_and_key_edges() -> list[str]:
+    """Around the scanner's word-at-a-time paths: integers of 8, 9 and 16-19 digits, keys of
+    8 and 9 bytes (a known key plus a suffix is another key), spaces around colons."""
+    return [meta("FH", "/d/x", "bb"),
+            '{"id":12345678,"name":"read","cat":"POSIX","pid":0,"tid":123456789012345678,"ts":99999999,'
+            '"dur":100000000,"ph":1,"args":{"hhash":"aa","fhash":"bb","ret":123456789012345678,'
+            '"offset":1000000000000000000,"hostname2":"x","size_minx":3,"re":1,"rets":2,"cmd_hash":"c"}}',
+            '{ "name" : "write" , "cat":"POSIX" ,"pid": 7,"ts" :1234567890123456,"dur": 12345678901234567 ,'
+            '"ph":1,"args": { "fhash" :"bb" , "ret": 0 , "offset" :10000000 } }',
+            '{"name":"pread","cat":"POSIX","pid":7,"ts":1,"dur":1,"ph":1,"args":{"fhash":"bb","ret":4096,'
+            '"offset":999999999999999999,"count":1e3,"n0":0,"tid2":12345678901234567890}}',
+            '{"name":"pread","cat":"POSIX","pid":7,"ts":2,"dur":0,"ph":1,"args":{"fhash":"bb","ret":40960000,'
+            '"offset":12345678,"count":0.5}}']  # fmt: skip
+
+
 CASES: dict[str, Callable[[], list[str]]] = {
+    "number-and-key-edges": _number_and_key_edges,
     "escapes": _escapes,
     "numbers-as-strings": _numbers_as_strings,
     "missing-args": _missing_args,
@@ -292,6 +308,11 @@ DECLINED: dict[str, list[str]] = {
     "float-in-text": [ev("read", 10, 2, fhash=1.5, ret=1)],
     "array-args": ['{"name":"read","cat":"POSIX","pid":1,"ts":1,"dur":1,"ph":1,"args":[1]}'],
     "trailing-comma": [ev("read", 5, 1, fhash="bb", ret=3) + ","],
+    "exponent-int": [ev("read", 10, 2, fhash="bb", ret=1).replace('"ret":1', '"ret":1E2')],
+    "fraction-ts": [ev("read", 10, 2, fhash="bb", ret=1).replace('"ts":10', '"ts":12345678.0')],
+    "19-digit-overflow": [
+        ev("read", 10, 2, fhash="bb", ret=1).replace('"ret":1', '"ret":9999999999999999999')
+    ],
 }
 
 
@@ -312,6 +333,9 @@ BROKEN: dict[str, Callable[[Path], Path]] = {
     ),
     "invalid-escape": lambda d: write(
         d / "t.pfw.gz", [ev("read", 1, 1, ret=3), ev("re@d", 2, 1, ret=3).replace("@", "\\x")]
+    ),
+    "leading-zero": lambda d: write(
+        d / "t.pfw.gz", [ev("read", 1, 1, ret=3), ev("read", 2, 1, ret=3).replace('"ret":3', '"ret":03')]
     ),
     "negative-dur": lambda d: write(d / "t.pfw.gz", [ev("read", 1, 1, ret=3), ev("read", 2, -1, ret=3)]),
     "truncated-gzip": lambda d: _truncated(d / "t.pfw.gz"),

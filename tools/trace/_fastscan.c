@@ -576,8 +576,43 @@ static int scan_number(const char **pp, const char *e, Num *out) {
 /* Bytes that can appear in a key without needing the full string scanner. */
 static uint8_t PLAIN_KEY[256];
 
+/* Keys the scanner reads, by their bytes packed into one little-endian word (every key it
+   knows has at most 8 bytes): one multiply-shift probe instead of comparing strings. */
+typedef struct {
+    uint64_t w;
+    int8_t code;
+} KeyEnt;
+
+#define TOPK_BITS 5
+#define ARGK_BITS 7
+static KeyEnt TOPK[1 << TOPK_BITS], ARGK[1 << ARGK_BITS];
+
+static inline unsigned kslot(uint64_t w, unsigned bits) { return (unsigned)((w * 0x9e3779b97f4a7c15ULL) >> (64 - bits)); }
+
+static void kadd(KeyEnt *t, unsigned bits, const char *s, int code) {
+    uint64_t w = 0;
+    memcpy(&w, s, strlen(s));
+    unsigned j = kslot(w, bits);
+    while (t[j].w) j = (j + 1) & ((1u << bits) - 1);
+    t[j].w = w;
+    t[j].code = (int8_t)code;
+}
+
+/* The code of the key packed in w, or -1 (w == 0: the empty key or one longer than 8). */
+static inline int klookup(const KeyEnt *t, unsigned bits, uint64_t w) {
+    unsigned j = kslot(w, bits);
+    while (t[j].w) {
+        if (t[j].w == w) return t[j].code;
+        j = (j + 1) & ((1u << bits) - 1);
+    }
+    return -1;
+}
+
+static void init_keys(void);
+
 static void init_tables(void) {
     for (int c = 0; c < 256; c++) PLAIN_KEY[c] = (c >= 0x20 && c < 0x80 && c != '"' && c != '\\');
+    init_keys();
 }
 
 /* *pp points just after the opening quote of a key. */
@@ -593,6 +628,88 @@ static inline int scan_key(const char **pp, const char *e, Str *out) {
         return 1;
     }
     return scan_string(pp, e, out);
+}
+
+/* *pp points just after the opening quote of a key.  Returns the key packed in a word
+   (0 when longer than 8 bytes) in *w and 1, or 0 when the key is not one the scanner
+   accepts (an escape, invalid UTF-8, an unterminated string).  The common case, a plain
+   ASCII key of up to 8 bytes, is found with one 8-byte load; the line buffer is padded,
+   so the load may run past the line. */
+static inline int key_word(const char **pp, const char *e, uint64_t *w) {
+    const char *p = *pp;
+    if (p + 9 <= e) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        uint64_t m = (has_zero_byte(x ^ 0x2222222222222222ULL) | has_zero_byte(x ^ 0x5c5c5c5c5c5c5c5cULL) |
+                      ((x - 0x2020202020202020ULL) & ~x) | x) &
+                     0x8080808080808080ULL;
+        if (m) {
+            unsigned pos = (unsigned)__builtin_ctzll(m) >> 3;
+            if (p[pos] == '"') {
+                *w = pos ? x & (~0ULL >> (64 - 8 * pos)) : 0;
+                *pp = p + pos + 1;
+                return 1;
+            }
+        } else if (p[8] == '"') {
+            *w = x;
+            *pp = p + 9;
+            return 1;
+        }
+    }
+    Str k;
+    if (!scan_key(pp, e, &k) || k.esc) return 0;
+    uint64_t x = 0;
+    if (k.n <= 8) memcpy(&x, k.p, k.n);
+    *w = x;
+    return 1;
+}
+
+/* How many of the 8 bytes of w, from the lowest, are ASCII digits. */
+static inline unsigned lead_digits8(uint64_t w) {
+    uint64_t x = ((w & 0xf0f0f0f0f0f0f0f0ULL) ^ 0x3030303030303030ULL) |
+                 (((w + 0x0606060606060606ULL) & 0xf0f0f0f0f0f0f0f0ULL) ^ 0x3030303030303030ULL);
+    uint64_t nz = (x | ((x & 0x7f7f7f7f7f7f7f7fULL) + 0x7f7f7f7f7f7f7f7fULL)) & 0x8080808080808080ULL;
+    return nz ? (unsigned)__builtin_ctzll(nz) >> 3 : 8;
+}
+
+/* The value of the first k (1..8) digit bytes of w. */
+static inline uint64_t parse_digits(uint64_t w, unsigned k) {
+    w <<= 8 * (8 - k); /* the shifted-in zero bytes read as leading zeros */
+    w = ((w & 0x0f0f0f0f0f0f0f0fULL) * 2561) >> 8;
+    w = ((w & 0x00ff00ff00ff00ffULL) * 6553601) >> 16;
+    return ((w & 0x0000ffff0000ffffULL) * 42949672960001ULL) >> 32;
+}
+
+static const uint64_t POW10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+
+/* A plain non-negative JSON integer of at most 18 digits (the common case), eight digits
+   per step; 0 (nothing consumed) for anything else, which scan_number then judges. */
+static inline int fast_uint(const char **pp, const char *e, int64_t *v) {
+    const char *p = *pp;
+    uint64_t w;
+    memcpy(&w, p, 8);
+    unsigned k = lead_digits8(w), n = k;
+    if (k == 0 || (p[0] == '0' && k > 1)) return 0;
+    uint64_t val = parse_digits(w, k);
+    if (k == 8) {
+        memcpy(&w, p + 8, 8);
+        unsigned k2 = lead_digits8(w);
+        if (k2) val = val * POW10[k2] + parse_digits(w, k2);
+        n += k2;
+        if (k2 == 8) {
+            memcpy(&w, p + 16, 8);
+            unsigned k3 = lead_digits8(w);
+            if (k3 > 2) return 0; /* 19 digits or more: may not fit */
+            if (k3) val = val * POW10[k3] + parse_digits(w, k3);
+            n += k3;
+        }
+    }
+    if (p + n >= e) return 0; /* the digits must end inside the line */
+    char c = p[n];
+    if (c == '.' || c == 'e' || c == 'E') return 0;
+    *v = (int64_t)val;
+    *pp = p + n;
+    return 1;
 }
 
 static int skip_value(const char **pp, const char *e, int depth);
@@ -652,6 +769,8 @@ static int skip_value(const char **pp, const char *e, int depth) {
         if (e - p >= 4 && memcmp(p, "null", 4) == 0) { *pp = p + 4; return 1; }
         return 0;
     default: {
+        int64_t v;
+        if ((unsigned)(*p - '0') < 10 && fast_uint(pp, e, &v)) return 1;
         Num n;
         if (!scan_number(&p, e, &n)) return 0;
         *pp = p;
@@ -689,6 +808,10 @@ static int read_i64(const char **pp, const char *e, I64 *out) {
         out->v = n.v;
         out->set = 1;
         *pp = p;
+        return 1;
+    }
+    if ((unsigned)(*p - '0') < 10 && fast_uint(pp, e, &out->v)) {
+        out->set = 1;
         return 1;
     }
     Num n;
@@ -761,9 +884,25 @@ static int read_json_text(const char **pp, const char *e, Str *out, char *scratc
     return 1;
 }
 
-static int key_is(const Str *k, const char *lit, uint32_t n) { return k->n == n && memcmp(k->p, lit, n) == 0; }
+#define ARG_TXT 16 /* ARGK codes: ai index, or ARG_TXT + at index */
 
-#define KEY(lit) key_is(&k, lit, sizeof(lit) - 1)
+static void init_keys(void) {
+    static const char *const top[] = {"ts", "ph", "cat", "pid", "dur", "name", "args"};
+    for (int i = 0; i < 7; i++) kadd(TOPK, TOPK_BITS, top[i], i);
+    static const struct {
+        const char *k;
+        int code;
+    } args[] = {
+        {"ret", A_RET}, {"offset", A_OFFSET}, {"size", A_SIZE}, {"whence", A_WHENCE}, {"flags", A_FLAGS},
+        {"rank", A_RANK}, {"dft_cnt", A_DFTCNT}, {"dur", A_DUR}, {"dur_sum", A_DURSUM}, {"ret_sum", A_RETSUM},
+        {"size_min", A_SIZEMIN}, {"size_max", A_SIZEMAX},
+        {"fhash", ARG_TXT + T_FHASH}, {"hhash", ARG_TXT + T_HHASH}, {"fname", ARG_TXT + T_FNAME},
+        {"hostname", ARG_TXT + T_HOSTNAME}, {"name", ARG_TXT + T_NAME}, {"value", ARG_TXT + T_VALUE},
+        {"mode", ARG_TXT + T_MODE}, {"epoch", ARG_TXT + T_EPOCH}, {"step", ARG_TXT + T_STEP},
+        {"cmd_hash", ARG_TXT + T_CMDHASH}, {"version", ARG_TXT + T_VERSION}, {"cfg", ARG_TXT + T_CFG},
+    };
+    for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++) kadd(ARGK, ARGK_BITS, args[i].k, args[i].code);
+}
 
 static int parse_args(const char **pp, const char *e, Ev *ev, char *scratch) {
     const char *p = skip_ws(*pp, e);
@@ -773,53 +912,18 @@ static int parse_args(const char **pp, const char *e, Ev *ev, char *scratch) {
         return 1;
     }
     for (;;) {
-        Str k;
+        uint64_t kw;
         if (p >= e || *p != '"') return 0;
         p++;
-        if (!scan_key(&p, e, &k) || k.esc) return 0;
-        p = skip_ws(p, e);
-        if (p >= e || *p != ':') return 0;
-        p = skip_ws(p + 1, e);
-        int ai = -1, at = -1;
-        switch (k.n) {
-        case 3:
-            if (KEY("ret")) ai = A_RET;
-            else if (KEY("dur")) ai = A_DUR;
-            else if (KEY("cfg")) at = T_CFG;
-            break;
-        case 4:
-            if (KEY("size")) ai = A_SIZE;
-            else if (KEY("rank")) ai = A_RANK;
-            else if (KEY("name")) at = T_NAME;
-            else if (KEY("mode")) at = T_MODE;
-            else if (KEY("step")) at = T_STEP;
-            break;
-        case 5:
-            if (KEY("flags")) ai = A_FLAGS;
-            else if (KEY("fhash")) at = T_FHASH;
-            else if (KEY("hhash")) at = T_HHASH;
-            else if (KEY("fname")) at = T_FNAME;
-            else if (KEY("value")) at = T_VALUE;
-            else if (KEY("epoch")) at = T_EPOCH;
-            break;
-        case 6:
-            if (KEY("offset")) ai = A_OFFSET;
-            else if (KEY("whence")) ai = A_WHENCE;
-            break;
-        case 7:
-            if (KEY("dft_cnt")) ai = A_DFTCNT;
-            else if (KEY("dur_sum")) ai = A_DURSUM;
-            else if (KEY("ret_sum")) ai = A_RETSUM;
-            else if (KEY("version")) at = T_VERSION;
-            break;
-        case 8:
-            if (KEY("size_min")) ai = A_SIZEMIN;
-            else if (KEY("size_max")) ai = A_SIZEMAX;
-            else if (KEY("hostname")) at = T_HOSTNAME;
-            else if (KEY("cmd_hash")) at = T_CMDHASH;
-            break;
-        default: break;
+        if (!key_word(&p, e, &kw)) return 0;
+        if (*p != ':') {
+            p = skip_ws(p, e);
+            if (p >= e || *p != ':') return 0;
         }
+        p++;
+        if (p < e && (*p == ' ' || *p == '\t')) p = skip_ws(p, e);
+        int code = klookup(ARGK, ARGK_BITS, kw);
+        int ai = code >= 0 && code < ARG_TXT ? code : -1, at = code >= ARG_TXT ? code - ARG_TXT : -1;
         if (ai >= 0) {
             uint32_t bit = 1u << ai;
             if (seen & bit) return 0;
@@ -852,38 +956,34 @@ static int parse_args(const char **pp, const char *e, Ev *ev, char *scratch) {
 }
 
 /* Parse one JSON line into ev.  Returns 1 on success, 0 when the line must go to DuckDB. */
+static inline void ev_reset(Ev *ev) {
+    ev->name.set = ev->cat.set = ev->ph.set = 0;
+    ev->pid.set = ev->ts.set = ev->dur.set = 0;
+    ev->has_args = 0;
+    for (int i = 0; i < N_AINT; i++) ev->ai[i].set = 0;
+    for (int i = 0; i < N_ATXT; i++) ev->at[i].set = 0;
+}
+
+/* Parse one JSON line into ev.  Returns 1 on success, 0 when the line must go to DuckDB. */
 static int parse_line(const char *p, const char *e, Ev *ev, char *scratch) {
-    memset(ev, 0, sizeof(*ev));
+    ev_reset(ev);
     uint32_t seen = 0;
     p = skip_ws(p, e);
     if (p >= e || *p != '{') return 0;
     p = skip_ws(p + 1, e);
     if (p < e && *p == '}') return 0;
     for (;;) {
-        Str k;
+        uint64_t kw;
         if (p >= e || *p != '"') return 0;
         p++;
-        if (!scan_key(&p, e, &k) || k.esc) return 0;
-        p = skip_ws(p, e);
-        if (p >= e || *p != ':') return 0;
-        p = skip_ws(p + 1, e);
-        int which = -1;
-        switch (k.n) {
-        case 2:
-            if (KEY("ts")) which = 0;
-            else if (KEY("ph")) which = 1;
-            break;
-        case 3:
-            if (KEY("cat")) which = 2;
-            else if (KEY("pid")) which = 3;
-            else if (KEY("dur")) which = 4;
-            break;
-        case 4:
-            if (KEY("name")) which = 5;
-            else if (KEY("args")) which = 6;
-            break;
-        default: break;
+        if (!key_word(&p, e, &kw)) return 0;
+        if (*p != ':') {
+            p = skip_ws(p, e);
+            if (p >= e || *p != ':') return 0;
         }
+        p++;
+        if (p < e && (*p == ' ' || *p == '\t')) p = skip_ws(p, e);
+        int which = klookup(TOPK, TOPK_BITS, kw);
         if (which >= 0) {
             if (seen & (1u << which)) return 0;
             seen |= 1u << which;
@@ -1106,6 +1206,11 @@ typedef struct {
     size_t scratch_cap;
 
     uint32_t icache_id[64], icache_n[64]; /* recently interned strings, by a cheap hash */
+    struct {
+        uint64_t a, b;
+        uint32_t n, id;
+    } scache[256];                  /* recently interned strings of up to 16 bytes, by value */
+    const char *buf_lo, *buf_hi; /* the padded line buffer: 16-byte loads inside it are safe */
     MapCache c_proc, c_path, c_gfile, c_epoch, c_steps, c_layer[8], c_names[8], c_iface[NFAM];
 
     uint32_t last_hkey; /* cache: hkey strings repeat on every line */
@@ -1251,6 +1356,29 @@ static const CatProp *cat_prop(St *st, uint32_t id) {
 
 /* Intern a raw string view (decoding escapes first). 0 on failure (OOM). */
 static inline uint32_t intern_cached(St *st, const char *p, size_t n) {
+    if (n <= 16 && p >= st->buf_lo && p + 16 <= st->buf_hi) {
+        /* names, categories and hashes: two masked 8-byte loads, compared by value */
+        uint64_t a, b;
+        memcpy(&a, p, 8);
+        memcpy(&b, p + 8, 8);
+        if (n < 8) {
+            a = n ? a & (~0ULL >> (64 - 8 * n)) : 0;
+            b = 0;
+        } else if (n < 16) {
+            b = n > 8 ? b & (~0ULL >> (64 - 8 * (n - 8))) : 0;
+        }
+        size_t k = (size_t)(mix64(a ^ (b * 0x9e3779b97f4a7c15ULL) ^ n) & 255);
+        if (st->scache[k].id && st->scache[k].a == a && st->scache[k].b == b && st->scache[k].n == n)
+            return st->scache[k].id;
+        uint32_t id = intern(&st->str, p, n);
+        if (id) {
+            st->scache[k].a = a;
+            st->scache[k].b = b;
+            st->scache[k].n = (uint32_t)n;
+            st->scache[k].id = id;
+        }
+        return id;
+    }
     if (n == 0) return intern(&st->str, p, n);
     const unsigned char *u = (const unsigned char *)p;
     size_t k = (n * 7 + u[0] * 31u + u[n - 1] * 131u + u[n > 2 ? n - 3 : 0] * 17u + u[n / 2] * 5u) & 63;
@@ -1274,6 +1402,7 @@ static uint32_t intern_str(St *st, const Str *s) {
 
 static uint32_t hkey_id(St *st, const Str *s) {
     if (!s->set) return 0;
+    if (!s->esc && s->n <= 16) return intern_cached(st, s->p, s->n);
     if (!s->esc && st->last_hkey && s->n == st->last_hkey_n && memcmp(s->p, st->last_hkey_buf, s->n) == 0)
         return st->last_hkey;
     uint32_t id = intern_str(st, s);
@@ -2052,6 +2181,7 @@ static ptrdiff_t handle_lines(St *st, const char *buf, size_t len) {
 #define BUF_START (1 << 22)
 #endif
 #define LINE_LIMIT ((size_t)16 << 20) /* DuckDB's maximum_object_size in reader.py */
+#define BUF_PAD 64                     /* zeroed bytes after the line buffer for wide loads */
 
 /* gzip inflate, one member at a time: ISA-L's igzip when the build found it (about 3x
    zlib's speed on trace data, streaming, CRC and length checked), else zlib. */
@@ -2123,7 +2253,7 @@ static int run_file(St *st, const char *path) {
     if (!f) FAILWITH("cannot open the file");
     unsigned char *in = malloc(IN_CHUNK);
     size_t cap = BUF_START, len = 0;
-    char *buf = malloc(cap);
+    char *buf = malloc(cap + BUF_PAD);
     Infl *z = NULL;
     int ok = 0, gz = 0, eof = 0;
     const unsigned char *next_in = in;
@@ -2132,6 +2262,9 @@ static int run_file(St *st, const char *path) {
         st->why = FAIL_OOM;
         goto out;
     }
+    memset(buf + cap, 0, BUF_PAD);
+    st->buf_lo = buf;
+    st->buf_hi = buf + cap + BUF_PAD;
     size_t in_len = fread(in, 1, IN_CHUNK, f);
     if (in_len < IN_CHUNK) {
         if (ferror(f)) {
@@ -2167,13 +2300,16 @@ static int run_file(St *st, const char *path) {
                 st->why = "a line longer than 16 MiB";
                 goto out;
             }
-            char *nb = realloc(buf, cap * 2);
+            char *nb = realloc(buf, cap * 2 + BUF_PAD);
             if (!nb) {
                 st->why = FAIL_OOM;
                 goto out;
             }
             buf = nb;
             cap *= 2;
+            memset(buf + cap, 0, BUF_PAD);
+            st->buf_lo = buf;
+            st->buf_hi = buf + cap + BUF_PAD;
         }
         if (!gz) {
             size_t got = fread(buf + len, 1, cap - len, f);
