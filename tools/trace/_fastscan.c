@@ -29,6 +29,11 @@
 
 static PyObject *FallbackError;
 
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#ifndef NOINL
+#define NOINL
+#endif
+
 /* ------------------------------------------------------------------------------ */
 /* small growable helpers                                                          */
 
@@ -330,6 +335,7 @@ typedef struct {
 static const char *const FAIL_JSON = "a line is not JSON the native scanner handles";
 
 static inline const char *skip_ws(const char *p, const char *e) {
+    if (LIKELY(p < e && (unsigned char)*p > ' ')) return p;
     while (p < e && (*p == ' ' || *p == '\t')) p++;
     return p;
 }
@@ -583,36 +589,53 @@ typedef struct {
     int8_t code;
 } KeyEnt;
 
-#define TOPK_BITS 5
-#define ARGK_BITS 7
-static KeyEnt TOPK[1 << TOPK_BITS], ARGK[1 << ARGK_BITS];
+/* A collision-free table: init_keys picks the multiplier, so a lookup is one slot and
+   one compare (no probing loop for the unknown keys every line carries: id, tid, ...). */
+#define TOPK_BITS 6
+#define ARGK_BITS 8
+typedef struct {
+    uint64_t mul;
+    unsigned shift;
+    KeyEnt *t;
+} KeyTab;
+static KeyEnt TOPK_E[1 << TOPK_BITS], ARGK_E[1 << ARGK_BITS];
+static KeyTab TOPK = {0, 64 - TOPK_BITS, TOPK_E}, ARGK = {0, 64 - ARGK_BITS, ARGK_E};
 
-static inline unsigned kslot(uint64_t w, unsigned bits) { return (unsigned)((w * 0x9e3779b97f4a7c15ULL) >> (64 - bits)); }
-
-static void kadd(KeyEnt *t, unsigned bits, const char *s, int code) {
-    uint64_t w = 0;
-    memcpy(&w, s, strlen(s));
-    unsigned j = kslot(w, bits);
-    while (t[j].w) j = (j + 1) & ((1u << bits) - 1);
-    t[j].w = w;
-    t[j].code = (int8_t)code;
+/* Fill tab with keys[i] -> codes[i]; 0 when no multiplier tried is collision-free. */
+static int ktab_build(KeyTab *tab, const char *const *keys, const int *codes, size_t n) {
+    size_t size = (size_t)1 << (64 - tab->shift);
+    uint64_t mul = 0x9e3779b97f4a7c15ULL;
+    for (int attempt = 0; attempt < 100000; attempt++) {
+        memset(tab->t, 0, size * sizeof(KeyEnt));
+        int ok = 1;
+        for (size_t i = 0; i < n && ok; i++) {
+            uint64_t w = 0;
+            memcpy(&w, keys[i], strlen(keys[i]));
+            KeyEnt *e = &tab->t[(w * mul) >> tab->shift];
+            if (e->w) ok = 0;
+            e->w = w;
+            e->code = (int8_t)codes[i];
+        }
+        if (ok) {
+            tab->mul = mul;
+            return 1;
+        }
+        mul = mix64(mul + (uint64_t)attempt) | 1;
+    }
+    return 0;
 }
 
 /* The code of the key packed in w, or -1 (w == 0: the empty key or one longer than 8). */
-static inline int klookup(const KeyEnt *t, unsigned bits, uint64_t w) {
-    unsigned j = kslot(w, bits);
-    while (t[j].w) {
-        if (t[j].w == w) return t[j].code;
-        j = (j + 1) & ((1u << bits) - 1);
-    }
-    return -1;
+static inline int klookup(const KeyTab *tab, uint64_t w) {
+    const KeyEnt *e = &tab->t[(w * tab->mul) >> tab->shift];
+    return (e->w == w && w) ? e->code : -1;
 }
 
-static void init_keys(void);
+static int init_keys(void);
 
-static void init_tables(void) {
+static int init_tables(void) {
     for (int c = 0; c < 256; c++) PLAIN_KEY[c] = (c >= 0x20 && c < 0x80 && c != '"' && c != '\\');
-    init_keys();
+    return init_keys();
 }
 
 /* *pp points just after the opening quote of a key. */
@@ -886,22 +909,19 @@ static int read_json_text(const char **pp, const char *e, Str *out, char *scratc
 
 #define ARG_TXT 16 /* ARGK codes: ai index, or ARG_TXT + at index */
 
-static void init_keys(void) {
+static int init_keys(void) {
     static const char *const top[] = {"ts", "ph", "cat", "pid", "dur", "name", "args"};
-    for (int i = 0; i < 7; i++) kadd(TOPK, TOPK_BITS, top[i], i);
-    static const struct {
-        const char *k;
-        int code;
-    } args[] = {
-        {"ret", A_RET}, {"offset", A_OFFSET}, {"size", A_SIZE}, {"whence", A_WHENCE}, {"flags", A_FLAGS},
-        {"rank", A_RANK}, {"dft_cnt", A_DFTCNT}, {"dur", A_DUR}, {"dur_sum", A_DURSUM}, {"ret_sum", A_RETSUM},
-        {"size_min", A_SIZEMIN}, {"size_max", A_SIZEMAX},
-        {"fhash", ARG_TXT + T_FHASH}, {"hhash", ARG_TXT + T_HHASH}, {"fname", ARG_TXT + T_FNAME},
-        {"hostname", ARG_TXT + T_HOSTNAME}, {"name", ARG_TXT + T_NAME}, {"value", ARG_TXT + T_VALUE},
-        {"mode", ARG_TXT + T_MODE}, {"epoch", ARG_TXT + T_EPOCH}, {"step", ARG_TXT + T_STEP},
-        {"cmd_hash", ARG_TXT + T_CMDHASH}, {"version", ARG_TXT + T_VERSION}, {"cfg", ARG_TXT + T_CFG},
-    };
-    for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++) kadd(ARGK, ARGK_BITS, args[i].k, args[i].code);
+    static const int top_codes[] = {0, 1, 2, 3, 4, 5, 6};
+    static const char *const args[] = {"ret", "offset", "size", "whence", "flags", "rank", "dft_cnt", "dur",
+                                       "dur_sum", "ret_sum", "size_min", "size_max", "fhash", "hhash", "fname",
+                                       "hostname", "name", "value", "mode", "epoch", "step", "cmd_hash",
+                                       "version", "cfg"};
+    static const int arg_codes[] = {A_RET, A_OFFSET, A_SIZE, A_WHENCE, A_FLAGS, A_RANK, A_DFTCNT, A_DUR,
+                                    A_DURSUM, A_RETSUM, A_SIZEMIN, A_SIZEMAX, ARG_TXT + T_FHASH,
+                                    ARG_TXT + T_HHASH, ARG_TXT + T_FNAME, ARG_TXT + T_HOSTNAME, ARG_TXT + T_NAME,
+                                    ARG_TXT + T_VALUE, ARG_TXT + T_MODE, ARG_TXT + T_EPOCH, ARG_TXT + T_STEP,
+                                    ARG_TXT + T_CMDHASH, ARG_TXT + T_VERSION, ARG_TXT + T_CFG};
+    return ktab_build(&TOPK, top, top_codes, 7) && ktab_build(&ARGK, args, arg_codes, 24);
 }
 
 static int parse_args(const char **pp, const char *e, Ev *ev, char *scratch) {
@@ -922,7 +942,7 @@ static int parse_args(const char **pp, const char *e, Ev *ev, char *scratch) {
         }
         p++;
         if (p < e && (*p == ' ' || *p == '\t')) p = skip_ws(p, e);
-        int code = klookup(ARGK, ARGK_BITS, kw);
+        int code = klookup(&ARGK, kw);
         int ai = code >= 0 && code < ARG_TXT ? code : -1, at = code >= ARG_TXT ? code - ARG_TXT : -1;
         if (ai >= 0) {
             uint32_t bit = 1u << ai;
@@ -965,7 +985,7 @@ static inline void ev_reset(Ev *ev) {
 }
 
 /* Parse one JSON line into ev.  Returns 1 on success, 0 when the line must go to DuckDB. */
-static int parse_line(const char *p, const char *e, Ev *ev, char *scratch) {
+static NOINL int parse_line(const char *p, const char *e, Ev *ev, char *scratch) {
     ev_reset(ev);
     uint32_t seen = 0;
     p = skip_ws(p, e);
@@ -983,7 +1003,7 @@ static int parse_line(const char *p, const char *e, Ev *ev, char *scratch) {
         }
         p++;
         if (p < e && (*p == ' ' || *p == '\t')) p = skip_ws(p, e);
-        int which = klookup(TOPK, TOPK_BITS, kw);
+        int which = klookup(&TOPK, kw);
         if (which >= 0) {
             if (seen & (1u << which)) return 0;
             seen |= 1u << which;
@@ -1513,7 +1533,7 @@ static int mode_is_append(St *st, const Str *m) {
     return n > 0 && buf[0] == 'a';
 }
 
-static int process_event(St *st, Ev *ev) {
+static NOINL int process_event(St *st, Ev *ev) {
     const Config *c = st->cfg;
     if (!ev->ph.set || !ev->name.set) FAILWITH("an event without 'ph' or 'name'");
     int k = 0, legacy = 0;
@@ -3047,7 +3067,10 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__fastscan(void) {
-    init_tables();
+    if (!init_tables()) {
+        PyErr_SetString(PyExc_RuntimeError, "_fastscan: no collision-free key table");
+        return NULL;
+    }
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     FallbackError = PyErr_NewExceptionWithDoc("_fastscan.Fallback",
