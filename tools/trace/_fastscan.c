@@ -1112,9 +1112,10 @@ typedef struct {
     uint32_t h, v;
 } MetaRow;
 
-typedef struct { /* an I/O call the position pass needs, in file order */
-    int64_t ts, nb, off, setpos, dur;
-    uint32_t g, fk;
+typedef struct { /* an I/O call the position pass needs, in file order (40 bytes) */
+    int64_t ts, nb, dur;
+    int64_t pos;  /* the offset argument (positional calls) or the position set (setters) */
+    uint32_t g;   /* (process, file) group; its file key is St.gfk[g] */
     int8_t kind;
     uint8_t is_write;
 } PosRec;
@@ -1216,6 +1217,8 @@ typedef struct {
     Sum *time_bytes, *time_time;
 
     Map gfile_map;
+    uint32_t *gfk; /* file key of each (process, file) group */
+    size_t ngfk, gfkcap;
 
     PosRec *pos;
     size_t npos, poscap;
@@ -1852,15 +1855,17 @@ static NOINL int process_event(St *st, Ev *ev) {
         int added;
         uint32_t g = map_get_c(&st->gfile_map, &st->c_gfile, pi, fkey, &added);
         if (!g) FAILWITH(FAIL_OOM);
+        if (added) {
+            GROW(st->gfk, st->ngfk, st->gfkcap, st->ngfk + 1, oom);
+            st->gfk[st->ngfk++] = fkey;
+        }
         GROW(st->pos, st->npos, st->poscap, st->npos + 1, oom);
         PosRec *r = &st->pos[st->npos++];
         r->ts = ts;
         r->nb = nbytes.set ? nbytes.v : -1;
-        r->off = off->set ? off->v : -1;
-        r->setpos = setpos;
+        r->pos = kind == ROLE_POSITIONAL ? (off->set ? off->v : -1) : setpos;
         r->dur = dur;
         r->g = g - 1;
-        r->fk = fkey;
         r->kind = (int8_t)kind;
         r->is_write = fam == FAM_WRITE;
     }
@@ -1872,10 +1877,14 @@ oom:
 /* ------------------------------------------------------------------------------ */
 /* order-dependent passes                                                          */
 
-/* Stable counting sort of record indices by group id (0..ngroups-1). */
-static uint32_t *group_order(const uint32_t *gid, size_t stride_unused, size_t n, size_t ngroups,
+/* The records' fields are read in place (base + i * stride + offset) rather than copied
+   out: at 2.5M I/O calls per file a copy of the group ids and times is another 30 MB. */
+#define U32_AT(base, stride, off, i) (*(const uint32_t *)((const char *)(base) + (size_t)(i) * (stride) + (off)))
+#define I64_AT(base, stride, off, i) (*(const int64_t *)((const char *)(base) + (size_t)(i) * (stride) + (off)))
+
+/* Stable counting sort of record indices by their group id (0..ngroups-1). */
+static uint32_t *group_order(const void *rec, size_t stride, size_t goff, size_t n, size_t ngroups,
                              size_t **starts_out) {
-    (void)stride_unused;
     size_t *start = calloc(ngroups + 1, sizeof(size_t));
     uint32_t *order = malloc((n ? n : 1) * sizeof(uint32_t));
     if (!start || !order) {
@@ -1883,7 +1892,7 @@ static uint32_t *group_order(const uint32_t *gid, size_t stride_unused, size_t n
         free(order);
         return NULL;
     }
-    for (size_t i = 0; i < n; i++) start[gid[i] + 1]++;
+    for (size_t i = 0; i < n; i++) start[U32_AT(rec, stride, goff, i) + 1]++;
     for (size_t g = 0; g < ngroups; g++) start[g + 1] += start[g];
     size_t *fill = malloc((ngroups + 1) * sizeof(size_t));
     if (!fill) {
@@ -1892,29 +1901,39 @@ static uint32_t *group_order(const uint32_t *gid, size_t stride_unused, size_t n
         return NULL;
     }
     memcpy(fill, start, (ngroups + 1) * sizeof(size_t));
-    for (size_t i = 0; i < n; i++) order[fill[gid[i]]++] = (uint32_t)i;
+    for (size_t i = 0; i < n; i++) order[fill[U32_AT(rec, stride, goff, i)]++] = (uint32_t)i;
     free(fill);
     *starts_out = start;
     return order;
 }
 
-/* Stable merge sort of idx[0:n] by key[idx] (ties keep their order). */
-static void merge_sort_by(uint32_t *idx, uint32_t *tmp, size_t n, const int64_t *key1, const int64_t *key2) {
-    if (n < 2) return;
+/* Sort idx[0:n] stably by the records' int64 key, unless already in order.  *tmp is
+   allocated on first use (most groups are in time order).  0 on OOM. */
+static int sort_group(uint32_t *idx, size_t n, const void *rec, size_t stride, size_t koff, uint32_t **tmp,
+                      size_t tmp_n) {
+    int sorted = 1;
+    for (size_t i = 1; i < n; i++)
+        if (I64_AT(rec, stride, koff, idx[i]) < I64_AT(rec, stride, koff, idx[i - 1])) {
+            sorted = 0;
+            break;
+        }
+    if (sorted) return 1;
+    if (!*tmp && !(*tmp = malloc(tmp_n * sizeof(uint32_t)))) return 0;
+    uint32_t *tp = *tmp;
     for (size_t w = 1; w < n; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             size_t i = lo, j = mid, o = lo;
             while (i < mid && j < hi) {
-                int64_t a = key1[idx[i]], b = key1[idx[j]];
-                int take_right = b < a || (key2 && b == a && key2[idx[j]] < key2[idx[i]]);
-                tmp[o++] = take_right ? idx[j++] : idx[i++];
+                int64_t a = I64_AT(rec, stride, koff, idx[i]), b = I64_AT(rec, stride, koff, idx[j]);
+                tp[o++] = b < a ? idx[j++] : idx[i++];
             }
-            while (i < mid) tmp[o++] = idx[i++];
-            while (j < hi) tmp[o++] = idx[j++];
+            while (i < mid) tp[o++] = idx[i++];
+            while (j < hi) tp[o++] = idx[j++];
         }
-        memcpy(idx, tmp, n * sizeof(uint32_t));
+        memcpy(idx, tp, n * sizeof(uint32_t));
     }
+    return 1;
 }
 
 typedef struct {
@@ -1929,40 +1948,27 @@ static int classify(St *st, AccTab *acc) {
     size_t n = st->npos, ng = st->gfile_map.n;
     if (!map_init(&acc->map, 64)) return 0;
     if (n == 0) return 1;
-    uint32_t *gid = malloc(n * sizeof(uint32_t));
-    int64_t *ts = malloc(n * sizeof(int64_t));
-    uint32_t *tmp = malloc(n * sizeof(uint32_t));
+    uint32_t *tmp = NULL;
     size_t *start = NULL;
-    uint32_t *order = NULL;
+    uint32_t *order = group_order(st->pos, sizeof(PosRec), offsetof(PosRec, g), n, ng, &start);
     int res = 0;
-    if (!gid || !ts || !tmp) goto done;
-    for (size_t i = 0; i < n; i++) {
-        gid[i] = st->pos[i].g;
-        ts[i] = st->pos[i].ts;
-    }
-    order = group_order(gid, 0, n, ng, &start);
     if (!order) goto done;
     for (size_t g = 0; g < ng; g++) {
         size_t lo = start[g], hi = start[g + 1];
-        int sorted = 1;
-        for (size_t i = lo + 1; i < hi; i++)
-            if (ts[order[i]] < ts[order[i - 1]]) {
-                sorted = 0;
-                break;
-            }
-        if (!sorted) merge_sort_by(order + lo, tmp, hi - lo, ts, NULL);
+        if (!sort_group(order + lo, hi - lo, st->pos, sizeof(PosRec), offsetof(PosRec, ts), &tmp, n)) goto done;
+        uint32_t fk = st->gfk[g];
         int64_t base = UNKNOWN, adv = 0, lost = 0, prev_end = UNKNOWN;
         for (size_t i = lo; i < hi; i++) {
             const PosRec *r = &st->pos[order[i]];
             if (r->kind == ROLE_SETTER) {
-                base = r->setpos;
+                base = r->pos;
                 adv = 0;
                 lost = 0;
                 continue;
             }
             int64_t s;
             if (r->kind == ROLE_POSITIONAL) {
-                s = r->off;
+                s = r->pos;
             } else {
                 if (base >= 0 && lost == 0) {
                     if (__builtin_add_overflow(base, adv, &s)) {
@@ -1992,7 +1998,7 @@ static int classify(St *st, AccTab *acc) {
             prev_end = e;
             if (s < 0) continue;
             int added;
-            uint32_t slot = map_get(&acc->map, r->fk, r->is_write, &added);
+            uint32_t slot = map_get(&acc->map, fk, r->is_write, &added);
             if (!slot) goto done;
             if (added) {
                 if (acc->n + 1 > acc->cap) {
@@ -2009,7 +2015,7 @@ static int classify(St *st, AccTab *acc) {
                     acc->cap = nc;
                 }
                 memset(&acc->rows[acc->n], 0, sizeof(AccRow));
-                acc->fk[acc->n] = r->fk;
+                acc->fk[acc->n] = fk;
                 acc->w[acc->n] = r->is_write;
                 acc->n++;
             }
@@ -2038,8 +2044,6 @@ static int classify(St *st, AccTab *acc) {
     }
     res = 1;
 done:
-    free(gid);
-    free(ts);
     free(tmp);
     free(start);
     free(order);
@@ -2049,32 +2053,20 @@ done:
 /* Disjoint islands of the union of intervals, per group: island i of group g is
    [is[i], ie[i]) for gstart[g] <= i < gstart[g+1].  Touching intervals merge. */
 static int islands(const Span *sp, size_t n, size_t ng, int64_t **is_out, int64_t **ie_out, size_t **gs_out) {
-    uint32_t *gid = malloc((n ? n : 1) * sizeof(uint32_t));
-    int64_t *s = malloc((n ? n : 1) * sizeof(int64_t));
-    uint32_t *tmp = malloc((n ? n : 1) * sizeof(uint32_t));
-    int64_t *is = malloc((n ? n : 1) * sizeof(int64_t));
+    uint32_t *tmp = NULL;
+    int64_t *is = malloc((n ? n : 1) * sizeof(int64_t)); /* pages are touched per island only */
     int64_t *ie = malloc((n ? n : 1) * sizeof(int64_t));
     size_t *gs = calloc(ng + 1, sizeof(size_t));
     size_t *start = NULL;
     uint32_t *order = NULL;
-    if (!gid || !s || !tmp || !is || !ie || !gs) goto fail;
-    for (size_t i = 0; i < n; i++) {
-        gid[i] = sp[i].g;
-        s[i] = sp[i].s;
-    }
-    order = group_order(gid, 0, n, ng, &start);
+    if (!is || !ie || !gs) goto fail;
+    order = group_order(sp, sizeof(Span), offsetof(Span, g), n, ng, &start);
     if (!order) goto fail;
     size_t k = 0;
     for (size_t g = 0; g < ng; g++) {
         size_t lo = start[g], hi = start[g + 1];
         gs[g] = k;
-        int sorted = 1;
-        for (size_t i = lo + 1; i < hi; i++)
-            if (s[order[i]] < s[order[i - 1]]) {
-                sorted = 0;
-                break;
-            }
-        if (!sorted) merge_sort_by(order + lo, tmp, hi - lo, s, NULL);
+        if (!sort_group(order + lo, hi - lo, sp, sizeof(Span), offsetof(Span, s), &tmp, n)) goto fail;
         for (size_t i = lo; i < hi; i++) {
             const Span *x = &sp[order[i]];
             if (i == lo || x->s > ie[k - 1]) {
@@ -2087,8 +2079,6 @@ static int islands(const Span *sp, size_t n, size_t ng, int64_t **is_out, int64_
         }
     }
     gs[ng] = k;
-    free(gid);
-    free(s);
     free(tmp);
     free(start);
     free(order);
@@ -2097,8 +2087,6 @@ static int islands(const Span *sp, size_t n, size_t ng, int64_t **is_out, int64_
     *gs_out = gs;
     return 1;
 fail:
-    free(gid);
-    free(s);
     free(tmp);
     free(is);
     free(ie);
@@ -2894,6 +2882,7 @@ static void st_free(St *st) {
     free(st->time_bytes);
     free(st->time_time);
     map_free(&st->gfile_map);
+    free(st->gfk);
     free(st->pos);
     free(st->iospan);
     free(st->cspan);
@@ -3026,6 +3015,9 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
         if (!st.why) st.why = FAIL_OOM;
         ok = 0;
     }
+    free(st.pos); /* the overlap pass does not need it: peak memory is the larger pass */
+    st.pos = NULL;
+    st.npos = st.poscap = 0;
     if (ok) {
         ovl = calloc(st.nproc ? st.nproc : 1, sizeof(Ovl));
         if (!ovl || !overlap_pass(&st, ovl)) {
