@@ -63,7 +63,7 @@ setup(
             "dftune.tools.trace._fastscan",
             sources=["tools/trace/_fastscan.c"],
             libraries=["z"],
-            extra_compile_args=["-O2", "-std=gnu11"],
+            extra_compile_args=["-O3", "-std=gnu11"],
             optional=True,
         )
     ],

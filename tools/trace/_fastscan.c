@@ -472,11 +472,11 @@ static size_t unescape(const Str *s, char *buf) {
         case 'r': *o++ = '\r'; break;
         case 't': *o++ = '\t'; break;
         case 'u': {
-            uint32_t cp;
+            uint32_t cp = 0;
             hex4(p, &cp);
             p += 4;
             if (cp >= 0xd800 && cp <= 0xdbff) {
-                uint32_t lo;
+                uint32_t lo = 0xdc00;
                 hex4(p + 2, &lo);
                 p += 6;
                 cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
