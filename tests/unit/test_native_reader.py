@@ -229,8 +229,31 @@ def _number_and_key_edges() -> list[str]:
             '"offset":12345678,"count":0.5}}']  # fmt: skip
 
 
+def _key_order_changes() -> list[str]:
+    """The scanner predicts each field's key from the line before: lines whose keys move,
+    grow or shrink at a position ("ret", "rets", "re", "ret ") must still be read right."""
+    top = (
+        '{"name":"read","cat":"POSIX","pid":7,"ts":%d,"dur":2,"ph":1,"args":%s}',
+        '{"ph":1,"dur":3,"ts":%d,"pid":7,"cat":"POSIX","name":"read","args":%s}',
+        '{"ts":%d,"name":"pread","cat":"POSIX","ph":1,"pid":7,"dur":1,"tsx":5,"args":%s}',
+    )
+    args = (
+        '{"fhash":"bb","ret":10,"offset":4}',
+        '{"fhash":"bb","rets":11,"ret":12,"offset":8}',
+        '{"fhash":"bb","re":1,"ret":13}',
+        '{"fhash":"bb","ret" :14,"offset":0}',
+        '{"offset":16,"ret":15,"fhash":"bb"}',
+        '{"fhashes":"x","fhash":"bb","ret":16}',
+    )
+    lines = [meta("FH", "/d/x", "bb")]
+    for i in range(60):
+        lines.append(top[i % 3] % (10 + i, args[(i * 7) % 6]))
+    return lines  # fmt: skip
+
+
 CASES: dict[str, Callable[[], list[str]]] = {
     "number-and-key-edges": _number_and_key_edges,
+    "key-order-changes": _key_order_changes,
     "escapes": _escapes,
     "numbers-as-strings": _numbers_as_strings,
     "missing-args": _missing_args,

@@ -909,6 +909,51 @@ static int read_json_text(const char **pp, const char *e, Str *out, char *scratc
 
 #define ARG_TXT 16 /* ARGK codes: ai index, or ARG_TXT + at index */
 
+/* dftracer writes the keys of every line in the same order, so the key at field i of
+   the previous line predicts the one at field i of this line: when the next bytes are
+   that key and its closing quote (one masked 8-byte compare), its code is known without
+   finding the quote and probing the table.  Keys of up to 7 bytes are predicted. */
+#define NPRED 32
+typedef struct {
+    uint64_t w, mask;
+    uint32_t len; /* key bytes + closing quote; 0 = no prediction */
+    int32_t code;
+} KeyPred;
+
+typedef struct {
+    KeyPred top[NPRED], args[NPRED];
+} Preds;
+
+/* *pp is just after a key's opening quote: the key's code (-1 for a key the scanner does
+   not read) with *pp after its closing quote, or -2 for a key it cannot accept. */
+static inline int next_key(const char **pp, const char *e, KeyPred *kp, unsigned i, const KeyTab *tab) {
+    const char *p = *pp;
+    KeyPred *k = i < NPRED ? &kp[i] : NULL;
+    if (k && k->len && p + k->len < e) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        if ((x & k->mask) == k->w) {
+            *pp = p + k->len;
+            return k->code;
+        }
+    }
+    uint64_t w;
+    if (!key_word(pp, e, &w)) return -2;
+    int code = klookup(tab, w);
+    if (k) {
+        size_t n = (size_t)(*pp - p) - 1;
+        if (n <= 7) {
+            k->w = w | ((uint64_t)'"' << (8 * n));
+            k->mask = n == 7 ? ~0ULL : ((1ULL << (8 * (n + 1))) - 1);
+            k->len = (uint32_t)(n + 1);
+            k->code = code;
+        } else {
+            k->len = 0;
+        }
+    }
+    return code;
+}
+
 static int init_keys(void) {
     static const char *const top[] = {"ts", "ph", "cat", "pid", "dur", "name", "args"};
     static const int top_codes[] = {0, 1, 2, 3, 4, 5, 6};
@@ -924,25 +969,24 @@ static int init_keys(void) {
     return ktab_build(&TOPK, top, top_codes, 7) && ktab_build(&ARGK, args, arg_codes, 24);
 }
 
-static int parse_args(const char **pp, const char *e, Ev *ev, char *scratch) {
+static int parse_args(const char **pp, const char *e, Ev *ev, char *scratch, KeyPred *kp) {
     const char *p = skip_ws(*pp, e);
     uint32_t seen = 0;
     if (p < e && *p == '}') {
         *pp = p + 1;
         return 1;
     }
-    for (;;) {
-        uint64_t kw;
+    for (unsigned field = 0;; field++) {
         if (p >= e || *p != '"') return 0;
         p++;
-        if (!key_word(&p, e, &kw)) return 0;
+        int code = next_key(&p, e, kp, field, &ARGK);
+        if (code == -2) return 0;
         if (*p != ':') {
             p = skip_ws(p, e);
             if (p >= e || *p != ':') return 0;
         }
         p++;
         if (p < e && (*p == ' ' || *p == '\t')) p = skip_ws(p, e);
-        int code = klookup(&ARGK, kw);
         int ai = code >= 0 && code < ARG_TXT ? code : -1, at = code >= ARG_TXT ? code - ARG_TXT : -1;
         if (ai >= 0) {
             uint32_t bit = 1u << ai;
@@ -985,25 +1029,24 @@ static inline void ev_reset(Ev *ev) {
 }
 
 /* Parse one JSON line into ev.  Returns 1 on success, 0 when the line must go to DuckDB. */
-static NOINL int parse_line(const char *p, const char *e, Ev *ev, char *scratch) {
+static NOINL int parse_line(const char *p, const char *e, Ev *ev, char *scratch, Preds *pr) {
     ev_reset(ev);
     uint32_t seen = 0;
     p = skip_ws(p, e);
     if (p >= e || *p != '{') return 0;
     p = skip_ws(p + 1, e);
     if (p < e && *p == '}') return 0;
-    for (;;) {
-        uint64_t kw;
+    for (unsigned field = 0;; field++) {
         if (p >= e || *p != '"') return 0;
         p++;
-        if (!key_word(&p, e, &kw)) return 0;
+        int which = next_key(&p, e, pr->top, field, &TOPK);
+        if (which == -2) return 0;
         if (*p != ':') {
             p = skip_ws(p, e);
             if (p >= e || *p != ':') return 0;
         }
         p++;
         if (p < e && (*p == ' ' || *p == '\t')) p = skip_ws(p, e);
-        int which = klookup(&TOPK, kw);
         if (which >= 0) {
             if (seen & (1u << which)) return 0;
             seen |= 1u << which;
@@ -1020,7 +1063,7 @@ static NOINL int parse_line(const char *p, const char *e, Ev *ev, char *scratch)
             if (p < e && *p == '{') {
                 p++;
                 ev->has_args = 1;
-                ok = parse_args(&p, e, ev, scratch);
+                ok = parse_args(&p, e, ev, scratch, pr->args);
             } else {
                 ok = is_null_lit(&p, e);
             }
@@ -1234,6 +1277,7 @@ typedef struct {
         uint32_t n, id;
     } scache[256];                  /* recently interned strings of up to 16 bytes, by value */
     const char *buf_lo, *buf_hi; /* the padded line buffer: 16-byte loads inside it are safe */
+    Preds preds;                  /* each field's key on the previous line */
     MapCache c_proc, c_path, c_gfile, c_epoch, c_steps, c_layer[8], c_names[8], c_iface[NFAM];
 
     uint32_t last_hkey; /* cache: hkey strings repeat on every line */
@@ -2166,7 +2210,7 @@ static int handle_line(St *st, const char *p, const char *e) {
     }
     if (!ensure_scratch(st, (size_t)(e - p) + 16)) FAILWITH(FAIL_OOM);
     Ev ev;
-    if (!parse_line(p, e, &ev, st->scratch)) FAILWITH(FAIL_JSON);
+    if (!parse_line(p, e, &ev, st->scratch, &st->preds)) FAILWITH(FAIL_JSON);
     if (!process_event(st, &ev)) return 0;
     st->row_idx++;
     return 1;
