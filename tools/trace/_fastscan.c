@@ -909,32 +909,44 @@ static int read_json_text(const char **pp, const char *e, Str *out, char *scratc
 
 #define ARG_TXT 16 /* ARGK codes: ai index, or ARG_TXT + at index */
 
-/* dftracer writes the keys of every line in the same order, so the key at field i of
-   the previous line predicts the one at field i of this line: when the next bytes are
-   that key and its closing quote (one masked 8-byte compare), its code is known without
-   finding the quote and probing the table.  Keys of up to 7 bytes are predicted. */
+/* dftracer writes the keys of a kind of line in the same order, so the keys seen at
+   field i of earlier lines predict the one at field i of this line: when the next bytes
+   are such a key and its closing quote (a masked 8-byte compare), its code is known
+   without finding the quote and probing the table.  Each field keeps its two most recent
+   keys (events and metadata lines alternate at the top level); the args keys are kept
+   per event name (a read's args differ from a pread64's).  Keys of up to 7 bytes. */
 #define NPRED 32
+#define NAME_SLOTS 16
 typedef struct {
     uint64_t w, mask;
     uint32_t len; /* key bytes + closing quote; 0 = no prediction */
     int32_t code;
 } KeyPred;
 
+typedef KeyPred KeyPreds[NPRED][2];
+
 typedef struct {
-    KeyPred top[NPRED], args[NPRED];
+    KeyPreds top, args[NAME_SLOTS];
 } Preds;
 
 /* *pp is just after a key's opening quote: the key's code (-1 for a key the scanner does
    not read) with *pp after its closing quote, or -2 for a key it cannot accept. */
-static inline int next_key(const char **pp, const char *e, KeyPred *kp, unsigned i, const KeyTab *tab) {
+static inline int next_key(const char **pp, const char *e, KeyPreds kp, unsigned i, const KeyTab *tab) {
     const char *p = *pp;
-    KeyPred *k = i < NPRED ? &kp[i] : NULL;
-    if (k && k->len && p + k->len < e) {
+    KeyPred *k = i < NPRED ? kp[i] : NULL;
+    if (k) {
         uint64_t x;
         memcpy(&x, p, 8);
-        if ((x & k->mask) == k->w) {
-            *pp = p + k->len;
-            return k->code;
+        if (k[0].len && p + k[0].len < e && (x & k[0].mask) == k[0].w) {
+            *pp = p + k[0].len;
+            return k[0].code;
+        }
+        if (k[1].len && p + k[1].len < e && (x & k[1].mask) == k[1].w) {
+            KeyPred hit = k[1];
+            k[1] = k[0];
+            k[0] = hit;
+            *pp = p + hit.len;
+            return hit.code;
         }
     }
     uint64_t w;
@@ -942,13 +954,14 @@ static inline int next_key(const char **pp, const char *e, KeyPred *kp, unsigned
     int code = klookup(tab, w);
     if (k) {
         size_t n = (size_t)(*pp - p) - 1;
+        k[1] = k[0];
         if (n <= 7) {
-            k->w = w | ((uint64_t)'"' << (8 * n));
-            k->mask = n == 7 ? ~0ULL : ((1ULL << (8 * (n + 1))) - 1);
-            k->len = (uint32_t)(n + 1);
-            k->code = code;
+            k[0].w = w | ((uint64_t)'"' << (8 * n));
+            k[0].mask = n == 7 ? ~0ULL : ((1ULL << (8 * (n + 1))) - 1);
+            k[0].len = (uint32_t)(n + 1);
+            k[0].code = code;
         } else {
-            k->len = 0;
+            k[0].len = 0;
         }
     }
     return code;
@@ -969,7 +982,7 @@ static int init_keys(void) {
     return ktab_build(&TOPK, top, top_codes, 7) && ktab_build(&ARGK, args, arg_codes, 24);
 }
 
-static int parse_args(const char **pp, const char *e, Ev *ev, char *scratch, KeyPred *kp) {
+static int parse_args(const char **pp, const char *e, Ev *ev, char *scratch, KeyPreds kp) {
     const char *p = skip_ws(*pp, e);
     uint32_t seen = 0;
     if (p < e && *p == '}') {
@@ -1063,7 +1076,12 @@ static NOINL int parse_line(const char *p, const char *e, Ev *ev, char *scratch,
             if (p < e && *p == '{') {
                 p++;
                 ev->has_args = 1;
-                ok = parse_args(&p, e, ev, scratch, pr->args);
+                unsigned slot = 0;
+                if (ev->name.set && ev->name.n) {
+                    const unsigned char *s = (const unsigned char *)ev->name.p;
+                    slot = (ev->name.n * 5u + s[0] + s[ev->name.n - 1] * 3u) % NAME_SLOTS;
+                }
+                ok = parse_args(&p, e, ev, scratch, pr->args[slot]);
             } else {
                 ok = is_null_lit(&p, e);
             }
