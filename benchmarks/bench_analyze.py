@@ -12,7 +12,8 @@ Steps:
    requested size, the generator source is unchanged and every trace file is present.
 2. Raw-scan floor: ``SELECT count(*) FROM read_json('<dir>/*.pfw.gz',
    format='newline_delimited', ignore_errors=true)`` in DuckDB with ``threads=2``.
-3. ``analyze([dir])`` with default options.
+3. ``analyze([dir])`` with default options.  Steps 2 and 3 alternate, run by run, so
+   both see the same load on a shared machine.
 
 Both measurements run in a fresh subprocess per repetition (best of ``--repeat``, default 3),
 so each run starts with cold Python caches and its peak memory is its own.  Because
@@ -298,10 +299,10 @@ def main(argv: list[str] | None = None) -> int:
             f"warning: 1-minute load average is {load_before:.1f} on {os.cpu_count()} CPUs; timings will be noisy"
         )
     raw_runs, ana_runs = [], []
+    # Alternate raw and analyze so that both see the same (shared, changing) machine load.
     for i in range(1, args.repeat + 1):
         raw_runs.append(run_child("raw", data))
         log(f"raw scan  run {i}/{args.repeat}: {raw_runs[-1]['wall_s']:.2f} s")
-    for i in range(1, args.repeat + 1):
         run = run_child("analyze", data)
         problems = check_counts(run, expected)
         if problems:

@@ -214,7 +214,46 @@ def _unknown_keys() -> list[str]:
     return [meta("FH", "/d/x", "bb"), line]
 
 
+def _number_and_key_edges() -> list[str]:
+    """Around the scanner's word-at-a-time paths: integers of 8, 9 and 16-19 digits, keys of
+    8 and 9 bytes (a known key plus a suffix is another key), spaces around colons."""
+    return [meta("FH", "/d/x", "bb"),
+            '{"id":12345678,"name":"read","cat":"POSIX","pid":0,"tid":123456789012345678,"ts":99999999,'
+            '"dur":100000000,"ph":1,"args":{"hhash":"aa","fhash":"bb","ret":123456789012345678,'
+            '"offset":1000000000000000000,"hostname2":"x","size_minx":3,"re":1,"rets":2,"cmd_hash":"c"}}',
+            '{ "name" : "write" , "cat":"POSIX" ,"pid": 7,"ts" :1234567890123456,"dur": 12345678901234567 ,'
+            '"ph":1,"args": { "fhash" :"bb" , "ret": 0 , "offset" :10000000 } }',
+            '{"name":"pread","cat":"POSIX","pid":7,"ts":1,"dur":1,"ph":1,"args":{"fhash":"bb","ret":4096,'
+            '"offset":999999999999999999,"count":1e3,"n0":0,"tid2":12345678901234567890}}',
+            '{"name":"pread","cat":"POSIX","pid":7,"ts":2,"dur":0,"ph":1,"args":{"fhash":"bb","ret":40960000,'
+            '"offset":12345678,"count":0.5}}']  # fmt: skip
+
+
+def _key_order_changes() -> list[str]:
+    """The scanner predicts each field's key from the line before: lines whose keys move,
+    grow or shrink at a position ("ret", "rets", "re", "ret ") must still be read right."""
+    top = (
+        '{"name":"read","cat":"POSIX","pid":7,"ts":%d,"dur":2,"ph":1,"args":%s}',
+        '{"ph":1,"dur":3,"ts":%d,"pid":7,"cat":"POSIX","name":"read","args":%s}',
+        '{"ts":%d,"name":"pread","cat":"POSIX","ph":1,"pid":7,"dur":1,"tsx":5,"args":%s}',
+    )
+    args = (
+        '{"fhash":"bb","ret":10,"offset":4}',
+        '{"fhash":"bb","rets":11,"ret":12,"offset":8}',
+        '{"fhash":"bb","re":1,"ret":13}',
+        '{"fhash":"bb","ret" :14,"offset":0}',
+        '{"offset":16,"ret":15,"fhash":"bb"}',
+        '{"fhashes":"x","fhash":"bb","ret":16}',
+    )
+    lines = [meta("FH", "/d/x", "bb")]
+    for i in range(60):
+        lines.append(top[i % 3] % (10 + i, args[(i * 7) % 6]))
+    return lines  # fmt: skip
+
+
 CASES: dict[str, Callable[[], list[str]]] = {
+    "number-and-key-edges": _number_and_key_edges,
+    "key-order-changes": _key_order_changes,
     "escapes": _escapes,
     "numbers-as-strings": _numbers_as_strings,
     "missing-args": _missing_args,
@@ -292,6 +331,11 @@ DECLINED: dict[str, list[str]] = {
     "float-in-text": [ev("read", 10, 2, fhash=1.5, ret=1)],
     "array-args": ['{"name":"read","cat":"POSIX","pid":1,"ts":1,"dur":1,"ph":1,"args":[1]}'],
     "trailing-comma": [ev("read", 5, 1, fhash="bb", ret=3) + ","],
+    "exponent-int": [ev("read", 10, 2, fhash="bb", ret=1).replace('"ret":1', '"ret":1E2')],
+    "fraction-ts": [ev("read", 10, 2, fhash="bb", ret=1).replace('"ts":10', '"ts":12345678.0')],
+    "19-digit-overflow": [
+        ev("read", 10, 2, fhash="bb", ret=1).replace('"ret":1', '"ret":9999999999999999999')
+    ],
 }
 
 
@@ -312,6 +356,9 @@ BROKEN: dict[str, Callable[[Path], Path]] = {
     ),
     "invalid-escape": lambda d: write(
         d / "t.pfw.gz", [ev("read", 1, 1, ret=3), ev("re@d", 2, 1, ret=3).replace("@", "\\x")]
+    ),
+    "leading-zero": lambda d: write(
+        d / "t.pfw.gz", [ev("read", 1, 1, ret=3), ev("read", 2, 1, ret=3).replace('"ret":3', '"ret":03')]
     ),
     "negative-dur": lambda d: write(d / "t.pfw.gz", [ev("read", 1, 1, ret=3), ev("read", 2, -1, ret=3)]),
     "truncated-gzip": lambda d: _truncated(d / "t.pfw.gz"),
@@ -338,6 +385,17 @@ def test_broken_files_give_the_same_error_and_skip_bad_result(tmp_path: Path, ca
     native_error, duckdb_error = error_of([path], "native"), error_of([path], "duckdb")
     assert native_error == duckdb_error
     assert_same([path], skip_bad=True)
+
+
+@needs_native
+def test_a_bad_gzip_crc_is_declined(tmp_path: Path) -> None:
+    """The inflate checks each member's CRC; DuckDB does not, so it reads the file alone."""
+    data = bytearray(gzip.compress(("\n".join(ev("read", i, 1, ret=i) for i in range(2000)) + "\n").encode()))
+    data[-6] ^= 1  # a byte of the member's CRC-32
+    path = tmp_path / "t.pfw.gz"
+    path.write_bytes(bytes(data))
+    assert read_file_native(path) is None
+    assert assert_same([path])["events"] == 2000
 
 
 @needs_native
@@ -379,6 +437,20 @@ def test_extension_is_built_where_a_compiler_exists() -> None:
     assert native.module() is not None, (
         "a C compiler and zlib.h are present but dftune.tools.trace._fastscan is missing: "
         "rebuild with `pip install -e .` and read the build warnings"
+    )
+
+
+def test_isal_inflate_is_linked_where_its_header_exists() -> None:
+    """CI installs libisal-dev: setup.py must then have built the reader against ISA-L."""
+    if not _compiler_and_zlib() or not Path("/usr/include/isa-l/igzip_lib.h").is_file():
+        pytest.skip("no compiler or no ISA-L header here: zlib inflates")
+    if os.environ.get("DFTUNE_NO_ISAL", "") not in ("", "0"):
+        pytest.skip("DFTUNE_NO_ISAL is set: the zlib build was asked for")
+    mod = native.module()
+    assert mod is not None
+    assert mod.INFLATE == "isa-l", (
+        "isa-l/igzip_lib.h is present but _fastscan was built with zlib: rebuild with "
+        "`pip install -e .` and read setup.py's probe output"
     )
 
 

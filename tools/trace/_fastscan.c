@@ -2,7 +2,7 @@
  * _fastscan: single-pass native reader for dftracer trace files.
  *
  * Why: the DuckDB path spends most of its time extracting ~25 JSON fields into Arrow
- * and re-aggregating them per batch; this module decompresses (zlib, single- and
+ * and re-aggregating them per batch; this module decompresses (ISA-L or zlib, single- and
  * multi-member gzip), parses each line with a scanner specialised for dftracer's JSON
  * lines and folds every event straight into the small per-file tables the DuckDB path
  * builds (see batch.py), plus the order-dependent passes (position tracking, interval
@@ -16,13 +16,23 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef DFT_HAVE_ISAL
+#include <isa-l/igzip_lib.h>
+#else
 #include <zlib.h>
+#endif
 
 static PyObject *FallbackError;
+
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#ifndef NOINL
+#define NOINL
+#endif
 
 /* ------------------------------------------------------------------------------ */
 /* small growable helpers                                                          */
@@ -325,6 +335,7 @@ typedef struct {
 static const char *const FAIL_JSON = "a line is not JSON the native scanner handles";
 
 static inline const char *skip_ws(const char *p, const char *e) {
+    if (LIKELY(p < e && (unsigned char)*p > ' ')) return p;
     while (p < e && (*p == ' ' || *p == '\t')) p++;
     return p;
 }
@@ -461,11 +472,11 @@ static size_t unescape(const Str *s, char *buf) {
         case 'r': *o++ = '\r'; break;
         case 't': *o++ = '\t'; break;
         case 'u': {
-            uint32_t cp;
+            uint32_t cp = 0;
             hex4(p, &cp);
             p += 4;
             if (cp >= 0xd800 && cp <= 0xdbff) {
-                uint32_t lo;
+                uint32_t lo = 0xdc00;
                 hex4(p + 2, &lo);
                 p += 6;
                 cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
@@ -571,8 +582,60 @@ static int scan_number(const char **pp, const char *e, Num *out) {
 /* Bytes that can appear in a key without needing the full string scanner. */
 static uint8_t PLAIN_KEY[256];
 
-static void init_tables(void) {
+/* Keys the scanner reads, by their bytes packed into one little-endian word (every key it
+   knows has at most 8 bytes): one multiply-shift probe instead of comparing strings. */
+typedef struct {
+    uint64_t w;
+    int8_t code;
+} KeyEnt;
+
+/* A collision-free table: init_keys picks the multiplier, so a lookup is one slot and
+   one compare (no probing loop for the unknown keys every line carries: id, tid, ...). */
+#define TOPK_BITS 6
+#define ARGK_BITS 8
+typedef struct {
+    uint64_t mul;
+    unsigned shift;
+    KeyEnt *t;
+} KeyTab;
+static KeyEnt TOPK_E[1 << TOPK_BITS], ARGK_E[1 << ARGK_BITS];
+static KeyTab TOPK = {0, 64 - TOPK_BITS, TOPK_E}, ARGK = {0, 64 - ARGK_BITS, ARGK_E};
+
+/* Fill tab with keys[i] -> codes[i]; 0 when no multiplier tried is collision-free. */
+static int ktab_build(KeyTab *tab, const char *const *keys, const int *codes, size_t n) {
+    size_t size = (size_t)1 << (64 - tab->shift);
+    uint64_t mul = 0x9e3779b97f4a7c15ULL;
+    for (int attempt = 0; attempt < 100000; attempt++) {
+        memset(tab->t, 0, size * sizeof(KeyEnt));
+        int ok = 1;
+        for (size_t i = 0; i < n && ok; i++) {
+            uint64_t w = 0;
+            memcpy(&w, keys[i], strlen(keys[i]));
+            KeyEnt *e = &tab->t[(w * mul) >> tab->shift];
+            if (e->w) ok = 0;
+            e->w = w;
+            e->code = (int8_t)codes[i];
+        }
+        if (ok) {
+            tab->mul = mul;
+            return 1;
+        }
+        mul = mix64(mul + (uint64_t)attempt) | 1;
+    }
+    return 0;
+}
+
+/* The code of the key packed in w, or -1 (w == 0: the empty key or one longer than 8). */
+static inline int klookup(const KeyTab *tab, uint64_t w) {
+    const KeyEnt *e = &tab->t[(w * tab->mul) >> tab->shift];
+    return (e->w == w && w) ? e->code : -1;
+}
+
+static int init_keys(void);
+
+static int init_tables(void) {
     for (int c = 0; c < 256; c++) PLAIN_KEY[c] = (c >= 0x20 && c < 0x80 && c != '"' && c != '\\');
+    return init_keys();
 }
 
 /* *pp points just after the opening quote of a key. */
@@ -588,6 +651,88 @@ static inline int scan_key(const char **pp, const char *e, Str *out) {
         return 1;
     }
     return scan_string(pp, e, out);
+}
+
+/* *pp points just after the opening quote of a key.  Returns the key packed in a word
+   (0 when longer than 8 bytes) in *w and 1, or 0 when the key is not one the scanner
+   accepts (an escape, invalid UTF-8, an unterminated string).  The common case, a plain
+   ASCII key of up to 8 bytes, is found with one 8-byte load; the line buffer is padded,
+   so the load may run past the line. */
+static inline int key_word(const char **pp, const char *e, uint64_t *w) {
+    const char *p = *pp;
+    if (p + 9 <= e) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        uint64_t m = (has_zero_byte(x ^ 0x2222222222222222ULL) | has_zero_byte(x ^ 0x5c5c5c5c5c5c5c5cULL) |
+                      ((x - 0x2020202020202020ULL) & ~x) | x) &
+                     0x8080808080808080ULL;
+        if (m) {
+            unsigned pos = (unsigned)__builtin_ctzll(m) >> 3;
+            if (p[pos] == '"') {
+                *w = pos ? x & (~0ULL >> (64 - 8 * pos)) : 0;
+                *pp = p + pos + 1;
+                return 1;
+            }
+        } else if (p[8] == '"') {
+            *w = x;
+            *pp = p + 9;
+            return 1;
+        }
+    }
+    Str k;
+    if (!scan_key(pp, e, &k) || k.esc) return 0;
+    uint64_t x = 0;
+    if (k.n <= 8) memcpy(&x, k.p, k.n);
+    *w = x;
+    return 1;
+}
+
+/* How many of the 8 bytes of w, from the lowest, are ASCII digits. */
+static inline unsigned lead_digits8(uint64_t w) {
+    uint64_t x = ((w & 0xf0f0f0f0f0f0f0f0ULL) ^ 0x3030303030303030ULL) |
+                 (((w + 0x0606060606060606ULL) & 0xf0f0f0f0f0f0f0f0ULL) ^ 0x3030303030303030ULL);
+    uint64_t nz = (x | ((x & 0x7f7f7f7f7f7f7f7fULL) + 0x7f7f7f7f7f7f7f7fULL)) & 0x8080808080808080ULL;
+    return nz ? (unsigned)__builtin_ctzll(nz) >> 3 : 8;
+}
+
+/* The value of the first k (1..8) digit bytes of w. */
+static inline uint64_t parse_digits(uint64_t w, unsigned k) {
+    w <<= 8 * (8 - k); /* the shifted-in zero bytes read as leading zeros */
+    w = ((w & 0x0f0f0f0f0f0f0f0fULL) * 2561) >> 8;
+    w = ((w & 0x00ff00ff00ff00ffULL) * 6553601) >> 16;
+    return ((w & 0x0000ffff0000ffffULL) * 42949672960001ULL) >> 32;
+}
+
+static const uint64_t POW10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+
+/* A plain non-negative JSON integer of at most 18 digits (the common case), eight digits
+   per step; 0 (nothing consumed) for anything else, which scan_number then judges. */
+static inline int fast_uint(const char **pp, const char *e, int64_t *v) {
+    const char *p = *pp;
+    uint64_t w;
+    memcpy(&w, p, 8);
+    unsigned k = lead_digits8(w), n = k;
+    if (k == 0 || (p[0] == '0' && k > 1)) return 0;
+    uint64_t val = parse_digits(w, k);
+    if (k == 8) {
+        memcpy(&w, p + 8, 8);
+        unsigned k2 = lead_digits8(w);
+        if (k2) val = val * POW10[k2] + parse_digits(w, k2);
+        n += k2;
+        if (k2 == 8) {
+            memcpy(&w, p + 16, 8);
+            unsigned k3 = lead_digits8(w);
+            if (k3 > 2) return 0; /* 19 digits or more: may not fit */
+            if (k3) val = val * POW10[k3] + parse_digits(w, k3);
+            n += k3;
+        }
+    }
+    if (p + n >= e) return 0; /* the digits must end inside the line */
+    char c = p[n];
+    if (c == '.' || c == 'e' || c == 'E') return 0;
+    *v = (int64_t)val;
+    *pp = p + n;
+    return 1;
 }
 
 static int skip_value(const char **pp, const char *e, int depth);
@@ -647,6 +792,8 @@ static int skip_value(const char **pp, const char *e, int depth) {
         if (e - p >= 4 && memcmp(p, "null", 4) == 0) { *pp = p + 4; return 1; }
         return 0;
     default: {
+        int64_t v;
+        if ((unsigned)(*p - '0') < 10 && fast_uint(pp, e, &v)) return 1;
         Num n;
         if (!scan_number(&p, e, &n)) return 0;
         *pp = p;
@@ -684,6 +831,10 @@ static int read_i64(const char **pp, const char *e, I64 *out) {
         out->v = n.v;
         out->set = 1;
         *pp = p;
+        return 1;
+    }
+    if ((unsigned)(*p - '0') < 10 && fast_uint(pp, e, &out->v)) {
+        out->set = 1;
         return 1;
     }
     Num n;
@@ -756,65 +907,100 @@ static int read_json_text(const char **pp, const char *e, Str *out, char *scratc
     return 1;
 }
 
-static int key_is(const Str *k, const char *lit, uint32_t n) { return k->n == n && memcmp(k->p, lit, n) == 0; }
+#define ARG_TXT 16 /* ARGK codes: ai index, or ARG_TXT + at index */
 
-#define KEY(lit) key_is(&k, lit, sizeof(lit) - 1)
+/* dftracer writes the keys of a kind of line in the same order, so the keys seen at
+   field i of earlier lines predict the one at field i of this line: when the next bytes
+   are such a key and its closing quote (a masked 8-byte compare), its code is known
+   without finding the quote and probing the table.  Each field keeps its two most recent
+   keys (events and metadata lines alternate at the top level); the args keys are kept
+   per event name (a read's args differ from a pread64's).  Keys of up to 7 bytes. */
+#define NPRED 32
+#define NAME_SLOTS 16
+typedef struct {
+    uint64_t w, mask;
+    uint32_t len; /* key bytes + closing quote; 0 = no prediction */
+    int32_t code;
+} KeyPred;
 
-static int parse_args(const char **pp, const char *e, Ev *ev, char *scratch) {
+typedef KeyPred KeyPreds[NPRED][2];
+
+typedef struct {
+    KeyPreds top, args[NAME_SLOTS];
+} Preds;
+
+/* *pp is just after a key's opening quote: the key's code (-1 for a key the scanner does
+   not read) with *pp after its closing quote, or -2 for a key it cannot accept. */
+static inline int next_key(const char **pp, const char *e, KeyPreds kp, unsigned i, const KeyTab *tab) {
+    const char *p = *pp;
+    KeyPred *k = i < NPRED ? kp[i] : NULL;
+    if (k) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        if (k[0].len && p + k[0].len < e && (x & k[0].mask) == k[0].w) {
+            *pp = p + k[0].len;
+            return k[0].code;
+        }
+        if (k[1].len && p + k[1].len < e && (x & k[1].mask) == k[1].w) {
+            KeyPred hit = k[1];
+            k[1] = k[0];
+            k[0] = hit;
+            *pp = p + hit.len;
+            return hit.code;
+        }
+    }
+    uint64_t w;
+    if (!key_word(pp, e, &w)) return -2;
+    int code = klookup(tab, w);
+    if (k) {
+        size_t n = (size_t)(*pp - p) - 1;
+        k[1] = k[0];
+        if (n <= 7) {
+            k[0].w = w | ((uint64_t)'"' << (8 * n));
+            k[0].mask = n == 7 ? ~0ULL : ((1ULL << (8 * (n + 1))) - 1);
+            k[0].len = (uint32_t)(n + 1);
+            k[0].code = code;
+        } else {
+            k[0].len = 0;
+        }
+    }
+    return code;
+}
+
+static int init_keys(void) {
+    static const char *const top[] = {"ts", "ph", "cat", "pid", "dur", "name", "args"};
+    static const int top_codes[] = {0, 1, 2, 3, 4, 5, 6};
+    static const char *const args[] = {"ret", "offset", "size", "whence", "flags", "rank", "dft_cnt", "dur",
+                                       "dur_sum", "ret_sum", "size_min", "size_max", "fhash", "hhash", "fname",
+                                       "hostname", "name", "value", "mode", "epoch", "step", "cmd_hash",
+                                       "version", "cfg"};
+    static const int arg_codes[] = {A_RET, A_OFFSET, A_SIZE, A_WHENCE, A_FLAGS, A_RANK, A_DFTCNT, A_DUR,
+                                    A_DURSUM, A_RETSUM, A_SIZEMIN, A_SIZEMAX, ARG_TXT + T_FHASH,
+                                    ARG_TXT + T_HHASH, ARG_TXT + T_FNAME, ARG_TXT + T_HOSTNAME, ARG_TXT + T_NAME,
+                                    ARG_TXT + T_VALUE, ARG_TXT + T_MODE, ARG_TXT + T_EPOCH, ARG_TXT + T_STEP,
+                                    ARG_TXT + T_CMDHASH, ARG_TXT + T_VERSION, ARG_TXT + T_CFG};
+    return ktab_build(&TOPK, top, top_codes, 7) && ktab_build(&ARGK, args, arg_codes, 24);
+}
+
+static int parse_args(const char **pp, const char *e, Ev *ev, char *scratch, KeyPreds kp) {
     const char *p = skip_ws(*pp, e);
     uint32_t seen = 0;
     if (p < e && *p == '}') {
         *pp = p + 1;
         return 1;
     }
-    for (;;) {
-        Str k;
+    for (unsigned field = 0;; field++) {
         if (p >= e || *p != '"') return 0;
         p++;
-        if (!scan_key(&p, e, &k) || k.esc) return 0;
-        p = skip_ws(p, e);
-        if (p >= e || *p != ':') return 0;
-        p = skip_ws(p + 1, e);
-        int ai = -1, at = -1;
-        switch (k.n) {
-        case 3:
-            if (KEY("ret")) ai = A_RET;
-            else if (KEY("dur")) ai = A_DUR;
-            else if (KEY("cfg")) at = T_CFG;
-            break;
-        case 4:
-            if (KEY("size")) ai = A_SIZE;
-            else if (KEY("rank")) ai = A_RANK;
-            else if (KEY("name")) at = T_NAME;
-            else if (KEY("mode")) at = T_MODE;
-            else if (KEY("step")) at = T_STEP;
-            break;
-        case 5:
-            if (KEY("flags")) ai = A_FLAGS;
-            else if (KEY("fhash")) at = T_FHASH;
-            else if (KEY("hhash")) at = T_HHASH;
-            else if (KEY("fname")) at = T_FNAME;
-            else if (KEY("value")) at = T_VALUE;
-            else if (KEY("epoch")) at = T_EPOCH;
-            break;
-        case 6:
-            if (KEY("offset")) ai = A_OFFSET;
-            else if (KEY("whence")) ai = A_WHENCE;
-            break;
-        case 7:
-            if (KEY("dft_cnt")) ai = A_DFTCNT;
-            else if (KEY("dur_sum")) ai = A_DURSUM;
-            else if (KEY("ret_sum")) ai = A_RETSUM;
-            else if (KEY("version")) at = T_VERSION;
-            break;
-        case 8:
-            if (KEY("size_min")) ai = A_SIZEMIN;
-            else if (KEY("size_max")) ai = A_SIZEMAX;
-            else if (KEY("hostname")) at = T_HOSTNAME;
-            else if (KEY("cmd_hash")) at = T_CMDHASH;
-            break;
-        default: break;
+        int code = next_key(&p, e, kp, field, &ARGK);
+        if (code == -2) return 0;
+        if (*p != ':') {
+            p = skip_ws(p, e);
+            if (p >= e || *p != ':') return 0;
         }
+        p++;
+        if (p < e && (*p == ' ' || *p == '\t')) p = skip_ws(p, e);
+        int ai = code >= 0 && code < ARG_TXT ? code : -1, at = code >= ARG_TXT ? code - ARG_TXT : -1;
         if (ai >= 0) {
             uint32_t bit = 1u << ai;
             if (seen & bit) return 0;
@@ -847,38 +1033,33 @@ static int parse_args(const char **pp, const char *e, Ev *ev, char *scratch) {
 }
 
 /* Parse one JSON line into ev.  Returns 1 on success, 0 when the line must go to DuckDB. */
-static int parse_line(const char *p, const char *e, Ev *ev, char *scratch) {
-    memset(ev, 0, sizeof(*ev));
+static inline void ev_reset(Ev *ev) {
+    ev->name.set = ev->cat.set = ev->ph.set = 0;
+    ev->pid.set = ev->ts.set = ev->dur.set = 0;
+    ev->has_args = 0;
+    for (int i = 0; i < N_AINT; i++) ev->ai[i].set = 0;
+    for (int i = 0; i < N_ATXT; i++) ev->at[i].set = 0;
+}
+
+/* Parse one JSON line into ev.  Returns 1 on success, 0 when the line must go to DuckDB. */
+static NOINL int parse_line(const char *p, const char *e, Ev *ev, char *scratch, Preds *pr) {
+    ev_reset(ev);
     uint32_t seen = 0;
     p = skip_ws(p, e);
     if (p >= e || *p != '{') return 0;
     p = skip_ws(p + 1, e);
     if (p < e && *p == '}') return 0;
-    for (;;) {
-        Str k;
+    for (unsigned field = 0;; field++) {
         if (p >= e || *p != '"') return 0;
         p++;
-        if (!scan_key(&p, e, &k) || k.esc) return 0;
-        p = skip_ws(p, e);
-        if (p >= e || *p != ':') return 0;
-        p = skip_ws(p + 1, e);
-        int which = -1;
-        switch (k.n) {
-        case 2:
-            if (KEY("ts")) which = 0;
-            else if (KEY("ph")) which = 1;
-            break;
-        case 3:
-            if (KEY("cat")) which = 2;
-            else if (KEY("pid")) which = 3;
-            else if (KEY("dur")) which = 4;
-            break;
-        case 4:
-            if (KEY("name")) which = 5;
-            else if (KEY("args")) which = 6;
-            break;
-        default: break;
+        int which = next_key(&p, e, pr->top, field, &TOPK);
+        if (which == -2) return 0;
+        if (*p != ':') {
+            p = skip_ws(p, e);
+            if (p >= e || *p != ':') return 0;
         }
+        p++;
+        if (p < e && (*p == ' ' || *p == '\t')) p = skip_ws(p, e);
         if (which >= 0) {
             if (seen & (1u << which)) return 0;
             seen |= 1u << which;
@@ -895,7 +1076,12 @@ static int parse_line(const char *p, const char *e, Ev *ev, char *scratch) {
             if (p < e && *p == '{') {
                 p++;
                 ev->has_args = 1;
-                ok = parse_args(&p, e, ev, scratch);
+                unsigned slot = 0;
+                if (ev->name.set && ev->name.n) {
+                    const unsigned char *s = (const unsigned char *)ev->name.p;
+                    slot = (ev->name.n * 5u + s[0] + s[ev->name.n - 1] * 3u) % NAME_SLOTS;
+                }
+                ok = parse_args(&p, e, ev, scratch, pr->args[slot]);
             } else {
                 ok = is_null_lit(&p, e);
             }
@@ -987,9 +1173,10 @@ typedef struct {
     uint32_t h, v;
 } MetaRow;
 
-typedef struct { /* an I/O call the position pass needs, in file order */
-    int64_t ts, nb, off, setpos, dur;
-    uint32_t g, fk;
+typedef struct { /* an I/O call the position pass needs, in file order (40 bytes) */
+    int64_t ts, nb, dur;
+    int64_t pos;  /* the offset argument (positional calls) or the position set (setters) */
+    uint32_t g;   /* (process, file) group; its file key is St.gfk[g] */
     int8_t kind;
     uint8_t is_write;
 } PosRec;
@@ -1091,6 +1278,8 @@ typedef struct {
     Sum *time_bytes, *time_time;
 
     Map gfile_map;
+    uint32_t *gfk; /* file key of each (process, file) group */
+    size_t ngfk, gfkcap;
 
     PosRec *pos;
     size_t npos, poscap;
@@ -1101,6 +1290,12 @@ typedef struct {
     size_t scratch_cap;
 
     uint32_t icache_id[64], icache_n[64]; /* recently interned strings, by a cheap hash */
+    struct {
+        uint64_t a, b;
+        uint32_t n, id;
+    } scache[256];                  /* recently interned strings of up to 16 bytes, by value */
+    const char *buf_lo, *buf_hi; /* the padded line buffer: 16-byte loads inside it are safe */
+    Preds preds;                  /* each field's key on the previous line */
     MapCache c_proc, c_path, c_gfile, c_epoch, c_steps, c_layer[8], c_names[8], c_iface[NFAM];
 
     uint32_t last_hkey; /* cache: hkey strings repeat on every line */
@@ -1246,6 +1441,29 @@ static const CatProp *cat_prop(St *st, uint32_t id) {
 
 /* Intern a raw string view (decoding escapes first). 0 on failure (OOM). */
 static inline uint32_t intern_cached(St *st, const char *p, size_t n) {
+    if (n <= 16 && p >= st->buf_lo && p + 16 <= st->buf_hi) {
+        /* names, categories and hashes: two masked 8-byte loads, compared by value */
+        uint64_t a, b;
+        memcpy(&a, p, 8);
+        memcpy(&b, p + 8, 8);
+        if (n < 8) {
+            a = n ? a & (~0ULL >> (64 - 8 * n)) : 0;
+            b = 0;
+        } else if (n < 16) {
+            b = n > 8 ? b & (~0ULL >> (64 - 8 * (n - 8))) : 0;
+        }
+        size_t k = (size_t)(mix64(a ^ (b * 0x9e3779b97f4a7c15ULL) ^ n) & 255);
+        if (st->scache[k].id && st->scache[k].a == a && st->scache[k].b == b && st->scache[k].n == n)
+            return st->scache[k].id;
+        uint32_t id = intern(&st->str, p, n);
+        if (id) {
+            st->scache[k].a = a;
+            st->scache[k].b = b;
+            st->scache[k].n = (uint32_t)n;
+            st->scache[k].id = id;
+        }
+        return id;
+    }
     if (n == 0) return intern(&st->str, p, n);
     const unsigned char *u = (const unsigned char *)p;
     size_t k = (n * 7 + u[0] * 31u + u[n - 1] * 131u + u[n > 2 ? n - 3 : 0] * 17u + u[n / 2] * 5u) & 63;
@@ -1269,6 +1487,7 @@ static uint32_t intern_str(St *st, const Str *s) {
 
 static uint32_t hkey_id(St *st, const Str *s) {
     if (!s->set) return 0;
+    if (!s->esc && s->n <= 16) return intern_cached(st, s->p, s->n);
     if (!s->esc && st->last_hkey && s->n == st->last_hkey_n && memcmp(s->p, st->last_hkey_buf, s->n) == 0)
         return st->last_hkey;
     uint32_t id = intern_str(st, s);
@@ -1379,7 +1598,7 @@ static int mode_is_append(St *st, const Str *m) {
     return n > 0 && buf[0] == 'a';
 }
 
-static int process_event(St *st, Ev *ev) {
+static NOINL int process_event(St *st, Ev *ev) {
     const Config *c = st->cfg;
     if (!ev->ph.set || !ev->name.set) FAILWITH("an event without 'ph' or 'name'");
     int k = 0, legacy = 0;
@@ -1698,15 +1917,17 @@ static int process_event(St *st, Ev *ev) {
         int added;
         uint32_t g = map_get_c(&st->gfile_map, &st->c_gfile, pi, fkey, &added);
         if (!g) FAILWITH(FAIL_OOM);
+        if (added) {
+            GROW(st->gfk, st->ngfk, st->gfkcap, st->ngfk + 1, oom);
+            st->gfk[st->ngfk++] = fkey;
+        }
         GROW(st->pos, st->npos, st->poscap, st->npos + 1, oom);
         PosRec *r = &st->pos[st->npos++];
         r->ts = ts;
         r->nb = nbytes.set ? nbytes.v : -1;
-        r->off = off->set ? off->v : -1;
-        r->setpos = setpos;
+        r->pos = kind == ROLE_POSITIONAL ? (off->set ? off->v : -1) : setpos;
         r->dur = dur;
         r->g = g - 1;
-        r->fk = fkey;
         r->kind = (int8_t)kind;
         r->is_write = fam == FAM_WRITE;
     }
@@ -1718,10 +1939,14 @@ oom:
 /* ------------------------------------------------------------------------------ */
 /* order-dependent passes                                                          */
 
-/* Stable counting sort of record indices by group id (0..ngroups-1). */
-static uint32_t *group_order(const uint32_t *gid, size_t stride_unused, size_t n, size_t ngroups,
+/* The records' fields are read in place (base + i * stride + offset) rather than copied
+   out: at 2.5M I/O calls per file a copy of the group ids and times is another 30 MB. */
+#define U32_AT(base, stride, off, i) (*(const uint32_t *)((const char *)(base) + (size_t)(i) * (stride) + (off)))
+#define I64_AT(base, stride, off, i) (*(const int64_t *)((const char *)(base) + (size_t)(i) * (stride) + (off)))
+
+/* Stable counting sort of record indices by their group id (0..ngroups-1). */
+static uint32_t *group_order(const void *rec, size_t stride, size_t goff, size_t n, size_t ngroups,
                              size_t **starts_out) {
-    (void)stride_unused;
     size_t *start = calloc(ngroups + 1, sizeof(size_t));
     uint32_t *order = malloc((n ? n : 1) * sizeof(uint32_t));
     if (!start || !order) {
@@ -1729,7 +1954,7 @@ static uint32_t *group_order(const uint32_t *gid, size_t stride_unused, size_t n
         free(order);
         return NULL;
     }
-    for (size_t i = 0; i < n; i++) start[gid[i] + 1]++;
+    for (size_t i = 0; i < n; i++) start[U32_AT(rec, stride, goff, i) + 1]++;
     for (size_t g = 0; g < ngroups; g++) start[g + 1] += start[g];
     size_t *fill = malloc((ngroups + 1) * sizeof(size_t));
     if (!fill) {
@@ -1738,29 +1963,39 @@ static uint32_t *group_order(const uint32_t *gid, size_t stride_unused, size_t n
         return NULL;
     }
     memcpy(fill, start, (ngroups + 1) * sizeof(size_t));
-    for (size_t i = 0; i < n; i++) order[fill[gid[i]]++] = (uint32_t)i;
+    for (size_t i = 0; i < n; i++) order[fill[U32_AT(rec, stride, goff, i)]++] = (uint32_t)i;
     free(fill);
     *starts_out = start;
     return order;
 }
 
-/* Stable merge sort of idx[0:n] by key[idx] (ties keep their order). */
-static void merge_sort_by(uint32_t *idx, uint32_t *tmp, size_t n, const int64_t *key1, const int64_t *key2) {
-    if (n < 2) return;
+/* Sort idx[0:n] stably by the records' int64 key, unless already in order.  *tmp is
+   allocated on first use (most groups are in time order).  0 on OOM. */
+static int sort_group(uint32_t *idx, size_t n, const void *rec, size_t stride, size_t koff, uint32_t **tmp,
+                      size_t tmp_n) {
+    int sorted = 1;
+    for (size_t i = 1; i < n; i++)
+        if (I64_AT(rec, stride, koff, idx[i]) < I64_AT(rec, stride, koff, idx[i - 1])) {
+            sorted = 0;
+            break;
+        }
+    if (sorted) return 1;
+    if (!*tmp && !(*tmp = malloc(tmp_n * sizeof(uint32_t)))) return 0;
+    uint32_t *tp = *tmp;
     for (size_t w = 1; w < n; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             size_t i = lo, j = mid, o = lo;
             while (i < mid && j < hi) {
-                int64_t a = key1[idx[i]], b = key1[idx[j]];
-                int take_right = b < a || (key2 && b == a && key2[idx[j]] < key2[idx[i]]);
-                tmp[o++] = take_right ? idx[j++] : idx[i++];
+                int64_t a = I64_AT(rec, stride, koff, idx[i]), b = I64_AT(rec, stride, koff, idx[j]);
+                tp[o++] = b < a ? idx[j++] : idx[i++];
             }
-            while (i < mid) tmp[o++] = idx[i++];
-            while (j < hi) tmp[o++] = idx[j++];
+            while (i < mid) tp[o++] = idx[i++];
+            while (j < hi) tp[o++] = idx[j++];
         }
-        memcpy(idx, tmp, n * sizeof(uint32_t));
+        memcpy(idx, tp, n * sizeof(uint32_t));
     }
+    return 1;
 }
 
 typedef struct {
@@ -1775,40 +2010,27 @@ static int classify(St *st, AccTab *acc) {
     size_t n = st->npos, ng = st->gfile_map.n;
     if (!map_init(&acc->map, 64)) return 0;
     if (n == 0) return 1;
-    uint32_t *gid = malloc(n * sizeof(uint32_t));
-    int64_t *ts = malloc(n * sizeof(int64_t));
-    uint32_t *tmp = malloc(n * sizeof(uint32_t));
+    uint32_t *tmp = NULL;
     size_t *start = NULL;
-    uint32_t *order = NULL;
+    uint32_t *order = group_order(st->pos, sizeof(PosRec), offsetof(PosRec, g), n, ng, &start);
     int res = 0;
-    if (!gid || !ts || !tmp) goto done;
-    for (size_t i = 0; i < n; i++) {
-        gid[i] = st->pos[i].g;
-        ts[i] = st->pos[i].ts;
-    }
-    order = group_order(gid, 0, n, ng, &start);
     if (!order) goto done;
     for (size_t g = 0; g < ng; g++) {
         size_t lo = start[g], hi = start[g + 1];
-        int sorted = 1;
-        for (size_t i = lo + 1; i < hi; i++)
-            if (ts[order[i]] < ts[order[i - 1]]) {
-                sorted = 0;
-                break;
-            }
-        if (!sorted) merge_sort_by(order + lo, tmp, hi - lo, ts, NULL);
+        if (!sort_group(order + lo, hi - lo, st->pos, sizeof(PosRec), offsetof(PosRec, ts), &tmp, n)) goto done;
+        uint32_t fk = st->gfk[g];
         int64_t base = UNKNOWN, adv = 0, lost = 0, prev_end = UNKNOWN;
         for (size_t i = lo; i < hi; i++) {
             const PosRec *r = &st->pos[order[i]];
             if (r->kind == ROLE_SETTER) {
-                base = r->setpos;
+                base = r->pos;
                 adv = 0;
                 lost = 0;
                 continue;
             }
             int64_t s;
             if (r->kind == ROLE_POSITIONAL) {
-                s = r->off;
+                s = r->pos;
             } else {
                 if (base >= 0 && lost == 0) {
                     if (__builtin_add_overflow(base, adv, &s)) {
@@ -1838,7 +2060,7 @@ static int classify(St *st, AccTab *acc) {
             prev_end = e;
             if (s < 0) continue;
             int added;
-            uint32_t slot = map_get(&acc->map, r->fk, r->is_write, &added);
+            uint32_t slot = map_get(&acc->map, fk, r->is_write, &added);
             if (!slot) goto done;
             if (added) {
                 if (acc->n + 1 > acc->cap) {
@@ -1855,7 +2077,7 @@ static int classify(St *st, AccTab *acc) {
                     acc->cap = nc;
                 }
                 memset(&acc->rows[acc->n], 0, sizeof(AccRow));
-                acc->fk[acc->n] = r->fk;
+                acc->fk[acc->n] = fk;
                 acc->w[acc->n] = r->is_write;
                 acc->n++;
             }
@@ -1884,8 +2106,6 @@ static int classify(St *st, AccTab *acc) {
     }
     res = 1;
 done:
-    free(gid);
-    free(ts);
     free(tmp);
     free(start);
     free(order);
@@ -1895,32 +2115,20 @@ done:
 /* Disjoint islands of the union of intervals, per group: island i of group g is
    [is[i], ie[i]) for gstart[g] <= i < gstart[g+1].  Touching intervals merge. */
 static int islands(const Span *sp, size_t n, size_t ng, int64_t **is_out, int64_t **ie_out, size_t **gs_out) {
-    uint32_t *gid = malloc((n ? n : 1) * sizeof(uint32_t));
-    int64_t *s = malloc((n ? n : 1) * sizeof(int64_t));
-    uint32_t *tmp = malloc((n ? n : 1) * sizeof(uint32_t));
-    int64_t *is = malloc((n ? n : 1) * sizeof(int64_t));
+    uint32_t *tmp = NULL;
+    int64_t *is = malloc((n ? n : 1) * sizeof(int64_t)); /* pages are touched per island only */
     int64_t *ie = malloc((n ? n : 1) * sizeof(int64_t));
     size_t *gs = calloc(ng + 1, sizeof(size_t));
     size_t *start = NULL;
     uint32_t *order = NULL;
-    if (!gid || !s || !tmp || !is || !ie || !gs) goto fail;
-    for (size_t i = 0; i < n; i++) {
-        gid[i] = sp[i].g;
-        s[i] = sp[i].s;
-    }
-    order = group_order(gid, 0, n, ng, &start);
+    if (!is || !ie || !gs) goto fail;
+    order = group_order(sp, sizeof(Span), offsetof(Span, g), n, ng, &start);
     if (!order) goto fail;
     size_t k = 0;
     for (size_t g = 0; g < ng; g++) {
         size_t lo = start[g], hi = start[g + 1];
         gs[g] = k;
-        int sorted = 1;
-        for (size_t i = lo + 1; i < hi; i++)
-            if (s[order[i]] < s[order[i - 1]]) {
-                sorted = 0;
-                break;
-            }
-        if (!sorted) merge_sort_by(order + lo, tmp, hi - lo, s, NULL);
+        if (!sort_group(order + lo, hi - lo, sp, sizeof(Span), offsetof(Span, s), &tmp, n)) goto fail;
         for (size_t i = lo; i < hi; i++) {
             const Span *x = &sp[order[i]];
             if (i == lo || x->s > ie[k - 1]) {
@@ -1933,8 +2141,6 @@ static int islands(const Span *sp, size_t n, size_t ng, int64_t **is_out, int64_
         }
     }
     gs[ng] = k;
-    free(gid);
-    free(s);
     free(tmp);
     free(start);
     free(order);
@@ -1943,8 +2149,6 @@ static int islands(const Span *sp, size_t n, size_t ng, int64_t **is_out, int64_
     *gs_out = gs;
     return 1;
 fail:
-    free(gid);
-    free(s);
     free(tmp);
     free(is);
     free(ie);
@@ -2024,7 +2228,7 @@ static int handle_line(St *st, const char *p, const char *e) {
     }
     if (!ensure_scratch(st, (size_t)(e - p) + 16)) FAILWITH(FAIL_OOM);
     Ev ev;
-    if (!parse_line(p, e, &ev, st->scratch)) FAILWITH(FAIL_JSON);
+    if (!parse_line(p, e, &ev, st->scratch, &st->preds)) FAILWITH(FAIL_JSON);
     if (!process_event(st, &ev)) return 0;
     st->row_idx++;
     return 1;
@@ -2043,22 +2247,94 @@ static ptrdiff_t handle_lines(St *st, const char *buf, size_t len) {
 }
 
 #define IN_CHUNK (1 << 18)
+#ifndef BUF_START
 #define BUF_START (1 << 22)
+#endif
 #define LINE_LIMIT ((size_t)16 << 20) /* DuckDB's maximum_object_size in reader.py */
+#define BUF_PAD 64                     /* zeroed bytes after the line buffer for wide loads */
+
+/* gzip inflate, one member at a time: ISA-L's igzip when the build found it (about 3x
+   zlib's speed on trace data, streaming, CRC and length checked), else zlib. */
+#ifdef DFT_HAVE_ISAL
+#define INFLATE_NAME "isa-l"
+typedef struct {
+    struct inflate_state s;
+} Infl;
+
+static int infl_init(Infl *z) {
+    isal_inflate_init(&z->s);
+    z->s.crc_flag = ISAL_GZIP;
+    return 1;
+}
+
+static int infl_reset(Infl *z) {
+    isal_inflate_reset(&z->s);
+    z->s.crc_flag = ISAL_GZIP;
+    return 1;
+}
+
+static void infl_end(Infl *z) { (void)z; }
+
+/* Inflate from *in into out[0:n_out]: 1 = member finished (trailer checked), 0 = more
+   input or output space needed, -1 = corrupt.  *in / *n_in advance; *wrote is set. */
+static int infl_step(Infl *z, const unsigned char **in, size_t *n_in, char *out, size_t n_out, size_t *wrote) {
+    z->s.next_in = (uint8_t *)*in;
+    z->s.avail_in = (uint32_t)*n_in;
+    z->s.next_out = (uint8_t *)out;
+    z->s.avail_out = (uint32_t)n_out;
+    int r = isal_inflate(&z->s);
+    *in = z->s.next_in;
+    *n_in = z->s.avail_in;
+    *wrote = n_out - z->s.avail_out;
+    if (r < 0 || r == ISAL_NEED_DICT) return -1;
+    return z->s.block_state == ISAL_BLOCK_FINISH;
+}
+#else
+#define INFLATE_NAME "zlib"
+typedef struct {
+    z_stream s;
+} Infl;
+
+static int infl_init(Infl *z) {
+    memset(&z->s, 0, sizeof(z->s));
+    return inflateInit2(&z->s, 15 + 16) == Z_OK;
+}
+
+static int infl_reset(Infl *z) { return inflateReset(&z->s) == Z_OK; }
+
+static void infl_end(Infl *z) { inflateEnd(&z->s); }
+
+static int infl_step(Infl *z, const unsigned char **in, size_t *n_in, char *out, size_t n_out, size_t *wrote) {
+    z->s.next_in = (Bytef *)*in;
+    z->s.avail_in = (uInt)*n_in;
+    z->s.next_out = (Bytef *)out;
+    z->s.avail_out = (uInt)n_out;
+    int r = inflate(&z->s, Z_NO_FLUSH);
+    *in = z->s.next_in;
+    *n_in = z->s.avail_in;
+    *wrote = n_out - z->s.avail_out;
+    if (r == Z_STREAM_END) return 1;
+    return (r == Z_OK || r == Z_BUF_ERROR) ? 0 : -1;
+}
+#endif
 
 static int run_file(St *st, const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) FAILWITH("cannot open the file");
     unsigned char *in = malloc(IN_CHUNK);
     size_t cap = BUF_START, len = 0;
-    char *buf = malloc(cap);
-    z_stream zs;
-    int zinit = 0, ok = 0, gz = 0, eof = 0;
-    memset(&zs, 0, sizeof(zs));
+    char *buf = malloc(cap + BUF_PAD);
+    Infl *z = NULL;
+    int ok = 0, gz = 0, eof = 0;
+    const unsigned char *next_in = in;
+    size_t avail_in = 0;
     if (!in || !buf) {
         st->why = FAIL_OOM;
         goto out;
     }
+    memset(buf + cap, 0, BUF_PAD);
+    st->buf_lo = buf;
+    st->buf_hi = buf + cap + BUF_PAD;
     size_t in_len = fread(in, 1, IN_CHUNK, f);
     if (in_len < IN_CHUNK) {
         if (ferror(f)) {
@@ -2069,13 +2345,14 @@ static int run_file(St *st, const char *path) {
     }
     gz = in_len >= 2 && in[0] == 0x1f && in[1] == 0x8b;
     if (gz) {
-        if (inflateInit2(&zs, 15 + 16) != Z_OK) {
+        z = malloc(sizeof(Infl));
+        if (!z || !infl_init(z)) {
+            free(z);
+            z = NULL;
             st->why = FAIL_OOM;
             goto out;
         }
-        zinit = 1;
-        zs.next_in = in;
-        zs.avail_in = (uInt)in_len;
+        avail_in = in_len;
     } else {
         memcpy(buf, in, in_len);
         len = in_len;
@@ -2093,13 +2370,16 @@ static int run_file(St *st, const char *path) {
                 st->why = "a line longer than 16 MiB";
                 goto out;
             }
-            char *nb = realloc(buf, cap * 2);
+            char *nb = realloc(buf, cap * 2 + BUF_PAD);
             if (!nb) {
                 st->why = FAIL_OOM;
                 goto out;
             }
             buf = nb;
             cap *= 2;
+            memset(buf + cap, 0, BUF_PAD);
+            st->buf_lo = buf;
+            st->buf_hi = buf + cap + BUF_PAD;
         }
         if (!gz) {
             size_t got = fread(buf + len, 1, cap - len, f);
@@ -2113,7 +2393,7 @@ static int run_file(St *st, const char *path) {
             len += got;
             continue;
         }
-        if (zs.avail_in == 0 && !eof) {
+        if (avail_in == 0 && !eof) {
             size_t got = fread(in, 1, IN_CHUNK, f);
             if (got < IN_CHUNK) {
                 if (ferror(f)) {
@@ -2122,33 +2402,35 @@ static int run_file(St *st, const char *path) {
                 }
                 eof = 1;
             }
-            zs.next_in = in;
-            zs.avail_in = (uInt)got;
+            next_in = in;
+            avail_in = got;
         }
-        zs.next_out = (Bytef *)buf + len;
-        zs.avail_out = (uInt)(cap - len);
-        int zr = inflate(&zs, Z_NO_FLUSH);
-        len = cap - zs.avail_out;
-        if (zr == Z_STREAM_END) {
+        size_t room = cap - len, wrote;
+        int zr = infl_step(z, &next_in, &avail_in, buf + len, room, &wrote);
+        len += wrote;
+        if (zr < 0) {
+            st->why = "corrupt gzip stream";
+            goto out;
+        }
+        if (zr == 1) {
             /* another gzip member may follow */
-            if (zs.avail_in < 2 && !eof) {
-                size_t rest = zs.avail_in;
-                memmove(in, zs.next_in, rest);
-                size_t got = fread(in + rest, 1, IN_CHUNK - rest, f);
-                if (got < IN_CHUNK - rest) {
+            if (avail_in < 2 && !eof) {
+                memmove(in, next_in, avail_in);
+                size_t got = fread(in + avail_in, 1, IN_CHUNK - avail_in, f);
+                if (got < IN_CHUNK - avail_in) {
                     if (ferror(f)) {
                         st->why = "read error";
                         goto out;
                     }
                     eof = 1;
                 }
-                zs.next_in = in;
-                zs.avail_in = (uInt)(rest + got);
+                next_in = in;
+                avail_in += got;
             }
-            if (zs.avail_in == 0 && eof) {
+            if (avail_in == 0 && eof) {
                 input_done = 1;
-            } else if (zs.avail_in >= 2 && zs.next_in[0] == 0x1f && zs.next_in[1] == 0x8b) {
-                if (inflateReset(&zs) != Z_OK) {
+            } else if (avail_in >= 2 && next_in[0] == 0x1f && next_in[1] == 0x8b) {
+                if (!infl_reset(z)) {
                     st->why = "corrupt gzip stream";
                     goto out;
                 }
@@ -2156,23 +2438,18 @@ static int run_file(St *st, const char *path) {
                 st->why = "data after the last gzip member";
                 goto out;
             }
-        } else if (zr == Z_BUF_ERROR) {
-            if (zs.avail_in == 0 && eof) {
-                st->why = "truncated gzip stream";
-                goto out;
-            }
-        } else if (zr != Z_OK) {
-            st->why = "corrupt gzip stream";
-            goto out;
-        } else if (zs.avail_in == 0 && eof && zs.avail_out != 0) {
-            st->why = "truncated gzip stream";
+        } else if (avail_in == 0 && eof && wrote < room) {
+            st->why = "truncated gzip stream"; /* all input used, output not full, no member end */
             goto out;
         }
     }
     if (len > 0 && !handle_line(st, buf, buf + len)) goto out; /* last line without newline */
     ok = 1;
 out:
-    if (zinit) inflateEnd(&zs);
+    if (z) {
+        infl_end(z);
+        free(z);
+    }
     free(in);
     free(buf);
     fclose(f);
@@ -2667,6 +2944,7 @@ static void st_free(St *st) {
     free(st->time_bytes);
     free(st->time_time);
     map_free(&st->gfile_map);
+    free(st->gfk);
     free(st->pos);
     free(st->iospan);
     free(st->cspan);
@@ -2799,6 +3077,9 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
         if (!st.why) st.why = FAIL_OOM;
         ok = 0;
     }
+    free(st.pos); /* the overlap pass does not need it: peak memory is the larger pass */
+    st.pos = NULL;
+    st.npos = st.poscap = 0;
     if (ok) {
         ovl = calloc(st.nproc ? st.nproc : 1, sizeof(Ovl));
         if (!ovl || !overlap_pass(&st, ovl)) {
@@ -2840,7 +3121,10 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__fastscan(void) {
-    init_tables();
+    if (!init_tables()) {
+        PyErr_SetString(PyExc_RuntimeError, "_fastscan: no collision-free key table");
+        return NULL;
+    }
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     FallbackError = PyErr_NewExceptionWithDoc("_fastscan.Fallback",
@@ -2853,7 +3137,7 @@ PyMODINIT_FUNC PyInit__fastscan(void) {
         return NULL;
     }
     Py_INCREF(FallbackError);
-    if (PyModule_AddIntConstant(m, "ABI", 1) < 0) {
+    if (PyModule_AddStringConstant(m, "INFLATE", INFLATE_NAME) < 0 || PyModule_AddIntConstant(m, "ABI", 1) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -10,6 +10,8 @@ and re-aggregates the batch tables into one partial per file.
 
 from __future__ import annotations
 
+import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,6 +183,21 @@ def _fetch_arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
     return table
 
 
+_BASE: tuple[int, duckdb.DuckDBPyConnection] | None = None  # (owning pid, connection)
+_BASE_LOCK = threading.Lock()
+
+
+def _connection() -> duckdb.DuckDBPyConnection:
+    """A fresh connection (its own temp tables and registrations) to this process's one
+    in-memory database: a cursor costs ~1 ms, a new database ~15 ms per file.  A forked
+    child opens its own database rather than use the parent's copy."""
+    global _BASE
+    with _BASE_LOCK:
+        if _BASE is None or _BASE[0] != os.getpid():
+            _BASE = (os.getpid(), duckdb.connect(config={"threads": 1}))
+        return _BASE[1].cursor()
+
+
 @dataclass
 class BatchReducer:
     """Folds parsed batches of one file into its partial; see the module docstring."""
@@ -197,11 +214,14 @@ class BatchReducer:
     native: bool = False
 
     def __post_init__(self) -> None:
-        self.con = duckdb.connect(config={"threads": 1})
+        self.con = _connection()
         self.con.execute("SET enable_progress_bar = false")
+        #: Arrow tables registered under a name for the life of the connection
+        self._held: dict[str, pa.Table] = {}
 
     def close(self) -> None:
         self.con.close()
+        self._held.clear()
 
     def health(self, batch: pa.Table) -> dict[str, Any]:
         """Counts that say whether the batch parsed cleanly (and what it holds)."""
@@ -272,26 +292,29 @@ class BatchReducer:
         self.parts = {name: [table] for name, table in tables.items()}
         con = self.con
         con.register("path_native", path)
-        con.register("acc_native", acc)
         con.register("ovl_native", ovl)
         procs = tables["proctot"]
         con.register("procs_native", pa.table({"g": pa.array(range(procs.num_rows), pa.int64()),
                                                "hkey": procs["hkey"], "pid": procs["pid"]}))  # fmt: skip
+        # The scanner's tables are final: register them instead of copying them into DuckDB
+        # (acc has a row per accessed file, meta one per distinct (kind, hash) already).
+        self._hold("acc", acc)
         try:
             if self.file_view:
                 self.parts["path"] = [path]
-            else:
-                self.parts["fks"] = [
-                    _fetch_arrow(con.sql("SELECT DISTINCT hash(fkey) AS fk FROM path_native"))
-                ]
-            con.execute("CREATE TEMP TABLE acc AS SELECT * FROM acc_native")
+            else:  # distinct keys hash to distinct values but for collisions: finish's DISTINCT
+                self.parts["fks"] = [_fetch_arrow(con.sql("SELECT hash(fkey) AS fk FROM path_native"))]
             con.execute(
                 "CREATE TEMP TABLE ovl AS SELECT hash(p.hkey, p.pid) AS g, o.io_wall_us, o.overlap_us, "
                 "o.compute_wall_us FROM ovl_native o JOIN procs_native p ON p.g = o.g"
             )
         finally:
-            for name in ("path_native", "acc_native", "ovl_native", "procs_native"):
+            for name in ("path_native", "ovl_native", "procs_native"):
                 con.unregister(name)
+
+    def _hold(self, name: str, table: pa.Table) -> None:
+        self._held[name] = table
+        self.con.register(name, table)
 
     # ----------------------------------------------------------------------------------
     def finish(
@@ -306,9 +329,12 @@ class BatchReducer:
                 con.register(f"b_{name}", pa.concat_tables(batches, promote_options="permissive"))
         if not self.parts.get("meta"):  # no batch was added
             return {}, {}, {}
-        con.execute(
-            "CREATE TEMP TABLE hmap AS SELECT kind, h, any_value(v) AS v FROM b_meta GROUP BY kind, h"
-        )
+        if self.native:  # the scanner keeps one row per (kind, h): the first non-null v
+            self._hold("hmap", pa.concat_tables(self.parts["meta"]))
+        else:
+            con.execute(
+                "CREATE TEMP TABLE hmap AS SELECT kind, h, any_value(v) AS v FROM b_meta GROUP BY kind, h"
+            )
         if not self.native:
             self._positions()
             self._overlap()
@@ -400,7 +426,10 @@ class BatchReducer:
             start = con.execute("SELECT version, cfg FROM b_start").fetchall()
             scalars["dftracer_version"] = next((v for v, _ in start if v), None)
             scalars["tracer_config"] = next((c for _, c in start if c), None)
-        fh_map = dict(con.execute("SELECT h, v FROM hmap WHERE kind = 'FH'").fetchall())
+        # only the file view reads it (for hashes another file's metadata names)
+        fh_map = (
+            dict(con.execute("SELECT h, v FROM hmap WHERE kind = 'FH'").fetchall()) if self.file_view else {}
+        )
         return tables, scalars, fh_map
 
     def _positions(self) -> None:
