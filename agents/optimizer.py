@@ -239,6 +239,17 @@ def checklist_verdicts(state: TuningState) -> list[ChecklistVerdict]:
     return out
 
 
+#: The seed's proposal-table columns, in its order (every renderer and the MCP tool use these).
+PROPOSAL_COLUMNS = (
+    "#",
+    "Strategy",
+    "Description of Optimization",
+    "App Impact",
+    "System Impact",
+    "Weighted Score",
+)
+
+
 def proposal_table(proposals: list[Proposal]) -> list[dict[str, Any]]:
     """The seed's table: #, Strategy, Description, App Impact, System Impact, Weighted Score (sorted)."""
     rows = [p for p in proposals if p.status in ("proposed", "measured", "declined", "failed", "manual")

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from dftune.agents.optimizer import PROPOSAL_COLUMNS
 from dftune.tools.diagnose.vocabulary import CATEGORIES
 from dftune.tools.kb.store import KbRecordIn
 
@@ -586,14 +587,7 @@ class ProposalTableIn(_In):
     rows: list[ProposalRowIn] = Field(min_length=1, description="The proposals; every one must be cited.")
 
 
-TABLE_COLUMNS = (
-    "#",
-    "Strategy",
-    "Description of Optimization",
-    "App Impact",
-    "System Impact",
-    "Weighted Score",
-)
+TABLE_COLUMNS = PROPOSAL_COLUMNS  # the seed's columns; "Citation" is added per row
 
 
 def _proposal(i: int, row: ProposalRowIn) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dftune.agents.optimizer import PROPOSAL_COLUMNS
 from dftune.tools.report.sections import (
     checklist_label,
     citations,
@@ -78,8 +79,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     for pit in s.get("pitfalls", []):
         lines.append(f"- tracer blind spot: {pit['message']}")
     lines += ["", "## Proposal table", ""]
-    lines += _table(["#", "Strategy", "Description of Optimization", "App Impact", "System Impact", "Weighted Score",
-                     "Status", "Citation"],
+    lines += _table([*PROPOSAL_COLUMNS, "Status", "Citation"],
                     [[r["#"], r["strategy"], r["description"], f"{r['app_impact_pct']:.2f}% ({r['app_impact_source']})",
                       f"{r['system_impact_pct']:.2f}% ({r['system_impact_source']})", f"{r['weighted_score']:.2f}",
                       r["status"], f"{r['citation']} {r['url']}"] for r in proposal_rows(s)])  # fmt: skip
