@@ -103,7 +103,7 @@ def catalog_proposal(s: Strategy, context: dict[str, str]) -> Proposal:
         if all(x is not None for x in [*argv, *rollback, *read]):
             return Proposal(**base, change=Change(kind="command", argv=[x for x in argv if x is not None],
                                                   rollback_argv=[x for x in rollback if x is not None],
-                                                  instructions=" ".join(x for x in read if x is not None)))  # fmt: skip
+                                                  read_argv=[x for x in read if x is not None]))  # fmt: skip
         why = "its command needs context this run does not have (e.g. the block device)"
     elif a.kind == "source_patch":
         why = ("a source change: expose it as a knob in the workload spec (or apply the patch in a copy) "
@@ -365,7 +365,7 @@ def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any
             if journal.state(cid) is None:
                 rec = journal.apply(CommandChange(
                     id=cid, strategy=p.strategy, privilege=p.privilege, argv=p.change.argv,
-                    read_current=p.change.instructions.split(), rollback=p.change.rollback_argv,
+                    read_current=p.change.read_argv, rollback=p.change.rollback_argv,
                     description=p.description[:200],
                 ), approved=True)  # fmt: skip
                 if rec.state != "applied":

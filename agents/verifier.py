@@ -17,15 +17,14 @@ from dftune.graphs.state import TuningState, log
 from dftune.tools.kb import WIN_THRESHOLD_PCT
 from dftune.tools.runner.bench import BenchError
 from dftune.tools.runner.spec import load_spec
-from dftune.tools.runner.stats import MIN_REPLICATES, compare
+from dftune.tools.runner.stats import MIN_REPLICATES, compare, relative_improvement
 
 
 def pct_change(before: float | None, after: float | None, *, lower_is_better: bool) -> float | None:
-    """Signed % change, positive = better."""
+    """The runner's signed change (positive = better) in percent; None when a side is unknown or before is 0."""
     if before is None or after is None or before == 0:
         return None
-    change = (before - after) / before if lower_is_better else (after - before) / before
-    return round(100.0 * change, 3)
+    return round(100.0 * relative_improvement(before, after, lower_is_better=lower_is_better), 3)
 
 
 def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:

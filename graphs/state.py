@@ -86,6 +86,8 @@ class Change(_Model):
     strip: int = 1
     env: dict[str, str] = Field(default_factory=dict)
     argv: list[str] = Field(default_factory=list)
+    #: kind "command": the argv that prints the current value (recorded before the change) and the rollback
+    read_argv: list[str] = Field(default_factory=list)
     rollback_argv: list[str] = Field(default_factory=list)
     instructions: str = ""
 

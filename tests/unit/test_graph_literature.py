@@ -89,3 +89,13 @@ def test_catalog_citations_carry_the_source_passage_or_say_they_are_catalog_back
         own.model_dump(), curated.model_copy(update={"id": "other"}).model_dump()]}  # fmt: skip
     md = render_run_markdown(doc)
     assert "> With num_workers > 0" in md and "page 4" in md and "catalog-backed claim" in md
+
+
+def test_a_command_strategy_renders_its_change_read_back_and_rollback_as_argv_lists() -> None:
+    from dftune.agents.optimizer import catalog_proposal
+
+    p = catalog_proposal(default_catalog().strategies["l3.vfs_cache_pressure"], {})
+    assert p.status == "proposed" and p.privilege == "sudo" and p.change.kind == "command"
+    assert p.change.argv == ["sudo", "sysctl", "-w", "vm.vfs_cache_pressure=50"]
+    assert p.change.read_argv == ["sysctl", "-n", "vm.vfs_cache_pressure"]
+    assert p.change.rollback_argv == ["sudo", "sysctl", "-w", "vm.vfs_cache_pressure={current}"]
