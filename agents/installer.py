@@ -22,6 +22,7 @@ from langgraph.runtime import Runtime
 from dftune.graphs.context import Context
 from dftune.graphs.state import Pitfall, TuningState, log
 from dftune.tools.runner.process import run_process
+from dftune.tools.runner.spec import load_spec
 from dftune.tools.trace.tracer import TracerUnavailable, preload_library, trace_env
 
 #: What the smoke program calls, by the name dftracer would record.
@@ -159,8 +160,6 @@ def installer(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                   preload_library=facts.get("preload_library"))]  # fmt: skip
     events += [log("installer", p.message) for p in pitfalls]
     update: dict[str, Any] = {"tracer": facts, "pitfalls": pitfalls, "events": events}
-    from dftune.tools.runner.spec import load_spec
-
     spec = load_spec(state.spec_path)
     if not facts.get("usable") and spec.tracing.mode != "off":
         update.update(

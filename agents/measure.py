@@ -102,6 +102,7 @@ def _summarize(
         workdir=str(workdir), trace_dir=result.trace_dir,
         analysis_path=str(analysis_path) if analysis_path else None,
         io_bandwidth=io_bandwidth(analysis), io_time_s=analysis.io_time_s if analysis else None,
+        unoverlapped_io_fraction=analysis.unoverlapped_io_fraction if analysis else None,
         notes=list(result.notes), stopped_reason=result.stopped_reason,
     )  # fmt: skip
     return m, analysis, result

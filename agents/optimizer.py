@@ -164,12 +164,7 @@ def plan_proposals(spec: WorkloadSpec, diagnosis: dict[str, Any] | None, catalog
 
 def facts_of(state: TuningState) -> Facts:
     diag = state.diagnosis or {}
-    a_frac = None
-    if state.baseline and state.baseline.analysis_path:
-        from dftune.agents.measure import load_analysis
-
-        a = load_analysis(state.baseline.analysis_path)
-        a_frac = a.unoverlapped_io_fraction if a else None
+    a_frac = state.baseline.unoverlapped_io_fraction if state.baseline else None
     history = [{"proposal": e.proposal_id, "verdict": e.verdict, "change_pct": (e.comparison or {}).get("change_pct")}
                for e in state.experiments]  # fmt: skip
     return Facts(workload=state.workload, diagnosis=state.diagnosis, io_fraction=diag.get("io_fraction"),

@@ -29,7 +29,7 @@ from dftune.graphs.guards import (
 )
 from dftune.graphs.state import Experiment, GuardRecord, Proposal, TuningState, log
 from dftune.tools.kb import KbRecord, opt_kb_record
-from dftune.tools.runner.spec import load_spec
+from dftune.tools.runner.spec import WorkloadSpec, load_spec
 from dftune.tools.runner.stats import Comparison
 
 #: A trace-derived system metric that moved this much is recorded as a system-scoped result too.
@@ -95,8 +95,7 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                                 for d in records], "events": events}  # fmt: skip
 
 
-def _metric_name(state: TuningState) -> str:
-    spec = load_spec(state.spec_path)
+def _metric_name(spec: WorkloadSpec) -> str:
     if spec.metric.kind == "wall_time":
         return "wall_time_s"
     pattern = spec.metric.pattern or ""
@@ -104,42 +103,44 @@ def _metric_name(state: TuningState) -> str:
     return word if word.replace("_", "").isalnum() else "stdout_metric"
 
 
-def _base_record(state: TuningState, p: Proposal) -> dict[str, Any]:
+def _base_record(state: TuningState, spec: WorkloadSpec, p: Proposal) -> dict[str, Any]:
+    """The fields every KB record of this run shares (the spec is read once per node, by the caller)."""
     return {
         "run_id": state.run_id, "system": state.system or "localhost", "workload": state.workload or "workload",
         "software": state.software or ["posix"], "strategy": p.strategy, "fs_type": state.fs_type,
         "change": {"settings": p.change.settings, "env": p.change.env, "argv": p.change.argv,
                    "proposal": p.id},
-        "metric": _metric_name(state),
+        "metric": _metric_name(spec), "lower_is_better": spec.metric.lower_is_better,
         "caveats": "; ".join(x.message for x in state.pitfalls),
         "found_citation": p.citation.model_dump() if p.citation and p.citation.source != "catalog" else None,
     }  # fmt: skip
 
 
-def _record_screened(state: TuningState, ctx: Context) -> tuple[list[Proposal], list[int]]:
+def _record_screened(
+    state: TuningState, spec: WorkloadSpec, ctx: Context
+) -> tuple[list[Proposal], list[int]]:
     """Refused proposals are knowledge too: recorded with the guard's reason, never applied."""
     out, ids = [], []
     for p in state.proposals:
         if p.status in ("unsupported", "rejected") and p.kb_record_id is None and p.iteration is None:
-            lib = load_spec(state.spec_path).metric.lower_is_better
-            rec = opt_kb_record(
-                {**_base_record(state, p), "lower_is_better": lib}, catalog=ctx.catalog, db=ctx.kb_db
-            )
+            rec = opt_kb_record(_base_record(state, spec, p), catalog=ctx.catalog, db=ctx.kb_db)
             out.append(p.model_copy(update={"kb_record_id": rec.id}))
             ids.append(rec.id)
     return out, ids
 
 
-def _record_experiment(state: TuningState, ctx: Context, exp: Experiment) -> tuple[KbRecord, KbRecord | None]:
+def _record_experiment(
+    state: TuningState, spec: WorkloadSpec, ctx: Context, exp: Experiment
+) -> tuple[KbRecord, KbRecord | None]:
     assert exp.candidate is not None and exp.comparison is not None and state.baseline is not None
     p = state.proposal(exp.proposal_id)
-    lib = load_spec(state.spec_path).metric.lower_is_better
+    lib = spec.metric.lower_is_better
     cmp = Comparison.model_validate(exp.comparison)
     base_a = load_analysis(state.baseline.analysis_path)
     cand_a = load_analysis(exp.candidate.analysis_path)
-    common = {**_base_record(state, p), "iteration": exp.iteration}
+    common = {**_base_record(state, spec, p), "iteration": exp.iteration}
     rec = opt_kb_record({
-        **common, "lower_is_better": lib, "comparison": cmp,
+        **common, "comparison": cmp,
         "before_ci": tuple(exp.reference.ci95) if exp.reference.ci95 else None,
         "after_ci": tuple(exp.candidate.ci95) if exp.candidate.ci95 else None,
     }, baseline_analysis=base_a, experiment_analysis=cand_a, catalog=ctx.catalog, db=ctx.kb_db)  # fmt: skip
@@ -169,7 +170,8 @@ def _revert(ctx: Context, state: TuningState, exp: Experiment) -> None:
 def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: every decided item into the KB (guards enforced there too), then keep or revert."""
     ctx = runtime.context
-    proposals, ids = _record_screened(state, ctx)
+    spec = load_spec(state.spec_path)
+    proposals, ids = _record_screened(state, spec, ctx)
     update: dict[str, Any] = {"proposals": proposals, "kb_records": ids, "events": []}
     if ids:
         update["events"].append(log("kb", f"recorded {len(ids)} refused proposal(s)", ids=ids))
@@ -180,7 +182,7 @@ def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         _revert(ctx, state, exp)
         update["experiments"] = [exp.model_copy(update={"reverted": True})]
         return update
-    rec, system_rec = _record_experiment(state, ctx, exp)
+    rec, system_rec = _record_experiment(state, spec, ctx, exp)
     guard_triggered = rec.guard_triggered or bool(system_rec and system_rec.guard_triggered)
     verdict = "regression" if guard_triggered and rec.verdict == "win" else rec.verdict
     keep = verdict == "win"

@@ -143,6 +143,8 @@ class Measurement(_Model):
     #: aggregate I/O bandwidth of that trace, bytes/s (the seed's system-metric proxy)
     io_bandwidth: float | None = None
     io_time_s: float | None = None
+    #: share of job time spent in I/O not hidden behind compute (bounds any I/O fix's gain)
+    unoverlapped_io_fraction: float | None = None
     notes: list[str] = Field(default_factory=list)
     stopped_reason: str | None = None
 
