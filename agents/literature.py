@@ -72,9 +72,8 @@ def find_citation(p: Proposal, ctx: Context, bottlenecks: list[str]) -> tuple[Ci
 
 def paper_citation(paper: Any) -> dict[str, Any] | None:
     """A search hit (tools.literature Paper) as a CitationRef dict; None when it is incomplete."""
-    url = paper.url or (f"https://doi.org/{paper.doi}" if paper.doi else None) or (
-        f"https://arxiv.org/abs/{paper.arxiv}" if paper.arxiv else None)  # fmt: skip
-    if not (paper.title and paper.authors and paper.year and paper.venue and url and paper.passage):
+    url = paper.link
+    if not (paper.complete and url and paper.passage):
         return None
     where = f"{paper.passage_kind or 'passage'}" + (f", page {paper.page}" if paper.page else "")
     return {
@@ -115,15 +114,13 @@ def make_search(online: bool | None = None) -> SearchFn:
     search = LiteratureSearch(online=online)
 
     def run(strategy_id: str, strategy_name: str, bottleneck: str) -> tuple[dict[str, Any] | None, int]:
-        support = search.find_support(bottleneck, strategy_id=strategy_id, strategy_name=strategy_name)
+        support = search.find_support(
+            bottleneck, strategy_id=strategy_id, strategy_name=strategy_name,
+            accept=lambda p: mentions_technique(strategy_id, f"{p.title} {p.passage}"),
+        )  # fmt: skip
         attempts = len(support.attempts)
-        if support.status != "supported":
-            return None, attempts
-        for paper in support.papers:
-            ref = paper_citation(paper)
-            if ref is not None and mentions_technique(strategy_id, f"{paper.title} {paper.passage}"):
-                return ref, attempts
-        return None, attempts
+        refs = (paper_citation(p) for p in support.papers) if support.status == "supported" else iter(())
+        return next((r for r in refs if r is not None), None), attempts
 
     return run
 

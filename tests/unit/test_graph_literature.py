@@ -99,3 +99,23 @@ def test_a_command_strategy_renders_its_change_read_back_and_rollback_as_argv_li
     assert p.change.argv == ["sudo", "sysctl", "-w", "vm.vfs_cache_pressure=50"]
     assert p.change.read_argv == ["sysctl", "-n", "vm.vfs_cache_pressure"]
     assert p.change.rollback_argv == ["sudo", "sysctl", "-w", "vm.vfs_cache_pressure={current}"]
+
+
+def test_a_hit_the_caller_refuses_does_not_end_the_search() -> None:
+    from dftune.tools.literature import LiteratureSearch
+
+    search = LiteratureSearch(online=False)
+    every = search.find_support("small-io", strategy_id="l1.read_buffering", strategy_name="read buffering")
+    assert every.status == "supported" and len(every.attempts) >= 1
+    refused = LiteratureSearch(online=False).find_support(
+        "small-io", strategy_id="l1.read_buffering", strategy_name="read buffering", accept=lambda p: False
+    )
+    assert refused.status == "unsupported"
+    assert len(refused.attempts) > len(every.attempts)  # it went on to the next queries
+    assert all(a.found == 0 for a in refused.attempts)
+
+
+def test_a_doi_is_enough_to_open_a_paper() -> None:
+    paper = Paper(title="T", authors=["X"], year=2020, venue="SC", doi="10.1/abc", source="arxiv")
+    assert paper.link == "https://doi.org/10.1/abc" and paper.complete
+    assert Paper(title="T", authors=["X"], year=2020, venue="SC", source="arxiv").missing == ["url"]

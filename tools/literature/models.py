@@ -40,8 +40,17 @@ class Paper(BaseModel):
     score: float | None = None
 
     @property
+    def link(self) -> str | None:
+        """Where a reader opens it: its URL, else its DOI or arXiv page."""
+        if self.url:
+            return self.url
+        if self.doi:
+            return f"https://doi.org/{self.doi}"
+        return f"https://arxiv.org/abs/{self.arxiv}" if self.arxiv else None
+
+    @property
     def missing(self) -> list[str]:
-        return [f for f in REQUIRED if not getattr(self, f)]
+        return [f for f in REQUIRED if not (self.link if f == "url" else getattr(self, f))]
 
     @property
     def complete(self) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib.resources import files
 from typing import Any, Literal
 
@@ -149,9 +149,13 @@ class LiteratureSearch:
 
     def find_support(self, bottleneck: str, *, strategy_id: str | None = None, strategy_name: str | None = None,
                      system_config: SystemConfig = None, queries: Sequence[str] = (),
-                     require_strategy_claim: bool = False) -> Support:  # fmt: skip
+                     require_strategy_claim: bool = False,
+                     accept: Callable[[Paper], bool] | None = None) -> Support:  # fmt: skip
         """Search until a complete citation with a supporting passage turns up, at most
-        ``max_attempts`` tool calls per (bottleneck, strategy) over the life of this object."""
+        ``max_attempts`` tool calls per (bottleneck, strategy) over the life of this object.
+
+        ``accept`` is the caller's own test of a hit (e.g. "the passage names the technique");
+        a hit it refuses does not end the search, the next attempt runs."""
         done = self._attempts.setdefault(f"{bottleneck}|{strategy_id or ''}", [])
         found: list[Paper] = []
         arxiv_ids: list[str] = []
@@ -163,7 +167,8 @@ class LiteratureSearch:
                     continue
                 query = arxiv_ids[0]
             res = self._run(tool, query, bottleneck, system_config)
-            good = [p for p in res.papers if p.complete and p.passage and _relevant(p, query)]
+            good = [p for p in res.papers if p.complete and p.passage and _relevant(p, query)
+                    and (accept is None or accept(p))]  # fmt: skip
             if strategy_id and require_strategy_claim:
                 good = [p for p in good if p.strategy == strategy_id and p.verified]
             elif strategy_id:
