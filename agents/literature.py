@@ -15,18 +15,13 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from dftune.graphs.context import Context, EvidenceFn, SearchFn
-from dftune.graphs.guards import citation_url
+from dftune.graphs.guards import citation_url, reference_text
 from dftune.graphs.state import CitationRef, Proposal, TuningState, log
 from dftune.tools.catalog import Catalog
 from dftune.tools.kb import opt_kb_lookup
 
 #: The seed: "If no paper is found after 10 search attempts, mark the proposal as UNSUPPORTED".
 MAX_ATTEMPTS = 10
-
-
-def reference_text(authors: list[str], title: str, venue: str, year: int) -> str:
-    who = ", ".join(authors[:3]) + (" et al." if len(authors) > 3 else "")
-    return f'{who}. "{title}." {venue}, {year}.'
 
 
 def catalog_citation(strategy_id: str, catalog: Catalog) -> CitationRef | None:

@@ -86,6 +86,12 @@ def citation_guard(strategy_id: str, catalog: Catalog | None = None) -> GuardDec
                          reason=f"UNSUPPORTED: no verifiable citation for {strategy_id} ({why})")  # fmt: skip
 
 
+def reference_text(authors: list[str], title: str, venue: str, year: int | None) -> str:
+    """A short reference line: up to three authors, title, venue, year."""
+    who = ", ".join(authors[:3]) + (" et al." if len(authors) > 3 else "")
+    return f'{who}. "{title}." {venue}, {year}.'
+
+
 class FoundCitation(BaseModel):
     """A citation the literature search found outside the catalog, with its supporting passage."""
 
@@ -102,8 +108,7 @@ class FoundCitation(BaseModel):
     source: str = "search"
 
     def reference(self) -> str:
-        who = ", ".join(self.authors[:3]) + (" et al." if len(self.authors) > 3 else "")
-        return f'{who}. "{self.title}." {self.venue}, {self.year}.'
+        return reference_text(self.authors, self.title, self.venue, self.year)
 
 
 def reference_guard(ref: FoundCitation) -> GuardDecision:
