@@ -7,16 +7,16 @@ included, must equal the DuckDB reader's.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import conftest as c
 import pytest
 
-from dftune.tools.trace import analyze, native
+from dftune.tools.trace import native
 from dftune.tools.trace.discover import discover
 from dftune.tools.trace.reader import read_file_native
+from tests.readers import analyze_with
 
 pytestmark = [
     pytest.mark.e2e,
@@ -29,18 +29,7 @@ SETS = [pytest.param(("shared", n), id=n) for n in c.SHARED_TRACE_SETS] + [
 
 
 def _analyze(path: Path, mode: str) -> dict[str, Any]:
-    old = os.environ.get(native.ENV)
-    os.environ[native.ENV] = "1" if mode == "native" else "0"
-    try:
-        doc: dict[str, Any] = analyze(
-            [path], views=["summary", "file", "proc", "time", "layer"]
-        ).to_json_dict()
-        return doc
-    finally:
-        if old is None:
-            del os.environ[native.ENV]
-        else:
-            os.environ[native.ENV] = old
+    return analyze_with([path], mode, views=["summary", "file", "proc", "time", "layer"])
 
 
 @pytest.mark.parametrize("which", SETS)

@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 
-from dftune.tools.trace import TraceError, analyze, native, reader
+from dftune.tools.trace import TraceError, native, reader
 from dftune.tools.trace.reader import read_file_native
+from tests.readers import analyze_with
 
 VIEWS = ["summary", "file", "proc", "time", "layer"]
 
@@ -56,16 +57,7 @@ def write(path: Path, lines: list[str], *, gz: bool = True, end: str = "\n") -> 
 
 
 def run(paths: list[Path], mode: str, **kw: Any) -> dict[str, Any]:
-    old = os.environ.get(native.ENV)
-    os.environ[native.ENV] = "1" if mode == "native" else "0"
-    try:
-        doc: dict[str, Any] = analyze(paths, views=VIEWS, **kw).to_json_dict()
-        return doc
-    finally:
-        if old is None:
-            del os.environ[native.ENV]
-        else:
-            os.environ[native.ENV] = old
+    return analyze_with(paths, mode, views=VIEWS, **kw)
 
 
 def assert_same(paths: list[Path], **kw: Any) -> dict[str, Any]:
