@@ -8,14 +8,13 @@ written atomically (temporary file in the same folder, fsync, rename).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 from dftune.tools.home import dftune_home
 from dftune.tools.kb.store import WIN_THRESHOLD_PCT, KbRecord, Scope, opt_kb_records
+from dftune.tools.session.workspace import atomic_write_bytes
 
 __all__ = ["default_render_path", "opt_kb_render", "render_markdown"]
 
@@ -174,22 +173,9 @@ def render_markdown(records: Sequence[KbRecord]) -> str:
     return "\n".join(lines)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def opt_kb_render(path: Path | str | None = None, *, db: Path | str | None = None) -> Path:
     """Write the KB as a markdown skill file (default ``$DFTUNE_HOME/kb/opt_kb.md``); returns its path."""
     out = Path(path) if path is not None else default_render_path()
-    _atomic_write(out, render_markdown(opt_kb_records(db=db)))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out, render_markdown(opt_kb_records(db=db)).encode("utf-8"))
     return out
