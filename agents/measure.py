@@ -9,7 +9,6 @@ compares those, and the KB record is built from them.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +19,6 @@ from dftune.tools.trace import Analysis, analyze
 
 ANALYSIS_FILE = "analysis.json"
 BENCH_FILE = "bench.json"
-
-
-def fresh_workdir(workdir: Path) -> None:
-    """A node re-run after a crash must not count the traces of its first, interrupted attempt."""
-    for sub in ("traces/raw", "logs"):
-        target = workdir / sub
-        if target.exists():
-            shutil.rmtree(target)
-    (workdir / "traces" / "raw").mkdir(parents=True, exist_ok=True)
 
 
 def measure(
@@ -42,7 +32,6 @@ def measure(
     views: tuple[str, ...] = ("file", "proc"),
     source_dir: str | None = None,
 ) -> tuple[Measurement, Analysis | None, BenchResult]:
-    fresh_workdir(workdir)
     run_spec = spec.relocated(Path(source_dir)) if source_dir else spec
     result = bench(
         run_spec, overrides=overrides, replicates=replicates, trace=traced, workdir=workdir, env=env

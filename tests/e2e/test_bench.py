@@ -84,3 +84,17 @@ def test_hung_workload_times_out(tmp_path: Path) -> None:
                     'timeout_s = 1\n[tracing]\nmode = "off"\n')  # fmt: skip
     result = bench(load_spec(toml), workdir=tmp_path / "w")
     assert result.replicates[0].status == "timeout" and result.ok == 0
+
+
+def test_a_rerun_into_the_same_workdir_never_counts_an_earlier_attempts_trace(tmp_path: Path) -> None:
+    pytest.importorskip("dftracer")
+    from dftune.tools.runner.bench import bench
+    from dftune.tools.runner.spec import load_spec
+    from tests.graph.conftest import TOY
+
+    stale = tmp_path / "traces" / "raw" / "r0" / "trace-0000-preload.pfw.gz"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"left over from a run killed half-way")
+    result = bench(load_spec(TOY), replicates=1, trace=True, workdir=tmp_path)
+    assert result.ok == 1 and not stale.exists()
+    assert any(stale.parent.glob("*.pfw*"))  # the new replicate's own trace is there

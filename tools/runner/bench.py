@@ -231,6 +231,8 @@ def bench(
         notes.append("page cache dropped (sync; echo 3 > /proc/sys/vm/drop_caches) before every replicate")
 
     trace_root = workdir / "traces" / "raw" if traced else None
+    # --trace on a spec whose tracing is off: trace the unmodified program (PRELOAD)
+    trace_mode = spec.tracing.mode if spec.tracing.mode != "off" else "preload"
     results: list[Replicate] = []
     failures_in_row = 0
     stopped: str | None = None
@@ -240,11 +242,11 @@ def bench(
         if traced:
             assert trace_root is not None
             rep_trace = trace_root / f"r{i}"
-            rep_trace.mkdir(parents=True, exist_ok=True)
+            if rep_trace.exists():  # a re-run (e.g. after a crash) must not count an earlier attempt's trace
+                shutil.rmtree(rep_trace)
+            rep_trace.mkdir(parents=True)
             try:
-                env.update(
-                    trace_env(rep_trace / "trace", data_dir=spec.tracing.data_dir, mode=spec.tracing.mode)
-                )
+                env.update(trace_env(rep_trace / "trace", data_dir=spec.tracing.data_dir, mode=trace_mode))
             except TracerUnavailable as exc:
                 raise BenchError(f"{spec.spec_path}: tracing requested but {exc}") from None
         if cache_policy == "drop_caches" and i > first_index:  # the probe above dropped it for the first run
