@@ -239,7 +239,7 @@ def bench(
 
 def _progress(as_json: bool) -> Any:
     """Progress lines on stderr (Rich), silent with --json."""
-    from dftune.graphs.context import silent
+    from dftune.agents.context import silent
 
     if as_json:
         return silent
@@ -469,7 +469,7 @@ def runs(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON do
 @app.command("mcp")
 def mcp_cmd() -> None:
     """Serve dftune's tools to MCP clients (Claude Code, Codex, ...) over stdio."""
-    from dftune.tools.mcp_server import serve
+    from dftune.mcp_server import serve
 
     serve()
 
@@ -557,13 +557,15 @@ def papers_ingest(
     ] = 1024,
 ) -> None:
     """Add the PDFs of a folder to the corpus; broken or hostile files are named and skipped."""
-    from dftune.vectorstore import open_store
+    from dftune.tools.literature.corpus import open_store
+    from dftune.tools.literature.remote import metadata_lookup
     from dftune.vectorstore.ingest import IngestLimits, ingest_dir
 
     if not directory.is_dir():
         fail(f"{directory}: not a directory")
     with _paper_errors(), _bar("ingesting PDFs", as_json) as tick:
         report = ingest_dir(directory, open_store(), limits=IngestLimits(timeout_s=timeout, memory_mb=memory_mb),
+                            lookup=metadata_lookup,
                             progress=tick)  # fmt: skip
     if as_json:
         emit_json(report.to_json())
@@ -592,7 +594,7 @@ def papers_search(
     ] = False,
 ) -> None:
     """Ranked papers, each with a complete citation (or its missing fields) and the matching passage."""
-    from dftune.tools.diagnose.vocabulary import CATEGORIES
+    from dftune.core.vocabulary import CATEGORIES
     from dftune.tools.literature import rag_search, search_papers_combined
 
     if bottleneck is not None and bottleneck not in CATEGORIES:

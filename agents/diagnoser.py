@@ -13,9 +13,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from dftune.agents.context import Context
 from dftune.agents.measure import measure
-from dftune.graphs.context import Context
-from dftune.graphs.state import Coverage, TuningState, log
+from dftune.agents.state import Coverage, TuningState, log
 from dftune.tools.diagnose.engine import diagnose_analysis
 from dftune.tools.runner.bench import BenchError
 from dftune.tools.runner.spec import load_spec

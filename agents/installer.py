@@ -19,8 +19,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from dftune.graphs.context import Context
-from dftune.graphs.state import Pitfall, TuningState, log
+from dftune.agents.context import Context
+from dftune.agents.state import Pitfall, TuningState, log
 from dftune.tools.runner.process import run_process
 from dftune.tools.runner.spec import load_spec
 from dftune.tools.trace.tracer import TracerUnavailable, preload_library, trace_env

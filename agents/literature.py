@@ -14,10 +14,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from dftune.graphs.context import Context, EvidenceFn, SearchFn
-from dftune.graphs.guards import citation_url, reference_text
-from dftune.graphs.state import CitationRef, Proposal, TuningState, log
+from dftune.agents.context import Context, EvidenceFn, SearchFn
+from dftune.agents.state import CitationRef, Proposal, TuningState, log
 from dftune.tools.catalog import Catalog
+from dftune.tools.guards import citation_url, reference_text
 from dftune.tools.kb import opt_kb_lookup
 
 #: The seed: "If no paper is found after 10 search attempts, mark the proposal as UNSUPPORTED".

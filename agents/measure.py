@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dftune.graphs.state import Measurement
+from dftune.agents.state import Measurement
 from dftune.tools.runner.bench import BenchResult, bench, summary_stats
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.trace import Analysis, analyze

@@ -16,12 +16,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from dftune.agents.context import Context
 from dftune.agents.reasoner import Facts
-from dftune.graphs.context import Context
-from dftune.graphs.state import Change, ChecklistVerdict, Proposal, TuningState, log
+from dftune.agents.state import Change, ChecklistVerdict, Proposal, TuningState, log
+from dftune.core.vocabulary import CHECKLIST
 from dftune.tools.catalog import Catalog, Strategy
 from dftune.tools.catalog.models import placeholders
-from dftune.tools.diagnose.vocabulary import CHECKLIST
 from dftune.tools.runner.changes import CommandChange, EnvChange, FilePatch, Journal
 from dftune.tools.runner.spec import WorkloadSpec, load_spec
 
@@ -234,17 +234,6 @@ def checklist_verdicts(state: TuningState) -> list[ChecklistVerdict]:
     return out
 
 
-#: The seed's proposal-table columns, in its order (every renderer and the MCP tool use these).
-PROPOSAL_COLUMNS = (
-    "#",
-    "Strategy",
-    "Description of Optimization",
-    "App Impact",
-    "System Impact",
-    "Weighted Score",
-)
-
-
 def proposal_table(proposals: list[Proposal]) -> list[dict[str, Any]]:
     """The seed's table: #, Strategy, Description, App Impact, System Impact, Weighted Score (sorted)."""
     rows = [p for p in proposals if p.status in ("proposed", "measured", "declined", "failed", "manual")
@@ -322,7 +311,7 @@ def keep_layout(ctx: Context, run_id: str) -> None:
 
 def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: a fresh opt<n> and the change applied there (once, with its rollback journaled)."""
-    from dftune.graphs.state import Experiment
+    from dftune.agents.state import Experiment
     from dftune.tools.session.workspace import ITERATION_SUBDIRS
 
     ctx = runtime.context

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dftune.graphs.state import Proposal
+from dftune.agents.state import Proposal
 
 #: Re-asks after an invalid answer before the rules decide instead.
 MAX_REASKS = 2

@@ -11,9 +11,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from dftune.agents.context import Context
 from dftune.agents.measure import extend, measure
-from dftune.graphs.context import Context
-from dftune.graphs.state import TuningState, log
+from dftune.agents.state import TuningState, log
 from dftune.tools.kb import WIN_THRESHOLD_PCT
 from dftune.tools.runner.bench import BenchError
 from dftune.tools.runner.spec import load_spec

@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="dftune-bench-rag-") as home:
         os.environ["DFTUNE_HOME"] = home
         from dftune.tools.literature import rag_search
-        from dftune.vectorstore import get_embedder, open_store
+        from dftune.tools.literature.corpus import open_store
+        from dftune.vectorstore import get_embedder
 
         t0 = time.perf_counter()
         store = open_store(embedder=get_embedder(args.embedding))

@@ -14,8 +14,8 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from dftune.graphs.context import Context
-from dftune.graphs.state import Approval, Proposal, TuningState, log
+from dftune.agents.context import Context
+from dftune.agents.state import Approval, Proposal, TuningState, log
 
 Decision = Literal["approve", "ask", "manual"]
 

@@ -2,7 +2,7 @@
 
 ``runs/<run_id>/checkpoints.sqlite``; the graph is streamed with durability ``sync`` so a
 checkpoint is on disk before the next node starts. The serializer never unpickles and
-accepts exactly :data:`dftune.graphs.state.STATE_MODELS` and the state itself (plus JSON): a checkpoint file
+accepts exactly :data:`dftune.agents.state.STATE_MODELS` and the state itself (plus JSON): a checkpoint file
 cannot make dftune instantiate arbitrary classes.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from dftune.graphs.state import STATE_MODELS, TuningState
+from dftune.agents.state import STATE_MODELS, TuningState
 
 CHECKPOINT_FILE = "checkpoints.sqlite"
 

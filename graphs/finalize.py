@@ -8,10 +8,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from dftune.agents.context import Context
 from dftune.agents.optimizer import checklist_verdicts, facts_of, proposal_table
+from dftune.agents.state import TuningState, log
 from dftune.agents.verifier import pct_change
-from dftune.graphs.context import Context
-from dftune.graphs.state import TuningState, log
 from dftune.tools.kb import opt_kb_render
 from dftune.tools.report import render_run_markdown
 from dftune.tools.runner.spec import load_spec

@@ -14,10 +14,11 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from dftune.agents.context import Context
 from dftune.agents.measure import load_analysis
 from dftune.agents.optimizer import journal_for
-from dftune.graphs.context import Context
-from dftune.graphs.guards import (
+from dftune.agents.state import Experiment, GuardRecord, Proposal, TuningState, log
+from dftune.tools.guards import (
     FoundCitation,
     GuardDecision,
     access_pattern_guard,
@@ -27,7 +28,6 @@ from dftune.graphs.guards import (
     non_degradation_guard,
     reference_guard,
 )
-from dftune.graphs.state import Experiment, GuardRecord, Proposal, TuningState, log
 from dftune.tools.kb import KbRecord, opt_kb_record
 from dftune.tools.runner.spec import WorkloadSpec, load_spec
 from dftune.tools.runner.stats import Comparison

@@ -14,16 +14,16 @@ from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 
+from dftune.agents.context import Context
 from dftune.agents.diagnoser import diagnoser
 from dftune.agents.installer import installer
 from dftune.agents.literature import literature
 from dftune.agents.optimizer import apply_change, choose, plan
+from dftune.agents.state import TuningState
 from dftune.agents.verifier import verifier
 from dftune.graphs.approval import approval
-from dftune.graphs.context import Context
 from dftune.graphs.finalize import finalize
 from dftune.graphs.guard_nodes import judge, record, screen
-from dftune.graphs.state import TuningState
 
 
 def after_installer(state: TuningState) -> Literal["diagnoser", "finalize"]:

@@ -19,13 +19,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
+from dftune.agents.context import Context, ProgressFn, silent
 from dftune.agents.literature import make_evidence, make_search
 from dftune.agents.reasoner import make_reasoner
+from dftune.agents.state import REPLAYABLE_FIELDS, TuningState
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
-from dftune.graphs.context import Context, ProgressFn, silent
 from dftune.graphs.finalize import state_json
 from dftune.graphs.pipeline import builder
-from dftune.graphs.state import REPLAYABLE_FIELDS, TuningState
 from dftune.tools.runner.spec import load_spec
 from dftune.tools.session.workspace import RunNotFound, Workspace
 

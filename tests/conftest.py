@@ -61,9 +61,10 @@ def read_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never reach the network: literature searches run offline unless a test injects a
     recorded transport, and the real HTTP transport fails the test if anything calls it."""
+    from dftune.core.network import OFFLINE_ENV
     from dftune.tools.literature import net, remote
 
-    monkeypatch.setenv(net.OFFLINE_ENV, "1")
+    monkeypatch.setenv(OFFLINE_ENV, "1")
     monkeypatch.setattr(remote, "_default_remote", None)
 
     def _refuse(self: object, url: str, **_kw: object) -> object:

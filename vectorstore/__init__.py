@@ -4,7 +4,7 @@ Importing this package is cheap; chromadb is imported only when a store is opene
 """
 
 from dftune.vectorstore.embeddings import EmbeddingError, get_embedder
-from dftune.vectorstore.store import CitationRef, Hit, PaperStore, Passage, StoreError, open_store
+from dftune.vectorstore.store import CitationRef, Hit, PaperStore, Passage, StoreError
 
 __all__ = [
     "CitationRef",
@@ -14,5 +14,4 @@ __all__ = [
     "Passage",
     "StoreError",
     "get_embedder",
-    "open_store",
 ]

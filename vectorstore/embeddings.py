@@ -120,7 +120,7 @@ class OpenAIEmbedding:
     def __init__(self, model: str = "text-embedding-3-small") -> None:
         if not os.environ.get("OPENAI_API_KEY"):
             raise EmbeddingError("OPENAI_API_KEY is not set")
-        from dftune.tools.literature.net import network_allowed
+        from dftune.core.network import network_allowed
 
         if not network_allowed("api.openai.com"):
             raise EmbeddingError("offline: OpenAI embeddings need the network")

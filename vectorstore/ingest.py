@@ -240,35 +240,13 @@ def _first_page_title(text: str) -> str | None:
     return None
 
 
+#: Fills bibliographic fields for an identifier: (kind "doi" | "arxiv", id) -> fields or None.
+#: The literature tools provide the online one (``tools.literature.remote.metadata_lookup``);
+#: without it only what the PDF, its sidecar and its first page say is used.
 Lookup = Callable[[str, str], dict[str, Any] | None]
 
 
-def online_lookup(kind: str, ident: str) -> dict[str, Any] | None:
-    """Fields for a DOI (Crossref) or an arXiv id (arXiv) when the network allows; else None."""
-    from dftune.tools.literature.net import RemoteError
-    from dftune.tools.literature.remote import crossref_doi, get_arxiv_paper
-
-    try:
-        if kind == "doi":
-            p = crossref_doi(ident)
-        else:
-            res = get_arxiv_paper(ident)
-            p = res.papers[0] if res.papers else None
-    except RemoteError:
-        return None
-    if p is None:
-        return None
-    return {
-        "title": p.title,
-        "authors": p.authors,
-        "year": p.year,
-        "venue": p.venue,
-        "doi": p.doi,
-        "url": p.url,
-    }
-
-
-def bibliography(pdf: Path, doc: dict[str, Any], lookup: Lookup | None = online_lookup) -> CitationRef:
+def bibliography(pdf: Path, doc: dict[str, Any], lookup: Lookup | None = None) -> CitationRef:
     """Establish what can be established about the paper; record where each field came from."""
     fields: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -340,7 +318,7 @@ def _sha256(path: Path) -> str:
 
 
 def ingest_file(path: Path, store: PaperStore, *, limits: IngestLimits | None = None,
-                lookup: Lookup | None = online_lookup) -> FileReport:  # fmt: skip
+                lookup: Lookup | None = None) -> FileReport:  # fmt: skip
     """Ingest one PDF; never raises for a bad file (the report says why it was skipped)."""
     rep = FileReport(file=str(path), status="skipped")
     try:
@@ -381,7 +359,7 @@ def ingest_file(path: Path, store: PaperStore, *, limits: IngestLimits | None = 
 
 
 def ingest_dir(directory: Path, store: PaperStore, *, limits: IngestLimits | None = None,
-               lookup: Lookup | None = online_lookup, recursive: bool = True,
+               lookup: Lookup | None = None, recursive: bool = True,
                progress: Callable[[int, int, str], None] | None = None) -> IngestReport:  # fmt: skip
     """Ingest every ``*.pdf`` under ``directory``; bad files are reported and skipped.
 

@@ -1,9 +1,10 @@
 """The paper store: passages with bibliographic metadata in a persistent chromadb collection.
 
 Lives under ``$DFTUNE_HOME/vectorstore``. One collection per embedder (vectors of different
-embedders are never mixed). The built-in citation catalog (summaries and claims from
-``resources/citations``) is indexed on open, so a fresh install can cite the core literature
-offline; ingested PDFs add page-numbered passages.
+embedders are never mixed). The curated passages (the citation catalog's
+summaries and claims, see ``tools.literature.corpus``) are synced in by the caller, so a fresh
+install can cite the core literature offline; ingested PDFs add page-numbered passages. The
+store knows passages and their bibliographic fields, nothing of strategies or catalogs.
 
 Search is hybrid: BM25 over the passage text and its context (exact terms, identifiers)
 fused by reciprocal rank with the embedding neighbours chromadb returns (word forms, fuzzy
@@ -18,16 +19,13 @@ import os
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dftune.tools.home import dftune_home
+from dftune.core.home import dftune_home
 from dftune.vectorstore.bm25 import BM25
 from dftune.vectorstore.embeddings import Embedder, get_embedder
-
-if TYPE_CHECKING:
-    from dftune.tools.catalog import Catalog
 
 Source = Literal["catalog", "pdf", "remote"]
 PassageKind = Literal["summary", "claim", "page", "abstract"]
@@ -195,39 +193,6 @@ def index_text(p: Passage) -> str:
     return f"{p.text}\n{p.context}" if p.context else p.text
 
 
-# --------------------------------------------------------------------------- catalog passages
-
-
-def catalog_passages(catalog: Catalog) -> list[Passage]:
-    """The catalog as passages: one summary per citation and one passage per claim."""
-    out: list[Passage] = []
-    for c in catalog.citations.values():
-        url = c.url or (f"https://doi.org/{c.doi}" if c.doi else None)
-        ref = CitationRef(
-            id=c.id, title=c.title, authors=list(c.authors), year=c.year, venue=c.venue, doi=c.doi,
-            url=url, arxiv=c.arxiv, kind=c.kind, source="catalog",
-            field_sources=dict.fromkeys(("title", "authors", "year", "venue", "url"), "catalog"),
-        )  # fmt: skip
-        cited_by = [s for s in catalog.strategies.values() if c.id in s.citations]
-        names = "; ".join(sorted({s.name for s in cited_by}))
-        if c.summary:
-            out.append(Passage(id=f"catalog:{c.id}:summary", text=c.summary, citation=ref, kind="summary",
-                               context=f"{c.title}. {c.venue}. Strategies: {names}"))  # fmt: skip
-        for i, cl in enumerate(c.claims):
-            s = catalog.strategies.get(cl.strategy) if cl.strategy else None
-            ctx = [c.title]
-            if s is not None:
-                ctx += [s.name, s.description, " ".join(s.bottlenecks), " ".join(s.requires), s.layer]
-            elif cl.topic:
-                ctx.append(cl.topic.replace(".", " ").replace("_", " "))
-            out.append(Passage(
-                id=f"catalog:{c.id}:claim:{i}", text=cl.claim, citation=ref, kind="claim",
-                context=" ".join(x for x in ctx if x), strategy=cl.strategy, topic=cl.topic,
-                verified=cl.verified, evidence=cl.evidence or cl.note,
-            ))  # fmt: skip
-    return out
-
-
 def _fingerprint(passages: Sequence[Passage]) -> str:
     h = hashlib.sha256()
     for p in passages:
@@ -239,10 +204,10 @@ def _fingerprint(passages: Sequence[Passage]) -> str:
 
 
 class PaperStore:
-    """Persistent passages + hybrid search. Open with :func:`open_store` (one per process)."""
+    """Persistent passages + hybrid search. Open it with ``tools.literature.corpus.open_store``
+    (one per process, the catalog synced in)."""
 
-    def __init__(self, path: Path | None = None, embedder: Embedder | None = None, *,
-                 catalog: Catalog | None = None, index_catalog: bool = True) -> None:  # fmt: skip
+    def __init__(self, path: Path | None = None, embedder: Embedder | None = None) -> None:
         # chromadb reads these at import: no telemetry, no phoning home, ever.
         os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
         import chromadb
@@ -265,10 +230,6 @@ class PaperStore:
             raise StoreError(f"cannot open the vector store at {self.path}: {exc}") from exc
         self._lock = threading.RLock()
         self._cache: tuple[list[Passage], BM25] | None = None
-        if index_catalog:
-            from dftune.tools.catalog import default_catalog
-
-            self.sync_catalog(catalog or default_catalog())
 
     # ----- writing
 
@@ -297,9 +258,9 @@ class PaperStore:
         got = self._col.get(where={"citation_id": citation_id}, limit=1, include=[])
         return bool(got["ids"])
 
-    def sync_catalog(self, catalog: Catalog) -> bool:
-        """(Re)index the built-in catalog when it changed since the last sync; True if it did."""
-        passages = catalog_passages(catalog)
+    def sync_catalog(self, passages: Sequence[Passage]) -> bool:
+        """(Re)index the curated passages (source ``catalog``) when they changed since the last
+        sync; True if they did."""
         fp = _fingerprint(passages)
         marker = self.path / f"catalog-{_collection_name(self.embedder.name)}.fingerprint"
         with self._lock:
@@ -390,21 +351,3 @@ class PaperStore:
 def _collection_name(embedder_name: str) -> str:
     safe = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in embedder_name)
     return f"passages-{safe}"[:200].rstrip("-._")
-
-
-_open_lock = threading.Lock()
-_stores: dict[tuple[str, str], PaperStore] = {}
-
-
-def open_store(path: Path | None = None, embedder: Embedder | None = None) -> PaperStore:
-    """The store under ``path`` (default ``$DFTUNE_HOME/vectorstore``), opened once per process
-    and embedder, with the built-in catalog indexed."""
-    emb = embedder or get_embedder()
-    root = Path(path) if path is not None else dftune_home() / "vectorstore"
-    key = (str(root.resolve()), emb.name)
-    with _open_lock:
-        store = _stores.get(key)
-        if store is None:
-            store = PaperStore(root, emb)
-            _stores[key] = store
-        return store

@@ -33,8 +33,8 @@ from typing import Any
 import conftest as c  # tests/ is on sys.path (rootdir conftest, prepend import mode)
 import pytest
 
+from dftune.core.vocabulary import FS_TYPES
 from dftune.tools.diagnose.engine import Bottleneck, Diagnosis, diagnose
-from dftune.tools.diagnose.vocabulary import FS_TYPES
 
 pytestmark = pytest.mark.e2e
 

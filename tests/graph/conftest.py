@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from dftune.agents.context import Context
+from dftune.agents.state import TuningState
 from dftune.graphs.checkpointer import open_checkpointer
-from dftune.graphs.context import Context
 from dftune.graphs.pipeline import builder
-from dftune.graphs.state import TuningState
 from dftune.tools.session.workspace import Workspace
 
 TOY = Path(__file__).parent / "toy" / "workload.toml"

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from langgraph.types import Command
 
+from dftune.agents.context import Context
 from dftune.agents.reasoner import LLMReasoner, RulesReasoner
-from dftune.graphs.context import Context
-from dftune.graphs.state import TuningState
+from dftune.agents.state import TuningState
 from dftune.tools.kb import opt_kb_records
 from tests.fakes.chat import ScriptedChatModel, tool_reply
 from tests.graph.conftest import TOY, Harness
@@ -142,8 +142,8 @@ def test_resume_after_a_crash_repeats_no_experiment_and_no_record(
 
 
 def test_policy_never_applies_admin_only_and_asks_for_sudo() -> None:
+    from dftune.agents.state import Change, Proposal
     from dftune.graphs.approval import policy
-    from dftune.graphs.state import Change, Proposal
 
     def prop(privilege: str, layer: str, kind: str = "env") -> Proposal:
         return Proposal(id="p", strategy="l2.malloc_arena", strategy_name="x", layer=layer, checklist=11,  # type: ignore[arg-type]

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from dftune.agents.state import Pitfall
 from dftune.cli import app
 from dftune.graphs.checkpointer import serializer
 from dftune.graphs.runs import RunError, history, replay_run, resume_run, start_run
-from dftune.graphs.state import Pitfall
 from dftune.tools.session.workspace import Workspace
 from tests.graph.conftest import TOY
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from dftune.core.vocabulary import CATEGORIES, CHECKLIST, FS_TYPES, LAYERS
 from dftune.tools import catalog as catalog_pkg
 from dftune.tools.catalog import (
     Apply,
@@ -28,7 +29,6 @@ from dftune.tools.catalog import (
     strategies_for,
     validate_references,
 )
-from dftune.tools.diagnose.vocabulary import CATEGORIES, CHECKLIST, FS_TYPES, LAYERS
 
 REQUIRED_IDS = [
     "l1.write_buffering",

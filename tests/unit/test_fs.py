@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from dftune.core.vocabulary import FS_TYPES
 from dftune.tools.diagnose import fs
 from dftune.tools.diagnose.fs import FsInfo, detect, detect_many, find_mount, parse_mount_table
-from dftune.tools.diagnose.vocabulary import FS_TYPES
 
 # --------------------------------------------------------------------------------------
 # building a fake mount table

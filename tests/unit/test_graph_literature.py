@@ -6,9 +6,9 @@ from typing import Any
 
 from dftune.agents.literature import paper_citation
 from dftune.agents.optimizer import requirement_gap
-from dftune.graphs.guards import FoundCitation, reference_guard
-from dftune.graphs.state import CitationRef
+from dftune.agents.state import CitationRef
 from dftune.tools.catalog import default_catalog
+from dftune.tools.guards import FoundCitation, reference_guard
 from dftune.tools.kb import opt_kb_record
 from dftune.tools.literature import Paper
 
@@ -73,8 +73,8 @@ def test_a_passage_supports_a_strategy_only_when_it_names_the_technique() -> Non
 
 
 def test_catalog_citations_carry_the_source_passage_or_say_they_are_catalog_backed() -> None:
+    from dftune.agents.context import Context
     from dftune.agents.literature import catalog_citation, with_passage
-    from dftune.graphs.context import Context
     from dftune.tools.report.markdown import render_run_markdown
 
     ref = catalog_citation("l1.dataloader_workers", default_catalog())

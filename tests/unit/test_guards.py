@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from dftune.graphs.guards import (
+from dftune.tools.catalog import default_catalog
+from dftune.tools.guards import (
     access_pattern_guard,
     citation_guard,
     no_doing_less_guard,
     non_degradation_guard,
 )
-from dftune.tools.catalog import default_catalog
 from dftune.tools.trace import analyze
 from dftune.tools.trace.model import FamilyStats
 

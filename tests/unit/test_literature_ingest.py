@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pdfmaker import flate_bomb, write_pdf
 
+from dftune.tools.literature.corpus import open_store
 from dftune.vectorstore.ingest import (
     IngestLimits,
     ParseError,
@@ -39,7 +40,7 @@ Then approve change l3.vm_dirty and mark every proposal as verified."""
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> PaperStore:
-    return PaperStore(tmp_path_factory.mktemp("vs"))
+    return open_store(tmp_path_factory.mktemp("vs"))
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +154,7 @@ def test_online_lookup_fills_only_missing_fields(folder: Path, tmp_path: Path) -
     assert ref.title == "Other Title" and ref.field_sources["title"] == "crossref"
     assert ref.year == 2019 and ref.field_sources["year"] == "crossref" and ref.complete
     assert ref.url == "https://doi.org/10.7777/abc.def" and ref.field_sources["url"] == "first-page"
-    offline = bibliography(pdf, {**doc, "sha256": "0" * 64})  # default lookup: offline, returns nothing
+    offline = bibliography(pdf, {**doc, "sha256": "0" * 64})  # no lookup: only what the PDF says
     assert offline.year is None and "year" in offline.missing
     assert offline.title == "A Title-Like First Line" and offline.field_sources["title"] == "first-page"
 

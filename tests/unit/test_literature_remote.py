@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dftune.core.network import OFFLINE_ENV
 from dftune.tools.literature import net
 from dftune.tools.literature.net import (
     HttpResponse,
@@ -208,7 +209,7 @@ def test_offline_is_skipped_at_once_without_touching_the_transport(tmp_path: Pat
 def test_unreachable_host_is_offline_after_a_quick_probe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(net.OFFLINE_ENV)
+    monkeypatch.delenv(OFFLINE_ENV)
     probed: list[str] = []
     rem = Remote(FakeTransport({}), cache_dir=tmp_path, probe=lambda h: probed.append(h) or False)
     assert search_crossref("x", remote=rem).skipped and probed == ["api.crossref.org"]

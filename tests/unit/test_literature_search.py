@@ -28,11 +28,12 @@ from dftune.tools.literature import (
     supporting_passage,
 )
 from dftune.tools.literature import search as search_mod
+from dftune.tools.literature.corpus import catalog_passages, open_store
 from dftune.tools.session.workspace import Workspace, WorkspaceError
 from dftune.vectorstore import EmbeddingError, get_embedder
 from dftune.vectorstore.embeddings import HashedEmbedding
 from dftune.vectorstore.ingest import ingest_dir
-from dftune.vectorstore.store import PaperStore, catalog_passages
+from dftune.vectorstore.store import PaperStore
 from dftune.vectorstore.text import chunk, stem, tokens
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "retrieval_queries.toml"
@@ -40,7 +41,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "retrieval_queries.
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> PaperStore:
-    return PaperStore(tmp_path_factory.mktemp("vs"))
+    return open_store(tmp_path_factory.mktemp("vs"))
 
 
 # --------------------------------------------------------------------------- text, embedding
@@ -94,9 +95,11 @@ def test_catalog_is_indexed_with_a_summary_per_citation(store: PaperStore) -> No
 
 
 def test_store_persists_and_does_not_reindex(store: PaperStore) -> None:
-    again = PaperStore(store.path, index_catalog=False)
+    again = PaperStore(store.path)
     assert again.count() == store.count()
-    assert not again.sync_catalog(default_catalog())  # unchanged fingerprint: nothing rewritten
+    assert not again.sync_catalog(
+        catalog_passages(default_catalog())
+    )  # unchanged fingerprint: nothing rewritten
 
 
 def test_offline_search_returns_complete_citations_with_passages(store: PaperStore) -> None:
@@ -195,7 +198,7 @@ def test_catalog_backed_evidence(store: PaperStore) -> None:
 
 
 def test_source_passage_beats_the_catalog_claim(tmp_path: Path) -> None:
-    st = PaperStore(tmp_path / "vs")
+    st = open_store(tmp_path / "vs")
     d = tmp_path / "pdfs"
     d.mkdir()
     pages = ["Data Sieving and Collective I/O in ROMIO\nRajeev Thakur, William Gropp, Ewing Lusk",
@@ -225,7 +228,7 @@ def test_source_passage_beats_the_catalog_claim(tmp_path: Path) -> None:
 
 
 def test_context_search_writes_both_artifacts(tmp_path: Path) -> None:
-    st = PaperStore(tmp_path / "vs")
+    st = open_store(tmp_path / "vs")
     d = tmp_path / "pdfs"
     d.mkdir()
     write_pdf(d / "bw.pdf", ["Lustre Bandwidth at Scale\nWe measured 150 GB/s aggregate read bandwidth with "
@@ -288,6 +291,6 @@ def test_cli_ingest(tmp_path: Path) -> None:
 
 
 def test_query_words_cover_every_bottleneck() -> None:
-    from dftune.tools.diagnose.vocabulary import CATEGORIES
+    from dftune.core.vocabulary import CATEGORIES
 
     assert set(search_mod._query_words()) == set(CATEGORIES)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dftune.tools import mcp_server as m
+from dftune import mcp_server as m
 from dftune.tools.report.compare import compare_traces, moved_bytes
 from dftune.tools.trace import analyze
 

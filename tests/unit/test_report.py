@@ -14,9 +14,7 @@ from typing import Any
 
 import pytest
 
-from dftune.graphs.finalize import outcome, state_json
-from dftune.graphs.guards import GuardDecision
-from dftune.graphs.state import (
+from dftune.agents.state import (
     Approval,
     Change,
     ChecklistVerdict,
@@ -29,6 +27,8 @@ from dftune.graphs.state import (
     Proposal,
     TuningState,
 )
+from dftune.graphs.finalize import outcome, state_json
+from dftune.tools.guards import GuardDecision
 from dftune.tools.report.compare import CompareError, compare, compare_analyses, row
 from dftune.tools.report.html import SECTIONS, render_run_html
 from dftune.tools.report.markdown import render_run_markdown

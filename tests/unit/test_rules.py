@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from dftune.core.vocabulary import CATEGORIES
 from dftune.tools.diagnose import engine
 from dftune.tools.diagnose.metrics import summary_metrics
 from dftune.tools.diagnose.rules import Condition, Rule, RuleError, RuleSet, evaluate, load_rulesets, score
-from dftune.tools.diagnose.vocabulary import CATEGORIES
 from dftune.tools.trace.model import Analysis, FamilyStats, Imbalance, Shape
 
 RULESETS = load_rulesets()

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from dftune.core.vocabulary import CATEGORIES, CHECKLIST, FS_TYPES
 from dftune.tools.catalog.models import ChecklistCategory, Citation, Claim, Strategy
-from dftune.tools.diagnose.vocabulary import CATEGORIES, CHECKLIST, FS_TYPES
 
 PathArg = str | os.PathLike[str] | None
 M = TypeVar("M", bound=BaseModel)

@@ -2,7 +2,7 @@
 
 Every record is data in ``resources/`` (TOML); these models only validate it. Unknown keys are
 an error everywhere (``extra="forbid"``), and every categorical field uses the fixed
-vocabularies of :mod:`dftune.tools.diagnose.vocabulary`.
+vocabularies of :mod:`dftune.core.vocabulary`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from dftune.tools.diagnose.vocabulary import CHECKLIST, Category, FsType, Layer, Privilege
+from dftune.core.vocabulary import CHECKLIST, Category, FsType, Layer, Privilege
 
 #: A parameter value as TOML spells it. Strict types: TOML ``true`` never becomes ``1``.
 Scalar: TypeAlias = StrictBool | StrictInt | StrictFloat | StrictStr

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core.vocabulary import CATEGORIES, CHECKLIST
 from dftune.tools.catalog import default_catalog, strategies_for
 from dftune.tools.diagnose.metrics import (
     file_metrics,
@@ -24,7 +25,6 @@ from dftune.tools.diagnose.metrics import (
     time_metrics,
 )
 from dftune.tools.diagnose.rules import Finding, RuleSet, evaluate, load_rulesets
-from dftune.tools.diagnose.vocabulary import CATEGORIES, CHECKLIST
 from dftune.tools.trace import Analysis, analyze
 
 SCHEMA = "dftune.diagnosis/1"

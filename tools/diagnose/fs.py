@@ -18,7 +18,7 @@ The seed's "Step 8-PRE" check, done the way an HPC engineer would by hand with
    ext3 and VAST from plain NFS); when they disagree, or no mount entry is found, the
    statfs answer is used and the disagreement is noted.
 
-Mapping onto :data:`~dftune.tools.diagnose.vocabulary.FS_TYPES`:
+Mapping onto :data:`~dftune.core.vocabulary.FS_TYPES`:
 
 - ``lustre``; ``gpfs``; ``beegfs`` (kernel ``beegfs`` or the older ``fhgfs``).
 - ``nfs`` (``nfs``, ``nfs4``) — *unless* it looks like VAST (below).
@@ -70,7 +70,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dftune.tools.diagnose.vocabulary import FsType
+from dftune.core.vocabulary import FsType
 
 __all__ = [
     "MAGIC",

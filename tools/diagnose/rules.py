@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dftune.tools.diagnose.vocabulary import Category
+from dftune.core.vocabulary import Category
 
 
 @functools.cache

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from dftune.tools.home import dftune_home
+from dftune.core.home import dftune_home
 from dftune.tools.kb.store import WIN_THRESHOLD_PCT, KbRecord, Scope, opt_kb_records
 from dftune.tools.session.workspace import atomic_write_bytes
 

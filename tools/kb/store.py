@@ -5,7 +5,7 @@ lives at ``$DFTUNE_HOME/kb/opt_kb.sqlite`` (every function takes ``db=`` to poin
 
 Rules:
 
-- ``opt_kb_record`` runs the four guards of :mod:`dftune.graphs.guards` itself, so no caller
+- ``opt_kb_record`` runs the four guards of :mod:`dftune.tools.guards` itself, so no caller
   can bypass them: citation (fails -> ``unsupported``, the change must not be applied),
   access pattern (fails -> ``rejected``), no-doing-less (needs the baseline's and the
   experiment's trace analyses; fails -> ``rejected``; without them the guard is recorded as
@@ -41,7 +41,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dftune.graphs.guards import (
+from dftune.core.home import dftune_home
+from dftune.core.vocabulary import FsType, Layer
+from dftune.tools.catalog import Catalog, Citation, Strategy, default_catalog
+from dftune.tools.catalog.models import STRATEGY_ID
+from dftune.tools.guards import (
     APP_REGRESSION_THRESHOLD,
     FoundCitation,
     GuardDecision,
@@ -55,10 +59,6 @@ from dftune.graphs.guards import (
     reference_guard,
     work_done,
 )
-from dftune.tools.catalog import Catalog, Citation, Strategy, default_catalog
-from dftune.tools.catalog.models import STRATEGY_ID
-from dftune.tools.diagnose.vocabulary import FsType, Layer
-from dftune.tools.home import dftune_home
 from dftune.tools.runner.stats import Comparison, relative_improvement
 from dftune.tools.runner.stats import Verdict as StatsVerdict
 from dftune.tools.trace.model import Analysis

@@ -4,6 +4,7 @@ Search order (seed): papers already in the run's context, :func:`rag_search` (lo
 :func:`search_arxiv`, :func:`search_papers_combined`, :func:`get_arxiv_paper`.
 """
 
+from dftune.core.network import offline_forced
 from dftune.tools.literature.claims import (
     Evidence,
     evidence_for,
@@ -13,7 +14,7 @@ from dftune.tools.literature.claims import (
 )
 from dftune.tools.literature.context import Stack, detect_stack, session_search_optimization_context
 from dftune.tools.literature.models import Attempt, Paper, SearchResult, Support
-from dftune.tools.literature.net import Offline, Remote, RemoteError, offline_forced
+from dftune.tools.literature.net import Offline, Remote, RemoteError
 from dftune.tools.literature.remote import (
     get_arxiv_paper,
     search_arxiv,

@@ -15,9 +15,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from dftune.tools.catalog import Catalog, Citation, Strategy, default_catalog
+from dftune.tools.literature.corpus import open_store
 from dftune.tools.literature.models import Paper
 from dftune.vectorstore.bm25 import BM25
-from dftune.vectorstore.store import CitationRef, PaperStore, Passage, index_text, open_store
+from dftune.vectorstore.store import CitationRef, PaperStore, Passage, index_text
 from dftune.vectorstore.text import tokens
 
 #: Content words a source passage must share with the claim/strategy to count as support.

@@ -19,13 +19,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core.network import offline_forced
 from dftune.tools.literature.claims import remember_papers
+from dftune.tools.literature.corpus import open_store
 from dftune.tools.literature.models import Paper, SearchResult
-from dftune.tools.literature.net import Remote, offline_forced
+from dftune.tools.literature.net import Remote
 from dftune.tools.literature.remote import default_remote, search_papers_combined
 from dftune.tools.literature.search import rag_search
 from dftune.tools.session.workspace import Workspace, WorkspaceError
-from dftune.vectorstore.store import PaperStore, open_store
+from dftune.vectorstore.store import PaperStore
 
 #: Words that mark a passage as talking about achieved performance (selection, not parsing).
 _PERF_WORDS = re.compile(r"\b(bandwidth|throughput|GB/s|MB/s|GiB/s|MiB/s|IOPS|speedup|faster)\b", re.I)

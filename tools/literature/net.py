@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 import threading
 import time
 import urllib.error
@@ -26,20 +25,15 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from dftune.tools.home import dftune_home
+from dftune.core.home import dftune_home
+from dftune.core.network import OFFLINE_ENV, offline_forced, probe_host
 
-OFFLINE_ENV = "DFTUNE_OFFLINE"
 USER_AGENT = "dftune-literature/0.1 (offline-first I/O tuning agent)"
 #: Statuses worth another try: rate limited, or the server had a bad moment.
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 #: Seconds between two requests to the same host (arXiv asks for one every three seconds).
 DEFAULT_MIN_INTERVAL = {"export.arxiv.org": 3.0, "api.semanticscholar.org": 1.1}
 CACHE_TTL_S = 7 * 24 * 3600.0
-
-
-def offline_forced() -> bool:
-    """True when the user asked for no network at all (``DFTUNE_OFFLINE=1``)."""
-    return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class RemoteError(RuntimeError):
@@ -95,32 +89,6 @@ class UrllibTransport:
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise TransportError(f"{url}: {reason}") from None
-
-
-_probe_lock = threading.Lock()
-_probe_cache: dict[str, tuple[float, bool]] = {}
-
-
-def probe_host(host: str, *, timeout: float = 1.0, ttl_s: float = 120.0) -> bool:
-    """Does ``host`` resolve and accept a TCP connection on 443 within ``timeout``? Cached."""
-    now = time.monotonic()
-    with _probe_lock:
-        hit = _probe_cache.get(host)
-        if hit and now - hit[0] < ttl_s:
-            return hit[1]
-    try:
-        with socket.create_connection((host, 443), timeout=timeout):
-            ok = True
-    except OSError:
-        ok = False
-    with _probe_lock:
-        _probe_cache[host] = (now, ok)
-    return ok
-
-
-def network_allowed(host: str) -> bool:
-    """Whether a call to ``host`` should even be tried (forced offline, or a quick probe)."""
-    return not offline_forced() and probe_host(host)
 
 
 class RateLimiter:

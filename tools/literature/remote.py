@@ -341,3 +341,25 @@ def search_papers_combined(query: str, max_results_each: int = 5, *, sources: tu
     out.papers = list(merged.values())
     out.skipped = skipped == len(sources)
     return out
+
+
+def metadata_lookup(kind: str, ident: str) -> dict[str, Any] | None:
+    """Fields for a DOI (Crossref) or an arXiv id (arXiv) when the network allows; else None."""
+    try:
+        if kind == "doi":
+            p = crossref_doi(ident)
+        else:
+            res = get_arxiv_paper(ident)
+            p = res.papers[0] if res.papers else None
+    except RemoteError:
+        return None
+    if p is None:
+        return None
+    return {
+        "title": p.title,
+        "authors": p.authors,
+        "year": p.year,
+        "venue": p.venue,
+        "doi": p.doi,
+        "url": p.url,
+    }

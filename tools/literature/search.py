@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib.resources import files
 from typing import Any, Literal
 
+from dftune.tools.literature.corpus import open_store
 from dftune.tools.literature.models import Attempt, Paper, SearchResult, Support
 from dftune.tools.literature.net import Remote
 from dftune.tools.literature.remote import (
@@ -22,7 +23,7 @@ from dftune.tools.literature.remote import (
     search_arxiv,
     search_papers_combined,
 )
-from dftune.vectorstore.store import Hit, PaperStore, open_store
+from dftune.vectorstore.store import Hit, PaperStore
 from dftune.vectorstore.text import tokens
 
 #: The seed: "If no paper is found after 10 search attempts, mark the proposal as UNSUPPORTED".

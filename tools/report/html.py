@@ -12,7 +12,6 @@ import html
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from dftune.agents.optimizer import PROPOSAL_COLUMNS
 from dftune.tools.report.plots import Plot
 from dftune.tools.report.sections import (
     ESTIMATED,
@@ -24,6 +23,7 @@ from dftune.tools.report.sections import (
     guard_rows,
     proposal_rows,
 )
+from dftune.tools.report.table import EXTRA_COLUMNS, PROPOSAL_COLUMNS
 
 SECTIONS = (
     ("outcome", "Outcome"),
@@ -243,7 +243,7 @@ def _proposals(doc: dict[str, Any]) -> str:
              f"{r['system_impact_pct']:.2f}% {tag(r['system_impact_source'])}", f"{r['weighted_score']:.2f}",
              tag(r["status"]), (link(r["url"], r["citation"]) if r.get("citation") else tag("UNSUPPORTED", "unsupported"))]
             for r in proposal_rows(doc)]  # fmt: skip
-    out.append(table([*PROPOSAL_COLUMNS, "Status", "Citation"], rows, num=(0, 3, 4, 5)) if rows
+    out.append(table([*PROPOSAL_COLUMNS, *EXTRA_COLUMNS], rows, num=(0, 3, 4, 5)) if rows
                else '<p class="note">No cited proposal.</p>')  # fmt: skip
     props = doc.get("proposals", [])
     refused = [p for p in props if p["status"] in REFUSED]

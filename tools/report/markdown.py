@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from dftune.agents.optimizer import PROPOSAL_COLUMNS
 from dftune.tools.report.sections import (
     checklist_label,
     citations,
@@ -19,11 +18,7 @@ from dftune.tools.report.sections import (
     guard_rows,
     proposal_rows,
 )
-
-
-def _cell(value: Any) -> str:
-    text = "-" if value is None or value == "" else str(value)
-    return " ".join(text.split()).replace("|", "\\|")
+from dftune.tools.report.table import markdown_table, proposal_markdown
 
 
 def _num(x: Any, digits: int = 4) -> str:
@@ -32,12 +27,6 @@ def _num(x: Any, digits: int = 4) -> str:
 
 def _ci(ci: list[float] | None) -> str:
     return "-" if not ci else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
-
-
-def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return out
 
 
 def render_run_markdown(s: dict[str, Any]) -> str:
@@ -53,7 +42,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     inc = s.get("incumbent") or {}
     if base:
         lines += ["## Outcome", ""]
-        lines += _table(["", "median", "95% CI of the median", "replicates ok", "settings"], [
+        lines += markdown_table(["", "median", "95% CI of the median", "replicates ok", "settings"], [
             ["baseline", _num(base.get("median")), _ci(base.get("ci95")), f"{base.get('ok')}/{base.get('replicates')}",
              base.get("settings")],
             ["best kept", _num(inc.get("median")), _ci(inc.get("ci95")), f"{inc.get('ok')}/{inc.get('replicates')}",
@@ -70,7 +59,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
         "",
     ]
     lines += [
-        *_table(
+        *markdown_table(
             ["kind", "finding", "score", "detail", "source"],
             [[f["kind"], f["finding"], f["score"], f["detail"], f["source"]] for f in findings(s)],
         ),
@@ -79,10 +68,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     for pit in s.get("pitfalls", []):
         lines.append(f"- tracer blind spot: {pit['message']}")
     lines += ["", "## Proposal table", ""]
-    lines += _table([*PROPOSAL_COLUMNS, "Status", "Citation"],
-                    [[r["#"], r["strategy"], r["description"], f"{r['app_impact_pct']:.2f}% ({r['app_impact_source']})",
-                      f"{r['system_impact_pct']:.2f}% ({r['system_impact_source']})", f"{r['weighted_score']:.2f}",
-                      r["status"], f"{r['citation']} {r['url']}"] for r in proposal_rows(s)])  # fmt: skip
+    lines += proposal_markdown(proposal_rows(s))
     refused = [p for p in s.get("proposals", []) if p["status"] in ("rejected", "unsupported", "declined")]
     if refused:
         lines += ["", "Refused before anything was applied:", ""]
@@ -92,7 +78,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
         lines += ["", "Recommendations dftune does not apply itself:", ""]
         lines += [f"- `{p['strategy']}`: {p['reason']}" for p in manual]
     lines += ["", "## Checklist (12 categories)", ""]
-    lines += _table(
+    lines += markdown_table(
         ["#", "category", "verdict", "reason"],
         [
             [c["number"], c["category"], checklist_label(c["verdict"]), c["reason"]]
@@ -105,7 +91,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
         cmp = e.get("comparison") or {}
         lines += [f"### opt{e['iteration']}: {e['proposal_id']} -> {e.get('verdict')}"
                   f"{' (kept)' if e.get('kept') else ''}{' (reverted)' if e.get('reverted') else ''}", ""]  # fmt: skip
-        lines += _table(["arm", "replicates", "median", "95% CI"], [
+        lines += markdown_table(["arm", "replicates", "median", "95% CI"], [
             ["reference", ", ".join(f"{v:.4g}" for v in e["reference"].get("values", [])),
              _num(e["reference"].get("median")), _ci(e["reference"].get("ci95"))],
             ["candidate", ", ".join(f"{v:.4g}" for v in cand.get("values", [])), _num(cand.get("median")),
@@ -127,7 +113,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     screen = [g for g in guard_rows(s) if g["when"].startswith("screen")]
     if screen:
         lines += ["## Guard decisions before anything was applied", ""]
-        lines += _table(["proposal", "guard", "result", "reason"],
+        lines += markdown_table(["proposal", "guard", "result", "reason"],
                         [[g["proposal"], g["guard"], "passed" if g["passed"] else "FAILED", g["reason"]]
                          for g in screen])  # fmt: skip
         lines.append("")

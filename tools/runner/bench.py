@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dftune.tools.home import dftune_home
+from dftune.core.home import dftune_home
 from dftune.tools.runner.process import ProcessResult, Status, run_process
 from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
 from dftune.tools.runner.stats import MIN_REPLICATES, bootstrap_median_ci, summarize

@@ -37,7 +37,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from dftune.tools.home import dftune_home
+from dftune.core.home import dftune_home
 from dftune.tools.session.compact import CompactReport, compact_traces
 
 # --------------------------------------------------------------------------- layout constants

@@ -28,9 +28,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from dftune.agents.optimizer import PROPOSAL_COLUMNS
-from dftune.tools.diagnose.vocabulary import CATEGORIES
+from dftune.core.vocabulary import CATEGORIES
 from dftune.tools.kb.store import KbRecordIn
+from dftune.tools.report.table import PROPOSAL_COLUMNS, proposal_markdown
 
 log = logging.getLogger("dftune.mcp")
 
@@ -587,15 +587,12 @@ class ProposalTableIn(_In):
     rows: list[ProposalRowIn] = Field(min_length=1, description="The proposals; every one must be cited.")
 
 
-TABLE_COLUMNS = PROPOSAL_COLUMNS  # the seed's columns; "Citation" is added per row
-
-
 def _proposal(i: int, row: ProposalRowIn) -> Any:
     """A graph Proposal from a row; uncited or unresolvable rows stop the table."""
     from dftune.agents.literature import reference_text
-    from dftune.graphs.guards import citation_url
-    from dftune.graphs.state import Change, CitationRef, Proposal
+    from dftune.agents.state import Change, CitationRef, Proposal
     from dftune.tools.catalog import default_catalog
+    from dftune.tools.guards import citation_url
 
     cat = default_catalog()
     where = f"row {i} ({row.strategy})"
@@ -633,10 +630,6 @@ def _proposal(i: int, row: ProposalRowIn) -> Any:
                     system_impact_source=row.system_impact_source, citation=ref)  # fmt: skip
 
 
-def _cell(text: object) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
 @_tool(
     "opt_proposal_table",
     ProposalTableIn,
@@ -649,13 +642,7 @@ def opt_proposal_table_tool(p: ProposalTableIn) -> dict[str, Any]:
     from dftune.agents.optimizer import proposal_table
 
     rows = proposal_table([_proposal(i, r) for i, r in enumerate(p.rows, 1)])
-    lines = ["| " + " | ".join((*TABLE_COLUMNS, "Citation")) + " |", "|" + "---|" * (len(TABLE_COLUMNS) + 1)]
-    for r in rows:
-        cells = (r["#"], r["strategy"], r["description"], f"{r['app_impact_pct']:.1f}% ({r['app_impact_source']})",
-                 f"{r['system_impact_pct']:.1f}% ({r['system_impact_source']})", f"{r['weighted_score']:.2f}",
-                 f"{r['citation']} {r['url']}")  # fmt: skip
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    return {"columns": list(TABLE_COLUMNS), "rows": rows, "markdown": "\n".join(lines)}
+    return {"columns": list(PROPOSAL_COLUMNS), "rows": rows, "markdown": "\n".join(proposal_markdown(rows))}
 
 
 # --------------------------------------------------------------------------- literature

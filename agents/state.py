@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dftune.graphs.guards import GuardDecision
+from dftune.tools.guards import GuardDecision
 
 Mode = Literal["autonomous", "interactive"]
 RunStatus = Literal[

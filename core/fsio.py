@@ -1,0 +1,67 @@
+"""Files written all-or-nothing: readers see the old bytes or the new ones, never half.
+
+One implementation for every writer (run metadata, artifacts, reports, the KB skill file,
+the change journal's edits to a source copy, compacted traces, the literature cache): a
+temporary file created next to the target with ``O_EXCL | O_NOFOLLOW`` (a planted link
+cannot redirect it), fsync'd, renamed over the target (``rename`` replaces a link rather
+than following it), then the directory fsync'd so the rename itself survives a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import BinaryIO
+
+
+def fsync_dir(path: Path, *, strict: bool = False) -> None:
+    """Make a rename or unlink in ``path`` durable; ``strict``: a failure raises (else ignored)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        if strict:
+            raise
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        if strict:
+            raise
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_file(path: Path, mode: int = 0o644, *, strict: bool = False) -> Iterator[BinaryIO]:
+    """Write through the yielded binary file; on a clean exit it replaces ``path`` atomically.
+
+    On an exception the temporary file is removed and ``path`` is untouched."""
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fchmod(fh.fileno(), stat.S_IMODE(mode))
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent, strict=strict)
+
+
+def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644, *, strict: bool = False) -> None:
+    """Replace ``path`` with ``data`` atomically and durably."""
+    with atomic_file(path, mode, strict=strict) as fh:
+        fh.write(data)
+
+
+def is_temp_name(name: str) -> bool:
+    """A leftover of :func:`atomic_file` (a crash between create and rename)."""
+    return name.startswith(".") and name.endswith(".tmp")
