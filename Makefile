@@ -28,9 +28,12 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python tests/layers.py
 
+# The checkout is the package: link it as build/typecheck/dftune so mypy resolves dftune.*.
 typecheck: $(STAMP)
-	$(BIN)/mypy .
+	@mkdir -p build/typecheck && ln -sfn ../.. build/typecheck/dftune
+	$(BIN)/mypy -p dftune
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_analyze.py

@@ -73,35 +73,14 @@ def parse_sets(items: list[str] | None) -> dict[str, str]:
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn the errors a user can fix (bad traces, rules, catalogs, paths) into :func:`fail`."""
-    from dftune.agents.reasoner import ReasonerError
-    from dftune.graphs.runs import RunError
-    from dftune.tools.catalog import CatalogError
-    from dftune.tools.diagnose.rules import RuleError
-    from dftune.tools.kb import KbError
-    from dftune.tools.report.compare import CompareError
-    from dftune.tools.report.writer import ReportError
-    from dftune.tools.runner.bench import BenchError
-    from dftune.tools.runner.spec import SpecError
-    from dftune.tools.session.workspace import WorkspaceError
-    from dftune.tools.trace import TraceError
+    """Turn the errors a user can fix (every :class:`DftuneError`, and files that cannot be read)
+    into :func:`fail`: one line, exit code 2."""
+    from dftune.core.errors import DftuneError, one_line
 
     try:
         yield
-    except (
-        TraceError,
-        RuleError,
-        CatalogError,
-        SpecError,
-        BenchError,
-        KbError,
-        ReportError,
-        CompareError,
-        RunError,
-        ReasonerError,
-        WorkspaceError,
-    ) as exc:
-        fail(str(exc))
+    except DftuneError as exc:
+        fail(one_line(exc))
     except OSError as exc:
         fail(f"{getattr(exc, 'filename', '') or 'input'}: {exc.strerror or exc}")
 
@@ -533,18 +512,6 @@ papers_app = typer.Typer(help="The local paper corpus: ingest PDFs, search paper
 app.add_typer(papers_app, name="papers")
 
 
-@contextmanager
-def _paper_errors() -> Iterator[None]:
-    """Vector-store and embedding problems are the user's to fix (path, setting): one line."""
-    from dftune.vectorstore import EmbeddingError, StoreError
-
-    with user_errors():
-        try:
-            yield
-        except (StoreError, EmbeddingError) as exc:
-            fail(str(exc))
-
-
 @papers_app.command("ingest")
 def papers_ingest(
     directory: Annotated[Path, typer.Argument(help="Folder of PDFs (searched recursively).")],
@@ -563,7 +530,7 @@ def papers_ingest(
 
     if not directory.is_dir():
         fail(f"{directory}: not a directory")
-    with _paper_errors(), _bar("ingesting PDFs", as_json) as tick:
+    with user_errors(), _bar("ingesting PDFs", as_json) as tick:
         report = ingest_dir(directory, open_store(), limits=IngestLimits(timeout_s=timeout, memory_mb=memory_mb),
                             lookup=metadata_lookup,
                             progress=tick)  # fmt: skip
@@ -599,7 +566,7 @@ def papers_search(
 
     if bottleneck is not None and bottleneck not in CATEGORIES:
         fail(f"--bottleneck {bottleneck!r} is not one of {', '.join(CATEGORIES)}")
-    with _paper_errors():
+    with user_errors():
         results = [rag_search(query, bottleneck, k=k)]
         if online:
             results.append(search_papers_combined(query, max_results_each=k))

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from dftune.core.errors import DftuneError, one_line
 from dftune.core.vocabulary import CATEGORIES
 from dftune.tools.kb.store import KbRecordIn
 from dftune.tools.report.table import PROPOSAL_COLUMNS, proposal_markdown
@@ -41,7 +42,7 @@ Bottleneck = Literal[CATEGORIES]  # type: ignore[valid-type]
 DEFAULT_MAX_ROWS = 50
 
 
-class ToolFailure(Exception):
+class ToolFailure(DftuneError):
     """An anticipated failure; :func:`call` prefixes the tool's name to make the line the client sees."""
 
 
@@ -102,9 +103,9 @@ def call(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
     except ValidationError as exc:  # a record validated inside the wrapped function
         raise ToolFailure(f"{name}: {_validation_line(exc)}") from None
     except ToolFailure as exc:
-        raise ToolFailure(f"{name}: {_one_line(exc)}") from None
+        raise ToolFailure(f"{name}: {one_line(exc)}") from None
     except _user_errors() as exc:
-        raise ToolFailure(f"{name}: {_one_line(exc)}") from None
+        raise ToolFailure(f"{name}: {one_line(exc)}") from None
     except OSError as exc:
         where = getattr(exc, "filename", None) or "input"
         raise ToolFailure(f"{name}: {where}: {exc.strerror or exc}") from None
@@ -112,27 +113,7 @@ def call(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     """The errors a caller can fix (bad traces, ids, records); anything else is an internal error."""
-    from dftune.tools.catalog import CatalogError
-    from dftune.tools.diagnose.rules import RuleError
-    from dftune.tools.kb import KbError
-    from dftune.tools.session.workspace import WorkspaceError
-    from dftune.tools.trace import TraceError
-    from dftune.vectorstore import EmbeddingError, StoreError
-
-    return (
-        TraceError,
-        WorkspaceError,
-        KbError,
-        CatalogError,
-        RuleError,
-        StoreError,
-        EmbeddingError,
-        ValueError,
-    )
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    return (DftuneError, ValueError)
 
 
 def _validation_line(exc: ValidationError) -> str:
@@ -780,7 +761,7 @@ def build_server() -> Any:
             return _error_result(str(exc))
         except Exception as exc:  # a bug, not the caller's input: one line to the client, traceback to stderr
             log.exception("%s raised", params.name)
-            return _error_result(f"{params.name}: internal error: {type(exc).__name__}: {_one_line(exc)}")
+            return _error_result(f"{params.name}: internal error: {type(exc).__name__}: {one_line(exc)}")
         text = json.dumps(doc, allow_nan=False, default=str)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=json.loads(text))  # fmt: skip

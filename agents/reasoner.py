@@ -21,13 +21,14 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dftune.agents.state import Proposal
+from dftune.core.errors import DftuneError
 
 #: Re-asks after an invalid answer before the rules decide instead.
 MAX_REASKS = 2
 DEFAULT_TOKEN_BUDGET = 200_000
 
 
-class ReasonerError(RuntimeError):
+class ReasonerError(DftuneError):
     """The reasoner cannot be set up (unknown provider, missing package): one line."""
 
 

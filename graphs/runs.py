@@ -23,6 +23,7 @@ from dftune.agents.context import Context, ProgressFn, silent
 from dftune.agents.literature import make_evidence, make_search
 from dftune.agents.reasoner import make_reasoner
 from dftune.agents.state import REPLAYABLE_FIELDS, TuningState
+from dftune.core.errors import DftuneError
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
 from dftune.graphs.finalize import state_json
 from dftune.graphs.pipeline import builder
@@ -32,7 +33,7 @@ from dftune.tools.session.workspace import RunNotFound, Workspace
 RUN_SCHEMA = "dftune.run/1"
 
 
-class RunError(RuntimeError):
+class RunError(DftuneError):
     """The run cannot be started or continued as asked: one line, with the reason."""
 
 

@@ -25,21 +25,21 @@ RANK = {"": 60, "graphs": 50, "agents": 40, "tools": 30, "vectorstore": 20, "cor
 SKIP = {".venv", "tests", "benchmarks", "build", ".git"}
 
 
-def module_name(path: Path) -> str:
-    rel = path.relative_to(ROOT).with_suffix("")
+def module_name(path: Path, root: Path = ROOT) -> str:
+    rel = path.relative_to(root).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(["dftune", *parts])
 
 
-def source_files() -> list[Path]:
-    return sorted(p for p in ROOT.rglob("*.py") if not SKIP & set(p.relative_to(ROOT).parts))
+def source_files(root: Path = ROOT) -> list[Path]:
+    return sorted(p for p in root.rglob("*.py") if not SKIP & set(p.relative_to(root).parts))
 
 
-def imports_of(path: Path, modules: set[str]) -> set[str]:
+def imports_of(path: Path, modules: set[str], root: Path = ROOT) -> set[str]:
     """The dftune modules ``path`` imports (``from pkg import submodule`` counts as the submodule)."""
-    me = module_name(path)
+    me = module_name(path, root)
     package = me if path.name == "__init__.py" else me.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
@@ -95,12 +95,17 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def problems() -> list[str]:
-    files = source_files()
+def problems(root: Path = ROOT) -> list[str]:
+    """Every rule the tree at ``root`` (laid out like the project) breaks, one line each."""
+    files = source_files(root)
     # compiled extensions (tools/trace/_fastscan.c) are modules too: leaves that import nothing
-    extensions = {module_name(c.with_suffix(".py")) for c in ROOT.rglob("*.c") if not SKIP & set(c.parts)}
-    modules = {module_name(p) for p in files} | extensions
-    edges = {module_name(p): imports_of(p, modules) for p in files}
+    extensions = {
+        module_name(c.with_suffix(".py"), root)
+        for c in root.rglob("*.c")
+        if not SKIP & set(c.relative_to(root).parts)
+    }
+    modules = {module_name(p, root) for p in files} | extensions
+    edges = {module_name(p, root): imports_of(p, modules, root) for p in files}
     out: list[str] = []
     for src, targets in sorted(edges.items()):
         if src == "dftune" and targets:

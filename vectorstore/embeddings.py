@@ -22,12 +22,13 @@ from typing import Protocol
 
 import numpy as np
 
+from dftune.core.errors import DftuneError
 from dftune.vectorstore.text import bigrams, tokens
 
 EMBEDDING_ENV = "DFTUNE_EMBEDDING"
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(DftuneError):
     """The requested embedding cannot be used here (not installed, not configured, offline)."""
 
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
 from dftune.vectorstore.bm25 import BM25
 from dftune.vectorstore.embeddings import Embedder, get_embedder
@@ -35,7 +36,7 @@ _RRF_K = 60.0
 _BATCH = 256
 
 
-class StoreError(RuntimeError):
+class StoreError(DftuneError):
     """The vector store cannot be opened or written."""
 
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from dftune.core.errors import DftuneError
 from dftune.core.vocabulary import CATEGORIES, CHECKLIST, FS_TYPES
 from dftune.tools.catalog.models import ChecklistCategory, Citation, Claim, Strategy
 
@@ -28,7 +29,7 @@ M = TypeVar("M", bound=BaseModel)
 _TABLES = {"strategies": "strategy", "citations": "citation", "checklist": "category"}
 
 
-class CatalogError(ValueError):
+class CatalogError(DftuneError, ValueError):
     """A catalog file is missing, is not valid TOML, or has an invalid entry."""
 
 

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from dftune.core.errors import DftuneError
 from dftune.core.vocabulary import Category
 
 
@@ -40,7 +41,7 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 }  # fmt: skip
 
 
-class RuleError(ValueError):
+class RuleError(DftuneError, ValueError):
     """A rule file is malformed; the message names the file and the rule."""
 
 

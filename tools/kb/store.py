@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
 from dftune.core.vocabulary import FsType, Layer
 from dftune.tools.catalog import Catalog, Citation, Strategy, default_catalog
@@ -93,7 +94,7 @@ SCHEMA_VERSION = 1
 _EPS = 1e-9
 
 
-class KbError(RuntimeError):
+class KbError(DftuneError):
     """The knowledge-base file cannot be used (e.g. it was written by a newer dftune)."""
 
 

@@ -25,6 +25,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
 from dftune.core.network import OFFLINE_ENV, offline_forced, probe_host
 
@@ -36,7 +37,7 @@ DEFAULT_MIN_INTERVAL = {"export.arxiv.org": 3.0, "api.semanticscholar.org": 1.1}
 CACHE_TTL_S = 7 * 24 * 3600.0
 
 
-class RemoteError(RuntimeError):
+class RemoteError(DftuneError):
     """A remote call failed for good (after retries), or its answer could not be used."""
 
     def __init__(self, message: str, *, status: int | None = None) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from dftune.core.errors import DftuneError
 from dftune.tools.trace import Analysis
 
 SCHEMA = "dftune.compare/1"
@@ -45,7 +46,7 @@ TRACE_METRICS: tuple[tuple[str, str, Unit], ...] = (
 )
 
 
-class CompareError(Exception):
+class CompareError(DftuneError):
     """An argument is neither a trace path nor a finished run, or the two are of different kinds."""
 
 

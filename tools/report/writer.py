@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from dftune.core.errors import DftuneError
 from dftune.tools.report.html import render_run_html
 from dftune.tools.report.markdown import render_run_markdown
 from dftune.tools.report.plots import build_plots
@@ -14,7 +15,7 @@ from dftune.tools.session.workspace import Workspace, atomic_write_bytes
 REPORT_JSON = "report.json"
 
 
-class ReportError(Exception):
+class ReportError(DftuneError):
     """The run exists but has no final state to report on yet."""
 
 

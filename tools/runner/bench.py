@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
 from dftune.tools.runner.process import ProcessResult, Status, run_process
 from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
@@ -35,7 +36,7 @@ DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 Progress = Callable[[int, int, "Replicate"], None]
 
 
-class BenchError(RuntimeError):
+class BenchError(DftuneError):
     """The experiment cannot run (setup failed, tracer missing, ...): one line, with the reason."""
 
 

@@ -52,6 +52,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from dftune.core.errors import DftuneError
 from dftune.tools.runner.process import kill_group
 
 JOURNAL_FORMAT = "dftune.changes/1"
@@ -79,7 +80,7 @@ _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # --------------------------------------------------------------------------- errors
 
 
-class ChangeError(Exception):
+class ChangeError(DftuneError):
     """A change was refused or cannot be carried out; nothing was touched unless stated."""
 
 

@@ -15,12 +15,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from dftune.core.errors import DftuneError
+
 #: Placeholders every command may use besides the knob names.
 BUILTIN_PLACEHOLDERS = ("data_dir", "workdir", "source_dir", "ranks", "python")
 KnobValue = str | int | float | bool
 
 
-class SpecError(ValueError):
+class SpecError(DftuneError, ValueError):
     """A workload spec is invalid; ``str()`` is one line naming the file and the key."""
 
 

@@ -37,6 +37,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
 from dftune.tools.session.compact import CompactReport, compact_traces
 
@@ -96,7 +97,7 @@ Owner = int | None  # an iteration number, or None for the baseline
 # --------------------------------------------------------------------------- errors
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(DftuneError):
     """Base class of every workspace error."""
 
 

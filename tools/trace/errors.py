@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dftune.core.errors import DftuneError
 
-class TraceError(Exception):
+
+class TraceError(DftuneError):
     """A trace input problem the user must see; ``str()`` is the one-line message."""
 
     def __init__(self, path: str, reason: str, line: int | None = None) -> None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from dftune.core.errors import DftuneError
 
-class TracerUnavailable(RuntimeError):
+
+class TracerUnavailable(DftuneError):
     """dftracer is not installed (or its preload library is missing)."""
 
 
