@@ -36,10 +36,14 @@ def fsync_dir(path: Path, *, strict: bool = False) -> None:
 
 
 @contextmanager
-def atomic_file(path: Path, mode: int = 0o644, *, strict: bool = False) -> Iterator[BinaryIO]:
+def atomic_file(
+    path: Path, mode: int = 0o644, *, strict: bool = False, exclusive: bool = False
+) -> Iterator[BinaryIO]:
     """Write through the yielded binary file; on a clean exit it replaces ``path`` atomically.
 
-    On an exception the temporary file is removed and ``path`` is untouched."""
+    ``exclusive``: never replace an existing ``path`` (``FileExistsError`` instead: a hard link
+    is atomic and fails when the name exists). On an exception the temporary file is removed
+    and ``path`` is untouched."""
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
@@ -48,7 +52,11 @@ def atomic_file(path: Path, mode: int = 0o644, *, strict: bool = False) -> Itera
             fh.flush()
             os.fchmod(fh.fileno(), stat.S_IMODE(mode))
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        if exclusive:
+            os.link(tmp, path, follow_symlinks=False)
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
     except BaseException:
         with suppress(OSError):
             os.unlink(tmp)
@@ -56,9 +64,11 @@ def atomic_file(path: Path, mode: int = 0o644, *, strict: bool = False) -> Itera
     fsync_dir(path.parent, strict=strict)
 
 
-def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644, *, strict: bool = False) -> None:
-    """Replace ``path`` with ``data`` atomically and durably."""
-    with atomic_file(path, mode, strict=strict) as fh:
+def atomic_write_bytes(
+    path: Path, data: bytes, mode: int = 0o644, *, strict: bool = False, exclusive: bool = False
+) -> None:
+    """Replace ``path`` with ``data`` atomically and durably (see :func:`atomic_file`)."""
+    with atomic_file(path, mode, strict=strict, exclusive=exclusive) as fh:
         fh.write(data)
 
 

@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from dftune.core.fsio import atomic_write_bytes
 from dftune.core.home import dftune_home
 from dftune.tools.kb.store import WIN_THRESHOLD_PCT, KbRecord, Scope, opt_kb_records
-from dftune.tools.session.workspace import atomic_write_bytes
 
 __all__ = ["default_render_path", "opt_kb_render", "render_markdown"]
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 import time
 import urllib.error
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dftune.core.errors import DftuneError
+from dftune.core.fsio import atomic_write_bytes
 from dftune.core.home import dftune_home
 from dftune.core.network import OFFLINE_ENV, offline_forced, probe_host
 
@@ -182,9 +182,8 @@ class Remote:
             return  # only text replies (JSON, Atom) are cached
         path = self._cache_path(url)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"url": url, "stored": time.time(), "status": resp.status, "body": body}))
-        os.replace(tmp, path)
+        doc = {"url": url, "stored": time.time(), "status": resp.status, "body": body}
+        atomic_write_bytes(path, json.dumps(doc).encode("utf-8"))
 
     # ----- requests
 

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from dftune.core.errors import DftuneError
+from dftune.core.fsio import atomic_write_bytes
 from dftune.tools.report.html import render_run_html
 from dftune.tools.report.markdown import render_run_markdown
 from dftune.tools.report.plots import build_plots
-from dftune.tools.session.workspace import Workspace, atomic_write_bytes
+from dftune.tools.session.workspace import Workspace
 
 REPORT_JSON = "report.json"
 

@@ -42,7 +42,6 @@ import shlex
 import stat
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dftune.core.errors import DftuneError
+from dftune.core.fsio import atomic_write_bytes, fsync_dir
 from dftune.tools.runner.process import kill_group
 
 JOURNAL_FORMAT = "dftune.changes/1"
@@ -271,14 +271,6 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _read_regular(path: Path) -> tuple[bytes | None, int | None]:
     """Bytes and permission bits of a regular file, (None, None) when absent."""
     try:
@@ -293,33 +285,14 @@ def _read_regular(path: Path) -> tuple[bytes | None, int | None]:
 
 
 def _atomic_write(path: Path, data: bytes, mode: int) -> None:
-    """Replace ``path`` with ``data`` (temp file, fsync, rename, fsync dir).
-
-    rename() replaces a symlink rather than following it, so a link planted at ``path``
-    cannot redirect the write."""
-    tmp = path.parent / f".{path.name}.dftune-{uuid.uuid4().hex[:12]}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fchmod(fd, stat.S_IMODE(mode))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
+    """Replace ``path`` durably; a failed directory fsync is an error here (users' source copies)."""
+    atomic_write_bytes(path, data, mode, strict=True)
 
 
 def _unlink(path: Path) -> None:
     with suppress(FileNotFoundError):
         os.unlink(path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent, strict=True)
 
 
 def _mode_or_default(mode: int | None) -> int:
@@ -832,7 +805,7 @@ def _execute_patch(change: FilePatch, prep: _Prepared) -> dict[str, Any]:
         path = _safe_target(root, d)
         if not path.is_dir():
             os.mkdir(path, 0o755)
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent, strict=True)
     for fu in undo.files:
         target = _safe_target(root, fu.path)  # checked again right before writing
         after = prep.contents[fu.path]
@@ -894,7 +867,7 @@ def _restore_patch(undo: PatchUndo) -> dict[str, Any]:
             continue
         try:
             os.rmdir(path)
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent, strict=True)
         except OSError:
             kept.append(d)  # not empty: something else put files there; leave it
     detail: dict[str, Any] = {"root": undo.root, "restored": [f.path for f in undo.files]}
@@ -1128,7 +1101,7 @@ class Journal:
         if not self.path.exists():
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             os.close(fd)
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
         self._load()  # fail early on a corrupt journal
 
     # ----------------------------------------------------------------- reading

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import IO, cast
 
 from pydantic import BaseModel, ConfigDict
 
+from dftune.core.fsio import atomic_file
 from dftune.tools.trace.linescan import COMPLETE_PH, STRUCTURAL_LINES, check_event
 from dftune.tools.trace.semantics import TRACE_SUFFIXES
 
@@ -132,37 +131,26 @@ def _compact_one(src: Path, dst: Path, rel: Path, out_rel: Path) -> CompactFile:
         dropped_bad=0,
     )
     dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as sink:
-            # One GzipFile = one gzip member; mtime=0 and no file name keep output reproducible.
-            with (
-                gzip.GzipFile(
-                    filename="", mode="wb", fileobj=sink, compresslevel=_COMPRESSLEVEL, mtime=0
-                ) as gz,
-                _open_raw(src) as fh,
-            ):
-                buf: list[bytes] = []
-                size = 0
-                try:
-                    for record in _records(fh, stats):
-                        buf.append(record)
-                        size += len(record) + 1
-                        if size >= _CHUNK:  # hand the compressor ~1 MiB at a time
-                            gz.write(b"\n".join(buf) + b"\n")
-                            buf, size = [], 0
-                except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-                    stats.truncated = True
-                    stats.truncated_reason = f"truncated or corrupt gzip stream ({exc})"
-                if buf:
+    # One GzipFile = one gzip member; mtime=0 and no file name keep output reproducible.
+    with (
+        atomic_file(dst) as sink,
+        gzip.GzipFile(filename="", mode="wb", fileobj=sink, compresslevel=_COMPRESSLEVEL, mtime=0) as gz,
+        _open_raw(src) as fh,
+    ):
+        buf: list[bytes] = []
+        size = 0
+        try:
+            for record in _records(fh, stats):
+                buf.append(record)
+                size += len(record) + 1
+                if size >= _CHUNK:  # hand the compressor ~1 MiB at a time
                     gz.write(b"\n".join(buf) + b"\n")
-            sink.flush()
-            os.fsync(sink.fileno())
-        os.replace(tmp, dst)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+                    buf, size = [], 0
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            stats.truncated = True
+            stats.truncated_reason = f"truncated or corrupt gzip stream ({exc})"
+        if buf:
+            gz.write(b"\n".join(buf) + b"\n")
     stats.bytes_after = dst.stat().st_size
     return stats
 

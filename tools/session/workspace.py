@@ -23,12 +23,10 @@ and renamed into place, so a reader never sees half a file.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import secrets
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,6 +36,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dftune.core.errors import DftuneError
+from dftune.core.fsio import atomic_write_bytes
 from dftune.core.home import dftune_home
 from dftune.tools.session.compact import CompactReport, compact_traces
 
@@ -257,42 +256,6 @@ def _json_default(obj: object) -> Any:
     if isinstance(obj, set | frozenset | tuple):
         return sorted(obj) if isinstance(obj, set | frozenset) else list(obj)
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _write_temp(directory: Path, name: str, data: bytes, mode: int) -> Path:
-    """Write ``data`` to a synced temporary file next to its final name."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp
-
-
-def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``data`` atomically (temporary file + ``os.replace``)."""
-    tmp = _write_temp(path.parent, path.name, data, mode)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
 
 
 def _place_no_clobber(src: Path, dst: Path) -> None:
@@ -906,11 +869,7 @@ class Workspace:
                     meta = RunMeta(
                         id=run.name, created=datetime.now(UTC), workload="unknown", status="unknown"
                     )
-                    tmp = _write_temp(run, RUN_META, _dumps(meta), 0o644)
-                    try:
-                        _place_no_clobber(tmp, run / RUN_META)
-                    finally:
-                        tmp.unlink(missing_ok=True)
+                    atomic_write_bytes(run / RUN_META, _dumps(meta), exclusive=True)
                 elif step.action == "mkdir":
                     assert step.dst is not None
                     (run / step.dst).mkdir(parents=True, exist_ok=True)
