@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -21,7 +20,7 @@ from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
 from dftune.agents.state import Pitfall, TuningState, log
-from dftune.tools.runner.process import run_process
+from dftune.core.process import run_command, run_process
 from dftune.tools.runner.spec import load_spec
 from dftune.tools.trace.tracer import TracerUnavailable, preload_library, trace_env
 
@@ -63,12 +62,11 @@ INSTALL_TIMEOUT_S = 600
 
 
 def _pip_install() -> str:
-    argv = [sys.executable, "-m", "pip", "install", "--quiet", "dftracer>=2.0,<3"]
-    try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
+    res = run_command([sys.executable, "-m", "pip", "install", "--quiet", "dftracer>=2.0,<3"],
+                      timeout_s=INSTALL_TIMEOUT_S)  # fmt: skip
+    if res.timed_out:
         return f"pip install dftracer timed out after {INSTALL_TIMEOUT_S} s"
-    return "" if res.returncode == 0 else f"pip install dftracer failed: {res.stderr.strip()[-300:]}"
+    return "" if res.ok else f"pip install dftracer failed: {(res.error or res.stderr).strip()[-300:]}"
 
 
 def traced_names(trace_dir: Path) -> dict[str, int]:

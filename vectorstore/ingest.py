@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core.process import run_command
 from dftune.vectorstore.store import CitationRef, PaperStore, Passage
 from dftune.vectorstore.text import chunk
 
@@ -100,21 +100,20 @@ def parse_pdf(path: Path, limits: IngestLimits | None = None) -> dict[str, Any]:
             raise ParseError("not a PDF (no %PDF- header)")
     argv = [sys.executable, "-I", str(WORKER), str(path), str(lim.max_pages), str(lim.memory_mb),
             str(int(lim.timeout_s) + 1)]  # fmt: skip
-    try:
-        proc = subprocess.run(
-            argv, capture_output=True, timeout=lim.timeout_s, check=False, stdin=subprocess.DEVNULL
-        )
-    except subprocess.TimeoutExpired:
-        raise ParseError(f"parsing took longer than {lim.timeout_s:g} s") from None
-    if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace").strip()
+    proc = run_command(argv, timeout_s=lim.timeout_s)
+    if proc.timed_out:
+        raise ParseError(f"parsing took longer than {lim.timeout_s:g} s")
+    if proc.error:
+        raise ParseError(proc.error)
+    if proc.exit_code != 0:
+        err = proc.stderr.strip()
         tail = err.splitlines()
         last = tail[-1][:300] if tail else ""
-        if proc.returncode < 0:
-            raise ParseError(f"parser killed by signal {-proc.returncode} (limit hit?) {last}".strip())
+        if proc.exit_code is not None and proc.exit_code < 0:
+            raise ParseError(f"parser killed by signal {-proc.exit_code} (limit hit?) {last}".strip())
         if "MemoryError" in err or "failed to map segment" in err:
             raise ParseError(f"parser exceeded the {lim.memory_mb} MiB memory limit")
-        raise ParseError(f"unreadable PDF: {last or f'exit {proc.returncode}'}")
+        raise ParseError(f"unreadable PDF: {last or f'exit {proc.exit_code}'}")
     try:
         doc = json.loads(proc.stdout)
     except json.JSONDecodeError:

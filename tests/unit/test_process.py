@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from dftune.tools.runner.process import run_process
+from dftune.core.process import run_process
 
 ENV = dict(os.environ)
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
+from dftune.core.process import ProcessResult
 from dftune.tools.runner import schedulers
-from dftune.tools.runner.process import ProcessResult
 from dftune.tools.runner.schedulers import (
     flux_submit_argv,
     parse_flux_id,

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
-from dftune.tools.runner.process import ProcessResult, Status, run_process
+from dftune.core.process import ProcessResult, Status, run_process
 from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
 from dftune.tools.runner.stats import MIN_REPLICATES, bootstrap_median_ci, summarize
 from dftune.tools.trace.tracer import TracerUnavailable, trace_env

@@ -40,8 +40,6 @@ import os
 import re
 import shlex
 import stat
-import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -53,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dftune.core.errors import DftuneError
 from dftune.core.fsio import atomic_write_bytes, fsync_dir
-from dftune.tools.runner.process import kill_group
+from dftune.core.process import CommandResult, run_command
 
 JOURNAL_FORMAT = "dftune.changes/1"
 ENV_FILE_NAME = "opt_l2_env.sh"
@@ -64,7 +62,6 @@ ENV_FILE_HEADER = (
 #: Variables owned by the tracing harness; an L2 change must not touch them.
 RESERVED_ENV = ("LD_PRELOAD",)
 RESERVED_ENV_PREFIXES = ("DFTRACER_",)
-TAIL_CHARS = 2000
 DEFAULT_FILE_MODE = 0o644
 
 State = Literal["intent", "applied", "failed", "aborted", "reverting", "reverted", "revert_failed", "manual"]
@@ -879,76 +876,8 @@ def _restore_patch(undo: PatchUndo) -> dict[str, Any]:
 # --------------------------------------------------------------------------- L3 commands
 
 
-@dataclass
-class CommandResult:
-    argv: list[str]
-    exit_code: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool
-    wall_s: float
-    error: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.error
-
-    def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "argv": self.argv,
-            "exit_code": self.exit_code,
-            "stdout_tail": self.stdout[-TAIL_CHARS:],
-            "stderr_tail": self.stderr[-TAIL_CHARS:],
-            "wall_s": round(self.wall_s, 3),
-        }
-        if self.timed_out:
-            out["timed_out"] = True
-        if self.error:
-            out["error"] = self.error
-        return out
-
-    def reason(self) -> str:
-        if self.error:
-            return self.error
-        if self.timed_out:
-            return f"{self.argv[0]} timed out"
-        tail = self.stderr.strip().splitlines()[-1:] or [""]
-        return f"{self.argv[0]} exited with {self.exit_code}" + (f": {tail[0][-300:]}" if tail[0] else "")
-
-
-def run_argv(argv: list[str], timeout_s: float, cwd: Path | None = None) -> CommandResult:
-    """Run an argv list (no shell) in its own process group; kill the group on timeout."""
-    t0 = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return CommandResult(argv, None, "", "", False, time.monotonic() - t0, f"cannot run {argv[0]}: {exc}")
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill_group(proc.pid)
-        out, err = proc.communicate()
-    return CommandResult(
-        argv,
-        proc.returncode,
-        out.decode("utf-8", errors="replace"),
-        err.decode("utf-8", errors="replace"),
-        timed_out,
-        time.monotonic() - t0,
-    )
-
-
 def _read_value(change: CommandChange) -> str:
-    res = run_argv(change.read_current, change.timeout_s, change.cwd)
+    res = run_command(change.read_current, timeout_s=change.timeout_s, cwd=change.cwd)
     if not res.ok:
         raise ChangeError(f"{change.id}: read_current failed ({res.reason()})")
     return res.stdout.strip()
@@ -971,7 +900,7 @@ class _CommandFailed(ChangeError):
 
 
 def _execute_command(change: CommandChange, prep: _Prepared) -> dict[str, Any]:
-    res = run_argv(change.argv, change.timeout_s, change.cwd)
+    res = run_command(change.argv, timeout_s=change.timeout_s, cwd=change.cwd)
     if not res.ok:
         raise _CommandFailed(f"{change.id}: {res.reason()}", {"command": res.summary()})
     detail: dict[str, Any] = {"command": res.summary()}
@@ -997,7 +926,7 @@ def _probe_command(change: CommandChange, undo: CommandUndo) -> tuple[str, dict[
 
 
 def _restore_command(change: CommandChange, undo: CommandUndo) -> dict[str, Any]:
-    res = run_argv(undo.rollback_argv, change.timeout_s, change.cwd)
+    res = run_command(undo.rollback_argv, timeout_s=change.timeout_s, cwd=change.cwd)
     detail: dict[str, Any] = {"rollback": res.summary()}
     if not res.ok:
         raise _CommandFailed(f"{change.id}: rollback failed ({res.reason()})", detail)
@@ -1455,5 +1384,4 @@ __all__ = [
     "read_env_file",
     "render_env_file",
     "render_rollback",
-    "run_argv",
 ]

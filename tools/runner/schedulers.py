@@ -4,7 +4,7 @@ Both follow the same steps: build the job (a batch script for ``sbatch``, an arg
 ``flux submit``), submit it (argv lists only, never a shell), poll the queue every
 ``launcher.poll_s`` seconds until the job leaves it, then ask the accounting side
 (``sacct`` / ``flux jobs``) for the final state and exit code.  The result is a
-:class:`~dftune.tools.runner.process.ProcessResult` like a local run's:
+:class:`~dftune.core.process.ProcessResult` like a local run's:
 
 * ``ok``: the job completed with exit code 0;
 * ``failed``: the program failed, the scheduler failed it (node failure, out of memory,
@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from dftune.tools.runner.process import ProcessResult, Status
+from dftune.core.process import ProcessResult, Status
 from dftune.tools.runner.spec import Launcher
 
 #: Longest a single scheduler command (sbatch, squeue, ...) may take before we give up on it.

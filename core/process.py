@@ -1,0 +1,175 @@
+"""The one way dftune runs a program: argv only, its own process group, a hard timeout.
+
+The program gets its own session (process group), so a timeout kills everything it
+started, not just the direct child. Two shapes over the same mechanism:
+
+- :func:`run_process` for workloads: output to files (a chatty program cannot block on a
+  full pipe), tails kept for error messages, leftovers of the group killed at the end;
+- :func:`run_command` for short commands (a sysctl read, pip, a PDF parser child, a
+  scheduler query): output captured in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Status = Literal["ok", "failed", "timeout"]
+#: Seconds between SIGTERM and SIGKILL for a process group that overran its timeout.
+KILL_GRACE_S = 3.0
+TAIL_BYTES = 4000
+TAIL_CHARS = 2000
+
+
+class ProcessResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    status: Status
+    exit_code: int | None
+    wall_s: float
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    reason: str = ""
+
+
+@dataclass
+class CommandResult:
+    """A short command's outcome with its whole output."""
+
+    argv: list[str]
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    wall_s: float
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and not self.error
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "argv": self.argv,
+            "exit_code": self.exit_code,
+            "stdout_tail": self.stdout[-TAIL_CHARS:],
+            "stderr_tail": self.stderr[-TAIL_CHARS:],
+            "wall_s": round(self.wall_s, 3),
+        }
+        if self.timed_out:
+            out["timed_out"] = True
+        if self.error:
+            out["error"] = self.error
+        return out
+
+    def reason(self) -> str:
+        if self.error:
+            return self.error
+        if self.timed_out:
+            return f"{self.argv[0]} timed out"
+        tail = self.stderr.strip().splitlines()[-1:] or [""]
+        return f"{self.argv[0]} exited with {self.exit_code}" + (f": {tail[0][-300:]}" if tail[0] else "")
+
+
+def kill_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
+    """SIGTERM the whole group, then SIGKILL whatever is left after ``grace_s``."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+
+
+def _check_argv(argv: list[str]) -> None:
+    if not argv or not all(isinstance(a, str) for a in argv):
+        raise ValueError("argv must be a non-empty list of strings")
+
+
+def _start(argv: list[str], cwd: Path | None, env: dict[str, str] | None, out: IO[bytes] | int,
+           err: IO[bytes] | int) -> subprocess.Popen[bytes]:  # fmt: skip
+    return subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - TAIL_BYTES))
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def run_process(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    log_dir: Path,
+    label: str = "run",
+) -> ProcessResult:
+    """Run ``argv`` to completion or timeout; stdout/stderr land in ``log_dir/label.{out,err}``."""
+    _check_argv(argv)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    out_path, err_path = log_dir / f"{label}.out", log_dir / f"{label}.err"
+    start = time.perf_counter()
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        try:
+            proc = _start(argv, cwd, env, out, err)
+        except OSError as exc:
+            return ProcessResult(
+                status="failed", exit_code=None, wall_s=0.0, reason=f"cannot start {argv[0]}: {exc}"
+            )
+        try:
+            code = proc.wait(timeout=timeout_s)
+            status: Status = "ok" if code == 0 else "failed"
+            reason = "" if code == 0 else f"exit code {code}"
+        except subprocess.TimeoutExpired:
+            kill_group(proc.pid)
+            code = proc.wait()
+            status, reason = "timeout", f"killed after {timeout_s:g} s (whole process group)"
+        else:
+            # the program may have left children behind in its group: they go too
+            kill_group(proc.pid, grace_s=0.5)
+    wall = time.perf_counter() - start
+    return ProcessResult(
+        status=status, exit_code=code, wall_s=wall, stdout_tail=_tail(out_path), stderr_tail=_tail(err_path),
+        reason=reason,
+    )  # fmt: skip
+
+
+def run_command(
+    argv: list[str], *, timeout_s: float, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> CommandResult:
+    """Run a short command with its output captured; the whole group is killed on timeout."""
+    _check_argv(argv)
+    t0 = time.monotonic()
+    try:
+        proc = _start(argv, cwd, env, subprocess.PIPE, subprocess.PIPE)
+    except OSError as exc:
+        return CommandResult(argv, None, "", "", False, time.monotonic() - t0, f"cannot run {argv[0]}: {exc}")
+    timed_out = False
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        kill_group(proc.pid)
+        out, err = proc.communicate()
+    return CommandResult(argv, proc.returncode, out.decode("utf-8", errors="replace"),
+                         err.decode("utf-8", errors="replace"), timed_out, time.monotonic() - t0)  # fmt: skip
