@@ -570,31 +570,27 @@ class ProposalTableIn(_In):
 
 def _proposal(i: int, row: ProposalRowIn) -> Any:
     """A graph Proposal from a row; uncited or unresolvable rows stop the table."""
-    from dftune.agents.literature import reference_text
-    from dftune.agents.state import Change, CitationRef, Proposal
+    from dftune.agents.state import Change, Proposal
+    from dftune.core.citation import Citation, CitedClaim
     from dftune.tools.catalog import default_catalog
-    from dftune.tools.guards import citation_url
 
     cat = default_catalog()
     where = f"row {i} ({row.strategy})"
     if row.citation is not None and row.citation_id is not None:
         raise ToolFailure(f"{where}: give citation or citation_id, not both")
+    ref: CitedClaim
     if row.citation is not None:
         c = row.citation
-        ref = CitationRef(id=c.url, reference=reference_text(c.authors, c.title, c.venue, c.year),
-                          authors=c.authors, title=c.title, venue=c.venue, year=c.year, url=c.url,
-                          claim=c.claim, evidence=c.claim, source="caller")  # fmt: skip
+        cite = Citation(id=c.url, authors=c.authors, title=c.title, venue=c.venue, year=c.year, url=c.url)
+        ref = CitedClaim(citation=cite, claim=c.claim, evidence=c.claim, source="caller")
     elif row.citation_id is not None:
         known = cat.citations.get(row.citation_id)
-        url = citation_url(known) if known is not None else None
-        if known is None or url is None:
+        if known is None or known.link() is None:
             raise ToolFailure(f"{where}: citation_id {row.citation_id!r} is not a catalog "
                               "citation with a URL")  # fmt: skip
         claims = known.claims_for(row.strategy)
-        ref = CitationRef(id=known.id, reference=reference_text(known.authors, known.title, known.venue, known.year),
-                          authors=list(known.authors), title=known.title, venue=known.venue, year=known.year,
-                          url=url, claim=claims[0].claim if claims else known.summary or "",
-                          evidence=claims[0].evidence or "catalog" if claims else "catalog", source="catalog")  # fmt: skip
+        ref = CitedClaim(citation=known.bibliographic(), claim=claims[0].claim if claims else known.summary or "",
+                         evidence=claims[0].evidence or "catalog" if claims else "catalog", source="catalog")  # fmt: skip
     else:
         raise ToolFailure(f"{where} has no citation: every proposal needs a verifiable "
                           "citation (authors, title, venue, year, URL); search for one (rag_search, "

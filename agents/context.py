@@ -25,7 +25,7 @@ def silent(node: str, message: str) -> None:
 
 
 #: How the literature-searcher looks beyond the catalog: (strategy id, strategy name, bottleneck)
-#: -> (a CitationRef-shaped dict or None, search attempts made).
+#: -> (a CitedClaim-shaped dict or None, search attempts made).
 SearchFn = Callable[[str, str, str], tuple[dict[str, Any] | None, int]]
 
 

@@ -15,32 +15,27 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context, EvidenceFn, SearchFn
-from dftune.agents.state import CitationRef, Proposal, TuningState, log
+from dftune.agents.state import Proposal, TuningState, log
+from dftune.core.citation import CitedClaim
 from dftune.tools.catalog import Catalog
-from dftune.tools.guards import citation_url, reference_text
 from dftune.tools.kb import opt_kb_lookup
 
 #: The seed: "If no paper is found after 10 search attempts, mark the proposal as UNSUPPORTED".
 MAX_ATTEMPTS = 10
 
 
-def catalog_citation(strategy_id: str, catalog: Catalog) -> CitationRef | None:
+def catalog_citation(strategy_id: str, catalog: Catalog) -> CitedClaim | None:
     """The first verified (citation, claim) pair of the catalog that backs this strategy."""
     if strategy_id not in catalog.strategies:
         return None
     for c, claim in catalog.verified_claims(strategy_id):
-        url = citation_url(c)
-        if not url:
-            continue
-        return CitationRef(
-            id=c.id, reference=reference_text(c.authors, c.title, c.venue, c.year), authors=list(c.authors),
-            title=c.title, venue=c.venue, year=c.year, url=url, claim=claim.claim,
-            evidence=claim.evidence or "", source="catalog",
-        )  # fmt: skip
+        if c.link():
+            return CitedClaim(citation=c.bibliographic(), claim=claim.claim, evidence=claim.evidence or "",
+                              source="catalog")  # fmt: skip
     return None
 
 
-def with_passage(ref: CitationRef, strategy_id: str, ctx: Context) -> CitationRef:
+def with_passage(ref: CitedClaim, strategy_id: str, ctx: Context) -> CitedClaim:
     """Attach the source's own supporting passage, or mark the claim as catalog-backed."""
     ev = ctx.evidence(strategy_id, ref.id) if ctx.evidence is not None else None
     if ev and not ev.get("catalog_backed") and ev.get("passage"):
@@ -49,7 +44,7 @@ def with_passage(ref: CitationRef, strategy_id: str, ctx: Context) -> CitationRe
     return ref.model_copy(update={"catalog_backed": True})
 
 
-def find_citation(p: Proposal, ctx: Context, bottlenecks: list[str]) -> tuple[CitationRef | None, int]:
+def find_citation(p: Proposal, ctx: Context, bottlenecks: list[str]) -> tuple[CitedClaim | None, int]:
     """Catalog first, then the context's search (at most MAX_ATTEMPTS tool calls); (citation, attempts)."""
     found = catalog_citation(p.strategy, ctx.catalog)
     if found is not None:
@@ -60,23 +55,21 @@ def find_citation(p: Proposal, ctx: Context, bottlenecks: list[str]) -> tuple[Ci
     if hit is None:
         return None, attempts
     try:
-        return CitationRef.model_validate(hit), attempts
+        return CitedClaim.model_validate(hit), attempts
     except ValueError:
         return None, attempts  # an incomplete reference is no citation
 
 
 def paper_citation(paper: Any) -> dict[str, Any] | None:
-    """A search hit (tools.literature Paper) as a CitationRef dict; None when it is incomplete."""
-    url = paper.link
-    if not (paper.complete and url and paper.passage):
+    """A search hit (tools.literature Paper) as a CitedClaim dict; None when it is incomplete."""
+    if not (paper.complete and paper.passage):
         return None
     where = f"{paper.passage_kind or 'passage'}" + (f", page {paper.page}" if paper.page else "")
+    cite = paper.bibliographic().model_copy(update={"id": paper.id or paper.key(), "url": paper.link()})
     return {
-        "id": paper.citation_id or paper.key(), "authors": list(paper.authors), "title": paper.title,
-        "venue": paper.venue, "year": paper.year, "url": url,
-        "reference": reference_text(list(paper.authors), paper.title, paper.venue, paper.year),
-        "claim": paper.passage[:600], "evidence": f"{where} ({paper.trust} source {paper.source})",
-        "source": f"search:{paper.source}", "passage": paper.passage[:1200], "page": paper.page,
+        "citation": cite.model_dump(), "claim": paper.passage[:600],
+        "evidence": f"{where} ({paper.trust} source {paper.source})", "source": f"search:{paper.source}",
+        "passage": paper.passage[:1200], "page": paper.page,
     }  # fmt: skip
 
 
@@ -143,9 +136,9 @@ def literature(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     bottlenecks = [b["category"] for b in (state.diagnosis or {}).get("bottlenecks", [])]
     ctx.progress("literature", f"citations for {len(state.proposals)} candidate(s)")
     updated: list[Proposal] = []
-    citations: dict[str, CitationRef] = {}
+    citations: dict[str, CitedClaim] = {}
     events = []
-    cache: dict[str, tuple[CitationRef | None, int]] = {}
+    cache: dict[str, tuple[CitedClaim | None, int]] = {}
     for p in state.proposals:
         if p.status not in ("proposed", "manual") or p.citation is not None:
             continue

@@ -244,7 +244,7 @@ def proposal_table(proposals: list[Proposal]) -> list[dict[str, Any]]:
         "app_impact_pct": p.app_impact_pct, "app_impact_source": p.app_impact_source,
         "system_impact_pct": p.system_impact_pct, "system_impact_source": p.system_impact_source,
         "weighted_score": p.weighted_score, "status": p.status, "layer": p.layer,
-        "citation": p.citation.reference if p.citation else None, "url": p.citation.url if p.citation else None,
+        "citation": p.citation.reference() if p.citation else None, "url": p.citation.url if p.citation else None,
     } for i, p in enumerate(rows, 1)]  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core.citation import Citation, CitedClaim
 from dftune.tools.guards import GuardDecision
 
 Mode = Literal["autonomous", "interactive"]
@@ -55,27 +56,6 @@ class Pitfall(_Model):
     detail: str = ""
 
 
-class CitationRef(_Model):
-    """A verifiable reference attached to a proposal, with the passage that supports it."""
-
-    id: str
-    reference: str
-    authors: list[str]
-    title: str
-    venue: str
-    year: int
-    url: str
-    claim: str
-    #: where the claim was checked (page, section, abstract) or the passage itself
-    evidence: str
-    source: str = "catalog"
-    #: the source's own text that supports the claim (PDF page or abstract), when the corpus has it
-    passage: str = ""
-    page: int | None = None
-    #: no passage of the source is stored: the evidence is the curated catalog claim (reports say so)
-    catalog_backed: bool = False
-
-
 class Change(_Model):
     """What applying a proposal changes: knob settings, L2 environment, or a command."""
 
@@ -110,7 +90,7 @@ class Proposal(_Model):
     system_impact_pct: float = 0.0
     system_impact_source: ImpactSource = "estimate"
     impact_reason: str = ""
-    citation: CitationRef | None = None
+    citation: CitedClaim | None = None
     status: ProposalStatus = "proposed"
     reason: str = ""
     #: the experiment (iteration number) that measured it
@@ -205,7 +185,7 @@ class Approval(_Model):
 
 #: Exactly the classes the checkpointer's serializer may load back.
 STATE_MODELS: tuple[type[BaseModel], ...] = (
-    LogEntry, Pitfall, CitationRef, Change, Proposal, Measurement, Experiment, GuardRecord,
+    LogEntry, Pitfall, Citation, CitedClaim, Change, Proposal, Measurement, Experiment, GuardRecord,
     ChecklistVerdict, Coverage, Approval, GuardDecision,
 )  # fmt: skip
 
@@ -285,7 +265,7 @@ class TuningState:
 
     # ----- literature + optimizer
     kb_prior: dict[str, Any] = field(default_factory=dict)
-    citations: Annotated[list[CitationRef], merge_by_id] = field(default_factory=list)
+    citations: Annotated[list[CitedClaim], merge_by_id] = field(default_factory=list)
     proposals: Annotated[list[Proposal], merge_by_id] = field(default_factory=list)
     checklist: list[ChecklistVerdict] = field(default_factory=list)
     screened: bool = False

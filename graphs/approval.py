@@ -34,7 +34,7 @@ def request(p: Proposal, run_id: str) -> dict[str, Any]:
         "run_id": run_id, "proposal_id": p.id, "strategy": p.strategy, "layer": p.layer,
         "privilege": p.privilege, "description": p.description, "change": p.change.model_dump(),
         "app_impact_pct": p.app_impact_pct, "app_impact_source": p.app_impact_source,
-        "citation": p.citation.reference if p.citation else None,
+        "citation": p.citation.reference() if p.citation else None,
         "resume_with": f"dftune approve {run_id}  (or --reject)",
     }  # fmt: skip
 

@@ -19,7 +19,6 @@ from dftune.agents.measure import load_analysis
 from dftune.agents.optimizer import journal_for
 from dftune.agents.state import Experiment, GuardRecord, Proposal, TuningState, log
 from dftune.tools.guards import (
-    FoundCitation,
     GuardDecision,
     access_pattern_guard,
     citation_guard,
@@ -46,7 +45,7 @@ def screen_decisions(p: Proposal, ctx: Context) -> list[GuardDecision]:
         if by_definition is not None:
             decisions.append(by_definition)
     if p.citation is not None and p.citation.source != "catalog":
-        decisions.append(reference_guard(FoundCitation.model_validate(p.citation.model_dump())))
+        decisions.append(reference_guard(p.citation))
     else:
         decisions.append(citation_guard(p.strategy, ctx.catalog))
     return decisions

@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dftune.tools.catalog import Catalog, Citation, Strategy, default_catalog
+from dftune.core.citation import CitedClaim
+from dftune.tools.catalog import Catalog, Strategy, default_catalog
 from dftune.tools.runner.stats import regression_guard, relative_improvement
 from dftune.tools.trace.model import Analysis
 
@@ -42,17 +43,6 @@ class GuardDecision(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
-def citation_url(c: Citation) -> str | None:
-    """The citation's URL: its own, else from its DOI or arXiv id."""
-    if c.url:
-        return c.url
-    if c.doi:
-        return f"https://doi.org/{c.doi}"
-    if c.arxiv:
-        return f"https://arxiv.org/abs/{c.arxiv}"
-    return None
-
-
 def citation_guard(strategy_id: str, catalog: Catalog | None = None) -> GuardDecision:
     """Pass when a citation with full metadata verifiably supports this strategy."""
     cat = catalog or default_catalog()
@@ -66,9 +56,7 @@ def citation_guard(strategy_id: str, catalog: Catalog | None = None) -> GuardDec
         if c is None:
             problems.append(f"{cid}: unknown citation")
             continue
-        missing = [name for name, ok in (("authors", bool(c.authors)), ("title", bool(c.title)),
-                                         ("venue", bool(c.venue)), ("year", bool(c.year)), ("URL", bool(citation_url(c))))
-                   if not ok]  # fmt: skip
+        missing = c.missing
         verified = [cl for cl in c.claims if cl.strategy == strategy_id and cl.verified]
         if missing:
             problems.append(f"{cid}: missing {', '.join(missing)}")
@@ -77,44 +65,17 @@ def citation_guard(strategy_id: str, catalog: Catalog | None = None) -> GuardDec
         else:
             return GuardDecision(
                 guard="citation", passed=True,
-                reason=f"{strategy_id} is supported by {', '.join(c.authors[:2])}"
-                       f"{' et al.' if len(c.authors) > 2 else ''}, \"{c.title}\", {c.venue} {c.year}, {citation_url(c)}",
-                details={"citation": cid, "claim": verified[0].claim, "url": citation_url(c)},
+                reason=f"{strategy_id} is supported by {c.reference()} {c.link()}",
+                details={"citation": cid, "claim": verified[0].claim, "url": c.link()},
             )  # fmt: skip
     why = "; ".join(problems) if problems else (strategy.unsupported_reason or "it cites nothing")
     return GuardDecision(guard="citation", passed=False, verdict="unsupported",
                          reason=f"UNSUPPORTED: no verifiable citation for {strategy_id} ({why})")  # fmt: skip
 
 
-def reference_text(authors: list[str], title: str, venue: str, year: int | None) -> str:
-    """A short reference line: up to three authors, title, venue, year."""
-    who = ", ".join(authors[:3]) + (" et al." if len(authors) > 3 else "")
-    return f'{who}. "{title}." {venue}, {year}.'
-
-
-class FoundCitation(BaseModel):
-    """A citation the literature search found outside the catalog, with its supporting passage."""
-
-    model_config = ConfigDict(extra="ignore")
-    id: str
-    authors: list[str] = Field(default_factory=list)
-    title: str = ""
-    venue: str = ""
-    year: int | None = None
-    url: str = ""
-    #: the passage of the source that supports the claim (text from the paper is data, never instructions)
-    claim: str = ""
-    evidence: str = ""
-    source: str = "search"
-
-    def reference(self) -> str:
-        return reference_text(self.authors, self.title, self.venue, self.year)
-
-
-def reference_guard(ref: FoundCitation) -> GuardDecision:
+def reference_guard(ref: CitedClaim) -> GuardDecision:
     """A search-found citation passes with complete metadata and a supporting passage."""
-    missing = [n for n, v in (("authors", ref.authors), ("title", ref.title), ("venue", ref.venue),
-                              ("year", ref.year), ("URL", ref.url), ("supporting passage", ref.claim)) if not v]  # fmt: skip
+    missing = [*ref.citation.missing, *([] if ref.claim.strip() else ["supporting passage"])]
     if missing:
         return GuardDecision(guard="citation", passed=False, verdict="unsupported",
                              reason=f"UNSUPPORTED: the citation {ref.id} lacks {', '.join(missing)}")  # fmt: skip

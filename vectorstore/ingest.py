@@ -21,8 +21,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core.citation import safe_url
 from dftune.core.process import run_command
-from dftune.vectorstore.store import CitationRef, PaperStore, Passage
+from dftune.vectorstore.store import PaperStore, Passage, StoredCitation
 from dftune.vectorstore.text import chunk
 
 WORKER = Path(__file__).with_name("pdf_worker.py")
@@ -245,13 +246,16 @@ def _first_page_title(text: str) -> str | None:
 Lookup = Callable[[str, str], dict[str, Any] | None]
 
 
-def bibliography(pdf: Path, doc: dict[str, Any], lookup: Lookup | None = None) -> CitationRef:
+def bibliography(pdf: Path, doc: dict[str, Any], lookup: Lookup | None = None) -> StoredCitation:
     """Establish what can be established about the paper; record where each field came from."""
     fields: dict[str, Any] = {}
     sources: dict[str, str] = {}
 
     def offer(values: dict[str, Any], source: str) -> None:
         for k, v in values.items():
+            if k == "url" and v and safe_url(str(v)) is None:
+                sources.setdefault("url_refused", source)  # javascript:, file:, ...: never a link
+                continue
             if v and k not in fields:
                 fields[k] = v
                 sources[k] = source
@@ -276,14 +280,9 @@ def bibliography(pdf: Path, doc: dict[str, Any], lookup: Lookup | None = None) -
                     offer(got, "crossref" if kind == "doi" else "arxiv")
     # The first-line guess comes last: a bibliographic record of the DOI knows better.
     offer({"title": _first_page_title(first)}, "first-page")
-    if not fields.get("url"):
-        if fields.get("doi"):
-            fields["url"], sources["url"] = f"https://doi.org/{fields['doi']}", sources["doi"]
-        elif fields.get("arxiv"):
-            fields["url"], sources["url"] = f"https://arxiv.org/abs/{fields['arxiv']}", sources["arxiv"]
     if fields.get("arxiv") and not fields.get("venue") and sources.get("arxiv"):
         fields["venue"], sources["venue"] = f"arXiv preprint arXiv:{fields['arxiv']}", sources["arxiv"]
-    return CitationRef(
+    cite = StoredCitation(
         id="pdf_" + str(doc.get("sha256", ""))[:16],
         title=fields.get("title"),
         authors=list(fields.get("authors") or []),
@@ -296,6 +295,10 @@ def bibliography(pdf: Path, doc: dict[str, Any], lookup: Lookup | None = None) -
         source="pdf",
         field_sources=sources,
     )
+    if not cite.url and cite.link():  # the DOI's or arXiv id's page, from the field that gave it
+        sources["url"] = sources["doi" if cite.doi else "arxiv"]
+        cite = cite.model_copy(update={"url": cite.link(), "field_sources": sources})
+    return cite
 
 
 def _clean(v: Any) -> str | None:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core.citation import Citation
 from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
 from dftune.vectorstore.bm25 import BM25
@@ -30,8 +31,6 @@ from dftune.vectorstore.embeddings import Embedder, get_embedder
 
 Source = Literal["catalog", "pdf", "remote"]
 PassageKind = Literal["summary", "claim", "page", "abstract"]
-#: The bibliographic fields a complete citation needs (the seed: authors, title, venue/year, URL).
-REQUIRED_FIELDS = ("title", "authors", "year", "venue", "url")
 _RRF_K = 60.0
 _BATCH = 256
 
@@ -40,41 +39,15 @@ class StoreError(DftuneError):
     """The vector store cannot be opened or written."""
 
 
-class CitationRef(BaseModel):
-    """A citation as a reader checks it; fields that could not be established are ``None``
-    and named in ``missing`` -- never invented."""
+class StoredCitation(Citation):
+    """A stored paper's citation and where each of its fields came from; a field that could not
+    be established is ``None`` and named in ``missing``, never invented."""
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str
-    title: str | None = None
-    authors: list[str] = Field(default_factory=list)
-    year: int | None = None
-    venue: str | None = None
-    doi: str | None = None
-    url: str | None = None
-    arxiv: str | None = None
-    kind: str = "paper"
     source: Source = "catalog"
     #: Where each bibliographic field came from (catalog, sidecar, pdf-metadata, first-page, ...).
     field_sources: dict[str, str] = Field(default_factory=dict)
-
-    @property
-    def missing(self) -> list[str]:
-        return [f for f in REQUIRED_FIELDS if not getattr(self, f)]
-
-    @property
-    def complete(self) -> bool:
-        return not self.missing
-
-    def link(self) -> str | None:
-        if self.url:
-            return self.url
-        if self.doi:
-            return f"https://doi.org/{self.doi}"
-        if self.arxiv:
-            return f"https://arxiv.org/abs/{self.arxiv}"
-        return None
 
     def to_json(self) -> dict[str, Any]:
         return {**self.model_dump(mode="json"), "missing": self.missing, "complete": self.complete}
@@ -87,7 +60,7 @@ class Passage(BaseModel):
 
     id: str
     text: str
-    citation: CitationRef
+    citation: StoredCitation
     kind: PassageKind
     page: int | None = None
     #: Words that describe the passage without being part of its quote (strategy names,
@@ -161,7 +134,7 @@ def _meta(p: Passage) -> dict[str, Any]:
 
 def _passage(pid: str, doc: str, m: dict[str, Any]) -> Passage:
     authors = m.get("authors") or []
-    cit = CitationRef(
+    cit = StoredCitation(
         id=str(m["citation_id"]),
         title=m.get("title"),
         authors=[str(a) for a in authors] if isinstance(authors, list) else [str(authors)],
@@ -286,7 +259,7 @@ class PaperStore:
     def passages(self) -> list[Passage]:
         return list(self._snapshot()[0])
 
-    def citations(self) -> dict[str, CitationRef]:
+    def citations(self) -> dict[str, StoredCitation]:
         """Every citation with at least one stored passage, by id."""
         return {p.citation.id: p.citation for p in self._snapshot()[0]}
 

@@ -16,7 +16,7 @@ from dftune.tools.catalog import (
     Apply,
     CatalogError,
     ChecklistCategory,
-    Citation,
+    CatalogCitation,
     Claim,
     Parameter,
     Rollback,
@@ -259,7 +259,15 @@ def test_seed_misattributions_are_not_carried_over(cat: catalog_pkg.Catalog) -> 
 
 
 def test_all_models_forbid_unknown_keys() -> None:
-    models: list[type[BaseModel]] = [Strategy, Citation, Claim, ChecklistCategory, Parameter, Apply, Rollback]
+    models: list[type[BaseModel]] = [
+        Strategy,
+        CatalogCitation,
+        Claim,
+        ChecklistCategory,
+        Parameter,
+        Apply,
+        Rollback,
+    ]
     for model in models:
         assert model.model_config.get("extra") == "forbid", model.__name__
 
@@ -271,7 +279,7 @@ def test_package_exports() -> None:
         "load_checklist",
         "strategies_for",
         "Strategy",
-        "Citation",
+        "CatalogCitation",
     ):
         assert hasattr(catalog_pkg, name)
 

@@ -6,17 +6,19 @@ from typing import Any
 
 from dftune.agents.literature import paper_citation
 from dftune.agents.optimizer import requirement_gap
-from dftune.agents.state import CitationRef
+from dftune.core.citation import CitedClaim
 from dftune.tools.catalog import default_catalog
-from dftune.tools.guards import FoundCitation, reference_guard
+from dftune.tools.guards import reference_guard
 from dftune.tools.kb import opt_kb_record
 from dftune.tools.literature import Paper
 
-FOUND: dict[str, Any] = {
+CITATION: dict[str, Any] = {
     "id": "doi:10.1000/xyz", "authors": ["A. Author", "B. Author"], "title": "Random reads via mmap",
     "venue": "PDSW", "year": 2023, "url": "https://doi.org/10.1000/xyz",
-    "claim": "mapping the file served random 4 KiB reads 2x faster than pread", "evidence": "page 3",
-    "source": "search:arxiv",
+}  # fmt: skip
+FOUND: dict[str, Any] = {
+    "citation": CITATION, "claim": "mapping the file served random 4 KiB reads 2x faster than pread",
+    "evidence": "page 3", "source": "search:arxiv",
 }  # fmt: skip
 
 
@@ -31,7 +33,7 @@ def test_a_complete_found_citation_supports_an_uncited_catalog_strategy_in_the_k
     r = opt_kb_record(_record(found_citation=FOUND))
     assert (
         r.verdict == "win"
-        and r.citation_url == FOUND["url"]
+        and r.citation_url == CITATION["url"]
         and "Random reads via mmap" in (r.citation or "")
     )
     cit = next(g for g in r.guards if g.guard == "citation")
@@ -39,8 +41,8 @@ def test_a_complete_found_citation_supports_an_uncited_catalog_strategy_in_the_k
 
 
 def test_a_found_citation_without_its_passage_or_venue_is_unsupported() -> None:
-    for missing in ("claim", "venue"):
-        d = reference_guard(FoundCitation.model_validate({**FOUND, missing: ""}))
+    for broken in ({**FOUND, "claim": ""}, {**FOUND, "citation": {**CITATION, "venue": None}}):
+        d = reference_guard(CitedClaim.model_validate(broken))
         assert not d.passed and d.verdict == "unsupported"
     assert opt_kb_record(_record(found_citation={**FOUND, "claim": ""})).verdict == "unsupported"
 
@@ -49,8 +51,7 @@ def test_search_hits_become_citations_only_when_complete() -> None:
     paper = Paper(title="T", authors=["X"], year=2020, venue="SC", doi="10.1/abc", source="arxiv",
                   passage="it helps", passage_kind="abstract")  # fmt: skip
     ref = paper_citation(paper)
-    assert ref is not None and ref["url"] == "https://doi.org/10.1/abc"
-    CitationRef.model_validate(ref)
+    assert ref is not None and CitedClaim.model_validate(ref).url == "https://doi.org/10.1/abc"
     assert paper_citation(paper.model_copy(update={"venue": None})) is None
     assert paper_citation(paper.model_copy(update={"passage": None})) is None
 
@@ -86,7 +87,9 @@ def test_catalog_citations_carry_the_source_passage_or_say_they_are_catalog_back
     curated = with_passage(ref, "l1.dataloader_workers", Context(evidence=lambda s, c: None))
     assert curated.catalog_backed and not curated.passage
     doc = {"run_id": "r", "workload": "w", "spec_path": "x", "status": "completed", "citations": [
-        own.model_dump(), curated.model_copy(update={"id": "other"}).model_dump()]}  # fmt: skip
+        own.model_dump(),
+        curated.model_copy(update={"citation": curated.citation.model_copy(update={"id": "other"})}).model_dump(),
+    ]}  # fmt: skip
     md = render_run_markdown(doc)
     assert "> With num_workers > 0" in md and "page 4" in md and "catalog-backed claim" in md
 
@@ -117,5 +120,5 @@ def test_a_hit_the_caller_refuses_does_not_end_the_search() -> None:
 
 def test_a_doi_is_enough_to_open_a_paper() -> None:
     paper = Paper(title="T", authors=["X"], year=2020, venue="SC", doi="10.1/abc", source="arxiv")
-    assert paper.link == "https://doi.org/10.1/abc" and paper.complete
+    assert paper.link() == "https://doi.org/10.1/abc" and paper.complete
     assert Paper(title="T", authors=["X"], year=2020, venue="SC", source="arxiv").missing == ["url"]

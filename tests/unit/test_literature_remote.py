@@ -71,7 +71,9 @@ def test_search_arxiv_parses_a_recorded_feed_through_the_arxiv_package(tmp_path:
     p = res.papers[0]
     assert p.title == "Tuning Collective Buffering for Small Writes on Parallel File Systems"
     assert p.authors == ["Test Author One", "Test Author Two"] and p.year == 2023
-    assert p.arxiv == "2301.01234" and p.url == "https://arxiv.org/abs/2301.01234"
+    assert (
+        p.arxiv == "2301.01234" and p.link() == "https://doi.org/10.1234/test.2023.001"
+    )  # the version of record
     assert p.venue == "Proc. Test Workshop 2023" and p.doi == "10.1234/test.2023.001"
     assert "12 GB/s" in (p.passage or "") and p.passage_kind == "abstract" and p.complete
     # no journal ref: the venue is the arXiv preprint itself, never invented
@@ -96,7 +98,7 @@ def test_semantic_scholar_openalex_crossref_normalize(tmp_path: Path) -> None:
     })  # fmt: skip
     rem, _ = make_remote(t, tmp_path)
     s2 = search_semantic_scholar("metadata caching", 5, remote=rem).papers
-    assert s2[0].doi == "10.1234/test.2023.001" and s2[0].url == "https://doi.org/10.1234/test.2023.001"
+    assert s2[0].doi == "10.1234/test.2023.001" and s2[0].link() == "https://doi.org/10.1234/test.2023.001"
     assert s2[0].venue == "Test Workshop" and s2[0].abstract is None
     assert s2[1].venue == "Test Symposium" and s2[1].passage and s2[1].pdf_url
     oa = search_openalex("readahead", 5, remote=rem).papers[0]

@@ -107,10 +107,10 @@ def test_offline_search_returns_complete_citations_with_passages(store: PaperSto
         "lots of tiny 4KB reads dominate read time", "small-io", {"fs_type": "lustre"}, store=store
     )
     assert res.papers and res.tool == "rag_search"
-    assert res.papers[0].citation_id == "drishti_pdsw2022"
+    assert res.papers[0].id == "drishti_pdsw2022"
     for p in res.papers:
         assert p.complete and p.passage and p.trust == "curated" and p.source == "catalog"
-    assert len({p.citation_id for p in res.papers}) == len(res.papers)
+    assert len({p.id for p in res.papers}) == len(res.papers)
 
 
 def test_retrieval_benchmark_queries_find_their_citations(store: PaperStore) -> None:
@@ -119,7 +119,7 @@ def test_retrieval_benchmark_queries_find_their_citations(store: PaperStore) -> 
     assert len(queries) >= 30
     recall = []
     for q in queries:
-        got = {p.citation_id for p in rag_search(q["text"], q.get("bottleneck"), store=store).papers}
+        got = {p.id for p in rag_search(q["text"], q.get("bottleneck"), store=store).papers}
         recall.append(sum(w in got for w in q["expect"]) / len(q["expect"]))
     assert sum(recall) / len(recall) >= 0.9
 

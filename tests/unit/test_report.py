@@ -18,7 +18,6 @@ from dftune.agents.state import (
     Approval,
     Change,
     ChecklistVerdict,
-    CitationRef,
     Coverage,
     Experiment,
     GuardRecord,
@@ -27,6 +26,7 @@ from dftune.agents.state import (
     Proposal,
     TuningState,
 )
+from dftune.core.citation import Citation, CitedClaim
 from dftune.graphs.finalize import outcome, state_json
 from dftune.tools.guards import GuardDecision
 from dftune.tools.report.compare import CompareError, compare, compare_analyses, row
@@ -78,13 +78,13 @@ def make_report(run_dir: Path, *, traced: bool = True) -> dict[str, Any]:
         _trace(tdir, 8, 1_004_000, 25, 65536)
         analysis_path = run_dir / "baseline" / "analysis.json"
         analysis_path.write_text(json.dumps(analyze([tdir], views=["file", "proc"]).to_json_dict()))
-    good = CitationRef(id="drishti", reference="Bez, J. L., Ather, H., Byna, S. Drishti. PDSW 2022.",
-                       authors=["Jean Luca Bez", "Hammad Ather", "Suren Byna"], title="Drishti <b>guide</b>",
-                       venue="PDSW", year=2022, url="https://doi.org/10.1109/PDSW56643.2022.00006",
-                       claim="buffer small reads", evidence="Section III")  # fmt: skip
-    evil = good.model_copy(
-        update={"id": "evil", "url": "javascript:alert(1)", "reference": f"Evil {HOSTILE}"}
-    )
+    paper = Citation(id="drishti", authors=["Jean Luca Bez", "Hammad Ather", "Suren Byna"],
+                     title="Drishti <b>guide</b>", venue="PDSW", year=2022,
+                     url="https://doi.org/10.1109/PDSW56643.2022.00006")  # fmt: skip
+    good = CitedClaim(citation=paper, claim="buffer small reads", evidence="Section III")
+    # a tampered record: validation would refuse the URL, so it is forced in past it
+    evil = good.model_copy(update={"citation": paper.model_copy(
+        update={"id": "evil", "url": "javascript:alert(1)", "title": f"Evil {HOSTILE}"})})  # fmt: skip
     base = _measurement(run_dir / "baseline", [1.0, 1.2, 0.9], analysis_path, replicates=4)
     cand = _measurement(run_dir / "opt1", [0.6, 0.7, 0.65], None, settings={"WORKERS": 4})
     knob = Change(kind="knob", settings={"WORKERS": "4"})

@@ -17,8 +17,8 @@ from dftune.tools.catalog.load import (
 )
 from dftune.tools.catalog.models import (
     Apply,
+    CatalogCitation,
     ChecklistCategory,
-    Citation,
     Claim,
     Parameter,
     Rollback,
@@ -28,9 +28,9 @@ from dftune.tools.catalog.models import (
 __all__ = [
     "Apply",
     "Catalog",
+    "CatalogCitation",
     "CatalogError",
     "ChecklistCategory",
-    "Citation",
     "Claim",
     "Parameter",
     "Rollback",

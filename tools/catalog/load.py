@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from dftune.core.errors import DftuneError
 from dftune.core.vocabulary import CATEGORIES, CHECKLIST, FS_TYPES
-from dftune.tools.catalog.models import ChecklistCategory, Citation, Claim, Strategy
+from dftune.tools.catalog.models import CatalogCitation, ChecklistCategory, Claim, Strategy
 
 PathArg = str | os.PathLike[str] | None
 M = TypeVar("M", bound=BaseModel)
@@ -109,9 +109,9 @@ def load_strategies(path: PathArg = None) -> dict[str, Strategy]:
     return _by_id(path, "strategies", Strategy, "strategy")
 
 
-def load_citations(path: PathArg = None) -> dict[str, Citation]:
+def load_citations(path: PathArg = None) -> dict[str, CatalogCitation]:
     """All citations, by id, from ``resources/citations/*.toml`` or ``path`` (file or dir)."""
-    return _by_id(path, "citations", Citation, "citation")
+    return _by_id(path, "citations", CatalogCitation, "citation")
 
 
 def load_checklist(path: PathArg = None) -> dict[int, ChecklistCategory]:
@@ -129,7 +129,7 @@ def load_checklist(path: PathArg = None) -> dict[int, ChecklistCategory]:
     return dict(sorted(out.items()))
 
 
-def validate_references(strategies: dict[str, Strategy], citations: dict[str, Citation]) -> list[str]:
+def validate_references(strategies: dict[str, Strategy], citations: dict[str, CatalogCitation]) -> list[str]:
     """Cross-file problems: unknown citation ids, citations without a claim for the strategy
     that cites them, and claims about strategies that do not exist or do not cite them."""
     problems: list[str] = []
@@ -155,10 +155,10 @@ def validate_references(strategies: dict[str, Strategy], citations: dict[str, Ci
 @dataclass(frozen=True)
 class Catalog:
     strategies: dict[str, Strategy]
-    citations: dict[str, Citation]
+    citations: dict[str, CatalogCitation]
     checklist: dict[int, ChecklistCategory]
 
-    def verified_claims(self, strategy_id: str) -> list[tuple[Citation, Claim]]:
+    def verified_claims(self, strategy_id: str) -> list[tuple[CatalogCitation, Claim]]:
         """The (citation, claim) pairs that back a strategy and were checked against the source."""
         s = self.strategies[strategy_id]
         return [

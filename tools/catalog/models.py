@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from dftune.core.citation import Citation
 from dftune.core.vocabulary import CHECKLIST, Category, FsType, Layer, Privilege
 
 #: A parameter value as TOML spells it. Strict types: TOML ``true`` never becomes ``1``.
@@ -283,8 +284,11 @@ class Claim(_Model):
         return self
 
 
-class Citation(_Model):
-    """A paper, a technical report or a documentation page, with its verifiable metadata."""
+class CatalogCitation(Citation):
+    """A curated paper, technical report or documentation page: a complete, checked citation
+    with the claims we verified against its text."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
     id: str = Field(pattern=r"^[a-z0-9_]+$")
     kind: CitationKind
@@ -306,7 +310,7 @@ class Citation(_Model):
     claims: list[Claim] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _rules(self) -> Citation:
+    def _rules(self) -> CatalogCitation:
         if not self.doi and not self.url:
             raise ValueError("a citation needs a doi or a url")
         if self.kind == "docs" and self.accessed is None:

@@ -41,19 +41,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from dftune.core.citation import CitedClaim
 from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
 from dftune.core.vocabulary import FsType, Layer
-from dftune.tools.catalog import Catalog, Citation, Strategy, default_catalog
+from dftune.tools.catalog import Catalog, Strategy, default_catalog
 from dftune.tools.catalog.models import STRATEGY_ID
 from dftune.tools.guards import (
     APP_REGRESSION_THRESHOLD,
-    FoundCitation,
     GuardDecision,
     GuardName,
     access_pattern_guard,
     citation_guard,
-    citation_url,
     doing_less_by_definition,
     no_doing_less_guard,
     non_degradation_guard,
@@ -179,7 +178,7 @@ class KbRecordIn(BaseModel):
     caveats: str = ""
     fs_type: FsType | None = None
     #: a citation the literature search found outside the catalog (complete, with its passage)
-    found_citation: FoundCitation | None = None
+    found_citation: CitedClaim | None = None
 
     @field_validator("software", mode="before")
     @classmethod
@@ -533,11 +532,6 @@ def _numeric_verdict(rec: KbRecordIn, change_pct: float | None) -> tuple[KbVerdi
     )
 
 
-def _reference(c: Citation) -> str:
-    pages = f", pp. {c.pages}" if c.pages else ""
-    return f'{", ".join(c.authors)}. "{c.title}." {c.venue}, {c.year}{pages}.'
-
-
 def _dedup_key(rec: KbRecordIn, baseline: Analysis | None, experiment: Analysis | None) -> str | None:
     if rec.run_id is None:
         return None
@@ -638,8 +632,8 @@ def _build(
         "guards": decisions,
         "unchecked_guards": [d.guard for d in decisions if d.details.get("ran") is False],
         "citation_id": citation_id,
-        "citation": _reference(c) if c is not None else found.reference() if found is not None else None,
-        "citation_url": citation_url(c) if c is not None else found.url if found is not None else None,
+        "citation": c.reference() if c is not None else found.reference() if found is not None else None,
+        "citation_url": c.link() if c is not None else found.url if found is not None else None,
         "caveats": rec.caveats,
         "fs_type": rec.fs_type,
         "dedup_key": _dedup_key(rec, baseline, experiment),

@@ -14,11 +14,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from dftune.tools.catalog import Catalog, Citation, Strategy, default_catalog
-from dftune.tools.literature.corpus import open_store
+from dftune.core.citation import Citation
+from dftune.tools.catalog import Catalog, CatalogCitation, Strategy, default_catalog
+from dftune.tools.literature.corpus import catalog_record, open_store
 from dftune.tools.literature.models import Paper
 from dftune.vectorstore.bm25 import BM25
-from dftune.vectorstore.store import CitationRef, PaperStore, Passage, index_text
+from dftune.vectorstore.store import PaperStore, Passage, StoredCitation, index_text
 from dftune.vectorstore.text import tokens
 
 #: Content words a source passage must share with the claim/strategy to count as support.
@@ -63,7 +64,7 @@ def _norm_title(t: str | None) -> str:
     return re.sub(r"[^a-z0-9]+", " ", (t or "").lower()).strip()
 
 
-def _same_work(ref: CitationRef, c: Citation) -> bool:
+def _same_work(ref: Citation, c: Citation) -> bool:
     if c.doi and ref.doi and c.doi.lower() == ref.doi.lower():
         return True
     if c.arxiv and ref.arxiv and c.arxiv == re.sub(r"v\d+$", "", ref.arxiv):
@@ -81,7 +82,7 @@ def _best_passage(passages: Sequence[Passage], query: str) -> Passage | None:
     return passages[i] if scores[i] > 0 and len(shared) >= MIN_SHARED_TERMS else None
 
 
-def supporting_passage(strategy: Strategy | str, citation: Citation | str, *, store: PaperStore | None = None,
+def supporting_passage(strategy: Strategy | str, citation: CatalogCitation | str, *, store: PaperStore | None = None,
                        catalog: Catalog | None = None) -> Evidence | None:  # fmt: skip
     """The passage of ``citation`` that supports ``strategy``, or None when there is none.
 
@@ -91,7 +92,7 @@ def supporting_passage(strategy: Strategy | str, citation: Citation | str, *, st
     """
     cat = catalog or default_catalog()
     strat = cat.strategies[strategy] if isinstance(strategy, str) else strategy
-    cit: Citation | None = cat.citations.get(citation) if isinstance(citation, str) else citation
+    cit: CatalogCitation | None = cat.citations.get(citation) if isinstance(citation, str) else citation
     st = store or open_store()
     claims = cit.claims_for(strat.id) if cit is not None else []
     claims = sorted(claims, key=lambda c: not c.verified)
@@ -125,11 +126,8 @@ def supporting_passage(strategy: Strategy | str, citation: Citation | str, *, st
     )  # fmt: skip
 
 
-def _ref_from_catalog(c: Citation) -> dict[str, Any]:
-    url = c.url or (f"https://doi.org/{c.doi}" if c.doi else None)
-    ref = CitationRef(id=c.id, title=c.title, authors=list(c.authors), year=c.year, venue=c.venue, doi=c.doi,
-                      url=url, arxiv=c.arxiv, kind=c.kind, source="catalog")  # fmt: skip
-    return ref.to_json()
+def _ref_from_catalog(c: CatalogCitation) -> dict[str, Any]:
+    return catalog_record(c).to_json()
 
 
 def evidence_for(strategy_id: str, *, store: PaperStore | None = None, catalog: Catalog | None = None,
@@ -153,7 +151,7 @@ def remember_papers(papers: Sequence[Paper], store: PaperStore | None = None) ->
     for p in papers:
         if not p.abstract or p.source in ("catalog", "local", "context"):
             continue
-        ref = CitationRef(
+        ref = StoredCitation(
             id="remote_" + re.sub(r"[^a-z0-9]+", "_", p.key().lower()).strip("_")[:80],
             title=p.title, authors=list(p.authors), year=p.year, venue=p.venue, doi=p.doi, url=p.url,
             arxiv=p.arxiv, kind="paper", source="remote",

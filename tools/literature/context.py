@@ -100,7 +100,7 @@ def detect_stack(ws: Workspace, run_id: str, iteration: int) -> Stack:
 
 def _source(p: Paper) -> dict[str, Any]:
     return {"title": p.title, "authors": p.authors, "year": p.year, "venue": p.venue, "url": p.url,
-            "doi": p.doi, "citation_id": p.citation_id, "page": p.page, "origin": p.source}  # fmt: skip
+            "doi": p.doi, "citation_id": p.id, "page": p.page, "origin": p.source}  # fmt: skip
 
 
 def session_search_optimization_context(run_id: str, system: str, workload: str, *, iteration: int | None = None,

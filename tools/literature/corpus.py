@@ -11,21 +11,24 @@ import threading
 from pathlib import Path
 
 from dftune.core.home import dftune_home
-from dftune.tools.catalog import Catalog, default_catalog
+from dftune.tools.catalog import Catalog, CatalogCitation, default_catalog
 from dftune.vectorstore.embeddings import Embedder, get_embedder
-from dftune.vectorstore.store import CitationRef, PaperStore, Passage
+from dftune.vectorstore.store import PaperStore, Passage, StoredCitation
+
+
+def catalog_record(c: CatalogCitation) -> StoredCitation:
+    """A catalog entry as the store keeps it: every field from the catalog, the link resolved."""
+    return StoredCitation(
+        **c.bibliographic().model_copy(update={"url": c.link()}).model_dump(), source="catalog",
+        field_sources=dict.fromkeys(("title", "authors", "year", "venue", "url"), "catalog"),
+    )  # fmt: skip
 
 
 def catalog_passages(catalog: Catalog) -> list[Passage]:
     """The catalog as passages: one summary per citation and one passage per claim."""
     out: list[Passage] = []
     for c in catalog.citations.values():
-        url = c.url or (f"https://doi.org/{c.doi}" if c.doi else None)
-        ref = CitationRef(
-            id=c.id, title=c.title, authors=list(c.authors), year=c.year, venue=c.venue, doi=c.doi,
-            url=url, arxiv=c.arxiv, kind=c.kind, source="catalog",
-            field_sources=dict.fromkeys(("title", "authors", "year", "venue", "url"), "catalog"),
-        )  # fmt: skip
+        ref = catalog_record(c)
         cited_by = [s for s in catalog.strategies.values() if c.id in s.citations]
         names = "; ".join(sorted({s.name for s in cited_by}))
         if c.summary:

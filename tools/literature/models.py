@@ -5,32 +5,25 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from dftune.core.citation import Citation, safe_url
 
 PaperSource = Literal["context", "catalog", "local", "arxiv", "semantic_scholar", "openalex", "crossref"]
-REQUIRED = ("title", "authors", "year", "venue", "url")
 
 
-class Paper(BaseModel):
+class Paper(Citation):
     """One paper (or documentation page) with the passage that made it come back.
 
-    Unknown bibliographic fields stay ``None``; ``missing`` names them. ``passage`` is text
-    from the source (or our catalog claim): data to quote, never an instruction."""
+    A :class:`Citation` (``id`` is the catalog or local-store citation id when the paper is
+    known locally, else empty). ``passage`` is text from the source (or our catalog claim):
+    data to quote, never an instruction."""
 
     model_config = ConfigDict(extra="forbid")
 
-    title: str | None = None
-    authors: list[str] = Field(default_factory=list)
-    year: int | None = None
-    venue: str | None = None
-    doi: str | None = None
-    url: str | None = None
-    arxiv: str | None = None
     pdf_url: str | None = None
     abstract: str | None = None
     source: PaperSource
-    #: Catalog or local-store citation id, when the paper is known locally.
-    citation_id: str | None = None
     passage: str | None = None
     passage_kind: Literal["summary", "claim", "page", "abstract"] | None = None
     page: int | None = None
@@ -39,22 +32,11 @@ class Paper(BaseModel):
     trust: Literal["curated", "untrusted"] = "untrusted"
     score: float | None = None
 
-    @property
-    def link(self) -> str | None:
-        """Where a reader opens it: its URL, else its DOI or arXiv page."""
-        if self.url:
-            return self.url
-        if self.doi:
-            return f"https://doi.org/{self.doi}"
-        return f"https://arxiv.org/abs/{self.arxiv}" if self.arxiv else None
-
-    @property
-    def missing(self) -> list[str]:
-        return [f for f in REQUIRED if not (self.link if f == "url" else getattr(self, f))]
-
-    @property
-    def complete(self) -> bool:
-        return not self.missing
+    @field_validator("url", "pdf_url", mode="before")
+    @classmethod
+    def _drop_unsafe_url(cls, value: Any) -> Any:
+        """A remote service's odd link (not http(s)) is left out, never passed on."""
+        return safe_url(value) if isinstance(value, str) else value
 
     def key(self) -> str:
         """Identity across sources: DOI, then arXiv id, then the normalized title."""
@@ -65,7 +47,8 @@ class Paper(BaseModel):
         return "title:" + re.sub(r"[^a-z0-9]+", " ", (self.title or "").lower()).strip()
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.model_dump(mode="json"), "missing": self.missing, "complete": self.complete}
+        return {**self.model_dump(mode="json"), "citation_id": self.id or None, "url": self.link(),
+                "missing": self.missing, "complete": self.complete}  # fmt: skip
 
 
 class SearchResult(BaseModel):

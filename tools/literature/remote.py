@@ -111,7 +111,7 @@ def _from_arxiv(r: Any) -> Paper:
         year=published.year if published is not None else None,
         venue=journal or (f"arXiv preprint arXiv:{base}" if base else None),
         doi=_clean(getattr(r, "doi", None)),
-        url=f"https://arxiv.org/abs/{base}" if base else _clean(getattr(r, "entry_id", None)),
+        url=None if base else _clean(getattr(r, "entry_id", None)),  # link() gives the arXiv page
         arxiv=base,
         pdf_url=_clean(getattr(r, "pdf_url", None)),
         abstract=_clean(getattr(r, "summary", None)),
@@ -197,14 +197,13 @@ def _from_s2(r: dict[str, Any]) -> Paper:
     doi, arx = _clean(ext.get("DOI")), _clean(ext.get("ArXiv"))
     pv = _obj(r.get("publicationVenue"))
     pdf = _obj(r.get("openAccessPdf"))
-    url = (f"https://doi.org/{doi}" if doi else None) or (f"https://arxiv.org/abs/{arx}" if arx else None)
     return Paper(
         title=_clean(r.get("title")),
         authors=[a["name"] for a in r.get("authors") or [] if isinstance(a, dict) and _clean(a.get("name"))],
         year=_year(r.get("year")),
         venue=_clean(r.get("venue")) or _clean(pv.get("name")),
         doi=doi,
-        url=url or _clean(r.get("url")),
+        url=None if doi or arx else _clean(r.get("url")),  # link() gives the DOI's or arXiv page
         arxiv=arx,
         pdf_url=_clean(pdf.get("url")),
         abstract=_clean(r.get("abstract")),
@@ -250,7 +249,7 @@ def _from_openalex(r: dict[str, Any]) -> Paper:
         year=_year(r.get("publication_year")),
         venue=_clean(src.get("display_name")),
         doi=doi,
-        url=f"https://doi.org/{doi}" if doi else _clean(loc.get("landing_page_url")) or _clean(r.get("id")),
+        url=None if doi else _clean(loc.get("landing_page_url")) or _clean(r.get("id")),
         pdf_url=_clean(loc.get("pdf_url")),
         abstract=abstract,
         passage=abstract,
@@ -300,7 +299,7 @@ def crossref_paper(r: dict[str, Any]) -> Paper:
         year=year,
         venue=first(r.get("container-title")) or _clean(r.get("publisher")),
         doi=doi,
-        url=f"https://doi.org/{doi}" if doi else _clean(r.get("URL")),
+        url=None if doi else _clean(r.get("URL")),
         abstract=abstract,
         passage=abstract,
         passage_kind="abstract" if abstract else None,
@@ -361,5 +360,5 @@ def metadata_lookup(kind: str, ident: str) -> dict[str, Any] | None:
         "year": p.year,
         "venue": p.venue,
         "doi": p.doi,
-        "url": p.url,
+        "url": p.link(),
     }

@@ -71,7 +71,7 @@ def hit_to_paper(h: Hit) -> Paper:
     p, c = h.passage, h.passage.citation
     return Paper(
         title=c.title, authors=list(c.authors), year=c.year, venue=c.venue, doi=c.doi, url=c.link(),
-        arxiv=c.arxiv, source="catalog" if c.source == "catalog" else "local", citation_id=c.id,
+        arxiv=c.arxiv, source="catalog" if c.source == "catalog" else "local", id=c.id,
         passage=p.text, passage_kind=p.kind, page=p.page, strategy=p.strategy, verified=p.verified,
         trust=p.trust, score=h.score,
     )  # fmt: skip

@@ -364,8 +364,7 @@ def _backing(c: dict[str, Any]) -> str:
 
 def _citations(doc: dict[str, Any]) -> str:
     cites = citations(doc)
-    items = [f'<li id="cite-{e(c["id"])}"><b>[{e(c["id"])}]</b> {e(", ".join(c.get("authors") or []))}. '
-             f"“{e(c.get('title'))}.” {e(c.get('venue'))}, {e(c.get('year'))}. {link(c.get('url'))}"
+    items = [f'<li id="cite-{e(c["id"])}"><b>[{e(c["id"])}]</b> {e(c["reference"])} {link(c.get("url"))}'
              f"<br><span class=\"note\">Supports: {e(c.get('claim'))} (checked: {e(c.get('evidence'))}; "
              f"source: {e(c.get('source'))})</span>{_backing(c)}</li>" for c in cites]  # fmt: skip
     body = f'<ol class="cites">{"".join(items)}</ol>' if items else '<p class="note">No citation.</p>'
