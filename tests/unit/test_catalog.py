@@ -14,9 +14,9 @@ from dftune.core.vocabulary import CATEGORIES, CHECKLIST, FS_TYPES, LAYERS
 from dftune.tools import catalog as catalog_pkg
 from dftune.tools.catalog import (
     Apply,
+    CatalogCitation,
     CatalogError,
     ChecklistCategory,
-    CatalogCitation,
     Claim,
     Parameter,
     Rollback,
