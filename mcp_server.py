@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from dftune.core.errors import DftuneError, one_line
 from dftune.core.vocabulary import CATEGORIES
-from dftune.tools.kb.store import KbRecordIn
+from dftune.tools.kb.models import KbRecordIn
 from dftune.tools.report.table import PROPOSAL_COLUMNS, proposal_markdown
 
 log = logging.getLogger("dftune.mcp")

@@ -17,6 +17,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
+from dftune.agents.policy import approval_rule
 from dftune.agents.reasoner import Facts
 from dftune.agents.state import Change, ChecklistVerdict, Proposal, TuningState, log
 from dftune.core.vocabulary import CHECKLIST
@@ -248,10 +249,6 @@ def proposal_table(proposals: list[Proposal]) -> list[dict[str, Any]]:
     } for i, p in enumerate(rows, 1)]  # fmt: skip
 
 
-def auto_approvable(p: Proposal, mode: str) -> bool:
-    return mode == "autonomous" and p.privilege == "no-sudo" and p.layer in ("L1", "L2")
-
-
 def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: checklist verdicts, then the next proposal (or none: the run is finished)."""
     ctx = runtime.context
@@ -266,7 +263,7 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                                            f"{len(open_)} proposal(s) left untried",
                 "events": [log("optimizer", f"budget of {state.max_experiments} experiment(s) used")]}  # fmt: skip
     # Overnight, try everything the policy may approve alone before anything that must ask a person.
-    alone = [p for p in open_ if auto_approvable(p, state.mode)]
+    alone = [p for p in open_ if approval_rule(p, state.mode) == "approve"]
     choice = ctx.reasoner.choose_next(alone or open_, facts_of(state))
     ctx.progress("optimizer", f"next: {choice.proposal_id} ({choice.reason})")
     return {**update, "current": choice.proposal_id,

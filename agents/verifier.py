@@ -14,17 +14,10 @@ from langgraph.runtime import Runtime
 from dftune.agents.context import Context
 from dftune.agents.measure import extend, measure
 from dftune.agents.state import TuningState, log
-from dftune.tools.kb import WIN_THRESHOLD_PCT
+from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT, decide
 from dftune.tools.runner.bench import BenchError
 from dftune.tools.runner.spec import load_spec
-from dftune.tools.runner.stats import MIN_REPLICATES, compare, relative_improvement
-
-
-def pct_change(before: float | None, after: float | None, *, lower_is_better: bool) -> float | None:
-    """The runner's signed change (positive = better) in percent; None when a side is unknown or before is 0."""
-    if before is None or after is None or before == 0:
-        return None
-    return round(100.0 * relative_improvement(before, after, lower_is_better=lower_is_better), 3)
+from dftune.tools.runner.stats import MIN_REPLICATES, compare, pct_change
 
 
 def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -82,7 +75,11 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         "impact_reason": f"measured in opt{exp.iteration}: {cmp.reason}",
     })  # fmt: skip
     done = exp.model_copy(update={"candidate": cand, "comparison": cmp.model_dump(mode="json")})
-    ctx.progress("verifier", f"opt{exp.iteration}: {cmp.verdict} ({cmp.change_pct:+.1f}%)")
+    numbers = decide([], metric=spec.metric.kind, before=ref.median, after=cand.median, lower_is_better=lib,
+                     comparison=cmp)  # the guards judge next; this is what the numbers alone say  # fmt: skip
+    ctx.progress(
+        "verifier", f"opt{exp.iteration}: the numbers say {numbers.verdict} ({cmp.change_pct:+.1f}%)"
+    )
     return {"experiments": [done], "proposals": [measured],
             "events": [log("verifier", f"opt{exp.iteration}: {cmp.reason}", ratio_ci95=list(cmp.ci95),
                            p_value=cmp.p_value)]}  # fmt: skip

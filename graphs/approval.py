@@ -1,31 +1,19 @@
-"""Who may say yes to a change: the policy, a person, or nobody (manual recommendation).
+"""The approval node: approve by the run's one rule (agents.policy), or wait for a person.
 
-``--mode interactive``: every change waits for a person (an interrupt shows the proposal).
-``--mode autonomous`` (overnight): no-sudo L1/L2 changes are approved by the policy; sudo
-changes still wait for a person; admin-only changes are never applied, only reported.
 The node has no side effect before the interrupt, so a resumed node never repeats one:
 applying happens in the next node, after the answer.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from dftune.agents.context import Context
+from dftune.agents.policy import approval_rule
 from dftune.agents.state import Approval, Proposal, TuningState, log
-
-Decision = Literal["approve", "ask", "manual"]
-
-
-def policy(p: Proposal, mode: str) -> Decision:
-    if p.privilege == "admin-only" or p.change.kind == "manual":
-        return "manual"
-    if mode == "autonomous" and p.privilege == "no-sudo" and p.layer in ("L1", "L2"):
-        return "approve"
-    return "ask"
 
 
 def request(p: Proposal, run_id: str) -> dict[str, Any]:
@@ -43,7 +31,7 @@ def approval(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: approve by policy, or interrupt and wait for ``dftune approve RUN_ID [--reject]``."""
     assert state.current is not None
     p = state.proposal(state.current)
-    decision = policy(p, state.mode)
+    decision = approval_rule(p, state.mode)
     if decision == "manual":
         why = "admin-only: reported as a manual recommendation, never applied by dftune"
         return {"proposals": [p.model_copy(update={"status": "manual", "reason": why})], "current": None,

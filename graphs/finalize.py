@@ -11,11 +11,11 @@ from langgraph.runtime import Runtime
 from dftune.agents.context import Context
 from dftune.agents.optimizer import checklist_verdicts, facts_of, proposal_table
 from dftune.agents.state import TuningState, log
-from dftune.agents.verifier import pct_change
 from dftune.core.fsio import atomic_write_bytes
 from dftune.tools.kb import opt_kb_render
 from dftune.tools.report import render_run_markdown
 from dftune.tools.runner.spec import load_spec
+from dftune.tools.runner.stats import pct_change
 
 
 def state_json(state: TuningState) -> dict[str, Any]:

@@ -29,10 +29,11 @@ from dftune.tools.guards import (
 )
 from dftune.tools.kb import KbRecord, opt_kb_record
 from dftune.tools.runner.spec import WorkloadSpec, load_spec
-from dftune.tools.runner.stats import Comparison
+from dftune.tools.runner.stats import Comparison, pct_change
 
-#: A trace-derived system metric that moved this much is recorded as a system-scoped result too.
+#: A trace-derived system metric that moved this much makes the change a system-level result too.
 SYSTEM_RESULT_MIN_PCT = 5.0
+BANDWIDTH_METRIC = "io_bandwidth_bytes_per_s"
 
 
 def screen_decisions(p: Proposal, ctx: Context) -> list[GuardDecision]:
@@ -138,17 +139,25 @@ def _record_experiment(
     base_a = load_analysis(state.baseline.analysis_path)
     cand_a = load_analysis(exp.candidate.analysis_path)
     common = {**_base_record(state, spec, p), "iteration": exp.iteration}
+    ref_bw, cand_bw = exp.reference.io_bandwidth, exp.candidate.io_bandwidth
+    moved = pct_change(ref_bw, cand_bw, lower_is_better=False)
+    # a change that moved the system metric is a system-level result too: it is only kept when the
+    # application did not pay for it, and the app record is judged by the same guard (one verdict)
+    system_effect = moved is not None and abs(moved) >= SYSTEM_RESULT_MIN_PCT
+    paired = (
+        {"system_metric": BANDWIDTH_METRIC, "system_before": ref_bw, "system_after": cand_bw}
+        if system_effect
+        else {}
+    )
     rec = opt_kb_record({
-        **common, "comparison": cmp,
+        **common, **paired, "comparison": cmp,
         "before_ci": tuple(exp.reference.ci95) if exp.reference.ci95 else None,
         "after_ci": tuple(exp.candidate.ci95) if exp.candidate.ci95 else None,
     }, baseline_analysis=base_a, experiment_analysis=cand_a, catalog=ctx.catalog, db=ctx.kb_db)  # fmt: skip
     system_rec = None
-    ref_bw, cand_bw = exp.reference.io_bandwidth, exp.candidate.io_bandwidth
-    if ref_bw and cand_bw and 100 * (cand_bw - ref_bw) / ref_bw >= SYSTEM_RESULT_MIN_PCT:
-        # a system-level win is only kept when the application did not pay for it
+    if system_effect and moved is not None and moved > 0:
         system_rec = opt_kb_record({
-            **common, "metric": "io_bandwidth_bytes_per_s", "metric_scope": "system", "lower_is_better": False,
+            **common, "metric": BANDWIDTH_METRIC, "metric_scope": "system", "lower_is_better": False,
             "before": ref_bw, "after": cand_bw, "app_metric": common["metric"],
             "app_before": exp.reference.median, "app_after": exp.candidate.median, "app_lower_is_better": lib,
             "caveats": (common["caveats"] + "; " if common["caveats"] else "")
@@ -182,8 +191,7 @@ def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         update["experiments"] = [exp.model_copy(update={"reverted": True})]
         return update
     rec, system_rec = _record_experiment(state, spec, ctx, exp)
-    guard_triggered = rec.guard_triggered or bool(system_rec and system_rec.guard_triggered)
-    verdict = "regression" if guard_triggered and rec.verdict == "win" else rec.verdict
+    verdict, guard_triggered = rec.verdict, rec.guard_triggered  # the one verdict (kb.verdict.decide)
     keep = verdict == "win"
     if not keep:
         _revert(

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dftune.core.citation import CitedClaim
 from dftune.tools.catalog import Catalog, Strategy, default_catalog
-from dftune.tools.runner.stats import regression_guard, relative_improvement
+from dftune.tools.runner.stats import pct_change, regression_guard
 from dftune.tools.trace.model import Analysis
 
 GuardName = Literal["citation", "non_degradation", "no_doing_less", "access_pattern"]
@@ -99,21 +99,23 @@ def non_degradation_guard(
         return GuardDecision(guard="non_degradation", passed=False, verdict="rejected",
                              reason="a system-scoped result needs the paired app metric (app_before and app_after) "
                                     "for the same change")  # fmt: skip
-    change = (app_after - app_before) / abs(app_before) if app_before else 0.0
-    worse = (
-        -relative_improvement(app_before, app_after, lower_is_better=lower_is_better) if app_before else 0.0
-    )
-    details = {"app_before": app_before, "app_after": app_after, "app_change_pct": round(100 * change, 4)}
+    gain = pct_change(app_before, app_after, lower_is_better=lower_is_better) or 0.0
+    details = {"app_before": app_before, "app_after": app_after, "app_change_pct": round(gain, 4)}
     if regression_guard(
         app_before, app_after, lower_is_better=lower_is_better, threshold=APP_REGRESSION_THRESHOLD
     ):
         return GuardDecision(
             guard="non_degradation", passed=False, verdict="regression", guard_triggered=True, details=details,
-            reason=f"the application got {100 * worse:.2f}% worse ({app_before:g} -> {app_after:g}), over the 2% "
+            reason=f"the application got {-gain:.2f}% worse ({app_before:g} -> {app_after:g}), over the 2% "
                    "limit: a system optimization that degrades the app is never a win; revert it",
         )  # fmt: skip
-    return GuardDecision(guard="non_degradation", passed=True, details=details,
-                         reason=f"the application metric changed by {100 * change:+.2f}% (within the 2% limit)")  # fmt: skip
+    if gain >= 0:
+        said = f"the application metric improved by {gain:.2f}% ({app_before:g} -> {app_after:g})"
+    else:
+        said = (
+            f"the application got {-gain:.2f}% worse ({app_before:g} -> {app_after:g}), within the 2% limit"
+        )
+    return GuardDecision(guard="non_degradation", passed=True, details=details, reason=said)
 
 
 @functools.cache

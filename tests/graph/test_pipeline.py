@@ -142,8 +142,8 @@ def test_resume_after_a_crash_repeats_no_experiment_and_no_record(
 
 
 def test_policy_never_applies_admin_only_and_asks_for_sudo() -> None:
+    from dftune.agents.policy import approval_rule as policy
     from dftune.agents.state import Change, Proposal
-    from dftune.graphs.approval import policy
 
     def prop(privilege: str, layer: str, kind: str = "env") -> Proposal:
         return Proposal(id="p", strategy="l2.malloc_arena", strategy_name="x", layer=layer, checklist=11,  # type: ignore[arg-type]

@@ -14,7 +14,9 @@ from pathlib import Path
 
 from dftune.core.fsio import atomic_write_bytes
 from dftune.core.home import dftune_home
-from dftune.tools.kb.store import WIN_THRESHOLD_PCT, KbRecord, Scope, opt_kb_records
+from dftune.tools.kb.models import KbRecord, Scope
+from dftune.tools.kb.store import opt_kb_records
+from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT
 
 __all__ = ["default_render_path", "opt_kb_render", "render_markdown"]
 

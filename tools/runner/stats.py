@@ -42,6 +42,7 @@ __all__ = [
     "bootstrap_ratio_ci",
     "compare",
     "mann_whitney",
+    "pct_change",
     "regression_guard",
     "summarize",
 ]
@@ -358,6 +359,14 @@ def relative_improvement(before: float, after: float, *, lower_is_better: bool =
     direction (lower for times, higher for throughputs).  The one definition every verdict uses."""
     delta = (before - after) if lower_is_better else (after - before)
     return delta / abs(before)
+
+
+def pct_change(before: float | None, after: float | None, *, lower_is_better: bool = True) -> float | None:
+    """:func:`relative_improvement` in percent (positive = better); None when a side is unknown or
+    ``before`` is 0. The one percent change the verifier, the guards, the KB and the reports show."""
+    if before is None or after is None or before == 0:
+        return None
+    return 100.0 * relative_improvement(before, after, lower_is_better=lower_is_better)
 
 
 def regression_guard(

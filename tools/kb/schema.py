@@ -1,0 +1,242 @@
+"""The knowledge base on disk: its SQLite schema, migrations, and how a record maps to a row.
+
+``$DFTUNE_HOME/kb/opt_kb.sqlite``. Records are insert-only: triggers refuse UPDATE and DELETE.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dftune.tools.guards import GuardDecision
+from dftune.tools.kb.models import KbError, KbRecord, default_db_path
+
+SCHEMA_VERSION = 1
+
+_SCHEMA_V1 = (
+    """
+    CREATE TABLE records (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        dedup_key TEXT UNIQUE,
+        created TEXT NOT NULL,
+        run_id TEXT,
+        iteration INTEGER,
+        system TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        software TEXT NOT NULL,
+        scope TEXT NOT NULL CHECK (scope IN ('system', 'software', 'workload')),
+        layer TEXT NOT NULL CHECK (layer IN ('L1', 'L2', 'L3')),
+        strategy TEXT NOT NULL,
+        strategy_name TEXT,
+        change TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        metric_scope TEXT NOT NULL CHECK (metric_scope IN ('app', 'system')),
+        lower_is_better INTEGER NOT NULL,
+        before_median REAL,
+        before_ci_lo REAL,
+        before_ci_hi REAL,
+        after_median REAL,
+        after_ci_lo REAL,
+        after_ci_hi REAL,
+        change_pct REAL,
+        ratio_ci_lo REAL,
+        ratio_ci_hi REAL,
+        p_value REAL,
+        comparison_verdict TEXT,
+        comparison_reason TEXT,
+        comparison TEXT,
+        app_metric TEXT,
+        app_before REAL,
+        app_after REAL,
+        app_lower_is_better INTEGER NOT NULL,
+        app_change_pct REAL,
+        verdict TEXT NOT NULL
+            CHECK (verdict IN ('win', 'no_change', 'regression', 'unsupported', 'rejected')),
+        verdict_reason TEXT NOT NULL,
+        guard_triggered INTEGER NOT NULL,
+        guards TEXT NOT NULL,
+        unchecked_guards TEXT NOT NULL,
+        citation_id TEXT,
+        citation TEXT,
+        citation_url TEXT,
+        caveats TEXT NOT NULL,
+        fs_type TEXT
+    )
+    """,
+    "CREATE INDEX records_scope ON records (scope, system, workload)",
+    "CREATE INDEX records_strategy ON records (strategy)",
+    "CREATE INDEX records_run ON records (run_id, iteration)",
+    """
+    CREATE TRIGGER records_no_update BEFORE UPDATE ON records
+    BEGIN SELECT RAISE(ABORT, 'knowledge-base records are immutable (insert only)'); END
+    """,
+    """
+    CREATE TRIGGER records_no_delete BEFORE DELETE ON records
+    BEGIN SELECT RAISE(ABORT, 'knowledge-base records are immutable (insert only)'); END
+    """,
+)
+
+
+def _create_v1(conn: sqlite3.Connection) -> None:
+    for stmt in _SCHEMA_V1:
+        conn.execute(stmt)
+
+
+#: The migration hook: ``MIGRATIONS[n]`` upgrades a database at version ``n`` to ``n + 1``.
+#: Version 0 is an empty file. Add an entry (and bump SCHEMA_VERSION) for every schema change;
+#: all steps run in one transaction, so a failed upgrade leaves the file untouched.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _create_v1}
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _ensure_schema(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied TEXT NOT NULL)"
+    )
+    if (conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0) == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")  # another process may be migrating: look again under the lock
+    try:
+        version = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0
+        if version > SCHEMA_VERSION:
+            raise KbError(
+                f"the knowledge base is at schema version {version}, newer than this dftune "
+                f"understands ({SCHEMA_VERSION}); upgrade dftune"
+            )
+        while version < SCHEMA_VERSION:
+            MIGRATIONS[version](conn)
+            version += 1
+            conn.execute("INSERT INTO schema_version (version, applied) VALUES (?, ?)", (version, now()))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+@contextmanager
+def connect(db: Path | str | None) -> Iterator[sqlite3.Connection]:
+    path = Path(db) if db is not None else default_db_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+    try:
+        conn.row_factory = sqlite3.Row
+        _ensure_schema(conn)
+        yield conn
+    finally:
+        conn.close()
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def _split(ci: tuple[float, float] | None) -> tuple[float | None, float | None]:
+    return (ci[0], ci[1]) if ci is not None else (None, None)
+
+
+def to_row(f: dict[str, Any]) -> dict[str, Any]:
+    before_lo, before_hi = _split(f["before_ci"])
+    after_lo, after_hi = _split(f["after_ci"])
+    ratio_lo, ratio_hi = _split(f["ratio_ci95"])
+    return {
+        "dedup_key": f["dedup_key"],
+        "created": f["created"],
+        "run_id": f["run_id"],
+        "iteration": f["iteration"],
+        "system": f["system"],
+        "workload": f["workload"],
+        "software": ",".join(f["software"]),
+        "scope": f["scope"],
+        "layer": f["layer"],
+        "strategy": f["strategy"],
+        "strategy_name": f["strategy_name"],
+        "change": json.dumps(f["change"], sort_keys=True),
+        "metric": f["metric"],
+        "metric_scope": f["metric_scope"],
+        "lower_is_better": int(f["lower_is_better"]),
+        "before_median": f["before"],
+        "before_ci_lo": before_lo,
+        "before_ci_hi": before_hi,
+        "after_median": f["after"],
+        "after_ci_lo": after_lo,
+        "after_ci_hi": after_hi,
+        "change_pct": f["change_pct"],
+        "ratio_ci_lo": ratio_lo,
+        "ratio_ci_hi": ratio_hi,
+        "p_value": f["p_value"],
+        "comparison_verdict": f["comparison_verdict"],
+        "comparison_reason": f["comparison_reason"],
+        "comparison": json.dumps(f["comparison"], sort_keys=True) if f["comparison"] is not None else None,
+        "app_metric": f["app_metric"],
+        "app_before": f["app_before"],
+        "app_after": f["app_after"],
+        "app_lower_is_better": int(f["app_lower_is_better"]),
+        "app_change_pct": f["app_change_pct"],
+        "verdict": f["verdict"],
+        "verdict_reason": f["verdict_reason"],
+        "guard_triggered": int(f["guard_triggered"]),
+        "guards": json.dumps([d.model_dump(mode="json") for d in f["guards"]], sort_keys=True),
+        "unchecked_guards": json.dumps(f["unchecked_guards"]),
+        "citation_id": f["citation_id"],
+        "citation": f["citation"],
+        "citation_url": f["citation_url"],
+        "caveats": f["caveats"],
+        "fs_type": f["fs_type"],
+    }
+
+
+def _pair(lo: float | None, hi: float | None) -> tuple[float, float] | None:
+    return (lo, hi) if lo is not None and hi is not None else None
+
+
+def from_row(row: sqlite3.Row) -> KbRecord:
+    return KbRecord(
+        id=row["id"],
+        created=row["created"],
+        run_id=row["run_id"],
+        iteration=row["iteration"],
+        system=row["system"],
+        workload=row["workload"],
+        software=[s for s in row["software"].split(",") if s],
+        scope=row["scope"],
+        layer=row["layer"],
+        strategy=row["strategy"],
+        strategy_name=row["strategy_name"],
+        change=json.loads(row["change"]),
+        metric=row["metric"],
+        metric_scope=row["metric_scope"],
+        lower_is_better=bool(row["lower_is_better"]),
+        before=row["before_median"],
+        before_ci=_pair(row["before_ci_lo"], row["before_ci_hi"]),
+        after=row["after_median"],
+        after_ci=_pair(row["after_ci_lo"], row["after_ci_hi"]),
+        change_pct=row["change_pct"],
+        ratio_ci95=_pair(row["ratio_ci_lo"], row["ratio_ci_hi"]),
+        p_value=row["p_value"],
+        comparison_verdict=row["comparison_verdict"],
+        comparison_reason=row["comparison_reason"],
+        comparison=json.loads(row["comparison"]) if row["comparison"] is not None else None,
+        app_metric=row["app_metric"],
+        app_before=row["app_before"],
+        app_after=row["app_after"],
+        app_lower_is_better=bool(row["app_lower_is_better"]),
+        app_change_pct=row["app_change_pct"],
+        verdict=row["verdict"],
+        verdict_reason=row["verdict_reason"],
+        guard_triggered=bool(row["guard_triggered"]),
+        guards=[GuardDecision.model_validate(d) for d in json.loads(row["guards"])],
+        unchecked_guards=json.loads(row["unchecked_guards"]),
+        citation_id=row["citation_id"],
+        citation=row["citation"],
+        citation_url=row["citation_url"],
+        caveats=row["caveats"],
+        fs_type=row["fs_type"],
+        dedup_key=row["dedup_key"],
+    )
