@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,9 @@ from dftune.tools.runner.changes import (
     read_env_file,
     render_env_file,
 )
+from dftune.tools.runner.changes import patch as patch_effect
+from dftune.tools.runner.changes.journal import EFFECTS
+from dftune.tools.runner.changes.models import CommandUndo, EnvUndo
 
 PY = sys.executable
 
@@ -155,7 +159,7 @@ def test_env_change_file_absent_before(tmp_path: Path, journal: Journal) -> None
     assert rec.state == "applied"
     assert states(journal, "l2-001") == ["intent", "applied"]
     intent = journal.history("l2-001")[0]
-    assert isinstance(intent.undo, changes.EnvUndo) and intent.undo.before_b64 is None
+    assert isinstance(intent.undo, EnvUndo) and intent.undo.before_b64 is None
 
     sourced = source_env(env_file)
     for name, value in TRICKY.items():
@@ -433,7 +437,7 @@ def test_crash_after_intent_recovers_as_aborted(
         raise Crash
 
     with monkeypatch.context() as m, pytest.raises(Crash):
-        m.setattr(changes, "_execute_patch", crash)
+        m.setitem(EFFECTS, "patch", replace(EFFECTS["patch"], execute=crash))
         journal.apply(FilePatch(id="l1-crash", root=copy, diff=APP_DIFF))
 
     reopened = Journal(journal.path)
@@ -482,7 +486,7 @@ def test_crash_after_effect_before_applied_record_is_never_applied_twice(
 
 def fail_second_write(m: pytest.MonkeyPatch, error: BaseException) -> None:
     """Make the second file write of a patch raise ``error`` (the first one lands)."""
-    real_write = changes._atomic_write
+    real_write = patch_effect.write_file
     calls: list[Path] = []
 
     def write(path: Path, data: bytes, mode: int) -> None:
@@ -491,7 +495,7 @@ def fail_second_write(m: pytest.MonkeyPatch, error: BaseException) -> None:
             raise error
         real_write(path, data, mode)
 
-    m.setattr(changes, "_atomic_write", write)
+    m.setattr(patch_effect, "write_file", write)
 
 
 def test_crash_half_way_through_a_patch_restores_the_previous_bytes(
@@ -533,7 +537,7 @@ def test_crash_during_revert_recovers_to_still_applied(
         raise Crash
 
     with monkeypatch.context() as m, pytest.raises(Crash):
-        m.setattr(changes, "_restore_env", crash)
+        m.setitem(EFFECTS, "env", replace(EFFECTS["env"], restore=crash))
         journal.revert("e1")
     reopened = Journal(journal.path)
     assert reopened.pending() == ["e1"]
@@ -664,7 +668,7 @@ def test_command_records_previous_value_and_rolls_back(tmp_path: Path, journal: 
     assert rec.state == "applied", rec.error
     assert rec.detail["command"]["exit_code"] == 0 and rec.detail["value_after"] == "256"
     intent = journal.history("l3-001")[0]
-    assert isinstance(intent.undo, changes.CommandUndo)
+    assert isinstance(intent.undo, CommandUndo)
     assert intent.undo.previous == "128 'quoted' value"
     assert intent.undo.rollback_argv[-1] == "128 'quoted' value"  # the exact rollback command
     assert (tmp_path / "value.txt").read_text() == "256"
