@@ -1,7 +1,8 @@
 """What nodes receive besides the state: the run-time context (never checkpointed).
 
-Objects live here, not in the state: the reasoner, the catalog, where the KB is, and how to
-report progress. ``dftune resume`` rebuilds the context from the state's inputs.
+Objects live here, not in the state: the workload spec (read once per run, from the run's
+archived copy), the reasoner, the catalog, where the KB is, and how to report progress.
+``dftune resume`` rebuilds the context from the state's inputs.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from dftune.agents.reasoner import Reasoner, RulesReasoner
 from dftune.tools.catalog import Catalog, default_catalog
+from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.session.workspace import Workspace
 
 #: Called with (node, message) for progress on screen; silent by default.
@@ -35,6 +37,8 @@ EvidenceFn = Callable[[str, str], dict[str, Any] | None]
 
 @dataclass
 class Context:
+    #: the run's workload spec, loaded once from the run's archived copy (see graphs.runs)
+    spec: WorkloadSpec | None = None
     reasoner: Reasoner = field(default_factory=RulesReasoner)
     catalog: Catalog = field(default_factory=default_catalog)
     workspace: Workspace = field(default_factory=Workspace)
@@ -45,3 +49,10 @@ class Context:
     search: SearchFn | None = None
     #: the passage that supports a catalog claim (from ingested PDFs or stored abstracts)
     evidence: EvidenceFn | None = None
+
+    @property
+    def workload_spec(self) -> WorkloadSpec:
+        """The spec every node works from (a tuning run's context always carries one)."""
+        if self.spec is None:
+            raise RuntimeError("this context carries no workload spec (build it with graphs.runs)")
+        return self.spec

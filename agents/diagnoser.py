@@ -18,7 +18,6 @@ from dftune.agents.measure import measure
 from dftune.agents.state import Coverage, TuningState, log
 from dftune.tools.diagnose.engine import diagnose_analysis
 from dftune.tools.runner.bench import BenchError
-from dftune.tools.runner.spec import load_spec
 
 #: Software layers dftune recognizes in a trace or a spec, for the KB's software scope.
 _SOFTWARE_HINTS = {
@@ -52,7 +51,7 @@ def _program_text(spec: Any) -> str:
 def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: measure the baseline (traced), diagnose it, apply the worth-tuning gate."""
     ctx = runtime.context
-    spec = load_spec(state.spec_path)
+    spec = ctx.workload_spec
     n = state.replicates or spec.replicates
     traced = spec.tracing.mode != "off"
     workdir = ctx.workspace.baseline_dir(state.run_id)

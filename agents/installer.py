@@ -21,7 +21,6 @@ from langgraph.runtime import Runtime
 from dftune.agents.context import Context
 from dftune.agents.state import Pitfall, TuningState, log
 from dftune.core.process import run_command, run_process
-from dftune.tools.runner.spec import load_spec
 from dftune.tools.trace.tracer import TracerUnavailable, preload_library, trace_env
 
 #: What the smoke program calls, by the name dftracer would record.
@@ -158,7 +157,7 @@ def installer(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                   preload_library=facts.get("preload_library"))]  # fmt: skip
     events += [log("installer", p.message) for p in pitfalls]
     update: dict[str, Any] = {"tracer": facts, "pitfalls": pitfalls, "events": events}
-    spec = load_spec(state.spec_path)
+    spec = ctx.workload_spec
     if not facts.get("usable") and spec.tracing.mode != "off":
         update.update(
             status="failed", status_reason=f"tracing is required ({spec.tracing.mode}) but {facts['reason']}"

@@ -24,7 +24,7 @@ from dftune.core.vocabulary import CHECKLIST
 from dftune.tools.catalog import Catalog, Strategy
 from dftune.tools.catalog.models import placeholders
 from dftune.tools.runner.changes import CommandChange, EnvChange, FilePatch, Journal
-from dftune.tools.runner.spec import WorkloadSpec, load_spec
+from dftune.tools.runner.spec import WorkloadSpec
 
 #: Kinds of change dftune applies and measures by itself.
 ACTIONABLE = ("knob", "env", "command", "patch")
@@ -176,7 +176,7 @@ def facts_of(state: TuningState) -> Facts:
 def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: the option space as proposals, each with a labeled impact estimate."""
     ctx = runtime.context
-    spec = load_spec(state.spec_path)
+    spec = ctx.workload_spec
     workdir = ctx.workspace.baseline_dir(state.run_id)
     context = {k: str(v) for k, v in spec.placeholder_values(spec.settings(), workdir=workdir).items()}
     proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context, state.software)
@@ -290,7 +290,7 @@ def copy_source(state: TuningState, ctx: Context, it_dir: Path) -> Path:
 
     Symbolic links are copied as links, so a patch that would write through one is refused."""
     assert state.incumbent is not None
-    spec = load_spec(state.spec_path)
+    spec = ctx.workload_spec
     origin = Path(state.incumbent.source_dir) if state.incumbent.source_dir else spec.resolve(spec.source_dir)
     dest = it_dir / "source"
     if dest.exists():

@@ -16,7 +16,6 @@ from dftune.agents.measure import extend, measure
 from dftune.agents.state import TuningState, log
 from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT, decide
 from dftune.tools.runner.bench import BenchError
-from dftune.tools.runner.spec import load_spec
 from dftune.tools.runner.stats import MIN_REPLICATES, compare, pct_change
 
 
@@ -26,7 +25,7 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     exp = state.experiments[-1]
     if exp.verdict == "failed":
         return {}
-    spec = load_spec(state.spec_path)
+    spec = ctx.workload_spec
     p = state.proposal(exp.proposal_id)
     ref = exp.reference
     overrides = {**{k: str(v) for k, v in ref.settings.items()}, **p.change.settings}

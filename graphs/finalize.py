@@ -14,7 +14,6 @@ from dftune.agents.state import TuningState, log
 from dftune.core.fsio import atomic_write_bytes
 from dftune.tools.kb import opt_kb_render
 from dftune.tools.report import render_run_markdown
-from dftune.tools.runner.spec import load_spec
 from dftune.tools.runner.stats import pct_change
 
 
@@ -38,8 +37,8 @@ def state_json(state: TuningState) -> dict[str, Any]:
     return doc
 
 
-def outcome(state: TuningState) -> dict[str, Any]:
-    lib = load_spec(state.spec_path).metric.lower_is_better
+def outcome(state: TuningState, *, lower_is_better: bool) -> dict[str, Any]:
+    lib = lower_is_better
     wins = [{"strategy": e.strategy, "proposal": e.proposal_id, "iteration": e.iteration,
              "change_pct": (e.comparison or {}).get("change_pct", 0.0)} for e in state.experiments if e.kept]  # fmt: skip
     base = state.baseline.median if state.baseline else None
@@ -54,7 +53,7 @@ def finalize(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     status = state.status if state.status in ("failed", "not_worth_tuning") else "completed"
     checklist = checklist_verdicts(state) if state.baseline else state.checklist
     state = replace(state, status=status, checklist=checklist)  # the final view; the update carries it
-    out = outcome(state)
+    out = outcome(state, lower_is_better=ctx.workload_spec.metric.lower_is_better)
     summary = ctx.reasoner.summarize(facts_of(state), out)
     run_dir = ctx.workspace.run_dir(state.run_id)
     skill = opt_kb_render(db=ctx.kb_db) if state.kb_records else None

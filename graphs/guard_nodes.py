@@ -28,7 +28,7 @@ from dftune.tools.guards import (
     reference_guard,
 )
 from dftune.tools.kb import KbRecord, opt_kb_record
-from dftune.tools.runner.spec import WorkloadSpec, load_spec
+from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.stats import Comparison, pct_change
 
 #: A trace-derived system metric that moved this much makes the change a system-level result too.
@@ -79,7 +79,7 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     exp = state.experiments[-1]
     if exp.verdict == "failed" or exp.candidate is None or state.baseline is None:
         return {}
-    spec = load_spec(state.spec_path)
+    spec = ctx.workload_spec
     strategy = ctx.catalog.strategies.get(exp.strategy)
     records = []
     base_a = load_analysis(state.baseline.analysis_path)
@@ -178,7 +178,7 @@ def _revert(ctx: Context, state: TuningState, exp: Experiment) -> None:
 def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: every decided item into the KB (guards enforced there too), then keep or revert."""
     ctx = runtime.context
-    spec = load_spec(state.spec_path)
+    spec = ctx.workload_spec
     proposals, ids = _record_screened(state, spec, ctx)
     update: dict[str, Any] = {"proposals": proposals, "kb_records": ids, "events": []}
     if ids:

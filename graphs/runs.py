@@ -24,10 +24,11 @@ from dftune.agents.literature import make_evidence, make_search
 from dftune.agents.reasoner import make_reasoner
 from dftune.agents.state import REPLAYABLE_FIELDS, TuningState
 from dftune.core.errors import DftuneError
+from dftune.core.fsio import atomic_write_bytes
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
 from dftune.graphs.finalize import state_json
 from dftune.graphs.pipeline import builder
-from dftune.tools.runner.spec import load_spec
+from dftune.tools.runner.spec import WorkloadSpec, load_spec
 from dftune.tools.session.workspace import RunNotFound, Workspace
 
 RUN_SCHEMA = "dftune.run/1"
@@ -46,18 +47,40 @@ def _compiled(run_id: str, ws: Workspace) -> Iterator[tuple[Any, RunnableConfig]
         saver.conn.close()
 
 
+ARCHIVED_SPEC = "workload.toml"
+
+
 def _context(state: TuningState | dict[str, Any], ws: Workspace, progress: ProgressFn) -> Context:
-    """Rebuilt on every start/resume: the reasoner from the state's ``model``, the literature search
+    """Rebuilt on every start/resume: the spec from the run's archived copy (so a run never changes
+    its workload under itself), the reasoner from the state's ``model``, the literature search
     (local store first; remote only when online, see DFTUNE_OFFLINE)."""
-    model = state.model if isinstance(state, TuningState) else state.get("model", "rules")
-    budget = state.token_budget if isinstance(state, TuningState) else state.get("token_budget", 200_000)
+    s = state if isinstance(state, TuningState) else _as_state(state)
     return Context(
-        reasoner=make_reasoner(model, token_budget=budget),
+        spec=archived_spec(s, ws, progress),
+        reasoner=make_reasoner(s.model, token_budget=s.token_budget),
         workspace=ws,
         progress=progress,
         search=make_search(),
         evidence=make_evidence(),
     )
+
+
+def archived_spec(state: TuningState, ws: Workspace, progress: ProgressFn = silent) -> WorkloadSpec:
+    """The spec the run was started with (``runs/<id>/workload.toml``), its relative paths resolved
+    where the original lives; a changed original is reported, never used (``replay --set``
+    changes a run's inputs)."""
+    archived = ws.run_dir(state.run_id) / ARCHIVED_SPEC
+    if not archived.is_file():
+        raise RunError(f"run {state.run_id} has no archived spec {archived}: it cannot be continued")
+    original = Path(state.spec_path)
+    try:
+        changed = original.read_bytes() != archived.read_bytes()
+    except OSError:
+        changed = True
+    if changed:
+        progress("run", f"{original} changed (or went away) since the run started: the run keeps "
+                        f"using its archived copy {archived}")  # fmt: skip
+    return load_spec(archived, located_at=original)
 
 
 def _drive(graph: CompiledStateGraph, config: RunnableConfig, payload: Any, ctx: Context) -> None:
@@ -132,7 +155,7 @@ def start_run(
     if max_experiments < 0:
         raise RunError("--max-experiments must be >= 0")
     meta = ws.create_run(run_id, spec.name)
-    (ws.run_dir(meta.id) / "workload.toml").write_bytes(path.read_bytes())
+    atomic_write_bytes(ws.run_dir(meta.id) / ARCHIVED_SPEC, path.read_bytes())
     ws.set_status(meta.id, "running")
     state = TuningState(run_id=meta.id, spec_path=str(path), mode=mode,
                         max_experiments=max_experiments, replicates=replicates, model=model,

@@ -13,6 +13,7 @@ from dftune.agents.context import Context
 from dftune.agents.state import TuningState
 from dftune.graphs.checkpointer import open_checkpointer
 from dftune.graphs.pipeline import builder
+from dftune.tools.runner.spec import load_spec
 from dftune.tools.session.workspace import Workspace
 
 TOY = Path(__file__).parent / "toy" / "workload.toml"
@@ -31,7 +32,10 @@ class Harness:
         return TuningState(run_id=self.run_id, spec_path=str(TOY), **inputs)
 
     def invoke(self, payload: Any, ctx: Context | None = None) -> dict[str, Any]:
-        return self.graph.invoke(payload, self.config, context=ctx or Context(workspace=self.ws),
+        ctx = ctx or Context(workspace=self.ws)
+        if ctx.spec is None:  # what graphs.runs does: the run's spec, loaded once
+            ctx.spec = load_spec(payload.spec_path if isinstance(payload, TuningState) else TOY)
+        return self.graph.invoke(payload, self.config, context=ctx,
                                  durability="sync")  # fmt: skip
 
     def values(self) -> TuningState:

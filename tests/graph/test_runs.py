@@ -98,3 +98,22 @@ def test_cli_bad_input_is_one_line(args: list[str], message: str) -> None:
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2, res.output
     assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_run_keeps_its_archived_spec_when_the_original_is_edited(tmp_path: Path) -> None:
+    """Issue 13 #4: editing the workload after the start must not change what the run measures."""
+    import shutil
+
+    from dftune.graphs.runs import approve_run
+
+    work = tmp_path / "wl"
+    shutil.copytree(TOY.parent, work)
+    spec = work / "workload.toml"
+    first = start_run(spec, mode="interactive", max_experiments=1, run_id="toy-archived")
+    assert first["status"] == "awaiting_approval"
+    spec.write_text(spec.read_text().replace('"toy.py"', '"missing.py"'))  # would fail every replicate
+    notes: list[str] = []
+    done = approve_run("toy-archived", progress=lambda node, msg: notes.append(msg))
+    assert done["status"] == "completed"
+    assert [v["verdict"] for v in done["verdicts"]] != ["failed"]
+    assert any("keeps using its archived copy" in n for n in notes)

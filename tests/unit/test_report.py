@@ -123,7 +123,7 @@ def make_report(run_dir: Path, *, traced: bool = True) -> dict[str, Any]:
         ],
         approvals=[Approval(proposal_id="WORKERS=4 $x$", approved=True, by="policy", reason="no-sudo L1")],
     )  # fmt: skip
-    doc = {**state_json(state), "summary": "one win", "outcome": outcome(state)}
+    doc = {**state_json(state), "summary": "one win", "outcome": outcome(state, lower_is_better=True)}
     (run_dir / "report.json").write_text(json.dumps(doc, default=str))
     return doc
 

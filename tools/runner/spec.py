@@ -229,19 +229,29 @@ def _coerce(raw: str, knob: Knob) -> KnobValue:
     return raw
 
 
-def load_spec(path: str | Path) -> WorkloadSpec:
-    """Read and validate a workload TOML; errors name the file and the offending key."""
+def load_spec(path: str | Path, *, located_at: str | Path | None = None) -> WorkloadSpec:
+    """Read and validate a workload TOML; errors name the file and the offending key.
+
+    ``located_at``: read the text of ``path`` (a run's archived copy) as if it were the file
+    at ``located_at`` (the original), so its relative paths resolve where the user wrote them."""
     p = Path(path)
+    where = Path(located_at) if located_at is not None else p
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SpecError(f"{p}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            f"{p}: not UTF-8 text (byte {exc.start}): a workload spec is a UTF-8 TOML file"
+        ) from None
+    except IsADirectoryError:
+        raise SpecError(f"{p}: is a directory, not a workload TOML file") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{p}: not valid TOML: {exc}") from None
     if "spec_path" in data:
         raise SpecError(f"{p}: unknown key 'spec_path'")
     try:
-        spec = WorkloadSpec.model_validate({**data, "spec_path": str(p.resolve())})
+        spec = WorkloadSpec.model_validate({**data, "spec_path": str(where.resolve())})
     except ValidationError as exc:
         raise SpecError(f"{p}: {_describe(exc)}") from None
     _check_strategies(spec, p)
