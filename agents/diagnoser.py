@@ -84,7 +84,7 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                                        "the no-doing-less guard cannot run"))  # fmt: skip
         return {**update, "events": events}
     diagnosis = diagnose_analysis(analysis, data_dirs=[data_dir] if data_dir else [])
-    update["diagnosis"] = diagnosis.to_json_dict()
+    update["diagnosis"] = diagnosis
     update["fs_type"] = diagnosis.fs_type
     names = ", ".join(sorted({b.category for b in diagnosis.bottlenecks})) or "none"
     events.append(log("diagnoser", f"diagnosis: bottlenecks {names}; metric {diagnosis.metric.metric}; "

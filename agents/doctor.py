@@ -38,9 +38,9 @@ def doctor(data_dirs: list[Path] | None = None, *, allow_install: bool = False) 
         "torch": _version("torch"),
     }
     fs = [detect(d).model_dump() for d in data_dirs or []]
-    problems = [] if tracer.get("usable") else [f"dftracer is not usable: {tracer.get('reason')}"]
+    problems = [] if tracer.usable else [f"dftracer is not usable: {tracer.reason}"]
     problems += [w["warning"] for w in fs if w.get("warning")]
-    return {"schema": SCHEMA, "ok": not problems, "tracer": tracer,
+    return {"schema": SCHEMA, "ok": not problems, "tracer": tracer.model_dump(mode="json"),
             "pitfalls": [p.model_dump() for p in pitfalls], "software": software, "filesystems": fs,
             "problems": problems}  # fmt: skip
 

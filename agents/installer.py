@@ -19,7 +19,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
-from dftune.agents.state import Pitfall, TuningState, log
+from dftune.agents.state import Pitfall, TracerFacts, TuningState, log
 from dftune.core.process import run_command, run_process
 from dftune.tools.trace.tracer import TracerUnavailable, preload_library, trace_env
 
@@ -90,23 +90,23 @@ def traced_names(trace_dir: Path) -> dict[str, int]:
     return counts
 
 
-def check_tracer(work: Path, *, allow_install: bool) -> tuple[dict[str, Any], list[Pitfall]]:
+def check_tracer(work: Path, *, allow_install: bool) -> tuple[TracerFacts, list[Pitfall]]:
     """Check dftracer and trace the smoke program in ``work``; the facts and the pitfalls found."""
-    facts: dict[str, Any] = {"python": sys.executable}
     pitfalls: list[Pitfall] = []
     try:
         lib = preload_library()
     except TracerUnavailable as exc:
         if not allow_install:
-            facts.update(usable=False, reason=f"{exc} (run with --allow-install to let dftune install it)")
-            return facts, pitfalls
+            return TracerFacts(python=sys.executable,
+                               reason=f"{exc} (run with --allow-install to let dftune install it)"), pitfalls  # fmt: skip
         why = _pip_install()
         if why:
-            facts.update(usable=False, reason=why)
-            return facts, pitfalls
-        facts["installed"] = "dftracer installed from PyPI"
+            return TracerFacts(python=sys.executable, reason=why), pitfalls
         lib = preload_library()
-    facts["preload_library"] = str(lib)
+        installed = "dftracer installed from PyPI"
+    else:
+        installed = ""
+    facts = TracerFacts(python=sys.executable, installed=installed, preload_library=str(lib))
     work.mkdir(parents=True, exist_ok=True)
     script = work / "smoke.py"
     script.write_text(_SMOKE, encoding="utf-8")
@@ -118,16 +118,15 @@ def check_tracer(work: Path, *, allow_install: bool) -> tuple[dict[str, Any], li
     res = run_process([sys.executable, str(script), str(data)], cwd=work, env=env, timeout_s=120,
                       log_dir=work / "logs", label="smoke")  # fmt: skip
     if res.status != "ok":
-        facts.update(
-            usable=False, reason=f"the traced smoke program {res.status}: {res.stderr_tail[-300:].strip()}"
-        )
-        return facts, pitfalls
+        why = f"the traced smoke program {res.status}: {res.stderr_tail[-300:].strip()}"
+        return facts.model_copy(update={"reason": why}), pitfalls
     seen = traced_names(traces)
-    facts["smoke_calls_traced"] = seen
+    facts = facts.model_copy(update={"smoke_calls_traced": seen})
     if not seen:
-        facts.update(usable=False, reason="the traced smoke program left no POSIX events in its trace")
-        return facts, pitfalls
-    facts["usable"] = True
+        return facts.model_copy(
+            update={"reason": "the traced smoke program left no POSIX events in its trace"}
+        ), pitfalls
+    facts = facts.model_copy(update={"usable": True})
     for call in SMOKE_CALLS:
         aliases = {call, call.rstrip("64"), f"{call}64", f"__x{call}", f"__x{call}64", f"{call}at"}
         if not aliases & set(seen):
@@ -153,13 +152,13 @@ def installer(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     # a scratch folder: the smoke trace is not part of the run's layout (traces live in traces/raw only)
     with tempfile.TemporaryDirectory(prefix="dftune-smoke-") as scratch:
         facts, pitfalls = check_tracer(Path(scratch), allow_install=state.allow_install)
-    events = [log("installer", "dftracer usable" if facts.get("usable") else f"dftracer unusable: {facts['reason']}",
-                  preload_library=facts.get("preload_library"))]  # fmt: skip
+    events = [log("installer", "dftracer usable" if facts.usable else f"dftracer unusable: {facts.reason}",
+                  preload_library=facts.preload_library)]  # fmt: skip
     events += [log("installer", p.message) for p in pitfalls]
     update: dict[str, Any] = {"tracer": facts, "pitfalls": pitfalls, "events": events}
     spec = ctx.workload_spec
-    if not facts.get("usable") and spec.tracing.mode != "off":
+    if not facts.usable and spec.tracing.mode != "off":
         update.update(
-            status="failed", status_reason=f"tracing is required ({spec.tracing.mode}) but {facts['reason']}"
+            status="failed", status_reason=f"tracing is required ({spec.tracing.mode}) but {facts.reason}"
         )
     return update

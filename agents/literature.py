@@ -15,7 +15,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context, EvidenceFn, SearchFn
-from dftune.agents.state import Proposal, TuningState, log
+from dftune.agents.state import KbPrior, PriorResult, Proposal, TuningState, log
 from dftune.core.citation import CitedClaim
 from dftune.tools.catalog import Catalog
 from dftune.tools.kb import opt_kb_lookup
@@ -113,27 +113,27 @@ def make_search(online: bool | None = None) -> SearchFn:
     return run
 
 
-def kb_prior(system: str, workload: str, software: list[str], db: Any) -> dict[str, Any]:
+def kb_prior(system: str, workload: str, software: list[str], db: Any) -> KbPrior:
     """Measured results of earlier runs that apply here (the seed: look the KB up before proposing)."""
     found = opt_kb_lookup(system=system, workload=workload, software=software, db=db)
     per_strategy: dict[str, float] = {}
     listing = []
     for rec in [*found.workload_findings, *found.software_findings, *found.system_findings]:
-        listing.append({"id": rec.id, "strategy": rec.strategy, "verdict": rec.verdict, "scope": rec.scope,
-                        "change_pct": rec.change_pct, "run_id": rec.run_id})  # fmt: skip
+        listing.append(PriorResult(id=rec.id, strategy=rec.strategy, verdict=rec.verdict, scope=rec.scope,
+                                   change_pct=rec.change_pct, run_id=rec.run_id))  # fmt: skip
         if (
             rec.verdict in ("win", "no_change")
             and rec.change_pct is not None
             and rec.strategy not in per_strategy
         ):
             per_strategy[rec.strategy] = rec.change_pct
-    return {"measured_pct": per_strategy, "records": listing[:50]}
+    return KbPrior(measured_pct=per_strategy, records=listing[:50])
 
 
 def literature(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: attach a citation (with its supporting claim) to every candidate, or leave it UNSUPPORTED."""
     ctx = runtime.context
-    bottlenecks = [b["category"] for b in (state.diagnosis or {}).get("bottlenecks", [])]
+    bottlenecks = [b.category for b in state.diagnosis.bottlenecks] if state.diagnosis else []
     ctx.progress("literature", f"citations for {len(state.proposals)} candidate(s)")
     updated: list[Proposal] = []
     citations: dict[str, CitedClaim] = {}
@@ -153,5 +153,5 @@ def literature(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         updated.append(p.model_copy(update={"citation": ref}))
     prior = kb_prior(state.system, state.workload, state.software, ctx.kb_db)
     events.append(log("literature", f"{len(updated)} candidate(s) cited; the KB holds "
-                                    f"{len(prior['records'])} applicable finding(s)"))  # fmt: skip
+                                    f"{len(prior.records)} applicable finding(s)"))  # fmt: skip
     return {"proposals": updated, "citations": list(citations.values()), "kb_prior": prior, "events": events}

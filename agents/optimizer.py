@@ -19,10 +19,11 @@ from langgraph.runtime import Runtime
 from dftune.agents.context import Context
 from dftune.agents.policy import approval_rule
 from dftune.agents.reasoner import Facts
-from dftune.agents.state import Change, ChecklistVerdict, Proposal, TuningState, log
+from dftune.agents.state import Change, ChecklistVerdict, Experiment, Proposal, TuningState, log
 from dftune.core.vocabulary import CHECKLIST
 from dftune.tools.catalog import Catalog, Strategy
 from dftune.tools.catalog.models import placeholders
+from dftune.tools.diagnose.engine import Diagnosis
 from dftune.tools.runner.changes import CommandChange, EnvChange, FilePatch, Journal
 from dftune.tools.runner.spec import WorkloadSpec
 
@@ -141,14 +142,14 @@ def requirement_gap(s: Strategy, software: list[str]) -> str | None:
     return None
 
 
-def plan_proposals(spec: WorkloadSpec, diagnosis: dict[str, Any] | None, catalog: Catalog,
+def plan_proposals(spec: WorkloadSpec, diagnosis: Diagnosis | None, catalog: Catalog,
                    context: dict[str, str], software: list[str] | None = None) -> list[Proposal]:  # fmt: skip
     """Knob proposals first (the user's levers), then every candidate of the diagnosis not already covered."""
     proposals = knob_proposals(spec, catalog)
     covered = {p.strategy for p in proposals}
-    for b in (diagnosis or {}).get("bottlenecks", []):
-        for cand in b.get("candidates", []):
-            sid = cand["id"]
+    for b in diagnosis.bottlenecks if diagnosis else []:
+        for cand in b.candidates:
+            sid = cand.id
             if sid in covered or sid not in catalog.strategies:
                 continue
             covered.add(sid)
@@ -164,13 +165,12 @@ def plan_proposals(spec: WorkloadSpec, diagnosis: dict[str, Any] | None, catalog
 
 
 def facts_of(state: TuningState) -> Facts:
-    diag = state.diagnosis or {}
     a_frac = state.baseline.unoverlapped_io_fraction if state.baseline else None
-    history = [{"proposal": e.proposal_id, "verdict": e.verdict, "change_pct": (e.comparison or {}).get("change_pct")}
-               for e in state.experiments]  # fmt: skip
-    return Facts(workload=state.workload, diagnosis=state.diagnosis, io_fraction=diag.get("io_fraction"),
-                 unoverlapped_fraction=a_frac, kb_prior=(state.kb_prior or {}).get("measured_pct", {}),
-                 history=history)  # fmt: skip
+    history = [{"proposal": e.proposal_id, "verdict": e.verdict,
+                "change_pct": e.comparison.change_pct if e.comparison else None} for e in state.experiments]  # fmt: skip
+    return Facts(workload=state.workload, diagnosis=state.diagnosis,
+                 io_fraction=state.diagnosis.io_fraction if state.diagnosis else None,
+                 unoverlapped_fraction=a_frac, kb_prior=state.kb_prior.measured_pct, history=history)  # fmt: skip
 
 
 def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -196,9 +196,13 @@ def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- choose
 
 
+def _change_of(e: Experiment) -> float:
+    return e.comparison.change_pct if e.comparison else 0.0
+
+
 def checklist_verdicts(state: TuningState) -> list[ChecklistVerdict]:
     """The seed: a verdict for EACH of the 12 categories, every loop, with a concrete reason."""
-    diag_list = {c["number"]: c for c in (state.diagnosis or {}).get("checklist", [])}
+    diag_list = {c.number: c for c in state.diagnosis.checklist} if state.diagnosis else {}
     by_cat: dict[int, list[Proposal]] = {}
     for p in state.proposals:
         by_cat.setdefault(p.checklist, []).append(p)
@@ -208,7 +212,7 @@ def checklist_verdicts(state: TuningState) -> list[ChecklistVerdict]:
         props = by_cat.get(number, [])
         done = [p for p in props if p.id in measured and measured[p.id].verdict]
         if done:
-            parts = [f"{p.id}: {measured[p.id].verdict} ({(measured[p.id].comparison or {}).get('change_pct', 0):+.1f}%, "
+            parts = [f"{p.id}: {measured[p.id].verdict} ({_change_of(measured[p.id]):+.1f}%, "
                      f"{p.citation.id if p.citation else 'uncited'})" for p in done]  # fmt: skip
             out.append(ChecklistVerdict(number=number, category=name, verdict="applied_measured",
                                         reason="; ".join(parts), strategies=[p.strategy for p in done]))  # fmt: skip
@@ -229,9 +233,9 @@ def checklist_verdicts(state: TuningState) -> list[ChecklistVerdict]:
                                         strategies=[p.strategy for p in props]))  # fmt: skip
             continue
         d = diag_list.get(number)
-        reason = d["reason"] if d else "no diagnosed bottleneck maps to it"
+        reason = d.reason if d else "no diagnosed bottleneck maps to it"
         out.append(ChecklistVerdict(number=number, category=name,
-                                    verdict=d["verdict"] if d else "not_applicable", reason=reason))  # fmt: skip
+                                    verdict=d.verdict if d else "not_applicable", reason=reason))  # fmt: skip
     return out
 
 
@@ -308,7 +312,6 @@ def keep_layout(ctx: Context, run_id: str) -> None:
 
 def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: a fresh opt<n> and the change applied there (once, with its rollback journaled)."""
-    from dftune.agents.state import Experiment
     from dftune.tools.session.workspace import ITERATION_SUBDIRS
 
     ctx = runtime.context
@@ -371,9 +374,9 @@ def _write_layer_artifacts(ctx: Context, state: TuningState, p: Proposal, n: int
     """The seed's per-iteration artifacts: context, the layer's results file."""
     ws = ctx.workspace
     ws.write_json_artifact(state.run_id, n, "optimization_context.json", {
-        "metric": (state.diagnosis or {}).get("metric"),
-        "bottlenecks": [{k: b.get(k) for k in ("name", "category", "score", "reason")}
-                        for b in (state.diagnosis or {}).get("bottlenecks", [])],
+        "metric": state.diagnosis.metric.model_dump() if state.diagnosis else None,
+        "bottlenecks": [{"name": b.name, "category": b.category, "score": b.score, "evidence": b.evidence}
+                        for b in (state.diagnosis.bottlenecks if state.diagnosis else [])],
         "papers": [c.model_dump() for c in state.citations],
         "pitfalls": [x.model_dump() for x in state.pitfalls],
         "coverage": state.coverage.model_dump() if state.coverage else None,

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dftune.agents.state import Proposal
 from dftune.core.errors import DftuneError
+from dftune.tools.diagnose.engine import Diagnosis
 
 #: Re-asks after an invalid answer before the rules decide instead.
 MAX_REASKS = 2
@@ -67,7 +68,7 @@ class Facts:
     """What a judgment may look at: the diagnosis and the measured history of this run."""
 
     workload: str
-    diagnosis: dict[str, Any] | None
+    diagnosis: Diagnosis | None
     io_fraction: float | None
     unoverlapped_fraction: float | None
     kb_prior: dict[str, float] = field(default_factory=dict)
@@ -292,13 +293,13 @@ def _option(p: Proposal) -> dict[str, Any]:
 
 
 def _facts_json(facts: Facts) -> str:
-    diag = facts.diagnosis or {}
+    diag = facts.diagnosis
     brief = {
         "workload": facts.workload, "io_fraction": facts.io_fraction,
         "unoverlapped_fraction": facts.unoverlapped_fraction,
-        "bottlenecks": [{"category": b.get("category"), "score": b.get("score"), "evidence": b.get("evidence")}
-                        for b in diag.get("bottlenecks", [])][:8],
-        "shape": diag.get("shape"), "kb_prior_pct": facts.kb_prior, "history": facts.history,
+        "bottlenecks": [{"category": b.category, "score": b.score, "evidence": b.evidence}
+                        for b in (diag.bottlenecks if diag else [])][:8],
+        "shape": diag.shape if diag else None, "kb_prior_pct": facts.kb_prior, "history": facts.history,
     }  # fmt: skip
     return json.dumps(brief, indent=1, default=str)
 

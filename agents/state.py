@@ -16,7 +16,18 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from dftune.core.citation import Citation, CitedClaim
+from dftune.tools.diagnose.engine import (
+    Bottleneck,
+    CandidateStrategy,
+    ChecklistEntry,
+    Diagnosis,
+    FsSummary,
+    Gate,
+    MetricChoice,
+)
+from dftune.tools.diagnose.rules import Finding
 from dftune.tools.guards import GuardDecision
+from dftune.tools.runner.stats import ArmStats, Comparison
 
 Mode = Literal["autonomous", "interactive"]
 RunStatus = Literal[
@@ -54,6 +65,38 @@ class Pitfall(_Model):
     id: str
     message: str
     detail: str = ""
+
+
+class TracerFacts(_Model):
+    """What the installer found out about dftracer on this machine."""
+
+    python: str
+    usable: bool = False
+    #: why it is not usable (or what went wrong), one line
+    reason: str = ""
+    installed: str = ""
+    preload_library: str = ""
+    #: call name -> count in the smoke program's trace
+    smoke_calls_traced: dict[str, int] = Field(default_factory=dict)
+
+
+class PriorResult(_Model):
+    """One earlier KB finding that applies to this run (the seed: look the KB up first)."""
+
+    id: int
+    strategy: str
+    verdict: str
+    scope: str
+    change_pct: float | None = None
+    run_id: str | None = None
+
+
+class KbPrior(_Model):
+    """What the knowledge base already knows for this system, software and workload."""
+
+    #: strategy -> the latest measured change (win or no_change), % (positive = better)
+    measured_pct: dict[str, float] = Field(default_factory=dict)
+    records: list[PriorResult] = Field(default_factory=list)
 
 
 class Change(_Model):
@@ -137,7 +180,7 @@ class Experiment(_Model):
     strategy: str
     reference: Measurement
     candidate: Measurement | None = None
-    comparison: dict[str, Any] | None = None
+    comparison: Comparison | None = None
     verdict: Literal["win", "no_change", "regression", "unsupported", "rejected", "failed"] | None = None
     verdict_reason: str = ""
     guard_triggered: bool = False
@@ -185,9 +228,13 @@ class Approval(_Model):
 
 #: Exactly the classes the checkpointer's serializer may load back.
 STATE_MODELS: tuple[type[BaseModel], ...] = (
-    LogEntry, Pitfall, Citation, CitedClaim, Change, Proposal, Measurement, Experiment, GuardRecord,
-    ChecklistVerdict, Coverage, Approval, GuardDecision,
+    LogEntry, Pitfall, TracerFacts, PriorResult, KbPrior, Citation, CitedClaim, Change, Proposal, Measurement,
+    Experiment, GuardRecord, ChecklistVerdict, Coverage, Approval, GuardDecision, Comparison, ArmStats,
+    Diagnosis, Bottleneck, Finding, CandidateStrategy, MetricChoice, Gate, FsSummary, ChecklistEntry,
 )  # fmt: skip
+#: Bumped when the state's shape changes; a run saved under another version is refused with a
+#: clear line instead of resuming on half-understood data (1: dict-typed diagnosis and priors).
+STATE_VERSION = 2
 
 
 T = TypeVar("T")
@@ -248,23 +295,25 @@ class TuningState:
     workload: str = ""
     #: iterations of this branch are numbered above this (a replayed fork never reuses opt<n> or change ids)
     iteration_floor: int = 0
+    #: the state's shape this run was saved with (see STATE_VERSION); 0 for runs older than it
+    state_version: int = 0
 
     # ----- progress
     status: RunStatus = "running"
     status_reason: str = ""
     events: Annotated[list[LogEntry], append] = field(default_factory=list)
     pitfalls: Annotated[list[Pitfall], merge_by_id] = field(default_factory=list)
-    tracer: dict[str, Any] = field(default_factory=dict)
+    tracer: TracerFacts | None = None
 
     # ----- diagnoser
     baseline: Measurement | None = None
     coverage: Coverage | None = None
-    diagnosis: dict[str, Any] | None = None
+    diagnosis: Diagnosis | None = None
     software: list[str] = field(default_factory=list)
     fs_type: str = "unknown"
 
     # ----- literature + optimizer
-    kb_prior: dict[str, Any] = field(default_factory=dict)
+    kb_prior: KbPrior = field(default_factory=KbPrior)
     citations: Annotated[list[CitedClaim], merge_by_id] = field(default_factory=list)
     proposals: Annotated[list[Proposal], merge_by_id] = field(default_factory=list)
     checklist: list[ChecklistVerdict] = field(default_factory=list)

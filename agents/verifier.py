@@ -73,7 +73,7 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         "system_impact_source": "measured" if sys_pct is not None else "estimate",
         "impact_reason": f"measured in opt{exp.iteration}: {cmp.reason}",
     })  # fmt: skip
-    done = exp.model_copy(update={"candidate": cand, "comparison": cmp.model_dump(mode="json")})
+    done = exp.model_copy(update={"candidate": cand, "comparison": cmp})
     numbers = decide([], metric=spec.metric.kind, before=ref.median, after=cand.median, lower_is_better=lib,
                      comparison=cmp)  # the guards judge next; this is what the numbers alone say  # fmt: skip
     ctx.progress(

@@ -40,7 +40,7 @@ def state_json(state: TuningState) -> dict[str, Any]:
 def outcome(state: TuningState, *, lower_is_better: bool) -> dict[str, Any]:
     lib = lower_is_better
     wins = [{"strategy": e.strategy, "proposal": e.proposal_id, "iteration": e.iteration,
-             "change_pct": (e.comparison or {}).get("change_pct", 0.0)} for e in state.experiments if e.kept]  # fmt: skip
+             "change_pct": e.comparison.change_pct if e.comparison else 0.0} for e in state.experiments if e.kept]  # fmt: skip
     base = state.baseline.median if state.baseline else None
     best = state.incumbent.median if state.incumbent else None
     return {"status": state.status, "status_reason": state.status_reason, "experiments": len(state.experiments),

@@ -29,7 +29,7 @@ from dftune.tools.guards import (
 )
 from dftune.tools.kb import KbRecord, opt_kb_record
 from dftune.tools.runner.spec import WorkloadSpec
-from dftune.tools.runner.stats import Comparison, pct_change
+from dftune.tools.runner.stats import pct_change
 
 #: A trace-derived system metric that moved this much makes the change a system-level result too.
 SYSTEM_RESULT_MIN_PCT = 5.0
@@ -135,7 +135,7 @@ def _record_experiment(
     assert exp.candidate is not None and exp.comparison is not None and state.baseline is not None
     p = state.proposal(exp.proposal_id)
     lib = spec.metric.lower_is_better
-    cmp = Comparison.model_validate(exp.comparison)
+    cmp = exp.comparison
     base_a = load_analysis(state.baseline.analysis_path)
     cand_a = load_analysis(exp.candidate.analysis_path)
     common = {**_base_record(state, spec, p), "iteration": exp.iteration}

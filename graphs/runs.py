@@ -22,7 +22,7 @@ from langgraph.types import Command
 from dftune.agents.context import Context, ProgressFn, silent
 from dftune.agents.literature import make_evidence, make_search
 from dftune.agents.reasoner import make_reasoner
-from dftune.agents.state import REPLAYABLE_FIELDS, TuningState
+from dftune.agents.state import REPLAYABLE_FIELDS, STATE_VERSION, TuningState
 from dftune.core.errors import DftuneError
 from dftune.core.fsio import atomic_write_bytes
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
@@ -98,6 +98,17 @@ def _snapshot_state(graph: CompiledStateGraph, config: RunnableConfig) -> tuple[
     return _as_state(snap.values), snap
 
 
+def _current(state: TuningState) -> TuningState:
+    """A run saved by a dftune whose state had another shape cannot be continued safely."""
+    if state.state_version != STATE_VERSION:
+        raise RunError(
+            f"run {state.run_id} was saved by an older dftune (state version {state.state_version}, this one "
+            f"reads {STATE_VERSION}): it cannot be resumed, approved or replayed; its report stays readable "
+            f"(dftune report {state.run_id}), and a new run starts from its knowledge base"
+        )
+    return state
+
+
 def _as_state(values: dict[str, Any] | TuningState) -> TuningState:
     if isinstance(values, TuningState):
         return values
@@ -157,7 +168,7 @@ def start_run(
     meta = ws.create_run(run_id, spec.name)
     atomic_write_bytes(ws.run_dir(meta.id) / ARCHIVED_SPEC, path.read_bytes())
     ws.set_status(meta.id, "running")
-    state = TuningState(run_id=meta.id, spec_path=str(path), mode=mode,
+    state = TuningState(run_id=meta.id, spec_path=str(path), mode=mode, state_version=STATE_VERSION,
                         max_experiments=max_experiments, replicates=replicates, model=model,
                         token_budget=token_budget, allow_install=allow_install)  # fmt: skip
     with _compiled(meta.id, ws) as (graph, config):
@@ -178,6 +189,7 @@ def resume_run(
     _existing(run_id, ws)
     with _compiled(run_id, ws) as (graph, config):
         state, snap = _snapshot_state(graph, config)
+        _current(state)
         if any(t.interrupts for t in snap.tasks):
             raise RunError(f"run {run_id} waits for approval: dftune approve {run_id} [--reject]")
         if snap.next:
@@ -193,6 +205,7 @@ def approve_run(run_id: str, *, reject: bool = False, reason: str = "", progress
     _existing(run_id, ws)
     with _compiled(run_id, ws) as (graph, config):
         state, snap = _snapshot_state(graph, config)
+        _current(state)
         if not any(t.interrupts for t in snap.tasks):
             raise RunError(f"run {run_id} is not waiting for an approval (status {state.status})")
         ws.set_status(run_id, "running")
@@ -251,7 +264,7 @@ def replay_run(run_id: str, checkpoint_id: str, sets: dict[str, str] | None = No
         snap = graph.get_state(target)
         if not snap.values:
             raise RunError(f"run {run_id} has no checkpoint {checkpoint_id!r} (see dftune history {run_id})")
-        state = _as_state(snap.values)
+        state = _current(_as_state(snap.values))
         # the fork numbers its iterations above everything on disk, so it never overwrites the original branch
         values["iteration_floor"] = max(ws.iterations(run_id), default=0)
         fork = graph.update_state(target, values)

@@ -117,3 +117,17 @@ def test_a_run_keeps_its_archived_spec_when_the_original_is_edited(tmp_path: Pat
     assert done["status"] == "completed"
     assert [v["verdict"] for v in done["verdicts"]] != ["failed"]
     assert any("keeps using its archived copy" in n for n in notes)
+
+
+def test_a_run_saved_with_another_state_shape_is_refused_with_a_clear_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dftune.graphs import runs
+
+    start_run(TOY, max_experiments=0, run_id="toy-old")
+    monkeypatch.setattr(runs, "STATE_VERSION", runs.STATE_VERSION + 1)
+    with pytest.raises(RunError, match=r"saved by an older dftune .* report stays readable"):
+        resume_run("toy-old")
+    cid = history("toy-old")[1]["checkpoint_id"]
+    with pytest.raises(RunError, match="cannot be resumed, approved or replayed"):
+        replay_run("toy-old", cid, {})

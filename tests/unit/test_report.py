@@ -34,6 +34,7 @@ from dftune.tools.report.html import SECTIONS, render_run_html
 from dftune.tools.report.markdown import render_run_markdown
 from dftune.tools.report.plots import build_plots, experiments_plot
 from dftune.tools.report.writer import ReportError, write_reports
+from dftune.tools.runner.stats import compare as compare_arms
 from dftune.tools.session.workspace import Workspace
 from dftune.tools.trace import analyze
 
@@ -99,8 +100,14 @@ def make_report(run_dir: Path, *, traced: bool = True) -> dict[str, Any]:
         Proposal(id="EPOCHS=1", strategy="l1.fewer_epochs", strategy_name="fewer epochs", layer="L1", checklist=1,
                  description="Fewer epochs", change=knob, status="rejected", reason="no_doing_less: doing less"),
     ]  # fmt: skip
-    cmp = {"change_pct": 35.0, "ci95": [0.5, 0.8], "p_value": 0.01, "lower_is_better": True,
-           "reason": "win: candidate median 0.65 vs baseline 1.0"}  # fmt: skip
+    cmp = compare_arms(base.values, cand.values).model_copy(
+        update={
+            "p_value": 0.01,
+            "ci95": (0.5, 0.8),
+            "verdict": "win",
+            "reason": "win: candidate median 0.65 vs baseline 1.0",
+        }
+    )
     state = TuningState(
         run_id=run_dir.name, spec_path=str(TOY), workload=f"toy {HOSTILE}", system="vm", fs_type="ext4",
         status="completed", baseline=base, incumbent=cand,
