@@ -65,15 +65,15 @@ def test_iteration_names(tmp_path: Path) -> None:
 
     ws = Workspace()
     ws.create_run("r1", "toy")
-    assert m._iteration_number("r1", "baseline") is None
-    assert m._iteration_number("r1", "latest") is None  # no opt<n> yet: the baseline
+    assert m.iteration_number("r1", "baseline") is None
+    assert m.iteration_number("r1", "latest") is None  # no opt<n> yet: the baseline
     ws.new_iteration("r1")
     ws.new_iteration("r1")
-    assert m._iteration_number("r1", "latest") == 2
-    assert m._iteration_number("r1", "opt1") == 1 and m._iteration_number("r1", "2") == 2
+    assert m.iteration_number("r1", "latest") == 2
+    assert m.iteration_number("r1", "opt1") == 1 and m.iteration_number("r1", "2") == 2
     with pytest.raises(m.ToolFailure, match="expected 'baseline'"):
-        m._iteration_number("r1", "first")
+        m.iteration_number("r1", "first")
     with pytest.raises(m.ToolFailure, match=r"^session_analyze_traces: iteration 'first': expected"):
         m.call("session_analyze_traces", {"run_id": "r1", "iteration": "first"})
     with pytest.raises(LookupError, match="has no opt3"):
-        m._iteration_number("r1", "opt3")
+        m.iteration_number("r1", "opt3")

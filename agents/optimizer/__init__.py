@@ -1,0 +1,48 @@
+"""The optimizer agent: the whole option space, the proposal table, one change at a time.
+
+By job: ``plan`` (the option space), ``checklist`` (the 12 verdicts), ``table`` (the seed's
+proposal table), ``choose`` (the next experiment), ``apply`` (opt<n> and the journal),
+``artifacts`` (the seed's files), ``facts`` (what the reasoner sees).
+
+``plan`` turns the workload's knobs and the diagnosis's candidate strategies into
+proposals (the guards screen them next, so a forbidden strategy never reaches the table).
+``choose`` gives every checklist category a verdict, writes the proposal table and asks the
+reasoner for the next proposal. ``apply`` creates the next ``opt<n>`` iteration and applies
+the change there through the change journal, so it is applied once and can be rolled back.
+"""
+
+from dftune.agents.optimizer.apply import apply_change, copy_source, journal_for, keep_layout, next_iteration
+from dftune.agents.optimizer.artifacts import stack_of, write_layer_artifacts
+from dftune.agents.optimizer.checklist import checklist_verdicts
+from dftune.agents.optimizer.choose import ACTIONABLE, choose
+from dftune.agents.optimizer.facts import facts_of
+from dftune.agents.optimizer.plan import (
+    catalog_proposal,
+    knob_proposals,
+    plan,
+    plan_proposals,
+    requirement_gap,
+)
+from dftune.agents.optimizer.table import UncitedProposal, cited_proposal, proposal_table
+
+__all__ = [
+    "ACTIONABLE",
+    "UncitedProposal",
+    "apply_change",
+    "catalog_proposal",
+    "checklist_verdicts",
+    "choose",
+    "cited_proposal",
+    "copy_source",
+    "facts_of",
+    "journal_for",
+    "keep_layout",
+    "knob_proposals",
+    "next_iteration",
+    "plan",
+    "plan_proposals",
+    "proposal_table",
+    "requirement_gap",
+    "stack_of",
+    "write_layer_artifacts",
+]

@@ -1,0 +1,171 @@
+"""The option space: every knob value, every offered patch and every diagnosed candidate, as proposals.
+
+The guards screen them next (``graphs.guard_nodes.screen``), so a forbidden strategy never
+reaches the table; each proposal gets a labeled impact estimate from the reasoner.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from dftune.agents.context import Context
+from dftune.agents.optimizer.facts import facts_of
+from dftune.agents.state import Change, Proposal, TuningState, log
+from dftune.tools.catalog import Catalog, Strategy
+from dftune.tools.catalog.models import placeholders
+from dftune.tools.diagnose.engine import Diagnosis
+from dftune.tools.runner.spec import WorkloadSpec
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "-", text).strip("-")[:80]
+
+
+def knob_proposals(spec: WorkloadSpec, catalog: Catalog) -> list[Proposal]:
+    """Every non-default value of every knob the workload exposes, and every patch it offers: one proposal each."""
+    out = []
+    for knob in spec.knobs:
+        s = catalog.strategies.get(knob.strategy) if knob.strategy else None
+        for value in knob.values:
+            if value == knob.default:
+                continue
+            out.append(Proposal(
+                id=slug(f"{knob.name}={value}"), strategy=knob.strategy or "l1.unknown",
+                strategy_name=s.name if s else knob.name, layer=s.layer if s else "L1",
+                checklist=s.checklist if s else 1,
+                description=f"{s.name if s else knob.name}: {knob.name}={value} instead of {knob.default}",
+                change=Change(kind="knob", settings={knob.name: str(value)}),
+                privilege=s.privilege if s else "no-sudo",
+            ))  # fmt: skip
+    for patch in spec.patches:
+        s = catalog.strategies.get(patch.strategy)
+        out.append(Proposal(
+            id=slug(f"patch:{patch.name}"), strategy=patch.strategy, strategy_name=s.name if s else patch.name,
+            layer="L1", checklist=s.checklist if s else 1,
+            description=f"{s.name if s else 'source change'}: patch {patch.name}"
+                        + (f" ({patch.description})" if patch.description else ""),
+            change=Change(kind="patch", patch_file=str(spec.resolve(patch.file)), strip=patch.strip),
+            privilege="no-sudo",
+        ))  # fmt: skip
+    return out
+
+
+def _param_values(s: Strategy) -> dict[str, str]:
+    out = {}
+    for p in s.parameters:
+        value = p.recommended if p.recommended is not None else p.default
+        if value is not None and not (isinstance(value, str) and not re.fullmatch(r"[\w.:/-]+", value)):
+            out[p.name] = str(value)
+    return out
+
+
+def _render(template: str, values: dict[str, str]) -> str | None:
+    if placeholders(template) - set(values):
+        return None
+    return template.format_map(values)
+
+
+def catalog_proposal(s: Strategy, context: dict[str, str]) -> Proposal:
+    """A diagnosis candidate as a proposal: applied by dftune when it can render the change itself."""
+    values = {**context, **_param_values(s)}
+    base = dict(id=slug(s.id), strategy=s.id, strategy_name=s.name, layer=s.layer, checklist=s.checklist,
+                description=s.description, privilege=s.privilege)  # fmt: skip
+    a = s.apply
+    assert a is not None
+    if a.kind == "env":
+        env = {k: _render(v, values) for k, v in a.env.items()}
+        if all(v is not None for v in env.values()):
+            return Proposal(
+                **base, change=Change(kind="env", env={k: v for k, v in env.items() if v is not None})
+            )
+        missing = sorted({p for v in a.env.values() for p in placeholders(v)} - set(values))
+        why = f"needs a value for {', '.join(missing)} that this run cannot choose on its own"
+    elif a.kind == "command" and s.rollback is not None and len(s.rollback.capture) == 1:
+        argv = [_render(x, values) for x in a.command]
+        ((key, capture),) = s.rollback.capture.items()
+        rollback = [_render(x, {**values, key: "{current}"}) for x in s.rollback.command]
+        read = [_render(x, values) for x in capture]
+        if all(x is not None for x in [*argv, *rollback, *read]):
+            return Proposal(**base, change=Change(kind="command", argv=[x for x in argv if x is not None],
+                                                  rollback_argv=[x for x in rollback if x is not None],
+                                                  read_argv=[x for x in read if x is not None]))  # fmt: skip
+        why = "its command needs context this run does not have (e.g. the block device)"
+    elif a.kind == "source_patch":
+        why = ("a source change: expose it as a knob in the workload spec (or apply the patch in a copy) "
+               "and dftune will measure it")  # fmt: skip
+    else:
+        why = f"a {a.kind} change dftune does not apply by itself"
+    text = a.instructions or a.patch or " ".join(a.command or a.launcher) or s.description
+    return Proposal(**base, change=Change(kind="manual", instructions=text), status="manual", reason=why)
+
+
+#: What a strategy's ``requires`` words presume, and how dftune knows whether this run has it.
+_REQUIREMENTS = {
+    "pytorch": "pytorch", "tensorflow": "tensorflow", "hdf5": "hdf5", "mpi-io": "mpi-io", "netcdf": "netcdf",
+    "gpu": "gpu", "lfs": "lfs",
+}  # fmt: skip
+
+
+def requirement_gap(s: Strategy, software: list[str]) -> str | None:
+    """Why a strategy cannot apply here (it presumes software this run does not use), or None."""
+    have = set(software)
+    if shutil.which("lfs"):
+        have.add("lfs")
+    for need in s.requires:
+        text = need.lower()
+        for word, token in _REQUIREMENTS.items():
+            if (
+                word in text
+                and token not in have
+                and not ("pytorch-or-tensorflow" in text and have & {"pytorch", "tensorflow"})
+            ):
+                return (
+                    f"presumes {need}, which this workload does not use (detected: {', '.join(sorted(have))})"
+                )
+    return None
+
+
+def plan_proposals(spec: WorkloadSpec, diagnosis: Diagnosis | None, catalog: Catalog,
+                   context: dict[str, str], software: list[str] | None = None) -> list[Proposal]:  # fmt: skip
+    """Knob proposals first (the user's levers), then every candidate of the diagnosis not already covered."""
+    proposals = knob_proposals(spec, catalog)
+    covered = {p.strategy for p in proposals}
+    for b in diagnosis.bottlenecks if diagnosis else []:
+        for cand in b.candidates:
+            sid = cand.id
+            if sid in covered or sid not in catalog.strategies:
+                continue
+            covered.add(sid)
+            s = catalog.strategies[sid]
+            if s.forbidden or s.apply is None:
+                continue
+            p = catalog_proposal(s, context)
+            gap = requirement_gap(s, software or [])
+            if gap:
+                p = p.model_copy(update={"status": "not_applicable", "reason": gap})
+            proposals.append(p)
+    return proposals
+
+
+def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Node: the option space as proposals, each with a labeled impact estimate."""
+    ctx = runtime.context
+    spec = ctx.workload_spec
+    workdir = ctx.workspace.baseline_dir(state.run_id)
+    context = {k: str(v) for k, v in spec.placeholder_values(spec.settings(), workdir=workdir).items()}
+    proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context, state.software)
+    estimates = {e.proposal_id: e for e in ctx.reasoner.estimate_impacts(proposals, facts_of(state))}
+    out = []
+    for p in proposals:
+        e = estimates.get(p.id)
+        if e is not None:
+            p = p.model_copy(update={"app_impact_pct": e.app_impact_pct, "impact_reason": e.reason})
+        out.append(p)
+    ctx.progress("optimizer", f"{len(out)} candidate change(s): {sum(p.status == 'proposed' for p in out)} "
+                              "dftune can apply itself")  # fmt: skip
+    return {"proposals": out, "events": [log("optimizer", f"planned {len(out)} candidate(s)",
+                                             ids=[p.id for p in out])]}  # fmt: skip

@@ -1,0 +1,126 @@
+"""The knowledge-base tools: opt_kb_lookup, opt_kb_record (guards enforced), opt_kb_render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from dftune.mcp_server.registry import (
+    Toolbox,
+    _In,
+)
+from dftune.tools.kb.models import KbRecordIn
+
+box = Toolbox()
+
+
+class KbLookupIn(_In):
+    system: str | None = Field(None, description="This machine: its L3 (system) findings.")
+    workload: str | None = Field(None, description="This application: its L1 (workload) findings.")
+    software: str | None = Field(
+        None,
+        description="Comma list, e.g. 'hdf5,mpi-io,lustre': L2 findings for that software (all if unset).",
+    )
+    strategy: str | None = Field(None, description="Only this strategy id.")
+    limit: int | None = Field(None, ge=1, description="At most this many findings per scope.")
+
+
+@box.tool(
+    "opt_kb_lookup",
+    KbLookupIn,
+    """Measured results of earlier runs that apply here, partitioned by scope:
+       system (L3, this machine only), software (L2, travels), workload (L1, this application only); each with
+       verdict, before/after, guard decisions and citation. Call it before proposing anything.""",
+)
+def opt_kb_lookup_tool(p: KbLookupIn) -> dict[str, Any]:
+    """Start from what was already measured instead of re-running known wins and failures."""
+    from dftune.tools.kb import opt_kb_lookup
+
+    found = opt_kb_lookup(system=p.system, workload=p.workload, software=p.software, strategy=p.strategy,
+                          limit=p.limit)  # fmt: skip
+    return found.model_dump(mode="json")
+
+
+_KB_FIELD_DOCS = {
+    "run_id": "The dftune run that measured it (recording the same input twice in a run returns the first record).",
+    "iteration": "The opt<n> iteration the change was applied in.",
+    "system": "Hostname or cluster (L3 findings stay on it).",
+    "workload": "Application name (L1 findings stay with it).",
+    "software": "Software stack, comma list or list, e.g. 'hdf5,mpi-io'; required for L2 strategies.",
+    "strategy": "Strategy id from the catalog, e.g. 'l2.romio_cb_buffer'.",
+    "change": "What was applied: knob settings, environment, patch id (a JSON object).",
+    "metric": "The measured metric, e.g. 'wall_time_s'.",
+    "metric_scope": "'app' (from the application's own trace) or 'system' (needs the paired app metric).",
+    "lower_is_better": "Direction of the metric.",
+    "before": "Median of the baseline arm.",
+    "after": "Median of the experiment arm.",
+    "before_ci": "95% confidence interval of the baseline median [low, high].",
+    "after_ci": "95% confidence interval of the experiment median [low, high].",
+    "comparison": "The runner's statistical comparison (or a summary: verdict, ci95, p_value, reason).",
+    "app_metric": "Paired application metric (required with metric_scope='system').",
+    "app_before": "Paired application metric before.",
+    "app_after": "Paired application metric after (> 2% worse forces a regression).",
+    "app_lower_is_better": "Direction of the paired application metric.",
+    "caveats": "What limits the finding (scale, data, noise).",
+    "fs_type": "Filesystem of the data (lustre, gpfs, nfs, ...).",
+    "found_citation": "A citation found by the literature search, complete and with its supporting passage.",
+    "system_metric": "On an app-scoped record: the system metric the same change moved (e.g. I/O bandwidth).",
+    "system_before": "That system metric before (with system_after, the non-degradation guard judges this record).",
+    "system_after": "That system metric after.",
+}
+
+
+def _describe_kb_fields(schema: dict[str, Any]) -> None:
+    for name, prop in schema.get("properties", {}).items():
+        if name in _KB_FIELD_DOCS and "description" not in prop:
+            prop["description"] = _KB_FIELD_DOCS[name]
+
+
+class KbRecordArgs(KbRecordIn):
+    """A KB record plus the traces that let the no-doing-less guard run."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_describe_kb_fields)
+
+    baseline_traces: list[str] | None = Field(
+        None,
+        description="Baseline trace files/folders: with experiment_traces, the no-doing-less guard runs.",
+    )
+    experiment_traces: list[str] | None = Field(None, description="Experiment trace files/folders.")
+
+
+@box.tool("opt_kb_record", KbRecordArgs, """Record one measured (or refused) change in the knowledge base. The
+       guards run inside and cannot be bypassed: citation (none -> unsupported), access pattern and doing less
+       (-> rejected), non-degradation (a system-scoped result needs the paired app metric; app > 2% worse ->
+       regression). Record no-ops and regressions too. Returns the stored record with every guard decision.""",
+       read_only=False)  # fmt: skip
+def opt_kb_record_tool(p: KbRecordArgs) -> dict[str, Any]:
+    """Every result is kept, guarded, so later runs inherit evidence rather than anecdotes."""
+    from dftune.tools.kb import opt_kb_record
+    from dftune.tools.trace import analyze
+
+    data = p.model_dump(exclude={"baseline_traces", "experiment_traces"})
+    base = analyze(p.baseline_traces) if p.baseline_traces else None
+    exp = analyze(p.experiment_traces) if p.experiment_traces else None
+    return opt_kb_record(data, baseline_analysis=base, experiment_analysis=exp).model_dump(mode="json")
+
+
+class KbRenderIn(_In):
+    path: str | None = Field(
+        None, description="Where to write the markdown (default $DFTUNE_HOME/kb/opt_kb.md)."
+    )
+
+
+@box.tool(
+    "opt_kb_render",
+    KbRenderIn,
+    """Publish the knowledge base as a markdown skill file (one section per
+       scope, every record labeled with its verdict); returns the path and the markdown.""",
+    read_only=False,
+)
+def opt_kb_render_tool(p: KbRenderIn) -> dict[str, Any]:
+    """The KB as a file other agents and people can load."""
+    from dftune.tools.kb import opt_kb_records, opt_kb_render
+
+    written = opt_kb_render(p.path)
+    return {"path": str(written), "records": len(opt_kb_records()), "markdown": written.read_text("utf-8")}

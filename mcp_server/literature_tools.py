@@ -1,0 +1,121 @@
+"""The literature tools: the local corpus first, then arXiv and the other paper services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from dftune.mcp_server.registry import (
+    Bottleneck,
+    RunId,
+    Toolbox,
+    _In,
+)
+
+box = Toolbox()
+
+
+class RagSearchIn(_In):
+    query: str = Field(min_length=1, description="What to look for, e.g. 'many small reads on lustre'.")
+    bottleneck: Bottleneck | None = Field(None, description="Bottleneck category: adds its vocabulary.")
+    system_config: str | None = Field(None, description="System words to add, e.g. 'lustre mpich'.")
+    k: int = Field(5, ge=1, le=50, description="How many papers.")
+
+
+@box.tool(
+    "rag_search",
+    RagSearchIn,
+    """Search the local corpus (dftune's citation catalog and ingested PDFs):
+       offline, free. Each paper comes with its citation fields, what is missing, and the matching passage.""",
+)
+def rag_search_tool(p: RagSearchIn) -> dict[str, Any]:
+    """Local first: citations that need no network and were checked against their source."""
+    from dftune.tools.literature import rag_search
+
+    return rag_search(p.query, p.bottleneck, p.system_config, k=p.k).to_json()
+
+
+class ArxivIn(_In):
+    query: str = Field(min_length=1, description="Search words.")
+    max_results: int = Field(5, ge=1, le=50, description="How many papers.")
+    category: str | None = Field("cs.DC", description="arXiv category, or null for all.")
+
+
+@box.tool(
+    "search_arxiv",
+    ArxivIn,
+    """Search arXiv (relevance order, optionally one category). Offline
+       (DFTUNE_OFFLINE=1 or no network) it returns at once with skipped=true.""",
+)
+def search_arxiv_tool(p: ArxivIn) -> dict[str, Any]:
+    """Remote step of the seed's citation search when the local corpus has nothing."""
+    from dftune.tools.literature import search_arxiv
+
+    return search_arxiv(p.query, p.max_results, p.category).to_json()
+
+
+class CombinedIn(_In):
+    query: str = Field(min_length=1, description="Search words.")
+    max_results_each: int = Field(5, ge=1, le=25, description="Results per source.")
+
+
+@box.tool(
+    "search_papers_combined",
+    CombinedIn,
+    """Search arXiv, Semantic Scholar, OpenAlex and Crossref, merged and
+       de-duplicated (the most complete record wins). Offline it returns at once with skipped=true.""",
+)
+def search_papers_combined_tool(p: CombinedIn) -> dict[str, Any]:
+    """Widest remote search, for bottlenecks arXiv alone does not cover."""
+    from dftune.tools.literature import search_papers_combined
+
+    return search_papers_combined(p.query, p.max_results_each).to_json()
+
+
+class ArxivPaperIn(_In):
+    paper_id: str = Field(
+        min_length=1, description="arXiv id ('2007.06775', 'arXiv:2007.06775v3' or its URL)."
+    )
+
+
+@box.tool(
+    "get_arxiv_paper",
+    ArxivPaperIn,
+    """Fetch one arXiv paper's metadata and abstract by id. Offline it
+       returns at once with skipped=true.""",
+)
+def get_arxiv_paper_tool(p: ArxivPaperIn) -> dict[str, Any]:
+    """Completes a citation found by id (authors, venue, year, URL)."""
+    from dftune.tools.literature import get_arxiv_paper
+
+    return get_arxiv_paper(p.paper_id).to_json()
+
+
+class ContextSearchIn(_In):
+    run_id: str = RunId
+    system: str = Field(min_length=1, description="This machine (for KB system findings).")
+    workload: str = Field(min_length=1, description="This application (for KB workload findings).")
+    iteration: int | None = Field(None, ge=1, description="opt<n> to write into (default: the latest).")
+    stack: dict[str, Any] | None = Field(
+        None,
+        description="Detected layers: fs_type, mpi, romio, hdf5, ml_framework, other (default: from the run).",
+    )
+    online: bool | None = Field(
+        None, description="Force remote search on/off (default: DFTUNE_OFFLINE, reachability)."
+    )
+    max_results_each: int = Field(3, ge=1, le=25, description="Remote results per source and query.")
+    k_local: int = Field(5, ge=1, le=50, description="Local corpus results per query.")
+
+
+@box.tool("session_search_optimization_context", ContextSearchIn, """Search every software/system layer the run
+       detected (POSIX, MPI, ROMIO, HDF5, filesystem, ML framework), local first (KB + corpus) then remote;
+       writes context_opportunities.json and optimization_papers.json into the run's opt<n>.""",
+       read_only=False)  # fmt: skip
+def session_search_optimization_context_tool(p: ContextSearchIn) -> dict[str, Any]:
+    """Stack-wide search once per iteration, so proposals are not limited to the top bottleneck."""
+    from dftune.tools.literature import session_search_optimization_context
+
+    return session_search_optimization_context(p.run_id, p.system, p.workload, iteration=p.iteration,
+                                               stack=p.stack, online=p.online, max_results_each=p.max_results_each,
+                                               k_local=p.k_local)  # fmt: skip

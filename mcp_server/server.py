@@ -1,0 +1,75 @@
+"""The stdio MCP server over the registry (the low-level SDK server, so every failure is one line)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Any
+
+from dftune.core.errors import one_line
+from dftune.mcp_server.registry import ToolFailure
+from dftune.mcp_server.toolset import call, tools
+
+log = logging.getLogger("dftune.mcp")
+SERVER_NAME = "dftune"
+
+
+def build_server() -> Any:
+    """The low-level SDK server with every tool of :func:`registry.tools`."""
+    import anyio.to_thread
+    import mcp.types as types
+    from mcp.server import Server
+    from mcp.shared.exceptions import MCPError
+
+    async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name=s.name, description=s.description, input_schema=s.params.model_json_schema(),
+                       annotations=types.ToolAnnotations(read_only_hint=s.read_only))
+            for s in tools().values()
+        ])  # fmt: skip
+
+    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in tools():
+            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool {params.name!r}")
+        try:
+            doc = await anyio.to_thread.run_sync(call, params.name, dict(params.arguments or {}))
+        except ToolFailure as exc:
+            log.info("%s failed: %s", params.name, exc)
+            return _error_result(str(exc))
+        except Exception as exc:  # a bug, not the caller's input: one line to the client, traceback to stderr
+            log.exception("%s raised", params.name)
+            return _error_result(f"{params.name}: internal error: {type(exc).__name__}: {one_line(exc)}")
+        text = json.dumps(doc, allow_nan=False, default=str)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                    structured_content=json.loads(text))  # fmt: skip
+
+    def _error_result(message: str) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ver = version("dftune")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        ver = "0"
+    return Server(SERVER_NAME, version=ver, on_list_tools=list_tools, on_call_tool=call_tool,
+                  instructions="dftune: analyze and diagnose dftracer traces, search cited optimizations, "
+                               "record guarded results in the knowledge base.")  # fmt: skip
+
+
+def serve() -> None:
+    """Serve over stdio until the client closes stdin."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="dftune-mcp: %(levelname)s %(message)s"
+    )
+    server = build_server()
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
