@@ -133,7 +133,7 @@ def kb_prior(system: str, workload: str, software: list[str], db: Any) -> KbPrio
 def literature(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: attach a citation (with its supporting claim) to every candidate, or leave it UNSUPPORTED."""
     ctx = runtime.context
-    bottlenecks = [b.category for b in state.diagnosis.bottlenecks] if state.diagnosis else []
+    bottlenecks: list[str] = [b.category for b in state.diagnosis.bottlenecks] if state.diagnosis else []
     ctx.progress("literature", f"citations for {len(state.proposals)} candidate(s)")
     updated: list[Proposal] = []
     citations: dict[str, CitedClaim] = {}

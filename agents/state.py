@@ -30,9 +30,8 @@ from dftune.tools.guards import GuardDecision
 from dftune.tools.runner.stats import ArmStats, Comparison
 
 Mode = Literal["autonomous", "interactive"]
-RunStatus = Literal[
-    "running", "awaiting_approval", "not_worth_tuning", "completed", "failed", "budget_exhausted"
-]
+#: interrupted: the process driving it is gone with work left (resume it)
+RunStatus = Literal["running", "awaiting_approval", "interrupted", "not_worth_tuning", "completed", "failed"]
 ProposalStatus = Literal[
     "proposed",  # passed the pre-apply guards, waiting its turn
     "unsupported",  # no verifiable citation: never applied

@@ -42,7 +42,7 @@ def after_approval(state: TuningState) -> Literal["apply", "choose"]:
     return "apply" if state.current else "choose"
 
 
-def build() -> StateGraph:
+def build() -> StateGraph[TuningState, Context, TuningState, TuningState]:
     g = StateGraph(TuningState, context_schema=Context)
     g.add_node("installer", installer)
     g.add_node("diagnoser", diagnoser)

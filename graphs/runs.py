@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
@@ -22,7 +22,7 @@ from langgraph.types import Command
 from dftune.agents.context import Context, ProgressFn, silent
 from dftune.agents.literature import make_evidence, make_search
 from dftune.agents.reasoner import make_reasoner
-from dftune.agents.state import REPLAYABLE_FIELDS, STATE_VERSION, TuningState
+from dftune.agents.state import REPLAYABLE_FIELDS, STATE_VERSION, Mode, RunStatus, TuningState
 from dftune.core.errors import DftuneError
 from dftune.core.fsio import atomic_write_bytes
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
@@ -120,7 +120,7 @@ def _result(run_id: str, ws: Workspace) -> dict[str, Any]:
     with _compiled(run_id, ws) as (graph, config):
         state, snap = _snapshot_state(graph, config)
         pending = [i.value for t in snap.tasks for i in t.interrupts]
-    status = "awaiting_approval" if pending else state.status
+    status: RunStatus = "awaiting_approval" if pending else state.status
     if pending:
         ws.set_status(run_id, "awaiting_approval")
     elif snap.next:
@@ -161,14 +161,14 @@ def start_run(
     path = Path(spec_path).resolve()
     spec = load_spec(path)  # a bad spec fails here, before a run folder exists
     make_reasoner(model)  # so does an unusable --model
-    if mode not in ("autonomous", "interactive"):
+    if mode not in get_args(Mode):
         raise RunError(f"--mode {mode!r}: choose autonomous or interactive")
     if max_experiments < 0:
         raise RunError("--max-experiments must be >= 0")
     meta = ws.create_run(run_id, spec.name)
     atomic_write_bytes(ws.run_dir(meta.id) / ARCHIVED_SPEC, path.read_bytes())
     ws.set_status(meta.id, "running")
-    state = TuningState(run_id=meta.id, spec_path=str(path), mode=mode, state_version=STATE_VERSION,
+    state = TuningState(run_id=meta.id, spec_path=str(path), mode=cast(Mode, mode), state_version=STATE_VERSION,
                         max_experiments=max_experiments, replicates=replicates, model=model,
                         token_budget=token_budget, allow_install=allow_install)  # fmt: skip
     with _compiled(meta.id, ws) as (graph, config):

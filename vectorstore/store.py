@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from dftune.core.citation import Citation
@@ -218,7 +219,9 @@ class PaperStore:
                     ids=[p.id for p in batch],
                     documents=[p.text for p in batch],
                     metadatas=[_meta(p) for p in batch],
-                    embeddings=self.embedder.embed([index_text(p) for p in batch]),
+                    embeddings=np.asarray(
+                        self.embedder.embed([index_text(p) for p in batch]), dtype=np.float32
+                    ),
                 )
             self._cache = None
         return len(passages)
@@ -293,7 +296,11 @@ class PaperStore:
         if mode != "lexical":
             pos = {p.id: i for i, p in enumerate(passages)}
             n = min(pool, len(passages))
-            res = self._col.query(query_embeddings=self.embedder.embed([query]), n_results=n, include=[])
+            res = self._col.query(
+                query_embeddings=np.asarray(self.embedder.embed([query]), dtype=np.float32),
+                n_results=n,
+                include=[],
+            )
             vec_order = [pos[i] for i in res["ids"][0] if i in pos]
         if mode == "vector":
             lex_order = []

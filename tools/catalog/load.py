@@ -144,10 +144,10 @@ def validate_references(strategies: dict[str, Strategy], citations: dict[str, Ca
         for claim in c.claims:
             if claim.strategy is None:
                 continue
-            s = strategies.get(claim.strategy)
-            if s is None:
+            cited = strategies.get(claim.strategy)
+            if cited is None:
                 problems.append(f"citation {c.id!r}: claim about unknown strategy {claim.strategy!r}")
-            elif c.id not in s.citations:
+            elif c.id not in cited.citations:
                 problems.append(f"citation {c.id!r}: claim about {claim.strategy!r}, which does not cite it")
     return problems
 

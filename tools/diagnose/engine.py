@@ -218,7 +218,7 @@ def diagnose_analysis(
         warnings.append("no --data-dir given: the filesystem of the dataset is unknown, so FS-specific (L3) "
                         "strategies are not offered")  # fmt: skip
     return Diagnosis(
-        schema=SCHEMA,
+        schema_=SCHEMA,
         trace_files=analysis.files, events=analysis.events, bottlenecks=bottlenecks, category_scores=scores,
         metric=choose_metric(scores), fs_type=fs_type, data_dirs=fs_list, io_fraction=g.io_fraction,
         shape=analysis.shape.kind, shape_reason=analysis.shape.reason, worth_tuning=g.worth_tuning, gate=g,

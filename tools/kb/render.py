@@ -135,7 +135,7 @@ def _row(r: KbRecord) -> str:
 
 def render_markdown(records: Sequence[KbRecord]) -> str:
     """The skill file's text for these records (deterministic: sorted, no wall-clock time)."""
-    counts = Counter(r.verdict for r in records)
+    counts: Counter[str] = Counter(r.verdict for r in records)
     newest = max((r.created for r in records), default=None)
     lines = [
         "---",

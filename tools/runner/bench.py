@@ -274,7 +274,7 @@ def bench(
     if len(values) < MIN_REPLICATES:
         notes.append(f"only {len(values)} successful replicate(s): no confidence interval")
     return BenchResult(
-        schema=SCHEMA, workload=spec.name, spec_path=spec.spec_path, settings=settings, traced=traced,
+        schema_=SCHEMA, workload=spec.name, spec_path=spec.spec_path, settings=settings, traced=traced,
         metric=spec.metric.model_dump(), replicates=results, ok=len(values), median=median, p95=p95, ci95=ci95,
         trace_dir=str(trace_root) if trace_root else None, workdir=str(workdir), cache_policy=cache_policy,
         notes=notes, stopped_reason=stopped, started=started.isoformat(),

@@ -12,6 +12,7 @@ messages never depend on which path ran.  ``DFTUNE_TRACE_NATIVE=0`` forces the D
 
 from __future__ import annotations
 
+import importlib
 import os
 from functools import cache
 from pathlib import Path
@@ -37,12 +38,10 @@ class Fallback(Exception):
 
 def module() -> ModuleType | None:
     """The compiled extension, or None when it was not built here."""
-    try:
-        from dftune.tools.trace import _fastscan
+    try:  # an optional C extension (setup.py builds it when a compiler and zlib are there)
+        return importlib.import_module("dftune.tools.trace._fastscan")
     except ImportError:
         return None
-    mod: ModuleType = _fastscan
-    return mod
 
 
 def enabled() -> bool:
