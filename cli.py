@@ -191,9 +191,13 @@ def bench(
     overrides = parse_sets(set_)
     err = Console(stderr=True)
 
+    from dftune.core.terminal import text
+
     def show(done: int, total: int, rep: Any) -> None:
         metric = f" metric {rep.metric:g}" if rep.metric is not None else ""
-        err.print(f"replicate {done}/{total}: {rep.status} {rep.wall_s:.3f} s{metric}")
+        why = f": {rep.reason}" if rep.status != "ok" and rep.reason else ""
+        err.print(text(f"replicate {done}/{total}: {rep.status} {rep.wall_s:.3f} s{metric}{why}",
+                       "" if rep.status == "ok" else "yellow"))  # fmt: skip
 
     with user_errors():
         spec = load_spec(workload)
@@ -201,19 +205,32 @@ def bench(
                            progress=None if as_json else show)  # fmt: skip
     if as_json:
         emit_json(result.to_json_dict())
-        return
-    out = Console()
-    out.print(f"[bold]{result.workload}[/bold] {result.settings} traced={result.traced} "
-              f"({result.ok}/{len(result.replicates)} ok)")  # fmt: skip
-    if result.median is not None:
-        ci = f", 95% CI of the median [{result.ci95[0]:.4g}, {result.ci95[1]:.4g}]" if result.ci95 else ""
-        out.print(f"median {result.median:.4g}, p95 {result.p95:.4g}{ci}")
-    for note in result.notes:
-        out.print(f"[dim]{note}[/dim]")
-    if result.stopped_reason:
-        out.print(f"[yellow]{result.stopped_reason}[/yellow]")
-    if result.trace_dir:
-        out.print(f"traces: {result.trace_dir}")
+    else:
+        out = Console()
+        out.print(text(f"{result.workload} {result.settings} traced={result.traced} "
+                       f"({result.ok}/{len(result.replicates)} ok)", "bold"))  # fmt: skip
+        if result.median is not None:
+            ci = f", 95% CI of the median [{result.ci95[0]:.4g}, {result.ci95[1]:.4g}]" if result.ci95 else ""
+            out.print(text(f"median {result.median:.4g}, p95 {result.p95:.4g}{ci}"))
+        for rep in result.replicates:
+            if rep.status != "ok":
+                out.print(
+                    text(
+                        f"replicate r{rep.index} {rep.status}: {rep.reason or 'no reason recorded'}", "yellow"
+                    )
+                )
+        for note in result.notes:
+            out.print(text(note, "dim"))
+        if result.stopped_reason:
+            out.print(text(result.stopped_reason, "yellow"))
+        if result.trace_dir:
+            out.print(text(f"traces: {result.trace_dir}"), soft_wrap=True)
+    if result.ok == 0:
+        reasons = (
+            "; ".join(dict.fromkeys(f"{r.status}: {r.reason}" for r in result.replicates))
+            or "no replicate ran"
+        )
+        fail(f"no replicate of {result.workload} succeeded ({reasons})", code=EXIT_RUN_FAILED)
 
 
 def _progress(as_json: bool) -> Any:
@@ -222,8 +239,14 @@ def _progress(as_json: bool) -> Any:
 
     if as_json:
         return silent
+    from rich.text import Text
+
+    from dftune.core.safetext import one_line_text
+
     err = Console(stderr=True)
-    return lambda node, message: err.print(f"[dim]{node:>10}[/dim] {message}")
+    return lambda node, message: err.print(
+        Text(f"{node:>10}", style="dim") + Text(" " + one_line_text(message))
+    )
 
 
 def _show_run(result: dict[str, Any], as_json: bool) -> None:
@@ -238,27 +261,48 @@ def _show_run(result: dict[str, Any], as_json: bool) -> None:
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (schema dftune.run/1).")]
 
 
+BudgetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--time-budget", help="Wall-clock budget, e.g. 90s, 4m, 8h, 1h30m: nothing starts that cannot finish."
+    ),
+]
+DeadlineOpt = Annotated[
+    str | None, typer.Option("--deadline", help="Finish (reports written) by this local time, e.g. 06:30.")
+]
+
+
 @app.command()
 def run(
-    workload: Annotated[Path, typer.Argument(help="Workload spec (TOML).")],
+    workloads: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Workload spec(s) (TOML). Several specs, or one campaign TOML, make one campaign."
+        ),
+    ],
     mode: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--mode",
-            help="autonomous (overnight: no-sudo L1/L2 changes approved by policy) "
+            help="autonomous (default; overnight: no-sudo L1/L2 changes approved by policy) "
             "or interactive (every change waits for dftune approve).",
         ),
-    ] = "autonomous",
-    max_experiments: Annotated[int, typer.Option("--max-experiments", min=0, help="Experiment budget.")] = 6,
-    run_id: Annotated[str | None, typer.Option("--run-id", help="Run id (default: generated).")] = None,
+    ] = None,
+    max_experiments: Annotated[
+        int | None,
+        typer.Option("--max-experiments", min=0, help="Experiment budget per workload (default 6)."),
+    ] = None,
+    run_id: Annotated[
+        str | None, typer.Option("--run-id", help="Run (or campaign) id (default: generated).")
+    ] = None,
     model: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--model",
-            help="rules (offline, deterministic) or PROVIDER:MODEL "
+            help="rules (default; offline, deterministic) or PROVIDER:MODEL "
             "(anthropic:..., openai:...; OPENAI_BASE_URL for compatible servers).",
         ),
-    ] = "rules",
+    ] = None,
     replicates: Annotated[
         int | None, typer.Option("--replicates", min=1, help="Replicates per arm (default: the spec's).")
     ] = None,
@@ -266,30 +310,97 @@ def run(
         bool, typer.Option("--allow-install", help="Let the installer pip-install dftracer if it is missing.")
     ] = False,
     token_budget: Annotated[
-        int,
+        int | None,
         typer.Option("--token-budget", min=0, help="Tokens the chat model may spend; then the rules decide."),
-    ] = 200_000,
-    as_json: JsonOpt = False,
+    ] = None,
+    time_budget: BudgetOpt = None,
+    deadline: DeadlineOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document (dftune.run/1, or dftune.campaign/1).")
+    ] = False,
 ) -> None:
-    """Tune a workload: baseline, diagnosis, cited proposals, one guarded experiment at a time, report."""
-    from dftune.graphs.runs import start_run
+    """Tune workloads: baseline, diagnosis, cited proposals, one guarded experiment at a time, report.
+
+    One spec is one run; several specs (or a campaign TOML) are one campaign under one deadline."""
+    from dftune.graphs.campaign import CampaignFile, is_campaign_file, load_campaign_file, start_campaign
+    from dftune.tools.runner.deadline import resolve
 
     with user_errors():
-        result = start_run(workload, mode=mode, max_experiments=max_experiments, run_id=run_id, model=model,
-                           replicates=replicates, token_budget=token_budget, allow_install=allow_install,
-                           progress=_progress(as_json))  # fmt: skip
+        file: CampaignFile | None = None
+        specs = list(workloads)
+        if len(specs) == 1 and is_campaign_file(specs[0]):
+            file, specs = load_campaign_file(specs[0])
+        budget_text = time_budget or (file.time_budget if file and not deadline else None)
+        until = resolve(budget_text, deadline or (file.deadline if file and not time_budget else None))
+        settings = {
+            "mode": mode or (file.mode if file else "autonomous"),
+            "max_experiments": max_experiments
+            if max_experiments is not None
+            else (file.max_experiments if file else 6),
+            "model": model or (file.model if file else "rules"),
+            "replicates": replicates if replicates is not None else (file.replicates if file else None),
+            "token_budget": token_budget
+            if token_budget is not None
+            else (file.token_budget if file else 200_000),
+            "allow_install": allow_install,
+        }
+        if file is None and len(specs) == 1:
+            result = _single_run(specs[0], settings, run_id, until, as_json)
+        else:
+            result = start_campaign(specs, deadline=until, budget_text=budget_text or "", campaign_id=run_id,
+                                    name=file.name if file else "campaign", progress=_progress(as_json), **settings)  # fmt: skip
+    if "campaign_id" in result:
+        _show_campaign(result, as_json)
+        if all(m["status"] == "failed" for m in result["members"]):
+            raise typer.Exit(EXIT_RUN_FAILED)
+        return
     _show_run(result, as_json)
     if result["status"] == "failed":
         raise typer.Exit(EXIT_RUN_FAILED)
 
 
+def _single_run(spec: Path, settings: dict[str, Any], run_id: str | None, until: float | None,
+                as_json: bool) -> dict[str, Any]:  # fmt: skip
+    from dftune.agents.budget import Budget
+    from dftune.graphs.campaign import RUN_RESERVE_S
+    from dftune.graphs.runs import start_run
+    from dftune.tools.runner.deadline import Deadline
+
+    budget = Budget(deadline=Deadline(until, reserve_s=RUN_RESERVE_S)) if until is not None else None
+    return start_run(spec, run_id=run_id, progress=_progress(as_json), budget=budget, **settings)
+
+
+def _show_campaign(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(result)
+        return
+    from dftune.tools.report.campaign_console import CampaignRenderer
+
+    CampaignRenderer(Console()).render(result)
+
+
 @app.command()
-def resume(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOpt = False) -> None:
-    """Continue a run after a crash or kill, from its last saved graph state."""
+def resume(
+    run_id: Annotated[str, typer.Argument(help="Run id or campaign id.")],
+    time_budget: BudgetOpt = None,
+    deadline: DeadlineOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Continue a run or a campaign after a crash, a kill or its deadline, from its last saved state."""
+    from dftune.graphs.campaign import RUN_RESERVE_S, is_campaign, resume_campaign
     from dftune.graphs.runs import resume_run
+    from dftune.tools.runner.deadline import Deadline, resolve
 
     with user_errors():
-        result = resume_run(run_id, progress=_progress(as_json))
+        until = resolve(time_budget, deadline)
+        if is_campaign(run_id):
+            result = resume_campaign(run_id, deadline=until, progress=_progress(as_json))
+            _show_campaign(result, as_json)
+            return
+        from dftune.agents.budget import Budget
+
+        budget = Budget(deadline=Deadline(until, reserve_s=RUN_RESERVE_S)) if until is not None else None
+        result = resume_run(run_id, progress=_progress(as_json), budget=budget)
     _show_run(result, as_json)
 
 
@@ -309,10 +420,23 @@ def approve(
 
 
 @app.command("history")
-def history_cmd(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOpt = False) -> None:
-    """The run's saved graph states (checkpoints), oldest first."""
+def history_cmd(
+    run_id: Annotated[str, typer.Argument(help="Run id or campaign id.")], as_json: JsonOpt = False
+) -> None:
+    """The run's saved graph states (checkpoints), oldest first; a campaign's events."""
+    from dftune.graphs.campaign import campaign_history, is_campaign
     from dftune.graphs.runs import history
 
+    if is_campaign(run_id):
+        with user_errors():
+            events = campaign_history(run_id)
+        if as_json:
+            emit_json({"schema": "dftune.campaign.history/1", "campaign_id": run_id, "events": events})
+            return
+        from dftune.tools.report.campaign_console import CampaignRenderer
+
+        CampaignRenderer(Console()).render_history(events)
+        return
     with user_errors():
         rows = history(run_id)
     if as_json:
@@ -326,7 +450,9 @@ def history_cmd(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json:
 @app.command()
 def replay(
     run_id: Annotated[str, typer.Argument(help="Run id.")],
-    checkpoint: Annotated[str, typer.Option("--checkpoint", help="Checkpoint id (see dftune history).")],
+    checkpoint: Annotated[
+        str, typer.Option("--checkpoint", help="Checkpoint id, or the step number dftune history shows.")
+    ],
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="Change an input before forking: FIELD=VALUE (repeatable)."),
@@ -335,10 +461,11 @@ def replay(
 ) -> None:
     """Fork the run from a saved state (optionally with changed inputs) and run the fork."""
     from dftune.graphs.runs import replay_run
+    from dftune.graphs.steps import resolve_checkpoint
 
     sets = parse_sets(set_)
     with user_errors():
-        result = replay_run(run_id, checkpoint, sets, progress=_progress(as_json))
+        result = replay_run(run_id, resolve_checkpoint(run_id, checkpoint), sets, progress=_progress(as_json))
     _show_run(result, as_json)
 
 
@@ -350,17 +477,34 @@ def report(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document with the paths.")] = False,
 ) -> None:
-    """Write a finished run's report.md (and report.html with --html) and print where they are."""
-    from dftune.tools.report.writer import write_reports
+    """Write a finished run's (or campaign's) report.md (and report.html with --html); print its first screen."""
+    from dftune.core.terminal import text
+    from dftune.graphs.campaign import campaign_reports, is_campaign
+    from dftune.tools.report.writer import load_report, write_reports
 
+    campaign = is_campaign(run_id)
     with user_errors():
-        paths = write_reports(run_id, html=html)
+        paths = campaign_reports(run_id, html=html) if campaign else write_reports(run_id, html=html)
     if as_json:
-        emit_json({"schema": "dftune.report/1", "run_id": run_id, **paths})
+        emit_json(
+            {
+                "schema": "dftune.report/1",
+                "run_id": run_id,
+                "kind": "campaign" if campaign else "run",
+                **paths,
+            }
+        )
         return
     out = Console()
+    if not campaign:
+        from dftune.tools.report.console import RunRenderer
+        from dftune.tools.report.sections import headline
+
+        with user_errors():
+            _, doc = load_report(run_id)
+        RunRenderer(out).render_glance(headline(doc))
     for kind, path in paths.items():
-        out.print(f"{kind}: {path}", highlight=False, soft_wrap=True)
+        out.print(text(f"{kind}: {path}"), soft_wrap=True)
 
 
 @app.command()
@@ -405,44 +549,56 @@ def doctor(
     if as_json:
         emit_json(report)
     else:
+        from rich.text import Text
+
+        from dftune.core.terminal import text
+
         out = Console()
         t = report["tracer"]
-        mark = "[green]usable[/green]" if t.get("usable") else f"[red]not usable[/red]: {t.get('reason')}"
-        out.print(f"dftracer {report['software']['dftracer'] or '(not installed)'}: {mark}")
+        mark = (
+            Text("usable", style="green")
+            if t.get("usable")
+            else Text("not usable", style="red") + text(f": {t.get('reason')}")
+        )
+        out.print(text(f"dftracer {report['software']['dftracer'] or '(not installed)'}: ") + mark)
         if t.get("preload_library"):
-            out.print(f"  preload library: {t['preload_library']}")
+            out.print(text(f"  preload library: {t['preload_library']}"), soft_wrap=True)
         if t.get("smoke_calls_traced"):
-            out.print("  traced by the smoke program: " + ", ".join(sorted(t["smoke_calls_traced"])))
+            out.print(text("  traced by the smoke program: " + ", ".join(sorted(t["smoke_calls_traced"]))))
         for p in report["pitfalls"]:
-            out.print(f"  [yellow]blind spot[/yellow]: {p['message']}")
+            out.print(Text("  blind spot", style="yellow") + text(f": {p['message']}"))
         for name, version in report["software"].items():
             if name != "dftracer":
-                out.print(f"{name}: {version or '[dim]not found[/dim]'}")
+                out.print(text(f"{name}: ") + (text(version) if version else Text("not found", style="dim")),
+                          soft_wrap=True)  # fmt: skip
+        launcher = report.get("mpi_launcher") or {}
+        if launcher:
+            out.print(text(f"MPI launcher the runner uses: {launcher.get('path') or 'none found'}"
+                           + (f" ({launcher['where']})" if launcher.get("where") else "")), soft_wrap=True)  # fmt: skip
         for fs in report["filesystems"]:
-            warn = f" [yellow]{fs['warning']}[/yellow]" if fs.get("warning") else ""
-            out.print(f"{fs['path']}: {fs['fs_type']} (mount {fs['mount_point']}){warn}")
+            line = text(f"{fs['path']}: {fs['fs_type']} (mount {fs['mount_point']})")
+            if fs.get("warning"):
+                line += Text(" ") + text(fs["warning"], "yellow")
+            out.print(line, soft_wrap=True)
     if not report["ok"]:
         raise typer.Exit(1)
 
 
 @app.command()
 def runs(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False) -> None:
-    """Every run under $DFTUNE_HOME with its status."""
+    """Every run (and campaign) under $DFTUNE_HOME with its status."""
+    from dftune.graphs.campaign import list_campaigns
     from dftune.tools.session.workspace import Workspace
 
     with user_errors():
         rows = [r.model_dump(mode="json") for r in Workspace().list_runs()]
+        campaigns = list_campaigns()
     if as_json:
-        emit_json({"schema": "dftune.runs/1", "runs": rows})
+        emit_json({"schema": "dftune.runs/1", "runs": rows, "campaigns": campaigns})
         return
-    from rich.table import Table
+    from dftune.tools.report.console import RunRenderer
 
-    t = Table(title="Runs")
-    for col in ("run", "workload", "status", "created", "iterations"):
-        t.add_column(col, overflow="fold")
-    for r in rows:
-        t.add_row(r["id"], str(r["workload"]), r["status"], str(r["created"])[:19], str(len(r["iterations"])))
-    Console().print(t)
+    RunRenderer(Console()).render_runs(rows, campaigns)
 
 
 @app.command("mcp")
@@ -480,13 +636,16 @@ def kb_lookup(
     if as_json:
         emit_json(found.model_dump(mode="json"))
         return
+    from dftune.core.terminal import text
+    from dftune.tools.report.sections import gain_text
+
     out = Console()
     for title, rows in (("system (L3)", found.system_findings), ("software (L2)", found.software_findings),
                         ("workload (L1)", found.workload_findings)):  # fmt: skip
-        out.print(f"[bold]{title}[/bold]: {len(rows)} finding(s)")
+        out.print(text(f"{title}: {len(rows)} finding(s)", "bold"))
         for r in rows:
-            out.print(f"  {r.strategy} on {r.workload}@{r.system}: {r.verdict} ({r.change_pct:+.1f}% {r.metric})"
-                      if r.change_pct is not None else f"  {r.strategy} on {r.workload}@{r.system}: {r.verdict}")  # fmt: skip
+            out.print(text(f"  {r.strategy} on {r.workload}@{r.system}: {r.verdict} ({gain_text(r.change_pct)} {r.metric})"
+                           if r.change_pct is not None else f"  {r.strategy} on {r.workload}@{r.system}: {r.verdict}"))  # fmt: skip
 
 
 @kb_app.command("render")
@@ -504,7 +663,9 @@ def kb_render(
     if as_json:
         emit_json({"path": str(written)})
     else:
-        Console().print(f"knowledge base written to {written}")
+        from dftune.core.terminal import text
+
+        Console().print(text(f"knowledge base written to {written}"), soft_wrap=True)
 
 
 papers_app = typer.Typer(help="The local paper corpus: ingest PDFs, search papers (offline first).",
@@ -537,15 +698,19 @@ def papers_ingest(
     if as_json:
         emit_json(report.to_json())
         return
+    from rich.text import Text
+
+    from dftune.core.terminal import text
+
     out = Console()
     for f in report.files:
         if f.status == "skipped":
-            out.print(f"[red]skipped[/red] {f.file}: {f.reason}", markup=True, highlight=False)
+            out.print(Text("skipped ", style="red") + text(f"{f.file}: {f.reason}"), highlight=False)
         else:
             missing = f" (missing: {', '.join(f.missing)})" if f.missing else ""
-            out.print(f"{f.status} {f.file}: {f.title or '(no title)'}, {f.passages} passage(s){missing}",
-                      markup=False, highlight=False)  # fmt: skip
-    out.print(f"{len(report.ingested)} ingested, {len(report.skipped)} skipped", markup=False)
+            out.print(text(f"{f.status} {f.file}: {f.title or '(no title)'}, {f.passages} passage(s){missing}"),
+                      highlight=False)  # fmt: skip
+    out.print(text(f"{len(report.ingested)} ingested, {len(report.skipped)} skipped"))
 
 
 @papers_app.command("search")
@@ -576,17 +741,19 @@ def papers_search(
         emit_json({"schema": "dftune.papers.search/1", "query": query, "bottleneck": bottleneck,
                    "results": found, "notes": notes})  # fmt: skip
         return
+    from dftune.core.terminal import text
+
     out = Console()
     for i, p in enumerate(found, start=1):
         who = ", ".join(p["authors"][:3]) + (" et al." if len(p["authors"]) > 3 else "")
-        out.print(f"{i}. {p['title']} -- {who or '?'} ({p['venue'] or '?'}, {p['year'] or '?'}) {p['url'] or ''}",
-                  markup=False, highlight=False)  # fmt: skip
+        out.print(text(f"{i}. {p['title']} -- {who or '?'} ({p['venue'] or '?'}, {p['year'] or '?'}) {p['url'] or ''}"),
+                  highlight=False)  # fmt: skip
         where = f"p. {p['page']}" if p["page"] else p["passage_kind"]
-        out.print(f'   [{where}] "{(p["passage"] or "")[:300]}"', markup=False, highlight=False)
+        out.print(text(f'   [{where}] "{(p["passage"] or "")[:300]}"'), highlight=False)
         if p["missing"]:
-            out.print(f"   missing: {', '.join(p['missing'])}", markup=False)
+            out.print(text(f"   missing: {', '.join(p['missing'])}"))
     for note in notes:
-        out.print(note, style="dim", markup=False)
+        out.print(text(note, "dim"))
 
 
 def main() -> None:  # pragma: no cover - console entry point

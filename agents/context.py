@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dftune.agents.budget import Budget
 from dftune.agents.reasoner import Reasoner, RulesReasoner
 from dftune.tools.catalog import Catalog, default_catalog
 from dftune.tools.runner.spec import WorkloadSpec
@@ -49,6 +50,8 @@ class Context:
     search: SearchFn | None = None
     #: the passage that supports a catalog claim (from ingested PDFs or stored abstracts)
     evidence: EvidenceFn | None = None
+    #: the wall-clock budget, measurement slots and baseline units (None: no deadline, run alone)
+    budget: Budget | None = None
 
     @property
     def workload_spec(self) -> WorkloadSpec:

@@ -14,8 +14,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
-from dftune.agents.measure import measure
-from dftune.agents.state import Coverage, TuningState, log
+from dftune.agents.measure import coverage_of, measure_baseline
+from dftune.agents.state import TuningState, log
 from dftune.tools.diagnose.engine import diagnose_analysis
 from dftune.tools.runner.bench import BenchError
 
@@ -57,16 +57,13 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     workdir = ctx.workspace.baseline_dir(state.run_id)
     ctx.progress("diagnoser", f"baseline: {n} replicate(s) of {spec.name}{' traced' if traced else ''}")
     try:
-        baseline, analysis, result = measure(spec, workdir=workdir, overrides={}, env={}, replicates=n,
-                                             traced=traced)  # fmt: skip
+        baseline, analysis, result = measure_baseline(ctx, state.run_id, spec, workdir=workdir, replicates=n,
+                                                      traced=traced)  # fmt: skip
     except BenchError as exc:
         return {"status": "failed", "status_reason": f"baseline could not run: {exc}",
                 "events": [log("diagnoser", f"baseline failed: {exc}")]}  # fmt: skip
-    [f"replicate r{r.index}" for r in result.replicates]
-    included = [f"replicate r{r.index}" for r in result.replicates if r.status == "ok"]
-    failed = [f"replicate r{r.index} ({r.status})" for r in result.replicates if r.status != "ok"]
-    pending = [f"replicate r{i}" for i in range(len(result.replicates), n)]
-    coverage = Coverage(units_total=n, units_included=included, units_failed=failed, units_pending=pending)
+    coverage = coverage_of(result, n)
+    included, failed, pending = coverage.units_included, coverage.units_failed, coverage.units_pending
     events = [log("diagnoser", f"baseline: {baseline.ok}/{n} replicates ok, median {baseline.median}",
                   ci95=baseline.ci95, notes=baseline.notes)]  # fmt: skip
     update: dict[str, Any] = {"baseline": baseline, "incumbent": baseline, "coverage": coverage,
@@ -75,7 +72,8 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     if baseline.ok < 1 or len(included) < min(3, n):
         update.update(status="failed", status_reason=(
             f"baseline: only {baseline.ok} of {n} replicates succeeded"
-            f"{'; ' + result.stopped_reason if result.stopped_reason else ''}: nothing can be compared"))  # fmt: skip
+            f"{'; ' + result.stopped_reason if result.stopped_reason else ''}: nothing can be compared"
+            + (f" (first failure: {why})" if (why := _first_failure(result)) else "")))  # fmt: skip
         return {**update, "events": events}
     data_dir = spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
     update["software"] = detect_software(_program_text(spec), analysis)
@@ -96,3 +94,10 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     if not diagnosis.worth_tuning:
         update.update(status="not_worth_tuning", status_reason=diagnosis.gate.reason)
     return {**update, "events": events}
+
+
+def _first_failure(result: Any) -> str:
+    """Why the first failed replicate failed (its exit code and stderr), for the run's one-line reason."""
+    return next(
+        (f"r{r.index} {r.status}: {r.reason}" for r in result.replicates if r.status != "ok" and r.reason), ""
+    )

@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dftune.agents.state import Measurement
+from dftune.agents.context import Context
+from dftune.agents.state import Coverage, Measurement
 from dftune.tools.runner.bench import BenchResult, bench, summary_stats
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.trace import Analysis, analyze
@@ -95,6 +96,52 @@ def _summarize(
         notes=list(result.notes), stopped_reason=result.stopped_reason,
     )  # fmt: skip
     return m, analysis, result
+
+
+def measure_baseline(ctx: Context, run_id: str, spec: WorkloadSpec, *, workdir: Path, replicates: int,
+                     traced: bool) -> tuple[Measurement, Analysis | None, BenchResult]:  # fmt: skip
+    """The baseline arm: measured here, or (in a campaign) collected from its independent units.
+
+    With units, this returns as soon as enough of them succeeded (the rest join later, see
+    :func:`joined_baseline`); :class:`~dftune.tools.runner.units.BaselineNotReady` when the
+    deadline comes first (the run stays resumable and keeps the units already measured)."""
+    budget = ctx.budget
+    if budget is None:
+        return measure(spec, workdir=workdir, overrides={}, env={}, replicates=replicates, traced=traced)
+    run_dir = ctx.workspace.run_dir(run_id)
+    if budget.units is not None:
+        result = budget.units.wait_ready()
+        budget.record(run_dir, "baseline units", budget.units.elapsed_s() / max(1, len(result.replicates))
+                      * (replicates + 1))  # an arm of n replicates and its warm-up, at the measured unit cost  # fmt: skip
+        with budget.job(run_dir, "baseline analysis", spec, arm=False):
+            return _summarize(result, workdir, {}, traced, ("file", "proc"), reuse_analysis=False)
+    with budget.job(run_dir, "the baseline", spec) as capped:
+        return measure(capped, workdir=workdir, overrides={}, env={}, replicates=replicates, traced=traced)
+
+
+def coverage_of(result: BenchResult, replicates: int) -> Coverage:
+    """Which replicates of an arm are in its statistics, which failed, which are still pending."""
+    seen = {r.index for r in result.replicates}
+    return Coverage(
+        units_total=replicates,
+        units_included=[f"replicate r{r.index}" for r in result.replicates if r.status == "ok"],
+        units_failed=[f"replicate r{r.index} ({r.status})" for r in result.replicates if r.status != "ok"],
+        units_pending=[f"replicate r{i}" for i in range(replicates) if i not in seen],
+    )
+
+
+def joined_baseline(
+    ctx: Context, baseline: Measurement | None, replicates: int
+) -> tuple[Measurement, Coverage] | None:
+    """The baseline with the units that finished since it was taken (None when nothing new joined)."""
+    units = ctx.budget.units if ctx.budget else None
+    if units is None or baseline is None:
+        return None
+    result = units.result()
+    if result is None or len(result.replicates) <= baseline.replicates:
+        return None
+    m, _, result = _summarize(result, Path(baseline.workdir), {}, baseline.traced, (), reuse_analysis=True)
+    return m.model_copy(update={"source_dir": baseline.source_dir}), coverage_of(result, replicates)
 
 
 def io_bandwidth(a: Analysis | None) -> float | None:

@@ -7,12 +7,14 @@ runner's statistics decide win / no_change / regression; the guards and the KB c
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 from langgraph.runtime import Runtime
 
+from dftune.agents.budget import OutOfTime
 from dftune.agents.context import Context
-from dftune.agents.measure import extend, measure
+from dftune.agents.measure import extend, joined_baseline, measure
 from dftune.agents.state import TuningState, log
 from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT, decide
 from dftune.tools.runner.bench import BenchError
@@ -28,6 +30,14 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     spec = ctx.workload_spec
     p = state.proposal(exp.proposal_id)
     ref = exp.reference
+    update: dict[str, Any] = {}
+    joined = joined_baseline(ctx, state.baseline, state.replicates or spec.replicates)
+    if joined is not None:  # baseline units that finished since the diagnosis join now
+        update.update(baseline=joined[0], coverage=joined[1])
+        if state.incumbent is not None and state.incumbent.workdir == joined[0].workdir:
+            update["incumbent"] = joined[0]
+        if ref.workdir == joined[0].workdir:
+            ref = joined[0]
     overrides = {**{k: str(v) for k, v in ref.settings.items()}, **p.change.settings}
     env = {**ref.env, **p.change.env}
     it_source = ctx.workspace.iteration_dir(state.run_id, exp.iteration) / "source"
@@ -35,9 +45,16 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     n = state.replicates or spec.replicates  # the baseline's count, whatever an extension added
     it_dir = ctx.workspace.iteration_dir(state.run_id, exp.iteration)
     ctx.progress("verifier", f"opt{exp.iteration}: {n} replicate(s) with {p.id}")
+    run_dir = ctx.workspace.run_dir(state.run_id)
     try:
-        cand, _, result = measure(spec, workdir=it_dir, overrides=overrides, env=env, replicates=n,
-                                  traced=ref.traced, source_dir=source_dir)  # fmt: skip
+        with (ctx.budget.job(run_dir, f"opt{exp.iteration} ({p.id})", spec) if ctx.budget
+              else nullcontext(spec)) as arm_spec:  # fmt: skip
+            cand, _, result = measure(arm_spec, workdir=it_dir, overrides=overrides, env=env, replicates=n,
+                                      traced=ref.traced, source_dir=source_dir)  # fmt: skip
+    except OutOfTime as exc:  # not tried: the proposal stays open, the change is reverted by record
+        ctx.progress("verifier", f"opt{exp.iteration}: {exc}")
+        return {**update, "experiments": [exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
+                "status_reason": str(exc), "events": [log("verifier", f"opt{exp.iteration}: {exc}")]}  # fmt: skip
     except BenchError as exc:
         failed = exp.model_copy(
             update={"verdict": "failed", "verdict_reason": f"experiment could not run: {exc}"}
@@ -59,7 +76,9 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             "verifier", f"opt{exp.iteration}: inconclusive ({cmp.change_pct:+.1f}%), {n} more replicate(s)"
         )
         try:
-            cand, _, result = extend(spec, cand, overrides=overrides, replicates=n)
+            with (ctx.budget.job(run_dir, f"opt{exp.iteration} extension", spec) if ctx.budget
+                  else nullcontext(spec)) as arm_spec:  # fmt: skip
+                cand, _, result = extend(arm_spec, cand, overrides=overrides, replicates=n)
         except BenchError:
             pass
         else:
@@ -73,12 +92,12 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         "system_impact_source": "measured" if sys_pct is not None else "estimate",
         "impact_reason": f"measured in opt{exp.iteration}: {cmp.reason}",
     })  # fmt: skip
-    done = exp.model_copy(update={"candidate": cand, "comparison": cmp})
+    done = exp.model_copy(update={"candidate": cand, "comparison": cmp, "reference": ref})
     numbers = decide([], metric=spec.metric.kind, before=ref.median, after=cand.median, lower_is_better=lib,
                      comparison=cmp)  # the guards judge next; this is what the numbers alone say  # fmt: skip
     ctx.progress(
         "verifier", f"opt{exp.iteration}: the numbers say {numbers.verdict} ({cmp.change_pct:+.1f}%)"
     )
-    return {"experiments": [done], "proposals": [measured],
+    return {**update, "experiments": [done], "proposals": [measured],
             "events": [log("verifier", f"opt{exp.iteration}: {cmp.reason}", ratio_ci95=list(cmp.ci95),
                            p_value=cmp.p_value)]}  # fmt: skip

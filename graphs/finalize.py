@@ -9,11 +9,13 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
+from dftune.agents.measure import joined_baseline
 from dftune.agents.optimizer import checklist_verdicts, facts_of, proposal_table
 from dftune.agents.state import TuningState, log
 from dftune.core.fsio import atomic_write_bytes
 from dftune.tools.kb import opt_kb_render
 from dftune.tools.report import render_run_markdown
+from dftune.tools.report.sections import metric_info
 from dftune.tools.runner.stats import pct_change
 
 
@@ -51,6 +53,8 @@ def outcome(state: TuningState, *, lower_is_better: bool) -> dict[str, Any]:
 def finalize(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = runtime.context
     status = state.status if state.status in ("failed", "not_worth_tuning") else "completed"
+    late = _join_units(state, ctx)
+    state = replace(state, **late)
     checklist = checklist_verdicts(state) if state.baseline else state.checklist
     state = replace(state, status=status, checklist=checklist)  # the final view; the update carries it
     out = outcome(state, lower_is_better=ctx.workload_spec.metric.lower_is_better)
@@ -58,11 +62,26 @@ def finalize(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     run_dir = ctx.workspace.run_dir(state.run_id)
     skill = opt_kb_render(db=ctx.kb_db) if state.kb_records else None
     state = replace(state, kb_skill_path=str(skill) if skill else None)
-    doc = {**state_json(state), "summary": summary, "outcome": out}
+    doc = {**state_json(state), "summary": summary, "outcome": out, "metric": metric_info(ctx.workload_spec)}
     atomic_write_bytes(run_dir / "report.json", json.dumps(doc, indent=1, default=str).encode("utf-8"))
     report = run_dir / "report.md"
     atomic_write_bytes(report, render_run_markdown(doc).encode("utf-8"))
     ctx.workspace.set_status(state.run_id, status)
     ctx.progress("report", f"report: {report}")
-    return {"status": status, "checklist": checklist, "report_path": str(report),
+    return {**late, "status": status, "checklist": checklist, "report_path": str(report),
             "kb_skill_path": state.kb_skill_path, "events": [log("report", summary, report=str(report))]}  # fmt: skip
+
+
+def _join_units(state: TuningState, ctx: Context) -> dict[str, Any]:
+    """Baseline units still running join the report (until the deadline's reserve), so it covers them."""
+    budget = ctx.budget
+    if budget is None or budget.units is None or state.baseline is None:
+        return {}
+    budget.units.wait_all(budget.deadline.at - budget.deadline.reserve_s if budget.deadline else None)
+    joined = joined_baseline(ctx, state.baseline, state.replicates or ctx.workload_spec.replicates)
+    if joined is None:
+        return {}
+    update: dict[str, Any] = {"baseline": joined[0], "coverage": joined[1]}
+    if state.incumbent is not None and state.incumbent.workdir == joined[0].workdir:
+        update["incumbent"] = joined[0]
+    return update

@@ -19,6 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
+from dftune.agents.budget import Budget
 from dftune.agents.context import Context, ProgressFn, silent
 from dftune.agents.literature import make_evidence, make_search
 from dftune.agents.reasoner import make_reasoner
@@ -50,7 +51,8 @@ def _compiled(run_id: str, ws: Workspace) -> Iterator[tuple[Any, RunnableConfig]
 ARCHIVED_SPEC = "workload.toml"
 
 
-def _context(state: TuningState | dict[str, Any], ws: Workspace, progress: ProgressFn) -> Context:
+def _context(state: TuningState | dict[str, Any], ws: Workspace, progress: ProgressFn,
+             budget: Budget | None = None) -> Context:  # fmt: skip
     """Rebuilt on every start/resume: the spec from the run's archived copy (so a run never changes
     its workload under itself), the reasoner from the state's ``model``, the literature search
     (local store first; remote only when online, see DFTUNE_OFFLINE)."""
@@ -62,6 +64,7 @@ def _context(state: TuningState | dict[str, Any], ws: Workspace, progress: Progr
         progress=progress,
         search=make_search(),
         evidence=make_evidence(),
+        budget=budget,
     )
 
 
@@ -155,8 +158,9 @@ def start_run(
     token_budget: int = 200_000,
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
-    """Create the run and drive the graph until it ends or waits for a person."""
+    """Create the run and drive the graph until it ends or waits for a person (or the budget ends it)."""
     ws = workspace or Workspace()
     path = Path(spec_path).resolve()
     spec = load_spec(path)  # a bad spec fails here, before a run folder exists
@@ -172,7 +176,7 @@ def start_run(
                         max_experiments=max_experiments, replicates=replicates, model=model,
                         token_budget=token_budget, allow_install=allow_install)  # fmt: skip
     with _compiled(meta.id, ws) as (graph, config):
-        _drive(graph, config, state, _context(state, ws, progress))
+        _drive(graph, config, state, _context(state, ws, progress, budget))
     return _result(meta.id, ws)
 
 
@@ -182,7 +186,11 @@ def _existing(run_id: str, ws: Workspace) -> None:
 
 
 def resume_run(
-    run_id: str, *, progress: ProgressFn = silent, workspace: Workspace | None = None
+    run_id: str,
+    *,
+    progress: ProgressFn = silent,
+    workspace: Workspace | None = None,
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
     """Continue after a crash or kill from the last checkpoint; never re-applies or re-records."""
     ws = workspace or Workspace()
@@ -194,7 +202,7 @@ def resume_run(
             raise RunError(f"run {run_id} waits for approval: dftune approve {run_id} [--reject]")
         if snap.next:
             ws.set_status(run_id, "running")
-            _drive(graph, config, None, _context(state, ws, progress))
+            _drive(graph, config, None, _context(state, ws, progress, budget))
     return _result(run_id, ws)
 
 

@@ -29,6 +29,15 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         return {**update, "status_reason": f"experiment budget of {state.max_experiments} used; "
                                            f"{len(open_)} proposal(s) left untried",
                 "events": [log("optimizer", f"budget of {state.max_experiments} experiment(s) used")]}  # fmt: skip
+    late = (
+        ctx.budget.refuse_next(ctx.workspace.run_dir(state.run_id), "the next experiment")
+        if ctx.budget
+        else None
+    )
+    if late:  # the wall-clock budget: nothing starts that its measured cost says cannot finish in time
+        ctx.progress("optimizer", late)
+        return {**update, "status_reason": f"{late}; {len(open_)} proposal(s) left untried",
+                "events": [log("optimizer", late, untried=[p.id for p in open_])]}  # fmt: skip
     # Overnight, try everything the policy may approve alone before anything that must ask a person.
     alone = [p for p in open_ if approval_rule(p, state.mode) == "approve"]
     choice = ctx.reasoner.choose_next(alone or open_, facts_of(state))

@@ -91,7 +91,9 @@ def test_catalog_citations_carry_the_source_passage_or_say_they_are_catalog_back
         curated.model_copy(update={"citation": curated.citation.model_copy(update={"id": "other"})}).model_dump(),
     ]}  # fmt: skip
     md = render_run_markdown(doc)
-    assert "> With num_workers > 0" in md and "page 4" in md and "catalog-backed claim" in md
+    assert (
+        "> With num_workers \\> 0" in md and "page 4" in md and "catalog-backed claim" in md
+    )  # escaped Markdown
 
 
 def test_a_command_strategy_renders_its_change_read_back_and_rollback_as_argv_lists() -> None:

@@ -183,15 +183,15 @@ def test_html_has_every_section_escapes_run_data_and_embeds_every_plot(run_dir: 
     assert not re.search(r"""(src|href)="(?!data:|#|https://doi\.org/)""", page_html)
     assert "<link" not in page_html and "@import" not in page_html
     assert {k for k, _ in SECTIONS} <= page.ids
-    # all four plots drawn and embedded as SVG data URIs
-    assert [p.key for p in plots if p.svg] == ["timeline", "xfer", "families", "experiments"]
-    assert len(page.imgs) == 4
+    # all five plots drawn and embedded as SVG data URIs
+    assert [p.key for p in plots if p.svg] == ["heatmap", "timeline", "xfer", "families", "experiments"]
+    assert len(page.imgs) == 5
     for src in page.imgs:
         assert src.startswith("data:image/svg+xml;base64,")
         svg = base64.b64decode(src.split(",", 1)[1]).decode()
         assert "<svg" in svg and "<script" not in svg
     # the timeline has one series per process of the baseline trace
-    assert "pid 7@node1" in base64.b64decode(page.imgs[0].split(",", 1)[1]).decode()
+    assert "pid 7@node1" in base64.b64decode(page.imgs[1].split(",", 1)[1]).decode()
     # seed content: partial coverage, both kinds of finding, the proposal columns, 12 checklist rows
     assert "Partial coverage" in text and "replicate r3 (timeout)" in text
     assert "Measured (this run)" in text and "Literature-estimated (not measured here)" in text
@@ -252,7 +252,12 @@ def test_write_reports_and_cli(run_dir: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "dftune.cli", "report", run_dir.name, "--html", "--json"],
                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {"schema": "dftune.report/1", "run_id": run_dir.name, **paths}
+    assert json.loads(out.stdout) == {
+        "schema": "dftune.report/1",
+        "run_id": run_dir.name,
+        "kind": "run",
+        **paths,
+    }
 
 
 def test_report_of_an_unfinished_run_says_how_to_continue() -> None:

@@ -1,13 +1,17 @@
-"""Terminal rendering of a :class:`Diagnosis` (Rich); the diagnosis itself never prints."""
+"""Terminal rendering of a :class:`Diagnosis` (Rich); the diagnosis itself never prints.
+
+Readable at 80 columns (tables stack when they do not fit, see :mod:`dftune.core.terminal`);
+evidence and paths from the trace are printed as text, never as Rich markup.
+"""
 
 from __future__ import annotations
 
-from rich.console import Console, Group
-from rich.markup import escape
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from dftune.core.terminal import Col, responsive, text
 from dftune.tools.diagnose.engine import Diagnosis
 
 _SCORE_STYLE = {5: "bold red", 4: "red", 3: "yellow", 2: "cyan", 1: "dim"}
@@ -27,38 +31,39 @@ class DiagnosisRenderer:
 
     def build(self, d: Diagnosis) -> Group:
         head = Table.grid(padding=(0, 2))
-        head.add_column(style="bold")
-        head.add_column()
-        verdict = "[green]yes[/green]" if d.worth_tuning else "[yellow]no[/yellow]"
-        head.add_row("worth tuning I/O", f"{verdict}: {escape(d.gate.reason)}")
-        head.add_row("metric to optimize", Text(f"{d.metric.metric} ({d.metric.rationale})"))
-        head.add_row("I/O shape", Text(f"{d.shape}: {d.shape_reason}"))
+        head.add_column(style="bold", no_wrap=True)
+        head.add_column(overflow="fold")
+        verdict = Text("yes", style="green") if d.worth_tuning else Text("no", style="yellow")
+        head.add_row("worth tuning I/O", verdict + text(f": {d.gate.reason}"))
+        head.add_row("metric to optimize", text(f"{d.metric.metric} ({d.metric.rationale})"))
+        head.add_row("I/O shape", text(f"{d.shape}: {d.shape_reason}"))
         mounts = "".join(f"  ({f.path} on {f.mount_point})" for f in d.data_dirs)
-        head.add_row("filesystem", Text(d.fs_type + mounts))
-        head.add_row("layers worth trying", ", ".join(d.gate.allowed_layers))
-        parts: list[object] = [Panel(head, title="dftune diagnose", expand=False)]
-        table = Table(title="Bottlenecks (most severe first)", title_justify="left")
-        for col in ("score", "id", "category", "evidence", "candidates"):
-            table.add_column(col, justify="right" if col == "score" else "left", overflow="fold")
-        for b in d.bottlenecks:
-            table.add_row(
-                Text(str(b.score), style=_SCORE_STYLE.get(b.score, "")), b.id, b.category, Text(b.evidence),
-                Text(", ".join(c.id + ("" if c.cited else " (uncited)") for c in b.candidates[:4]) or "-"),
-            )  # fmt: skip
-        if not d.bottlenecks:
-            table.add_row("-", "-", "-", "no rule fired", "-")
-        parts.append(table)
-        check = Table(title="Optimization checklist (reasons in --json)", title_justify="left")
-        for col in ("#", "category", "verdict", "candidates"):
-            check.add_column(col, overflow="fold")
-        for e in d.checklist:
-            shown = ", ".join(e.strategies[:3]) + (
-                f" (+{len(e.strategies) - 3})" if len(e.strategies) > 3 else ""
+        head.add_row("filesystem", text(d.fs_type + mounts))
+        head.add_row("layers worth trying", text(", ".join(d.gate.allowed_layers)))
+        parts: list[RenderableType] = [Panel(head, title="dftune diagnose", expand=False)]
+        cols = [Col("score", justify="right"), Col("id"), Col("category"), Col("evidence", wrap=True, min_width=24),
+                Col("candidates", wrap=True, min_width=20)]  # fmt: skip
+        rows: list[list[object]] = [
+            [Text(str(b.score), style=_SCORE_STYLE.get(b.score, "")), b.id, b.category, b.evidence,
+             ", ".join(c.id + ("" if c.cited else " (uncited)") for c in b.candidates) or "-"]
+            for b in d.bottlenecks
+        ]  # fmt: skip
+        if rows:
+            parts.append(
+                responsive(self.console, "Bottlenecks (most severe first)", cols, rows, head=(0, 1, 2))
             )
-            check.add_row(
-                str(e.number), Text(e.category), _VERDICT.get(e.verdict, e.verdict), Text(shown or "-")
-            )
-        parts.append(check)
+        else:
+            parts.append(text("Bottlenecks: no rule fired"))
+        check_cols = [
+            Col("#", justify="right"),
+            Col("category"),
+            Col("verdict"),
+            Col("candidates", wrap=True, min_width=20),
+        ]
+        check_rows = [[e.number, e.category, _VERDICT.get(e.verdict, e.verdict), ", ".join(e.strategies) or "-"]
+                      for e in d.checklist]  # fmt: skip
+        parts.append(responsive(self.console, "Optimization checklist (reasons in --json)", check_cols, check_rows,
+                                head=(0, 1)))  # fmt: skip
         for w in d.warnings:
-            parts.append(Text(f"warning: {w}", style="yellow"))
-        return Group(*parts)  # type: ignore[arg-type]
+            parts.append(text(f"warning: {w}", "yellow"))
+        return Group(*parts)

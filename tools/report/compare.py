@@ -57,18 +57,31 @@ def _get(a: Analysis, key: str) -> float | None:
     return None if obj is None else float(obj)
 
 
-def row(key: str, label: str, unit: Unit, a: float | None, b: float | None) -> dict[str, Any]:
-    """One compared value: ``delta`` = B - A; ``change_pct`` = relative change (None for pct units or A = 0)."""
+Better = Literal["lower", "higher"] | None
+
+#: Which way is better for the trace metrics that have a direction (time spent: lower; bandwidth:
+#: higher); counts, bytes and shares describe the work and have none.
+BETTER: dict[str, Better] = {"job_time_s": "lower", "io_time_s": "lower", "unoverlapped_io_time_s": "lower",
+                             "read.time_s": "lower", "write.time_s": "lower", "metadata.time_s": "lower",
+                             "sync.time_s": "lower", "bw_job_mib_s": "higher"}  # fmt: skip
+
+
+def row(
+    key: str, label: str, unit: Unit, a: float | None, b: float | None, better: Better = None
+) -> dict[str, Any]:
+    """One compared value: ``delta`` = B - A; ``change_pct`` = relative change (None for pct units or A = 0);
+    ``better``: which direction is an improvement (None: the metric has none)."""
     delta = None if a is None or b is None else b - a
     change = None
     if delta is not None and unit != "pct" and a:
         change = 100.0 * delta / abs(a)
-    return {"key": key, "label": label, "unit": unit, "a": a, "b": b, "delta": delta, "change_pct": change}
+    return {"key": key, "label": label, "unit": unit, "a": a, "b": b, "delta": delta, "change_pct": change,
+            "better": better}  # fmt: skip
 
 
 def compare_analyses(a: Analysis, b: Analysis) -> list[dict[str, Any]]:
     """Every :data:`TRACE_METRICS` row of two analyses."""
-    return [row(k, label, unit, _get(a, k), _get(b, k)) for k, label, unit in TRACE_METRICS]
+    return [row(k, label, unit, _get(a, k), _get(b, k), BETTER.get(k)) for k, label, unit in TRACE_METRICS]
 
 
 def run_summary(doc: dict[str, Any]) -> dict[str, Any]:
@@ -96,13 +109,16 @@ def compare_runs(
     ``analyses`` maps "a"/"b" to (baseline analysis, best-kept analysis), either may be None.
     """
     sa, sb = run_summary(a), run_summary(b)
+    lower = (a.get("metric") or {}).get("lower_is_better", True)
+    direction: Better = "lower" if lower else "higher"
     outcome = [
-        row("baseline_median", "baseline median", "metric", sa["baseline_median"], sb["baseline_median"]),
-        row("best_median", "best kept median", "metric", sa["best_median"], sb["best_median"]),
-        row("overall_pct", "overall change (positive = better)", "pct", sa["overall_pct"], sb["overall_pct"]),
+        row("baseline_median", "baseline median", "metric", sa["baseline_median"], sb["baseline_median"], direction),
+        row("best_median", "best kept median", "metric", sa["best_median"], sb["best_median"], direction),
+        row("overall_pct", "overall change (positive = better)", "pct", sa["overall_pct"], sb["overall_pct"],
+            "higher"),
         row("experiments", "experiments", "count", float(len(sa["experiments"])), float(len(sb["experiments"]))),
         row("wins", "wins kept", "count", float(sum(e["kept"] for e in sa["experiments"])),
-            float(sum(e["kept"] for e in sb["experiments"]))),
+            float(sum(e["kept"] for e in sb["experiments"])), "higher"),
     ]  # fmt: skip
     doc: dict[str, Any] = {"schema": SCHEMA, "kind": "runs", "a": sa, "b": sb, "outcome": outcome}
     for name, idx in (("baseline_trace", 0), ("best_trace", 1)):

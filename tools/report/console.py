@@ -1,4 +1,9 @@
-"""Rich renderers for runs: the final result, the checkpoint history (never used with --json)."""
+"""Rich renderers for runs: the result, the morning view, the checkpoint history, the run list, compare.
+
+Readable at 80 columns and still good at 200: every table goes through
+:func:`dftune.core.terminal.responsive` (a table when it fits, a stacked layout when not, never a
+cut cell), ids are never folded, and data is printed as text, never as Rich markup.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,24 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from dftune.core.terminal import Col, responsive, text
+from dftune.tools.report.sections import gain_text
+from dftune.tools.report.table import TERMINAL_COLUMNS, terminal_cells
+
+
+def _line(*parts: tuple[object, str]) -> Text:
+    """A line of (data, style) pieces: data is text, never markup."""
+    out = Text()
+    for value, style in parts:
+        out.append_text(text(value, style))
+    return out
+
+
+def change_cell(pct: float | None) -> str:
+    """A signed change with the word that says which way is better."""
+    return "-" if pct is None else gain_text(pct)
 
 
 class RunRenderer:
@@ -14,52 +37,86 @@ class RunRenderer:
 
     def render(self, r: dict[str, Any]) -> None:
         c = self.console
-        c.print(f"[bold]run {r['run_id']}[/bold] ({r['workload']}): [bold]{r['status']}[/bold]"
-                + (f" - {r['status_reason']}" if r.get("status_reason") else ""))  # fmt: skip
+        c.print(_line(("run ", "bold"), (r["run_id"], "bold"), (f" ({r['workload']}): ", ""),
+                      (r["status"], "bold"), ((" - " + r["status_reason"]) if r.get("status_reason") else "", "")))  # fmt: skip
         if r.get("baseline_median") is not None:
-            c.print(f"baseline median {r['baseline_median']:.4g} -> best kept {r['best_median']:.4g}")
+            best = r.get("best_median")
+            c.print(text(f"baseline median {r['baseline_median']:.4g} -> best kept "
+                         f"{best:.4g}" if best is not None else f"baseline median {r['baseline_median']:.4g}"))  # fmt: skip
         if r["proposal_table"]:
-            t = Table(title="Proposal table (m = measured, e = estimate)", show_lines=False)
-            t.add_column("#", no_wrap=True)
-            t.add_column("Strategy", no_wrap=True)
-            t.add_column("Description of Optimization", ratio=1, overflow="fold")
-            for col in ("App Impact", "System Impact", "Weighted Score", "Status"):
-                t.add_column(col, no_wrap=True, justify="right" if col != "Status" else "left")
-            for row in r["proposal_table"]:
-                t.add_row(str(row["#"]), row["strategy"], row["description"][:90],
-                          f"{row['app_impact_pct']:.1f}% {row['app_impact_source'][0]}",
-                          f"{row['system_impact_pct']:.1f}% {row['system_impact_source'][0]}",
-                          f"{row['weighted_score']:.2f}", row["status"])  # fmt: skip
-            c.print(t)
+            rows = [terminal_cells(row) for row in r["proposal_table"]]
+            c.print(
+                responsive(
+                    c, "Proposal table (sorted by weighted score)", TERMINAL_COLUMNS, rows, head=(0, 1)
+                )
+            )
         if r["verdicts"]:
-            t = Table(title="Experiments")
-            for col in ("opt", "proposal", "verdict", "change", "kept", "KB record"):
-                t.add_column(col)
-            for v in r["verdicts"]:
-                pct = "-" if v["change_pct"] is None else f"{v['change_pct']:+.1f}%"
-                t.add_row(str(v["iteration"]), v["proposal"], str(v["verdict"]), pct,
-                          "yes" if v["kept"] else ("reverted" if v["reverted"] else "no"), str(v["kb_record"]))  # fmt: skip
-            c.print(t)
+            cols = [Col("opt", justify="right"), Col("proposal"), Col("verdict"), Col("change", justify="right"),
+                    Col("kept"), Col("KB record", justify="right")]  # fmt: skip
+            rows = [[v["iteration"], v["proposal"], v["verdict"], change_cell(v["change_pct"]),
+                     "yes" if v["kept"] else ("reverted" if v["reverted"] else "no"), v["kb_record"]]
+                    for v in r["verdicts"]]  # fmt: skip
+            c.print(responsive(c, "Experiments", cols, rows, head=(0, 1)))
         for x in r.get("refused", []):
             c.print(
-                f"[yellow]refused[/yellow] {x['proposal']} ({x['strategy']}): {x['status']}: {x['reason']}"
+                _line(
+                    ("refused ", "yellow"),
+                    (f"{x['proposal']} ({x['strategy']}): {x['status']}: {x['reason']}", ""),
+                )
             )
         if r.get("pending"):
             p = r["pending"]
-            c.print(f"[bold yellow]waiting for approval[/bold yellow]: {p['proposal_id']} ({p['strategy']}, "
-                    f"{p['privilege']}): {p['description'][:120]}")  # fmt: skip
-            c.print(f"  {p['resume_with']}")
+            c.print(_line(("waiting for approval", "bold yellow"),
+                          (f": {p['proposal_id']} ({p['strategy']}, {p['privilege']}): {p['description']}", "")))  # fmt: skip
+            c.print(text(f"  {p['resume_with']}"))
         if r.get("report"):
-            c.print(f"report: {r['report']}")
+            c.print(_line(("report: ", ""), (r["report"], "")), soft_wrap=True)
+
+    def render_glance(self, lines: list[tuple[str, str]]) -> None:
+        """The report's first screen in the terminal: one labeled answer per line (the answers wrap)."""
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for k, v in lines:
+            grid.add_row(text(k), text(v))
+        self.console.print(grid)
 
     def render_history(self, rows: list[dict[str, Any]]) -> None:
-        t = Table(title="Checkpoints")
-        for col in ("step", "checkpoint", "node", "time", "next", "status"):
-            t.add_column(col, overflow="fold")
-        for h in rows:
-            t.add_row(str(h["step"]), h["checkpoint_id"], str(h["node"]), str(h["time"])[:19],
-                      ",".join(h["next"]) or "-", str(h["status"]))  # fmt: skip
-        self.console.print(t)
+        cols = [
+            Col("step", justify="right"),
+            Col("checkpoint"),
+            Col("node"),
+            Col("time"),
+            Col("next"),
+            Col("status"),
+        ]
+        cells = [[h["step"], h["checkpoint_id"], h["node"], str(h["time"])[:19], ",".join(h["next"]) or "-",
+                  h["status"]] for h in rows]  # fmt: skip
+        self.console.print(responsive(self.console, "Checkpoints (replay --checkpoint takes the id or the step)",
+                                      cols, cells, head=(0, 1)))  # fmt: skip
+
+    def render_runs(self, runs: list[dict[str, Any]], campaigns: list[dict[str, Any]] | None = None) -> None:
+        cols = [
+            Col("run"),
+            Col("workload"),
+            Col("status"),
+            Col("created"),
+            Col("iterations", justify="right"),
+        ]
+        cells = [
+            [r["id"], r["workload"], r["status"], str(r["created"])[:19], len(r["iterations"])] for r in runs
+        ]
+        self.console.print(responsive(self.console, "Runs", cols, cells))
+        if campaigns:
+            cols = [
+                Col("campaign"),
+                Col("status"),
+                Col("workloads", wrap=True, min_width=20),
+                Col("deadline"),
+            ]
+            cells = [[c["id"], c["status"], ", ".join(m["workload"] for m in c["members"]), c.get("deadline_text") or "-"]
+                     for c in campaigns]  # fmt: skip
+            self.console.print(responsive(self.console, "Campaigns", cols, cells))
 
 
 def _human_bytes(v: float) -> str:
@@ -80,14 +137,24 @@ def compare_value(unit: str, v: float | None) -> str:
 
 
 def compare_change(r: dict[str, Any]) -> str:
-    """Percentage points for shares, relative change otherwise ('new' when A was zero)."""
+    """Percentage points for shares, relative change otherwise ('new' when A was zero), and which way
+    is better when the metric has a direction (``better``/``worse``; ``more``/``fewer`` otherwise)."""
     if r["delta"] is None:
         return "-"
     if r["unit"] == "pct":
-        return f"{r['delta']:+.1f} pp"
-    if r["change_pct"] is None:
+        out = f"{r['delta']:+.1f} pp"
+    elif r["change_pct"] is None:
         return "0" if r["delta"] == 0 else "new"
-    return f"{r['change_pct']:+.1f}%"
+    else:
+        out = f"{r['change_pct']:+.1f}%"
+    if r["delta"] == 0:
+        return out
+    better = r.get("better")
+    if better == "lower":
+        return out + (" better" if r["delta"] < 0 else " worse")
+    if better == "higher":
+        return out + (" better" if r["delta"] > 0 else " worse")
+    return out + (" more" if r["delta"] > 0 else " less")
 
 
 class CompareRenderer:
@@ -97,34 +164,34 @@ class CompareRenderer:
         self.console = console
 
     def _rows(self, title: str, rows: list[dict[str, Any]], a: str, b: str) -> None:
-        t = Table(title=title)
-        t.add_column("metric")
-        t.add_column(a, justify="right", overflow="fold")
-        t.add_column(b, justify="right", overflow="fold")
-        t.add_column("change (B vs A)", justify="right")
-        for r in rows:
-            t.add_row(r["label"], compare_value(r["unit"], r["a"]), compare_value(r["unit"], r["b"]),
-                      compare_change(r))  # fmt: skip
-        self.console.print(t)
+        cols = [
+            Col("metric"),
+            Col(a, justify="right"),
+            Col(b, justify="right"),
+            Col("change (B vs A)", justify="right"),
+        ]
+        cells = [[r["label"], compare_value(r["unit"], r["a"]), compare_value(r["unit"], r["b"]), compare_change(r)]
+                 for r in rows]  # fmt: skip
+        self.console.print(responsive(self.console, title, cols, cells))
 
     def render(self, doc: dict[str, Any]) -> None:
+        c = self.console
         if doc["kind"] == "traces":
-            self.console.print(f"A: {doc['a']['path']}\nB: {doc['b']['path']}", highlight=False)
+            c.print(_line(("A: ", "bold"), (doc["a"]["path"], "")), soft_wrap=True)
+            c.print(_line(("B: ", "bold"), (doc["b"]["path"], "")), soft_wrap=True)
             self._rows("Traces", doc["trace"], "A", "B")
+            for note in doc.get("notes", []):
+                c.print(text(note, "yellow"))
             return
         a, b = doc["a"], doc["b"]
-        self.console.print(f"A: run {a['run_id']} ({a['workload']}, {a['status']})\n"
-                           f"B: run {b['run_id']} ({b['workload']}, {b['status']})", highlight=False)  # fmt: skip
+        c.print(_line(("A: ", "bold"), (f"run {a['run_id']} ({a['workload']}, {a['status']})", "")))
+        c.print(_line(("B: ", "bold"), (f"run {b['run_id']} ({b['workload']}, {b['status']})", "")))
         self._rows("Outcome", doc["outcome"], "A", "B")
         for key, title in (("baseline_trace", "Baseline traces"), ("best_trace", "Best-kept traces")):
             if doc.get(key):
                 self._rows(title, doc[key], "A", "B")
-        t = Table(title="Experiments")
-        for col in ("run", "opt", "proposal", "verdict", "change", "kept"):
-            t.add_column(col)
-        for side in ("a", "b"):
-            for x in doc[side]["experiments"]:
-                pct = "-" if x["change_pct"] is None else f"{x['change_pct']:+.1f}%"
-                t.add_row(side.upper(), str(x["iteration"]), x["proposal"], str(x["verdict"]), pct,
-                          "yes" if x["kept"] else "no")  # fmt: skip
-        self.console.print(t)
+        cols = [Col("run"), Col("opt", justify="right"), Col("proposal"), Col("verdict"), Col("change", justify="right"),
+                Col("kept")]  # fmt: skip
+        cells = [[side.upper(), x["iteration"], x["proposal"], x["verdict"], change_cell(x["change_pct"]),
+                  "yes" if x["kept"] else "no"] for side in ("a", "b") for x in doc[side]["experiments"]]  # fmt: skip
+        c.print(responsive(c, "Experiments", cols, cells, head=(0, 1, 2)))

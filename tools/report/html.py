@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Iterable, Sequence
 from typing import Any
 
+from dftune.tools.report.glance import GLANCE_CSS, glance_html, hotspots_html
+from dftune.tools.report.htmlkit import ci, e, link, num, table, tag
 from dftune.tools.report.plots import Plot
 from dftune.tools.report.sections import (
     ESTIMATED,
@@ -26,8 +27,10 @@ from dftune.tools.report.sections import (
 from dftune.tools.report.table import EXTRA_COLUMNS, PROPOSAL_COLUMNS
 
 SECTIONS = (
+    ("glance", "At a glance"),
     ("outcome", "Outcome"),
     ("findings", "What was wrong"),
+    ("hotspots", "Hotspots"),
     ("plots", "Plots"),
     ("proposals", "Proposal table"),
     ("checklist", "Checklist"),
@@ -74,42 +77,6 @@ summary { cursor: pointer; color: #2c5282; margin: 8px 0; }
 """
 
 
-def e(value: Any) -> str:
-    """Escape anything from the run for HTML text and attribute values."""
-    return html.escape("-" if value is None or value == "" else str(value), quote=True)
-
-
-def link(url: Any, text: Any = None) -> str:
-    """A link only for http(s) URLs; anything else is shown as text."""
-    u = str(url or "")
-    if u.lower().startswith(("https://", "http://")):
-        return f'<a href="{e(u)}" rel="noreferrer">{e(text if text is not None else u)}</a>'
-    return e(text if text is not None else u)
-
-
-def tag(value: Any, cls: Any = None) -> str:
-    klass = "".join(ch for ch in str(cls if cls is not None else value) if ch.isalnum() or ch in "_-")
-    return f'<span class="tag {klass}">{e(value)}</span>'
-
-
-def _num(x: Any, digits: int = 4) -> str:
-    return "-" if x is None else f"{x:.{digits}g}"
-
-
-def _ci(ci: Sequence[float] | None) -> str:
-    return "-" if not ci else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
-
-
-def table(head: Iterable[str], rows: Iterable[Iterable[str]], num: Sequence[int] = ()) -> str:
-    """Cells are HTML already (escape with :func:`e` first); ``num`` are right-aligned column indexes."""
-    out = ["<table><thead><tr>", *(f"<th>{html.escape(h)}</th>" for h in head), "</tr></thead><tbody>"]
-    for row in rows:
-        cells = [f'<td class="num">{c}</td>' if i in num else f"<td>{c}</td>" for i, c in enumerate(row)]
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
-
-
 def render_run_html(doc: dict[str, Any], plots: list[Plot]) -> str:
     """``doc`` is ``report.json``; ``plots`` come from :func:`dftune.tools.report.plots.build_plots`."""
     title = f"dftune report: {doc.get('workload') or doc.get('spec_path')}"
@@ -120,14 +87,16 @@ def render_run_html(doc: dict[str, Any], plots: list[Plot]) -> str:
         # nothing may load from anywhere: the report is one file, readable offline
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
         "style-src 'unsafe-inline'\">",
-        f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
+        f"<title>{e(title)}</title><style>{CSS}{GLANCE_CSS}</style></head><body>",
         f'<header><h1>{e(title)}</h1><div class="meta">run {e(doc.get("run_id"))} · status '
         f"<b>{e(doc.get('status'))}</b>{' (' + e(doc['status_reason']) + ')' if doc.get('status_reason') else ''}"
         f" · system {e(doc.get('system'))} · data filesystem {e(doc.get('fs_type'))} · mode {e(doc.get('mode'))}"
         f" · reasoner {e(doc.get('model'))}</div></header>",
         "<nav>" + "".join(f'<a href="#{k}">{e(t)}</a>' for k, t in SECTIONS) + "</nav><main>",
+        glance_html(doc),
         _outcome(doc),
         _findings(doc),
+        hotspots_html(doc),
         _plots(plots),
         _proposals(doc),
         _checklist(doc),
@@ -146,7 +115,7 @@ def _outcome(doc: dict[str, Any]) -> str:
         out.append(f"<p>{e(doc['summary'])}</p>")
     o = doc.get("outcome") or {}
     base, inc = doc.get("baseline") or {}, doc.get("incumbent") or {}
-    cards = [("baseline median", _num(o.get("baseline_median"))), ("best kept median", _num(o.get("best_median"))),
+    cards = [("baseline median", num(o.get("baseline_median"))), ("best kept median", num(o.get("best_median"))),
              ("overall change", f"{o.get('overall_pct', 0.0):+.1f}%"),
              ("experiments", str(o.get("experiments", len(doc.get("experiments", []))))),
              ("wins kept", str(len(o.get("wins", []))))]  # fmt: skip
@@ -159,7 +128,7 @@ def _outcome(doc: dict[str, Any]) -> str:
             if not m:
                 continue
             settings = {**(m.get("settings") or {}), **(m.get("env") or {})}
-            rows.append([e(name), _num(m.get("median")), e(_ci(m.get("ci95"))), e(f"{m.get('ok')}/{m.get('replicates')}"),
+            rows.append([e(name), num(m.get("median")), e(ci(m.get("ci95"))), e(f"{m.get('ok')}/{m.get('replicates')}"),
                          e(", ".join(f"{k}={v}" for k, v in settings.items()))])  # fmt: skip
         out.append(
             table(["", "median", "95% CI of the median", "replicates ok", "settings"], rows, num=(1, 2, 3))
@@ -287,14 +256,14 @@ def _experiments(doc: dict[str, Any]) -> str:
         arms = []
         for name, m in (("reference", x["reference"]), ("candidate", cand)):
             if m:
-                arms.append([e(name), e(", ".join(f"{v:.4g}" for v in m.get("values", []))), _num(m.get("median")),
-                             e(_ci(m.get("ci95"))), e(f"{m.get('ok')}/{m.get('replicates')}")])  # fmt: skip
+                arms.append([e(name), e(", ".join(f"{v:.4g}" for v in m.get("values", []))), num(m.get("median")),
+                             e(ci(m.get("ci95"))), e(f"{m.get('ok')}/{m.get('replicates')}")])  # fmt: skip
         out.append(table(["arm", "replicates", "median", "95% CI of the median", "ok"], arms, num=(2, 3, 4)))
         stats = []
         if cmp.get("change_pct") is not None:
             stats.append(f"change {cmp['change_pct']:+.2f}%")
         if cmp.get("ci95"):
-            stats.append(f"95% CI of the ratio {_ci(cmp['ci95'])}")
+            stats.append(f"95% CI of the ratio {ci(cmp['ci95'])}")
         if cmp.get("p_value") is not None:
             stats.append(f"Mann-Whitney p = {cmp['p_value']:.4g}")
         if stats:

@@ -1,21 +1,30 @@
 """The run report as Markdown, from the final graph state (as a plain JSON document).
 
-Sections follow the seed: measured findings apart from literature estimates (each labeled
-with its source), the proposal table (every row cited), the 12-category checklist, every
-experiment with its replicates, median, confidence interval and verdict, the guard
-decisions with their reasons, partial coverage when it applies, and full citations.
+It opens with the morning view (what is slow, what fixed it, by how much, what next, and the
+coverage), then follows the seed: measured findings apart from literature estimates (each
+labeled with its source), hotspots, the proposal table (every row cited), the 12-category
+checklist, every experiment with its replicates, median, confidence interval and verdict, the
+guard decisions with their reasons, and full citations.
+
+Everything that comes from the run (knob values, file names, reasons, paper metadata and
+passages, the model-written summary) is untrusted text: it goes through
+:func:`~dftune.core.safetext.md_text` (no HTML, no link, no emphasis) or into a code span, and
+only http(s) URLs become links, as report.html escapes it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from dftune.core.safetext import md_code, md_link, md_text
 from dftune.tools.report.sections import (
     checklist_label,
     citations,
     coverage_note,
     findings,
     guard_rows,
+    headline,
+    hotspots,
     proposal_rows,
 )
 from dftune.tools.report.table import markdown_table, proposal_markdown
@@ -29,28 +38,78 @@ def _ci(ci: list[float] | None) -> str:
     return "-" if not ci else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
 
 
+def _settings(m: dict[str, Any]) -> str:
+    items = {**(m.get("settings") or {}), **(m.get("env") or {})}
+    return ", ".join(f"{k}={v}" for k, v in items.items()) or "-"
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def glance_markdown(doc: dict[str, Any]) -> list[str]:
+    """The first screen as a list: one labeled line per question."""
+    return [f"- **{label}:** {md_text(text)}" for label, text in headline(doc)]
+
+
+def hotspot_markdown(doc: dict[str, Any]) -> list[str]:
+    """Top files and processes of the baseline (and best kept) trace by I/O time and bytes."""
+    from dftune.tools.report.plots import load_analysis
+
+    out: list[str] = []
+    base, inc = doc.get("baseline") or {}, doc.get("incumbent") or {}
+    arms = [("baseline", load_analysis(base.get("analysis_path")))]
+    if inc.get("workdir") != base.get("workdir"):
+        arms.append(("best kept", load_analysis(inc.get("analysis_path"))))
+    for arm, a in arms:
+        if a is None:
+            continue
+        hot = hotspots(a)
+        for key, title in (("file_by_time", "files by I/O time"), ("proc_by_time", "processes by I/O time"),
+                           ("file_by_bytes", "files by bytes moved"), ("proc_by_bytes", "processes by bytes moved")):  # fmt: skip
+            rows = hot.get(key) or []
+            if not rows:
+                continue
+            under = (
+                f", paths under {md_code(hot['file_prefix'])}"
+                if key.startswith("file") and hot["file_prefix"]
+                else ""
+            )
+            out += [f"Top {title} ({arm} trace{under}):", ""]
+            out += markdown_table(["name", "I/O time (s)", "read", "written", "calls"],
+                                  [[r["name"], f"{r['io_time_s']:.4g}", _bytes(r["read_bytes"]), _bytes(r["write_bytes"]),
+                                    f"{r['ops']:,}"] for r in rows])  # fmt: skip
+            out.append("")
+    return out
+
+
 def render_run_markdown(s: dict[str, Any]) -> str:
     """``s`` is the run's final state as JSON (``report.json``)."""
-    lines = [f"# dftune report: {s['workload'] or s['spec_path']} (run {s['run_id']})", ""]
+    lines = [f"# dftune report: {md_text(s['workload'] or s['spec_path'])} (run {md_code(s['run_id'])})", ""]
     lines += [
-        f"**Status:** {s['status']}" + (f": {s['status_reason']}" if s.get("status_reason") else ""),
+        f"**Status:** {md_text(s['status'])}"
+        + (f": {md_text(s['status_reason'])}" if s.get("status_reason") else ""),
         "",
     ]
+    lines += ["## At a glance", "", *glance_markdown(s), ""]
     if s.get("summary"):
-        lines += [s["summary"], ""]
+        lines += [f"Summary (written by the reasoner): {md_text(s['summary'])}", ""]
     base = s.get("baseline") or {}
     inc = s.get("incumbent") or {}
     if base:
         lines += ["## Outcome", ""]
         lines += markdown_table(["", "median", "95% CI of the median", "replicates ok", "settings"], [
             ["baseline", _num(base.get("median")), _ci(base.get("ci95")), f"{base.get('ok')}/{base.get('replicates')}",
-             base.get("settings")],
+             _settings(base)],
             ["best kept", _num(inc.get("median")), _ci(inc.get("ci95")), f"{inc.get('ok')}/{inc.get('replicates')}",
-             {**(inc.get("settings") or {}), **(inc.get("env") or {})}],
+             _settings(inc)],
         ])  # fmt: skip
         lines.append("")
     partial, note = coverage_note(s)
-    lines += [f"**{note}**" if partial else note, ""]
+    lines += [f"**{md_text(note)}**" if partial else md_text(note), ""]
     lines += [
         "## Findings",
         "",
@@ -66,17 +125,21 @@ def render_run_markdown(s: dict[str, Any]) -> str:
         "",
     ]
     for pit in s.get("pitfalls", []):
-        lines.append(f"- tracer blind spot: {pit['message']}")
+        lines.append(f"- tracer blind spot: {md_text(pit['message'])}")
+    hot = hotspot_markdown(s)
+    if hot:
+        lines += ["", "## Hotspots", "", *hot]
     lines += ["", "## Proposal table", ""]
     lines += proposal_markdown(proposal_rows(s))
     refused = [p for p in s.get("proposals", []) if p["status"] in ("rejected", "unsupported", "declined")]
     if refused:
         lines += ["", "Refused before anything was applied:", ""]
-        lines += [f"- `{p['id']}` ({p['strategy']}): **{p['status']}**: {p['reason']}" for p in refused]
+        lines += [f"- {md_code(p['id'])} ({md_text(p['strategy'])}): **{md_text(p['status'])}**: {md_text(p['reason'])}"
+                  for p in refused]  # fmt: skip
     manual = [p for p in s.get("proposals", []) if p["status"] == "manual" and p.get("citation")]
     if manual:
         lines += ["", "Recommendations dftune does not apply itself:", ""]
-        lines += [f"- `{p['strategy']}`: {p['reason']}" for p in manual]
+        lines += [f"- {md_code(p['strategy'])}: {md_text(p['reason'])}" for p in manual]
     lines += ["", "## Checklist (12 categories)", ""]
     lines += markdown_table(
         ["#", "category", "verdict", "reason"],
@@ -89,7 +152,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     for e in s.get("experiments", []):
         cand = e.get("candidate") or {}
         cmp = e.get("comparison") or {}
-        lines += [f"### opt{e['iteration']}: {e['proposal_id']} -> {e.get('verdict')}"
+        lines += [f"### opt{e['iteration']}: {md_code(e['proposal_id'])} -> {md_text(e.get('verdict'))}"
                   f"{' (kept)' if e.get('kept') else ''}{' (reverted)' if e.get('reverted') else ''}", ""]  # fmt: skip
         lines += markdown_table(["arm", "replicates", "median", "95% CI"], [
             ["reference", ", ".join(f"{v:.4g}" for v in e["reference"].get("values", [])),
@@ -97,19 +160,19 @@ def render_run_markdown(s: dict[str, Any]) -> str:
             ["candidate", ", ".join(f"{v:.4g}" for v in cand.get("values", [])), _num(cand.get("median")),
              _ci(cand.get("ci95"))],
         ])  # fmt: skip
-        lines += ["", f"Comparison: {cmp.get('reason', e.get('verdict_reason', '-'))}", ""]
+        lines += ["", f"Comparison: {md_text(cmp.get('reason', e.get('verdict_reason', '-')))}", ""]
         if e.get("verdict_reason"):
-            lines += [f"KB verdict: {e['verdict_reason']}", ""]
+            lines += [f"KB verdict: {md_text(e['verdict_reason'])}", ""]
         for g in s.get("guard_decisions", []):
             if g.get("iteration") == e["iteration"]:
                 d = g["decision"]
                 lines.append(
-                    f"- guard **{d['guard']}**: {'passed' if d['passed'] else 'FAILED'}: {d['reason']}"
+                    f"- guard **{md_text(d['guard'])}**: {'passed' if d['passed'] else 'FAILED'}: {md_text(d['reason'])}"
                 )
         lines.append("")
     if s.get("kb_records"):
-        lines += [f"Knowledge-base records: {', '.join(str(i) for i in s['kb_records'])}"
-                  + (f" (published to {s['kb_skill_path']})" if s.get("kb_skill_path") else ""), ""]  # fmt: skip
+        lines += [f"Knowledge-base records: {', '.join(str(int(i)) for i in s['kb_records'])}"
+                  + (f" (published to {md_code(s['kb_skill_path'])})" if s.get("kb_skill_path") else ""), ""]  # fmt: skip
     screen = [g for g in guard_rows(s) if g["when"].startswith("screen")]
     if screen:
         lines += ["## Guard decisions before anything was applied", ""]
@@ -121,12 +184,11 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     if cites:
         lines += ["## Citations", ""]
         for c in cites:
-            lines.append(
-                f"- [{c['id']}] {c['reference']} {c['url']} — supports: {c['claim']} (checked: {c['evidence']})"
-            )
+            lines.append(f"- \\[{md_text(c['id'])}\\] {md_text(c['reference'])} {md_link(c.get('url'))} — supports: "
+                         f"{md_text(c['claim'])} (checked: {md_text(c['evidence'])})")  # fmt: skip
             if c.get("passage"):
-                page = f", page {c['page']}" if c.get("page") else ""
-                lines.append(f"  > {' '.join(str(c['passage']).split())}{page}")
+                page = f", page {md_text(c['page'])}" if c.get("page") else ""
+                lines.append(f"  > {md_text(c['passage'])}{page}")
             elif c.get("catalog_backed"):
                 lines.append("  (catalog-backed claim: no passage of the source is stored locally)")
     return "\n".join(lines).rstrip() + "\n"

@@ -42,6 +42,7 @@ class ProcessSeries:
 
     label: str
     io_time_s: float
+    width_s: float = 0.0
     starts: list[float] = field(default_factory=list)
     mib_s: list[float] = field(default_factory=list)
     busy_pct: list[float] = field(default_factory=list)
@@ -93,6 +94,7 @@ def process_series(trace_files: list[str], *, windows: int = TIME_WINDOWS) -> tu
     t0 = min(origin for _, origin, _, _ in raw)
     out = []
     for series, origin, rows, width in raw:
+        series.width_s = width
         for r in rows:
             moved = (r.get("read_bytes") or 0) + (r.get("write_bytes") or 0)
             series.starts.append(origin - t0 + float(r["start_s"]))
@@ -145,7 +147,7 @@ def timeline_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "")
     if not panels:
         return Plot("timeline", title, caption, note=note or "no traced measurement with I/O events")
     fig = _figure(5.2 * len(panels) + 0.6, 5.2)
-    axes = fig.subplots(2, len(panels), squeeze=False, sharex="col")
+    axes = fig.subplots(2, len(panels), squeeze=False, sharex=True, sharey="row")  # panels on shared axes
     for col, (name, series) in enumerate(panels):
         top, bottom = axes[0][col], axes[1][col]
         for s in series:
@@ -161,6 +163,45 @@ def timeline_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "")
         if len(series) <= 8:
             top.legend(fontsize=7, loc="upper right")
     return Plot("timeline", title, caption, svg=_svg(fig, "timeline"), note=note)
+
+
+def heatmap_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "") -> Plot:
+    """Darshan DXT-style heatmap: one row per process (rank), time across, colour = share of the
+    window spent in I/O calls; the baseline and best-kept panels share both axes and the colour scale."""
+    title = "I/O activity: process x time heatmap"
+    caption = ("Each row is one process (rank when the trace names it), each cell one time window; the colour is "
+               "the share of that window the process spent inside I/O calls (threads summed, so it can pass 100%). "
+               "Panels share the time axis and the colour scale, so the best kept arm can be read against the "
+               "baseline directly.")  # fmt: skip
+    panels = [(name, s) for name, s in panels if s]
+    if not panels:
+        return Plot("heatmap", title, caption, note=note or "no traced measurement with I/O events")
+    from matplotlib import colormaps
+    from matplotlib.colors import Normalize
+
+    vmax = (
+        max(max((max(s.busy_pct, default=0.0) for s in series), default=0.0) for _, series in panels) or 1.0
+    )
+    norm = Normalize(vmin=0.0, vmax=vmax)
+    rows = max(len(series) for _, series in panels)
+    fig = _figure(5.2 * len(panels) + 1.2, 1.6 + 0.32 * rows)
+    axes = fig.subplots(1, len(panels), squeeze=False, sharex=True, sharey=True)[0]
+    mesh = None
+    for ax, (name, series) in zip(axes, panels, strict=True):
+        for y, s in enumerate(series):
+            if not s.starts:
+                continue
+            edges = [*s.starts, s.starts[-1] + (s.width_s or 0.0)]
+            mesh = ax.pcolormesh(
+                edges, [y, y + 1], [s.busy_pct], cmap=colormaps["viridis"], norm=norm, shading="flat"
+            )
+        ax.set_yticks([y + 0.5 for y in range(len(series))], [plain(s.label) for s in series], fontsize=7)
+        ax.set_ylim(rows, 0)
+        ax.set_title(plain(name), fontsize=10)
+        ax.set_xlabel("seconds since the first process started")
+    if mesh is not None:
+        fig.colorbar(mesh, ax=list(axes), label="time in I/O calls (% of window)", shrink=0.9)
+    return Plot("heatmap", title, caption, svg=_svg(fig, "heatmap"), note=note)
 
 
 def xfer_histogram_plot(analysis: Analysis | None) -> Plot:
@@ -268,6 +309,7 @@ def build_plots(doc: dict[str, Any]) -> list[Plot]:
             notes.append(f"{name}: {note}")
     arms = [(n, a) for n, a in (("baseline", base_a), ("best kept", inc_a)) if a is not None]
     return [
+        heatmap_plot(panels, "; ".join(notes)),
         timeline_plot(panels, "; ".join(notes)),
         xfer_histogram_plot(base_a),
         family_split_plot(arms),

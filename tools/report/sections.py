@@ -6,7 +6,12 @@ was only estimated from the literature (the seed: "never conflate the two").
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+from dftune.tools.runner.spec import WorkloadSpec
+from dftune.tools.runner.stats import compare as compare_arms
+from dftune.tools.runner.stats import pct_change
 
 MEASURED = "measured"
 ESTIMATED = "literature estimate"
@@ -105,3 +110,201 @@ def citations(doc: dict[str, Any]) -> list[dict[str, Any]]:
         if c:
             seen.setdefault(c["id"], c)
     return list(seen.values())
+
+
+# --------------------------------------------------------------------------- the morning view
+
+
+def metric_info(spec: WorkloadSpec) -> dict[str, Any]:
+    """The metric a run optimizes, named as the program prints it, with its unit and direction."""
+    if spec.metric.kind == "wall_time":
+        name = "wall_time_s"
+    else:
+        word = (spec.metric.pattern or "").split(" ", 1)[0].strip("^'\"")
+        name = word if word.replace("_", "").isalnum() else "metric"
+    return {"name": name, "unit": metric_unit(name), "lower_is_better": spec.metric.lower_is_better,
+            "kind": spec.metric.kind}  # fmt: skip
+
+
+def metric_unit(name: str) -> str:
+    """The unit a metric name says it has (``epoch_time_s`` -> s), or '' when it does not say."""
+    for suffix, unit in (("_mib_s", "MiB/s"), ("_gib_s", "GiB/s"), ("_ms", "ms"), ("_us", "µs"), ("_s", "s"),
+                         ("_bytes", "B"), ("_ops", "ops")):  # fmt: skip
+        if name.endswith(suffix):
+            return unit
+    return ""
+
+
+def metric_of(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc["metric"]`` (reports written before it existed: a generic metric, lower is better)."""
+    return doc.get("metric") or {"name": "metric", "unit": "", "lower_is_better": True}
+
+
+def with_unit(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4g} {unit}".rstrip()
+
+
+def gain_ci(
+    ratio_ci: list[float] | tuple[float, float] | None, lower_is_better: bool
+) -> tuple[float, float] | None:
+    """The 95% CI of a ratio (after / before) as a CI of the gain in percent (positive = better)."""
+    if not ratio_ci:
+        return None
+    lo, hi = float(ratio_ci[0]), float(ratio_ci[1])
+    if lower_is_better:
+        return (100.0 * (1.0 - hi), 100.0 * (1.0 - lo))
+    return (100.0 * (lo - 1.0), 100.0 * (hi - 1.0))
+
+
+def gain_text(pct: float | None, ci: tuple[float, float] | None = None) -> str:
+    """``+40.4% better (95% CI +35.1% to +44.9%)``: a signed change always says which way is better."""
+    if pct is None:
+        return "-"
+    word = "better" if pct > 0 else "worse" if pct < 0 else "unchanged"
+    out = f"{pct:+.1f}% {word}"
+    if ci is not None:
+        out += f" (95% CI {ci[0]:+.1f}% to {ci[1]:+.1f}%)"
+    return out
+
+
+def overall(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """Baseline -> best kept arm, compared from their replicates: change, the CI of the change."""
+    base, inc = doc.get("baseline") or {}, doc.get("incumbent") or {}
+    lib = bool(metric_of(doc).get("lower_is_better", True))
+    bv, iv = base.get("values") or [], inc.get("values") or []
+    if not bv or not iv or base.get("workdir") == inc.get("workdir"):
+        return None
+    out: dict[str, Any] = {"before": base.get("median"), "after": inc.get("median"),
+                           "pct": pct_change(base.get("median"), inc.get("median"), lower_is_better=lib), "ci": None}  # fmt: skip
+    try:
+        cmp = compare_arms(bv, iv, lower_is_better=lib)
+    except ValueError:
+        return out
+    out["ci"] = gain_ci(cmp.ci95, lib)
+    out["p_value"] = cmp.p_value
+    return out
+
+
+def kept_changes(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The kept experiments, largest measured gain first, each with its own CI."""
+    lib = bool(metric_of(doc).get("lower_is_better", True))
+    out = []
+    for e in doc.get("experiments", []):
+        if not e.get("kept"):
+            continue
+        cmp = e.get("comparison") or {}
+        out.append({"iteration": e["iteration"], "proposal": e["proposal_id"], "strategy": e["strategy"],
+                    "pct": cmp.get("change_pct"), "ci": gain_ci(cmp.get("ci95"), lib)})  # fmt: skip
+    return sorted(out, key=lambda k: -(k["pct"] or 0.0))
+
+
+def next_steps(doc: dict[str, Any], limit: int = 3) -> list[dict[str, Any]]:
+    """What is left to try: open or recommended proposals by weighted score, each with its bound."""
+    open_ = [
+        p for p in doc.get("proposals", []) if p.get("status") in ("proposed", "manual") and p.get("citation")
+    ]
+    open_.sort(key=lambda p: (-(0.5 * p.get("app_impact_pct", 0.0) + 0.5 * p.get("system_impact_pct", 0.0)),
+                              p["id"]))  # fmt: skip
+    return open_[:limit]
+
+
+def io_bound_pct(doc: dict[str, Any]) -> float | None:
+    """At most this much more can any I/O fix save: the best kept arm's unoverlapped I/O share."""
+    for key in ("incumbent", "baseline"):
+        f = (doc.get(key) or {}).get("unoverlapped_io_fraction")
+        if f is not None:
+            return 100.0 * float(f)
+    return None
+
+
+def headline(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """The report's first screen: what is slow, what fixed it, by how much, what next, what is covered."""
+    from dftune.tools.report.plots import load_analysis
+
+    metric = metric_of(doc)
+    unit, name = metric.get("unit", ""), metric.get("name", "metric")
+    rows: list[tuple[str, str]] = []
+    a = load_analysis((doc.get("baseline") or {}).get("analysis_path"))
+    if a is not None:
+        rows.append(("I/O", f"{100 * a.io_fraction_of_job:.0f}% of the processes' run time is spent in I/O calls, "
+                            f"{100 * a.unoverlapped_io_fraction:.0f}% of the job time not hidden behind compute "
+                            f"(baseline trace: {a.job_time_s:.3g} s, {a.processes} process(es))"))  # fmt: skip
+    else:
+        rows.append(("I/O", "not traced: the share of I/O in the run time is unknown"))
+    bns = (doc.get("diagnosis") or {}).get("bottlenecks") or []
+    if bns:
+        b = bns[0]
+        rows.append(("Bottleneck", f"{b.get('category')} (score {b.get('score')}/5, rule {b.get('id')}): "
+                                   f"{b.get('evidence') or b.get('message') or ''}".rstrip(": ")))  # fmt: skip
+    elif doc.get("diagnosis"):
+        rows.append(("Bottleneck", "no diagnosis rule fired on the baseline trace"))
+    base = doc.get("baseline") or {}
+    kept = kept_changes(doc)
+    total = overall(doc)
+    if kept and total is not None:
+        best = kept[0]
+        rows.append(("Best change", f"{best['proposal']} ({best['strategy']}, opt{best['iteration']}): "
+                                    f"{gain_text(best['pct'], best['ci'])} on {name}"))  # fmt: skip
+        settings = ", ".join(k["proposal"] for k in kept)
+        rows.append(("Overall", f"{name} {with_unit(total['before'], unit)} -> {with_unit(total['after'], unit)}: "
+                                f"{gain_text(total['pct'], total['ci'])} with {settings} kept"))  # fmt: skip
+    elif base.get("median") is not None:
+        rows.append(("Best change", f"none kept: {name} stays at the baseline median {with_unit(base['median'], unit)}"
+                                    f" ({sum(x.get('candidate') is not None for x in doc.get('experiments', []))} "
+                                    "experiment(s) measured)"))  # fmt: skip
+    bound = io_bound_pct(doc)
+    bound_text = (
+        f"; bounded by the I/O not hidden behind compute: {bound:.0f}% of the job time"
+        if bound is not None
+        else ""
+    )
+    nxt = next_steps(doc, 1)
+    if nxt:
+        p = nxt[0]
+        how = "try it next" if p["status"] == "proposed" else "a change to make by hand"
+        rows.append(("Next", f"{p['strategy']} ({p['id']}, {how}): expected {p.get('app_impact_pct', 0.0):.0f}% on "
+                             f"{name} ({p.get('app_impact_source', 'estimate')}){bound_text}"))  # fmt: skip
+    elif base:
+        rows.append(("Next", f"nothing left that fits this workload{bound_text}"))
+    rows.append(("Coverage", coverage_note(doc)[1].removeprefix("Coverage: ")))
+    return rows
+
+
+def hotspots(analysis: Any, limit: int = 5) -> dict[str, Any]:
+    """Top files and processes by I/O time and by bytes, from an analysis with file and proc views.
+
+    File names are shown relative to the folder they share (``file_prefix``), so the part that
+    differs is what a reader sees."""
+    out: dict[str, Any] = {"file_prefix": ""}
+    for view in ("file", "proc"):
+        rows = list(((analysis.views or {}).get(view) or {}).get("rows", [])) if analysis is not None else []
+        by_time = sorted(rows, key=lambda r: -(r.get("io_time_s") or 0.0))[:limit]
+        by_bytes = sorted(rows, key=lambda r: -((r.get("read_bytes") or 0) + (r.get("write_bytes") or 0)))[
+            :limit
+        ]
+        out[f"{view}_by_time"] = [_hot(view, r) for r in by_time]
+        out[f"{view}_by_bytes"] = [_hot(view, r) for r in by_bytes
+                                   if (r.get("read_bytes") or 0) + (r.get("write_bytes") or 0)]  # fmt: skip
+    names = [r["name"] for k in ("file_by_time", "file_by_bytes") for r in out[k]]
+    if len(set(names)) > 1 and all(n.startswith("/") for n in names):
+        prefix = os.path.commonpath(names)
+        if len(prefix) > 1:
+            out["file_prefix"] = prefix
+            for k in ("file_by_time", "file_by_bytes"):
+                for r in out[k]:
+                    r["name"] = os.path.relpath(r["name"], prefix)
+    return out
+
+
+def process_name(r: dict[str, Any]) -> str:
+    if r.get("rank") is not None:
+        return f"rank {r['rank']}"
+    return f"pid {r.get('pid')}" + (f"@{r['host']}" if r.get("host") else "")
+
+
+def _hot(view: str, r: dict[str, Any]) -> dict[str, Any]:
+    return {"name": str(r.get("path")) if view == "file" else process_name(r), "io_time_s": r.get("io_time_s") or 0.0,
+            "read_bytes": r.get("read_bytes") or 0, "write_bytes": r.get("write_bytes") or 0,
+            "ops": (r.get("read_count") or 0) + (r.get("write_count") or 0) + (r.get("metadata_count") or 0)}  # fmt: skip

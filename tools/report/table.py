@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dftune.core.safetext import md_link, md_text
+from dftune.core.terminal import Col
+
 #: The seed's proposal-table columns, in its order.
 PROPOSAL_COLUMNS = (
     "#",
@@ -22,6 +25,20 @@ PROPOSAL_COLUMNS = (
 )
 #: What the reports add to the seed's columns.
 EXTRA_COLUMNS = ("Status", "Citation")
+#: The terminal's columns: the seed's six and the status (the citation is in the reports).
+TERMINAL_COLUMNS = (
+    Col("#", justify="right"),
+    Col("Strategy"),
+    Col("Description of Optimization", wrap=True, min_width=28),
+    Col("App Impact", justify="right"),
+    Col("System Impact", justify="right"),
+    Col("Weighted Score", justify="right"),
+    Col("Status"),
+)
+
+
+class Md(str):
+    """Text that is Markdown already (a link built by :func:`md_link`): not escaped again."""
 
 
 def impact_text(pct: float, source: str) -> str:
@@ -43,19 +60,40 @@ def proposal_cells(row: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def terminal_cells(row: Mapping[str, Any]) -> list[str]:
+    """One row for :data:`TERMINAL_COLUMNS` (impacts as ``30.0% estimate``)."""
+    return [
+        str(row["#"]),
+        str(row["strategy"]),
+        str(row["description"]),
+        f"{row['app_impact_pct']:.1f}% {row['app_impact_source']}",
+        f"{row['system_impact_pct']:.1f}% {row['system_impact_source']}",
+        f"{row['weighted_score']:.2f}",
+        str(row["status"]),
+    ]
+
+
 def markdown_cell(value: Any) -> str:
-    """A value as one Markdown table cell: one line, pipes escaped, '-' for nothing."""
-    text = "-" if value is None or value == "" else str(value)
-    return " ".join(text.split()).replace("|", "\\|")
+    """A value as one Markdown table cell: one line, literal text (escaped), '-' for nothing."""
+    if isinstance(value, Md):
+        return str(value)
+    return "-" if value is None or value == "" else md_text(value)
 
 
 def markdown_table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     """A GitHub-flavoured Markdown table, one list item per line."""
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out = ["| " + " | ".join(markdown_cell(h) if h else " " for h in head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in rows]
     return out
 
 
 def proposal_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The whole proposal table in Markdown (the reports and the MCP tool)."""
-    return markdown_table([*PROPOSAL_COLUMNS, *EXTRA_COLUMNS], [proposal_cells(r) for r in rows])
+    """The whole proposal table in Markdown (the reports and the MCP tool); citations link only http(s)."""
+    cells = []
+    for r in rows:
+        row: list[Any] = proposal_cells(r)[:-1]
+        row.append(
+            Md(f"{md_text(r['citation'])} {md_link(r.get('url'))}") if r.get("citation") else "UNSUPPORTED"
+        )
+        cells.append(row)
+    return markdown_table([*PROPOSAL_COLUMNS, *EXTRA_COLUMNS], cells)

@@ -98,6 +98,9 @@ class Launcher(_Strict):
     #: extra arguments for mpirun / sbatch / flux submit
     extra_args: list[str] = []
     poll_s: float = Field(default=2.0, gt=0)
+    #: baseline replicates of this workload that may run at once on this machine (local, mpirun);
+    #: Slurm and Flux replicates are separate jobs and run as the cluster schedules them
+    parallel: int = Field(default=1, ge=1, le=64)
 
 
 class WorkloadSpec(_Strict):

@@ -1,28 +1,41 @@
-"""Terminal rendering of an :class:`Analysis` (Rich).  Analysis code never prints; this does."""
+"""Terminal rendering of an :class:`Analysis` (Rich).  Analysis code never prints; this does.
+
+Readable at 80 columns: small tables are key/value lists or transposed (size bins down the
+side), the views are tables when they fit and stacked blocks when not (see
+:mod:`dftune.core.terminal`); paths and counts are never cut. Trace data (file names, command
+lines, hosts, categories) is printed as text: never Rich markup, never a raw control character.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
-from rich.text import Text
 
+from dftune.core.terminal import Col, responsive, text
 from dftune.tools.trace.model import Analysis, FamilyStats
 
 MIB = float(1 << 20)
-#: Columns shown in the terminal per view (``--json`` carries every column).
-VIEW_COLUMNS: dict[str, tuple[str, ...]] = {
-    "file": ("path", "processes", "read_count", "read_bytes", "write_count", "write_bytes", "metadata_count",
-             "io_time_s", "seq_pct", "rand_pct"),
-    "proc": ("host", "pid", "rank", "events", "lifetime_s", "read_count", "read_bytes", "write_count", "write_bytes",
-             "io_time_s", "io_wall_s", "unoverlapped_io_s"),
-    "time": ("start_s", "end_s", "read_count", "read_bytes", "write_count", "write_bytes", "metadata_count",
-             "io_time_s", "bandwidth_mib_s"),
-    "layer": ("cat", "count", "time_s", "mean_ms", "share_of_job_pct"),
+#: Columns shown in the terminal per view (``--json`` carries every column), with their headers.
+VIEW_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "file": (("path", "path"), ("processes", "procs"), ("read_count", "reads"), ("read_bytes", "read"),
+             ("write_count", "writes"), ("write_bytes", "written"), ("metadata_count", "meta ops"),
+             ("io_time_s", "I/O s"), ("seq_pct", "seq %"), ("rand_pct", "rand %")),
+    "proc": (("host", "host"), ("pid", "pid"), ("rank", "rank"), ("events", "events"), ("lifetime_s", "life s"),
+             ("read_count", "reads"), ("read_bytes", "read"), ("write_count", "writes"), ("write_bytes", "written"),
+             ("io_time_s", "I/O s"), ("io_wall_s", "I/O wall s"), ("unoverlapped_io_s", "unoverl. s")),
+    "time": (("start_s", "start s"), ("end_s", "end s"), ("read_count", "reads"), ("read_bytes", "read"),
+             ("write_count", "writes"), ("write_bytes", "written"), ("metadata_count", "meta ops"),
+             ("io_time_s", "I/O s"), ("bandwidth_mib_s", "MiB/s")),
+    "layer": (("cat", "category"), ("count", "events"), ("time_s", "time s"), ("mean_ms", "mean ms"),
+              ("share_of_job_pct", "% of job")),
 }  # fmt: skip
 _BYTE_COLUMNS = {"read_bytes", "write_bytes"}
+_TEXT_COLUMNS = {"path", "host", "cmd", "cat"}
+#: Heads of the stacked layout per view (the cells that name the row).
+_HEADS = {"file": (0,), "proc": (0, 1, 2), "time": (0, 1), "layer": (0,)}
 
 
 def human_bytes(n: float | None) -> str:
@@ -35,11 +48,6 @@ def human_bytes(n: float | None) -> str:
     return f"{n:,.1f} PiB"  # pragma: no cover
 
 
-def shorten(text: str, width: int = 48) -> str:
-    """Keep the informative tail of a long path: '…/train/img_002_of_168.hdf5'."""
-    return text if len(text) <= width else "…" + text[-(width - 1) :]
-
-
 def _num(v: Any, digits: int = 2) -> str:
     if v is None:
         return "-"
@@ -50,8 +58,19 @@ def _num(v: Any, digits: int = 2) -> str:
     return str(v)
 
 
+def _pairs(title: str, rows: list[tuple[str, str]]) -> Table:
+    """A key/value list: fits any width (the values wrap at word boundaries)."""
+    t = Table.grid(padding=(0, 2))
+    t.title, t.title_justify = title, "left"
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column(overflow="fold")
+    for k, v in rows:
+        t.add_row(text(k), text(v))
+    return t
+
+
 class AnalysisRenderer:
-    """Renders the summary and any requested views as Rich tables."""
+    """Renders the summary and any requested views."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -66,93 +85,72 @@ class AnalysisRenderer:
                 self.console.print(self.view(name, view))
 
     def summary(self, a: Analysis) -> Group:
-        head = Table.grid(padding=(0, 2))
-        head.add_column(style="bold")
-        head.add_column()
         fmt = ", ".join(f"{k} ({v:,} lines)" for k, v in a.formats.items()) or "-"
-        head.add_row(
-            "trace files", f"{a.files:,}" + (f"  ({len(a.empty_files)} empty)" if a.empty_files else "")
-        )
-        head.add_row("format", fmt)
-        head.add_row("events", f"{a.events:,} complete, {a.metadata_lines:,} metadata, "
-                     f"{a.aggregated_events:,} aggregated, {a.counter_events:,} counter")  # fmt: skip
-        head.add_row("skipped lines", f"{a.skipped_lines:,}")
-        head.add_row("processes / hosts", f"{a.processes:,} / {len(a.hosts):,}")
-        head.add_row("job time", f"{a.job_time_s:,.3f} s")
-        head.add_row("files accessed", f"{a.files_accessed:,}")
-
-        fam = Table(title="I/O by family", title_justify="left")
-        for col in ("family", "ops", "bytes", "time (s)", "time %", "mean xfer", "MiB/s (io time)"):
-            fam.add_column(col, justify="right" if col != "family" else "left")
+        head = _pairs("", [
+            ("trace files", f"{a.files:,}" + (f"  ({len(a.empty_files)} empty)" if a.empty_files else "")),
+            ("format", fmt),
+            ("events", f"{a.events:,} complete, {a.metadata_lines:,} metadata, {a.aggregated_events:,} aggregated, "
+                       f"{a.counter_events:,} counter"),
+            ("skipped lines", f"{a.skipped_lines:,}"),
+            ("processes / hosts", f"{a.processes:,} / {len(a.hosts):,}"),
+            ("job time", f"{a.job_time_s:,.3f} s"),
+            ("files accessed", f"{a.files_accessed:,}"),
+        ])  # fmt: skip
         shares = {"read": a.read_time_pct, "write": a.write_time_pct, "metadata": a.metadata_time_pct}
-        for name, st in (("read", a.read), ("write", a.write), ("metadata", a.metadata), ("sync", a.sync)):
-            fam.add_row(name, _num(st.count), _bytes_cell(st, name), _num(st.time_s, 3),
-                        _num(shares.get(name), 1) if name in shares else "-",
-                        human_bytes(st.mean_xfer_bytes), _num(st.bw_io_time_mib_s, 1))  # fmt: skip
-
-        pat = Table(title="Access pattern", title_justify="left")
-        for col in ("small (<1 MiB) %", "sequential %", "consecutive %", "random %", "classified", "shape"):
-            pat.add_column(col, justify="right")
-        pat.add_row(_num(a.small_io_pct, 1), _num(a.seq_pct, 1), _num(a.consecutive_pct, 1), _num(a.rand_pct, 1),
-                    _num(a.classified_accesses), a.shape.kind)  # fmt: skip
-
-        ovl = Table(title="Time", title_justify="left")
-        for col in (
-            "I/O call time (s)",
-            "I/O wall (s)",
-            "unoverlapped I/O (s)",
-            "I/O share of job",
-            "imbalance (time)",
-        ):
-            ovl.add_column(col, justify="right")
-        ovl.add_row(_num(a.io_time_s, 3), _num(a.io_wall_time_s, 3), _num(a.unoverlapped_io_time_s, 3),
-                    f"{100 * a.io_fraction_of_job:,.1f} %", _num(a.imbalance.time_max_mean, 3))  # fmt: skip
-
-        hist = Table(title="Transfer sizes (ops)", title_justify="left")
-        hist.add_column("family")
+        fam_cols = [Col("family"), *(Col(h, justify="right") for h in ("ops", "bytes", "time s", "time %", "mean xfer",
+                                                                          "MiB/s in I/O"))]  # fmt: skip
+        fam_rows = [[name, _num(st.count), _bytes_cell(st, name), _num(st.time_s, 3),
+                     _num(shares.get(name), 1) if name in shares else "-", human_bytes(st.mean_xfer_bytes),
+                     _num(st.bw_io_time_mib_s, 1)]
+                    for name, st in (("read", a.read), ("write", a.write), ("metadata", a.metadata), ("sync", a.sync))]  # fmt: skip
+        pattern = _pairs("Access pattern", [
+            ("small (< 1 MiB)", f"{_num(a.small_io_pct, 1)} %"), ("sequential", f"{_num(a.seq_pct, 1)} %"),
+            ("consecutive", f"{_num(a.consecutive_pct, 1)} %"), ("random", f"{_num(a.rand_pct, 1)} %"),
+            ("classified accesses", _num(a.classified_accesses)), ("shape", f"{a.shape.kind}: {a.shape.reason}"),
+        ])  # fmt: skip
+        times = _pairs("Time", [
+            ("I/O call time", f"{_num(a.io_time_s, 3)} s"), ("I/O wall time", f"{_num(a.io_wall_time_s, 3)} s"),
+            ("unoverlapped I/O", f"{_num(a.unoverlapped_io_time_s, 3)} s"),
+            ("I/O share of job", f"{100 * a.io_fraction_of_job:,.1f} %"),
+            ("imbalance (time)", _num(a.imbalance.time_max_mean, 3)),
+        ])  # fmt: skip
         bins = list(next(iter(a.xfer_size_hist.values()), {}).keys())
-        for b in bins:
-            hist.add_column(b, justify="right")
-        for fam_name, counts in a.xfer_size_hist.items():
-            hist.add_row(fam_name, *(_num(counts[b]) for b in bins))
-
-        parts: list[Any] = [Panel(head, title="dftune analyze", expand=False), fam, pat, ovl, hist]
+        fams = list(a.xfer_size_hist)
+        hist = responsive(self.console, "Transfer sizes (ops per bin)", [Col("size"), *(Col(f, justify="right") for f in fams)],
+                          [[b, *(_num(a.xfer_size_hist[f][b]) for f in fams)] for b in bins])  # fmt: skip
+        parts: list[RenderableType] = [Panel(head, title="dftune analyze", expand=False),
+                                       responsive(self.console, "I/O by family", fam_cols, fam_rows), pattern, times, hist]  # fmt: skip
         if a.layers:
-            lay = Table(title="Layers (application categories)", title_justify="left")
-            for col in ("category", "events", "time (s)", "mean (ms)", "% of process-time"):
-                lay.add_column(col, justify="right" if col != "category" else "left")
-            for layer in a.layers[:15]:
-                lay.add_row(layer.cat, _num(layer.count), _num(layer.time_s, 3), _num(layer.mean_ms, 3),
-                            _num(layer.share_of_job_pct, 1))  # fmt: skip
-            parts.append(lay)
-        parts.append(Text(f"shape: {a.shape.kind} - {a.shape.reason}", style="dim"))
+            cols = [
+                Col("category"),
+                *(Col(h, justify="right") for h in ("events", "time s", "mean ms", "% of process-time")),
+            ]
+            rows = [[layer.cat, _num(layer.count), _num(layer.time_s, 3), _num(layer.mean_ms, 3),
+                     _num(layer.share_of_job_pct, 1)] for layer in a.layers[:15]]  # fmt: skip
+            parts.append(responsive(self.console, "Layers (application categories)", cols, rows))
         for w in a.warnings:
-            parts.append(Text(f"warning: {w}", style="yellow"))
+            parts.append(text(f"warning: {w}", "yellow"))
         for s in a.skipped[:10]:
             where = f"{s.file}:{s.line}" if s.line is not None else s.file
-            parts.append(Text(f"skipped {where}: {s.reason}", style="yellow"))
+            parts.append(text(f"skipped {where}: {s.reason}", "yellow"))
         return Group(*parts)
 
-    def view(self, name: str, view: dict[str, Any]) -> Table:
+    def view(self, name: str, view: dict[str, Any]) -> RenderableType:
         rows: list[dict[str, Any]] = view.get("rows", [])
         title = f"View: {name}"
-        if "total" in view and view["total"] > len(rows):
-            title += f" (top {len(rows):,} of {view['total']:,})"
-        table = Table(title=title, title_justify="left")
-        if not rows:
-            table.add_column("(no rows)")
-            return table
-        columns = [c for c in VIEW_COLUMNS.get(name, tuple(rows[0])) if c in rows[0]]
-        for col in columns:
-            table.add_column(col, justify="left" if col in ("path", "host", "cmd", "cat") else "right",
-                             no_wrap=col == "path")  # fmt: skip
         limit = 50 if name == "file" else 200
-        for row in rows[:limit]:
-            table.add_row(*(
-                human_bytes(row[c]) if c in _BYTE_COLUMNS else shorten(str(row[c])) if c == "path" else _num(row[c], 3)
-                for c in columns
-            ))  # fmt: skip
-        return table
+        total = max(int(view.get("total") or 0), len(rows))
+        if total > min(len(rows), limit):
+            title += f" (top {min(len(rows), limit):,} of {total:,}; --json has all)"
+        if not rows:
+            return text(f"{title}: no rows")
+        spec = VIEW_COLUMNS.get(name, tuple((k, k) for k in rows[0]))
+        columns = [(key, header) for key, header in spec if key in rows[0]]
+        cols = [Col(header, justify="left" if key in _TEXT_COLUMNS else "right") for key, header in columns]
+        cells = [[human_bytes(row[k]) if k in _BYTE_COLUMNS else row[k] if k in _TEXT_COLUMNS else _num(row[k], 3)
+                  for k, _ in columns] for row in rows[:limit]]  # fmt: skip
+        heads = tuple(i for i in _HEADS.get(name, (0,)) if i < len(cols))
+        return responsive(self.console, title, cols, cells, head=heads)
 
 
 def _bytes_cell(st: FamilyStats, name: str) -> str:

@@ -1,0 +1,39 @@
+"""``dftune run A B C`` / ``resume CAMPAIGN`` / ``history CAMPAIGN`` in the terminal (Rich, 80 columns up)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from dftune.core.terminal import Col, responsive, text
+from dftune.tools.report.campaign import change_text, medians_text, units_text
+
+
+class CampaignRenderer:
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def render(self, r: dict[str, Any]) -> None:
+        c = self.console
+        c.print(text(f"campaign {r['campaign_id']}: {r['status']}", "bold"))
+        c.print(text(r.get("timing") or ""))
+        c.print(text(r["coverage"], "bold yellow" if r.get("partial") else ""))
+        cols = [Col("workload"), Col("status"), Col("baseline units"), Col("baseline -> best kept", justify="right"),
+                Col("change (95% CI)", wrap=True, min_width=14), Col("experiments (kept)", justify="right")]  # fmt: skip
+        rows = [[m["workload"], m["status"], units_text(m.get("coverage")), medians_text(m), change_text(m),
+                 f"{m.get('experiments', 0)} ({m.get('wins', 0)})"] for m in r["members"]]  # fmt: skip
+        c.print(responsive(c, "Workloads", cols, rows, head=(0, 1)))
+        for m in r["members"]:
+            c.print(
+                text(f"{m['workload']}: run {m['run_id']}" + (f" - {m['reason']}" if m.get("reason") else ""))
+            )
+        if r.get("report"):
+            c.print(text(f"report: {r['report']}"), soft_wrap=True)
+        if r.get("html"):
+            c.print(text(f"html: {r['html']}"), soft_wrap=True)
+
+    def render_history(self, events: list[dict[str, Any]]) -> None:
+        cols = [Col("time"), Col("event"), Col("what", wrap=True, min_width=30)]
+        rows = [[str(ev.get("time", ""))[:19], ev.get("event"), ev.get("message")] for ev in events]
+        self.console.print(responsive(self.console, "Campaign events", cols, rows, head=(0, 1)))

@@ -1,0 +1,161 @@
+"""Campaigns on disk: ``$DFTUNE_HOME/campaigns/<id>/`` with its metadata, event log and reports.
+
+A campaign tunes several workloads in one night; each workload keeps its own run under
+``runs/<run_id>`` (its opt<n> layout, KB records and report). The campaign folder holds what
+belongs to the whole: ``campaign.json`` (settings, deadline, each member's run id, status and
+coverage), ``events.jsonl`` (its history) and the combined ``report.md`` / ``report.html``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from dftune.core.fsio import atomic_write_bytes
+from dftune.core.home import dftune_home
+from dftune.tools.session.layout import RunNotFound, WorkspaceError, validate_run_id
+
+CAMPAIGNS_DIRNAME = "campaigns"
+META = "campaign.json"
+EVENTS = "events.jsonl"
+SCHEMA = "dftune.campaign/1"
+CampaignStatus = Literal["running", "completed", "interrupted", "failed"]
+
+
+class Member(BaseModel):
+    """One workload of the campaign and what became of its run."""
+
+    model_config = ConfigDict(extra="forbid")
+    spec_path: str
+    workload: str
+    run_id: str
+    #: pending (not started), running, then the run's own status (completed, failed, not_worth_tuning,
+    #: awaiting_approval) or interrupted (the deadline came before its baseline was ready)
+    status: str = "pending"
+    reason: str = ""
+    coverage: dict[str, Any] | None = None
+
+
+class CampaignMeta(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    schema_: str = Field(SCHEMA, alias="schema")
+    id: str
+    name: str
+    created: datetime
+    updated: datetime | None = None
+    ended: datetime | None = None
+    status: CampaignStatus = "running"
+    status_reason: str = ""
+    #: epoch seconds; None: no wall-clock budget
+    deadline: float | None = None
+    budget: str = ""
+    #: the settings every member run gets (mode, max_experiments, replicates, model, ...)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    members: list[Member]
+    #: the process driving it (a campaign whose driver is gone shows as interrupted)
+    pid: int | None = None
+
+    def member(self, run_id: str) -> Member:
+        for m in self.members:
+            if m.run_id == run_id:
+                return m
+        raise KeyError(run_id)
+
+
+class CampaignStore:
+    """Campaign folders under ``<home>/campaigns``."""
+
+    def __init__(self, home: str | Path | None = None) -> None:
+        self._home = Path(home) if home is not None else None
+
+    @property
+    def root(self) -> Path:
+        root = (self._home if self._home is not None else dftune_home()) / CAMPAIGNS_DIRNAME
+        root.mkdir(parents=True, exist_ok=True)
+        return root
+
+    def dir(self, campaign_id: str) -> Path:
+        return self.root / validate_run_id(campaign_id)
+
+    def exists(self, campaign_id: str) -> bool:
+        try:
+            return (self.dir(campaign_id) / META).is_file()
+        except WorkspaceError:
+            return False
+
+    def create(self, meta: CampaignMeta) -> None:
+        path = self.dir(meta.id)
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            raise WorkspaceError(f"campaign {meta.id!r} already exists at {path}") from None
+        self.write(meta)
+
+    def read(self, campaign_id: str) -> CampaignMeta:
+        path = self.dir(campaign_id) / META
+        try:
+            return CampaignMeta.model_validate_json(path.read_bytes())
+        except FileNotFoundError:
+            raise RunNotFound(f"no campaign {campaign_id!r} under {self.root}") from None
+        except ValidationError as exc:
+            raise WorkspaceError(f"{path} is not valid campaign metadata: {exc.errors()[0]['msg']}") from None
+
+    def write(self, meta: CampaignMeta) -> None:
+        meta.updated = datetime.now(UTC)
+        atomic_write_bytes(
+            self.dir(meta.id) / META, meta.model_dump_json(indent=2, by_alias=True).encode("utf-8")
+        )
+
+    def log(self, campaign_id: str, event: str, message: str, **data: Any) -> None:
+        line = {
+            "time": datetime.now(UTC).isoformat(timespec="seconds"),
+            "event": event,
+            "message": message,
+            **data,
+        }
+        with open(self.dir(campaign_id) / EVENTS, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(line, default=str) + "\n")
+
+    def events(self, campaign_id: str) -> list[dict[str, Any]]:
+        path = self.dir(campaign_id) / EVENTS
+        if not self.exists(campaign_id):
+            raise RunNotFound(f"no campaign {campaign_id!r} under {self.root}")
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue  # a line cut by a crash
+        return out
+
+    def list(self) -> list[CampaignMeta]:
+        out = []
+        for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
+            if entry.is_dir(follow_symlinks=False) and self.exists(entry.name):
+                try:
+                    out.append(self.read(entry.name))
+                except WorkspaceError:
+                    continue
+        return out
+
+
+def driver_alive(meta: CampaignMeta) -> bool:
+    """Whether the process that drives a running campaign still exists (this host)."""
+    if meta.pid is None:
+        return False
+    try:
+        os.kill(meta.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
