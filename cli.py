@@ -568,7 +568,7 @@ def doctor(
         for p in report["pitfalls"]:
             out.print(Text("  blind spot", style="yellow") + text(f": {p['message']}"))
         for name, version in report["software"].items():
-            if name != "dftracer":
+            if name not in ("dftracer", "mpirun"):  # the launcher has its own line below
                 out.print(text(f"{name}: ") + (text(version) if version else Text("not found", style="dim")),
                           soft_wrap=True)  # fmt: skip
         launcher = report.get("mpi_launcher") or {}

@@ -86,7 +86,10 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     cand_a = load_analysis(exp.candidate.analysis_path)
     if base_a is not None and cand_a is not None:
         records.append(no_doing_less_guard(base_a, cand_a, strategy=strategy))
-    records.append(non_degradation_guard(metric_scope="system", app_before=exp.reference.median,
+    # the same rule as record: only a change that moved the system metric is judged as a system optimization
+    moved = pct_change(exp.reference.io_bandwidth, exp.candidate.io_bandwidth, lower_is_better=False)
+    scope = "system" if moved is not None and abs(moved) >= SYSTEM_RESULT_MIN_PCT else "app"
+    records.append(non_degradation_guard(metric_scope=scope, app_before=exp.reference.median,
                                          app_after=exp.candidate.median,
                                          lower_is_better=spec.metric.lower_is_better))  # fmt: skip
     events = [log("guards", f"opt{exp.iteration}: {d.guard} {'passed' if d.passed else 'FAILED'}: {d.reason}")

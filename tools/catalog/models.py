@@ -182,6 +182,9 @@ class Strategy(_Model):
     privilege: Privilege
     #: Software or hardware the strategy presumes (e.g. "mpi-io", "hdf5", "pytorch", "gpu").
     requires: list[str] = Field(default_factory=list)
+    #: The I/O it acts on (any of them): it fits only a job whose trace does some of it
+    #: (no write buffering for a read-only job); empty: any job.
+    io: list[Literal["read", "write"]] = Field(default_factory=list)
     apply: Apply | None = None
     rollback: Rollback | None = None
     parameters: list[Parameter] = Field(default_factory=list)

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from dftune.core.vocabulary import CATEGORIES, CHECKLIST
-from dftune.tools.catalog import default_catalog, strategies_for
+from dftune.tools.catalog import Strategy, default_catalog, strategies_for
 from dftune.tools.diagnose.metrics import (
     file_metrics,
     layer_metrics,
@@ -141,7 +141,36 @@ def gate(analysis: Analysis, table: dict[str, Any] | None = None) -> Gate:
                 allowed_layers=layers, reason=reason)  # fmt: skip
 
 
-def _candidates(category: str, fs_type: str, layers: list[str]) -> list[CandidateStrategy]:
+#: Trace evidence that a job uses MPI (file names of the MPI library or its Python binding, launcher
+#: command lines); dftracer's preload mode records no MPI calls, so the libraries it opens are the sign.
+_MPI_HINTS = ("libmpi", "mpi4py", "libromio", "mpich", "openmpi", "mpirun", "mpiexec", "srun ")
+
+
+def uses_mpi(analysis: Analysis) -> bool:
+    """Whether the trace shows MPI: ranks, or MPI libraries and launchers among its files and command lines."""
+    procs = (analysis.views.get("proc") or {}).get("rows", [])
+    if any(p.get("rank") is not None for p in procs):
+        return True
+    texts = [str(p.get("cmd") or "") for p in procs]
+    texts += [str(f.get("path") or "") for f in (analysis.views.get("file") or {}).get("rows", [])]
+    texts += [f"{e.cat} {e.name}" for e in analysis.app_events[:200]]
+    return any(h in t.lower() for t in texts for h in _MPI_HINTS)
+
+
+def misfit(s: Strategy, analysis: Analysis) -> str | None:
+    """Why a strategy does not fit this job (it acts on I/O the job does not do, or presumes MPI), or None."""
+    does = {"read": analysis.read.count > 0, "write": analysis.write.count > 0}
+    if s.io and not any(does[f] for f in s.io):
+        return f"acts on {' or '.join(s.io)}s, and the trace has none"
+    if any("mpi" in r.lower() for r in s.requires) and not uses_mpi(analysis):
+        return "presumes MPI, and the trace shows no MPI (no ranks, no MPI library opened)"
+    return None
+
+
+def _candidates(
+    category: str, fs_type: str, layers: list[str], analysis: Analysis | None = None
+) -> list[CandidateStrategy]:
+    """Strategies for one bottleneck that may run on this filesystem and layer and fit this job (when known)."""
     cat = default_catalog()
     out = [
         CandidateStrategy(
@@ -152,7 +181,7 @@ def _candidates(category: str, fs_type: str, layers: list[str]) -> list[Candidat
             cited=cat.is_supported(s.id),
         )
         for s in strategies_for(category, fs_type, cat)
-        if s.layer in layers
+        if s.layer in layers and (analysis is None or misfit(s, analysis) is None)
     ]
     out.sort(key=lambda c: (not c.cited, c.layer, c.id))
     return out
@@ -208,7 +237,7 @@ def diagnose_analysis(
     bottlenecks = []
     for f in findings:
         b = Bottleneck(**f.model_dump())
-        b.candidates = _candidates(f.category, fs_type, g.allowed_layers)
+        b.candidates = _candidates(f.category, fs_type, g.allowed_layers, analysis)
         bottlenecks.append(b)
     scores = {c: 0 for c in CATEGORIES}
     for b in bottlenecks:

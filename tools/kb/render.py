@@ -126,11 +126,40 @@ def _citation(r: KbRecord) -> str:
     return f"{r.citation}{url}"
 
 
-def _row(r: KbRecord) -> str:
+def _row(r: KbRecord, same: Sequence[KbRecord] = ()) -> str:
+    """One table row; ``same`` are later records of the same refusal, listed in this row (never repeated)."""
     strategy = f"`{r.strategy}`" + (f" {r.strategy_name}" if r.strategy_name else "")
-    cells = (str(r.id), strategy, _where(r), _metric(r), _change(r), _verdict(r), _guards(r), _citation(r),
-             r.caveats)  # fmt: skip
+    ids = ", ".join(str(x.id) for x in (r, *same))
+    where = _where(r)
+    if same:
+        runs = sorted({x.run_id for x in (r, *same) if x.run_id})
+        where = (f"workload {r.workload} (system {r.system}); refused the same way in {len(runs) or len(same) + 1} "
+                 f"run(s): {', '.join(runs)}")  # fmt: skip
+    cells = (ids, strategy, where, _metric(r), _change(r), _verdict(r), _guards(r), _citation(r), r.caveats)
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def _refusal_key(r: KbRecord) -> tuple[str, ...] | None:
+    """Refusals (nothing measured) of the same strategy, for the same reason, on the same workload and
+    system are one finding: every run that meets the strategy refuses it again."""
+    if r.verdict not in ("rejected", "unsupported") or r.before is not None or r.after is not None:
+        return None
+    return (r.scope, r.strategy, r.system, r.workload, r.verdict, r.verdict_reason)
+
+
+def _rows(records: Sequence[KbRecord]) -> list[str]:
+    groups: dict[tuple[str, ...], list[KbRecord]] = {}
+    out: list[tuple[KbRecord, list[KbRecord]]] = []
+    for r in records:
+        key = _refusal_key(r)
+        if key is None:
+            out.append((r, []))
+        elif key in groups:
+            groups[key].append(r)
+        else:
+            groups[key] = []
+            out.append((r, groups[key]))
+    return [_row(r, same) for r, same in out]
 
 
 def render_markdown(records: Sequence[KbRecord]) -> str:
@@ -170,7 +199,7 @@ def render_markdown(records: Sequence[KbRecord]) -> str:
             continue
         lines.append("| " + " | ".join(COLUMNS) + " |")
         lines.append("|" + "|".join("---" for _ in COLUMNS) + "|")
-        lines += [_row(r) for r in rows]
+        lines += _rows(rows)
         lines.append("")
     return "\n".join(lines)
 
