@@ -332,7 +332,7 @@ def run(
             file, specs = load_campaign_file(specs[0])
         budget_text = time_budget or (file.time_budget if file and not deadline else None)
         until = resolve(budget_text, deadline or (file.deadline if file and not time_budget else None))
-        settings = {
+        settings: dict[str, Any] = {
             "mode": mode or (file.mode if file else "autonomous"),
             "max_experiments": max_experiments
             if max_experiments is not None

@@ -113,6 +113,8 @@ def measure_baseline(ctx: Context, run_id: str, spec: WorkloadSpec, *, workdir: 
         result = budget.units.wait_ready()
         budget.record(run_dir, "baseline units", budget.units.elapsed_s() / max(1, len(result.replicates))
                       * (replicates + 1))  # an arm of n replicates and its warm-up, at the measured unit cost  # fmt: skip
+        if not traced:  # nothing to analyze: no need to wait for a measurement slot
+            return _summarize(result, workdir, {}, traced, ("file", "proc"), reuse_analysis=False)
         with budget.job(run_dir, "baseline analysis", spec, arm=False):
             return _summarize(result, workdir, {}, traced, ("file", "proc"), reuse_analysis=False)
     with budget.job(run_dir, "the baseline", spec) as capped:

@@ -10,7 +10,7 @@ bypass them), keeps a win, and reverts anything else.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
@@ -88,7 +88,9 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         records.append(no_doing_less_guard(base_a, cand_a, strategy=strategy))
     # the same rule as record: only a change that moved the system metric is judged as a system optimization
     moved = pct_change(exp.reference.io_bandwidth, exp.candidate.io_bandwidth, lower_is_better=False)
-    scope = "system" if moved is not None and abs(moved) >= SYSTEM_RESULT_MIN_PCT else "app"
+    scope: Literal["app", "system"] = (
+        "system" if moved is not None and abs(moved) >= SYSTEM_RESULT_MIN_PCT else "app"
+    )
     records.append(non_degradation_guard(metric_scope=scope, app_before=exp.reference.median,
                                          app_after=exp.candidate.median,
                                          lower_is_better=spec.metric.lower_is_better))  # fmt: skip

@@ -107,7 +107,8 @@ def non_degradation_guard(
         return GuardDecision(
             guard="non_degradation", passed=False, verdict="regression", guard_triggered=True, details=details,
             reason=f"the application got {-gain:.2f}% worse ({app_before:g} -> {app_after:g}), over the 2% "
-                   "limit: a system optimization that degrades the app is never a win; revert it",
+                   "limit: whatever it did to the system metric, a change that costs the application this much is "
+                   "not a win; revert it",
         )  # fmt: skip
     if gain >= 0:
         said = f"the application metric improved by {gain:.2f}% ({app_before:g} -> {app_after:g})"

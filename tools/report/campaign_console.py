@@ -8,6 +8,7 @@ from rich.console import Console
 
 from dftune.core.terminal import Col, responsive, text
 from dftune.tools.report.campaign import change_text, medians_text, units_text
+from dftune.tools.report.console import path_line
 
 
 class CampaignRenderer:
@@ -29,9 +30,9 @@ class CampaignRenderer:
                 text(f"{m['workload']}: run {m['run_id']}" + (f" - {m['reason']}" if m.get("reason") else ""))
             )
         if r.get("report"):
-            c.print(text(f"report: {r['report']}"), soft_wrap=True)
+            path_line(c, "report", r["report"])
         if r.get("html"):
-            c.print(text(f"html: {r['html']}"), soft_wrap=True)
+            path_line(c, "html", r["html"])
 
     def render_history(self, events: list[dict[str, Any]]) -> None:
         cols = [Col("time"), Col("event"), Col("what", wrap=True, min_width=30)]

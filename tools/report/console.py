@@ -26,6 +26,15 @@ def _line(*parts: tuple[object, str]) -> Text:
     return out
 
 
+def path_line(c: Console, label: str, path: str) -> None:
+    """``label: path`` on one line when it fits, else the path alone on the next line (never folded)."""
+    if len(label) + 2 + len(path) <= c.width:
+        c.print(text(f"{label}: {path}"), soft_wrap=True)
+    else:
+        c.print(text(f"{label}:"))
+        c.print(text(f"  {path}"), soft_wrap=True)
+
+
 def change_cell(pct: float | None) -> str:
     """A signed change with the word that says which way is better."""
     return "-" if pct is None else gain_text(pct)
@@ -70,7 +79,7 @@ class RunRenderer:
                           (f": {p['proposal_id']} ({p['strategy']}, {p['privilege']}): {p['description']}", "")))  # fmt: skip
             c.print(text(f"  {p['resume_with']}"))
         if r.get("report"):
-            c.print(_line(("report: ", ""), (r["report"], "")), soft_wrap=True)
+            path_line(c, "report", r["report"])
 
     def render_glance(self, lines: list[tuple[str, str]]) -> None:
         """The report's first screen in the terminal: one labeled answer per line (the answers wrap)."""

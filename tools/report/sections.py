@@ -51,7 +51,7 @@ def findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
         out.append({
             "kind": MEASURED, "finding": f"{e['strategy']} ({e['proposal_id']}): {e.get('verdict') or 'pending'}",
             "score": None,
-            "detail": (f"{change:+.1f}% on the metric; " if change is not None else "") + str(cmp.get("reason", "")),
+            "detail": _experiment_detail(e, cmp, change, metric_of(doc).get("name", "metric")),
             "source": f"experiment opt{e['iteration']} ({len(e['reference'].get('values', []))} vs "
                       f"{len(cand.get('values', []))} replicates)" + (f", cited: {cite}" if cite else ""),
         })  # fmt: skip
@@ -69,6 +69,16 @@ def findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 "source": f"literature: {cite['reference']} {cite['url']}",
             })  # fmt: skip
     return out
+
+
+def _experiment_detail(e: dict[str, Any], cmp: dict[str, Any], change: float | None, metric: str) -> str:
+    """The change, then the verdict's own reason; when a guard overruled the statistics, both, said so."""
+    head = f"{gain_text(change)} on {metric}; " if change is not None else ""
+    verdict, said = e.get("verdict"), cmp.get("verdict")
+    why = e.get("verdict_reason") or str(cmp.get("reason", ""))
+    if said and verdict and said != verdict and e.get("verdict_reason"):
+        why += f" (the statistical comparison alone said {said}: {cmp.get('reason', '')})"
+    return head + why
 
 
 def coverage_note(doc: dict[str, Any]) -> tuple[bool, str]:
@@ -200,6 +210,17 @@ def kept_changes(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda k: -(k["pct"] or 0.0))
 
 
+def settings_changed(doc: dict[str, Any]) -> dict[str, Any]:
+    """What the best kept arm runs with that the baseline does not (knobs and environment)."""
+    base, inc = doc.get("baseline") or {}, doc.get("incumbent") or {}
+    before = {**(base.get("settings") or {}), **(base.get("env") or {})}
+    after = {**(inc.get("settings") or {}), **(inc.get("env") or {})}
+    out = {k: v for k, v in after.items() if str(before.get(k)) != str(v)}
+    if inc.get("source_dir") and inc.get("source_dir") != base.get("source_dir"):
+        out["source"] = "patched copy"
+    return out
+
+
 def next_steps(doc: dict[str, Any], limit: int = 3) -> list[dict[str, Any]]:
     """What is left to try: open or recommended proposals by weighted score, each with its bound."""
     open_ = [
@@ -247,7 +268,7 @@ def headline(doc: dict[str, Any]) -> list[tuple[str, str]]:
         best = kept[0]
         rows.append(("Best change", f"{best['proposal']} ({best['strategy']}, opt{best['iteration']}): "
                                     f"{gain_text(best['pct'], best['ci'])} on {name}"))  # fmt: skip
-        settings = ", ".join(k["proposal"] for k in kept)
+        settings = ", ".join(f"{k}={v}" for k, v in settings_changed(doc).items()) or "the kept changes"
         rows.append(("Overall", f"{name} {with_unit(total['before'], unit)} -> {with_unit(total['after'], unit)}: "
                                 f"{gain_text(total['pct'], total['ci'])} with {settings} kept"))  # fmt: skip
     elif base.get("median") is not None:

@@ -1,0 +1,24 @@
+"""``replay --checkpoint`` also takes the step number ``dftune history`` shows (and refuses an ambiguous one)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dftune.graphs.runs import RunError, history, replay_run, start_run
+from dftune.graphs.steps import resolve_checkpoint
+from tests.graph.conftest import TOY
+
+
+def test_a_step_number_names_its_checkpoint_until_a_fork_shares_it() -> None:
+    start_run(TOY, max_experiments=0, run_id="toy-steps")
+    rows = history("toy-steps")
+    step = next(r for r in rows if r["node"] == "diagnoser")
+    assert resolve_checkpoint("toy-steps", str(step["step"])) == step["checkpoint_id"]
+    assert resolve_checkpoint("toy-steps", step["checkpoint_id"]) == step["checkpoint_id"]
+    with pytest.raises(RunError, match="no checkpoint at step 999"):
+        resolve_checkpoint("toy-steps", "999")
+    # a fork from that step makes a second branch: the later steps now name two checkpoints
+    replay_run("toy-steps", resolve_checkpoint("toy-steps", str(step["step"])), {"max_experiments": "0"})
+    later = max(r["step"] for r in rows)
+    with pytest.raises(RunError, match="names 2 checkpoints"):
+        resolve_checkpoint("toy-steps", str(later))
