@@ -11,6 +11,7 @@ from importlib import resources
 
 from rich.console import Console
 
+from dftune.core.terminal import text
 from dftune.graphs.runs import RunError, start_run
 from dftune.tools.report.console import RunRenderer
 from dftune.tools.runner.bench import BenchError
@@ -31,17 +32,21 @@ def main() -> int:
     spec = resources.files("dftune.resources") / "workloads" / "small_reads" / "workload.toml"
     try:
         result = start_run(
-            str(spec), mode="autonomous", progress=lambda node, msg: err.print(f"[dim]{node:>10}[/dim] {msg}")
+            str(spec),
+            mode="autonomous",
+            progress=lambda node, msg: err.print(text(f"{node:>10}", "dim") + text(f" {msg}")),
         )
     except (RunError, SpecError, BenchError, WorkspaceError) as exc:
-        console.print(f"[red]dftune demo: {exc}[/red]")
+        console.print(text(f"dftune demo: {exc}", "red"))
         return 2
     RunRenderer(console).render(result)
     if result["status"] == "completed":
         from dftune.tools.report.writer import write_reports
 
         paths = write_reports(result["run_id"], html=True)
-        console.print(f"HTML report (plots embedded): [bold]{paths.get('html')}[/bold]", soft_wrap=True)
+        console.print(
+            text("HTML report (plots embedded): ") + text(paths.get("html"), "bold"), soft_wrap=True
+        )
     console.print(f"\nEvery saved graph state: [bold]dftune history {result['run_id']}[/bold]; "
                   f"the knowledge base: [bold]dftune kb lookup --json[/bold]")  # fmt: skip
     return 0 if result["status"] == "completed" else 1

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from dftune.agents.budget import Budget
 from dftune.agents.context import ProgressFn, silent
 from dftune.core.errors import DftuneError, one_line
+from dftune.core.fsio import atomic_write_bytes
 from dftune.graphs.checkpointer import CHECKPOINT_FILE
 from dftune.graphs.runs import ARCHIVED_SPEC, RunError, resume_run, start_run
 from dftune.tools.report.campaign import write_campaign_reports
@@ -194,6 +195,12 @@ class _Member:
                                         allow_install=s["allow_install"], token_budget=s["token_budget"],
                                         progress=self.say, workspace=self.ws, budget=self.budget)  # fmt: skip
             m.status, m.reason = self.result["status"], self.result.get("status_reason") or ""
+            if m.status == "awaiting_approval":  # the morning reader still gets what was measured
+                pending = self.result.get("pending") or {}
+                m.reason = (
+                    f"{pending.get('proposal_id')} waits for a person: dftune approve {m.run_id} [--reject]"
+                )
+                interim_report(m.run_id, self.ws, self.spec, m.reason)
         except BaselineNotReady as exc:
             m.status, m.reason = "interrupted", one_line(exc)
             self._mark("interrupted")
@@ -325,3 +332,30 @@ def list_campaigns(store: CampaignStore | None = None) -> list[dict[str, Any]]:
                     "members": [m.model_dump() for m in meta.members],
                     "resume_with": f"dftune resume {meta.id}" if status == "interrupted" else None})  # fmt: skip
     return out
+
+
+def interim_report(run_id: str, ws: Workspace, spec: WorkloadSpec, reason: str) -> None:
+    """report.json/report.md of a run that waits for an approval: everything measured so far (finalize
+    rewrites them when the run ends)."""
+    import json
+
+    from dftune.graphs.checkpointer import open_checkpointer
+    from dftune.graphs.finalize import outcome, state_json
+    from dftune.graphs.pipeline import builder
+    from dftune.graphs.runs import _as_state
+    from dftune.tools.report import render_run_markdown
+    from dftune.tools.report.sections import metric_info
+
+    saver = open_checkpointer(ws.run_dir(run_id) / CHECKPOINT_FILE)
+    try:
+        values = builder.compile(checkpointer=saver).get_state({"configurable": {"thread_id": run_id}}).values
+    finally:
+        saver.conn.close()
+    if not values:
+        return
+    state = _as_state(values)
+    doc = {**state_json(state), "status": "awaiting_approval", "status_reason": reason, "summary": "",
+           "outcome": outcome(state, lower_is_better=spec.metric.lower_is_better), "metric": metric_info(spec)}  # fmt: skip
+    run_dir = ws.run_dir(run_id)
+    atomic_write_bytes(run_dir / "report.json", json.dumps(doc, indent=1, default=str).encode("utf-8"))
+    atomic_write_bytes(run_dir / "report.md", render_run_markdown(doc).encode("utf-8"))

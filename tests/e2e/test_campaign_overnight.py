@@ -46,7 +46,8 @@ def test_three_bundled_workloads_finish_before_the_deadline_with_a_combined_repo
     assert {m["workload"] for m in doc["members"]} == {"small-files-reader", "checkpoint-writer",
                                                         "hdf5-chunk-reader"}  # fmt: skip
     for m in doc["members"]:
-        assert m["status"] == "completed", m
+        # overnight, everything the policy may approve alone runs; a sudo change may then wait for a person
+        assert m["status"] in ("completed", "awaiting_approval"), m
         assert Path(m["report"]).is_file() and Path(m["html"]).is_file()  # each keeps its own report
         assert m["coverage"]["units_ok"] == m["coverage"]["units_total"] == 3
     assert sum(m["experiments"] for m in doc["members"]) >= 3

@@ -43,7 +43,7 @@ def test_small_reads_report_renders_in_headless_chromium(tmp_path: Path) -> None
     assert res.returncode == 0, res.stderr[-2000:]
     page = Path(json.loads(res.stdout)["html"])
     text = page.read_text()
-    assert text.count("data:image/svg+xml;base64,") == 4  # every plot drawn from the real trace
+    assert text.count("data:image/svg+xml;base64,") == 5  # every plot drawn from the real trace
 
     shot = tmp_path / "report.png"
     proc = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -73,12 +73,15 @@ def units_text(cov: dict[str, Any] | None) -> str:
 
 def coverage_sentence(rows: list[dict[str, Any]]) -> tuple[bool, str]:
     """(partial?, the sentence): which workloads and baseline units this report covers."""
+    ended = ("completed", "awaiting_approval")
     tuned = [f"{r['workload']} ({r['experiments']} experiment(s), {r.get('wins', 0)} kept)" for r in rows
-             if r["status"] == "completed" and r.get("experiments")]  # fmt: skip
-    baseline_only = [r["workload"] for r in rows if r["status"] == "completed" and not r.get("experiments")]
+             if r["status"] in ended and r.get("experiments")]  # fmt: skip
+    baseline_only = [r["workload"] for r in rows if r["status"] in ended and not r.get("experiments")]
     gated = [r["workload"] for r in rows if r["status"] == "not_worth_tuning"]
     failed = [f"{r['workload']} ({r['reason'] or 'failed'})" for r in rows if r["status"] == "failed"]
-    waiting = [r["workload"] for r in rows if r["status"] == "awaiting_approval"]
+    waiting = [
+        f"{r['workload']} (dftune approve {r['run_id']})" for r in rows if r["status"] == "awaiting_approval"
+    ]
     pending = [f"{r['workload']} ({r['reason'] or r['status']})" for r in rows
                if r["status"] in ("interrupted", "pending", "running")]  # fmt: skip
     units = [r.get("coverage") or {} for r in rows]
@@ -92,7 +95,7 @@ def coverage_sentence(rows: list[dict[str, Any]]) -> tuple[bool, str]:
     if gated:
         parts.append(f"not worth tuning: {', '.join(gated)}")
     if waiting:
-        parts.append(f"waiting for an approval: {', '.join(waiting)}")
+        parts.append(f"a change that needs a person waits (the rest ran): {', '.join(waiting)}")
     if failed:
         parts.append(f"not covered (failed): {'; '.join(failed)}")
     if pending:

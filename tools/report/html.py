@@ -29,9 +29,9 @@ from dftune.tools.report.table import EXTRA_COLUMNS, PROPOSAL_COLUMNS
 SECTIONS = (
     ("glance", "At a glance"),
     ("outcome", "Outcome"),
+    ("plots", "Plots"),
     ("findings", "What was wrong"),
     ("hotspots", "Hotspots"),
-    ("plots", "Plots"),
     ("proposals", "Proposal table"),
     ("checklist", "Checklist"),
     ("experiments", "Experiments"),
@@ -95,9 +95,9 @@ def render_run_html(doc: dict[str, Any], plots: list[Plot]) -> str:
         "<nav>" + "".join(f'<a href="#{k}">{e(t)}</a>' for k, t in SECTIONS) + "</nav><main>",
         glance_html(doc),
         _outcome(doc),
+        _plots(plots),  # people would rather look than read: the pictures right after the outcome
         _findings(doc),
         hotspots_html(doc),
-        _plots(plots),
         _proposals(doc),
         _checklist(doc),
         _experiments(doc),

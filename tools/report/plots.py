@@ -171,8 +171,8 @@ def heatmap_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "") 
     title = "I/O activity: process x time heatmap"
     caption = ("Each row is one process (rank when the trace names it), each cell one time window; the colour is "
                "the share of that window the process spent inside I/O calls (threads summed, so it can pass 100%). "
-               "Panels share the time axis and the colour scale, so the best kept arm can be read against the "
-               "baseline directly.")  # fmt: skip
+               "Panels share the time axis, the row count and the colour scale, so the best kept arm can be read "
+               "against the baseline directly.")  # fmt: skip
     panels = [(name, s) for name, s in panels if s]
     if not panels:
         return Plot("heatmap", title, caption, note=note or "no traced measurement with I/O events")
@@ -185,7 +185,8 @@ def heatmap_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "") 
     norm = Normalize(vmin=0.0, vmax=vmax)
     rows = max(len(series) for _, series in panels)
     fig = _figure(5.2 * len(panels) + 1.2, 1.6 + 0.32 * rows)
-    axes = fig.subplots(1, len(panels), squeeze=False, sharex=True, sharey=True)[0]
+    # time axis and colour scale shared; each panel names its own processes (pids differ between arms)
+    axes = fig.subplots(1, len(panels), squeeze=False, sharex=True)[0]
     mesh = None
     for ax, (name, series) in zip(axes, panels, strict=True):
         for y, s in enumerate(series):
@@ -200,7 +201,7 @@ def heatmap_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "") 
         ax.set_title(plain(name), fontsize=10)
         ax.set_xlabel("seconds since the first process started")
     if mesh is not None:
-        fig.colorbar(mesh, ax=list(axes), label="time in I/O calls (% of window)", shrink=0.9)
+        fig.colorbar(mesh, ax=list(axes), label="I/O time, % of window", shrink=0.9)
     return Plot("heatmap", title, caption, svg=_svg(fig, "heatmap"), note=note)
 
 

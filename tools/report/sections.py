@@ -306,8 +306,10 @@ def hotspots(analysis: Any, limit: int = 5) -> dict[str, Any]:
             :limit
         ]
         out[f"{view}_by_time"] = [_hot(view, r) for r in by_time]
-        out[f"{view}_by_bytes"] = [_hot(view, r) for r in by_bytes
-                                   if (r.get("read_bytes") or 0) + (r.get("write_bytes") or 0)]  # fmt: skip
+        # the by-bytes list only when it names other rows than the by-time one (each table shows both)
+        same = {id(r) for r in by_time} == {id(r) for r in by_bytes}
+        out[f"{view}_by_bytes"] = [] if same else [_hot(view, r) for r in by_bytes
+                                                   if (r.get("read_bytes") or 0) + (r.get("write_bytes") or 0)]  # fmt: skip
     names = [r["name"] for k in ("file_by_time", "file_by_bytes") for r in out[k]]
     if len(set(names)) > 1 and all(n.startswith("/") for n in names):
         prefix = os.path.commonpath(names)
