@@ -33,8 +33,10 @@ def _root() -> None:
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    """One line on stderr, non-zero exit: the contract for every error."""
-    sys.stderr.write(f"dftune: error: {message}\n")
+    """One line on stderr, non-zero exit: the contract for every error (data in it cannot drive the terminal)."""
+    from dftune.core.safetext import one_line_text
+
+    sys.stderr.write(f"dftune: error: {one_line_text(message)}\n")
     raise typer.Exit(code)
 
 
@@ -765,8 +767,10 @@ def main() -> None:  # pragma: no cover - console entry point
     except Exception as exc:
         if os.environ.get("DFTUNE_DEBUG"):
             raise
+        from dftune.core.safetext import one_line_text
+
         sys.stderr.write(
-            f"dftune: internal error: {type(exc).__name__}: {exc} (set DFTUNE_DEBUG=1 for a traceback)\n"
+            f"dftune: internal error: {type(exc).__name__}: {one_line_text(exc)} (set DFTUNE_DEBUG=1 for a traceback)\n"
         )
         raise SystemExit(1) from None
 

@@ -124,3 +124,15 @@ def test_analyze_of_a_trace_with_hostile_file_names(tmp_path: Path) -> None:
         assert RICH in out and "\x1b]" not in raw and "\x1b[31m" not in raw
         assert "bad[/].pfw" in out  # the skipped file is named, as text
     json.dumps(a.to_json_dict())  # --json stays valid JSON with the hostile names
+
+
+def test_error_lines_carry_no_escape_sequence(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    bad = tmp_path / f"missing{ANSI}{TITLE}"
+    res = subprocess.run([sys.executable, "-m", "dftune.cli", "analyze", str(bad)], capture_output=True,
+                         text=True, timeout=120, check=False)  # fmt: skip
+    assert res.returncode == 2
+    assert "\x1b" not in res.stderr and "\x07" not in res.stderr
+    assert "\\x1b[31mRED" in res.stderr and len(res.stderr.strip().splitlines()) == 1

@@ -14,6 +14,9 @@ ap.add_argument("--epochs", type=int, default=2)
 ap.add_argument("--items", type=int, default=8)
 ap.add_argument("--unit", type=float, default=0.01)
 ap.add_argument("--slow", type=int, default=0)
+ap.add_argument(
+    "--depth", type=int, default=0
+)  # accepted, no effect: experiments that cost what the baseline costs
 a = ap.parse_args()
 start = time.perf_counter()
 for _ in range(a.epochs):
