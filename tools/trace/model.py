@@ -125,11 +125,14 @@ class FileAccess(_Model):
     read_segments: int = 0
     #: a digest of the read ranges (sha256 of the disjoint segments): equal means the same bytes
     read_ranges: str = ""
+    #: the lowest offset read (None: no positioned read)
+    read_start: int | None = None
     write_calls: int = 0
     write_bytes: int = 0
     write_unique_bytes: int = 0
     write_segments: int = 0
     write_ranges: str = ""
+    write_start: int | None = None
     #: accesses whose start offset is known and those left without one (no open seen, append, ...)
     positioned: int = 0
     unpositioned: int = 0

@@ -110,6 +110,7 @@ def _ranges(
         f[f"{d}_unique_bytes"] = int((seg_hi - seg_lo).sum())
         f[f"{d}_segments"] = int(b - a)
         f[f"{d}_ranges"] = hashlib.sha256(np.stack([seg_lo, seg_hi], axis=1).tobytes()).hexdigest()[:16]
+        f[f"{d}_start"] = int(seg_lo.min())
 
 
 def _path_counts(
