@@ -88,7 +88,9 @@ def _create_v1(conn: sqlite3.Connection) -> None:
 
 
 _V1_VERDICTS = "CHECK (verdict IN ('win', 'no_change', 'regression', 'unsupported', 'rejected'))"
-_V2_VERDICTS = "CHECK (verdict IN ('win', 'no_change', 'regression', 'unsupported', 'rejected', 'inconclusive'))"
+_V2_VERDICTS = (
+    "CHECK (verdict IN ('win', 'no_change', 'regression', 'unsupported', 'rejected', 'inconclusive'))"
+)
 
 
 def _allow_inconclusive(conn: sqlite3.Connection) -> None:

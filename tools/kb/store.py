@@ -60,8 +60,11 @@ class MeasuredArms:
     experiment: Arm | None = None
 
     @classmethod
-    def of(cls, baseline: Analysis | None, experiment: Analysis | None, incumbent: Analysis | None = None) -> MeasuredArms:
+    def of(
+        cls, baseline: Analysis | None, experiment: Analysis | None, incumbent: Analysis | None = None
+    ) -> MeasuredArms:
         """Bare analyses (no data folder, no work counters), as MCP clients hand them in."""
+
         def arm(a: Analysis | None, label: str) -> Arm | None:
             return Arm(analysis=a, label=label) if a is not None else None
 
@@ -70,7 +73,9 @@ class MeasuredArms:
 
 def _doing_less_decision(strategy: Strategy | None, arms: MeasuredArms) -> GuardDecision:
     if arms.baseline is not None and arms.experiment is not None:
-        return no_doing_less_guard(arms.baseline, arms.experiment, incumbent=arms.incumbent, strategy=strategy)
+        return no_doing_less_guard(
+            arms.baseline, arms.experiment, incumbent=arms.incumbent, strategy=strategy
+        )
     if strategy is not None and (by_definition := doing_less_by_definition(strategy)) is not None:
         return by_definition
     missing = [n for n, a in (("baseline", arms.baseline), ("experiment", arms.experiment)) if a is None]
