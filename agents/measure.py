@@ -37,7 +37,12 @@ def measure(
         run_spec, overrides=overrides, replicates=replicates, trace=traced, workdir=workdir, env=env
     )
     m, analysis, result = _summarize(result, workdir, env, traced, views, reuse_analysis=False)
-    return m.model_copy(update={"source_dir": source_dir}), analysis, result
+    data_dir = run_spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
+    return (
+        m.model_copy(update={"source_dir": source_dir, "data_dir": str(data_dir) if data_dir else None}),
+        analysis,
+        result,
+    )
 
 
 def extend(
@@ -58,7 +63,7 @@ def extend(
         "stopped_reason": more.stopped_reason or earlier.stopped_reason,
     })  # fmt: skip
     m2, analysis, merged = _summarize(merged, workdir, m.env, m.traced, (), reuse_analysis=True)
-    return m2.model_copy(update={"source_dir": m.source_dir}), analysis, merged
+    return m2.model_copy(update={"source_dir": m.source_dir, "data_dir": m.data_dir}), analysis, merged
 
 
 def _summarize(
@@ -82,9 +87,10 @@ def _summarize(
         else next((r for r in result.replicates if r.status == "ok" and r.trace_dir), None)
     )
     if traced and first_ok is not None and first_ok.trace_dir:
-        analysis = analyze([first_ok.trace_dir], views=list(views))
+        analysis = analyze([first_ok.trace_dir], views=list(views), profile=True)
         analysis_path = workdir / ANALYSIS_FILE
         analysis_path.write_text(json.dumps(analysis.to_json_dict()), encoding="utf-8")
+    work, work_notes = replicate_work(result)
     m = Measurement(
         settings=dict(result.settings), env=dict(env), values=result.values(), median=result.median,
         ci95=result.ci95, ok=result.ok, replicates=len(result.replicates), traced=result.traced,
@@ -92,9 +98,20 @@ def _summarize(
         analysis_path=str(analysis_path) if analysis_path else None,
         io_bandwidth=io_bandwidth(analysis), io_time_s=analysis.io_time_s if analysis else None,
         unoverlapped_io_fraction=analysis.unoverlapped_io_fraction if analysis else None,
-        notes=list(result.notes), stopped_reason=result.stopped_reason,
+        work=work, notes=[*result.notes, *work_notes], stopped_reason=result.stopped_reason,
     )  # fmt: skip
     return m, analysis, result
+
+
+def replicate_work(result: BenchResult) -> tuple[dict[str, float], list[str]]:
+    """The work counters of the arm (the first successful replicate's), and a note when the
+    replicates disagree (the program did not do the same work every time)."""
+    ok = [r.work for r in result.replicates if r.status == "ok" and r.work]
+    if not ok:
+        return {}, []
+    varied = sorted(k for k in ok[0] if any(w.get(k) != ok[0][k] for w in ok[1:]))
+    note = [f"work counters differ between replicates: {', '.join(varied)}"] if varied else []
+    return dict(ok[0]), note
 
 
 def io_bandwidth(a: Analysis | None) -> float | None:

@@ -167,6 +167,10 @@ class Measurement(_Model):
     io_time_s: float | None = None
     #: share of job time spent in I/O not hidden behind compute (bounds any I/O fix's gain)
     unoverlapped_io_fraction: float | None = None
+    #: the arm's data folder (its trace's files are compared relative to it)
+    data_dir: str | None = None
+    #: the spec's work counters as the replicates printed them (the same in every replicate)
+    work: dict[str, float] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     stopped_reason: str | None = None
 
@@ -180,13 +184,17 @@ class Experiment(_Model):
     reference: Measurement
     candidate: Measurement | None = None
     comparison: Comparison | None = None
-    verdict: Literal["win", "no_change", "regression", "unsupported", "rejected", "failed"] | None = None
+    verdict: (
+        Literal["win", "no_change", "regression", "unsupported", "rejected", "inconclusive", "failed"] | None
+    ) = None
     verdict_reason: str = ""
     guard_triggered: bool = False
     kept: bool = False
     reverted: bool = False
     kb_record_id: int | None = None
     change_ids: list[str] = Field(default_factory=list)
+    #: a person confirmed an inconclusive access-pattern decision (their note), interactive runs only
+    confirmed_by: str | None = None
 
 
 class GuardRecord(_Model):

@@ -29,8 +29,11 @@ _BIN_LO = {label: lo for label, lo in S.SIZE_BINS}
 
 @dataclass(frozen=True)
 class Totals:
-    """What the application did to its data files, summed."""
+    """What the application did to its data files, summed. ``input_*``: the files it only reads
+    (reads of files it also writes may be the I/O library's read-modify-write)."""
 
+    input_files: int
+    input_unique_bytes: int
     files_read: int
     files_written: int
     read_calls: int
@@ -80,7 +83,9 @@ class Arm:
     @cached_property
     def totals(self) -> Totals:
         fs = list(self.files.values())
+        inputs = [f for f in fs if f.read_bytes > 0 and f.write_bytes == 0]
         return Totals(
+            input_files=len(inputs), input_unique_bytes=sum(f.read_unique_bytes for f in inputs),
             files_read=sum(1 for f in fs if f.read_bytes > 0), files_written=sum(1 for f in fs if f.write_bytes > 0),
             read_calls=sum(f.read_calls for f in fs), write_calls=sum(f.write_calls for f in fs),
             metadata_calls=sum(f.metadata_calls for f in fs), read_bytes=sum(f.read_bytes for f in fs),
@@ -88,6 +93,11 @@ class Arm:
             write_unique_bytes=sum(f.write_unique_bytes for f in fs), reread_bytes=sum(f.reread_bytes for f in fs),
             sequential=sum(f.sequential for f in fs), random=sum(f.random for f in fs),
         )  # fmt: skip
+
+    @cached_property
+    def data_bytes(self) -> int:
+        """Bytes moved to and from the data files (the scale a difference is judged against)."""
+        return self.totals.read_bytes + self.totals.write_bytes
 
     def mean_call_bytes(self, direction: str) -> float | None:
         calls = getattr(self.totals, f"{direction}_calls")

@@ -29,6 +29,8 @@ class Allowed(BaseModel):
     extend_ranges: bool = False
     new_files: bool = False
     interleave: bool = False
+    reorder: bool = False
+    rmw_reads: bool = False
 
 
 class GuardRules(BaseModel):
