@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from dftune.tools.darshan.detect import split_inputs
 from dftune.tools.trace import native
 from dftune.tools.trace.discover import discover
 from dftune.tools.trace.merge import merge
@@ -41,10 +42,16 @@ def analyze(
     time_windows: int = DEFAULT_TIME_WINDOWS,
     progress: Progress | None = None,
 ) -> Analysis:
-    """Analyze dftracer traces (files or directories) into one :class:`Analysis`."""
+    """Analyze dftracer traces or Darshan logs (files or directories) into one :class:`Analysis`."""
     unknown = [v for v in views if v not in VIEWS]
     if unknown:
         raise ValueError(f"unknown view {unknown[0]!r}; choose from {', '.join(VIEWS)}")
+    paths = list(paths)
+    logs, is_darshan = split_inputs(paths)  # Darshan logs, recognised by content
+    if is_darshan:
+        from dftune.tools.darshan.engine import analyze_logs
+
+        return analyze_logs(logs, skip_bad=skip_bad, views=views, time_windows=time_windows, progress=progress)
     files = discover(paths)
     options = ReadOptions(skip_bad=skip_bad, file_view="file" in views)
     partials = _map(files, options, scheduler, workers, progress)

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.tools.darshan.model import DarshanInfo
+
 SCHEMA = "dftune.analysis/1"
 
 
@@ -178,6 +180,8 @@ class Analysis(_Model):
     time_metric: str = "US"
     warnings: list[str] = []
     views: dict[str, Any] = {}
+    #: Darshan input only: the header and the counters-only signals (None for dftracer traces)
+    darshan: DarshanInfo | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
