@@ -21,6 +21,7 @@ from dftune.tools.darshan.model import (
     MpiioInfo,
     PerfEstimate,
 )
+from dftune.tools.darshan.signals import compute_signals
 
 MIB = float(1 << 20)
 FAMILY_MODULES = ("POSIX", "STDIO")
@@ -45,7 +46,7 @@ def _role(mod: str) -> str:
     return "unmapped"
 
 
-def build_info(job: Job, ops: DxtOps | None) -> DarshanInfo:
+def build_info(job: Job, ops: DxtOps | None, job_time_s: float) -> DarshanInfo:
     rec = job.records
     logs = [LogInfo(path=lg.path, jobid=int(lg.job["jobid"]), nprocs=int(lg.job["nprocs"]),
                     start_time=log_start(lg), end_time=log_end(lg), run_time_s=float(lg.job.get("run_time") or 0.0),
@@ -71,12 +72,12 @@ def build_info(job: Job, ops: DxtOps | None) -> DarshanInfo:
         nprocs=job.nprocs, mounts=[Mount(path=p, fs_type=t) for p, t in sorted(mounts)], modules=modules,
         partial_modules=sorted(m for m, v in modules.items() if v.partial),
         log_write_hints="; ".join(sorted(hints)) or None, files=_categories(job), mpiio=_mpiio(job),
-        lustre=_lustre(job), perf=_perf(job), dxt=dxt,
+        lustre=_lustre(job), perf=_perf(job, job_time_s), dxt=dxt,
         counter_size_hist=_counter_hist(job), size_bin_map=SIZE_BIN_MAP,
         file_not_aligned=int(rec["file_not_aligned"].sum()), mem_not_aligned=int(rec["mem_not_aligned"].sum()),
         file_alignments=sorted({int(a) for a in np.unique(rec["file_alignment"]) if a > 0}),
         exact_1mib_ops=int(sum(x.sum() for x in exact_1mib(rec))), negative_counters=dict(rec.negative),
-        not_recorded=dict(rec.not_recorded),
+        not_recorded=dict(rec.not_recorded), signals=compute_signals(job, shared_ids(job), lustre_layout(job)),
         sources=_sources(job, ops, dxt.complete),
     )  # fmt: skip
 
@@ -188,7 +189,7 @@ def _lustre(job: Job) -> LustreInfo | None:
                       shared_stripe1=sum(1 for fid, (sc, _, _) in layout.items() if sc == 1 and fid in shared))  # fmt: skip
 
 
-def _perf(job: Job) -> PerfEstimate:
+def _perf(job: Job, job_time_s: float) -> PerfEstimate:
     """darshan-util's accumulator for POSIX: slowest rank's unique-file time plus shared files' slowest."""
     rec = job.records
     m = rec.iface == "POSIX"
@@ -207,7 +208,8 @@ def _perf(job: Job) -> PerfEstimate:
     agg = slowest + shared
     return PerfEstimate(total_bytes=total, slowest_rank_unique_time_s=slowest, slowest_rank=slow_rank,
                         shared_time_by_slowest_s=shared, agg_time_by_slowest_s=agg,
-                        agg_perf_by_slowest_mib_s=(total / MIB / agg) if agg else None)  # fmt: skip
+                        agg_perf_by_slowest_mib_s=(total / MIB / agg) if agg else None,
+                        slowest_io_fraction=round(min(agg / job_time_s, 1.0), 6) if job_time_s else None)  # fmt: skip
 
 
 def _dxt(job: Job, ops: DxtOps | None, modules: dict[str, ModuleInfo]) -> DxtInfo:
@@ -275,6 +277,8 @@ def warnings(job: Job, info: DarshanInfo, ops: DxtOps | None) -> list[str]:
         out.append(
             f"not recorded by this log's Darshan (-1), counted as 0: {', '.join(sorted(info.not_recorded))}"
         )
+    if not len(job.records):
+        out.append("the log(s) hold no POSIX or STDIO record: no file I/O was recorded")
     unmapped = sorted({m for lg in job.logs for m in lg.unmapped})
     if unmapped:
         out.append(f"module(s) {', '.join(unmapped)} are listed but not mapped into the analysis")

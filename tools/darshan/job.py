@@ -191,7 +191,10 @@ def _records(modules: dict[str, ModuleTable], module_logs: dict[str, np.ndarray]
             cols[ts] = np.where(cols[ts] > 0, cols[ts] + clock[logs], 0.0)
         blocks.append((mod, t, logs, cols))
     if not blocks:
-        empty = {c: np.zeros(0) for c in _COLUMNS}
+        empty = {
+            c: np.zeros(0, dtype=np.float64 if c.endswith("time") or c in TIMESTAMPS else np.int64)
+            for c in _COLUMNS
+        }
         z = np.zeros(0, dtype=np.int64)
         return Records(iface=np.zeros(0, dtype=object), ids=np.zeros(0, dtype=np.uint64), rank=z, log=z, nranks=z,
                        cols=empty)  # fmt: skip

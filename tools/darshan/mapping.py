@@ -61,7 +61,8 @@ def build_analysis(job: Job, views: Sequence[str] = (), windows: int = 20) -> An
     rec = job.records
     posix = rec.iface == "POSIX"
     ops = X.dxt_ops(job, "DXT_POSIX")
-    info = I.build_info(job, ops)
+    jt = job_time(job)
+    info = I.build_info(job, ops, jt)
     exact = ops is not None and info.dxt.complete
     fams = {"read": _family(rec, posix, write=False), "write": _family(rec, posix, write=True)}
     if exact:
@@ -74,7 +75,6 @@ def build_analysis(job: Job, views: Sequence[str] = (), windows: int = 20) -> An
     rd, wr = fams["read"], fams["write"]
     rwm = rd.time_s + wr.time_s + fams["metadata"].time_s
     io_time = sum(f.time_s for f in fams.values())
-    jt = job_time(job)
     classified = rd.sequential + rd.random + wr.sequential + wr.random
     hist = X.size_hist(ops) if exact and ops is not None else info.counter_size_hist
     rw_bytes = (rd.bytes or 0) + (wr.bytes or 0)

@@ -98,6 +98,8 @@ class PerfEstimate(_Model):
     shared_time_by_slowest_s: float = 0.0
     agg_time_by_slowest_s: float = 0.0
     agg_perf_by_slowest_mib_s: float | None = None
+    #: agg_time_by_slowest / job time: the I/O share of the rank the job waits for
+    slowest_io_fraction: float | None = None
 
 
 class DxtInfo(_Model):
@@ -143,3 +145,5 @@ class DarshanInfo(_Model):
     negative_counters: dict[str, int] = {}
     #: counters the log's Darshan did not record (-1), treated as 0
     not_recorded: dict[str, int] = {}
+    #: the Darshan-only metrics the diagnosis rules read (tools/darshan/signals.py)
+    signals: dict[str, float | int | str | bool] = {}

@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dftune.tools.darshan.detect import split_inputs
 from dftune.tools.trace import native
 from dftune.tools.trace.discover import discover
 from dftune.tools.trace.merge import merge
@@ -46,12 +45,16 @@ def analyze(
     unknown = [v for v in views if v not in VIEWS]
     if unknown:
         raise ValueError(f"unknown view {unknown[0]!r}; choose from {', '.join(VIEWS)}")
+    from dftune.tools.darshan.detect import split_inputs
+
     paths = list(paths)
     logs, is_darshan = split_inputs(paths)  # Darshan logs, recognised by content
     if is_darshan:
         from dftune.tools.darshan.engine import analyze_logs
 
-        return analyze_logs(logs, skip_bad=skip_bad, views=views, time_windows=time_windows, progress=progress)
+        return analyze_logs(
+            logs, skip_bad=skip_bad, views=views, time_windows=time_windows, progress=progress
+        )
     files = discover(paths)
     options = ReadOptions(skip_bad=skip_bad, file_view="file" in views)
     partials = _map(files, options, scheduler, workers, progress)
