@@ -57,10 +57,18 @@ def test_family_counts_bytes_and_times_agree_with_pydarshan(log: Path) -> None:
     assert a.write.count == total(pc, "POSIX_WRITES") + total(sc, "STDIO_WRITES")
     assert a.read.bytes == total(pc, "POSIX_BYTES_READ") + total(sc, "STDIO_BYTES_READ")
     assert a.write.bytes == total(pc, "POSIX_BYTES_WRITTEN") + total(sc, "STDIO_BYTES_WRITTEN")
-    assert a.read.time_s == pytest.approx(total(pf, "POSIX_F_READ_TIME") + total(sf, "STDIO_F_READ_TIME"), rel=1e-9, abs=1e-9)
-    assert a.write.time_s == pytest.approx(total(pf, "POSIX_F_WRITE_TIME") + total(sf, "STDIO_F_WRITE_TIME"), rel=1e-9, abs=1e-9)
-    assert a.metadata.time_s == pytest.approx(total(pf, "POSIX_F_META_TIME") + total(sf, "STDIO_F_META_TIME"), rel=1e-9, abs=1e-9)
-    meta = total(pc, "POSIX_OPENS", "POSIX_SEEKS", "POSIX_STATS", "POSIX_DUPS", "POSIX_MMAPS", "POSIX_RENAME_SOURCES")
+    assert a.read.time_s == pytest.approx(
+        total(pf, "POSIX_F_READ_TIME") + total(sf, "STDIO_F_READ_TIME"), rel=1e-9, abs=1e-9
+    )
+    assert a.write.time_s == pytest.approx(
+        total(pf, "POSIX_F_WRITE_TIME") + total(sf, "STDIO_F_WRITE_TIME"), rel=1e-9, abs=1e-9
+    )
+    assert a.metadata.time_s == pytest.approx(
+        total(pf, "POSIX_F_META_TIME") + total(sf, "STDIO_F_META_TIME"), rel=1e-9, abs=1e-9
+    )
+    meta = total(
+        pc, "POSIX_OPENS", "POSIX_SEEKS", "POSIX_STATS", "POSIX_DUPS", "POSIX_MMAPS", "POSIX_RENAME_SOURCES"
+    )
     meta += total(sc, "STDIO_OPENS", "STDIO_FDOPENS", "STDIO_SEEKS")
     assert a.metadata.count == meta
     assert a.sync.count == total(pc, "POSIX_FSYNCS", "POSIX_FDSYNCS") + total(sc, "STDIO_FLUSHES")
@@ -89,7 +97,9 @@ def test_posix_estimate_and_file_categories_agree_with_the_accumulator(log: Path
     assert d is not None
     assert d.perf.total_bytes == dm.total_bytes
     assert (d.perf.agg_perf_by_slowest_mib_s or 0.0) == pytest.approx(dm.agg_perf_by_slowest, rel=1e-6)
-    assert d.perf.shared_time_by_slowest_s == pytest.approx(dm.shared_io_total_time_by_slowest, rel=1e-9, abs=1e-9)
+    assert d.perf.shared_time_by_slowest_s == pytest.approx(
+        dm.shared_io_total_time_by_slowest, rel=1e-9, abs=1e-9
+    )
     cats = [dm.category_counters[i].count for i in range(7)]
     f = d.files
     assert [f.total, f.read_only, f.write_only, f.read_write, f.unique, f.shared, f.partially_shared] == cats
@@ -101,7 +111,18 @@ def test_size_histogram_is_darshans_bins(log: Path) -> None:
     a = analyze([log])
     assert a.darshan is not None
     p = frames(r, "POSIX")
-    bins = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS")
+    bins = (
+        "0_100",
+        "100_1K",
+        "1K_10K",
+        "10K_100K",
+        "100K_1M",
+        "1M_4M",
+        "4M_10M",
+        "10M_100M",
+        "100M_1G",
+        "1G_PLUS",
+    )
     for fam, side in (("read", "READ"), ("write", "WRITE")):
         want = [total(p[0] if p else None, f"POSIX_SIZE_{side}_{b}") for b in bins]
         got = list(a.darshan.counter_size_hist[fam].values())
@@ -173,7 +194,10 @@ def test_dxt_time_view_and_heatmap_hold_every_traced_byte() -> None:
     a = analyze([log], views=["time"], time_windows=10)
     view = a.views["time"]
     segs = dxt_segments(r)
-    want = {k: sum(int(s["length"].sum()) for _, _, kind, s in segs if kind == k) for k in ("read_segments", "write_segments")}
+    want = {
+        k: sum(int(s["length"].sum()) for _, _, kind, s in segs if kind == k)
+        for k in ("read_segments", "write_segments")
+    }
     assert sum(row["read_bytes"] for row in view["rows"]) == want["read_segments"]
     assert sum(row["write_bytes"] for row in view["rows"]) == want["write_segments"]
     hm = view["heatmap"]
@@ -205,7 +229,9 @@ def test_one_log_per_process_is_one_job() -> None:
         p = frames(r, "POSIX")
         s = frames(r, "STDIO")
         reads += total(p[0] if p else None, "POSIX_READS") + total(s[0] if s else None, "STDIO_READS")
-        bytes_read += total(p[0] if p else None, "POSIX_BYTES_READ") + total(s[0] if s else None, "STDIO_BYTES_READ")
+        bytes_read += total(p[0] if p else None, "POSIX_BYTES_READ") + total(
+            s[0] if s else None, "STDIO_BYTES_READ"
+        )
         j = r.metadata["job"]
         starts.append(j["start_time_sec"] + j["start_time_nsec"] / 1e9)
         ends.append(j["end_time_sec"] + j["end_time_nsec"] / 1e9)

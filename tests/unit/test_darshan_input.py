@@ -72,7 +72,9 @@ def test_a_folder_mixing_traces_and_logs_is_refused(tmp_path: Path) -> None:
     folder = tmp_path / "mixed"
     folder.mkdir()
     shutil.copy(GOOD, folder / "job.darshan")
-    (folder / "t-1-preload.pfw").write_text('{"id":1,"name":"read","cat":"POSIX","pid":1,"tid":1,"ts":1,"dur":1,"ph":"X"}\n')
+    (folder / "t-1-preload.pfw").write_text(
+        '{"id":1,"name":"read","cat":"POSIX","pid":1,"tid":1,"ts":1,"dur":1,"ph":"X"}\n'
+    )
     out = dftune("analyze", str(folder), "--json")
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert "t-1-preload.pfw" in out.stderr and "job.darshan" in out.stderr
@@ -106,7 +108,9 @@ def test_analyze_and_diagnose_json_on_a_log() -> None:
 def test_terminal_output_shows_the_darshan_header() -> None:
     out = dftune("analyze", str(collection("partial_data_stdio/partial_data_stdio.darshan")))
     assert out.returncode == 0, out.stderr
-    assert "Darshan logs" in out.stdout and "PARTIAL" in out.stdout and "module STDIO is partial" in out.stdout
+    assert (
+        "Darshan logs" in out.stdout and "PARTIAL" in out.stdout and "module STDIO is partial" in out.stdout
+    )
 
 
 def test_mcp_analyze_and_diagnose_take_logs() -> None:
@@ -119,7 +123,9 @@ def test_mcp_analyze_and_diagnose_take_logs() -> None:
 
 
 def test_compare_two_logs() -> None:
-    out = dftune("compare", str(shipped("sample-badost.darshan")), str(shipped("sample-goodost.darshan")), "--json")
+    out = dftune(
+        "compare", str(shipped("sample-badost.darshan")), str(shipped("sample-goodost.darshan")), "--json"
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     rows = {r["key"]: r for r in doc["trace"]}
@@ -127,7 +133,9 @@ def test_compare_two_logs() -> None:
 
 
 def test_html_report_for_a_log_is_self_contained(tmp_path: Path) -> None:
-    out = dftune("report", str(shipped("dxt.darshan")), "--html", "--output", str(tmp_path / "r.html"), "--json")
+    out = dftune(
+        "report", str(shipped("dxt.darshan")), "--html", "--output", str(tmp_path / "r.html"), "--json"
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     page = Path(doc["html"]).read_text()

@@ -235,23 +235,31 @@ def _generic(B: Any, log: dict[str, Any], mod: str) -> ModuleTable:
     idx = log["modules"][mod]["idx"]
     handle = log["handle"]
     buf = ffi.new("void **")  # NULL: the library allocates one record, then reuses it
-    chunks: list[bytes] = []
-    append, get = chunks.append, lib.darshan_log_get_record
+    store = bytearray(size * 1024)
+    n = 0
+    get, move = lib.darshan_log_get_record, ffi.memmove
+    dest = ffi.from_buffer(store)
     try:
         while (r := get(handle, idx, buf)) > 0:
-            append(ffi.buffer(buf[0], size)[:])
+            if (n + 1) * size > len(store):
+                del dest
+                store.extend(bytes(len(store)))  # double; records are copied once, never joined
+                dest = ffi.from_buffer(store)
+            move(dest + n * size, buf[0], size)
+            n += 1
     finally:
         if buf[0] != ffi.NULL:
             lib.darshan_free(buf[0])
     if r < 0:
-        raise _LogProblem(f"corrupt or truncated {mod} records after {len(chunks)} record(s)")
+        raise _LogProblem(f"corrupt or truncated {mod} records after {n} record(s)")
+    del dest
     dtype = _record_dtype(B, struct)
-    arr = np.frombuffer(b"".join(chunks), dtype=dtype) if chunks else np.zeros(0, dtype=dtype)
+    arr = np.frombuffer(memoryview(store)[: n * size], dtype=dtype)
     names, fnames = list(B.counter_names(mod)), list(B.fcounter_names(mod))
     return ModuleTable(
         name=mod, ids=arr["id"].copy(), ranks=arr["rank"].copy(),
-        counters=np.ascontiguousarray(arr["counters"]).reshape(len(arr), len(names)),
-        fcounters=np.ascontiguousarray(arr["fcounters"]).reshape(len(arr), len(fnames)),
+        counters=arr["counters"].reshape(len(arr), len(names)),  # strided views of the records: no copy
+        fcounters=arr["fcounters"].reshape(len(arr), len(fnames)),
         names=names, fnames=fnames,
         file_ids=arr["file_rec_id"].copy() if "file_rec_id" in (dtype.names or ()) else None,
     )  # fmt: skip

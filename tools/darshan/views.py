@@ -67,17 +67,21 @@ def file_view(job: Job, analysis: Analysis, ops: X.DxtOps | None) -> dict[str, A
     classes = X.per_file_classes(ops) if exact and ops is not None else {}
     skew = _shared_skew(rec, inv, n)
     spread_w, spread_r = _rank_spread(rec, ids), _rank_spread(rec, ids, read=True)
+    io_all = s["read_time_s"] + s["write_time_s"] + s["metadata_time_s"]
+    # rows only for the files shown (largest I/O time first): no Python loop over every file
+    top = np.lexsort((ids, -io_all))[:FILE_VIEW_LIMIT]
     layout = lustre_layout(job)
     mpiio = _mpiio_per_file(job)
     rows = []
-    for i, fid in enumerate(ids.tolist()):
-        io = s["read_time_s"][i] + s["write_time_s"][i] + s["metadata_time_s"][i]
-        seq, rnd = classes.get(int(fid), (int(s["seq"][i]), int(rand[i])))
-        stripe = layout.get(int(fid))
-        coll, indep = mpiio.get(int(fid), (0, 0))
+    for i in top.tolist():
+        fid = int(ids[i])
+        io = io_all[i]
+        seq, rnd = classes.get(fid, (int(s["seq"][i]), int(rand[i])))
+        stripe = layout.get(fid)
+        coll, indep = mpiio.get(fid, (0, 0))
         ranks = int(s["reduced_ranks"][i]) + int(s["rank_records"][i])
         rows.append({
-            "path": job.names.get(int(fid), f"record:{fid}"), "processes": ranks,
+            "path": job.names.get(fid, f"record:{fid}"), "processes": ranks,
             **{k: int(s[k][i]) for k in ("read_count", "read_bytes", "write_count", "write_bytes", "metadata_count",
                                           "sync_count")},
             "read_time_s": round(float(s["read_time_s"][i]), 6), "write_time_s": round(float(s["write_time_s"][i]), 6),
@@ -89,12 +93,10 @@ def file_view(job: Job, analysis: Analysis, ops: X.DxtOps | None) -> dict[str, A
             "misaligned": int(s["misaligned"][i]),
             "stripe_count": stripe[0] if stripe else None, "stripe_size": stripe[1] if stripe else None,
             "osts": stripe[2] if stripe else None, "mpiio_collective_ops": coll, "mpiio_independent_ops": indep,
-            "rank_bytes_skew": round(skew[0][i], 6), "rank_time_skew": round(skew[1][i], 6),
-            "rank_write_spread": round(spread_w.get(int(fid), 0.0), 6),
-            "rank_read_spread": round(spread_r.get(int(fid), 0.0), 6),
+            "rank_bytes_skew": round(float(skew[0][i]), 6), "rank_time_skew": round(float(skew[1][i]), 6),
+            "rank_write_spread": round(float(spread_w[i]), 6), "rank_read_spread": round(float(spread_r[i]), 6),
         })  # fmt: skip
-    rows.sort(key=lambda r: (-r["io_time_s"], r["path"]))
-    return {"total": len(rows), "rows": rows[:FILE_VIEW_LIMIT]}
+    return {"total": n, "rows": rows}
 
 
 def _shared_skew(rec: Any, inv: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -120,23 +122,22 @@ def _shared_skew(rec: Any, inv: np.ndarray, n: int) -> tuple[np.ndarray, np.ndar
     return bb, tt
 
 
-def _rank_spread(rec: Any, ids: np.ndarray, *, read: bool = False) -> dict[int, float]:
-    """(max - min) / max of the bytes each rank moved, over files with records of 2+ ranks (Drishti P21/P22)."""
+def _rank_spread(rec: Any, ids: np.ndarray, *, read: bool = False) -> np.ndarray:
+    """Per file (aligned with ``ids``): (max - min) / max of the bytes each rank moved, over files with
+    records of 2+ ranks (Drishti P21/P22), else 0."""
+    out = np.zeros(len(ids))
     own = rec.rank >= 0
     if not own.any():
-        return {}
-    col = rec["bytes_read"] if read else rec["bytes_written"]
-    fid, inv = np.unique(rec.ids[own], return_inverse=True)
-    v = col[own].astype(np.float64)
-    hi = np.full(len(fid), -np.inf)
-    lo = np.full(len(fid), np.inf)
-    np.maximum.at(hi, inv, v)
-    np.minimum.at(lo, inv, v)
-    cnt = np.bincount(inv, minlength=len(fid))
-    out = {}
-    for i, f in enumerate(fid.tolist()):
-        if cnt[i] > 1 and hi[i] > 0:
-            out[int(f)] = float((hi[i] - lo[i]) / hi[i])
+        return out
+    col = (rec["bytes_read"] if read else rec["bytes_written"])[own].astype(np.float64)
+    inv = np.searchsorted(ids, rec.ids[own])
+    hi = np.full(len(ids), -np.inf)
+    lo = np.full(len(ids), np.inf)
+    np.maximum.at(hi, inv, col)
+    np.minimum.at(lo, inv, col)
+    cnt = np.bincount(inv, minlength=len(ids))
+    ok = (cnt > 1) & (hi > 0)
+    out[ok] = (hi[ok] - lo[ok]) / hi[ok]
     return out
 
 
