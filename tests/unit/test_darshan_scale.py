@@ -14,7 +14,7 @@ from dftune.tools.trace import analyze
 from tests.darshan_logs import shipped
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from gen_darshan_log import build  # noqa: E402
+from gen_darshan_log import build
 
 RANKS, FILES = 512, 1000
 
