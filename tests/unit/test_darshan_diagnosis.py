@@ -125,3 +125,14 @@ def test_dftracer_diagnosis_is_untouched_by_darshan_rules() -> None:
     assert all(BASE[k] == v for k, v in SIGNAL_DEFAULTS.items())
     darshan_sets = [rs for rs in load_rulesets() if "darshan" in Path(rs.path).name]
     assert len(darshan_sets) == 3 and not evaluate(darshan_sets, BASE, {"file": []})
+
+
+def test_heatmap_keeps_the_busiest_ranks_of_a_huge_job() -> None:
+    from dftune.tools.darshan import dxt
+
+    n = dxt.HEATMAP_MAX_RANKS + 500
+    rank = np.arange(n)
+    nbytes = np.arange(n, dtype=np.int64) + 1  # the last ranks are the busiest
+    hm = dxt.heatmap(rank, np.zeros(n, dtype=np.int64), nbytes, np.ones(n, bool), 4, 1.0, "DXT_POSIX")
+    assert hm["ranks_total"] == n and hm["ranks"] == list(range(500, n))
+    assert sum(row[0] for row in hm["write_bytes"]) == int(nbytes[500:].sum())
