@@ -155,20 +155,28 @@ def time_view(ops: DxtOps, job_time_s: float, windows: int, nprocs: int) -> dict
             "heatmap": heatmap(ops.rank, b, ops.length, ops.is_write, windows, width, ops.module)}  # fmt: skip
 
 
+#: ranks kept in a heatmap (the busiest; the JSON stays small on 10^4-10^5-rank jobs)
+HEATMAP_MAX_RANKS = 1024
+
+
 def heatmap(rank: np.ndarray, window: np.ndarray, nbytes: np.ndarray, is_write: np.ndarray, windows: int,
             width: float, source: str) -> dict[str, object]:  # fmt: skip
-    """Bytes per (rank, window), read and write; ranks with no I/O are left out."""
+    """Bytes per (rank, window), read and write; ranks with no I/O are left out, and past
+    :data:`HEATMAP_MAX_RANKS` only the busiest ranks are kept (``ranks_total`` says how many there were)."""
     ranks, inv = np.unique(rank, return_inverse=True)
     cell = inv * windows + window
-    out: dict[str, object] = {
-        "source": source,
-        "window_s": width,
-        "windows": windows,
-        "ranks": ranks.tolist(),
-    }
-    for name, m in (("read_bytes", ~is_write), ("write_bytes", is_write)):
-        grid = np.bincount(cell[m], weights=nbytes[m], minlength=len(ranks) * windows).reshape(
+    grids = {
+        name: np.bincount(cell[m], weights=nbytes[m], minlength=len(ranks) * windows).reshape(
             len(ranks), windows
         )
-        out[name] = grid.astype(np.int64).tolist()
+        for name, m in (("read_bytes", ~is_write), ("write_bytes", is_write))
+    }
+    keep = np.arange(len(ranks))
+    if len(ranks) > HEATMAP_MAX_RANKS:
+        busy = grids["read_bytes"].sum(axis=1) + grids["write_bytes"].sum(axis=1)
+        keep = np.sort(np.argsort(-busy, kind="stable")[:HEATMAP_MAX_RANKS])
+    out: dict[str, object] = {"source": source, "window_s": width, "windows": windows,
+                              "ranks": ranks[keep].tolist(), "ranks_total": len(ranks)}  # fmt: skip
+    for name, grid in grids.items():
+        out[name] = grid[keep].astype(np.int64).tolist()
     return out
