@@ -88,7 +88,10 @@ def user_errors() -> Iterator[None]:
 @app.command()
 def analyze(
     paths: Annotated[
-        list[Path], typer.Argument(help="Trace files (.pfw, .pfw.gz) or directories (searched recursively).")
+        list[Path],
+        typer.Argument(
+            help="Trace files (.pfw, .pfw.gz), Darshan logs (.darshan) or directories (searched recursively)."
+        ),
     ],
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document (schema dftune.analysis/1).")
@@ -109,7 +112,7 @@ def analyze(
         int, typer.Option("--windows", min=1, max=10000, help="Windows in the time view.")
     ] = 20,
 ) -> None:
-    """Read dftracer traces exactly and summarize their I/O (counts, bytes, time, pattern)."""
+    """Read dftracer traces or Darshan logs exactly and summarize their I/O (counts, bytes, time, pattern)."""
     from dftune.tools.trace import analyze as run_analysis
     from dftune.tools.trace.render import AnalysisRenderer
     from dftune.tools.trace.views import VIEWS
@@ -142,7 +145,7 @@ def analyze(
 
 @app.command()
 def diagnose(
-    paths: Annotated[list[Path], typer.Argument(help="Trace files or directories.")],
+    paths: Annotated[list[Path], typer.Argument(help="Trace files, Darshan logs or directories.")],
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document (schema dftune.diagnosis/1).")
     ] = False,
@@ -344,17 +347,31 @@ def replay(
 
 @app.command()
 def report(
-    run_id: Annotated[str, typer.Argument(help="Run id (see dftune runs).")],
+    run_id: Annotated[
+        str, typer.Argument(help="Run id (see dftune runs), or a Darshan log / trace file or folder.")
+    ],
     html: Annotated[
         bool, typer.Option("--html", help="Also write a self-contained report.html (plots embedded).")
     ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", help="For a log or trace: where to write the HTML (default ./NAME_report.html)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document with the paths.")] = False,
 ) -> None:
-    """Write a finished run's report.md (and report.html with --html) and print where they are."""
+    """Write a finished run's report.md (and report.html with --html), or the HTML report of one
+    Darshan log or trace (analysis, diagnosis, plots); print where they are."""
     from dftune.tools.report.writer import write_reports
 
     with user_errors():
-        paths = write_reports(run_id, html=html)
+        if Path(run_id).exists():  # a log or trace, not a run: its analysis report (always HTML)
+            from dftune.tools.report.analysis_report import write_input_report
+
+            paths = write_input_report(run_id, output)
+        else:
+            paths = write_reports(run_id, html=html)
     if as_json:
         emit_json({"schema": "dftune.report/1", "run_id": run_id, **paths})
         return

@@ -43,7 +43,7 @@ def analyze(
     progress: Progress | None = None,
     profile: bool = False,
 ) -> Analysis:
-    """Analyze dftracer traces (files or directories) into one :class:`Analysis`.
+    """Analyze dftracer traces or Darshan logs (files or directories) into one :class:`Analysis`.
 
     ``profile``: also build the per-file access profile (byte ranges, calls, sizes, the
     application's own events) that the guards and the estimates compare; it is read on the
@@ -51,6 +51,16 @@ def analyze(
     unknown = [v for v in views if v not in VIEWS]
     if unknown:
         raise ValueError(f"unknown view {unknown[0]!r}; choose from {', '.join(VIEWS)}")
+    from dftune.tools.trace.darshan.detect import split_inputs
+
+    paths = list(paths)
+    logs, is_darshan = split_inputs(paths)  # Darshan logs, recognised by content
+    if is_darshan:
+        from dftune.tools.trace.darshan.engine import analyze_logs
+
+        return analyze_logs(
+            logs, skip_bad=skip_bad, views=views, time_windows=time_windows, progress=progress
+        )
     files = discover(paths)
     options = ReadOptions(skip_bad=skip_bad, file_view="file" in views or profile, profile=profile)
     partials = _map(files, options, scheduler, workers, progress)

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.tools.trace.darshan.model import DarshanInfo
+
 SCHEMA = "dftune.analysis/1"
 
 
@@ -235,6 +237,8 @@ class Analysis(_Model):
     views: dict[str, Any] = {}
     #: per-file accesses and application events, when asked for (the guards and estimates use it)
     profile: AccessProfile | None = None
+    #: Darshan input only: the header and the counters-only signals (None for dftracer traces)
+    darshan: DarshanInfo | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
