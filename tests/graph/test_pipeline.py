@@ -114,7 +114,7 @@ def test_resume_after_a_crash_repeats_no_experiment_and_no_record(
 ) -> None:
     import dftune.agents.verifier as verifier
 
-    real = verifier.measure
+    real = verifier.measure_paired
     calls = {"n": 0}
 
     def crash_on_second(*args: Any, **kwargs: Any) -> Any:
@@ -123,7 +123,7 @@ def test_resume_after_a_crash_repeats_no_experiment_and_no_record(
             raise RuntimeError("power cut")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(verifier, "measure", crash_on_second)
+    monkeypatch.setattr(verifier, "measure_paired", crash_on_second)
     with pytest.raises(RuntimeError, match="power cut"):
         harness.invoke(harness.state())
     crashed = harness.values()

@@ -225,12 +225,15 @@ def bench(
     progress: Progress | None = None,
     env: dict[str, str] | None = None,
     first_index: int = 0,
+    prepare: bool = True,
 ) -> BenchResult:
     """Run ``replicates`` runs of one condition and return the record with its statistics.
 
     ``env`` is an overlay (e.g. an iteration's L2 settings) on top of the spec's environment.
     ``first_index`` numbers the replicates (and their trace folders ``r<i>``) from there, so more
-    replicates of the same condition can be added to a workdir without touching earlier ones."""
+    replicates of the same condition can be added to a workdir without touching earlier ones.
+    ``prepare=False`` skips the setup and the warm-up: the workdir was prepared by an earlier
+    call (interleaved arms run one replicate at a time)."""
     settings = spec.settings(overrides)
     n = replicates or spec.replicates
     traced = (spec.tracing.mode != "off") if trace is None else trace
@@ -243,7 +246,7 @@ def bench(
     argv = spec.render(spec.command, settings, workdir=workdir)
     notes: list[str] = []
 
-    if spec.setup:
+    if spec.setup and prepare:
         setup = _run(spec, spec.render(spec.setup, settings, workdir=workdir), cwd=cwd, env=base_env, log_dir=logs,
                      label="setup")  # fmt: skip
         if setup.status != "ok":
@@ -252,7 +255,9 @@ def bench(
             )
 
     cache_policy: Literal["drop_caches", "warm_up"] = "drop_caches" if drop_page_cache() else "warm_up"
-    if cache_policy == "warm_up":
+    if not prepare:
+        notes.append("prepared by an earlier call (setup and cache policy as recorded there)")
+    elif cache_policy == "warm_up":
         warm = _run(spec, argv, cwd=cwd, env=base_env, log_dir=logs, label="warmup")
         notes.append("page cache could not be dropped (not permitted here): one untraced warm-up run first, "
                      f"status {warm.status}; every replicate then ran with a warm cache")  # fmt: skip
