@@ -272,6 +272,14 @@ def run(
         int,
         typer.Option("--token-budget", min=0, help="Tokens the chat model may spend; then the rules decide."),
     ] = 200_000,
+    retry_known: Annotated[
+        bool,
+        typer.Option(
+            "--retry-known",
+            help="Measure again what the knowledge base already measured here "
+            "without a gain (against the same incumbent).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Tune a workload: baseline, diagnosis, cited proposals, one guarded experiment at a time, report."""
@@ -280,7 +288,7 @@ def run(
     with user_errors():
         result = start_run(workload, mode=mode, max_experiments=max_experiments, run_id=run_id, model=model,
                            replicates=replicates, token_budget=token_budget, allow_install=allow_install,
-                           progress=_progress(as_json))  # fmt: skip
+                           retry_known=retry_known, progress=_progress(as_json))  # fmt: skip
     _show_run(result, as_json)
     if result["status"] == "failed":
         raise typer.Exit(EXIT_RUN_FAILED)

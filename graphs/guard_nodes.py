@@ -184,6 +184,9 @@ def _record_experiment(
     cmp = exp.comparison
     arms = measured_arms(state, exp)
     common = {**_base_record(state, spec, p), "iteration": exp.iteration, "confirmed_by": exp.confirmed_by}
+    # what the change was measured against: a later run re-tries a known no_change only against another one
+    common["change"] = {**common["change"], "incumbent": {"settings": {k: str(v) for k, v in exp.reference.settings.items()},
+                                                          "env": dict(exp.reference.env)}}  # fmt: skip
     ref_bw, cand_bw = exp.reference.io_bandwidth, exp.candidate.io_bandwidth
     moved = pct_change(ref_bw, cand_bw, lower_is_better=False)
     # a change that moved the system metric is a system-level result too: it is only kept when the

@@ -475,7 +475,7 @@ class BatchReducer:
 
     def _profile_rows(self, cols: dict[str, np.ndarray], start: np.ndarray) -> None:
         """Per (file, direction): disjoint byte segments, calls, bytes, first access, size bins."""
-        fk, is_write, nb, ts = cols["fk"], cols["is_write"], cols["nbytes"], cols["ts"]
+        fk, is_write, nb, ts, dur = cols["fk"], cols["is_write"], cols["nbytes"], cols["ts"], cols["dur"]
         access = cols["pkind"] != V.SETTER
         pairs = np.stack([fk[access], is_write[access].astype(np.uint64)], axis=1)
         keys, inv = (
@@ -484,7 +484,7 @@ class BatchReducer:
             else (np.zeros((0, 2), np.uint64), np.zeros(0, np.int64))
         )
         inv = inv.reshape(-1).astype(np.uint64)
-        a_start, a_nb, a_ts = start[access], nb[access], ts[access]
+        a_start, a_nb, a_ts, a_dur = start[access], nb[access], ts[access], dur[access]
         ranged = (a_start >= 0) & (a_nb > 0)
         sg, slo, shi = V.interval_union(inv[ranged], a_start[ranged], a_start[ranged] + a_nb[ranged])
         sg_i = sg.astype(np.int64)
@@ -501,7 +501,7 @@ class BatchReducer:
         )
         self.con.register("pacc_rows", pa.table({
             "g": inv, "nbytes": np.where(sized, a_nb, 0), "sized": sized, "ranged": ranged, "ts": a_ts,
-            "sbin": sbin.astype(np.int64),
+            "sbin": sbin.astype(np.int64), "dur": a_dur,
         }))  # fmt: skip
         self.con.register("pkeys", pa.table({
             "g": np.arange(len(keys), dtype=np.uint64),
@@ -514,7 +514,8 @@ class BatchReducer:
             "FROM pacc_rows r JOIN pkeys k USING (g) GROUP BY ALL"
         )
         self.con.execute(
-            "CREATE TEMP TABLE psize AS SELECT k.fk, k.is_write, r.sbin, count(*) AS count "
+            "CREATE TEMP TABLE psize AS SELECT k.fk, k.is_write, r.sbin, count(*) AS count, "
+            "sum(r.nbytes) AS bytes, sum(r.dur) AS time_us "
             "FROM pacc_rows r JOIN pkeys k USING (g) WHERE r.sized GROUP BY ALL"
         )
         self.con.unregister("pacc_rows")

@@ -144,8 +144,11 @@ class FileAccess(_Model):
     metadata_calls: int = 0
     #: first access (microseconds, trace clock): gives the order in which files are visited
     first_ts: int | None = None
-    #: transfer sizes of the calls: {"read": {size bin: calls}, "write": {...}} (non-empty bins)
+    #: transfer sizes of the calls: {"read": {size bin: calls}, "write": {...}} (non-empty bins),
+    #: and the bytes and the time (seconds, summed over calls) of each bin
     sizes: dict[str, dict[str, int]] = {}
+    size_bytes: dict[str, dict[str, int]] = {}
+    size_time_s: dict[str, dict[str, float]] = {}
 
     @property
     def reread_bytes(self) -> int:

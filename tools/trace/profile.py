@@ -23,6 +23,7 @@ from dftune.tools.trace.model import AccessProfile, AppEvent, FileAccess
 from dftune.tools.trace.reader import FilePartial
 
 _DIRECTIONS = ("read", "write")
+_PER_BIN = ("sizes", "size_bytes", "size_time_s")
 
 
 def build_profile(partials: list[FilePartial]) -> AccessProfile:
@@ -51,7 +52,10 @@ def _paths(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> dict[
 
 def _build(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> AccessProfile:
     paths = _paths(con, partials)
-    files: dict[str, dict[str, Any]] = defaultdict(lambda: {"sizes": {"read": {}, "write": {}}})
+    files: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"sizes": {"read": {}, "write": {}}, "size_bytes": {"read": {}, "write": {}},
+                 "size_time_s": {"read": {}, "write": {}}}
+    )  # fmt: skip
 
     def entry(fk: Any) -> dict[str, Any]:
         return files[paths.get(int(fk), f"fk:{int(fk)}")]
@@ -66,18 +70,19 @@ def _build(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> Acces
         f["unpositioned"] = f.get("unpositioned", 0) + int(calls or 0) - int(ranged or 0)
         if first is not None:
             f["first_ts"] = min(int(first), f.get("first_ts", int(first)))
-    for fk, is_write, sbin, count in query_rows(con, concat_partials(partials, "psize"), """
-            SELECT fk, is_write, sbin, sum(count) FROM t GROUP BY ALL""")[1]:  # fmt: skip
-        sizes = entry(fk)["sizes"][_DIRECTIONS[int(bool(is_write))]]
-        label = S.SIZE_BINS[int(sbin)][0]
-        sizes[label] = sizes.get(label, 0) + int(count)
+    for fk, is_write, sbin, count, nbytes, time_us in query_rows(con, concat_partials(partials, "psize"), """
+            SELECT fk, is_write, sbin, sum(count), sum(bytes), sum(time_us) FROM t GROUP BY ALL""")[1]:  # fmt: skip
+        f, d, label = entry(fk), _DIRECTIONS[int(bool(is_write))], S.SIZE_BINS[int(sbin)][0]
+        for key, value in (("sizes", int(count)), ("size_bytes", int(nbytes or 0)),
+                           ("size_time_s", float(time_us or 0) / 1e6)):  # fmt: skip
+            f[key][d][label] = f[key][d].get(label, 0) + value
     _ranges(con, partials, paths, files)
     _path_counts(con, partials, files)
     out = [
         FileAccess(
             path=path,
-            **{k: v for k, v in f.items() if k != "sizes"},
-            sizes={d: dict(sorted(s.items())) for d, s in f["sizes"].items() if s},
+            **{k: v for k, v in f.items() if k not in _PER_BIN},
+            **{k: {d: dict(sorted(s.items())) for d, s in f[k].items() if s} for k in _PER_BIN},
         )
         for path, f in sorted(files.items())
     ]
