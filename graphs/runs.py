@@ -178,6 +178,14 @@ def start_run(
     return _result(meta.id, ws)
 
 
+def load_state(run_id: str, workspace: Workspace | None = None) -> TuningState:
+    """The run's last saved graph state (what the benchmarks and the tests read after a run)."""
+    ws = workspace or Workspace()
+    _existing(run_id, ws)
+    with _compiled(run_id, ws) as (graph, config):
+        return _snapshot_state(graph, config)[0]
+
+
 def _existing(run_id: str, ws: Workspace) -> None:
     if not (ws.run_dir(run_id) / CHECKPOINT_FILE).is_file():
         raise RunNotFound(f"no run {run_id!r} with saved graph states under {ws.root}")
