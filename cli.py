@@ -90,7 +90,10 @@ def user_errors() -> Iterator[None]:
 @app.command()
 def analyze(
     paths: Annotated[
-        list[Path], typer.Argument(help="Trace files (.pfw, .pfw.gz) or directories (searched recursively).")
+        list[Path],
+        typer.Argument(
+            help="Trace files (.pfw, .pfw.gz), Darshan logs (.darshan) or directories (searched recursively)."
+        ),
     ],
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document (schema dftune.analysis/1).")
@@ -111,7 +114,7 @@ def analyze(
         int, typer.Option("--windows", min=1, max=10000, help="Windows in the time view.")
     ] = 20,
 ) -> None:
-    """Read dftracer traces exactly and summarize their I/O (counts, bytes, time, pattern)."""
+    """Read dftracer traces or Darshan logs exactly and summarize their I/O (counts, bytes, time, pattern)."""
     from dftune.tools.trace import analyze as run_analysis
     from dftune.tools.trace.render import AnalysisRenderer
     from dftune.tools.trace.views import VIEWS
@@ -144,7 +147,7 @@ def analyze(
 
 @app.command()
 def diagnose(
-    paths: Annotated[list[Path], typer.Argument(help="Trace files or directories.")],
+    paths: Annotated[list[Path], typer.Argument(help="Trace files, Darshan logs or directories.")],
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document (schema dftune.diagnosis/1).")
     ] = False,
@@ -315,6 +318,14 @@ def run(
         int | None,
         typer.Option("--token-budget", min=0, help="Tokens the chat model may spend; then the rules decide."),
     ] = None,
+    retry_known: Annotated[
+        bool,
+        typer.Option(
+            "--retry-known",
+            help="Measure again what the knowledge base already measured here "
+            "without a gain (against the same incumbent).",
+        ),
+    ] = False,
     time_budget: BudgetOpt = None,
     deadline: DeadlineOpt = None,
     as_json: Annotated[
@@ -345,6 +356,7 @@ def run(
             if token_budget is not None
             else (file.token_budget if file else 200_000),
             "allow_install": allow_install,
+            "retry_known": retry_known,
         }
         if file is None and len(specs) == 1:
             result = _single_run(specs[0], settings, run_id, until, as_json)
@@ -473,32 +485,49 @@ def replay(
 
 @app.command()
 def report(
-    run_id: Annotated[str, typer.Argument(help="Run id (see dftune runs).")],
+    run_id: Annotated[
+        str, typer.Argument(help="Run id (see dftune runs), or a Darshan log / trace file or folder.")
+    ],
     html: Annotated[
         bool, typer.Option("--html", help="Also write a self-contained report.html (plots embedded).")
     ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", help="For a log or trace: where to write the HTML (default ./NAME_report.html)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document with the paths.")] = False,
 ) -> None:
-    """Write a finished run's (or campaign's) report.md (and report.html with --html); print its first screen."""
+    """Write a finished run's (or campaign's) report.md (and report.html with --html), or the HTML
+    report of one Darshan log or trace (analysis, diagnosis, plots); print its first screen."""
     from dftune.core.terminal import text
     from dftune.graphs.campaign import campaign_reports, is_campaign
     from dftune.tools.report.writer import load_report, write_reports
 
-    campaign = is_campaign(run_id)
+    source = Path(run_id).exists()  # a log or trace, not a run id
+    campaign = not source and is_campaign(run_id)
     with user_errors():
-        paths = campaign_reports(run_id, html=html) if campaign else write_reports(run_id, html=html)
+        if campaign:
+            paths = campaign_reports(run_id, html=html)
+        elif source:  # its analysis report (always HTML)
+            from dftune.tools.report.analysis_report import write_input_report
+
+            paths = write_input_report(run_id, output)
+        else:
+            paths = write_reports(run_id, html=html)
     if as_json:
         emit_json(
             {
                 "schema": "dftune.report/1",
                 "run_id": run_id,
-                "kind": "campaign" if campaign else "run",
+                "kind": "input" if source else ("campaign" if campaign else "run"),
                 **paths,
             }
         )
         return
     out = Console()
-    if not campaign:
+    if not campaign and not source:
         from dftune.tools.report.console import RunRenderer
         from dftune.tools.report.sections import headline
 

@@ -25,8 +25,10 @@ from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.units import BaselineUnits
 
 TIMINGS = "timings.jsonl"
-#: An arm is estimated at its most expensive measured predecessor times this, plus a second.
+#: An experiment is estimated at its most expensive measured predecessor times this, plus a second.
 SAFETY = 1.2
+#: An experiment's sitting measures the incumbent and the candidate: twice a baseline arm.
+ARMS_PER_SITTING = 2
 
 
 class OutOfTime(BenchError):
@@ -53,22 +55,28 @@ class Budget:
                 lines = []
             for line in lines:
                 try:
-                    found.append(float(json.loads(line)["seconds"]))
+                    rec = json.loads(line)
+                    # a baseline measures one arm; an experiment's sitting runs the incumbent beside the
+                    # candidate (A B A B), so it costs two arms
+                    seconds = float(rec["seconds"]) * (ARMS_PER_SITTING if rec.get("kind") == "baseline" else 1)
                 except (ValueError, KeyError, TypeError):
                     continue
+                found.append(seconds)
             self._arms[key] = found
         return self._arms[key]
 
-    def record(self, run_dir: Path, label: str, seconds: float) -> None:
-        """An arm's measured cost, kept for the next estimates (and for a resumed run)."""
-        self._timings(run_dir).append(seconds)
+    def record(self, run_dir: Path, label: str, seconds: float, *, kind: str = "sitting") -> None:
+        """A measurement's cost (``kind``: a ``baseline`` arm or an experiment's ``sitting``), kept for
+        the next estimates (and for a resumed run)."""
+        self._timings(run_dir).append(seconds * (ARMS_PER_SITTING if kind == "baseline" else 1))
         logs = run_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
+        line = {"label": label, "kind": kind, "seconds": round(seconds, 3), "at": time.time()}
         with open(logs / TIMINGS, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"label": label, "seconds": round(seconds, 3), "at": time.time()}) + "\n")
+            fh.write(json.dumps(line) + "\n")
 
     def arm_estimate(self, run_dir: Path) -> float | None:
-        """What the next arm will cost, from the arms this run measured (None before the first)."""
+        """What the next experiment will cost, from what this run measured (None before the first arm)."""
         times = self._timings(run_dir)
         return SAFETY * max(times) + 1.0 if times else None
 
@@ -80,12 +88,12 @@ class Budget:
 
     @contextmanager
     def job(
-        self, run_dir: Path, label: str, spec: WorkloadSpec, *, arm: bool = True
+        self, run_dir: Path, label: str, spec: WorkloadSpec, *, arm: bool = True, kind: str = "sitting"
     ) -> Iterator[WorkloadSpec]:
         """Hold a measurement slot for the body and yield the spec to run it with (timeout capped).
 
         ``arm``: the body measures an arm; it is refused when it cannot finish in time
-        (:class:`OutOfTime`) and its duration is recorded. Otherwise (an analysis) it only waits
+        (:class:`OutOfTime`) and its duration is recorded as ``kind`` (see :meth:`record`). Otherwise (an analysis) it only waits
         for the slot."""
         local = spec.launcher.kind in ("local", "mpirun")
         holder = self.pool.slot(self.lane) if (self.pool is not None and local) else nullcontext()
@@ -100,4 +108,4 @@ class Budget:
             start = time.monotonic()
             yield capped
             if arm:
-                self.record(run_dir, label, time.monotonic() - start)
+                self.record(run_dir, label, time.monotonic() - start, kind=kind)

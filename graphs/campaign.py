@@ -115,7 +115,8 @@ def _spec_of(member: Member, ws: Workspace) -> WorkloadSpec:
 def start_campaign(spec_paths: list[Path], *, deadline: float | None, budget_text: str = "",
                    campaign_id: str | None = None, name: str = "campaign", mode: str = "autonomous",
                    max_experiments: int = 6, replicates: int | None = None, model: str = "rules",
-                   token_budget: int = 200_000, allow_install: bool = False, progress: ProgressFn = silent,
+                   token_budget: int = 200_000, allow_install: bool = False, retry_known: bool = False,
+                   progress: ProgressFn = silent,
                    workspace: Workspace | None = None, store: CampaignStore | None = None) -> dict[str, Any]:  # fmt: skip
     """Create the campaign (every spec is validated first) and drive it to its end."""
     ws, store = workspace or Workspace(), store or CampaignStore()
@@ -130,7 +131,8 @@ def start_campaign(spec_paths: list[Path], *, deadline: float | None, budget_tex
     meta = CampaignMeta(id=cid, name=name, created=datetime.now(UTC), deadline=deadline, budget=budget_text,
                         members=members, pid=os.getpid(),
                         settings={"mode": mode, "max_experiments": max_experiments, "replicates": replicates,
-                                  "model": model, "token_budget": token_budget, "allow_install": allow_install})  # fmt: skip
+                                  "model": model, "token_budget": token_budget, "allow_install": allow_install,
+                                  "retry_known": retry_known})  # fmt: skip
     store.create(meta)
     store.log(cid, "start", f"campaign of {len(members)} workload(s)"
               + (f", deadline {clock(deadline)}" if deadline else ", no deadline"),
@@ -193,7 +195,8 @@ class _Member:
                 self.result = start_run(m.spec_path, mode=s["mode"], max_experiments=s["max_experiments"],
                                         run_id=m.run_id, model=s["model"], replicates=s["replicates"],
                                         allow_install=s["allow_install"], token_budget=s["token_budget"],
-                                        progress=self.say, workspace=self.ws, budget=self.budget)  # fmt: skip
+                                        retry_known=bool(s.get("retry_known")), progress=self.say,
+                                        workspace=self.ws, budget=self.budget)  # fmt: skip
             m.status, m.reason = self.result["status"], self.result.get("status_reason") or ""
             if m.status == "awaiting_approval":  # the morning reader still gets what was measured
                 pending = self.result.get("pending") or {}

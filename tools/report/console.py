@@ -15,7 +15,7 @@ from rich.text import Text
 
 from dftune.core.terminal import Col, responsive, text
 from dftune.tools.report.sections import gain_text
-from dftune.tools.report.table import TERMINAL_COLUMNS, terminal_cells
+from dftune.tools.report.table import SOURCE_LEGEND, TERMINAL_COLUMNS, terminal_cells
 
 
 def _line(*parts: tuple[object, str]) -> Text:
@@ -55,9 +55,8 @@ class RunRenderer:
         if r["proposal_table"]:
             rows = [terminal_cells(row) for row in r["proposal_table"]]
             c.print(
-                responsive(
-                    c, "Proposal table (sorted by weighted score)", TERMINAL_COLUMNS, rows, head=(0, 1)
-                )
+                responsive(c, "Proposal table (sorted by weighted score)", TERMINAL_COLUMNS, rows, head=(0, 1),
+                           caption=SOURCE_LEGEND)
             )
         if r["verdicts"]:
             cols = [Col("opt", justify="right"), Col("proposal"), Col("verdict"), Col("change", justify="right"),

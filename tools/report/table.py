@@ -41,9 +41,19 @@ class Md(str):
     """Text that is Markdown already (a link built by :func:`md_link`): not escaped again."""
 
 
+#: one-word marks of where a number came from, for narrow tables (the legend says them all)
+SOURCE_MARKS = {"measured": "meas", "kb": "KB", "trace model": "trace", "model": "LLM", "n/a": "n/a"}
+SOURCE_LEGEND = "meas = measured here, KB = measured by an earlier run, trace = trace model, LLM = the model"
+
+
 def impact_text(pct: float, source: str) -> str:
-    """``12.34% (measured)``: every impact says where its number came from."""
-    return f"{pct:.2f}% ({source})"
+    """``12.34% (measured)``: every impact says where its number came from (``n/a``: nothing to say)."""
+    return "n/a" if source == "n/a" else f"{pct:.2f}% ({source})"
+
+
+def impact_mark(pct: float, source: str) -> str:
+    """``12.3% meas``: the short form for the terminal."""
+    return "n/a" if source == "n/a" else f"{pct:.1f}% {SOURCE_MARKS.get(source, source)}"
 
 
 def proposal_cells(row: Mapping[str, Any]) -> list[str]:
@@ -61,13 +71,13 @@ def proposal_cells(row: Mapping[str, Any]) -> list[str]:
 
 
 def terminal_cells(row: Mapping[str, Any]) -> list[str]:
-    """One row for :data:`TERMINAL_COLUMNS` (impacts as ``30.0% estimate``)."""
+    """One row for :data:`TERMINAL_COLUMNS` (impacts as ``30.0% meas``: :data:`SOURCE_LEGEND`)."""
     return [
         str(row["#"]),
         str(row["strategy"]),
         str(row["description"]),
-        f"{row['app_impact_pct']:.1f}% {row['app_impact_source']}",
-        f"{row['system_impact_pct']:.1f}% {row['system_impact_source']}",
+        impact_mark(row["app_impact_pct"], row["app_impact_source"]),
+        impact_mark(row["system_impact_pct"], row["system_impact_source"]),
         f"{row['weighted_score']:.2f}",
         str(row["status"]),
     ]

@@ -21,6 +21,7 @@ from dftune.tools.trace import native
 from dftune.tools.trace.discover import discover
 from dftune.tools.trace.merge import merge
 from dftune.tools.trace.model import Analysis
+from dftune.tools.trace.profile import build_profile
 from dftune.tools.trace.reader import FilePartial, ReadOptions, read_file, read_file_native
 from dftune.tools.trace.views import VIEWS, build_view
 
@@ -40,13 +41,28 @@ def analyze(
     workers: int | None = None,
     time_windows: int = DEFAULT_TIME_WINDOWS,
     progress: Progress | None = None,
+    profile: bool = False,
 ) -> Analysis:
-    """Analyze dftracer traces (files or directories) into one :class:`Analysis`."""
+    """Analyze dftracer traces or Darshan logs (files or directories) into one :class:`Analysis`.
+
+    ``profile``: also build the per-file access profile (byte ranges, calls, sizes, the
+    application's own events) that the guards and the estimates compare; it is read on the
+    DuckDB path, which keeps per-access rows (the traces of tuning runs are small)."""
     unknown = [v for v in views if v not in VIEWS]
     if unknown:
         raise ValueError(f"unknown view {unknown[0]!r}; choose from {', '.join(VIEWS)}")
+    from dftune.tools.trace.darshan.detect import split_inputs
+
+    paths = list(paths)
+    logs, is_darshan = split_inputs(paths)  # Darshan logs, recognised by content
+    if is_darshan:
+        from dftune.tools.trace.darshan.engine import analyze_logs
+
+        return analyze_logs(
+            logs, skip_bad=skip_bad, views=views, time_windows=time_windows, progress=progress
+        )
     files = discover(paths)
-    options = ReadOptions(skip_bad=skip_bad, file_view="file" in views)
+    options = ReadOptions(skip_bad=skip_bad, file_view="file" in views or profile, profile=profile)
     partials = _map(files, options, scheduler, workers, progress)
     analysis = merge(partials)
     if "time" in views and analysis.events:
@@ -54,6 +70,8 @@ def analyze(
     for view in views:
         if view != "summary":
             analysis.views[view] = build_view(view, partials, analysis)
+    if profile:
+        analysis.profile = build_profile(partials)
     return analysis
 
 
@@ -71,7 +89,10 @@ def _with_time_bins(
     origin, end = min(firsts), max(lasts)
     width = max(1, -(-(end - origin) // windows))
     binned = ReadOptions(
-        skip_bad=options.skip_bad, file_view=options.file_view, time_bins=(origin, width, windows)
+        skip_bad=options.skip_bad,
+        file_view=options.file_view,
+        time_bins=(origin, width, windows),
+        profile=options.profile,
     )
     return _map(files, binned, scheduler, workers, None)
 

@@ -118,6 +118,10 @@ class AnalysisRenderer:
         fams = list(a.xfer_size_hist)
         hist = responsive(self.console, "Transfer sizes (ops per bin)", [Col("size"), *(Col(f, justify="right") for f in fams)],
                           [[b, *(_num(a.xfer_size_hist[f][b]) for f in fams)] for b in bins])  # fmt: skip
+        if a.darshan is not None:  # a Darshan log: its header instead of the trace-file counts
+            from dftune.tools.trace.darshan.render import header
+
+            head = header(a, a.darshan)
         parts: list[RenderableType] = [Panel(head, title="dftune analyze", expand=False),
                                        responsive(self.console, "I/O by family", fam_cols, fam_rows), pattern, times, hist]  # fmt: skip
         if a.layers:
