@@ -58,7 +58,9 @@ class Budget:
                     rec = json.loads(line)
                     # a baseline measures one arm; an experiment's sitting runs the incumbent beside the
                     # candidate (A B A B), so it costs two arms
-                    seconds = float(rec["seconds"]) * (ARMS_PER_SITTING if rec.get("kind") == "baseline" else 1)
+                    seconds = float(rec["seconds"]) * (
+                        ARMS_PER_SITTING if rec.get("kind") == "baseline" else 1
+                    )
                 except (ValueError, KeyError, TypeError):
                     continue
                 found.append(seconds)

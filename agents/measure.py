@@ -146,7 +146,9 @@ def measure_baseline(ctx: Context, run_id: str, spec: WorkloadSpec, *, workdir: 
         budget.record(run_dir, "baseline units", budget.units.elapsed_s() / max(1, len(result.replicates))
                       * (replicates + 1), kind="baseline")  # n replicates and a warm-up, at the unit cost  # fmt: skip
         with budget.job(run_dir, "baseline analysis", spec, arm=False) if traced else nullcontext(spec):
-            m, analysis, result = _summarize(result, workdir, {}, traced, ("file", "proc"), reuse_analysis=False)
+            m, analysis, result = _summarize(
+                result, workdir, {}, traced, ("file", "proc"), reuse_analysis=False
+            )
         data_dir = spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
         return m.model_copy(update={"data_dir": str(data_dir) if data_dir else None}), analysis, result
     with budget.job(run_dir, "the baseline", spec, kind="baseline") as capped:

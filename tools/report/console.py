@@ -55,8 +55,14 @@ class RunRenderer:
         if r["proposal_table"]:
             rows = [terminal_cells(row) for row in r["proposal_table"]]
             c.print(
-                responsive(c, "Proposal table (sorted by weighted score)", TERMINAL_COLUMNS, rows, head=(0, 1),
-                           caption=SOURCE_LEGEND)
+                responsive(
+                    c,
+                    "Proposal table (sorted by weighted score)",
+                    TERMINAL_COLUMNS,
+                    rows,
+                    head=(0, 1),
+                    caption=SOURCE_LEGEND,
+                )
             )
         if r["verdicts"]:
             cols = [Col("opt", justify="right"), Col("proposal"), Col("verdict"), Col("change", justify="right"),
