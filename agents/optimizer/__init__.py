@@ -1,6 +1,6 @@
 """The optimizer agent: the whole option space, the proposal table, one change at a time.
 
-By job: ``plan`` (the option space), ``checklist`` (the 12 verdicts), ``table`` (the seed's
+By job: ``plan`` (the option space), ``estimate`` (impacts, after screening), ``checklist`` (the 12 verdicts), ``table`` (the seed's
 proposal table), ``choose`` (the next experiment), ``apply`` (opt<n> and the journal),
 ``artifacts`` (the seed's files), ``facts`` (what the reasoner sees).
 
@@ -15,6 +15,7 @@ from dftune.agents.optimizer.apply import apply_change, copy_source, journal_for
 from dftune.agents.optimizer.artifacts import stack_of, write_layer_artifacts
 from dftune.agents.optimizer.checklist import checklist_verdicts
 from dftune.agents.optimizer.choose import ACTIONABLE, choose
+from dftune.agents.optimizer.estimate import estimate
 from dftune.agents.optimizer.facts import facts_of
 from dftune.agents.optimizer.plan import (
     catalog_proposal,
@@ -34,6 +35,7 @@ __all__ = [
     "choose",
     "cited_proposal",
     "copy_source",
+    "estimate",
     "facts_of",
     "journal_for",
     "keep_layout",

@@ -31,8 +31,10 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                 "events": [log("optimizer", f"budget of {state.max_experiments} experiment(s) used")]}  # fmt: skip
     # Overnight, try everything the policy may approve alone before anything that must ask a person.
     alone = [p for p in open_ if approval_rule(p, state.mode) == "approve"]
-    choice = ctx.reasoner.choose_next(alone or open_, facts_of(state))
-    ctx.progress("optimizer", f"next: {choice.proposal_id} ({choice.reason})")
-    return {**update, "current": choice.proposal_id,
+    judged = ctx.reasoner.choose_next(alone or open_, facts_of(state))
+    choice, decided = judged.answer, judged.decision
+    ctx.progress("optimizer", f"next: {choice.proposal_id} ({choice.reason})"
+                 + (f" [rules: {decided.fallback}]" if decided.fallback else ""))  # fmt: skip
+    return {**update, "current": choice.proposal_id, "decisions": [decided],
             "events": [log("optimizer", f"chose {choice.proposal_id}", reason=choice.reason,
-                           reasoner=getattr(ctx.reasoner, "name", "?"))]}  # fmt: skip
+                           reasoner=decided.by, fallback=decided.fallback)]}  # fmt: skip

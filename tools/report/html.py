@@ -15,6 +15,7 @@ from typing import Any
 from dftune.tools.report.plots import Plot
 from dftune.tools.report.sections import (
     ESTIMATED,
+    MODEL_ESTIMATED,
     REFUSED,
     checklist_label,
     citations,
@@ -22,6 +23,7 @@ from dftune.tools.report.sections import (
     findings,
     guard_rows,
     proposal_rows,
+    reasoning_html,
 )
 from dftune.tools.report.table import EXTRA_COLUMNS, PROPOSAL_COLUMNS
 
@@ -134,6 +136,7 @@ def render_run_html(doc: dict[str, Any], plots: list[Plot]) -> str:
         _experiments(doc),
         _guards(doc),
         _pitfalls(doc),
+        reasoning_html(doc),
         _citations(doc),
         "</main></body></html>",
     ]
@@ -181,7 +184,9 @@ def _findings(doc: dict[str, Any]) -> str:
         ("measured", "Measured (this run)"),
         (ESTIMATED, "Literature-estimated (not measured here)"),
     ):
-        subset = [f for f in rows if f["kind"] == kind]
+        subset = [
+            f for f in rows if f["kind"] == kind or (kind == ESTIMATED and f["kind"] == MODEL_ESTIMATED)
+        ]
         out.append(f"<h3>{e(title)}</h3>")
         if not subset:
             out.append('<p class="note">none</p>')

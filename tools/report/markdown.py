@@ -17,6 +17,8 @@ from dftune.tools.report.sections import (
     findings,
     guard_rows,
     proposal_rows,
+    reasoning_markdown,
+    summary_markdown,
 )
 from dftune.tools.report.table import markdown_table, proposal_markdown
 
@@ -36,8 +38,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
         f"**Status:** {s['status']}" + (f": {s['status_reason']}" if s.get("status_reason") else ""),
         "",
     ]
-    if s.get("summary"):
-        lines += [s["summary"], ""]
+    lines += summary_markdown(s)
     base = s.get("baseline") or {}
     inc = s.get("incumbent") or {}
     if base:
@@ -117,6 +118,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
                         [[g["proposal"], g["guard"], "passed" if g["passed"] else "FAILED", g["reason"]]
                          for g in screen])  # fmt: skip
         lines.append("")
+    lines += reasoning_markdown(s)
     cites = citations(s)
     if cites:
         lines += ["## Citations", ""]
