@@ -29,6 +29,9 @@ _NEGATION = re.compile(
     r"\b(not|no|never|didn't|did not|without|instead|regress\w*|slower|worse|reverted|refused|rejected|failed)\b",
     re.I,
 )
+_MARKUP = re.compile(r"\||^\s*#{1,6}\s|```")
+#: a percentage next to one proposal may be the run's overall change only when the sentence says so
+_OVERALL = re.compile(r"\b(overall|total|in all|altogether|end[- ]to[- ]end|combined)\b", re.I)
 #: bare counts in prose ("3 experiments") need no source
 _SMALL_COUNT = 12
 
@@ -72,9 +75,23 @@ def _matches(written: str, signed: bool, x: float, allowed: list[float]) -> bool
     return any(abs((c if signed else abs(c)) - x) <= tol for c in allowed)
 
 
-def _split(text: str) -> list[str]:
+def _sentences(text: str) -> list[str]:
     flat = " ".join(text.split())
     return [s for s in re.split(r"(?<=[.!?])\s+", flat) if s.strip()]
+
+
+def _split(text: str) -> list[str]:
+    """Sentences of the prose; a line of markup (a table row, a heading, a fence) is a unit of its own."""
+    out: list[str] = []
+    prose: list[str] = []
+    for line in text.splitlines():
+        if _MARKUP.search(line):
+            out += _sentences(" ".join(prose))
+            prose = []
+            out.append(" ".join(line.split()))
+        else:
+            prose.append(line)
+    return out + _sentences(" ".join(prose))
 
 
 def check_summary(text: str, given: dict[str, Any], *, wins: set[str]) -> Checked:
@@ -99,7 +116,7 @@ def check_summary(text: str, given: dict[str, Any], *, wins: set[str]) -> Checke
 
 def _problem(sentence: str, allowed: list[float], known: set[str], verdicts: dict[str, Any],
              own: dict[str, Any], overall: Any, wins: set[str]) -> str | None:  # fmt: skip
-    if "|" in sentence or re.search(r"(^|\s)#{1,6}\s", sentence) or "```" in sentence:
+    if _MARKUP.search(sentence):
         return "a table or markup, not prose"
     ids = [m.group(0).rstrip(".") for m in _ID.finditer(sentence)]
     unknown = [i for i in ids if i not in known]
@@ -123,7 +140,7 @@ def _problem(sentence: str, allowed: list[float], known: set[str], verdicts: dic
     measured = [i for i in ids if i in verdicts]
     if len(measured) == 1 and percents:
         mine = own.get(measured[0])
-        fits = [v for v in (mine, overall) if isinstance(v, int | float)]
+        fits = [v for v in (mine, overall if _OVERALL.search(rest) else None) if isinstance(v, int | float)]
         if not any(abs(abs(v) - p) <= tol for v in fits for p, tol in percents):
             return f"attributes {percents[0][0]:g}% to {measured[0]}, which is not what it measured"
     claimed = [i for i in measured if i not in wins]

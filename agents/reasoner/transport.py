@@ -159,15 +159,17 @@ def build_chat_model(spec: str, settings: LLMSettings | None = None) -> Any:
     provider, model = parse_model_spec(spec)
     s = settings or LLMSettings()
     ep = endpoint(provider)
+    if not ep.key:  # a resumed run whose key went away: one line, not a failure per request
+        raise ReasonerError(f"--model {spec}: {ep.key_env} is not set")
     try:
         if provider == "anthropic":
             from langchain_anthropic import ChatAnthropic
 
-            return ChatAnthropic(model=model, base_url=ep.url, api_key=ep.key or None, timeout=s.timeout_s,
+            return ChatAnthropic(model=model, base_url=ep.url, api_key=ep.key, timeout=s.timeout_s,
                                  max_retries=0, max_tokens=s.max_output_tokens)  # fmt: skip
         from langchain_openai import ChatOpenAI
 
-        return ChatOpenAI(model=model, base_url=ep.url, api_key=ep.key or None, timeout=s.timeout_s,
+        return ChatOpenAI(model=model, base_url=ep.url, api_key=ep.key, timeout=s.timeout_s,
                           max_retries=0, max_tokens=s.max_output_tokens, use_responses_api=False)  # fmt: skip
     except ImportError as exc:
         raise ReasonerError(

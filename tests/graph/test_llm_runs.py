@@ -190,7 +190,7 @@ def test_a_lying_summary_is_checked_and_only_what_holds_reaches_the_report(provi
     assert "sentence(s) dropped" in head
     state = _state(result["run_id"])
     (summary,) = [d for d in state.decisions if d.question == "summarize"]
-    assert summary.decided_by == "model" and len([n for n in summary.notes if "dropped" in n]) == 2
+    assert summary.decided_by == "model" and len([n for n in summary.notes if "dropped" in n]) == 4
     doc = json.loads((Workspace().run_dir(result["run_id"]) / "report.json").read_text())
     assert doc["summary"] == "SLOW=1 was reverted."
 
