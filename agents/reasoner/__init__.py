@@ -26,11 +26,12 @@ from dftune.agents.reasoner.protocol import (
     ImpactEstimate,
     ImpactEstimates,
     Judgment,
+    Question,
     Reasoner,
     ReasonerError,
     Summary,
 )
-from dftune.agents.reasoner.questions import Question, load_prompt
+from dftune.agents.reasoner.questions import load_prompt
 from dftune.agents.reasoner.rules import RulesReasoner, impact_bound
 from dftune.agents.reasoner.transport import PROVIDERS, check_model, llm_settings, parse_model_spec
 from dftune.agents.state import LLMSettings

@@ -8,7 +8,7 @@ history and the reports all read the same record.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -87,6 +87,31 @@ A = TypeVar("A")
 
 
 @dataclass(frozen=True)
+class Accepted(Generic[A]):
+    """A model's answer after its check: the result, and what the check changed (capped, dropped)."""
+
+    answer: A
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Question(Generic[A]):
+    """One typed judgment, whoever answers it (see :mod:`.questions` for the builders).
+
+    ``schema`` is the one tool the model must call; ``accept`` checks a model's answer and turns it
+    into the result (a ``ValueError`` sends the reason back to the model); ``rules`` is the
+    deterministic answer (offline, and the fallback)."""
+
+    name: str
+    schema: type[BaseModel]
+    prompt: str
+    rules: Callable[[], A]
+    accept: Callable[[Any], Accepted[A]]
+    #: a short form of an answer for the decision record
+    brief: Callable[[A], str] = str
+
+
+@dataclass(frozen=True)
 class Judgment(Generic[A]):
     """An answer and the record of who gave it."""
 
@@ -107,3 +132,7 @@ class Reasoner(Protocol):
     def choose_next(self, options: Sequence[Proposal], facts: Facts) -> Judgment[Choice]: ...
 
     def summarize(self, facts: Facts, outcome: dict[str, Any]) -> Judgment[str]: ...
+
+    def decide(self, q: Question[A], facts: Facts) -> Judgment[A]:
+        """Any typed question: a new kind of judgment needs a question builder, not a new method."""
+        ...

@@ -10,14 +10,19 @@ answer; :mod:`.llm` asks any of them the same way.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from importlib import resources
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel
-
-from dftune.agents.reasoner.protocol import Choice, Facts, ImpactEstimate, ImpactEstimates, Summary
+from dftune.agents.reasoner.protocol import (
+    Accepted,
+    Choice,
+    Facts,
+    ImpactEstimate,
+    ImpactEstimates,
+    Question,
+    Summary,
+)
 from dftune.agents.reasoner.rules import RulesReasoner, impact_bound
 from dftune.agents.reasoner.summary import check_summary
 from dftune.agents.state import Proposal
@@ -28,25 +33,6 @@ A = TypeVar("A")
 def load_prompt(agent: str, name: str) -> str:
     """Prompts are files: ``prompts/<agent>/<name>.md``."""
     return (resources.files("dftune.prompts") / agent / f"{name}.md").read_text(encoding="utf-8")
-
-
-@dataclass(frozen=True)
-class Accepted(Generic[A]):
-    """A model's answer after its check: the result, and what the check changed (capped, dropped)."""
-
-    answer: A
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Question(Generic[A]):
-    name: str
-    schema: type[BaseModel]
-    prompt: str
-    rules: Callable[[], A]
-    accept: Callable[[Any], Accepted[A]]
-    #: a short form of an answer for the decision record
-    brief: Callable[[A], str] = str
 
 
 def estimate_question(
