@@ -280,14 +280,43 @@ def run(
             "without a gain (against the same incumbent).",
         ),
     ] = False,
+    llm_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--llm-timeout",
+            envvar="DFTUNE_LLM_TIMEOUT_S",
+            show_default="30",
+            help="Seconds one request to the chat model may take.",
+        ),
+    ] = None,
+    llm_retries: Annotated[
+        int | None,
+        typer.Option(
+            "--llm-retries",
+            envvar="DFTUNE_LLM_RETRIES",
+            show_default="2",
+            help="Retries of a failed request (429, 5xx, timeouts), with backoff and retry-after.",
+        ),
+    ] = None,
+    llm_deadline: Annotated[
+        float | None,
+        typer.Option(
+            "--llm-deadline",
+            envvar="DFTUNE_LLM_DEADLINE_S",
+            show_default="60",
+            help="Seconds one judgment may take in all (retries, re-asks); then the rules decide.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Tune a workload: baseline, diagnosis, cited proposals, one guarded experiment at a time, report."""
+    from dftune.agents.reasoner import llm_settings
     from dftune.graphs.runs import start_run
 
     with user_errors():
+        llm = llm_settings(timeout_s=llm_timeout, retries=llm_retries, deadline_s=llm_deadline)
         result = start_run(workload, mode=mode, max_experiments=max_experiments, run_id=run_id, model=model,
-                           replicates=replicates, token_budget=token_budget, allow_install=allow_install,
+                           replicates=replicates, token_budget=token_budget, llm=llm, allow_install=allow_install,
                            retry_known=retry_known, progress=_progress(as_json))  # fmt: skip
     _show_run(result, as_json)
     if result["status"] == "failed":

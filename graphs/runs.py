@@ -21,8 +21,8 @@ from langgraph.types import Command
 
 from dftune.agents.context import Context, ProgressFn, silent
 from dftune.agents.literature import make_evidence, make_search
-from dftune.agents.reasoner import make_reasoner
-from dftune.agents.state import REPLAYABLE_FIELDS, STATE_VERSION, Mode, RunStatus, TuningState
+from dftune.agents.reasoner import check_model, llm_settings, make_reasoner
+from dftune.agents.state import REPLAYABLE_FIELDS, STATE_VERSION, LLMSettings, Mode, RunStatus, TuningState
 from dftune.core.errors import DftuneError
 from dftune.core.fsio import atomic_write_bytes
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
@@ -57,7 +57,7 @@ def _context(state: TuningState | dict[str, Any], ws: Workspace, progress: Progr
     s = state if isinstance(state, TuningState) else _as_state(state)
     return Context(
         spec=archived_spec(s, ws, progress),
-        reasoner=make_reasoner(s.model, token_budget=s.token_budget),
+        reasoner=make_reasoner(s.model, settings=s.llm),
         workspace=ws,
         progress=progress,
         search=make_search(),
@@ -154,14 +154,18 @@ def start_run(
     allow_install: bool = False,
     token_budget: int = 200_000,
     retry_known: bool = False,
+    llm: LLMSettings | None = None,
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
 ) -> dict[str, Any]:
-    """Create the run and drive the graph until it ends or waits for a person."""
+    """Create the run and drive the graph until it ends or waits for a person.
+
+    ``llm``: the chat model's timeouts, retries and per-decision deadline (default: DFTUNE_LLM_* or built-in)."""
     ws = workspace or Workspace()
     path = Path(spec_path).resolve()
     spec = load_spec(path)  # a bad spec fails here, before a run folder exists
-    make_reasoner(model)  # so does an unusable --model
+    check_model(model)  # so does an unusable --model: provider, package, key, base URL, before anything runs
+    llm = llm or llm_settings()
     if mode not in get_args(Mode):
         raise RunError(f"--mode {mode!r}: choose autonomous or interactive")
     if max_experiments < 0:
@@ -171,7 +175,7 @@ def start_run(
     ws.set_status(meta.id, "running")
     state = TuningState(run_id=meta.id, spec_path=str(path), mode=cast(Mode, mode), state_version=STATE_VERSION,
                         max_experiments=max_experiments, replicates=replicates, model=model,
-                        token_budget=token_budget, allow_install=allow_install,
+                        token_budget=token_budget, llm=llm, allow_install=allow_install,
                         retry_known=retry_known)  # fmt: skip
     with _compiled(meta.id, ws) as (graph, config):
         _drive(graph, config, state, _context(state, ws, progress))
@@ -232,9 +236,14 @@ def history(run_id: str, *, workspace: Workspace | None = None) -> list[dict[str
         snaps = list(graph.get_state_history(config))[::-1]
     out = []
     previous_next: tuple[str, ...] = ()
+    decided: dict[str, int] = {}  # checkpoint id -> decisions recorded up to it (forks have their own)
     for s in snaps:
         meta = s.metadata or {}
         values = s.values if isinstance(s.values, dict) else {}
+        cid = s.config["configurable"]["checkpoint_id"]
+        parent = (s.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        decisions = [_plain(d) for d in values.get("decisions", []) or []]
+        decided[cid] = len(decisions)
         out.append({
             "checkpoint_id": s.config["configurable"]["checkpoint_id"],
             "parent_id": (s.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
@@ -242,9 +251,16 @@ def history(run_id: str, *, workspace: Workspace | None = None) -> list[dict[str
             "node": ",".join(previous_next) if meta.get("source") == "loop" and previous_next else meta.get("source"),
             "time": s.created_at, "next": list(s.next), "status": values.get("status"),
             "experiments": len(values.get("experiments", []) or []),
+            # the judgments this step made: who decided (model or rules, and why), tokens, latency
+            "decisions": decisions[decided.get(parent, 0) if parent else 0:],
+            "tokens_spent": sum(int(d.get("tokens") or 0) for d in decisions),
         })  # fmt: skip
         previous_next = tuple(s.next)
     return out
+
+
+def _plain(value: Any) -> dict[str, Any]:
+    return value.model_dump(mode="json") if hasattr(value, "model_dump") else dict(value)
 
 
 def _coerce(name: str, raw: str) -> Any:

@@ -1,7 +1,7 @@
 """The option space: every knob value, every offered patch and every diagnosed candidate, as proposals.
 
 The guards screen them next (``graphs.guard_nodes.screen``), so a forbidden strategy never
-reaches the table; each screened proposal then gets a labeled estimate (``impact.estimate``).
+reaches the table; each screened proposal then gets a labeled estimate (``estimate``).
 """
 
 from __future__ import annotations

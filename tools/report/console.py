@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from dftune.tools.report.table import SOURCE_LEGEND, impact_mark
 
@@ -56,12 +57,25 @@ class RunRenderer:
 
     def render_history(self, rows: list[dict[str, Any]]) -> None:
         t = Table(title="Checkpoints")
-        for col in ("step", "checkpoint", "node", "time", "next", "status"):
+        for col in ("step", "checkpoint", "node", "time", "next", "status", "decided (tokens so far)"):
             t.add_column(col, overflow="fold")
         for h in rows:
             t.add_row(str(h["step"]), h["checkpoint_id"], str(h["node"]), str(h["time"])[:19],
-                      ",".join(h["next"]) or "-", str(h["status"]))  # fmt: skip
+                      ",".join(h["next"]) or "-", str(h["status"]), Text(decided_cell(h)))  # fmt: skip
         self.console.print(t)
+
+
+def decided_cell(row: dict[str, Any]) -> str:
+    """Who made this step's judgments: ``choose_next: openai:x (812 tok, 1.2 s)``, or the rules and why."""
+    parts = []
+    for d in row.get("decisions") or []:
+        who = d["reasoner"] if d["decided_by"] == "model" else "rules"
+        cost = f"{d['tokens']}{'~' if d.get('tokens_estimated') else ''} tok, " if d.get("tokens") else ""
+        why = f": {d['fallback']}" if d.get("fallback") else ""
+        parts.append(f"{d['question']}: {who} ({cost}{d['latency_s']:.1f} s){why}")
+    if not parts:
+        return "-"
+    return "; ".join(parts) + f" [{row.get('tokens_spent', 0)}]"
 
 
 def _human_bytes(v: float) -> str:

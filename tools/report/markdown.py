@@ -1,6 +1,6 @@
 """The run report as Markdown, from the final graph state (as a plain JSON document).
 
-Sections follow the seed: measured findings apart from literature estimates (each labeled
+Sections follow the seed: measured findings apart from estimates (each labeled
 with its source), the proposal table (every row cited), the 12-category checklist, every
 experiment with its replicates, median, confidence interval and verdict, the guard
 decisions with their reasons, partial coverage when it applies, and full citations.
@@ -17,6 +17,8 @@ from dftune.tools.report.sections import (
     findings,
     guard_rows,
     proposal_rows,
+    reasoning_markdown,
+    summary_markdown,
 )
 from dftune.tools.report.table import markdown_table, proposal_markdown
 
@@ -36,8 +38,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
         f"**Status:** {s['status']}" + (f": {s['status_reason']}" if s.get("status_reason") else ""),
         "",
     ]
-    if s.get("summary"):
-        lines += [s["summary"], ""]
+    lines += summary_markdown(s)
     base = s.get("baseline") or {}
     inc = s.get("incumbent") or {}
     if base:
@@ -54,8 +55,9 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     lines += [
         "## Findings",
         "",
-        "Measured findings come from this run's traces and experiments; literature "
-        "estimates are labeled with their source and are never counted as measured.",
+        "Measured findings come from this run's traces and experiments; estimates (a trace "
+        "model, the model) and the knowledge base's earlier measurements are labeled with their "
+        "source and are never counted as measured in this run.",
         "",
     ]
     lines += [
@@ -117,6 +119,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
                         [[g["proposal"], g["guard"], "passed" if g["passed"] else "FAILED", g["reason"]]
                          for g in screen])  # fmt: skip
         lines.append("")
+    lines += reasoning_markdown(s)
     cites = citations(s)
     if cites:
         lines += ["## Citations", ""]

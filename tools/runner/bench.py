@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
 from dftune.core.process import ProcessResult, Status, run_process
+from dftune.core.secrets import scrubbed_environ
 from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
 from dftune.tools.runner.stats import MIN_REPLICATES, bootstrap_median_ci, summarize
 from dftune.tools.trace.tracer import TracerUnavailable, trace_env
@@ -242,9 +243,14 @@ def bench(
     workdir.mkdir(parents=True, exist_ok=True)
     cwd = spec.resolve(spec.cwd)
     logs = workdir / "logs"
-    base_env = {**os.environ, **spec.env, **(env or {}), **spec.knob_env(settings)}
+    # credentials stay with dftune: the workload sees none unless its spec names it in pass_env
+    inherited, withheld = scrubbed_environ(allow=spec.pass_env)
+    base_env = {**inherited, **spec.env, **(env or {}), **spec.knob_env(settings)}
     argv = spec.render(spec.command, settings, workdir=workdir)
     notes: list[str] = []
+    if withheld:
+        notes.append(f"{len(withheld)} credential variable(s) withheld from the workload ({', '.join(withheld)}); "
+                     "name one in the spec's pass_env to pass it")  # fmt: skip
 
     if spec.setup and prepare:
         setup = _run(spec, spec.render(spec.setup, settings, workdir=workdir), cwd=cwd, env=base_env, log_dir=logs,
