@@ -45,14 +45,13 @@ import re
 import shlex
 import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from dftune.core.process import ProcessResult, Status
+from dftune.core.process import CommandResult, ProcessResult, Status, run_command
 from dftune.tools.runner.spec import Launcher
 
 #: Longest a single scheduler command (sbatch, squeue, ...) may take before we give up on it.
@@ -444,18 +443,17 @@ def _split_preload(env: dict[str, str], argv: list[str]) -> tuple[dict[str, str]
     return cli_env, ["env", f"LD_PRELOAD={preload}", *argv]
 
 
-def _cli(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run a scheduler command (argv only, no shell, bounded); a crash or hang raises :class:`_QueryError`.
+def _cli(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> CommandResult:
+    """Run a scheduler command through the project's one runner (argv only, bounded, own group).
 
-    The one place this module starts a process.
+    A crash or hang raises :class:`_QueryError`; a non-zero exit is the caller's to read.
     """
-    try:
-        return subprocess.run(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              encoding="utf-8", errors="replace", timeout=CLI_TIMEOUT_S, check=False)  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise _QueryError(f"{Path(argv[0]).name} did not answer within {CLI_TIMEOUT_S:g} s") from None
-    except OSError as exc:
-        raise _QueryError(f"cannot run {argv[0]}: {exc}") from None
+    res = run_command(argv, timeout_s=CLI_TIMEOUT_S, cwd=cwd, env=env)
+    if res.timed_out:
+        raise _QueryError(f"{Path(argv[0]).name} did not answer within {CLI_TIMEOUT_S:g} s")
+    if res.error:
+        raise _QueryError(res.error)
+    return res
 
 
 def _last_line(text: str) -> str:
@@ -463,10 +461,10 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def _complaint(proc: subprocess.CompletedProcess[str]) -> str:
-    name = Path(str(proc.args[0])).name
+def _complaint(proc: CommandResult) -> str:
+    name = Path(proc.argv[0]).name
     msg = _last_line(proc.stderr) or _last_line(proc.stdout) or "no message"
-    return f"{name} exited with code {proc.returncode}: {msg}"
+    return f"{name} exited with code {proc.exit_code}: {msg}"
 
 
 @dataclass(frozen=True)
@@ -516,7 +514,7 @@ class _SlurmJob(_Job):
 
     def poll(self) -> QueueState | None:
         proc = _cli([self.tools["squeue"], "-h", "-j", self.job_id, "-o", "%T|%r"], self.env)
-        if proc.returncode != 0:
+        if proc.exit_code != 0:
             if "invalid job id" in proc.stderr.lower():  # purged from slurmctld after MinJobAge
                 return None
             raise _QueryError(_complaint(proc))
@@ -540,7 +538,7 @@ class _SlurmJob(_Job):
 
     def _from_sacct(self) -> JobEnd | None:
         proc = _cli([self.tools["sacct"], "-n", "-P", "-j", self.job_id, "-o", _SACCT_FIELDS], self.env)
-        if proc.returncode != 0:
+        if proc.exit_code != 0:
             message = _last_line(proc.stderr) or _last_line(proc.stdout)
             if "accounting storage is disabled" in message.lower():
                 self.sacct_off = "accounting disabled"
@@ -556,7 +554,7 @@ class _SlurmJob(_Job):
 
     def _from_scontrol(self) -> JobEnd | None:
         proc = _cli([self.tools["scontrol"], "-o", "show", "job", self.job_id], self.env)
-        if proc.returncode != 0:
+        if proc.exit_code != 0:
             if "invalid job id" in proc.stderr.lower():
                 raise _QueryError(f"scontrol no longer knows job {self.job_id} (purged after MinJobAge)"
                                   + (f" and sacct cannot tell ({self.sacct_off})" if self.sacct_off else ""))  # fmt: skip
@@ -577,7 +575,7 @@ class _SlurmJob(_Job):
             proc = _cli([self.tools["scancel"], self.job_id], self.env)
         except _QueryError as exc:
             return str(exc)
-        return "" if proc.returncode == 0 else _complaint(proc)
+        return "" if proc.exit_code == 0 else _complaint(proc)
 
 
 #: ``flux jobs`` fields read at the end; the exception note (free text) comes last.
@@ -599,7 +597,7 @@ class _FluxJob(_Job):
 
     def poll(self) -> QueueState | None:
         proc = _cli([self.tools["flux"], "jobs", "-n", "-o", "{state}|{urgency}", self.job_id], self.env)
-        if proc.returncode != 0:
+        if proc.exit_code != 0:
             raise _QueryError(_complaint(proc))
         state, _, urgency = proc.stdout.strip().partition("|")
         state = state.strip().upper()
@@ -616,7 +614,7 @@ class _FluxJob(_Job):
 
     def final(self) -> JobEnd | None:
         proc = _cli([self.tools["flux"], "jobs", "-n", "-o", _FLUX_FINAL, self.job_id], self.env)
-        if proc.returncode != 0:
+        if proc.exit_code != 0:
             raise _QueryError(_complaint(proc))
         fields = proc.stdout.strip().split("|", 6)
         parsed = parse_flux_result(" ".join(fields[:2]))
@@ -655,7 +653,7 @@ class _FluxJob(_Job):
             proc = _cli([self.tools["flux"], "cancel", self.job_id], self.env)
         except _QueryError as exc:
             return str(exc)
-        return "" if proc.returncode == 0 else _complaint(proc)
+        return "" if proc.exit_code == 0 else _complaint(proc)
 
 
 def _cancel_and_wait(job: _Job, poll_s: float) -> str:
@@ -878,7 +876,7 @@ def _submit_and_follow(
         proc = _cli(cmd, cli_env, cwd=cwd)
     except _QueryError as exc:
         return _failed(f"{what} failed: {exc}")
-    if proc.returncode != 0:
+    if proc.exit_code != 0:
         return _failed(f"{what} refused the job: {_complaint(proc)}")
     job_id = parse_id(proc.stdout)
     if job_id is None:
