@@ -730,3 +730,20 @@ def test_failure_reason_quotes_the_program_not_srun(cluster: Cluster, tmp_path: 
     assert "srun" not in rep.reason
     assert rep.state_source == "sacct" and rep.wall_source.startswith("job script clock")
     assert "srun: error" in (tmp_path / "w" / "logs" / "r0.err").read_text()  # still in the job's file
+
+
+def test_sacct_failing_falls_back_to_scontrol(cluster: Cluster) -> None:
+    """slurmdbd unreachable: sacct errors, scontrol still knows the job; the source says why."""
+    broken = cluster.tmp / "broken"
+    broken.mkdir()
+    sacct = broken / "sacct"
+    sacct.write_text(
+        "#!/bin/sh\necho 'sacct: error: Problem talking to the database: Connection refused' >&2\nexit 1\n"
+    )
+    sacct.chmod(0o755)
+    res = cluster.run("slurm", [PY, "-c", "import sys; sys.exit(4)"],
+                      env={"PATH": f"{broken}{os.pathsep}{os.environ['PATH']}"})  # fmt: skip
+    assert res.status == "failed" and res.exit_code == 4, res
+    assert res.state_source.startswith(
+        "scontrol (sacct failed: sacct exited with code 1: sacct: error: Problem"
+    )

@@ -530,11 +530,17 @@ class _SlurmJob(_Job):
         return f"squeue reason {q.reason}: {why}" if why else ""
 
     def final(self) -> JobEnd | None:
-        if not self.sacct_off:
-            end = self._from_sacct()
-            if end is not None:
-                return end
-        return self._from_scontrol()
+        why = self.sacct_off
+        if not why:
+            try:
+                end = self._from_sacct()
+            except _QueryError as exc:  # slurmdbd down, say: slurmctld may still know the job
+                why = f"sacct failed: {exc}"
+            else:
+                if end is not None:
+                    return end
+                why = self.sacct_off or "no sacct record"
+        return self._from_scontrol(why)
 
     def _from_sacct(self) -> JobEnd | None:
         proc = _cli([self.tools["sacct"], "-n", "-P", "-j", self.job_id, "-o", _SACCT_FIELDS], self.env)
@@ -552,19 +558,20 @@ class _SlurmJob(_Job):
                                              _read_tail(self.err, 4 * TAIL_BYTES), "sacct")  # fmt: skip
         return JobEnd(status, code, reason, "sacct", job.submit, job.start, job.end)
 
-    def _from_scontrol(self) -> JobEnd | None:
+    def _from_scontrol(self, why: str) -> JobEnd | None:
+        """The end as slurmctld still knows it (until MinJobAge); ``why`` sacct could not tell."""
         proc = _cli([self.tools["scontrol"], "-o", "show", "job", self.job_id], self.env)
         if proc.exit_code != 0:
             if "invalid job id" in proc.stderr.lower():
-                raise _QueryError(f"scontrol no longer knows job {self.job_id} (purged after MinJobAge)"
-                                  + (f" and sacct cannot tell ({self.sacct_off})" if self.sacct_off else ""))  # fmt: skip
+                raise _QueryError(f"scontrol no longer knows job {self.job_id} (purged after MinJobAge) "
+                                  f"and sacct cannot tell ({why})")  # fmt: skip
             raise _QueryError(_complaint(proc))
         info = parse_scontrol_job(proc.stdout)
         state = info.get("JobState", "").upper()
         if state not in SLURM_TERMINAL:
             return None
         code, sig = _exit_pair(info.get("ExitCode", ""))
-        source = f"scontrol ({self.sacct_off or 'no sacct record'})"
+        source = f"scontrol ({why})"
         status, exit_code, reason = slurm_outcome(self.job_id, state, code, sig, [],
                                                   _read_tail(self.err, 4 * TAIL_BYTES), source)  # fmt: skip
         return JobEnd(status, exit_code, reason, source, _slurm_time(info.get("SubmitTime", "")),
