@@ -34,7 +34,7 @@ VIEWS = ["file", "proc", "layer", "time"]
 def cluster() -> Iterator[Any]:
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as local_cluster:
         yield local_cluster
 
@@ -210,7 +210,7 @@ def test_killed_worker_is_a_one_line_error(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     dask = pytest.importorskip("dask")
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}), distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as local, distributed.Client(local) as client:  # fmt: skip
         _kill_on_read(client)
         path = _trace_set("dlio-unet3d-8ranks-legacy")

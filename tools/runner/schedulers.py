@@ -480,6 +480,7 @@ class _Job(abc.ABC):
     """One submitted job, seen through its scheduler's commands."""
 
     scheduler = ""
+    queue_tool = ""
     cancel_tool = ""
     final_tools = ""
 
@@ -505,6 +506,7 @@ class _Job(abc.ABC):
 
 class _SlurmJob(_Job):
     scheduler = "Slurm"
+    queue_tool = "squeue"
     cancel_tool = "scancel"
     final_tools = "sacct or scontrol"
 
@@ -599,6 +601,7 @@ def _float(text: str) -> float | None:
 
 class _FluxJob(_Job):
     scheduler = "Flux"
+    queue_tool = "flux jobs"
     cancel_tool = "flux cancel"
     final_tools = "flux jobs"
 
@@ -761,9 +764,10 @@ def _follow(
         if never[1] >= NEVER_POLLS:
             problem = _cancel_and_wait(job, poll_s)
             extra = f"; cancel: {problem}" if problem else ""
-            return result("failed", None, f"{job.scheduler} job {job.job_id} can never start ({why}); "
-                                          f"cancelled with {job.cancel_tool}{extra}", source="squeue"
-                          if job.scheduler == "Slurm" else "flux jobs")  # fmt: skip
+            reason = (
+                f"{job.scheduler} job {job.job_id} can never start ({why}); cancelled with {job.cancel_tool}"
+            )
+            return result("failed", None, reason + extra, source=job.queue_tool)
         if now >= deadline:
             problem = _cancel_and_wait(job, poll_s)
             if watch.first_running is None:
