@@ -218,3 +218,26 @@ def test_killed_worker_is_a_one_line_error(tmp_path: Path) -> None:
         _assert_one_line_json_error(res, "KilledWorker", "a Dask worker died every time it read")
         with pytest.raises(DaskError, match="KilledWorker"):
             analyze([path], scheduler=client)
+
+
+def test_no_progress_with_workers_ends_the_analysis(
+    lone_worker_cluster: tuple[str, subprocess.Popen[bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that stays connected but never finishes (stuck, here for real: its event loop sleeps)."""
+    distributed = pytest.importorskip("distributed")
+    address, _ = lone_worker_cluster
+
+    class StuckOnRead(distributed.WorkerPlugin):
+        name = "dftune-test-stuck-on-read"
+
+        def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+            if finish == "executing" and "read_file" in str(key):
+                time.sleep(60)
+
+    with distributed.Client(address, timeout=30) as client:
+        client.register_plugin(StuckOnRead())
+    monkeypatch.setenv("DFTUNE_DASK_STALL_S", "3")
+    t0 = time.monotonic()
+    with pytest.raises(DaskError, match=r"no file finished on the Dask cluster at .* for 3 s \(1 worker"):
+        analyze([_trace_set("dlio-unet3d-8ranks-legacy")], scheduler=address)
+    assert time.monotonic() - t0 < 30

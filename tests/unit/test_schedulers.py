@@ -700,13 +700,13 @@ def test_pending_until_the_timeout_is_not_described_as_a_run(
 def test_queue_wait_is_not_in_the_wall_time(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    monkeypatch.setenv("FAKE_SCHED_PENDING_S", "2")  # two seconds in the queue
+    monkeypatch.setenv("FAKE_SCHED_PENDING_S", "4")  # four seconds in the queue
     res = cluster.run(kind, [PY, "-c", "import time; time.sleep(0.3)"])
     assert res.status == "ok", res
-    assert 0.3 <= res.wall_s < 1.5, res
+    assert 0.3 <= res.wall_s < 3.5, res  # the program (and its Python start-up), not the wait
     if kind == "slurm":
         assert res.wall_source == "job script clock around srun (date +%s.%N)"
-        assert res.queue_s is not None and res.queue_s >= 1.8
+        assert res.queue_s is not None and res.queue_s >= 3.8
     else:
         assert res.wall_source == "flux jobs runtime"
 
