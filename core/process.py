@@ -36,6 +36,11 @@ class ProcessResult(BaseModel):
     stdout_tail: str = ""
     stderr_tail: str = ""
     reason: str = ""
+    #: batch jobs: where ``wall_s`` came from (the job's own clock, never the queue wait) and
+    #: which command gave the final state (sacct, or scontrol when accounting is disabled)
+    wall_source: str = ""
+    state_source: str = ""
+    queue_s: float | None = None
 
 
 @dataclass

@@ -53,6 +53,9 @@ class Replicate(BaseModel):
     reason: str = ""
     #: the spec's work counters as this replicate printed them
     work: dict[str, float] = {}
+    #: batch jobs: where wall_s came from and which command gave the state (see schedulers.py)
+    wall_source: str = ""
+    state_source: str = ""
 
 
 class BenchResult(BaseModel):
@@ -303,7 +306,7 @@ def bench(
             reason += f": {res.stderr_tail.strip().splitlines()[-1][-300:]}"
         rep = Replicate(index=i, status=status, wall_s=round(res.wall_s, 6), exit_code=res.exit_code, metric=metric,
                         traced=traced, trace_dir=str(rep_trace) if rep_trace else None, reason=reason,
-                        work=work)  # fmt: skip
+                        work=work, wall_source=res.wall_source, state_source=res.state_source)  # fmt: skip
         results.append(rep)
         if progress:
             progress(i - first_index + 1, n, rep)

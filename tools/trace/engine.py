@@ -9,14 +9,17 @@ same :func:`reader.read_file` and the same :func:`merge.merge`, so results are i
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from dftune.core.errors import DftuneError, one_line
 from dftune.tools.trace import native
 from dftune.tools.trace.discover import discover
 from dftune.tools.trace.merge import merge
@@ -153,17 +156,103 @@ def _gather(results: Iterator[FilePartial], files: list[Path], report: _Reporter
     return out
 
 
-def _map_dask(
-    files: list[Path], options: ReadOptions, scheduler: str, progress: Progress | None
-) -> list[FilePartial]:
+class DaskError(DftuneError):
+    """The Dask cluster cannot do the map (unreachable, no workers, workers dying): one line."""
+
+
+#: Seconds to reach the scheduler before ``--scheduler ADDRESS`` is reported unreachable
+#: (environment: ``DFTUNE_DASK_CONNECT_S``).
+DASK_CONNECT_S = 10.0
+#: How often the map looks at the cluster while it waits for results.
+DASK_POLL_S = 1.0
+#: Defaults of the two limits (environment: ``DFTUNE_DASK_NO_WORKERS_S``, ``DFTUNE_DASK_STALL_S``):
+#: how long the cluster may have no worker at all (every worker died, or an adaptive cluster
+#: that never scaled up), and how long no file may finish while workers exist.
+DASK_NO_WORKERS_S = 120.0
+DASK_STALL_S = 3600.0
+
+
+def _limit(name: str, default: float) -> float:
     try:
-        from distributed import Client
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        raise DaskError(f"{name}={os.environ[name]!r} is not a number of seconds") from None
+    return value if value > 0 else default
+
+
+def _map_dask(
+    files: list[Path], options: ReadOptions, scheduler: Any, progress: Progress | None
+) -> list[FilePartial]:
+    """Read every file on a Dask cluster; never hang on a cluster that cannot answer.
+
+    A scheduler that does not answer within ``DASK_CONNECT_S`` is reported unreachable (not
+    as a bad input file); a cluster left without workers, a map that makes no progress, or
+    a file whose reading kills worker after worker (``KilledWorker``) ends the analysis with
+    a one-line :class:`DaskError`.  Errors of the reader itself (a bad trace) pass through.
+    """
+    try:
+        from distributed import Client, KilledWorker
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise RuntimeError("--scheduler needs dask distributed: pip install 'dftune[dask]'") from exc
-    client: Any = Client(scheduler) if isinstance(scheduler, str) else scheduler
+        raise DaskError("--scheduler needs dask distributed: pip install 'dftune[dask]'") from exc
+    no_workers_s = _limit("DFTUNE_DASK_NO_WORKERS_S", DASK_NO_WORKERS_S)
+    stall_s = _limit("DFTUNE_DASK_STALL_S", DASK_STALL_S)
+    own = isinstance(scheduler, str)
+    where = (
+        scheduler if own else getattr(getattr(scheduler, "scheduler", None), "address", "the Dask cluster")
+    )
+    if own:
+        try:
+            client: Any = Client(scheduler, timeout=_limit("DFTUNE_DASK_CONNECT_S", DASK_CONNECT_S))
+        except (OSError, TimeoutError) as exc:
+            raise DaskError(f"Dask scheduler {scheduler} unreachable: {one_line(exc, 300)}") from None
+        except ValueError as exc:  # a malformed address
+            raise DaskError(f"--scheduler {scheduler!r}: {one_line(exc, 300)}") from None
+    else:
+        client = scheduler
+    futures: list[Any] = []
     try:
         futures = client.map(read_file, [str(f) for f in files], options=options, pure=False)
-        return _gather((fut.result() for fut in futures), files, _Reporter(len(files), progress))
+        report = _Reporter(len(files), progress)
+        out: list[FilePartial] = []
+        last_progress = time.monotonic()
+        done_before = 0
+        no_workers_since: float | None = None
+        for path, fut in zip(files, futures, strict=True):
+            while True:
+                try:
+                    out.append(fut.result(timeout=DASK_POLL_S))
+                    break
+                except KilledWorker as exc:
+                    raise DaskError(f"{path}: a Dask worker died every time it read this file (KilledWorker: "
+                                    f"{one_line(exc, 200)}); see the workers' logs") from None  # fmt: skip
+                except TimeoutError:
+                    pass
+                except Exception as exc:
+                    if fut.status == "error":
+                        raise  # the reader's own failure (a bad trace, a missing file), as a local run raises it
+                    raise DaskError(f"lost the Dask scheduler at {where}: {one_line(exc, 300)}") from None
+                now = time.monotonic()
+                done = sum(f.done() for f in futures)
+                if done > done_before:  # files further on finished: the cluster works
+                    done_before, last_progress = done, now
+                try:
+                    workers = len(client.nthreads())
+                except Exception as exc:
+                    raise DaskError(f"lost the Dask scheduler at {where}: {one_line(exc, 300)}") from None
+                no_workers_since = None if workers else (no_workers_since or now)
+                if no_workers_since is not None and now - no_workers_since >= no_workers_s:
+                    raise DaskError(f"the Dask cluster at {where} has had no worker for {no_workers_s:g} s "
+                                    f"(every worker died, or none joined); {len(out)} of {len(files)} files read")  # fmt: skip
+                if now - last_progress >= stall_s:
+                    raise DaskError(f"no file finished on the Dask cluster at {where} for {stall_s:g} s "
+                                    f"({workers} worker(s)); {len(out)} of {len(files)} files read")  # fmt: skip
+            last_progress = time.monotonic()
+            report(path)
+        return out
     finally:
-        if isinstance(scheduler, str):
-            client.close()
+        if own:
+            with contextlib.suppress(Exception):
+                client.close(timeout=DASK_CONNECT_S)
+        elif futures:
+            with contextlib.suppress(Exception):
+                client.cancel(futures)
