@@ -17,6 +17,24 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
+from dftune.core.errors import DftuneError
+
+
+class PathOutside(DftuneError):
+    """A path given from outside (an MCP client, a run's contents) resolves out of where it may write."""
+
+
+def confined(path: Path, root: Path, what: str = "DFTUNE_HOME") -> Path:
+    """``path`` with every symlink and ``..`` resolved, when that lies inside ``root`` (itself
+    resolved); else :class:`PathOutside`. Check before creating anything on the way."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, real_root]) != real_root:
+        raise PathOutside(
+            f"{path} resolves to {real}, outside {what} ({real_root}): refused, nothing written"
+        )
+    return Path(real)
+
 
 def fsync_dir(path: Path, *, strict: bool = False) -> None:
     """Make a rename or unlink in ``path`` durable; ``strict``: a failure raises (else ignored)."""

@@ -46,7 +46,7 @@ def screen_decisions(p: Proposal, ctx: Context) -> list[GuardDecision]:
         if by_definition is not None:
             decisions.append(by_definition)
     if p.citation is not None and p.citation.source != "catalog":
-        decisions.append(reference_guard(p.citation))
+        decisions.append(reference_guard(p.citation, p.strategy))
     else:
         decisions.append(citation_guard(p.strategy, ctx.catalog))
     return decisions

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dftune.core.failpoint import failpoint
 from dftune.core.vocabulary import Layer
 from dftune.tools.catalog import Catalog, Strategy, default_catalog
 from dftune.tools.guards import (
@@ -107,7 +108,7 @@ def _build(
     strategy = catalog.strategies.get(rec.strategy)
     cit = citation_guard(rec.strategy, catalog)
     if not cit.passed and rec.found_citation is not None:
-        cit = reference_guard(rec.found_citation)
+        cit = reference_guard(rec.found_citation, rec.strategy)
     if strategy is None:
         access = _not_run("access_pattern", f"{rec.strategy} is not in the strategy catalog")
     else:
@@ -214,6 +215,7 @@ def opt_kb_record(
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+    failpoint("kb.inserted")
     return from_row(stored)
 
 

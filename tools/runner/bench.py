@@ -9,6 +9,7 @@ failures in a row stop the experiment with the reason.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -98,7 +99,7 @@ def drop_page_cache() -> bool:
 def extract_metric(spec: WorkloadSpec, result: ProcessResult, stdout_path: Path) -> tuple[float | None, str]:
     """The replicate's metric: wall time, or the number the program printed."""
     if spec.metric.kind == "wall_time":
-        return result.wall_s, ""
+        return checked_metric(result.wall_s)
     assert spec.metric.pattern is not None
     try:
         with open(stdout_path, "rb") as fh:
@@ -111,9 +112,18 @@ def extract_metric(spec: WorkloadSpec, result: ProcessResult, stdout_path: Path)
     last = matches[-1]
     raw = last.group(1) if last.groups() else last.group(0)
     try:
-        return float(raw), ""
+        value = float(raw)
     except ValueError:
         return None, f"metric {raw!r} is not a number"
+    return checked_metric(value, raw)
+
+
+def checked_metric(value: float, raw: str | None = None) -> tuple[float | None, str]:
+    """Comparisons are ratios of medians: a value of 0, below 0, NaN or infinite is no measurement,
+    so the replicate fails with that reason (never an internal error later)."""
+    if math.isfinite(value) and value > 0:
+        return value, ""
+    return None, f"metric value {raw if raw is not None else value!r} is not a positive finite number"
 
 
 def _python_bin_dir() -> Path:
@@ -262,6 +272,9 @@ def bench(
         rep = Replicate(index=i, status=status, wall_s=round(res.wall_s, 6), exit_code=res.exit_code, metric=metric,
                         traced=traced, trace_dir=str(rep_trace) if rep_trace else None, reason=reason)  # fmt: skip
         results.append(rep)
+        if res.leftovers:
+            notes.append(f"replicate r{i} left {len(res.leftovers)} process(es) outside its process group, "
+                         f"killed after it: {', '.join(res.leftovers[:3])}")  # fmt: skip
         if progress:
             progress(i - first_index + 1, n, rep)
         failures_in_row = failures_in_row + 1 if status != "ok" else 0
