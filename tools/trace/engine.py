@@ -20,7 +20,7 @@ from typing import Any
 from dftune.tools.trace import native
 from dftune.tools.trace.discover import discover
 from dftune.tools.trace.merge import merge
-from dftune.tools.trace.model import Analysis
+from dftune.tools.trace.model import Analysis, SkippedLine
 from dftune.tools.trace.reader import FilePartial, ReadOptions, read_file, read_file_native
 from dftune.tools.trace.views import VIEWS, build_view
 
@@ -45,10 +45,14 @@ def analyze(
     unknown = [v for v in views if v not in VIEWS]
     if unknown:
         raise ValueError(f"unknown view {unknown[0]!r}; choose from {', '.join(VIEWS)}")
-    files = discover(paths)
+    unreadable: list[tuple[str, str]] | None = [] if skip_bad else None
+    files = discover(paths, unreadable)
     options = ReadOptions(skip_bad=skip_bad, file_view="file" in views)
     partials = _map(files, options, scheduler, workers, progress)
     analysis = merge(partials)
+    for path, why in unreadable or []:  # links that cannot be read: named, never silently ignored
+        analysis.skipped.append(SkippedLine(file=path, line=None, reason=why))
+        analysis.warnings.append(f"{path}: {why} (skipped)")
     if "time" in views and analysis.events:
         partials = _with_time_bins(files, options, partials, time_windows, scheduler, workers)
     for view in views:
