@@ -15,6 +15,7 @@ a reason a person can check:
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import tomllib
 from importlib import resources
@@ -76,10 +77,13 @@ def citation_guard(strategy_id: str, catalog: Catalog | None = None) -> GuardDec
 
 def names_technique(strategy_id: str, text: str) -> bool:
     """A passage supports a strategy only if it names the technique: the strategy id's first word
-    (``mmap`` for l1.mmap_random, ``odirect`` for l1.odirect), punctuation ignored. A paper about
-    the bottleneck in general is not evidence for one particular fix."""
+    (``mmap`` for l1.mmap_random, ``odirect`` for l1.odirect) at the start of a word, punctuation
+    ignored. A paper about the bottleneck in general is not evidence for one particular fix."""
     key = strategy_id.split(".", 1)[-1].split("_", 1)[0].lower()
-    return key in re.sub(r"[^a-z0-9]+", "", text.lower())
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    # a word (or two adjacent ones: O_DIRECT) that starts with the key: "mmap()", "mmapped", but
+    # never the key inside another word ("omp" in "computes")
+    return any(w.startswith(key) for w in (*words, *(a + b for a, b in itertools.pairwise(words))))
 
 
 def reference_guard(ref: CitedClaim, strategy_id: str | None = None) -> GuardDecision:
