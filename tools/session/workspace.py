@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from dftune.core.errors import is_storage_error, storage_error
 from dftune.core.fsio import atomic_write_bytes, confined
 from dftune.core.home import dftune_home
 from dftune.tools.session.compact import CompactReport, compact_traces
@@ -54,9 +55,9 @@ DRIVER_LOCK = "driver.lock"
 #: How long a second driver retries before it refuses (a ``dftune runs`` probe holds the lock
 #: for microseconds; a real driver holds it for the whole drive).
 LOCK_RETRY_S = 0.5
-#: Statuses that mean "a process is (or should be) working on it"; without a live driver they
-#: are shown as interrupted.
-ACTIVE_STATUSES = frozenset({"created", "running"})
+#: The status that means "a process is working on it"; without a live driver it is shown as
+#: interrupted, never as running.
+ACTIVE_STATUSES = frozenset({"running"})
 
 
 class Workspace:
@@ -156,7 +157,10 @@ class Workspace:
         :class:`RunLocked` naming the holder's pid. The kernel drops the lock when the holder
         dies, even by SIGKILL, so a dead driver never blocks the next one."""
         path = self._require_run(run_id) / DRIVER_LOCK
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as exc:  # a read-only or full DFTUNE_HOME: nothing can be driven until it is fixed
+            raise storage_error(exc, path) if is_storage_error(exc) else exc from None
         try:
             deadline = time.monotonic() + LOCK_RETRY_S
             while True:
