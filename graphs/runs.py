@@ -91,8 +91,10 @@ def _driving(run_id: str, ws: Workspace, progress: ProgressFn) -> Iterator[None]
                 why = (f"internal error: {type(exc).__name__}: " if internal else "") + one_line(exc)
                 _mark(ws, run_id, "failed", why, resume)
                 raise
-    with suppress(Exception):  # a rolling copy of a KB that passed the check (never a damaged one)
+    try:  # a rolling copy of a KB that passed the check (never a damaged one)
         backup_kb()
+    except Exception as exc:  # the run itself is done; say why there is no new copy
+        progress("kb", f"no backup of the knowledge base this time: {one_line(exc)}")
 
 
 def _mark(ws: Workspace, run_id: str, status: str, reason: str, next_step: str) -> None:

@@ -153,8 +153,9 @@ def plan_proposals(spec: WorkloadSpec, diagnosis: Diagnosis | None, catalog: Cat
 
 
 def derivation_context(spec: WorkloadSpec, workdir: Path) -> dict[str, str]:
-    """The values a catalog change is rendered with (``agents.optimizer.trust`` renders it again)."""
-    return {k: str(v) for k, v in spec.placeholder_values(spec.settings(), workdir=workdir).items()}
+    """The values a catalog change is rendered with (``agents.optimizer.trust`` renders it again, so
+    the folder is resolved: another spelling of the same DFTUNE_HOME derives the same change)."""
+    return {k: str(v) for k, v in spec.placeholder_values(spec.settings(), workdir=workdir.resolve()).items()}
 
 
 def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:

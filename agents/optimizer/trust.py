@@ -10,6 +10,7 @@ experiments derive. A mismatch is refused with the fields named, and nothing is 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from dftune.agents.context import Context
@@ -92,8 +93,9 @@ def trusted_arm(m: Measurement, state: TuningState, ctx: Context, before: int) -
     """``m`` (the arm an experiment is measured against) when it is what the kept experiments derive."""
     settings, env, source = expected_arm(state, ctx, before)
     got = {k: _text(v) for k, v in m.settings.items()}
-    differ = [name for name, a, b in (("settings", got, settings), ("env", m.env, env),
-                                      ("source_dir", m.source_dir, source)) if a != b]  # fmt: skip
+    here, there = (None if d is None else os.path.realpath(d) for d in (m.source_dir, source))
+    differ = [name for name, same in (("settings", got == settings), ("env", m.env == env),
+                                      ("source_dir", here == there)) if not same]  # fmt: skip
     if differ:
         raise TamperedProposal(
             f"refused to measure against the incumbent: its {', '.join(differ)} in the checkpoint differ from "
