@@ -241,7 +241,8 @@ def kill_leftovers(ledger: Ledger, owner: str) -> list[str]:
     found: list[str] = []
     killed: list[int] = []
     prefix = f"{owner}/"
-    for e in ledger.entries():
+    recorded = ledger.entries()
+    for e in recorded:
         pid, pgid, start = int(e.get("pid", 0)), int(e.get("pgid", 0)), int(e.get("start", -1))
         if pid <= 1 or pgid <= 1:
             continue
@@ -260,7 +261,7 @@ def kill_leftovers(ledger: Ledger, owner: str) -> list[str]:
                 killed.append(pid)
                 found.append(f"pid {pid} (session {info.session if info else '?'})")
     _reap(killed)
-    if ledger.path.exists():
+    if recorded:  # nothing to write when nothing was recorded (a full disk need not stop a resume here)
         ledger._write([])
     return found
 
