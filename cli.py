@@ -12,6 +12,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 app = typer.Typer(
     name="dftune",
@@ -80,7 +81,7 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except DftuneError as exc:
-        fail(one_line(exc))
+        fail(one_line(exc), getattr(exc, "exit_code", EXIT_BAD_INPUT))
     except OSError as exc:
         fail(f"{getattr(exc, 'filename', '') or 'input'}: {exc.strerror or exc}")
 
@@ -198,10 +199,16 @@ def bench(
         metric = f" metric {rep.metric:g}" if rep.metric is not None else ""
         err.print(f"replicate {done}/{total}: {rep.status} {rep.wall_s:.3f} s{metric}")
 
+    from dftune.core.supervise import DriverInterrupted, supervised
+
     with user_errors():
         spec = load_spec(workload)
-        result = run_bench(spec, overrides=overrides, replicates=replicates, trace=trace,
-                           progress=None if as_json else show)  # fmt: skip
+        try:
+            with supervised("bench"):  # SIGTERM/SIGINT kill the workload's group, then we stop
+                result = run_bench(spec, overrides=overrides, replicates=replicates, trace=trace,
+                                   progress=None if as_json else show)  # fmt: skip
+        except DriverInterrupted as exc:
+            fail(f"bench {spec.name} {exc}: its workload was killed", 128 + exc.signum)
     if as_json:
         emit_json(result.to_json_dict())
         return
@@ -492,10 +499,13 @@ def runs(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON do
     from rich.table import Table
 
     t = Table(title="Runs")
-    for col in ("run", "workload", "status", "created", "iterations"):
+    for col in ("run", "workload", "status", "created", "iterations", "next"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        t.add_row(r["id"], str(r["workload"]), r["status"], str(r["created"])[:19], str(len(r["iterations"])))
+        status = r["status"] + (f" ({r['reason']})" if r.get("reason") else "")
+        status += f", driven by pid {r['driver_pid']}" if r.get("driver_pid") else ""
+        t.add_row(Text(r["id"]), Text(str(r["workload"])), Text(status), str(r["created"])[:19],
+                  str(len(r["iterations"])), Text(r.get("next_step") or ""))  # fmt: skip
     Console().print(t)
 
 
@@ -559,6 +569,29 @@ def kb_render(
         emit_json({"path": str(written)})
     else:
         Console().print(f"knowledge base written to {written}")
+
+
+@kb_app.command("restore")
+def kb_restore(
+    source: Annotated[
+        Path | None, typer.Option("--from", help="A KB file to restore (default: the newest good backup).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """Put a good copy of the knowledge base back (the current file is moved aside, never deleted)."""
+    from dftune.tools.kb.backup import restore_kb
+
+    with user_errors():
+        doc = restore_kb(source)
+    if as_json:
+        emit_json(doc)
+        return
+    out = Console(highlight=False)
+    out.print(
+        Text(f"knowledge base {doc['kb']} restored from {doc['restored_from']} ({doc['records']} records)")
+    )
+    for aside in doc["moved_aside"]:
+        out.print(Text(f"the previous file was kept as {aside}"))
 
 
 papers_app = typer.Typer(help="The local paper corpus: ingest PDFs, search papers (offline first).",

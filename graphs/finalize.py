@@ -64,7 +64,7 @@ def finalize(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     atomic_write_bytes(run_dir / "report.json", json.dumps(doc, indent=1, default=str).encode("utf-8"))
     report = run_dir / "report.md"
     atomic_write_bytes(report, render_run_markdown(doc).encode("utf-8"))
-    ctx.workspace.set_status(state.run_id, status)
+    ctx.workspace.set_status(state.run_id, status, reason=state.status_reason)
     ctx.progress("report", f"report: {report}")
     return {"status": status, "checklist": checklist, "report_path": str(report), "decisions": [judged.decision],
             "kb_skill_path": state.kb_skill_path, "events": [log("report", summary, report=str(report))]}  # fmt: skip

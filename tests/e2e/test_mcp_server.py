@@ -275,7 +275,8 @@ def test_session_tools_on_a_real_run(tmp_path: Path, toy_run: str) -> None:
 
 def test_kb_tools_enforce_the_guards(tmp_path: Path, shared_traces: Path) -> None:
     trace = shared_traces / "dlio-legacy-strings" / "posix-1proc.pfw"
-    kb_md = tmp_path / "kb.md"
+    # an MCP client's writes stay inside DFTUNE_HOME
+    kb_md = (Path(os.environ["DFTUNE_HOME"]) / "kb" / "team" / "kb.md").resolve()
 
     async def scenario(s: ClientSession) -> None:
         forbidden = await _ok(s, "opt_kb_record", {"system": "testbox", "workload": "toy", "strategy": "l1.fewer_epochs",

@@ -51,13 +51,13 @@ def test_interactive_mode_asks_before_every_change_and_does_nothing_first(harnes
     first = pending["proposal_id"]
     assert pending["resume_with"].startswith("dftune approve")
     assert harness.ws.iterations(harness.run_id) == []  # nothing applied before the answer
-    out = harness.invoke(Command(resume={"approved": False, "reason": "not tonight"}))
+    out = harness.invoke(Command(resume={"decision": "reject", "reason": "not tonight"}))
     state = harness.values()
     assert state.proposal(first).status == "declined" and "not tonight" in state.proposal(first).reason
     assert harness.ws.iterations(harness.run_id) == []
     second = out["__interrupt__"][0].value["proposal_id"]
     assert second != first
-    harness.invoke(Command(resume={"approved": True}))
+    harness.invoke(Command(resume={"decision": "approve"}))
     state = harness.values()
     assert [e.proposal_id for e in state.experiments] == [second]
     assert [a.by for a in state.approvals] == ["person", "person"]

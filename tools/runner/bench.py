@@ -9,6 +9,7 @@ failures in a row stop the experiment with the reason.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -116,18 +117,30 @@ def _last_number(pattern: str, text: str, what: str) -> tuple[float | None, str]
     last = matches[-1]
     raw = last.group(1) if last.groups() else last.group(0)
     try:
-        return float(raw), ""
+        value = float(raw)
     except ValueError:
         return None, f"{what} {raw!r} is not a number"
+    return value, ""
 
 
 def extract_metric(spec: WorkloadSpec, result: ProcessResult, stdout_path: Path) -> tuple[float | None, str]:
     """The replicate's metric: wall time, or the number the program printed."""
     if spec.metric.kind == "wall_time":
-        return result.wall_s, ""
+        return checked_metric(result.wall_s)
     assert spec.metric.pattern is not None
     text, why = _stdout(stdout_path)
-    return (None, why) if text is None else _last_number(spec.metric.pattern, text, "metric")
+    if text is None:
+        return None, why
+    value, why = _last_number(spec.metric.pattern, text, "metric")
+    return (None, why) if value is None else checked_metric(value)
+
+
+def checked_metric(value: float, raw: str | None = None) -> tuple[float | None, str]:
+    """Comparisons are ratios of medians: a value of 0, below 0, NaN or infinite is no measurement,
+    so the replicate fails with that reason (never an internal error later)."""
+    if math.isfinite(value) and value > 0:
+        return value, ""
+    return None, f"metric value {raw if raw is not None else value!r} is not a positive finite number"
 
 
 def extract_work(spec: WorkloadSpec, stdout_path: Path) -> tuple[dict[str, float], str]:
@@ -308,6 +321,9 @@ def bench(
                         traced=traced, trace_dir=str(rep_trace) if rep_trace else None, reason=reason,
                         work=work, wall_source=res.wall_source, state_source=res.state_source)  # fmt: skip
         results.append(rep)
+        if res.leftovers:
+            notes.append(f"replicate r{i} left {len(res.leftovers)} process(es) outside its process group, "
+                         f"killed after it: {', '.join(res.leftovers[:3])}")  # fmt: skip
         if progress:
             progress(i - first_index + 1, n, rep)
         failures_in_row = failures_in_row + 1 if status != "ok" else 0

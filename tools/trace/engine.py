@@ -23,7 +23,7 @@ from dftune.core.errors import DftuneError, one_line
 from dftune.tools.trace import native
 from dftune.tools.trace.discover import discover
 from dftune.tools.trace.merge import merge
-from dftune.tools.trace.model import Analysis
+from dftune.tools.trace.model import Analysis, SkippedLine
 from dftune.tools.trace.profile import build_profile
 from dftune.tools.trace.reader import FilePartial, ReadOptions, read_file, read_file_native
 from dftune.tools.trace.views import VIEWS, build_view
@@ -64,10 +64,14 @@ def analyze(
         return analyze_logs(
             logs, skip_bad=skip_bad, views=views, time_windows=time_windows, progress=progress
         )
-    files = discover(paths)
+    unreadable: list[tuple[str, str]] | None = [] if skip_bad else None
+    files = discover(paths, unreadable)
     options = ReadOptions(skip_bad=skip_bad, file_view="file" in views or profile, profile=profile)
     partials = _map(files, options, scheduler, workers, progress)
     analysis = merge(partials)
+    for path, why in unreadable or []:  # links that cannot be read: named, never silently ignored
+        analysis.skipped.append(SkippedLine(file=path, line=None, reason=why))
+        analysis.warnings.append(f"{path}: {why} (skipped)")
     if "time" in views and analysis.events:
         partials = _with_time_bins(files, options, partials, time_windows, scheduler, workers)
     for view in views:
