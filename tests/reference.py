@@ -30,6 +30,10 @@ Semantics implemented (DESIGN.md, plus the task brief where DESIGN is silent):
   ``args.offset``. consecutive: start == previous access end; sequential: start >= it;
   random: start < it. Accesses with no previous access or an unknown start are
   unclassified; percentages are shares of classified accesses.
+* Time view (README "What each number means", time windows): window width ``2**shift`` us for
+  the least ``shift`` at which [first ts, last ts + dur) of the job meets at most ``windows``
+  windows aligned on multiples of the width (absolute time); each I/O call counts in the
+  window holding its ts; windows are reported clipped to the job, relative to its first ts.
 """
 
 from __future__ import annotations
@@ -179,6 +183,8 @@ class Reference:
     random: int = 0
     unclassified: int = 0
     by_name: dict[str, Fam] = field(default_factory=lambda: defaultdict(Fam))
+    #: (ts, family, bytes or None when the size is unknown, dur) of every I/O call, for the time view
+    io_calls: list[tuple[int, str, int | None, float]] = field(default_factory=list)
 
     # ------------------------------------------------------------------ derived values
     @property
@@ -197,6 +203,34 @@ class Reference:
     @property
     def classified(self) -> int:
         return self.sequential + self.random
+
+    def time_view(self, windows: int) -> dict[str, Any]:
+        """Windows of the time view, computed from the definition (no fine bins, no merging)."""
+        if self.min_ts is None or self.max_end is None:
+            return {"windows": 0, "rows": []}
+        origin, end = int(self.min_ts), int(self.max_end)
+
+        def count(shift: int) -> int:
+            if end <= origin:
+                return 1
+            return (end - 1) // 2**shift - origin // 2**shift + 1
+
+        shift = 0
+        while count(shift) > windows and shift < 63:  # a job across ts 0 spans 2 windows at most
+            shift += 1
+        width, first = 2**shift, origin // 2**shift
+        rows: dict[int, dict[str, Any]] = {}
+        for ts, fam, nbytes, dur in self.io_calls:
+            w = min(int(ts) // width - first, count(shift) - 1)
+            r = rows.setdefault(w, defaultdict(float))
+            r[f"{fam}_count"] += 1
+            r[f"{fam}_bytes"] += nbytes or 0
+            r[f"{fam}_time_us"] += dur
+        out = []
+        for w in sorted(rows):
+            lo, hi = max((first + w) * width, origin), min((first + w + 1) * width, end)
+            out.append({"start_s": (lo - origin) / 1e6, "end_s": (hi - origin) / 1e6, **rows[w]})
+        return {"windows": count(shift), "window_s": width / 1e6, "rows": out}
 
     def summary(self) -> dict[str, Any]:
         rwm = self.fam["read"].time_us + self.fam["write"].time_us + self.fam["metadata"].time_us
@@ -324,6 +358,8 @@ def reference(paths: Iterable[str | os.PathLike[str]]) -> Reference:
             bn.count += 1
             bn.time_us += dur
             bn.bytes += nbytes
+            if ts is not None:
+                ref.io_calls.append((int(ts), fam_name, nbytes if ret is not None else None, dur))
             if fam_name in ("read", "write") and ret is not None:
                 ref.sized[fam_name] += 1
                 if nbytes < SMALL_LIMIT:

@@ -237,7 +237,7 @@ def diagnose(
     rulesets = load_rulesets()
     views = ["file", "proc"]
     if any(rule.view == "time" for rs in rulesets for rule in rs.rules):
-        views.append("time")  # a second pass over the traces: windows need the global start and end
+        views.append("time")  # read in the same single pass as the other views
     analysis = analyze(list(paths), skip_bad=skip_bad, views=views, **kwargs)
     return diagnose_analysis(analysis, data_dirs=data_dirs, rulesets=rulesets)
 

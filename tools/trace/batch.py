@@ -202,7 +202,8 @@ def _connection() -> duckdb.DuckDBPyConnection:
 class BatchReducer:
     """Folds parsed batches of one file into its partial; see the module docstring."""
 
-    time_bins: tuple[int, int, int] | None = None
+    #: size of the time view's ring of fine bins (a power of two); None: no time view
+    time_bins: int | None = None
     file_view: bool = False
     counts: dict[str, Any] = field(default_factory=dict)
     parts: dict[str, list[pa.Table]] = field(default_factory=dict)
@@ -256,10 +257,7 @@ class BatchReducer:
                 self.parts.setdefault("fks", []).append(
                     _fetch_arrow(con.sql("SELECT DISTINCT fk FROM io WHERE fkey IS NOT NULL")))  # fmt: skip
             if self.time_bins:
-                origin, width, nbins = self.time_bins
-                self.parts.setdefault("time", []).append(_fetch_arrow(con.sql(
-                    f"SELECT least(greatest((ts - {origin}) // {width}, 0), {nbins - 1}) AS bin, fam, "
-                    "count(*) AS count, sum(nbytes) AS bytes, sum(dur) AS time_us FROM io GROUP BY 1, 2")))  # fmt: skip
+                self._add_time_bins(con)
             self.positions.append(con.execute(
                 f"SELECT g_file, ts, pkind, COALESCE(nbytes, -1) AS nbytes, COALESCE(off, -1) AS off, setpos, fk, "
                 f"fam = 'write' AS is_write, dur FROM io WHERE pkind <> {V.OTHER}").fetchnumpy())  # fmt: skip
@@ -272,6 +270,28 @@ class BatchReducer:
         finally:
             con.unregister("io")
             con.unregister("ev")
+
+    def _add_time_bins(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Bin this batch's I/O calls by ``ts >> shift`` (the absolute power-of-two grid).
+
+        The shift is the least one at which the file's I/O calls so far span fewer than
+        ``time_bins`` bins; it only grows, so earlier batches are coarsened to the final shift
+        in :meth:`finish` (exactly: integer sums).  The C scanner keeps the same grid in a ring.
+        """
+        assert self.time_bins is not None
+        lo, hi = con.execute("SELECT min(ts), max(ts) FROM io").fetchall()[0]
+        if lo is None:
+            return
+        c = self.counts
+        c["time_lo"] = lo if c.get("time_lo") is None else min(c["time_lo"], lo)
+        c["time_hi"] = hi if c.get("time_hi") is None else max(c["time_hi"], hi)
+        shift = int(c.get("time_shift", 0))
+        while (c["time_hi"] >> shift) - (c["time_lo"] >> shift) >= self.time_bins:
+            shift += 1
+        c["time_shift"] = shift
+        self.parts.setdefault("time", []).append(_fetch_arrow(con.sql(
+            f"SELECT {shift} AS shift, ts >> {shift} AS bin, fam, count(*) AS count, sum(nbytes) AS bytes, "
+            "sum(dur) AS time_us FROM io GROUP BY 2, 3")))  # fmt: skip
 
     def add_native(self, counts: dict[str, Any], tables: dict[str, pa.Table]) -> None:
         """Take a whole file's tables from the native scanner (:mod:`native`) instead of batches.
@@ -407,9 +427,12 @@ class BatchReducer:
         if self.parts.get("fks"):
             tables["fks"] = _fetch_arrow(con.sql("SELECT DISTINCT fk FROM b_fks"))
         if self.parts.get("time"):
+            # the native table is final; batches are coarsened to the file's last (largest) shift
+            final = 0 if self.native else int(self.counts["time_shift"])
+            shifted = "bin" if self.native else f"bin >> ({final} - shift)"
             tables["time"] = _fetch_arrow(con.sql(
-                "SELECT bin, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
-                "FROM b_time GROUP BY bin, fam"))  # fmt: skip
+                f"SELECT {shifted} AS bin, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
+                "FROM b_time GROUP BY 1, 2 ORDER BY 1, 2"))  # fmt: skip
         scalars: dict[str, Any] = {}
         io_row = con.execute(
             "SELECT COALESCE(sum(count), 0), COALESCE(sum(no_args), 0) FROM b_fam"

@@ -22,7 +22,7 @@ from dftune.tools.trace.discover import discover
 from dftune.tools.trace.merge import merge
 from dftune.tools.trace.model import Analysis
 from dftune.tools.trace.reader import FilePartial, ReadOptions, read_file, read_file_native
-from dftune.tools.trace.views import VIEWS, build_view
+from dftune.tools.trace.views import VIEWS, build_view, fine_bins
 
 #: Called after each file is read: (files done, files total, path).
 Progress = Callable[[int, int, str], None]
@@ -46,34 +46,18 @@ def analyze(
     if unknown:
         raise ValueError(f"unknown view {unknown[0]!r}; choose from {', '.join(VIEWS)}")
     files = discover(paths)
-    options = ReadOptions(skip_bad=skip_bad, file_view="file" in views)
+    # every view comes from this one pass: the time view's fine bins need no global start or end
+    options = ReadOptions(
+        skip_bad=skip_bad,
+        file_view="file" in views,
+        time_bins=fine_bins(time_windows) if "time" in views else None,
+    )
     partials = _map(files, options, scheduler, workers, progress)
     analysis = merge(partials)
-    if "time" in views and analysis.events:
-        partials = _with_time_bins(files, options, partials, time_windows, scheduler, workers)
     for view in views:
         if view != "summary":
-            analysis.views[view] = build_view(view, partials, analysis)
+            analysis.views[view] = build_view(view, partials, analysis, time_windows=time_windows)
     return analysis
-
-
-def _with_time_bins(
-    files: list[Path],
-    options: ReadOptions,
-    partials: list[FilePartial],
-    windows: int,
-    scheduler: str | None,
-    workers: int | None,
-) -> list[FilePartial]:
-    """Second pass for the time view: windows need the global start and end first."""
-    firsts = [p.scalars["first_ts"] for p in partials if p.scalars.get("first_ts") is not None]
-    lasts = [p.scalars["last_end"] for p in partials if p.scalars.get("last_end") is not None]
-    origin, end = min(firsts), max(lasts)
-    width = max(1, -(-(end - origin) // windows))
-    binned = ReadOptions(
-        skip_bad=options.skip_bad, file_view=options.file_view, time_bins=(origin, width, windows)
-    )
-    return _map(files, binned, scheduler, workers, None)
 
 
 def _map(

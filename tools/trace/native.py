@@ -135,7 +135,7 @@ def _table(name: str, cols: dict[str, tuple[bytes, bytes]], strings: pa.Array) -
     return pa.table(arrays, names=names)
 
 
-def scan(path: Path, *, metric: str, file_view: bool, time_bins: tuple[int, int, int] | None,
+def scan(path: Path, *, metric: str, file_view: bool, time_bins: int | None,
          batch_rows: int) -> tuple[dict[str, Any], dict[str, pa.Table]]:  # fmt: skip
     """(counts, tables) for one file; raises :class:`Fallback` when the C scanner declines it."""
     mod = module()

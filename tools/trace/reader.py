@@ -108,8 +108,9 @@ class ReadOptions:
     #: Build per-accessed-file tables (only the file view needs them; they grow with the
     #: number of distinct files, which ML datasets make large).
     file_view: bool = False
-    #: (origin_us, width_us, count) for the time view; None skips it.
-    time_bins: tuple[int, int, int] | None = None
+    #: Fine time bins per file for the time view (a power of two; see views.py); None skips it.
+    #: They need no global start or end, so every view comes from the one pass over the files.
+    time_bins: int | None = None
     #: Try the native C scanner first (:mod:`native`); False goes straight to DuckDB.
     native: bool = True
 
@@ -227,8 +228,8 @@ def _partial(
         formats={k: v for k, v in (("dftracer-1.x", c.get("legacy_rows", 0)), ("dftracer-2.x", c.get("v2_rows", 0))) if v},
         time_metric=metric, **extra,
     )  # fmt: skip
-    if options.time_bins:
-        sc["time_bins"] = list(options.time_bins)
+    if c.get("time_shift") is not None:  # the file's fine time bins are ts >> time_shift
+        sc["time_shift"] = int(c["time_shift"])
     if sc["io_events"] and sc["io_events"] == sc["io_events_without_args"] and not options.skip_bad:
         raise TraceError(
             str(path),
