@@ -337,10 +337,8 @@ class BatchReducer:
         self.con.register(name, table)
 
     # ----------------------------------------------------------------------------------
-    def finish(
-        self, rank_from_name: int | None
-    ) -> tuple[dict[str, pa.Table], dict[str, Any], dict[str, str]]:
-        """Whole-file passes and re-aggregation: (tables, scalars, FH map)."""
+    def finish(self, rank_from_name: int | None) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+        """Whole-file passes and re-aggregation: (tables, scalars)."""
         con = self.con
         for name in ("meta", "fam", "agg", "hist", "path", "pathproc", "layer", "proctot", "procfam", "steps",
                      "start", "time", "fks", "iface", "names", "epochspan"):  # fmt: skip
@@ -348,7 +346,7 @@ class BatchReducer:
             if batches:
                 con.register(f"b_{name}", pa.concat_tables(batches, promote_options="permissive"))
         if not self.parts.get("meta"):  # no batch was added
-            return {}, {}, {}
+            return {}, {}
         if self.native:  # the scanner keeps one row per (kind, h): the first non-null v
             self._hold("hmap", pa.concat_tables(self.parts["meta"]))
         else:
@@ -405,7 +403,7 @@ class BatchReducer:
                                   COALESCE(max(rank), {rank}) AS rank, any_value(cmd_hash) AS cmd_hash
                            FROM b_proctot GROUP BY hkey, pid),
                      fam AS (SELECT hkey, pid, {_FAMILY_SUMS} FROM b_procfam GROUP BY hkey, pid)
-                SELECT {host} AS host, t.pid, t.rank, sh.v AS cmd, t.events, t.first_ts, t.last_end,
+                SELECT {host} AS host, t.pid, t.rank, sh.v AS cmd, t.cmd_hash, t.events, t.first_ts, t.last_end,
                        COALESCE(fam.read_count, 0) AS read_count, fam.read_bytes, fam.read_time_us,
                        COALESCE(fam.write_count, 0) AS write_count, fam.write_bytes, fam.write_time_us,
                        COALESCE(fam.metadata_count, 0) AS metadata_count, fam.metadata_time_us,
@@ -449,11 +447,15 @@ class BatchReducer:
             start = con.execute("SELECT version, cfg FROM b_start").fetchall()
             scalars["dftracer_version"] = next((v for v, _ in start if v), None)
             scalars["tracer_config"] = next((c for _, c in start if c), None)
-        # only the file view reads it (for hashes another file's metadata names)
-        fh_map = (
-            dict(con.execute("SELECT h, v FROM hmap WHERE kind = 'FH'").fetchall()) if self.file_view else {}
+        # command lines by hash: a forked child's command may be defined in its parent's file only
+        scalars["sh_map"] = dict(
+            con.execute("SELECT h, v FROM hmap WHERE kind = 'SH' AND v IS NOT NULL").fetchall()
         )
-        return tables, scalars, fh_map
+        if (
+            self.file_view
+        ):  # the file view resolves hashes another file's metadata names (2.x hashes are global)
+            tables["fh"] = _fetch_arrow(con.sql("SELECT h, v FROM hmap WHERE kind = 'FH'"))
+        return tables, scalars
 
     def _positions(self) -> None:
         cols: dict[str, np.ndarray] = {}

@@ -5,6 +5,10 @@ releases the GIL); files it declines run on DuckDB in local worker processes (me
 DuckDB's Python binding gives no speed-up across threads here, processes do) or, with
 ``scheduler``, everything runs on a Dask distributed cluster.  Both run the
 same :func:`reader.read_file` and the same :func:`merge.merge`, so results are identical.
+
+After the map, :mod:`processes` tells the application's processes from helpers (shell
+wrappers, shims, launchers) and the traces' runs apart; several runs are refused by
+:func:`analyze` (never merged silently) and analyzed one by one by :func:`analyze_runs`.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from typing import Any
 
 from dftune.tools.trace import native
 from dftune.tools.trace.discover import discover
+from dftune.tools.trace.errors import MultipleRunsError
 from dftune.tools.trace.merge import merge
-from dftune.tools.trace.model import Analysis
+from dftune.tools.trace.model import Analysis, RunInfo
+from dftune.tools.trace.processes import Accounting, Run, account, classify, rules
 from dftune.tools.trace.reader import FilePartial, ReadOptions, read_file, read_file_native
 from dftune.tools.trace.views import VIEWS, build_view, fine_bins
 
@@ -40,8 +46,50 @@ def analyze(
     workers: int | None = None,
     time_windows: int = DEFAULT_TIME_WINDOWS,
     progress: Progress | None = None,
+    exclude_helpers: bool = False,
+    merge_runs: bool = False,
 ) -> Analysis:
-    """Analyze dftracer traces (files or directories) into one :class:`Analysis`."""
+    """Analyze dftracer traces (files or directories) into one :class:`Analysis`.
+
+    Traces of several separate runs raise :class:`MultipleRunsError` (use :func:`analyze_runs`),
+    unless ``merge_runs`` asks for one analysis of everything.  ``exclude_helpers`` leaves the
+    files that hold only helper processes out of every total (what ``diagnose`` judges).
+    """
+    partials, acc = _read(paths, skip_bad, views, scheduler, workers, time_windows, progress)
+    if len(acc.runs) > 1 and not merge_runs:
+        raise MultipleRunsError(_runs_message(acc), len(acc.runs))
+    run = acc.runs[0] if len(acc.runs) == 1 else _one_run(acc)
+    return _build(partials, run, 1, 1, views, time_windows, exclude_helpers)
+
+
+def analyze_runs(
+    paths: Iterable[str | Path],
+    *,
+    skip_bad: bool = False,
+    views: Sequence[str] = (),
+    scheduler: str | None = None,
+    workers: int | None = None,
+    time_windows: int = DEFAULT_TIME_WINDOWS,
+    progress: Progress | None = None,
+    exclude_helpers: bool = False,
+) -> list[Analysis]:
+    """One :class:`Analysis` per run the traces hold, in time order (one pass over the files)."""
+    partials, acc = _read(paths, skip_bad, views, scheduler, workers, time_windows, progress)
+    n = len(acc.runs)
+    return [
+        _build(partials, run, i, n, views, time_windows, exclude_helpers) for i, run in enumerate(acc.runs, 1)
+    ]
+
+
+def _read(
+    paths: Iterable[str | Path],
+    skip_bad: bool,
+    views: Sequence[str],
+    scheduler: str | None,
+    workers: int | None,
+    time_windows: int,
+    progress: Progress | None,
+) -> tuple[list[FilePartial], Accounting]:
     unknown = [v for v in views if v not in VIEWS]
     if unknown:
         raise ValueError(f"unknown view {unknown[0]!r}; choose from {', '.join(VIEWS)}")
@@ -53,11 +101,61 @@ def analyze(
         time_bins=fine_bins(time_windows) if "time" in views else None,
     )
     partials = _map(files, options, scheduler, workers, progress)
-    analysis = merge(partials)
+    return partials, account(partials)
+
+
+def _build(
+    partials: list[FilePartial],
+    run: Run,
+    index: int,
+    runs: int,
+    views: Sequence[str],
+    time_windows: int,
+    exclude_helpers: bool,
+) -> Analysis:
+    """The analysis of one run: its files (less those holding only helpers, when asked), merged."""
+    holders: dict[int, list[bool]] = {}
+    for p in run.procs:
+        for f in p.files:
+            holders.setdefault(f, []).append(p.helper is not None)
+    keep = [f for f in sorted(run.files) if not (exclude_helpers and holders.get(f) and all(holders[f]))]
+    mine = [partials[f] for f in keep]
+    analysis = merge(mine, accounting=Accounting(runs=[run]), helpers_excluded=exclude_helpers)
+    analysis.run = _run_info(run, index, runs)
     for view in views:
         if view != "summary":
-            analysis.views[view] = build_view(view, partials, analysis, time_windows=time_windows)
+            analysis.views[view] = build_view(view, mine, analysis, time_windows=time_windows)
     return analysis
+
+
+def _one_run(acc: Accounting) -> Run:
+    """Every process as one run (``merge_runs``), helpers judged over all of them."""
+    run = Run(procs=acc.procs, files={f for r in acc.runs for f in r.files})
+    classify(run.procs, rules())
+    return run
+
+
+def _run_info(run: Run, index: int, runs: int) -> RunInfo:
+    counts: dict[str, int] = {}
+    for p in run.app:
+        name = (p.cmd or "").replace(";", " ").strip()
+        if name:
+            counts[name] = counts.get(name, 0) + 1
+    return RunInfo(
+        index=index, runs=runs, hosts=run.hosts(), processes=len(run.procs), app_processes=len(run.app),
+        helper_processes=len(run.procs) - len(run.app), start_us=run.first_ts, end_us=run.last_end,
+        span_s=run.span_us / 1e6, commands=sorted(counts, key=lambda c: (-counts[c], c))[:5], apart=run.apart,
+    )  # fmt: skip
+
+
+def _runs_message(acc: Accounting) -> str:
+    parts = []
+    for i, run in enumerate(acc.runs, 1):
+        hosts = ", ".join(run.hosts()[:2]) or "unknown host"
+        why = f"; {run.apart}" if run.apart else ""
+        parts.append(f"run {i}: {len(run.app)} process(es) on {hosts}, {run.span_us / 1e6:.3g} s{why}")
+    return (f"the traces hold {len(acc.runs)} separate runs ({'; '.join(parts)}): analyze each run with "
+            "--split-runs (MCP: split_runs=true), or pass one run's trace files")  # fmt: skip
 
 
 def _map(

@@ -97,7 +97,6 @@ class FilePartial:
     scalars: dict[str, Any] = field(default_factory=dict)
     tables: dict[str, pa.Table] = field(default_factory=dict)
     bad_lines: list[BadLine] = field(default_factory=list)
-    fh_map: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -187,11 +186,11 @@ def _stream(path: Path, source: str, options: ReadOptions, metric: str, *, trust
             reducer.add(batch, health)
         if nulls and not trusted and nulls > _structural_lines(con, path, nulls):
             raise _Unhealthy
-        tables, extra, fh_map = reducer.finish(_rank_from_filename(path.name))
+        tables, extra = reducer.finish(_rank_from_filename(path.name))
     finally:
         reducer.close()
         con.close()
-    return _partial(path, reducer.counts, tables, extra, fh_map, options, metric)
+    return _partial(path, reducer.counts, tables, extra, options, metric)
 
 
 def _native(path: Path, options: ReadOptions, metric: str) -> FilePartial:
@@ -202,10 +201,10 @@ def _native(path: Path, options: ReadOptions, metric: str) -> FilePartial:
     reducer = BatchReducer(time_bins=options.time_bins, file_view=options.file_view)
     try:
         reducer.add_native(counts, native_tables)
-        tables, extra, fh_map = reducer.finish(_rank_from_filename(path.name))
+        tables, extra = reducer.finish(_rank_from_filename(path.name))
     finally:
         reducer.close()
-    return _partial(path, reducer.counts, tables, extra, fh_map, options, metric)
+    return _partial(path, reducer.counts, tables, extra, options, metric)
 
 
 def _partial(
@@ -213,7 +212,6 @@ def _partial(
     c: dict[str, Any],
     tables: dict[str, pa.Table],
     extra: dict[str, Any],
-    fh_map: dict[str, str],
     options: ReadOptions,
     metric: str,
 ) -> FilePartial:
@@ -237,7 +235,6 @@ def _partial(
             "DFTRACER_INC_METADATA=1?): bytes, offsets and file names are unknown; use --skip-bad to analyze anyway",
         )
     partial.tables = tables
-    partial.fh_map = fh_map
     return partial
 
 

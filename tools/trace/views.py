@@ -75,21 +75,34 @@ def _clean(row: tuple[Any, ...]) -> list[Any]:
 def _file_view(
     con: duckdb.DuckDBPyConnection, partials: list[FilePartial], analysis: Analysis
 ) -> dict[str, Any]:
-    fh: dict[str, str] = {}
-    for p in partials:
-        fh.update(p.fh_map)
-    rows = _rows(con, partials, "path", f"""
-        SELECT path, sum(processes) AS processes, {_FAMILY_SUMS},
-               CASE WHEN sum(sequential) + sum(random) > 0
-                    THEN round(100.0 * sum(sequential) / (sum(sequential) + sum(random)), 2) END AS seq_pct,
-               CASE WHEN sum(sequential) + sum(random) > 0
-                    THEN round(100.0 * sum(random) / (sum(sequential) + sum(random)), 2) END AS rand_pct
-        FROM t GROUP BY path ORDER BY io_time_s DESC, path""")  # fmt: skip
-    for r in rows:
-        # A hash defined in another trace file's metadata (2.x hashes are global).
-        if str(r["path"]).startswith("fhash:"):
-            r["path"] = fh.get(str(r["path"])[6:], r["path"])
-    return {"total": len(rows), "rows": rows[:FILE_VIEW_LIMIT]}
+    paths = concat_partials(partials, "path")
+    if paths is None:
+        return {"total": 0, "rows": []}
+    con.register("t", paths)
+    try:
+        src = "t"
+        fh = concat_partials(partials, "fh")
+        unresolved = con.execute("SELECT count(*) FROM t WHERE starts_with(path, 'fhash:')").fetchall()[0][0]
+        if unresolved and fh is not None:
+            # a hash defined in another trace file's metadata (2.x hashes are global): resolved before
+            # grouping, so the file is one row whichever trace file named it
+            con.register("fh", fh)
+            src = ("(SELECT COALESCE(m.v, t.path) AS path, t.* EXCLUDE (path) FROM t LEFT JOIN "
+                   "(SELECT h, any_value(v) AS v FROM fh GROUP BY h) m "
+                   "ON starts_with(t.path, 'fhash:') AND m.h = substr(t.path, 7))")  # fmt: skip
+        total = con.execute(f"SELECT count(DISTINCT path) FROM {src}").fetchall()[0][0]
+        cur = con.execute(f"""
+            SELECT path, sum(processes) AS processes, {_FAMILY_SUMS},
+                   CASE WHEN sum(sequential) + sum(random) > 0
+                        THEN round(100.0 * sum(sequential) / (sum(sequential) + sum(random)), 2) END AS seq_pct,
+                   CASE WHEN sum(sequential) + sum(random) > 0
+                        THEN round(100.0 * sum(random) / (sum(sequential) + sum(random)), 2) END AS rand_pct
+            FROM {src} GROUP BY path ORDER BY io_time_s DESC, path LIMIT {FILE_VIEW_LIMIT}""")  # fmt: skip
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, _clean(row), strict=True)) for row in cur.fetchall()]
+    finally:
+        con.unregister("t")
+    return {"total": int(total), "rows": rows}
 
 
 def _proc_view(
