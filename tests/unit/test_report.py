@@ -325,4 +325,7 @@ def test_timeline_keeps_the_largest_traces_when_there_are_many(
     series, note = plots.process_series([str(p) for p in sorted(tmp_path.glob("*.pfw.gz"))])
     assert [s.label for s in series] == ["pid 8@node1"] and "largest of 2" in note
     # at most TIME_WINDOWS windows on the power-of-two grid, at least about half as many
-    assert plots.TIME_WINDOWS // 2 - 1 <= len(series[0].starts) <= plots.TIME_WINDOWS and max(series[0].mib_s) > 0
+    assert (
+        plots.TIME_WINDOWS // 2 - 1 <= len(series[0].starts) <= plots.TIME_WINDOWS
+        and max(series[0].mib_s) > 0
+    )
