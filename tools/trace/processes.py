@@ -153,11 +153,11 @@ class Accounting:
 def gather(partials: list[FilePartial]) -> list[Proc]:
     """One :class:`Proc` per (host, pid), summed over the files that hold it."""
     sh: dict[str, str] = {}
-    for p in partials:  # 2.x command hashes are global: a child's SH may sit in its parent's file
-        sh.update(p.scalars.get("sh_map") or {})
+    for part in partials:  # 2.x command hashes are global: a child's SH may sit in its parent's file
+        sh.update(part.scalars.get("sh_map") or {})
     procs: dict[tuple[str, int | None], Proc] = {}
-    for i, part in enumerate(partials):
-        table = part.tables.get("proc")
+    for i, partial in enumerate(partials):
+        table = partial.tables.get("proc")
         if table is None or not table.num_rows:
             continue
         for row in table.to_pylist():
