@@ -342,6 +342,27 @@ def test_time_bins_coarsen_exactly_across_batches_and_files(
     assert rows[0]["start_s"] >= 0 and rows[-1]["end_s"] == pytest.approx(doc["job_time_s"], abs=1e-6)
 
 
+def test_file_view_merges_a_file_across_trace_files_and_keeps_the_top(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 2.x hash named only in another trace file's metadata is one row with its name; the top
+    rows are the files with the most I/O time, ties kept by name; the total counts them all."""
+    import dftune.tools.trace.views as views
+
+    monkeypatch.setattr(views, "FILE_VIEW_LIMIT", 3)
+    a = [meta("FH", "/d/shared", "bb", pid=1), ev("read", 10, 50, pid=1, fhash="bb", ret=10)]
+    a += [ev("read", 20 + i, 5, pid=1, fhash=f"c{i}", ret=1) for i in range(4)]  # four files, 5 us each
+    b = [ev("read", 30, 40, pid=2, fhash="bb", ret=20), ev("read", 40, 1, pid=2, fhash="dd", ret=1)]
+    paths = [write(tmp_path / "a.pfw.gz", a), write(tmp_path / "b.pfw.gz", b)]
+    doc = assert_same(paths)
+    view = doc["views"]["file"]
+    assert view["total"] == 6 == doc["files_accessed"]
+    rows = view["rows"]
+    assert [r["path"] for r in rows] == ["/d/shared", "fhash:c0", "fhash:c1"]
+    assert (rows[0]["processes"], rows[0]["read_bytes"], rows[0]["read_count"]) == (2, 30, 2)
+    assert rows[0]["io_time_s"] == pytest.approx(90e-6)
+
+
 # --------------------------------------------------------------------------------------
 # cases the native scanner must decline (DuckDB reads them, with the same outcome)
 

@@ -383,14 +383,14 @@ class BatchReducer:
             f"FROM b_epochspan t {host_join} GROUP BY ALL",
             "iface": "SELECT iface, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
             "FROM b_iface GROUP BY iface, fam",
+            # the scanner's path table has one row per key and distinct (key, process) pairs already
             "path": f"""
-                WITH f AS (SELECT fkey, any_value(fk) AS fk, bool_or(is_path) AS is_path, {_FAMILY_SUMS}
-                           FROM b_path GROUP BY fkey),
+                WITH f AS ({"SELECT * FROM b_path" if self.native else f"SELECT fkey, any_value(fk) AS fk, bool_or(is_path) AS is_path, {_FAMILY_SUMS} FROM b_path GROUP BY fkey"}),
                      q AS (SELECT fk, sum(consecutive) AS consecutive, sum(sequential) AS sequential,
                                   sum(random) AS random FROM acc GROUP BY fk),
-                     n AS (SELECT fk, count(DISTINCT g_proc) AS processes FROM b_pathproc GROUP BY fk)
+                     n AS (SELECT fk, count({"*" if self.native else "DISTINCT g_proc"}) AS processes FROM b_pathproc GROUP BY fk)
                 SELECT CASE WHEN f.is_path THEN f.fkey ELSE COALESCE(fh.v, 'fhash:' || f.fkey) END AS path,
-                       f.* EXCLUDE (fkey, fk, is_path), COALESCE(n.processes, 0) AS processes,
+                       hash(f.fkey) AS pkey, f.* EXCLUDE (fkey, fk, is_path), COALESCE(n.processes, 0) AS processes,
                        COALESCE(q.consecutive, 0) AS consecutive, COALESCE(q.sequential, 0) AS sequential,
                        COALESCE(q.random, 0) AS random
                 FROM f LEFT JOIN q ON q.fk = f.fk LEFT JOIN n ON n.fk = f.fk

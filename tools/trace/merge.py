@@ -222,9 +222,10 @@ def _merge(
         )
         for cat, cnt, t in layer_rows
     ]
+    # distinct keys of accessed files (name, or 2.x hash): the file view's rows, or the bare keys
     path_t = concat_partials(partials, "path")
     if path_t is not None:
-        files_accessed_row = _query(con, path_t, "SELECT count(DISTINCT path) FROM t")
+        files_accessed_row = _query(con, path_t, "SELECT count(DISTINCT pkey) FROM t")
     else:
         files_accessed_row = _query(con, concat_partials(partials, "fks"), "SELECT count(DISTINCT fk) FROM t")
     files_accessed = int(files_accessed_row[0][0]) if files_accessed_row else 0

@@ -75,34 +75,61 @@ def _clean(row: tuple[Any, ...]) -> list[Any]:
 def _file_view(
     con: duckdb.DuckDBPyConnection, partials: list[FilePartial], analysis: Analysis
 ) -> dict[str, Any]:
+    """Accessed files, most I/O time first (top :data:`FILE_VIEW_LIMIT`; the total alongside).
+
+    Rows merge across trace files by ``pkey``, the hash of the file's key (its name, or its
+    2.x hash, which is global), so a file named in one trace file and only hashed in another is
+    one row.  Only the files that can reach the top get all their sums: a narrow pass ranks
+    every file by I/O time first (everything tied with the last kept one is kept too).
+    """
     paths = concat_partials(partials, "path")
     if paths is None:
         return {"total": 0, "rows": []}
+    io = "COALESCE(read_time_us, 0) + COALESCE(write_time_us, 0) + COALESCE(metadata_time_us, 0) + COALESCE(sync_time_us, 0)"
     con.register("t", paths)
     try:
-        src = "t"
-        fh = concat_partials(partials, "fh")
-        unresolved = con.execute("SELECT count(*) FROM t WHERE starts_with(path, 'fhash:')").fetchall()[0][0]
-        if unresolved and fh is not None:
-            # a hash defined in another trace file's metadata (2.x hashes are global): resolved before
-            # grouping, so the file is one row whichever trace file named it
-            con.register("fh", fh)
-            src = ("(SELECT COALESCE(m.v, t.path) AS path, t.* EXCLUDE (path) FROM t LEFT JOIN "
-                   "(SELECT h, any_value(v) AS v FROM fh GROUP BY h) m "
-                   "ON starts_with(t.path, 'fhash:') AND m.h = substr(t.path, 7))")  # fmt: skip
-        total = con.execute(f"SELECT count(DISTINCT path) FROM {src}").fetchall()[0][0]
+        total, cut = con.execute(f"""
+            WITH g AS (SELECT pkey, sum({io}) AS io FROM t GROUP BY pkey)
+            SELECT (SELECT count(*) FROM g),
+                   (SELECT io FROM g ORDER BY io DESC LIMIT 1 OFFSET {FILE_VIEW_LIMIT - 1})""").fetchall()[0]  # fmt: skip
+        keep = (
+            ""
+            if cut is None
+            else f"WHERE pkey IN (SELECT pkey FROM t GROUP BY pkey HAVING sum({io}) >= {cut})"
+        )
         cur = con.execute(f"""
-            SELECT path, sum(processes) AS processes, {_FAMILY_SUMS},
-                   CASE WHEN sum(sequential) + sum(random) > 0
-                        THEN round(100.0 * sum(sequential) / (sum(sequential) + sum(random)), 2) END AS seq_pct,
-                   CASE WHEN sum(sequential) + sum(random) > 0
-                        THEN round(100.0 * sum(random) / (sum(sequential) + sum(random)), 2) END AS rand_pct
-            FROM {src} GROUP BY path ORDER BY io_time_s DESC, path LIMIT {FILE_VIEW_LIMIT}""")  # fmt: skip
+            WITH r AS (SELECT * FROM t {keep}),
+                 g AS (SELECT pkey, COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')), min(path)) AS path,
+                              sum(processes) AS processes, {_FAMILY_SUMS},
+                              CASE WHEN sum(sequential) + sum(random) > 0
+                                   THEN round(100.0 * sum(sequential) / (sum(sequential) + sum(random)), 2) END AS seq_pct,
+                              CASE WHEN sum(sequential) + sum(random) > 0
+                                   THEN round(100.0 * sum(random) / (sum(sequential) + sum(random)), 2) END AS rand_pct
+                       FROM r GROUP BY pkey)
+            SELECT * EXCLUDE (pkey) FROM g ORDER BY io_time_s DESC, path LIMIT {FILE_VIEW_LIMIT}""")  # fmt: skip
         names = [d[0] for d in cur.description]
         rows = [dict(zip(names, _clean(row), strict=True)) for row in cur.fetchall()]
     finally:
         con.unregister("t")
+    unresolved = [r for r in rows if str(r["path"]).startswith("fhash:")]
+    fh = concat_partials(partials, "fh") if unresolved else None
+    if fh is not None:  # a hash only another trace file's metadata names (2.x hashes are global)
+        names_of = _names(con, fh, [str(r["path"])[6:] for r in unresolved])
+        for r in unresolved:
+            r["path"] = names_of.get(str(r["path"])[6:], r["path"])
     return {"total": int(total), "rows": rows}
+
+
+def _names(con: duckdb.DuckDBPyConnection, fh: pa.Table, hashes: list[str]) -> dict[str, str]:
+    con.register("fh", fh)
+    con.register("want", pa.table({"h": pa.array(hashes, pa.string())}))
+    try:
+        return dict(
+            con.execute("SELECT h, any_value(v) FROM fh SEMI JOIN want USING (h) GROUP BY h").fetchall()
+        )
+    finally:
+        con.unregister("fh")
+        con.unregister("want")
 
 
 def _proc_view(
