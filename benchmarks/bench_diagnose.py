@@ -13,8 +13,10 @@ same load on a shared machine (best of ``--repeat``):
 3. ``diagnose``: ``diagnose([dir])`` (the analysis with the file, proc and time views the rule
    sets read, then the rules, the gate and the checklist).
 
-Each wall time is the call itself, timed inside the child; peak RSS is that of the process
-tree (sampled every 50 ms, as in ``bench_analyze.py``).  Every run must count exactly what
+Each wall time is the call itself, timed inside the child, and so is its CPU time (all threads
+of the child and its reaped workers): on a loaded machine the wall times wait for cores, and
+the CPU ratio says what the extra work is.  Peak RSS is that of the process tree (sampled
+every 50 ms, as in ``bench_analyze.py``).  Every run must count exactly what
 the generator wrote (events, read/write counts and bytes), else exit code 2.
 
 Targets: diagnose / analyze <= 1.15 (every view comes from the one pass over the traces; the
@@ -44,24 +46,32 @@ KINDS = ("analyze", "views", "diagnose")
 LABELS = {"analyze": "analyze (summary)", "views": "analyze, all views", "diagnose": "diagnose"}
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process (all threads) and of its reaped children (worker processes)."""
+    import resource
+
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + kids.ru_utime + kids.ru_stime
+
+
 def _child(kind: str, data: Path) -> dict[str, Any]:
-    """One measurement in this (fresh) process: the call's wall time and what it counted."""
+    """One measurement in this (fresh) process: the call's wall and CPU time and what it counted."""
     from dftune.tools.diagnose.engine import diagnose
     from dftune.tools.trace import analyze
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu_s()
     if kind == "diagnose":
         d = diagnose([data])
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, _cpu_s() - c0
         doc = {"events": d.events, "bottlenecks": [b.id for b in d.bottlenecks]}
         counts = {"events": d.events}
     else:
         a = analyze([data], views=ALL_VIEWS if kind == "views" else ())
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, _cpu_s() - c0
         doc = {"views": sorted(a.views)}
         counts = {"events": a.events, "skipped_lines": a.skipped_lines, "read_count": a.read.count,
                   "read_bytes": a.read.bytes, "write_count": a.write.count, "write_bytes": a.write.bytes}  # fmt: skip
-    return {"wall_s": wall, **counts, **doc}
+    return {"wall_s": wall, "cpu_s": cpu, **counts, **doc}
 
 
 def _child_main(kind: str, data: Path) -> None:
@@ -147,11 +157,13 @@ def main(argv: list[str] | None = None) -> int:
                 log("result does not match expected.json: " + "; ".join(problems))
                 return 2
             runs[kind].append(run)
-            log(f"{LABELS[kind]:<20} run {i}/{args.repeat}: {run['wall_s']:.2f} s, "
-                f"peak RSS {run['tree_peak_rss_kib'] / 1024:.0f} MiB")  # fmt: skip
+            log(f"{LABELS[kind]:<20} run {i}/{args.repeat}: {run['wall_s']:.2f} s wall, {run['cpu_s']:.2f} s CPU, "
+                f"peak RSS {run['tree_peak_rss_kib'] / 1024:.0f} MiB, load {os.getloadavg()[0]:.1f}")  # fmt: skip
     best = {k: min(r["wall_s"] for r in v) for k, v in runs.items()}
+    best_cpu = {k: min(r["cpu_s"] for r in v) for k, v in runs.items()}
     peak = {k: max(r["tree_peak_rss_kib"] for r in v) / 1024 for k, v in runs.items()}
     ratio = {k: best[k] / best["analyze"] for k in KINDS}
+    cpu_ratio = {k: best_cpu[k] / best_cpu["analyze"] for k in KINDS}
     # the run-by-run ratios say how much of the best-of ratio is noise
     paired = {
         k: [d["wall_s"] / a["wall_s"] for d, a in zip(runs[k], runs["analyze"], strict=True)] for k in KINDS
@@ -175,7 +187,10 @@ def main(argv: list[str] | None = None) -> int:
         "repeat": args.repeat,
         "runs_wall_s": {k: [r["wall_s"] for r in v] for k, v in runs.items()},
         "runs_peak_rss_mib": {k: [r["tree_peak_rss_kib"] / 1024 for r in v] for k, v in runs.items()},
+        "runs_cpu_s": {k: [r["cpu_s"] for r in v] for k, v in runs.items()},
         "best_wall_s": best,
+        "best_cpu_s": best_cpu,
+        "cpu_ratio_over_analyze": cpu_ratio,
         "peak_rss_mib": peak,
         "ratio_over_analyze": ratio,
         "paired_ratios": paired,
@@ -196,11 +211,12 @@ def render(r: dict[str, Any]) -> str:
     lines = [f"{d['events']:,} events in {d['files']} files ({d['bytes_on_disk'] / 2**20:.0f} MiB gz), best of "
              f"{r['repeat']}, {r['host']['cpus']} CPUs, load {r['host']['loadavg_1m_before']:.1f} before / "
              f"{r['host']['loadavg_1m_after']:.1f} after"]  # fmt: skip
-    lines.append(f"{'':<20}  {'best s':>7}  {'runs s':<20}  {'vs analyze':>10}  {'peak RSS MiB':>12}")
+    lines.append(f"{'':<20}  {'best s':>7}  {'runs s':<20}  {'vs analyze':>10}  {'CPU s':>6}  {'CPU vs':>6}  "
+                 f"{'peak RSS MiB':>12}")  # fmt: skip
     for k in KINDS:
         runs = ", ".join(f"{w:.2f}" for w in r["runs_wall_s"][k])
         lines.append(f"{LABELS[k]:<20}  {r['best_wall_s'][k]:>7.2f}  {runs:<20}  {r['ratio_over_analyze'][k]:>10.2f}  "
-                     f"{r['peak_rss_mib'][k]:>12.0f}")  # fmt: skip
+                     f"{r['best_cpu_s'][k]:>6.2f}  {r['cpu_ratio_over_analyze'][k]:>6.2f}  {r['peak_rss_mib'][k]:>12.0f}")  # fmt: skip
     mark = {True: "ok", False: "MISSED"}
     lines.append(f"targets: diagnose/analyze <= {t['diagnose_ratio_max']}: {r['ratio_over_analyze']['diagnose']:.2f} "
                  f"{mark[t['diagnose_ratio_ok']]}; peak RSS < {t['peak_rss_mib_max']:.0f} MiB: "

@@ -165,6 +165,16 @@ static uint32_t map_get(Map *m, uint64_t a, uint64_t b, int *added) {
     return m->v[j];
 }
 
+/* The slot of (a, b), or 0 when it is not in the map (a lookup that never inserts). */
+static uint32_t map_find(const Map *m, uint64_t a, uint64_t b) {
+    size_t j = mix64(a * 0x9e3779b97f4a7c15ULL ^ b) & m->mask;
+    while (m->v[j]) {
+        if (m->a[j] == a && m->b[j] == b) return m->v[j];
+        j = (j + 1) & m->mask;
+    }
+    return 0;
+}
+
 /* One remembered lookup in front of a Map: consecutive events mostly repeat their keys. */
 typedef struct {
     uint64_t a, b;
@@ -2747,30 +2757,53 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             }
         if (!tab_done(&t)) goto fail;
     }
-    /* distinct accessed files (and per-file I/O when the file view is on) */
+    /* distinct accessed files; with the file view, each file's final row: its I/O, its name from
+       this file's FH metadata, the processes that touched it and its access-pattern counts (what
+       batch.py's finishing SQL joins together for the DuckDB path) */
     {
         if (!tab_init(&t, res, "path", (Py_ssize_t)st->npath)) goto fail;
         Col *ck = tab_col(&t, "fkey"), *cp = tab_col(&t, "is_path");
-        Col *fc[10];
-        if (st->file_view) famcols_cols(&t, fc);
+        Col *fc[10], *cn = NULL, *cq = NULL, *c1 = NULL, *c2 = NULL, *c3 = NULL;
+        int64_t *per = NULL; /* [npath * 4]: processes, consecutive, sequential, random */
+        if (st->file_view) {
+            famcols_cols(&t, fc);
+            cn = tab_col(&t, "name");
+            cq = tab_col(&t, "processes");
+            c1 = tab_col(&t, "consecutive");
+            c2 = tab_col(&t, "sequential");
+            c3 = tab_col(&t, "random");
+            per = calloc(st->npath ? st->npath * 4 : 1, sizeof(int64_t));
+            if (!per) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            const Map *pp = &st->pathproc; /* distinct (file key, process) pairs */
+            for (size_t j = 0; j <= pp->mask; j++) {
+                uint32_t slot = pp->v[j] ? map_find(&st->path_map, pp->a[j], 0) : 0;
+                if (slot) per[(slot - 1) * 4]++;
+            }
+            for (size_t j = 0; j < acc->n; j++) {
+                uint32_t slot = map_find(&st->path_map, acc->fk[j], 0);
+                if (!slot) continue;
+                per[(slot - 1) * 4 + 1] += acc->rows[j].consecutive;
+                per[(slot - 1) * 4 + 2] += acc->rows[j].sequential;
+                per[(slot - 1) * 4 + 3] += acc->rows[j].random;
+            }
+        }
         for (size_t j = 0; j < st->npath; j++) {
-            put(&t, ck, (Py_ssize_t)j, i64(st->path[j].fkey));
-            put(&t, cp, (Py_ssize_t)j, boolv(st->path[j].is_path));
-            if (st->file_view) famcols_out(&t, (Py_ssize_t)j, &st->path[j].f, fc);
+            const PathRow *r = &st->path[j];
+            put(&t, ck, (Py_ssize_t)j, i64(r->fkey));
+            put(&t, cp, (Py_ssize_t)j, boolv(r->is_path));
+            if (!st->file_view) continue;
+            famcols_out(&t, (Py_ssize_t)j, &r->f, fc);
+            uint32_t fh = r->is_path ? 0 : map_find(&st->meta_map, 1 /* FH */, r->fkey);
+            put(&t, cn, (Py_ssize_t)j, i64(fh ? st->meta[fh - 1].v : 0)); /* 0: NULL */
+            put(&t, cq, (Py_ssize_t)j, i64(per[j * 4]));
+            put(&t, c1, (Py_ssize_t)j, i64(per[j * 4 + 1]));
+            put(&t, c2, (Py_ssize_t)j, i64(per[j * 4 + 2]));
+            put(&t, c3, (Py_ssize_t)j, i64(per[j * 4 + 3]));
         }
-        if (!tab_done(&t)) goto fail;
-    }
-    if (st->file_view) {
-        Map *m = &st->pathproc;
-        if (!tab_init(&t, res, "pathproc", (Py_ssize_t)m->n)) goto fail;
-        Col *cf = tab_col(&t, "fk"), *cg = tab_col(&t, "g_proc");
-        i = 0;
-        for (size_t j = 0; j <= m->mask; j++) {
-            if (!m->v[j]) continue;
-            put(&t, cf, i, i64((int64_t)m->a[j]));
-            put(&t, cg, i, i64((int64_t)m->b[j]));
-            i++;
-        }
+        free(per);
         if (!tab_done(&t)) goto fail;
     }
     /* names */

@@ -305,8 +305,6 @@ class BatchReducer:
         self.counts = dict(counts)
         tables = dict(tables)
         path, acc, ovl = tables.pop("path"), tables.pop("acc"), tables.pop("ovl")
-        if not self.file_view:
-            tables.pop("pathproc", None)
         if self.time_bins is None:
             tables.pop("time", None)
         self.parts = {name: [table] for name, table in tables.items()}
@@ -331,6 +329,16 @@ class BatchReducer:
         finally:
             for name in ("path_native", "ovl_native", "procs_native"):
                 con.unregister(name)
+
+    @staticmethod
+    def _native_path_sql() -> str:
+        """The scanner's path rows are final (one per key, named, with processes and pattern counts)."""
+        sums = ", ".join(f"{f}_{m}" for f in S.FAMILIES for m in ("count", "bytes", "time_us")
+                         if not (m == "bytes" and f in ("metadata", "sync")))  # fmt: skip
+        return (
+            "SELECT CASE WHEN is_path THEN fkey ELSE COALESCE(name, 'fhash:' || fkey) END AS path, "
+            f"hash(fkey) AS pkey, {sums}, processes, consecutive, sequential, random FROM b_path"
+        )
 
     def _hold(self, name: str, table: pa.Table) -> None:
         self._held[name] = table
@@ -383,12 +391,14 @@ class BatchReducer:
             f"FROM b_epochspan t {host_join} GROUP BY ALL",
             "iface": "SELECT iface, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
             "FROM b_iface GROUP BY iface, fam",
-            # the scanner's path table has one row per key and distinct (key, process) pairs already
-            "path": f"""
-                WITH f AS ({"SELECT * FROM b_path" if self.native else f"SELECT fkey, any_value(fk) AS fk, bool_or(is_path) AS is_path, {_FAMILY_SUMS} FROM b_path GROUP BY fkey"}),
+            "path": self._native_path_sql()
+            if self.native
+            else f"""
+                WITH f AS (SELECT fkey, any_value(fk) AS fk, bool_or(is_path) AS is_path, {_FAMILY_SUMS}
+                           FROM b_path GROUP BY fkey),
                      q AS (SELECT fk, sum(consecutive) AS consecutive, sum(sequential) AS sequential,
                                   sum(random) AS random FROM acc GROUP BY fk),
-                     n AS (SELECT fk, count({"*" if self.native else "DISTINCT g_proc"}) AS processes FROM b_pathproc GROUP BY fk)
+                     n AS (SELECT fk, count(DISTINCT g_proc) AS processes FROM b_pathproc GROUP BY fk)
                 SELECT CASE WHEN f.is_path THEN f.fkey ELSE COALESCE(fh.v, 'fhash:' || f.fkey) END AS path,
                        hash(f.fkey) AS pkey, f.* EXCLUDE (fkey, fk, is_path), COALESCE(n.processes, 0) AS processes,
                        COALESCE(q.consecutive, 0) AS consecutive, COALESCE(q.sequential, 0) AS sequential,

@@ -88,15 +88,11 @@ def _file_view(
     io = "COALESCE(read_time_us, 0) + COALESCE(write_time_us, 0) + COALESCE(metadata_time_us, 0) + COALESCE(sync_time_us, 0)"
     con.register("t", paths)
     try:
-        total, cut = con.execute(f"""
-            WITH g AS (SELECT pkey, sum({io}) AS io FROM t GROUP BY pkey)
-            SELECT (SELECT count(*) FROM g),
-                   (SELECT io FROM g ORDER BY io DESC LIMIT 1 OFFSET {FILE_VIEW_LIMIT - 1})""").fetchall()[0]  # fmt: skip
-        keep = (
-            ""
-            if cut is None
-            else f"WHERE pkey IN (SELECT pkey FROM t GROUP BY pkey HAVING sum({io}) >= {cut})"
-        )
+        con.execute(f"CREATE TEMP TABLE g AS SELECT pkey, sum({io}) AS io FROM t GROUP BY pkey")
+        total, cut = con.execute(
+            f"SELECT (SELECT count(*) FROM g), (SELECT io FROM g ORDER BY io DESC LIMIT 1 OFFSET {FILE_VIEW_LIMIT - 1})"
+        ).fetchall()[0]
+        keep = "" if cut is None else f"WHERE pkey IN (SELECT pkey FROM g WHERE io >= {cut})"
         cur = con.execute(f"""
             WITH r AS (SELECT * FROM t {keep}),
                  g AS (SELECT pkey, COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')), min(path)) AS path,
@@ -110,6 +106,7 @@ def _file_view(
         names = [d[0] for d in cur.description]
         rows = [dict(zip(names, _clean(row), strict=True)) for row in cur.fetchall()]
     finally:
+        con.execute("DROP TABLE IF EXISTS g")
         con.unregister("t")
     unresolved = [r for r in rows if str(r["path"]).startswith("fhash:")]
     fh = concat_partials(partials, "fh") if unresolved else None
