@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from dftune.tools.trace.merge import concat_partials, query_rows
+from dftune.tools.trace.merge import concat_partials, connection, query_rows
 from dftune.tools.trace.model import Analysis
 from dftune.tools.trace.reader import FilePartial
 
@@ -44,7 +44,7 @@ def build_view(
     name: str, partials: list[FilePartial], analysis: Analysis, *, time_windows: int = 20
 ) -> dict[str, Any]:
     """Rows of one view; ``summary`` needs none (it is the analysis itself)."""
-    con = duckdb.connect(config={"threads": 1})
+    con = connection()
     try:
         if name == "time":
             return _time_view(con, partials, time_windows)
