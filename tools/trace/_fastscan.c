@@ -1141,6 +1141,7 @@ typedef struct {
 typedef struct {
     uint32_t fkey;
     uint8_t is_path;
+    uint32_t last_proc; /* 1 + the last process seen on it: its (file, process) pair is recorded */
     FamCols f;
 } PathRow;
 
@@ -1311,7 +1312,7 @@ typedef struct {
     } scache[256];                  /* recently interned strings of up to 16 bytes, by value */
     const char *buf_lo, *buf_hi; /* the padded line buffer: 16-byte loads inside it are safe */
     Preds preds;                  /* each field's key on the previous line */
-    MapCache c_proc, c_path, c_pathproc, c_gfile, c_epoch, c_steps, c_layer[8], c_names[8], c_iface[NFAM];
+    MapCache c_proc, c_path, c_gfile, c_epoch, c_steps, c_layer[8], c_names[8], c_iface[NFAM];
 
     uint32_t last_hkey; /* cache: hkey strings repeat on every line */
     const char *last_hkey_raw;
@@ -1932,7 +1933,10 @@ static NOINL int process_event(St *st, Ev *ev) {
         if (r->is_path != is_path) FAILWITH("one string is both a file name and a file hash");
         if (st->file_view) {
             if (!famcols_add(&r->f, fam, &nbytes, dur)) FAILWITH(FAIL_OVERFLOW);
-            if (!map_get_c(&st->pathproc, &st->c_pathproc, fkey, pi, &added)) FAILWITH(FAIL_OOM);
+            if (r->last_proc != pi + 1) {
+                if (!map_get(&st->pathproc, fkey, pi, &added)) FAILWITH(FAIL_OOM);
+                r->last_proc = pi + 1;
+            }
         }
     }
     if (st->time_on) {

@@ -80,7 +80,8 @@ def _file_view(
     Rows merge across trace files by ``pkey``, the hash of the file's key (its name, or its
     2.x hash, which is global), so a file named in one trace file and only hashed in another is
     one row.  Only the files that can reach the top get all their sums: a narrow pass ranks
-    every file by I/O time first (everything tied with the last kept one is kept too).
+    every file by I/O time first (everything tied with the last kept one is kept too); when no
+    file is in two trace files, the rows themselves are ranked.
     """
     paths = concat_partials(partials, "path")
     if paths is None:
@@ -88,11 +89,16 @@ def _file_view(
     io = "COALESCE(read_time_us, 0) + COALESCE(write_time_us, 0) + COALESCE(metadata_time_us, 0) + COALESCE(sync_time_us, 0)"
     con.register("t", paths)
     try:
-        con.execute(f"CREATE TEMP TABLE g AS SELECT pkey, sum({io}) AS io FROM t GROUP BY pkey")
-        total, cut = con.execute(
-            f"SELECT (SELECT count(*) FROM g), (SELECT io FROM g ORDER BY io DESC LIMIT 1 OFFSET {FILE_VIEW_LIMIT - 1})"
-        ).fetchall()[0]
-        keep = "" if cut is None else f"WHERE pkey IN (SELECT pkey FROM g WHERE io >= {cut})"
+        total = con.execute("SELECT count(DISTINCT pkey) FROM t").fetchall()[0][0]
+        if total == paths.num_rows:  # no file is in two trace files: each row is already its total
+            ranked, kept = f"(SELECT {io} AS io FROM t)", f"{io} >= {{cut}}"
+        else:
+            con.execute(f"CREATE TEMP TABLE g AS SELECT pkey, sum({io}) AS io FROM t GROUP BY pkey")
+            ranked, kept = "g", "pkey IN (SELECT pkey FROM g WHERE io >= {cut})"
+        cut = con.execute(
+            f"SELECT io FROM {ranked} ORDER BY io DESC LIMIT 1 OFFSET {FILE_VIEW_LIMIT - 1}"
+        ).fetchall()
+        keep = f"WHERE {kept.format(cut=cut[0][0])}" if cut else ""
         cur = con.execute(f"""
             WITH r AS (SELECT * FROM t {keep}),
                  g AS (SELECT pkey, COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')), min(path)) AS path,
