@@ -32,6 +32,7 @@ from typing import Any
 
 import conftest as c  # tests/ is on sys.path (rootdir conftest, prepend import mode)
 import pytest
+from reference import reference
 
 from dftune.tools.diagnose.engine import Diagnosis, diagnose, diagnose_runs
 from dftune.tools.trace import MultipleRunsError, analyze, analyze_runs
@@ -235,6 +236,10 @@ def test_helpers_are_listed_in_the_analysis_and_counted_in_its_totals(
                 "real-pyenv": "pyenv"}[style]  # fmt: skip
     assert expected in names, [(h.cmd, h.why) for h in helpers]
     assert any("helper process" in w for w in whole.warnings)
+    # the independent oracle (tests/reference.py) finds the same helpers and I/O fraction
+    exp = reference([t.trace_dir]).process_accounting()
+    assert (exp["app_processes"], exp["helper_processes"]) == (whole.app_processes, len(helpers))
+    assert whole.io_fraction_of_job == pytest.approx(exp["io_fraction_of_job"], abs=2e-6)
 
 
 def test_cli_diagnosis_of_a_shimmed_start_agrees(launched: dict[str, Traced | None]) -> None:

@@ -141,6 +141,16 @@ def test_xfer_size_histogram(pair: tuple[dict[str, Any], Reference]) -> None:
         assert sum(hist[fam].values()) == eng[fam]["sized"], fam
 
 
+@pytest.mark.parametrize("pair", TRACE_SETS, indirect=True)
+def test_process_accounting(pair: tuple[dict[str, Any], Reference]) -> None:
+    """Helpers, application processes and the I/O fraction over their lifetimes, as the oracle has them."""
+    eng, ref = pair
+    exp = ref.process_accounting()
+    assert eng["app_processes"] == exp["app_processes"]
+    assert len(eng["helper_processes"]) == exp["helper_processes"]
+    assert eng["io_fraction_of_job"] == pytest.approx(exp["io_fraction_of_job"], abs=2e-6)
+
+
 @pytest.mark.parametrize("windows", [1, 7, 20])
 @pytest.mark.parametrize("trace_set", TRACE_SETS)
 def test_time_view_windows(request: pytest.FixtureRequest, read_path: str, trace_set: tuple[str, str],
