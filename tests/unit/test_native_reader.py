@@ -350,15 +350,21 @@ def test_file_view_merges_a_file_across_trace_files_and_keeps_the_top(
     import dftune.tools.trace.views as views
 
     monkeypatch.setattr(views, "FILE_VIEW_LIMIT", 3)
-    a = [meta("FH", "/d/shared", "bb", pid=1), ev("read", 10, 50, pid=1, fhash="bb", ret=10)]
+    a = [
+        meta("FH", "/d/shared", "bb", pid=1),
+        meta("FH", "/d/kid", "ee", pid=1),
+        ev("read", 10, 50, pid=1, fhash="bb", ret=10),
+    ]
     a += [ev("read", 20 + i, 5, pid=1, fhash=f"c{i}", ret=1) for i in range(4)]  # four files, 5 us each
-    b = [ev("read", 30, 40, pid=2, fhash="bb", ret=20), ev("read", 40, 1, pid=2, fhash="dd", ret=1)]
+    b = [ev("read", 30, 40, pid=2, fhash="bb", ret=20), ev("read", 40, 1, pid=2, fhash="dd", ret=1),
+         ev("read", 50, 30, pid=2, fhash="ee", ret=1)]  # fmt: skip
     paths = [write(tmp_path / "a.pfw.gz", a), write(tmp_path / "b.pfw.gz", b)]
     doc = assert_same(paths)
     view = doc["views"]["file"]
-    assert view["total"] == 6 == doc["files_accessed"]
+    assert view["total"] == 7 == doc["files_accessed"]
     rows = view["rows"]
-    assert [r["path"] for r in rows] == ["/d/shared", "fhash:c0", "fhash:c1"]
+    # "ee" is named only in a.pfw.gz, which never accesses it
+    assert [r["path"] for r in rows] == ["/d/shared", "/d/kid", "fhash:c0"]
     assert (rows[0]["processes"], rows[0]["read_bytes"], rows[0]["read_count"]) == (2, 30, 2)
     assert rows[0]["io_time_s"] == pytest.approx(90e-6)
 

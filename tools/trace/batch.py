@@ -461,10 +461,11 @@ class BatchReducer:
         scalars["sh_map"] = dict(
             con.execute("SELECT h, v FROM hmap WHERE kind = 'SH' AND v IS NOT NULL").fetchall()
         )
-        if (
-            self.file_view
-        ):  # the file view resolves hashes another file's metadata names (2.x hashes are global)
-            tables["fh"] = _fetch_arrow(con.sql("SELECT h, v FROM hmap WHERE kind = 'FH'"))
+        if self.file_view:
+            # names of file hashes this file defines but never accesses, for the file view's rows of
+            # other trace files (2.x hashes are global); the hashes it accesses are named in its own rows
+            tables["fh"] = _fetch_arrow(con.sql(
+                "SELECT h, v FROM hmap WHERE kind = 'FH' AND h NOT IN (SELECT fkey FROM b_path WHERE NOT is_path)"))  # fmt: skip
         return tables, scalars
 
     def _positions(self) -> None:
