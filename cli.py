@@ -88,7 +88,10 @@ def user_errors() -> Iterator[None]:
 @app.command()
 def analyze(
     paths: Annotated[
-        list[Path], typer.Argument(help="Trace files (.pfw, .pfw.gz) or directories (searched recursively).")
+        list[Path],
+        typer.Argument(
+            help="Trace files (.pfw, .pfw.gz), Darshan logs (.darshan) or directories (searched recursively)."
+        ),
     ],
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document (schema dftune.analysis/1).")
@@ -115,7 +118,7 @@ def analyze(
         bool, typer.Option("--app-only", help="Leave files holding only helper processes out of every total.")
     ] = False,
 ) -> None:
-    """Read dftracer traces exactly and summarize their I/O (counts, bytes, time, pattern)."""
+    """Read dftracer traces or Darshan logs exactly and summarize their I/O (counts, bytes, time, pattern)."""
     from functools import partial
 
     from dftune.tools.trace import analyze, analyze_runs
@@ -168,7 +171,7 @@ def _run_title(run: Any) -> str:
 
 @app.command()
 def diagnose(
-    paths: Annotated[list[Path], typer.Argument(help="Trace files or directories.")],
+    paths: Annotated[list[Path], typer.Argument(help="Trace files, Darshan logs or directories.")],
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document (schema dftune.diagnosis/1).")
     ] = False,
@@ -310,6 +313,14 @@ def run(
         int,
         typer.Option("--token-budget", min=0, help="Tokens the chat model may spend; then the rules decide."),
     ] = 200_000,
+    retry_known: Annotated[
+        bool,
+        typer.Option(
+            "--retry-known",
+            help="Measure again what the knowledge base already measured here "
+            "without a gain (against the same incumbent).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Tune a workload: baseline, diagnosis, cited proposals, one guarded experiment at a time, report."""
@@ -318,7 +329,7 @@ def run(
     with user_errors():
         result = start_run(workload, mode=mode, max_experiments=max_experiments, run_id=run_id, model=model,
                            replicates=replicates, token_budget=token_budget, allow_install=allow_install,
-                           progress=_progress(as_json))  # fmt: skip
+                           retry_known=retry_known, progress=_progress(as_json))  # fmt: skip
     _show_run(result, as_json)
     if result["status"] == "failed":
         raise typer.Exit(EXIT_RUN_FAILED)
@@ -385,17 +396,31 @@ def replay(
 
 @app.command()
 def report(
-    run_id: Annotated[str, typer.Argument(help="Run id (see dftune runs).")],
+    run_id: Annotated[
+        str, typer.Argument(help="Run id (see dftune runs), or a Darshan log / trace file or folder.")
+    ],
     html: Annotated[
         bool, typer.Option("--html", help="Also write a self-contained report.html (plots embedded).")
     ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", help="For a log or trace: where to write the HTML (default ./NAME_report.html)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document with the paths.")] = False,
 ) -> None:
-    """Write a finished run's report.md (and report.html with --html) and print where they are."""
+    """Write a finished run's report.md (and report.html with --html), or the HTML report of one
+    Darshan log or trace (analysis, diagnosis, plots); print where they are."""
     from dftune.tools.report.writer import write_reports
 
     with user_errors():
-        paths = write_reports(run_id, html=html)
+        if Path(run_id).exists():  # a log or trace, not a run: its analysis report (always HTML)
+            from dftune.tools.report.analysis_report import write_input_report
+
+            paths = write_input_report(run_id, output)
+        else:
+            paths = write_reports(run_id, html=html)
     if as_json:
         emit_json({"schema": "dftune.report/1", "run_id": run_id, **paths})
         return

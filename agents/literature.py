@@ -15,10 +15,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context, EvidenceFn, SearchFn
-from dftune.agents.state import KbPrior, PriorResult, Proposal, TuningState, log
+from dftune.agents.optimizer.prior import kb_prior
+from dftune.agents.state import Proposal, TuningState, log
 from dftune.core.citation import CitedClaim
 from dftune.tools.catalog import Catalog
-from dftune.tools.kb import opt_kb_lookup
 
 #: The seed: "If no paper is found after 10 search attempts, mark the proposal as UNSUPPORTED".
 MAX_ATTEMPTS = 10
@@ -111,23 +111,6 @@ def make_search(online: bool | None = None) -> SearchFn:
         return next((r for r in refs if r is not None), None), attempts
 
     return run
-
-
-def kb_prior(system: str, workload: str, software: list[str], db: Any) -> KbPrior:
-    """Measured results of earlier runs that apply here (the seed: look the KB up before proposing)."""
-    found = opt_kb_lookup(system=system, workload=workload, software=software, db=db)
-    per_strategy: dict[str, float] = {}
-    listing = []
-    for rec in [*found.workload_findings, *found.software_findings, *found.system_findings]:
-        listing.append(PriorResult(id=rec.id, strategy=rec.strategy, verdict=rec.verdict, scope=rec.scope,
-                                   change_pct=rec.change_pct, run_id=rec.run_id))  # fmt: skip
-        if (
-            rec.verdict in ("win", "no_change")
-            and rec.change_pct is not None
-            and rec.strategy not in per_strategy
-        ):
-            per_strategy[rec.strategy] = rec.change_pct
-    return KbPrior(measured_pct=per_strategy, records=listing[:50])
 
 
 def literature(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """Measure one condition the same way for the baseline and every experiment.
 
-The diagnoser and the verifier both call :func:`measure`, so the two arms of a comparison
-always have the same replicates, tracing and cache policy. The first successful replicate's
+The diagnoser measures the baseline with :func:`measure`; the verifier measures each experiment
+against a fresh run of the incumbent with :func:`measure_paired` (the two arms interleaved in one
+sitting), so the two arms of a comparison always have the same replicates, tracing, cache policy
+and conditions. The first successful replicate's
 trace is analyzed and saved next to the bench as ``analysis.json``: the no-doing-less guard
 compares those, and the KB record is built from them.
 """
@@ -13,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from dftune.agents.state import Measurement
-from dftune.tools.runner.bench import BenchResult, bench, summary_stats
+from dftune.tools.runner.bench import BenchResult, bench
+from dftune.tools.runner.paired import ArmPlan, PairedResult, paired_bench
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.trace import Analysis, analyze
 
@@ -37,28 +40,44 @@ def measure(
         run_spec, overrides=overrides, replicates=replicates, trace=traced, workdir=workdir, env=env
     )
     m, analysis, result = _summarize(result, workdir, env, traced, views, reuse_analysis=False)
-    return m.model_copy(update={"source_dir": source_dir}), analysis, result
+    data_dir = run_spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
+    return (
+        m.model_copy(update={"source_dir": source_dir, "data_dir": str(data_dir) if data_dir else None}),
+        analysis,
+        result,
+    )
 
 
-def extend(
-    spec: WorkloadSpec, m: Measurement, *, overrides: dict[str, str], replicates: int
-) -> tuple[Measurement, Analysis | None, BenchResult]:
-    """More replicates of the same condition in the same workdir (an inconclusive comparison)."""
-    workdir = Path(m.workdir)
-    earlier = BenchResult.model_validate_json((workdir / BENCH_FILE).read_bytes())
-    spec = spec.relocated(Path(m.source_dir)) if m.source_dir else spec
-    more = bench(spec, overrides=overrides, replicates=replicates, trace=m.traced, workdir=workdir, env=m.env,
-                 first_index=len(earlier.replicates))  # fmt: skip
-    reps = [*earlier.replicates, *more.replicates]
-    values = [r.metric for r in reps if r.status == "ok" and r.metric is not None]
-    median, p95, ci95 = summary_stats(values)
-    merged = earlier.model_copy(update={
-        "replicates": reps, "ok": len(values), "median": median, "p95": p95, "ci95": ci95,
-        "notes": [*earlier.notes, f"{replicates} more replicate(s) added: the first comparison was inconclusive"],
-        "stopped_reason": more.stopped_reason or earlier.stopped_reason,
-    })  # fmt: skip
-    m2, analysis, merged = _summarize(merged, workdir, m.env, m.traced, (), reuse_analysis=True)
-    return m2.model_copy(update={"source_dir": m.source_dir}), analysis, merged
+def measure_paired(
+    spec: WorkloadSpec,
+    *,
+    reference: Measurement,
+    ref_workdir: Path,
+    workdir: Path,
+    overrides: dict[str, str],
+    env: dict[str, str],
+    replicates: int,
+    source_dir: str | None = None,
+    extend_at_pct: float = 5.0,
+) -> tuple[Measurement, Measurement, PairedResult]:
+    """The incumbent (``reference``'s condition) and the candidate, interleaved in one sitting, each
+    traced as the reference was and summarized as :func:`measure` would (its own analysis)."""
+    ref_spec = spec.relocated(Path(reference.source_dir)) if reference.source_dir else spec
+    cand_spec = spec.relocated(Path(source_dir)) if source_dir else spec
+    ref_plan = ArmPlan(ref_spec, ref_workdir, settings_text(reference.settings), dict(reference.env),
+                       reference.traced)  # fmt: skip
+    cand_plan = ArmPlan(cand_spec, workdir, overrides, env, reference.traced)
+    sitting = paired_bench(ref_plan, cand_plan, max_pairs=replicates, extra_pairs=replicates,
+                           lower_is_better=spec.metric.lower_is_better, extend_at_pct=extend_at_pct)  # fmt: skip
+    out = []
+    for plan, result, src in ((ref_plan, sitting.reference, reference.source_dir),
+                              (cand_plan, sitting.candidate, source_dir)):  # fmt: skip
+        m, _, _ = _summarize(
+            result, plan.workdir, plan.env, plan.traced, ("file", "proc"), reuse_analysis=False
+        )
+        data_dir = plan.spec.placeholder_values(result.settings, workdir=plan.workdir).get("data_dir")
+        out.append(m.model_copy(update={"source_dir": src, "data_dir": str(data_dir) if data_dir else None}))
+    return out[0], out[1], sitting
 
 
 def _summarize(
@@ -83,9 +102,10 @@ def _summarize(
     )
     if traced and first_ok is not None and first_ok.trace_dir:
         # the application's I/O: helper processes (a pyenv shim's bash, a launch script) left out
-        analysis = analyze([first_ok.trace_dir], views=list(views), exclude_helpers=True)
+        analysis = analyze([first_ok.trace_dir], views=list(views), profile=True, exclude_helpers=True)
         analysis_path = workdir / ANALYSIS_FILE
         analysis_path.write_text(json.dumps(analysis.to_json_dict()), encoding="utf-8")
+    work, work_notes = replicate_work(result)
     m = Measurement(
         settings=dict(result.settings), env=dict(env), values=result.values(), median=result.median,
         ci95=result.ci95, ok=result.ok, replicates=len(result.replicates), traced=result.traced,
@@ -93,9 +113,20 @@ def _summarize(
         analysis_path=str(analysis_path) if analysis_path else None,
         io_bandwidth=io_bandwidth(analysis), io_time_s=analysis.io_time_s if analysis else None,
         unoverlapped_io_fraction=analysis.unoverlapped_io_fraction if analysis else None,
-        notes=list(result.notes), stopped_reason=result.stopped_reason,
+        work=work, notes=[*result.notes, *work_notes], stopped_reason=result.stopped_reason,
     )  # fmt: skip
     return m, analysis, result
+
+
+def replicate_work(result: BenchResult) -> tuple[dict[str, float], list[str]]:
+    """The work counters of the arm (the first successful replicate's), and a note when the
+    replicates disagree (the program did not do the same work every time)."""
+    ok = [r.work for r in result.replicates if r.status == "ok" and r.work]
+    if not ok:
+        return {}, []
+    varied = sorted(k for k in ok[0] if any(w.get(k) != ok[0][k] for w in ok[1:]))
+    note = [f"work counters differ between replicates: {', '.join(varied)}"] if varied else []
+    return dict(ok[0]), note
 
 
 def io_bandwidth(a: Analysis | None) -> float | None:

@@ -72,6 +72,9 @@ class Facts:
     io_fraction: float | None
     unoverlapped_fraction: float | None
     kb_prior: dict[str, float] = field(default_factory=dict)
+    #: the bound of every estimate: unoverlapped I/O over process time (%), and why
+    bound_pct: float | None = None
+    bound_reason: str = ""
     history: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -89,62 +92,46 @@ class Reasoner(Protocol):
 
 
 _LAYER_ORDER = {"L1": 0, "L2": 1, "L3": 2}
+#: measured first, then what the knowledge base measured here before, then estimates
+_SOURCE_ORDER = {"measured": 0, "kb": 1, "trace model": 2, "model": 2}
 
 
-def _impact_table() -> dict[str, Any]:
-    import tomllib
-
-    text = (resources.files("dftune.resources") / "reasoning" / "impact.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+def rank_key(p: Proposal) -> tuple[int, float, int, int]:
+    """Which open proposal goes first: a known win, then the largest estimated gain, then the cheaper
+    layer, then the plan's order (never the name)."""
+    return (_SOURCE_ORDER.get(p.app_impact_source, 3), -p.weighted_score, _LAYER_ORDER[p.layer], p.order)
 
 
 def impact_bound(facts: Facts) -> tuple[float, str]:
-    """The most any I/O fix can save, in % of the metric: the I/O that is not hidden behind compute."""
-    if facts.unoverlapped_fraction is not None:
-        return 100.0 * facts.unoverlapped_fraction, (
-            f"unoverlapped I/O is {100 * facts.unoverlapped_fraction:.1f}% of job time"
-        )
+    """The most any I/O fix can save, in % of the metric: the I/O that compute does not hide,
+    over the lifetimes of the processes doing it (the optimizer's trace facts say it)."""
+    if facts.bound_pct is not None:
+        return facts.bound_pct, facts.bound_reason
     if facts.io_fraction is not None:
-        return 100.0 * facts.io_fraction, f"I/O is {100 * facts.io_fraction:.1f}% of job time"
+        return 100.0 * facts.io_fraction, f"I/O is {100 * facts.io_fraction:.1f}% of process time"
     return 100.0, "no trace: no bound from the I/O share"
 
 
 class RulesReasoner:
-    """The deterministic policy: measured KB results first, then category efficacy x the I/O bound."""
+    """The deterministic policy: the optimizer's measured, KB and trace-model numbers as they are;
+    the next proposal by source, estimated gain and cost, never by name."""
 
     name = "rules"
 
-    def __init__(self) -> None:
-        self._table = _impact_table()
-
     def estimate_impacts(self, proposals: Sequence[Proposal], facts: Facts) -> list[ImpactEstimate]:
-        bound, why = impact_bound(facts)
-        efficacy: dict[str, float] = self._table["efficacy"]
-        out = []
-        for p in proposals:
-            prior = facts.kb_prior.get(p.strategy)
-            if prior is not None:
-                pct = max(0.0, min(bound, prior))
-                out.append(ImpactEstimate(proposal_id=p.id, app_impact_pct=round(pct, 2),
-                                          reason=f"the knowledge base measured {prior:+.1f}% for {p.strategy} "
-                                                 f"on an earlier run; bounded by {why}"))  # fmt: skip
-                continue
-            share = efficacy.get(str(p.checklist), self._table["default_efficacy"])
-            pct = bound * share
-            out.append(ImpactEstimate(
-                proposal_id=p.id, app_impact_pct=round(pct, 2),
-                reason=f"bounded estimate: {why}; checklist {p.checklist} fixes recover about "
-                       f"{100 * share:.0f}% of it ({self._table['source']})",
-            ))  # fmt: skip
-        return out
+        """The estimates the optimizer computed from the trace and the KB (the rules add nothing)."""
+        return [ImpactEstimate(proposal_id=p.id, app_impact_pct=max(0.0, min(100.0, p.app_impact_pct)),
+                               reason=p.impact_reason) for p in proposals]  # fmt: skip
 
     def choose_next(self, options: Sequence[Proposal], facts: Facts) -> Choice:
         if not options:
             raise ValueError("choose_next needs at least one option")
-        best = sorted(options, key=lambda p: (-p.weighted_score, _LAYER_ORDER[p.layer], p.id))[0]
+        best = sorted(options, key=rank_key)[0]
+        known = "the knowledge base measured a win for it; " if best.app_impact_source == "kb" else ""
         return Choice(proposal_id=best.id,
-                      reason=f"highest weighted score ({best.weighted_score:g}) among {len(options)} open "
-                             f"proposal(s); ties go to the cheaper layer ({best.layer})")  # fmt: skip
+                      reason=f"{known}highest weighted score ({best.weighted_score:g}, {best.app_impact_source}) "
+                             f"among {len(options)} open proposal(s); ties go to the cheaper layer ({best.layer}), "
+                             "then to the order of the plan")  # fmt: skip
 
     def summarize(self, facts: Facts, outcome: dict[str, Any]) -> str:
         wins = outcome.get("wins", [])

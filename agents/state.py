@@ -41,8 +41,12 @@ ProposalStatus = Literal[
     "declined",  # a person said no at the approval interrupt
     "failed",  # it could not be applied or its experiment could not run
     "measured",  # applied and measured; the experiment holds the verdict
+    "known",  # the knowledge base measured it here before (no gain): not re-tried without --retry-known
 ]
-ImpactSource = Literal["measured", "estimate"]
+#: Where a number of the proposal table comes from: this run's measurement, the knowledge base's
+#: measurement of the same change on this workload, a trace model (tools/estimates.py), the model
+#: (an LLM's estimate), or nothing ("n/a": the change does not act on that metric).
+ImpactSource = Literal["measured", "kb", "trace model", "model", "n/a"]
 
 
 class _Model(BaseModel):
@@ -88,6 +92,8 @@ class PriorResult(_Model):
     scope: str
     change_pct: float | None = None
     run_id: str | None = None
+    #: what was changed (settings, env, argv) and what it was measured against (incumbent settings, env)
+    change: dict[str, Any] = Field(default_factory=dict)
 
 
 class KbPrior(_Model):
@@ -127,11 +133,16 @@ class Proposal(_Model):
     privilege: Literal["no-sudo", "sudo", "admin-only"] = "no-sudo"
     #: % of the application's metric this is expected (or was measured) to save; positive = better
     app_impact_pct: float = 0.0
-    app_impact_source: ImpactSource = "estimate"
-    #: % change of the trace-derived aggregate I/O bandwidth; 0 when not measured or not applicable
+    app_impact_source: ImpactSource = "trace model"
+    #: % change of the trace-derived aggregate I/O bandwidth (source "n/a" when the change does not act on it)
     system_impact_pct: float = 0.0
-    system_impact_source: ImpactSource = "estimate"
+    system_impact_source: ImpactSource = "trace model"
     impact_reason: str = ""
+    system_reason: str = ""
+    #: the plan's order (ties between equal estimates go by it, never by name)
+    order: int = 0
+    #: an earlier proposal this one measures again against a new incumbent (interacting changes)
+    retry_of: str | None = None
     citation: CitedClaim | None = None
     status: ProposalStatus = "proposed"
     reason: str = ""
@@ -167,6 +178,10 @@ class Measurement(_Model):
     io_time_s: float | None = None
     #: share of job time spent in I/O not hidden behind compute (bounds any I/O fix's gain)
     unoverlapped_io_fraction: float | None = None
+    #: the arm's data folder (its trace's files are compared relative to it)
+    data_dir: str | None = None
+    #: the spec's work counters as the replicates printed them (the same in every replicate)
+    work: dict[str, float] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     stopped_reason: str | None = None
 
@@ -180,13 +195,17 @@ class Experiment(_Model):
     reference: Measurement
     candidate: Measurement | None = None
     comparison: Comparison | None = None
-    verdict: Literal["win", "no_change", "regression", "unsupported", "rejected", "failed"] | None = None
+    verdict: (
+        Literal["win", "no_change", "regression", "unsupported", "rejected", "inconclusive", "failed"] | None
+    ) = None
     verdict_reason: str = ""
     guard_triggered: bool = False
     kept: bool = False
     reverted: bool = False
     kb_record_id: int | None = None
     change_ids: list[str] = Field(default_factory=list)
+    #: a person confirmed an inconclusive access-pattern decision (their note), interactive runs only
+    confirmed_by: str | None = None
 
 
 class GuardRecord(_Model):
@@ -232,8 +251,9 @@ STATE_MODELS: tuple[type[BaseModel], ...] = (
     Diagnosis, Bottleneck, Finding, CandidateStrategy, MetricChoice, Gate, FsSummary, ChecklistEntry,
 )  # fmt: skip
 #: Bumped when the state's shape changes; a run saved under another version is refused with a
-#: clear line instead of resuming on half-understood data (1: dict-typed diagnosis and priors).
-STATE_VERSION = 2
+#: clear line instead of resuming on half-understood data (1: dict-typed diagnosis and priors;
+#: 2: estimates without their source).
+STATE_VERSION = 3
 
 
 T = TypeVar("T")
@@ -294,6 +314,8 @@ class TuningState:
     workload: str = ""
     #: iterations of this branch are numbered above this (a replayed fork never reuses opt<n> or change ids)
     iteration_floor: int = 0
+    #: measure again what the knowledge base already measured here without a gain
+    retry_known: bool = False
     #: the state's shape this run was saved with (see STATE_VERSION); 0 for runs older than it
     state_version: int = 0
 
@@ -341,5 +363,5 @@ class TuningState:
 #: Scalar inputs ``dftune replay --set FIELD=VALUE`` may change before forking.
 REPLAYABLE_FIELDS: dict[str, type] = {
     "mode": str, "max_experiments": int, "replicates": int, "model": str, "allow_install": bool,
-    "token_budget": int,
+    "token_budget": int, "retry_known": bool,
 }  # fmt: skip

@@ -1,8 +1,10 @@
-"""The verifier agent: measure the applied change exactly like the reference, then compare.
+"""The verifier agent: measure the applied change against the incumbent, in the same sitting.
 
-The candidate arm runs with the same replicates and the same tracing as the baseline, in
-its own ``opt<n>`` folder, with the incumbent's kept settings plus the one new change. The
-runner's statistics decide win / no_change / regression; the guards and the KB come next.
+The candidate arm runs in its own ``opt<n>`` folder with the incumbent's kept settings plus the
+one new change; the incumbent runs again beside it (``opt<n>/incumbent``), one replicate of each
+in turn (A B A B), with the same tracing, until the data decide or the baseline's replicate
+count is reached (``tools/runner/paired.py``). The statistics decide win / no_change /
+regression on these two arms; the guards and the KB come next.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
-from dftune.agents.measure import extend, measure
+from dftune.agents.measure import measure_paired
 from dftune.agents.state import TuningState, log
 from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT, decide
 from dftune.tools.runner.bench import BenchError
@@ -34,10 +36,11 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     source_dir = str(it_source) if p.change.kind == "patch" else ref.source_dir
     n = state.replicates or spec.replicates  # the baseline's count, whatever an extension added
     it_dir = ctx.workspace.iteration_dir(state.run_id, exp.iteration)
-    ctx.progress("verifier", f"opt{exp.iteration}: {n} replicate(s) with {p.id}")
+    ctx.progress("verifier", f"opt{exp.iteration}: up to {n} interleaved pair(s) of the incumbent and {p.id}")
     try:
-        cand, _, result = measure(spec, workdir=it_dir, overrides=overrides, env=env, replicates=n,
-                                  traced=ref.traced, source_dir=source_dir)  # fmt: skip
+        ref, cand, sitting = measure_paired(spec, reference=ref, ref_workdir=it_dir / "incumbent", workdir=it_dir,
+                                            overrides=overrides, env=env, replicates=n, source_dir=source_dir,
+                                            extend_at_pct=WIN_THRESHOLD_PCT)  # fmt: skip
     except BenchError as exc:
         failed = exp.model_copy(
             update={"verdict": "failed", "verdict_reason": f"experiment could not run: {exc}"}
@@ -45,35 +48,32 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         return {"experiments": [failed],
                 "proposals": [p.model_copy(update={"status": "failed", "reason": str(exc)})],
                 "events": [log("verifier", f"opt{exp.iteration}: experiment failed: {exc}")]}  # fmt: skip
+    if sitting.stopped_early:
+        ctx.progress(
+            "verifier", f"opt{exp.iteration}: stopped after {sitting.pairs} pair(s): {sitting.stopped_early}"
+        )
     lib = spec.metric.lower_is_better
     if len(cand.values) < MIN_REPLICATES or len(ref.values) < MIN_REPLICATES:
-        why = (f"only {len(cand.values)} successful replicate(s) of {n}"
-               f"{'; ' + result.stopped_reason if result.stopped_reason else ''}")  # fmt: skip
-        failed = exp.model_copy(update={"candidate": cand, "verdict": "failed", "verdict_reason": why})
+        stopped = cand.stopped_reason or ref.stopped_reason
+        why = (f"only {len(cand.values)} successful replicate(s) of the candidate and {len(ref.values)} of the "
+               f"incumbent in {sitting.pairs} pair(s){'; ' + stopped if stopped else ''}")  # fmt: skip
+        failed = exp.model_copy(update={"reference": ref, "candidate": cand, "verdict": "failed",
+                                        "verdict_reason": why})  # fmt: skip
         return {"experiments": [failed], "proposals": [p.model_copy(update={"status": "failed", "reason": why})],
                 "events": [log("verifier", f"opt{exp.iteration}: {why}")]}  # fmt: skip
     cmp = compare(ref.values, cand.values, lower_is_better=lib)
-    if cmp.verdict == "no_change" and abs(cmp.change_pct) >= WIN_THRESHOLD_PCT:
-        # a large effect the noise hid: a careful engineer collects more data before deciding (once)
-        ctx.progress(
-            "verifier", f"opt{exp.iteration}: inconclusive ({cmp.change_pct:+.1f}%), {n} more replicate(s)"
-        )
-        try:
-            cand, _, result = extend(spec, cand, overrides=overrides, replicates=n)
-        except BenchError:
-            pass
-        else:
-            cmp = compare(ref.values, cand.values, lower_is_better=lib)
     app_pct = pct_change(ref.median, cand.median, lower_is_better=lib)
     sys_pct = pct_change(ref.io_bandwidth, cand.io_bandwidth, lower_is_better=False)
     measured = p.model_copy(update={
-        "status": "measured", "app_impact_pct": app_pct if app_pct is not None else p.app_impact_pct,
+        "status": "measured", "app_impact_pct": round(app_pct, 3) if app_pct is not None else p.app_impact_pct,
         "app_impact_source": "measured" if app_pct is not None else p.app_impact_source,
-        "system_impact_pct": sys_pct if sys_pct is not None else 0.0,
-        "system_impact_source": "measured" if sys_pct is not None else "estimate",
+        "system_impact_pct": round(sys_pct, 3) if sys_pct is not None else 0.0,
+        "system_impact_source": "measured" if sys_pct is not None else "n/a",
         "impact_reason": f"measured in opt{exp.iteration}: {cmp.reason}",
+        "system_reason": "trace-derived I/O bandwidth of the two arms" if sys_pct is not None
+                         else "n/a: an arm has no trace, so no I/O bandwidth was measured",
     })  # fmt: skip
-    done = exp.model_copy(update={"candidate": cand, "comparison": cmp})
+    done = exp.model_copy(update={"reference": ref, "candidate": cand, "comparison": cmp})
     numbers = decide([], metric=spec.metric.kind, before=ref.median, after=cand.median, lower_is_better=lib,
                      comparison=cmp)  # the guards judge next; this is what the numbers alone say  # fmt: skip
     ctx.progress(
@@ -81,4 +81,4 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     return {"experiments": [done], "proposals": [measured],
             "events": [log("verifier", f"opt{exp.iteration}: {cmp.reason}", ratio_ci95=list(cmp.ci95),
-                           p_value=cmp.p_value)]}  # fmt: skip
+                           p_value=cmp.p_value, pairs=sitting.pairs, stopped_early=sitting.stopped_early)]}  # fmt: skip

@@ -13,12 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
+from langgraph.types import interrupt
 
 from dftune.agents.context import Context
 from dftune.agents.measure import load_analysis
 from dftune.agents.optimizer import journal_for
-from dftune.agents.state import Experiment, GuardRecord, Proposal, TuningState, log
+from dftune.agents.state import Experiment, GuardRecord, Measurement, Proposal, TuningState, log
 from dftune.tools.guards import (
+    Arm,
     GuardDecision,
     access_pattern_guard,
     citation_guard,
@@ -28,6 +30,7 @@ from dftune.tools.guards import (
     reference_guard,
 )
 from dftune.tools.kb import KbRecord, opt_kb_record
+from dftune.tools.kb.store import MeasuredArms
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.stats import pct_change
 
@@ -73,26 +76,69 @@ def screen(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     return {"proposals": updated, "guard_decisions": records, "screened": True, "events": events}
 
 
+def arm_of(m: Measurement | None, label: str) -> Arm | None:
+    """A measured arm as the guards compare it (None without its trace analysis)."""
+    analysis = load_analysis(m.analysis_path) if m is not None else None
+    if m is None or analysis is None:
+        return None
+    return Arm(analysis=analysis, data_dir=m.data_dir, work=dict(m.work), label=label)
+
+
+def measured_arms(state: TuningState, exp: Experiment) -> MeasuredArms:
+    """The baseline, the incumbent the experiment ran against, and the experiment."""
+    return MeasuredArms(baseline=arm_of(state.baseline, "baseline"), incumbent=arm_of(exp.reference, "incumbent"),
+                        experiment=arm_of(exp.candidate, "experiment"))  # fmt: skip
+
+
 def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Guard node after an experiment: did it do the same work, and did the application pay for it?"""
+    """Guard node after an experiment: the same work, the same access pattern, and did the application
+    pay for it? A pattern the traces cannot settle is asked of a person in interactive mode (the
+    node computes before it asks and has no side effect, so re-running it on resume is safe)."""
     ctx = runtime.context
     exp = state.experiments[-1]
     if exp.verdict == "failed" or exp.candidate is None or state.baseline is None:
         return {}
     spec = ctx.workload_spec
     strategy = ctx.catalog.strategies.get(exp.strategy)
+    arms = measured_arms(state, exp)
     records = []
-    base_a = load_analysis(state.baseline.analysis_path)
-    cand_a = load_analysis(exp.candidate.analysis_path)
-    if base_a is not None and cand_a is not None:
-        records.append(no_doing_less_guard(base_a, cand_a, strategy=strategy))
+    if arms.baseline is not None and arms.experiment is not None:
+        records.append(
+            no_doing_less_guard(arms.baseline, arms.experiment, incumbent=arms.incumbent, strategy=strategy)
+        )
+    if strategy is not None and arms.incumbent is not None and arms.experiment is not None:
+        records.append(access_pattern_guard(strategy, arms.incumbent, arms.experiment))
     records.append(non_degradation_guard(metric_scope="system", app_before=exp.reference.median,
                                          app_after=exp.candidate.median,
                                          lower_is_better=spec.metric.lower_is_better))  # fmt: skip
     events = [log("guards", f"opt{exp.iteration}: {d.guard} {'passed' if d.passed else 'FAILED'}: {d.reason}")
               for d in records]  # fmt: skip
-    return {"guard_decisions": [GuardRecord(proposal_id=exp.proposal_id, iteration=exp.iteration, decision=d)
-                                for d in records], "events": events}  # fmt: skip
+    update: dict[str, Any] = {
+        "guard_decisions": [GuardRecord(proposal_id=exp.proposal_id, iteration=exp.iteration, decision=d)
+                            for d in records],
+        "events": events,
+    }  # fmt: skip
+    unsure = [d for d in records if d.verdict == "inconclusive"]
+    if unsure and state.mode == "interactive" and exp.confirmed_by is None:
+        answer = interrupt({"run_id": state.run_id, "kind": "confirm_pattern", "proposal_id": exp.proposal_id,
+                            "iteration": exp.iteration, "question": unsure[0].reason,
+                            "resume_with": f"dftune approve {state.run_id} (it is a legitimate change) or --reject"})  # fmt: skip
+        confirmed, note = confirmation(answer)
+        if confirmed:
+            update["experiments"] = [exp.model_copy(update={"confirmed_by": note or "a person"})]
+            events.append(log("guards", f"opt{exp.iteration}: a person confirmed the change ({note})"))
+        else:
+            events.append(
+                log("guards", f"opt{exp.iteration}: a person did not confirm the change; it is not kept")
+            )
+    return update
+
+
+def confirmation(answer: Any) -> tuple[bool, str]:
+    """(confirmed, note) from an interrupt answer: only an explicit approval confirms."""
+    if isinstance(answer, dict) and answer.get("approved") is True:
+        return True, str(answer.get("reason") or "confirmed")
+    return False, str(answer.get("reason", "")) if isinstance(answer, dict) else ""
 
 
 def _metric_name(spec: WorkloadSpec) -> str:
@@ -136,9 +182,11 @@ def _record_experiment(
     p = state.proposal(exp.proposal_id)
     lib = spec.metric.lower_is_better
     cmp = exp.comparison
-    base_a = load_analysis(state.baseline.analysis_path)
-    cand_a = load_analysis(exp.candidate.analysis_path)
-    common = {**_base_record(state, spec, p), "iteration": exp.iteration}
+    arms = measured_arms(state, exp)
+    common = {**_base_record(state, spec, p), "iteration": exp.iteration, "confirmed_by": exp.confirmed_by}
+    # what the change was measured against: a later run re-tries a known no_change only against another one
+    common["change"] = {**common["change"], "incumbent": {"settings": {k: str(v) for k, v in exp.reference.settings.items()},
+                                                          "env": dict(exp.reference.env)}}  # fmt: skip
     ref_bw, cand_bw = exp.reference.io_bandwidth, exp.candidate.io_bandwidth
     moved = pct_change(ref_bw, cand_bw, lower_is_better=False)
     # a change that moved the system metric is a system-level result too: it is only kept when the
@@ -153,7 +201,7 @@ def _record_experiment(
         **common, **paired, "comparison": cmp,
         "before_ci": tuple(exp.reference.ci95) if exp.reference.ci95 else None,
         "after_ci": tuple(exp.candidate.ci95) if exp.candidate.ci95 else None,
-    }, baseline_analysis=base_a, experiment_analysis=cand_a, catalog=ctx.catalog, db=ctx.kb_db)  # fmt: skip
+    }, arms=arms, catalog=ctx.catalog, db=ctx.kb_db)  # fmt: skip
     system_rec = None
     if system_effect and moved is not None and moved > 0:
         system_rec = opt_kb_record({
@@ -163,7 +211,7 @@ def _record_experiment(
             "caveats": (common["caveats"] + "; " if common["caveats"] else "")
                        + "system metric is a trace-derived proxy (bytes per second of I/O wall time), not "
                          "filesystem-side telemetry",
-        }, baseline_analysis=base_a, experiment_analysis=cand_a, catalog=ctx.catalog, db=ctx.kb_db)  # fmt: skip
+        }, arms=arms, catalog=ctx.catalog, db=ctx.kb_db)  # fmt: skip
     return rec, system_rec
 
 

@@ -153,6 +153,7 @@ def start_run(
     replicates: int | None = None,
     allow_install: bool = False,
     token_budget: int = 200_000,
+    retry_known: bool = False,
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
 ) -> dict[str, Any]:
@@ -170,10 +171,19 @@ def start_run(
     ws.set_status(meta.id, "running")
     state = TuningState(run_id=meta.id, spec_path=str(path), mode=cast(Mode, mode), state_version=STATE_VERSION,
                         max_experiments=max_experiments, replicates=replicates, model=model,
-                        token_budget=token_budget, allow_install=allow_install)  # fmt: skip
+                        token_budget=token_budget, allow_install=allow_install,
+                        retry_known=retry_known)  # fmt: skip
     with _compiled(meta.id, ws) as (graph, config):
         _drive(graph, config, state, _context(state, ws, progress))
     return _result(meta.id, ws)
+
+
+def load_state(run_id: str, workspace: Workspace | None = None) -> TuningState:
+    """The run's last saved graph state (what the benchmarks and the tests read after a run)."""
+    ws = workspace or Workspace()
+    _existing(run_id, ws)
+    with _compiled(run_id, ws) as (graph, config):
+        return _snapshot_state(graph, config)[0]
 
 
 def _existing(run_id: str, ws: Workspace) -> None:

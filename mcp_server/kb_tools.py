@@ -100,8 +100,8 @@ def opt_kb_record_tool(p: KbRecordArgs) -> dict[str, Any]:
     from dftune.tools.trace import analyze
 
     data = p.model_dump(exclude={"baseline_traces", "experiment_traces"})
-    base = analyze(p.baseline_traces) if p.baseline_traces else None
-    exp = analyze(p.experiment_traces) if p.experiment_traces else None
+    base = analyze(p.baseline_traces, profile=True) if p.baseline_traces else None
+    exp = analyze(p.experiment_traces, profile=True) if p.experiment_traces else None
     return opt_kb_record(data, baseline_analysis=base, experiment_analysis=exp).model_dump(mode="json")
 
 

@@ -27,7 +27,11 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-Paths = Field(min_length=1, description="Trace files (.pfw, .pfw.gz) or directories searched recursively.")
+Paths = Field(
+    min_length=1,
+    description="dftracer traces (.pfw, .pfw.gz), Darshan logs (.darshan, recognised by "
+    "content) or directories searched recursively; one kind per call.",
+)
 SkipBad = Field(False, description="Analyze around bad lines/files and report them instead of failing.")
 RunId = Field(min_length=1, description="Run id, a folder under $DFTUNE_HOME/runs (see `dftune runs`).")
 Iteration = Field(

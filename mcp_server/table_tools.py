@@ -27,12 +27,12 @@ class ProposalRowIn(_In):
     app_impact_pct: float = Field(
         description="% of application wall time saved (measured or bounded estimate)."
     )
-    app_impact_source: Literal["measured", "estimate"] = Field(
-        "estimate", description="Where App Impact comes from."
+    app_impact_source: Literal["measured", "kb", "trace model", "model", "n/a"] = Field(
+        "model", description="Where App Impact comes from (model: the caller's estimate)."
     )
     system_impact_pct: float = Field(0.0, description="% change of throughput/bandwidth; 0 if not measured.")
-    system_impact_source: Literal["measured", "estimate"] = Field(
-        "estimate", description="Where System Impact comes from."
+    system_impact_source: Literal["measured", "kb", "trace model", "model", "n/a"] = Field(
+        "model", description="Where System Impact comes from (n/a: the change does not act on it)."
     )
     layer: Literal["L1", "L2", "L3"] | None = Field(
         None, description="Default: the catalog's, else the id prefix."

@@ -41,9 +41,10 @@ class AnalyzeIn(_In):
 @box.tool(
     "analyze",
     AnalyzeIn,
-    """Read dftracer traces exactly (2.x and legacy 1.x) and summarize their I/O:
+    """Read dftracer traces exactly (2.x and legacy 1.x) or Darshan logs (PyDarshan) and summarize their I/O:
        counts, bytes and time per family (read/write/metadata/sync), time shares, small-I/O and access-pattern
-       shares, transfer-size histogram, overlap with compute, layers; the dftune.analysis/1 document.""",
+       shares, transfer-size histogram, overlap with compute, layers; the dftune.analysis/1 document (Darshan input
+       adds a `darshan` section: header, partial modules, MPI-IO, Lustre, and which numbers are DXT-exact).""",
 )
 def analyze_tool(p: AnalyzeIn) -> dict[str, Any]:
     """The seed's first tool: the numbers every later step reasons from."""
@@ -71,7 +72,7 @@ class DiagnoseIn(_In):
 @box.tool(
     "diagnose",
     DiagnoseIn,
-    """Name the I/O bottlenecks of traces (WisIO, Drishti, dftune and DLIO rules as
+    """Name the I/O bottlenecks of traces or Darshan logs (WisIO, Drishti, dftune, DLIO and Darshan-only rules as
        data), score them 1..5, pick the metric to optimize, decide whether tuning can pay off (I/O share and
        op-count vs bandwidth shape), and list candidate strategies per bottleneck; dftune.diagnosis/1.""",
 )

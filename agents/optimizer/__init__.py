@@ -1,6 +1,8 @@
 """The optimizer agent: the whole option space, the proposal table, one change at a time.
 
-By job: ``plan`` (the option space), ``checklist`` (the 12 verdicts), ``table`` (the seed's
+By job: ``plan`` (the option space), ``impact`` (estimates from the incumbent's trace and the
+KB), ``prior`` (what the KB already measured), ``search`` (which values may be tried now, what
+comes back after a kept change), ``checklist`` (the 12 verdicts), ``table`` (the seed's
 proposal table), ``choose`` (the next experiment), ``apply`` (opt<n> and the journal),
 ``artifacts`` (the seed's files), ``facts`` (what the reasoner sees).
 
@@ -16,6 +18,7 @@ from dftune.agents.optimizer.artifacts import stack_of, write_layer_artifacts
 from dftune.agents.optimizer.checklist import checklist_verdicts
 from dftune.agents.optimizer.choose import ACTIONABLE, choose
 from dftune.agents.optimizer.facts import facts_of
+from dftune.agents.optimizer.impact import estimate, estimate_proposals
 from dftune.agents.optimizer.plan import (
     catalog_proposal,
     knob_proposals,
@@ -34,6 +37,8 @@ __all__ = [
     "choose",
     "cited_proposal",
     "copy_source",
+    "estimate",
+    "estimate_proposals",
     "facts_of",
     "journal_for",
     "keep_layout",

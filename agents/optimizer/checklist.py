@@ -21,11 +21,13 @@ def checklist_verdicts(state: TuningState) -> list[ChecklistVerdict]:
     for number, name in CHECKLIST.items():
         props = by_cat.get(number, [])
         done = [p for p in props if p.id in measured and measured[p.id].verdict]
-        if done:
+        known = [p for p in props if p.status == "known"]  # measured by an earlier run (the KB)
+        if done or known:
             parts = [f"{p.id}: {measured[p.id].verdict} ({_change_of(measured[p.id]):+.1f}%, "
                      f"{p.citation.id if p.citation else 'uncited'})" for p in done]  # fmt: skip
+            parts += [f"{p.id}: {p.reason}" for p in known]
             out.append(ChecklistVerdict(number=number, category=name, verdict="applied_measured",
-                                        reason="; ".join(parts), strategies=[p.strategy for p in done]))  # fmt: skip
+                                        reason="; ".join(parts), strategies=[p.strategy for p in [*done, *known]]))  # fmt: skip
             continue
         open_ = [p for p in props if p.status == "proposed"]
         if open_:

@@ -1,7 +1,7 @@
 """The option space: every knob value, every offered patch and every diagnosed candidate, as proposals.
 
 The guards screen them next (``graphs.guard_nodes.screen``), so a forbidden strategy never
-reaches the table; each proposal gets a labeled impact estimate from the reasoner.
+reaches the table; each screened proposal then gets a labeled estimate (``impact.estimate``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
-from dftune.agents.optimizer.facts import facts_of
 from dftune.agents.state import Change, Proposal, TuningState, log
 from dftune.tools.catalog import Catalog, Strategy
 from dftune.tools.catalog.models import placeholders
@@ -152,19 +151,14 @@ def plan_proposals(spec: WorkloadSpec, diagnosis: Diagnosis | None, catalog: Cat
 
 
 def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Node: the option space as proposals, each with a labeled impact estimate."""
+    """Node: the option space as proposals, in the plan's order."""
     ctx = runtime.context
     spec = ctx.workload_spec
     workdir = ctx.workspace.baseline_dir(state.run_id)
     context = {k: str(v) for k, v in spec.placeholder_values(spec.settings(), workdir=workdir).items()}
     proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context, state.software)
-    estimates = {e.proposal_id: e for e in ctx.reasoner.estimate_impacts(proposals, facts_of(state))}
-    out = []
-    for p in proposals:
-        e = estimates.get(p.id)
-        if e is not None:
-            p = p.model_copy(update={"app_impact_pct": e.app_impact_pct, "impact_reason": e.reason})
-        out.append(p)
+    # the plan's order breaks ties between equal estimates (estimates come after the screen)
+    out = [p.model_copy(update={"order": i}) for i, p in enumerate(proposals)]
     ctx.progress("optimizer", f"{len(out)} candidate change(s): {sum(p.status == 'proposed' for p in out)} "
                               "dftune can apply itself")  # fmt: skip
     return {"proposals": out, "events": [log("optimizer", f"planned {len(out)} candidate(s)",

@@ -19,16 +19,30 @@ class UncitedProposal(DftuneError):
     """A proposal without a verifiable citation (or with one that cannot be resolved)."""
 
 
+#: measured rows first, then what the KB measured here, then estimates; what nobody will run last
+_SOURCE_RANK = {"measured": 0, "kb": 1}
+_STATUS_RANK = {"measured": 0, "known": 0, "proposed": 0, "manual": 1, "failed": 2, "declined": 2}
+_LAYER_RANK = {"L1": 0, "L2": 1, "L3": 2}
+
+
+def table_order(p: Proposal) -> tuple[int, int, float, int, int]:
+    """Rows by where their number comes from, then by whether they can still run, then by the
+    weighted score, then by cost (L1 < L2 < L3), then by the plan's order: never by name."""
+    return (_SOURCE_RANK.get(p.app_impact_source, 2), _STATUS_RANK.get(p.status, 3), -p.weighted_score,
+            _LAYER_RANK[p.layer], p.order)  # fmt: skip
+
+
 def proposal_table(proposals: list[Proposal]) -> list[dict[str, Any]]:
     """The seed's table: #, Strategy, Description, App Impact, System Impact, Weighted Score (sorted)."""
-    rows = [p for p in proposals if p.status in ("proposed", "measured", "declined", "failed", "manual")
+    rows = [p for p in proposals if p.status in ("proposed", "measured", "known", "declined", "failed", "manual")
             and p.citation is not None]  # fmt: skip
-    rows.sort(key=lambda p: (-p.weighted_score, p.id))
+    rows.sort(key=table_order)
     return [{
         "#": i, "id": p.id, "strategy": p.strategy, "description": p.description,
         "app_impact_pct": p.app_impact_pct, "app_impact_source": p.app_impact_source,
         "system_impact_pct": p.system_impact_pct, "system_impact_source": p.system_impact_source,
         "weighted_score": p.weighted_score, "status": p.status, "layer": p.layer,
+        "impact_reason": p.impact_reason, "system_reason": p.system_reason,
         "citation": p.citation.reference() if p.citation else None, "url": p.citation.url if p.citation else None,
     } for i, p in enumerate(rows, 1)]  # fmt: skip
 

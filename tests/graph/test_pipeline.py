@@ -114,7 +114,7 @@ def test_resume_after_a_crash_repeats_no_experiment_and_no_record(
 ) -> None:
     import dftune.agents.verifier as verifier
 
-    real = verifier.measure
+    real = verifier.measure_paired
     calls = {"n": 0}
 
     def crash_on_second(*args: Any, **kwargs: Any) -> Any:
@@ -123,7 +123,7 @@ def test_resume_after_a_crash_repeats_no_experiment_and_no_record(
             raise RuntimeError("power cut")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(verifier, "measure", crash_on_second)
+    monkeypatch.setattr(verifier, "measure_paired", crash_on_second)
     with pytest.raises(RuntimeError, match="power cut"):
         harness.invoke(harness.state())
     crashed = harness.values()
@@ -204,3 +204,25 @@ def test_a_run_that_needs_traces_stops_clearly_when_dftracer_is_unusable(
     assert state.status == "failed" and "tracing is required" in state.status_reason
     assert "--allow-install" in state.status_reason and state.baseline is None
     assert (harness.ws.run_dir(harness.run_id) / "report.md").is_file()
+
+
+def test_a_second_run_starts_from_the_first_runs_knowledge_base(tmp_path: Path) -> None:
+    first = Harness(tmp_path / "one")
+    first.invoke(first.state(mode="autonomous"))
+    assert [e.proposal_id for e in first.values().experiments] == ["WORKERS=4", "SLOW=1"]
+    second = Harness(tmp_path / "two")
+    second.invoke(second.state(mode="autonomous"))
+    state = second.values()
+    # the known win is confirmed first, with the KB's number; the known regression against the same
+    # incumbent is not measured again
+    assert [e.proposal_id for e in state.experiments] == ["WORKERS=4"]
+    chose = next(e for e in state.events if e.message.startswith("chose"))
+    assert "knowledge base measured a win" in chose.data["reason"]
+    slow = state.proposal("SLOW=1")
+    assert slow.status == "known" and "--retry-known" in slow.reason and slow.app_impact_source == "kb"
+    report = (second.ws.run_dir(second.run_id) / "report.md").read_text()
+    assert "(kb)" in report
+    # unless the run asks for it
+    third = Harness(tmp_path / "three")
+    third.invoke(third.state(mode="autonomous", retry_known=True))
+    assert [e.proposal_id for e in third.values().experiments] == ["WORKERS=4", "SLOW=1"]

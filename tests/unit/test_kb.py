@@ -72,7 +72,7 @@ def tiny_trace(folder: Path, reads: int) -> Analysis:
     folder.mkdir(parents=True)
     with gzip.open(folder / "trace-app.pfw.gz", "wt") as fh:
         fh.write("\n".join(lines) + "\n")
-    return analyze([folder])
+    return analyze([folder], profile=True)
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -212,8 +212,10 @@ def test_doing_less_detected_from_the_traces_is_rejected_with_the_numbers(tmp_pa
     assert r.verdict == "rejected" and r.unchecked_guards == []
     d = guard(r, "no_doing_less")
     assert not d.passed and d.verdict == "rejected"
-    assert "read bytes 655,360 -> 327,680 (-50.0%)" in d.reason and "read count 10 -> 5" in d.reason
-    assert d.details["baseline"]["read_bytes"] == 655360 and d.details["experiment"]["read_bytes"] == 327680
+    assert "input bytes read once 655,360 -> 327,680 (-50.0%) vs the baseline" in d.reason
+    assert "read calls 10 -> 5" in d.reason
+    assert d.details["baseline"]["input_bytes_read_once"] == 655360
+    assert d.details["experiment_physical"]["read_bytes"] == 327680
     ok = opt_kb_record(rec(**win, iteration=2), baseline_analysis=baseline, experiment_analysis=same)
     assert ok.verdict == "win" and guard(ok, "no_doing_less").passed and ok.unchecked_guards == []
 

@@ -136,12 +136,19 @@ def gate(analysis: Analysis, table: dict[str, Any] | None = None) -> Gate:
     frac = analysis.io_fraction_of_job
     shape = analysis.shape.kind
     layers = list(t["layers"].get(shape, ["L1", "L2", "L3"]))
-    worth = frac >= t["min_io_fraction"]
+    # Darshan: the job waits for its slowest rank, whose I/O share the per-process mean can hide
+    slowest = analysis.darshan.perf.slowest_io_fraction if analysis.darshan is not None else None
+    worth = frac >= t["min_io_fraction"] or (slowest is not None and slowest >= t["min_io_fraction"])
     helpers = len(analysis.helper_processes)
-    whose = f"the application's process time ({analysis.app_processes} processes" + (
-        f"; {helpers} helper processes left out)" if helpers else ")"
-    )
-    if worth:
+    whose = "process time"  # a Darshan log has no process accounting
+    if analysis.app_processes:
+        whose = f"the application's process time ({analysis.app_processes} processes" + (
+            f"; {helpers} helper processes left out)" if helpers else ")"
+        )
+    if worth and frac < t["min_io_fraction"] and slowest is not None:
+        reason = (f"I/O is {frac:.1%} of process time on average but {slowest:.1%} of the job time for the slowest "
+                  f"rank (Darshan agg_time_by_slowest), which the job waits for; {t['reasons'].get(shape, '')}")  # fmt: skip
+    elif worth:
         reason = (
             f"I/O is {frac:.1%} of {whose} (>= {t['min_io_fraction']:.0%}); {t['reasons'].get(shape, '')}"
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dftune.tools.trace.darshan.signals import FILE_DEFAULTS, darshan_metrics
 from dftune.tools.trace.model import Analysis
 
 MIB = float(1 << 20)
@@ -106,6 +107,8 @@ def summary_metrics(a: Analysis) -> dict[str, Any]:
         else 0.0,
         "mean_xfer_bytes": a.shape.mean_xfer_bytes or 0.0,
         "shape": a.shape.kind,
+        # Darshan-only signals (neutral on a dftracer trace): resources/rules/darshan*.toml
+        **darshan_metrics(a.darshan.signals if a.darshan is not None else None),
     }
 
 
@@ -116,6 +119,7 @@ def file_metrics(row: dict[str, Any], total_io_time_s: float) -> dict[str, Any]:
     reads = int(row.get("read_count") or 0)
     writes = int(row.get("write_count") or 0)
     return {
+        **FILE_DEFAULTS,  # the Darshan-only columns, neutral on a dftracer file row
         **row,
         "io_time_s": io,
         "io_time_share": _frac(io, total_io_time_s),

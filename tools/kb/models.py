@@ -116,6 +116,9 @@ class KbRecordIn(BaseModel):
     system_metric: str | None = None
     system_before: float | None = None
     system_after: float | None = None
+    #: a person's confirmation (their note) that an inconclusive access-pattern decision is a
+    #: legitimate change (interactive runs ask; nothing else may set it)
+    confirmed_by: str | None = None
 
     @field_validator("software", mode="before")
     @classmethod

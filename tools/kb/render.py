@@ -37,6 +37,7 @@ VERDICT_LABEL = {
     "regression": "**REGRESSION**",
     "unsupported": "UNSUPPORTED (not applied)",
     "rejected": "REJECTED by guard",
+    "inconclusive": "INCONCLUSIVE (not kept: the traces cannot tell)",
 }
 
 COLUMNS = ("#", "Strategy", "Where", "Metric: before -> after", "Change (95% CI)", "Verdict",

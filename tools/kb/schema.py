@@ -16,7 +16,7 @@ from typing import Any
 from dftune.tools.guards import GuardDecision
 from dftune.tools.kb.models import KbError, KbRecord, default_db_path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA_V1 = (
     """
@@ -87,10 +87,32 @@ def _create_v1(conn: sqlite3.Connection) -> None:
         conn.execute(stmt)
 
 
+_V1_VERDICTS = "CHECK (verdict IN ('win', 'no_change', 'regression', 'unsupported', 'rejected'))"
+_V2_VERDICTS = (
+    "CHECK (verdict IN ('win', 'no_change', 'regression', 'unsupported', 'rejected', 'inconclusive'))"
+)
+
+
+def _allow_inconclusive(conn: sqlite3.Connection) -> None:
+    """v2: the verdict ``inconclusive`` (a guard that cannot tell). SQLite cannot alter a CHECK
+    constraint, so the table is rebuilt with the new one and every row copied unchanged."""
+    for name in ("records_no_update", "records_no_delete"):
+        conn.execute(f"DROP TRIGGER {name}")
+    for name in ("records_scope", "records_strategy", "records_run"):
+        conn.execute(f"DROP INDEX {name}")
+    conn.execute("ALTER TABLE records RENAME TO records_v1")
+    for stmt in _SCHEMA_V1:
+        conn.execute(stmt.replace(_V1_VERDICTS, _V2_VERDICTS))
+    conn.execute("INSERT INTO records SELECT * FROM records_v1")
+    conn.execute("DROP TABLE records_v1")
+
+
+assert _V1_VERDICTS in _SCHEMA_V1[0]
+
 #: The migration hook: ``MIGRATIONS[n]`` upgrades a database at version ``n`` to ``n + 1``.
 #: Version 0 is an empty file. Add an entry (and bump SCHEMA_VERSION) for every schema change;
 #: all steps run in one transaction, so a failed upgrade leaves the file untouched.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _create_v1}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _create_v1, 1: _allow_inconclusive}
 
 
 def now() -> str:

@@ -25,19 +25,21 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dftune.core.vocabulary import Layer
 from dftune.tools.catalog import Catalog, Strategy, default_catalog
 from dftune.tools.guards import (
+    Arm,
     GuardDecision,
-    GuardName,
     access_pattern_guard,
     citation_guard,
     doing_less_by_definition,
     no_doing_less_guard,
     non_degradation_guard,
+    not_run,
     reference_guard,
     work_done,
 )
@@ -48,29 +50,55 @@ from dftune.tools.runner.stats import pct_change
 from dftune.tools.trace.model import Analysis
 
 
-def _not_run(guard: GuardName, reason: str, **details: Any) -> GuardDecision:
-    """A guard that could not run: recorded as such (passed=False, no verdict), never as a pass."""
-    return GuardDecision(guard=guard, passed=False, verdict=None, reason=f"NOT RUN: {reason}",
-                         details={"ran": False, **details})  # fmt: skip
+@dataclass(frozen=True)
+class MeasuredArms:
+    """The traced arms a record compares: the run's baseline, the incumbent the experiment was
+    measured against, and the experiment (each with its data folder and work counters)."""
+
+    baseline: Arm | None = None
+    incumbent: Arm | None = None
+    experiment: Arm | None = None
+
+    @classmethod
+    def of(
+        cls, baseline: Analysis | None, experiment: Analysis | None, incumbent: Analysis | None = None
+    ) -> MeasuredArms:
+        """Bare analyses (no data folder, no work counters), as MCP clients hand them in."""
+
+        def arm(a: Analysis | None, label: str) -> Arm | None:
+            return Arm(analysis=a, label=label) if a is not None else None
+
+        return cls(arm(baseline, "baseline"), arm(incumbent, "incumbent"), arm(experiment, "experiment"))
 
 
-def _doing_less_decision(
-    strategy: Strategy | None, baseline: Analysis | None, experiment: Analysis | None
-) -> GuardDecision:
-    if baseline is not None and experiment is not None:
-        return no_doing_less_guard(baseline, experiment, strategy=strategy)
+def _doing_less_decision(strategy: Strategy | None, arms: MeasuredArms) -> GuardDecision:
+    if arms.baseline is not None and arms.experiment is not None:
+        return no_doing_less_guard(
+            arms.baseline, arms.experiment, incumbent=arms.incumbent, strategy=strategy
+        )
     if strategy is not None and (by_definition := doing_less_by_definition(strategy)) is not None:
         return by_definition
-    missing = [
-        n for n, a in (("baseline_analysis", baseline), ("experiment_analysis", experiment)) if a is None
-    ]
-    return _not_run(
+    missing = [n for n, a in (("baseline", arms.baseline), ("experiment", arms.experiment)) if a is None]
+    return not_run(
         "no_doing_less",
-        f"{' and '.join(missing)} not given, so the work done (bytes and calls per family, files, "
-        "epochs, steps, checkpoints) was NOT compared with the baseline's; a speed-up here may be "
+        f"no {' and no '.join(missing)} trace analysis given, so the work done (bytes and calls per family, "
+        "files, epochs, steps, checkpoints) was NOT compared with the baseline's; a speed-up here may be "
         "doing less",
         missing=missing,
     )
+
+
+def _access_decision(rec: KbRecordIn, strategy: Strategy | None, arms: MeasuredArms) -> GuardDecision:
+    if strategy is None:
+        return not_run("access_pattern", f"{rec.strategy} is not in the strategy catalog")
+    reference = arms.incumbent or arms.baseline
+    decision = access_pattern_guard(strategy, reference, arms.experiment)
+    if decision.verdict == "inconclusive" and rec.confirmed_by:
+        return decision.model_copy(update={
+            "passed": True, "verdict": None,
+            "reason": f"confirmed by a person ({rec.confirmed_by}) after: {decision.reason}",
+        })  # fmt: skip
+    return decision
 
 
 def _non_degradation(rec: KbRecordIn) -> GuardDecision:
@@ -85,34 +113,26 @@ def _non_degradation(rec: KbRecordIn) -> GuardDecision:
     return non_degradation_guard(metric_scope="app", app_before=None, app_after=None)
 
 
-def _dedup_key(rec: KbRecordIn, baseline: Analysis | None, experiment: Analysis | None) -> str | None:
+def _dedup_key(rec: KbRecordIn, arms: MeasuredArms) -> str | None:
     if rec.run_id is None:
         return None
     doc = {
         "input": rec.model_dump(mode="json"),
-        "baseline": work_done(baseline) if baseline is not None else None,
-        "experiment": work_done(experiment) if experiment is not None else None,
+        "baseline": work_done(arms.baseline.analysis) if arms.baseline is not None else None,
+        "experiment": work_done(arms.experiment.analysis) if arms.experiment is not None else None,
     }
     blob = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _build(
-    rec: KbRecordIn,
-    catalog: Catalog,
-    baseline: Analysis | None,
-    experiment: Analysis | None,
-) -> dict[str, Any]:
+def _build(rec: KbRecordIn, catalog: Catalog, arms: MeasuredArms) -> dict[str, Any]:
     """Run the guards and decide the verdict; returns the record's fields (without id/created)."""
     strategy = catalog.strategies.get(rec.strategy)
     cit = citation_guard(rec.strategy, catalog)
     if not cit.passed and rec.found_citation is not None:
         cit = reference_guard(rec.found_citation)
-    if strategy is None:
-        access = _not_run("access_pattern", f"{rec.strategy} is not in the strategy catalog")
-    else:
-        access = access_pattern_guard(strategy)
-    doing_less = _doing_less_decision(strategy, baseline, experiment)
+    access = _access_decision(rec, strategy, arms)
+    doing_less = _doing_less_decision(strategy, arms)
     non_degradation = _non_degradation(rec)
     if rec.metric_scope == "system" and not non_degradation.passed and not non_degradation.guard_triggered:
         # unreachable through KbRecordIn's validation; kept so the rule holds on its own
@@ -168,7 +188,7 @@ def _build(
         "citation_url": c.link() if c is not None else found.url if found is not None else None,
         "caveats": rec.caveats,
         "fs_type": rec.fs_type,
-        "dedup_key": _dedup_key(rec, baseline, experiment),
+        "dedup_key": _dedup_key(rec, arms),
     }
 
 
@@ -180,6 +200,7 @@ def opt_kb_record(
     *,
     baseline_analysis: Analysis | None = None,
     experiment_analysis: Analysis | None = None,
+    arms: MeasuredArms | None = None,
     catalog: Catalog | None = None,
     db: Path | str | None = None,
 ) -> KbRecord:
@@ -192,7 +213,8 @@ def opt_kb_record(
     """
     data = record.model_dump() if isinstance(record, KbRecordIn) else dict(record)
     rec = KbRecordIn.model_validate(data)
-    fields = _build(rec, catalog or default_catalog(), baseline_analysis, experiment_analysis)
+    measured = arms if arms is not None else MeasuredArms.of(baseline_analysis, experiment_analysis)
+    fields = _build(rec, catalog or default_catalog(), measured)
     fields["created"] = now()
     row = to_row(fields)
     names = list(row)

@@ -5,7 +5,9 @@ all call :func:`decide`, so a run and its KB records can never disagree.
 
 Precedence: a guard that rejects (access pattern, doing less) makes the change ``rejected``
 whatever else is true; a missing citation makes it ``unsupported``; a tripped
-non-degradation guard makes it ``regression``; only then do the numbers decide. A ``win``
+non-degradation guard makes it ``regression``; a guard that cannot tell a legitimate change
+from a forbidden one makes it ``inconclusive`` (never kept on its own); only then do the
+numbers decide. A ``win``
 needs an improvement of at least :data:`WIN_THRESHOLD_PCT` AND evidence beyond the noise (the
 runner's statistical comparison said ``win``, or, without one, the two arms' 95% confidence
 intervals do not overlap); a smaller or unproven improvement is ``no_change``; worse beyond
@@ -22,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from dftune.tools.guards import APP_REGRESSION_THRESHOLD, GuardDecision
 from dftune.tools.runner.stats import pct_change
 
-Verdict = Literal["win", "no_change", "regression", "unsupported", "rejected"]
+Verdict = Literal["win", "no_change", "regression", "unsupported", "rejected", "inconclusive"]
 #: Issue 5: a ``win`` is an improvement of at least 5% (and beyond the noise).
 WIN_THRESHOLD_PCT = 5.0
 _EPS = 1e-9
@@ -78,6 +80,10 @@ def decide(
     if tripped:
         why = "; ".join(f"{d.guard} guard triggered: {d.reason}" for d in tripped)
         return Decided(verdict="regression", reason=why, guard_triggered=True, change_pct=change)
+    unsure = [d for d in failed if d.verdict == "inconclusive"]
+    if unsure:  # never kept on its own: the traces cannot tell a legitimate change from a forbidden one
+        why = "; ".join(f"{d.guard}: {d.reason}" for d in unsure)
+        return Decided(verdict="inconclusive", reason=why, change_pct=change)
     verdict, why = numeric_verdict(metric=metric, before=before, after=after, lower_is_better=lower_is_better,
                                    comparison=comparison, before_ci=before_ci, after_ci=after_ci)  # fmt: skip
     return Decided(verdict=verdict, reason=why, change_pct=change)

@@ -128,7 +128,15 @@ def work_notes(a: Analysis, b: Analysis) -> list[str]:
 def compare_traces(a: Analysis, b: Analysis, labels: tuple[str, str]) -> dict[str, Any]:
     return {"schema": SCHEMA, "kind": "traces", "a": {"path": labels[0]}, "b": {"path": labels[1]},
             "trace": compare_analyses(a, b), "shape": {"a": a.shape.kind, "b": b.shape.kind},
-            "notes": work_notes(a, b)}  # fmt: skip
+            "notes": work_notes(a, b) + _kind_notes(a, b)}  # fmt: skip
+
+
+def _kind_notes(a: Analysis, b: Analysis) -> list[str]:
+    """A Darshan log next to a dftracer trace: same schema, not the same instrument."""
+    if (a.darshan is None) == (b.darshan is None):
+        return []
+    return ["one side is a Darshan log, the other a dftracer trace: Darshan's counters and dftracer's events count "
+            "calls differently (README: Darshan logs), so compare the shares more than the counts"]  # fmt: skip
 
 
 # --------------------------------------------------------------------------- loading

@@ -7,6 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from dftune.tools.report.table import SOURCE_LEGEND, impact_mark
+
 
 class RunRenderer:
     def __init__(self, console: Console) -> None:
@@ -19,7 +21,7 @@ class RunRenderer:
         if r.get("baseline_median") is not None:
             c.print(f"baseline median {r['baseline_median']:.4g} -> best kept {r['best_median']:.4g}")
         if r["proposal_table"]:
-            t = Table(title="Proposal table (m = measured, e = estimate)", show_lines=False)
+            t = Table(title="Proposal table", caption=SOURCE_LEGEND, show_lines=False)
             t.add_column("#", no_wrap=True)
             t.add_column("Strategy", no_wrap=True)
             t.add_column("Description of Optimization", ratio=1, overflow="fold")
@@ -27,8 +29,8 @@ class RunRenderer:
                 t.add_column(col, no_wrap=True, justify="right" if col != "Status" else "left")
             for row in r["proposal_table"]:
                 t.add_row(str(row["#"]), row["strategy"], row["description"][:90],
-                          f"{row['app_impact_pct']:.1f}% {row['app_impact_source'][0]}",
-                          f"{row['system_impact_pct']:.1f}% {row['system_impact_source'][0]}",
+                          impact_mark(row["app_impact_pct"], row["app_impact_source"]),
+                          impact_mark(row["system_impact_pct"], row["system_impact_source"]),
                           f"{row['weighted_score']:.2f}", row["status"])  # fmt: skip
             c.print(t)
         if r["verdicts"]:

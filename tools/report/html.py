@@ -92,6 +92,10 @@ def tag(value: Any, cls: Any = None) -> str:
     return f'<span class="tag {klass}">{e(value)}</span>'
 
 
+def _impact(pct: float, source: str) -> str:
+    return tag("n/a") if source == "n/a" else f"{pct:.2f}% {tag(source)}"
+
+
 def _num(x: Any, digits: int = 4) -> str:
     return "-" if x is None else f"{x:.{digits}g}"
 
@@ -237,10 +241,10 @@ def _plots(plots: list[Plot]) -> str:
 def _proposals(doc: dict[str, Any]) -> str:
     out = ['<section id="proposals"><h2>Proposal table</h2>',
            "<p>The seed's columns, sorted by the weighted score (50% app impact, 50% system impact). Every row "
-           "carries a checked citation; impacts are labeled measured or estimate.</p>"]  # fmt: skip
+           "carries a checked citation; every impact says where it came from (measured here, the KB, a trace model, the model) or n/a.</p>"]  # fmt: skip
     rows = [[e(r["#"]), f"<code>{e(r['strategy'])}</code> ({e(r.get('layer'))})", e(r["description"]),
-             f"{r['app_impact_pct']:.2f}% {tag(r['app_impact_source'])}",
-             f"{r['system_impact_pct']:.2f}% {tag(r['system_impact_source'])}", f"{r['weighted_score']:.2f}",
+             _impact(r["app_impact_pct"], r["app_impact_source"]),
+             _impact(r["system_impact_pct"], r["system_impact_source"]), f"{r['weighted_score']:.2f}",
              tag(r["status"]), (link(r["url"], r["citation"]) if r.get("citation") else tag("UNSUPPORTED", "unsupported"))]
             for r in proposal_rows(doc)]  # fmt: skip
     out.append(table([*PROPOSAL_COLUMNS, *EXTRA_COLUMNS], rows, num=(0, 3, 4, 5)) if rows

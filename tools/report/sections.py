@@ -17,6 +17,13 @@ CHECKLIST_LABELS = {
     "not_applicable": "Not applicable",
 }
 
+#: what an estimate's number is, by its source (the seed: never conflate measured and estimated)
+_ESTIMATE_SOURCE = {
+    "trace model": "trace model (tools/estimates.py, from the baseline trace)",
+    "kb": "measured on an earlier run of this workload (knowledge base)",
+    "model": "the language model's estimate",
+}
+
 #: proposal statuses that never reached an experiment because something refused them
 REFUSED = ("rejected", "unsupported", "declined")
 
@@ -54,14 +61,14 @@ def findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
         cite = p.get("citation")
         if (
             cite
-            and p.get("app_impact_source") == "estimate"
+            and p.get("app_impact_source") in ("trace model", "model", "kb")
             and p["status"] in ("proposed", "manual", "declined")
         ):
             out.append({
                 "kind": ESTIMATED, "finding": f"{p['strategy']} ({p['id']})", "score": None,
                 "detail": f"expected app impact {p['app_impact_pct']:.1f}%"
                           + (f": {p['impact_reason']}" if p.get("impact_reason") else ""),
-                "source": f"literature: {cite['reference']} {cite['url']}",
+                "source": f"{_ESTIMATE_SOURCE[p['app_impact_source']]}; the fix is cited: {cite['reference']} {cite['url']}",
             })  # fmt: skip
     return out
 

@@ -24,9 +24,19 @@ PROPOSAL_COLUMNS = (
 EXTRA_COLUMNS = ("Status", "Citation")
 
 
+#: one-word marks of where a number came from, for narrow tables (the legend says them all)
+SOURCE_MARKS = {"measured": "meas", "kb": "KB", "trace model": "trace", "model": "LLM", "n/a": "n/a"}
+SOURCE_LEGEND = "meas = measured here, KB = measured by an earlier run, trace = trace model, LLM = the model"
+
+
 def impact_text(pct: float, source: str) -> str:
-    """``12.34% (measured)``: every impact says where its number came from."""
-    return f"{pct:.2f}% ({source})"
+    """``12.34% (measured)``: every impact says where its number came from (``n/a``: nothing to say)."""
+    return "n/a" if source == "n/a" else f"{pct:.2f}% ({source})"
+
+
+def impact_mark(pct: float, source: str) -> str:
+    """``12.3% meas``: the short form for the terminal."""
+    return "n/a" if source == "n/a" else f"{pct:.1f}% {SOURCE_MARKS.get(source, source)}"
 
 
 def proposal_cells(row: Mapping[str, Any]) -> list[str]:

@@ -50,6 +50,8 @@ class Replicate(BaseModel):
     traced: bool
     trace_dir: str | None = None
     reason: str = ""
+    #: the spec's work counters as this replicate printed them
+    work: dict[str, float] = {}
 
 
 class BenchResult(BaseModel):
@@ -95,25 +97,51 @@ def drop_page_cache() -> bool:
     return True
 
 
-def extract_metric(spec: WorkloadSpec, result: ProcessResult, stdout_path: Path) -> tuple[float | None, str]:
-    """The replicate's metric: wall time, or the number the program printed."""
-    if spec.metric.kind == "wall_time":
-        return result.wall_s, ""
-    assert spec.metric.pattern is not None
+def _stdout(stdout_path: Path) -> tuple[str | None, str]:
     try:
         with open(stdout_path, "rb") as fh:
-            text = fh.read(STDOUT_METRIC_LIMIT).decode("utf-8", errors="replace")
+            return fh.read(STDOUT_METRIC_LIMIT).decode("utf-8", errors="replace"), ""
     except OSError as exc:
         return None, f"cannot read stdout: {exc}"
-    matches = list(re.finditer(spec.metric.pattern, text, flags=re.MULTILINE))
+
+
+def _last_number(pattern: str, text: str, what: str) -> tuple[float | None, str]:
+    matches = list(re.finditer(pattern, text, flags=re.MULTILINE))
     if not matches:
-        return None, f"metric pattern {spec.metric.pattern!r} not found in stdout"
+        return None, f"{what} pattern {pattern!r} not found in stdout"
     last = matches[-1]
     raw = last.group(1) if last.groups() else last.group(0)
     try:
         return float(raw), ""
     except ValueError:
-        return None, f"metric {raw!r} is not a number"
+        return None, f"{what} {raw!r} is not a number"
+
+
+def extract_metric(spec: WorkloadSpec, result: ProcessResult, stdout_path: Path) -> tuple[float | None, str]:
+    """The replicate's metric: wall time, or the number the program printed."""
+    if spec.metric.kind == "wall_time":
+        return result.wall_s, ""
+    assert spec.metric.pattern is not None
+    text, why = _stdout(stdout_path)
+    return (None, why) if text is None else _last_number(spec.metric.pattern, text, "metric")
+
+
+def extract_work(spec: WorkloadSpec, stdout_path: Path) -> tuple[dict[str, float], str]:
+    """The spec's work counters as the program printed them; a missing one is said, not guessed."""
+    if not spec.work:
+        return {}, ""
+    text, why = _stdout(stdout_path)
+    if text is None:
+        return {}, why
+    out: dict[str, float] = {}
+    missing: list[str] = []
+    for counter in spec.work:
+        value, _ = _last_number(counter.pattern, text, f"work counter {counter.name}")
+        if value is None:
+            missing.append(counter.name)
+        else:
+            out[counter.name] = value
+    return out, (f"work counter(s) {', '.join(missing)} not found in stdout" if missing else "")
 
 
 def _python_bin_dir() -> Path:
@@ -197,12 +225,15 @@ def bench(
     progress: Progress | None = None,
     env: dict[str, str] | None = None,
     first_index: int = 0,
+    prepare: bool = True,
 ) -> BenchResult:
     """Run ``replicates`` runs of one condition and return the record with its statistics.
 
     ``env`` is an overlay (e.g. an iteration's L2 settings) on top of the spec's environment.
     ``first_index`` numbers the replicates (and their trace folders ``r<i>``) from there, so more
-    replicates of the same condition can be added to a workdir without touching earlier ones."""
+    replicates of the same condition can be added to a workdir without touching earlier ones.
+    ``prepare=False`` skips the setup and the warm-up: the workdir was prepared by an earlier
+    call (interleaved arms run one replicate at a time)."""
     settings = spec.settings(overrides)
     n = replicates or spec.replicates
     traced = (spec.tracing.mode != "off") if trace is None else trace
@@ -215,7 +246,7 @@ def bench(
     argv = spec.render(spec.command, settings, workdir=workdir)
     notes: list[str] = []
 
-    if spec.setup:
+    if spec.setup and prepare:
         setup = _run(spec, spec.render(spec.setup, settings, workdir=workdir), cwd=cwd, env=base_env, log_dir=logs,
                      label="setup")  # fmt: skip
         if setup.status != "ok":
@@ -224,7 +255,9 @@ def bench(
             )
 
     cache_policy: Literal["drop_caches", "warm_up"] = "drop_caches" if drop_page_cache() else "warm_up"
-    if cache_policy == "warm_up":
+    if not prepare:
+        notes.append("prepared by an earlier call (setup and cache policy as recorded there)")
+    elif cache_policy == "warm_up":
         warm = _run(spec, argv, cwd=cwd, env=base_env, log_dir=logs, label="warmup")
         notes.append("page cache could not be dropped (not permitted here): one untraced warm-up run first, "
                      f"status {warm.status}; every replicate then ran with a warm cache")  # fmt: skip
@@ -255,12 +288,16 @@ def bench(
         label = f"r{i}"
         res = _run(spec, argv, cwd=cwd, env=env, log_dir=logs, label=label)
         metric, why = (None, "") if res.status != "ok" else extract_metric(spec, res, logs / f"{label}.out")
+        work, work_why = extract_work(spec, logs / f"{label}.out") if res.status == "ok" else ({}, "")
+        if work_why and metric is not None:  # the work cannot be checked: not a usable replicate
+            metric, why = None, work_why
         status: Status = res.status if (res.status != "ok" or metric is not None) else "failed"
         reason = res.reason or why
         if res.status != "ok" and res.stderr_tail:
             reason += f": {res.stderr_tail.strip().splitlines()[-1][-300:]}"
         rep = Replicate(index=i, status=status, wall_s=round(res.wall_s, 6), exit_code=res.exit_code, metric=metric,
-                        traced=traced, trace_dir=str(rep_trace) if rep_trace else None, reason=reason)  # fmt: skip
+                        traced=traced, trace_dir=str(rep_trace) if rep_trace else None, reason=reason,
+                        work=work)  # fmt: skip
         results.append(rep)
         if progress:
             progress(i - first_index + 1, n, rep)

@@ -52,6 +52,29 @@ class Metric(_Strict):
         return self
 
 
+class WorkCounter(_Strict):
+    """A number the program prints about the work it did (records written, samples read, their size).
+
+    Not a declaration of intent: the value is read from every replicate's output, and the
+    guards require it to be the same in every arm (fewer records is doing less; a different
+    record size changes what the application does). It is also the evidence that tells
+    coalescing (the same records in fewer, larger calls) from a larger application record.
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    #: the first capture group (or the whole match) of the last match must parse as a number
+    pattern: str
+
+    @field_validator("pattern")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from None
+        return value
+
+
 class Tracing(_Strict):
     mode: Literal["preload", "function", "off"] = "preload"
     #: DFTRACER_DATA_DIR: "all", or a path prefix to trace only the dataset
@@ -112,6 +135,8 @@ class WorkloadSpec(_Strict):
     replicates: int = Field(default=5, ge=1, le=1000)
     timeout_s: float = Field(default=300.0, gt=0)
     metric: Metric = Metric()
+    #: what the program reports about the work it did (see :class:`WorkCounter`)
+    work: list[WorkCounter] = []
     tracing: Tracing = Tracing()
     knobs: list[Knob] = []
     patches: list[Patch] = []

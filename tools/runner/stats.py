@@ -41,6 +41,7 @@ __all__ = [
     "Verdict",
     "bootstrap_ratio_ci",
     "compare",
+    "early_stop",
     "mann_whitney",
     "pct_change",
     "regression_guard",
@@ -389,3 +390,38 @@ def regression_guard(
     if not (threshold >= 0.0 and math.isfinite(threshold)):
         raise ValueError(f"threshold must be a finite fraction >= 0, got {threshold}")
     return -relative_improvement(app_before, app_after, lower_is_better=lower_is_better) > threshold + _EPS
+
+
+#: Interim looks of an interleaved comparison use a stricter level than the final verdict, so
+#: stopping early does not make a win easier to reach than a full set of replicates would.
+INTERIM_ALPHA = 0.01
+INTERIM_CONFIDENCE = 0.99
+
+
+def early_stop(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    lower_is_better: bool = True,
+    min_effect: float = 0.02,
+) -> str | None:
+    """Why the replicates collected so far already decide the comparison, or None to go on.
+
+    Two ways to stop before the planned count: the verdict is clear (a win or a regression at the
+    interim level, whose CI also clears the minimum effect), or the effect cannot reach the
+    minimum (the interim CI of the ratio lies inside ``1 +- min_effect``: no further replicate
+    would make a 2% change of it). Needs ``MIN_REPLICATES`` per arm."""
+    if min(len(baseline), len(candidate)) < MIN_REPLICATES:
+        return None
+    lo, hi = bootstrap_ratio_ci(baseline, candidate, confidence=INTERIM_CONFIDENCE)
+    if 1.0 - min_effect < lo and hi < 1.0 + min_effect:
+        return (f"the effect cannot reach {100 * min_effect:g}%: the {100 * INTERIM_CONFIDENCE:g}% CI of the "
+                f"ratio [{_fmt(lo)}, {_fmt(hi)}] lies inside 1 +- {min_effect:g}")  # fmt: skip
+    p = mann_whitney(baseline, candidate)
+    clear = hi < 1.0 - min_effect or lo > 1.0 + min_effect
+    if clear and p < INTERIM_ALPHA:
+        better = (hi < 1.0) == lower_is_better
+        return (f"the verdict is clear ({'win' if better else 'regression'}): the {100 * INTERIM_CONFIDENCE:g}% "
+                f"CI of the ratio [{_fmt(lo)}, {_fmt(hi)}] clears {100 * min_effect:g}% and Mann-Whitney "
+                f"p={_fmt(p)} < {INTERIM_ALPHA:g}")  # fmt: skip
+    return None

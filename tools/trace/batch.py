@@ -168,6 +168,10 @@ _BATCH_SQL = {
     "start": "SELECT version, cfg FROM ev WHERE k = 1 AND name IN ('start', 'end') AND upper(cat) = 'DFTRACER'",
 }  # fmt: skip
 
+_APP_SQL = """
+    SELECT cat, name, count(*) AS count, sum(isize) AS size_sum, count(isize) AS sized FROM ev
+    WHERE k = 1 AND cat IS NOT NULL AND upper(cat) NOT IN ('POSIX', 'STDIO', 'DFTRACER') GROUP BY ALL"""
+
 _COMPUTE = (
     f"k = 1 AND (lower(name) LIKE '{S.COMPUTE_NAME_PATTERN}' OR lower(cat) IN {S.sql_list(S.COMPUTE_CATEGORIES)})"
     f" AND upper(cat) NOT IN {_IO}"
@@ -205,6 +209,8 @@ class BatchReducer:
     #: size of the time view's ring of fine bins (a power of two); None: no time view
     time_bins: int | None = None
     file_view: bool = False
+    #: build the access-profile tables (see :mod:`profile`); needs ``file_view``
+    profile: bool = False
     counts: dict[str, Any] = field(default_factory=dict)
     parts: dict[str, list[pa.Table]] = field(default_factory=dict)
     positions: list[dict[str, np.ndarray]] = field(default_factory=list)
@@ -256,6 +262,10 @@ class BatchReducer:
                 # distinct accessed files, as 8-byte hashes, for the summary's files_accessed
                 self.parts.setdefault("fks", []).append(
                     _fetch_arrow(con.sql("SELECT DISTINCT fk FROM io WHERE fkey IS NOT NULL")))  # fmt: skip
+            if self.profile:
+                # application-level events (not POSIX/STDIO/tracer): what the program itself says it
+                # did, with the size it logged; the access-pattern guard compares them between arms
+                self.parts.setdefault("papp", []).append(_fetch_arrow(con.sql(_APP_SQL)))
             if self.time_bins:
                 self._add_time_bins(con)
             self.positions.append(con.execute(
@@ -434,6 +444,8 @@ class BatchReducer:
             tables[name] = _fetch_arrow(con.sql(sql))
         if self.parts.get("fks"):
             tables["fks"] = _fetch_arrow(con.sql("SELECT DISTINCT fk FROM b_fks"))
+        if self.profile:
+            tables.update(self._profile_tables())
         if self.parts.get("time"):
             # the native table is final; batches are coarsened to the file's last (largest) shift
             final = 0 if self.native else int(self.counts["time_shift"])
@@ -485,6 +497,8 @@ class BatchReducer:
             "consecutive": res.consecutive[keep], "sequential": res.sequential[keep], "random": res.random[keep],
             "misaligned": (res.start[keep] % S.ALIGNMENT_BYTES) != 0, "dur": cols["dur"][keep],
         })  # fmt: skip
+        if self.profile:
+            self._profile_rows(cols, res.start)
         self.con.register("acc_rows", acc)
         self.con.execute(
             "CREATE TEMP TABLE acc AS SELECT fk, CASE WHEN is_write THEN 'write' ELSE 'read' END AS fam, "
@@ -494,6 +508,72 @@ class BatchReducer:
             "sum(dur) FILTER (WHERE misaligned) AS misaligned_time_us FROM acc_rows GROUP BY ALL"
         )
         self.con.unregister("acc_rows")
+
+    def _profile_rows(self, cols: dict[str, np.ndarray], start: np.ndarray) -> None:
+        """Per (file, direction): disjoint byte segments, calls, bytes, first access, size bins."""
+        fk, is_write, nb, ts, dur = cols["fk"], cols["is_write"], cols["nbytes"], cols["ts"], cols["dur"]
+        access = cols["pkind"] != V.SETTER
+        pairs = np.stack([fk[access], is_write[access].astype(np.uint64)], axis=1)
+        keys, inv = (
+            np.unique(pairs, axis=0, return_inverse=True)
+            if len(pairs)
+            else (np.zeros((0, 2), np.uint64), np.zeros(0, np.int64))
+        )
+        inv = inv.reshape(-1).astype(np.uint64)
+        a_start, a_nb, a_ts, a_dur = start[access], nb[access], ts[access], dur[access]
+        ranged = (a_start >= 0) & (a_nb > 0)
+        sg, slo, shi = V.interval_union(inv[ranged], a_start[ranged], a_start[ranged] + a_nb[ranged])
+        sg_i = sg.astype(np.int64)
+        self.con.register("pseg_rows", pa.table({
+            "fk": keys[sg_i, 0] if len(sg_i) else np.zeros(0, np.uint64),
+            "is_write": keys[sg_i, 1].astype(bool) if len(sg_i) else np.zeros(0, bool),
+            "lo": slo, "hi": shi,
+        }))  # fmt: skip
+        self.con.execute("CREATE TEMP TABLE pseg AS SELECT * FROM pseg_rows")
+        self.con.unregister("pseg_rows")
+        sized = a_nb >= 0
+        sbin = np.searchsorted(
+            np.array([lo for _, lo in S.SIZE_BINS[1:]], dtype=np.int64), a_nb, side="right"
+        )
+        self.con.register("pacc_rows", pa.table({
+            "g": inv, "nbytes": np.where(sized, a_nb, 0), "sized": sized, "ranged": ranged, "ts": a_ts,
+            "sbin": sbin.astype(np.int64), "dur": a_dur,
+        }))  # fmt: skip
+        self.con.register("pkeys", pa.table({
+            "g": np.arange(len(keys), dtype=np.uint64),
+            "fk": keys[:, 0] if len(keys) else np.zeros(0, np.uint64),
+            "is_write": keys[:, 1].astype(bool) if len(keys) else np.zeros(0, bool),
+        }))  # fmt: skip
+        self.con.execute(
+            "CREATE TEMP TABLE pacc AS SELECT k.fk, k.is_write, count(*) AS calls, sum(r.nbytes) AS bytes, "
+            "count(*) FILTER (WHERE r.ranged) AS ranged, min(r.ts) AS first_ts "
+            "FROM pacc_rows r JOIN pkeys k USING (g) GROUP BY ALL"
+        )
+        self.con.execute(
+            "CREATE TEMP TABLE psize AS SELECT k.fk, k.is_write, r.sbin, count(*) AS count, "
+            "sum(r.nbytes) AS bytes, sum(r.dur) AS time_us "
+            "FROM pacc_rows r JOIN pkeys k USING (g) WHERE r.sized GROUP BY ALL"
+        )
+        self.con.unregister("pacc_rows")
+        self.con.unregister("pkeys")
+
+    def _profile_tables(self) -> dict[str, pa.Table]:
+        """The access profile of this file: per accessed file and direction, the byte ranges
+        touched (already merged into disjoint segments), call counts, bytes, first access and
+        transfer sizes; application events; and which path each file key names."""
+        con = self.con
+        out = {name: _fetch_arrow(con.sql(f"SELECT * FROM {name}")) for name in ("pseg", "pacc", "psize")}
+        con.register("b_papp_all", pa.concat_tables(self.parts.get("papp") or [_fetch_arrow(con.sql(
+            "SELECT NULL::VARCHAR AS cat, NULL::VARCHAR AS name, 0::BIGINT AS count, 0::HUGEINT AS size_sum, "
+            "0::BIGINT AS sized WHERE false"))], promote_options="permissive"))  # fmt: skip
+        out["papp"] = _fetch_arrow(con.sql(
+            "SELECT cat, name, sum(count) AS count, sum(size_sum) AS size_sum, sum(sized) AS sized "
+            "FROM b_papp_all GROUP BY ALL"))  # fmt: skip
+        con.unregister("b_papp_all")
+        out["pfk"] = _fetch_arrow(con.sql(
+            "SELECT DISTINCT p.fk, CASE WHEN p.is_path THEN p.fkey ELSE COALESCE(fh.v, 'fhash:' || p.fkey) END AS path "
+            "FROM b_path p LEFT JOIN hmap fh ON fh.kind = 'FH' AND fh.h = p.fkey AND NOT p.is_path"))  # fmt: skip
+        return out
 
     def _overlap(self) -> None:
         def cat(parts: list[dict[str, np.ndarray]], key: str, dtype: Any) -> np.ndarray:

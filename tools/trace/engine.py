@@ -27,6 +27,7 @@ from dftune.tools.trace.errors import MultipleRunsError
 from dftune.tools.trace.merge import merge
 from dftune.tools.trace.model import Analysis, RunInfo
 from dftune.tools.trace.processes import Accounting, Run, account, classify, rules
+from dftune.tools.trace.profile import build_profile
 from dftune.tools.trace.reader import FilePartial, ReadOptions, read_file, read_file_native
 from dftune.tools.trace.views import VIEWS, build_view, fine_bins
 
@@ -46,20 +47,27 @@ def analyze(
     workers: int | None = None,
     time_windows: int = DEFAULT_TIME_WINDOWS,
     progress: Progress | None = None,
+    profile: bool = False,
     exclude_helpers: bool = False,
     merge_runs: bool = False,
 ) -> Analysis:
-    """Analyze dftracer traces (files or directories) into one :class:`Analysis`.
+    """Analyze dftracer traces or Darshan logs (files or directories) into one :class:`Analysis`.
 
     Traces of several separate runs raise :class:`MultipleRunsError` (use :func:`analyze_runs`),
     unless ``merge_runs`` asks for one analysis of everything.  ``exclude_helpers`` leaves the
     files that hold only helper processes out of every total (what ``diagnose`` judges).
-    """
-    partials, acc = _read(paths, skip_bad, views, scheduler, workers, time_windows, progress)
+    ``profile``: also build the per-file access profile (byte ranges, calls, sizes, the
+    application's own events) that the guards and the estimates compare; it is read on the
+    DuckDB path, which keeps per-access rows (the traces of tuning runs are small)."""
+    paths = list(paths)
+    logs = _darshan(paths, skip_bad, views, time_windows, progress)
+    if logs is not None:
+        return logs
+    partials, acc = _read(paths, skip_bad, views, scheduler, workers, time_windows, progress, profile)
     if len(acc.runs) > 1 and not merge_runs:
         raise MultipleRunsError(_runs_message(acc), len(acc.runs))
     run = acc.runs[0] if len(acc.runs) == 1 else _one_run(acc)
-    return _build(partials, run, 1, 1, views, time_windows, exclude_helpers)
+    return _build(partials, run, 1, 1, views, time_windows, exclude_helpers, profile)
 
 
 def analyze_runs(
@@ -71,14 +79,45 @@ def analyze_runs(
     workers: int | None = None,
     time_windows: int = DEFAULT_TIME_WINDOWS,
     progress: Progress | None = None,
+    profile: bool = False,
     exclude_helpers: bool = False,
 ) -> list[Analysis]:
     """One :class:`Analysis` per run the traces hold, in time order (one pass over the files)."""
-    partials, acc = _read(paths, skip_bad, views, scheduler, workers, time_windows, progress)
+    paths = list(paths)
+    logs = _darshan(paths, skip_bad, views, time_windows, progress)
+    if logs is not None:
+        return [logs]
+    partials, acc = _read(paths, skip_bad, views, scheduler, workers, time_windows, progress, profile)
     n = len(acc.runs)
     return [
-        _build(partials, run, i, n, views, time_windows, exclude_helpers) for i, run in enumerate(acc.runs, 1)
+        _build(partials, run, i, n, views, time_windows, exclude_helpers, profile)
+        for i, run in enumerate(acc.runs, 1)
     ]
+
+
+def _check_views(views: Sequence[str]) -> None:
+    unknown = [v for v in views if v not in VIEWS]
+    if unknown:
+        raise ValueError(f"unknown view {unknown[0]!r}; choose from {', '.join(VIEWS)}")
+
+
+def _darshan(
+    paths: list[str | Path],
+    skip_bad: bool,
+    views: Sequence[str],
+    time_windows: int,
+    progress: Progress | None,
+) -> Analysis | None:
+    """The analysis of Darshan logs (recognised by content), or None for dftracer traces."""
+    _check_views(views)
+    from dftune.tools.trace.darshan.detect import split_inputs
+
+    logs, is_darshan = split_inputs(paths)
+    if not is_darshan:
+        return None
+    from dftune.tools.trace.darshan.engine import analyze_logs
+
+    return analyze_logs(logs, skip_bad=skip_bad, views=views, time_windows=time_windows, progress=progress)
 
 
 def _read(
@@ -89,16 +128,16 @@ def _read(
     workers: int | None,
     time_windows: int,
     progress: Progress | None,
+    profile: bool,
 ) -> tuple[list[FilePartial], Accounting]:
-    unknown = [v for v in views if v not in VIEWS]
-    if unknown:
-        raise ValueError(f"unknown view {unknown[0]!r}; choose from {', '.join(VIEWS)}")
+    _check_views(views)
     files = discover(paths)
     # every view comes from this one pass: the time view's fine bins need no global start or end
     options = ReadOptions(
         skip_bad=skip_bad,
-        file_view="file" in views,
+        file_view="file" in views or profile,
         time_bins=fine_bins(time_windows) if "time" in views else None,
+        profile=profile,
     )
     partials = _map(files, options, scheduler, workers, progress)
     return partials, account(partials)
@@ -112,6 +151,7 @@ def _build(
     views: Sequence[str],
     time_windows: int,
     exclude_helpers: bool,
+    profile: bool,
 ) -> Analysis:
     """The analysis of one run: its files (less those holding only helpers, when asked), merged."""
     holders: dict[int, list[bool]] = {}
@@ -125,6 +165,8 @@ def _build(
     for view in views:
         if view != "summary":
             analysis.views[view] = build_view(view, mine, analysis, time_windows=time_windows)
+    if profile:
+        analysis.profile = build_profile(mine)
     return analysis
 
 

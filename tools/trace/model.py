@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.tools.trace.darshan.model import DarshanInfo
+
 SCHEMA = "dftune.analysis/1"
 
 
@@ -144,6 +146,64 @@ class LayerStats(_Model):
     share_of_job_pct: float
 
 
+class FileAccess(_Model):
+    """What the application did to one file: the guards compare these between two arms."""
+
+    path: str
+    processes: int = 0
+    read_calls: int = 0
+    read_bytes: int = 0
+    #: bytes of the file covered by at least one read (the union of the read ranges)
+    read_unique_bytes: int = 0
+    read_segments: int = 0
+    #: a digest of the read ranges (sha256 of the disjoint segments): equal means the same bytes
+    read_ranges: str = ""
+    #: the lowest offset read (None: no positioned read)
+    read_start: int | None = None
+    write_calls: int = 0
+    write_bytes: int = 0
+    write_unique_bytes: int = 0
+    write_segments: int = 0
+    write_ranges: str = ""
+    write_start: int | None = None
+    #: accesses whose start offset is known and those left without one (no open seen, append, ...)
+    positioned: int = 0
+    unpositioned: int = 0
+    consecutive: int = 0
+    sequential: int = 0
+    random: int = 0
+    metadata_calls: int = 0
+    #: first access (microseconds, trace clock): gives the order in which files are visited
+    first_ts: int | None = None
+    #: transfer sizes of the calls: {"read": {size bin: calls}, "write": {...}} (non-empty bins),
+    #: and the bytes and the time (seconds, summed over calls) of each bin
+    sizes: dict[str, dict[str, int]] = {}
+    size_bytes: dict[str, dict[str, int]] = {}
+    size_time_s: dict[str, dict[str, float]] = {}
+
+    @property
+    def reread_bytes(self) -> int:
+        """Bytes read more than once (what a cache can serve without reading again)."""
+        return max(0, self.read_bytes - self.read_unique_bytes)
+
+
+class AppEvent(_Model):
+    """An application-level event name (not POSIX/STDIO/tracer): what the program says it did."""
+
+    cat: str
+    name: str
+    count: int
+    #: sum of the ``size`` the program logged with it (None when it logs none)
+    size_sum: int | None = None
+
+
+class AccessProfile(_Model):
+    """Per-file accesses and application events of a trace (``analyze(..., profile=True)``)."""
+
+    files: list[FileAccess] = []
+    app_events: list[AppEvent] = []
+
+
 class Analysis(_Model):
     """Everything ``dftune analyze`` reports; views are filled only when requested."""
 
@@ -218,6 +278,10 @@ class Analysis(_Model):
     run: RunInfo | None = None
     warnings: list[str] = []
     views: dict[str, Any] = {}
+    #: per-file accesses and application events, when asked for (the guards and estimates use it)
+    profile: AccessProfile | None = None
+    #: Darshan input only: the header and the counters-only signals (None for dftracer traces)
+    darshan: DarshanInfo | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

@@ -112,6 +112,9 @@ class ReadOptions:
     time_bins: int | None = None
     #: Try the native C scanner first (:mod:`native`); False goes straight to DuckDB.
     native: bool = True
+    #: Per-file access profile tables (byte ranges, calls, sizes, app events) for the guards
+    #: and the estimates (:mod:`profile`); computed on the DuckDB path, which keeps per-access rows.
+    profile: bool = False
 
 
 def read_file(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePartial:
@@ -122,7 +125,7 @@ def read_file(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePar
         partial.scalars.update(_empty_scalars(), empty=True)
         return partial
     metric = head_time_metric(p)
-    if options.native and native.enabled():
+    if options.native and not options.profile and native.enabled():
         try:
             return _native(p, options, metric)
         except native.Fallback:
@@ -160,7 +163,7 @@ def read_file_native(path: str | Path, options: ReadOptions = ReadOptions()) -> 
     """The native scanner's partial of one file, or None when it declines the file (or is off);
     the caller then uses :func:`read_file` with ``native=False``."""
     p = Path(path)
-    if not native.enabled() or p.stat().st_size == 0:
+    if options.profile or not native.enabled() or p.stat().st_size == 0:
         return None
     try:
         return _native(p, options, head_time_metric(p))
@@ -170,7 +173,8 @@ def read_file_native(path: str | Path, options: ReadOptions = ReadOptions()) -> 
 
 def _stream(path: Path, source: str, options: ReadOptions, metric: str, *, trusted: bool) -> FilePartial:
     """Parse ``source`` batch by batch and reduce it; ``trusted`` sources were cleaned already."""
-    reducer = BatchReducer(time_bins=options.time_bins, file_view=options.file_view)
+    reducer = BatchReducer(time_bins=options.time_bins, file_view=options.file_view or options.profile,
+                           profile=options.profile)  # fmt: skip
     con = duckdb.connect(config={"threads": 1})
     try:
         con.execute("SET enable_progress_bar = false")

@@ -122,6 +122,10 @@ class AnalysisRenderer:
         for fam_name, counts in a.xfer_size_hist.items():
             hist.add_row(fam_name, *(_num(counts[b]) for b in bins))
 
+        if a.darshan is not None:  # a Darshan log: its header instead of the trace-file counts
+            from dftune.tools.trace.darshan.render import header
+
+            head = header(a, a.darshan)
         parts: list[Any] = [Panel(head, title="dftune analyze", expand=False), fam, pat, ovl, hist]
         if a.layers:
             lay = Table(title="Layers (application categories)", title_justify="left")

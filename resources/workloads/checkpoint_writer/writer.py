@@ -64,6 +64,9 @@ def main() -> None:
     if pending:
         pending.join()
     print(f"checkpoints {written} bytes {written * len(state)}")
+    # the logical work: how many records of what size this run wrote (buffering keeps both; the
+    # guards compare them to tell coalescing from a larger record)
+    print(f"records {written * (len(state) // CHUNK)} record_bytes {CHUNK}")
     print(f"run_time_s {time.perf_counter() - start:.6f}")
 
 

@@ -1,0 +1,80 @@
+"""What the knowledge base already knows here, and what it means for each proposal.
+
+The seed: look the KB up before proposing. A change measured on this workload before (the
+same strategy and the same settings) takes its measured number instead of an estimate: a
+known win is confirmed first; a known no-gain (no_change, regression, rejected, inconclusive)
+is not tried again against the same incumbent unless the run says ``--retry-known``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dftune.agents.state import KbPrior, Measurement, PriorResult, Proposal
+from dftune.tools.kb import opt_kb_lookup
+
+#: verdicts that mean "measured here, no gain"
+NO_GAIN = ("no_change", "regression", "rejected", "inconclusive")
+
+
+def kb_prior(system: str, workload: str, software: list[str], db: Path | None) -> KbPrior:
+    """Measured results of earlier runs that apply here, newest first."""
+    found = opt_kb_lookup(system=system, workload=workload, software=software, db=db)
+    per_strategy: dict[str, float] = {}
+    listing = []
+    for rec in [*found.workload_findings, *found.software_findings, *found.system_findings]:
+        listing.append(PriorResult(id=rec.id, strategy=rec.strategy, verdict=rec.verdict, scope=rec.scope,
+                                   change_pct=rec.change_pct, run_id=rec.run_id, change=dict(rec.change)))  # fmt: skip
+        if (
+            rec.verdict in ("win", "no_change")
+            and rec.change_pct is not None
+            and rec.strategy not in per_strategy
+        ):
+            per_strategy[rec.strategy] = rec.change_pct
+    return KbPrior(measured_pct=per_strategy, records=listing[:200])
+
+
+def _same_change(p: Proposal, change: dict[str, Any]) -> bool:
+    return (
+        {k: str(v) for k, v in (change.get("settings") or {}).items()} == dict(p.change.settings)
+        and dict(change.get("env") or {}) == dict(p.change.env)
+        and list(change.get("argv") or []) == list(p.change.argv)
+    )
+
+
+def _same_incumbent(change: dict[str, Any], incumbent: Measurement | None, defaults: dict[str, str]) -> bool:
+    """Was the record measured against the incumbent the run has now? (No record of it: the baseline.)
+    Settings a side does not name are the knobs' defaults."""
+    inc = change.get("incumbent") or {"settings": {}, "env": {}}
+    now = {**defaults, **{k: str(v) for k, v in (incumbent.settings if incumbent else {}).items()}}
+    then = {**defaults, **{k: str(v) for k, v in (inc.get("settings") or {}).items()}}
+    now_env = dict(incumbent.env) if incumbent else {}
+    return now == then and dict(inc.get("env") or {}) == now_env
+
+
+def apply_prior(
+    p: Proposal,
+    prior: KbPrior,
+    incumbent: Measurement | None,
+    *,
+    retry_known: bool,
+    defaults: dict[str, str] | None = None,
+) -> Proposal:
+    """The proposal with the KB's measurement of the same change on this workload, if there is one."""
+    same = [r for r in prior.records if r.strategy == p.strategy and _same_change(p, r.change)]
+    if not same or p.status not in ("proposed",):
+        return p
+    rec = same[0]  # newest first
+    where = f"KB record #{rec.id}" + (f" (run {rec.run_id})" if rec.run_id else "")
+    if rec.verdict == "win" and rec.change_pct is not None:
+        return p.model_copy(update={"app_impact_pct": round(rec.change_pct, 2), "app_impact_source": "kb",
+                                    "impact_reason": f"measured {rec.change_pct:+.1f}% on this workload before ({where}): "
+                                                     "confirmed first"})  # fmt: skip
+    if rec.verdict in NO_GAIN and _same_incumbent(rec.change, incumbent, defaults or {}) and not retry_known:
+        moved = f" ({rec.change_pct:+.1f}%)" if rec.change_pct is not None else ""
+        return p.model_copy(update={"status": "known", "app_impact_pct": rec.change_pct or 0.0, "app_impact_source": "kb",
+                                    "reason": f"the knowledge base measured {rec.verdict}{moved} for this change "
+                                              f"against the same incumbent ({where}); --retry-known measures it again"})  # fmt: skip
+    return p.model_copy(update={"impact_reason": f"{p.impact_reason}; the KB measured {rec.verdict} for it against "
+                                                 f"another incumbent ({where})".lstrip("; ")})  # fmt: skip

@@ -1,0 +1,146 @@
+"""A search that learns within the run: which open proposals may be tried now, and which come back.
+
+Two rules, both from what this run measured (never from a proposal's name):
+
+- A knob's values are walked nearest-first from the value the incumbent runs with, in each
+  direction; the next value in a direction opens only once the nearer one was measured. A
+  direction closes when its latest value, measured against the current incumbent, regressed,
+  was refused by a guard, or was inconclusive: going further that way is not expected to help.
+- After a change is kept, earlier proposals that measured no gain against the older incumbent
+  and whose category may interact with the kept one (``resources/reasoning/interactions.toml``)
+  get one more experiment against the new incumbent (a new proposal, ``retry_of`` the old).
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from collections.abc import Sequence
+from importlib import resources
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dftune.agents.state import Experiment, Proposal, TuningState
+from dftune.tools.runner.spec import Knob, WorkloadSpec
+
+#: a measured value that closes its direction (the search does not go further that way)
+CLOSING = ("regression", "rejected", "inconclusive", "failed")
+
+
+class Interaction(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    categories: tuple[int, int]
+    reason: str = Field(min_length=1)
+
+
+class Interactions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    pair: tuple[Interaction, ...]
+
+    def partners(self, category: int) -> dict[int, str]:
+        """The categories that may interact with ``category``, with why."""
+        out: dict[int, str] = {}
+        for p in self.pair:
+            a, b = p.categories
+            if category in (a, b):
+                out[b if a == category else a] = p.reason
+        return out
+
+
+@functools.cache
+def interactions() -> Interactions:
+    text = (resources.files("dftune.resources") / "reasoning" / "interactions.toml").read_text(
+        encoding="utf-8"
+    )
+    return Interactions.model_validate(tomllib.loads(text))
+
+
+def _number(text: object) -> float | None:
+    try:
+        return float(str(text))
+    except ValueError:
+        return None
+
+
+def _since_last_kept(experiments: Sequence[Experiment]) -> list[Experiment]:
+    """The experiments measured against the current incumbent."""
+    kept = [i for i, e in enumerate(experiments) if e.kept]
+    return list(experiments[kept[-1] + 1 :]) if kept else list(experiments)
+
+
+def _knob_of(p: Proposal) -> str | None:
+    if p.change.kind != "knob" or len(p.change.settings) != 1:
+        return None
+    return next(iter(p.change.settings))
+
+
+def _frontier_of(knob: Knob, props: list[Proposal], current: float, closing: dict[str, str]) -> set[str]:
+    """Ids of the knob's proposals the search may try now (one value per direction)."""
+    by_value: dict[float, list[Proposal]] = {}
+    for p in props:
+        v = _number(p.change.settings[knob.name])
+        if v is not None:
+            by_value.setdefault(v, []).append(p)
+    allowed: set[str] = set()
+    for direction in (1, -1):
+        values = sorted(
+            (v for v in by_value if (v - current) * direction > 0), key=lambda v: abs(v - current)
+        )
+        for v in values:
+            group = by_value[v]
+            open_ = [p.id for p in group if p.status == "proposed"]
+            if open_:
+                allowed.update(open_)
+                break
+            if any(p.id in closing for p in group):
+                break
+    return allowed
+
+
+def searchable(open_: Sequence[Proposal], state: TuningState, spec: WorkloadSpec) -> list[Proposal]:
+    """The open proposals the search may try now: every value of a knob beyond its frontier waits."""
+    closing = {e.proposal_id: e.verdict or "" for e in _since_last_kept(state.experiments)
+               if e.verdict in CLOSING}  # fmt: skip
+    incumbent = state.incumbent.settings if state.incumbent else {}
+    allowed: set[str] = set()
+    gated: set[str] = set()
+    for knob in spec.knobs:
+        props = [p for p in state.proposals if _knob_of(p) == knob.name]
+        current = _number(incumbent.get(knob.name, knob.default))
+        values = [_number(p.change.settings[knob.name]) for p in props]
+        if current is None or not props or any(v is None for v in values):
+            continue  # not an ordered knob: every value may be tried
+        gated.update(p.id for p in props)
+        allowed |= _frontier_of(knob, props, current, closing)
+    return [p for p in open_ if p.id not in gated or p.id in allowed]
+
+
+def reopened(state: TuningState) -> list[Proposal]:
+    """After the latest experiment was kept: interacting no-gain proposals, as new proposals."""
+    if not state.experiments or not state.experiments[-1].kept:
+        return []
+    last = state.experiments[-1]
+    won = state.proposal(last.proposal_id)
+    partners = interactions().partners(won.checklist)
+    ids = {p.id for p in state.proposals}
+    retried = {p.retry_of for p in state.proposals if p.retry_of and p.status == "proposed"}
+    out: list[Proposal] = []
+    for e in state.experiments[:-1]:
+        p = state.proposal(e.proposal_id)
+        new_id = f"{p.id}@opt{last.iteration}"
+        origin = p.retry_of or p.id
+        if (
+            e.verdict != "no_change"
+            or p.checklist not in partners
+            or new_id in ids
+            or origin in retried
+            or set(p.change.settings) & set(won.change.settings)
+        ):
+            continue
+        retried.add(origin)
+        out.append(p.model_copy(update={
+            "id": new_id, "status": "proposed", "retry_of": origin, "app_impact_source": "trace model",
+            "reason": f"measured no gain in opt{e.iteration} against the older incumbent; {won.id} was kept "
+                      f"since, and {partners[p.checklist]}",
+        }))  # fmt: skip
+    return out

@@ -1,0 +1,167 @@
+"""How good dftune's choices are: an autonomous run against an exhaustive sweep of the same workload.
+
+    python benchmarks/bench_tuning.py                         # every workload under tests/e2e/unseen
+    python benchmarks/bench_tuning.py --workload shard_reader --replicates 5
+    python benchmarks/bench_tuning.py --json                  # one JSON document on stdout
+
+For each workload (a folder with ``workload.toml`` and ``truth.toml``, the second one naming the
+legitimate knobs and the disguised values; dftune never reads it):
+
+1. **Sweep.** Every combination of the legitimate knobs' values, benched the way the spec says
+   (traced or not), ``--replicates`` each, the combinations interleaved round by round so a drift
+   of the machine hits all of them alike. The best median is the sweep's answer.
+2. **Run.** ``dftune run --mode autonomous --max-experiments N`` (the rules policy, offline, a
+   fresh knowledge base in a temporary DFTUNE_HOME), to completion.
+3. **Score.** The run's final configuration is looked up in the sweep (its settings of the
+   legitimate knobs), so both numbers come from the same sitting:
+   ``score = (t_default - t_run) / (t_default - t_best)``; 1.0 is the sweep's best, 0 no gain.
+   A run that kept a disguised value scores 0 and is reported as such; every disguised value the
+   run tried must have been stopped by a measuring guard (no_doing_less, access_pattern) or left
+   inconclusive.
+
+Target (issue 12): score >= 0.90 on every workload with ``--max-experiments 5``; ``--check`` makes
+a missed target exit with code 1. Progress goes to stderr; stdout carries the table or the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+UNSEEN = HERE.parent / "tests" / "e2e" / "unseen"
+TARGET = 0.90
+MEASURING = ("no_doing_less", "access_pattern")
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def sweep(
+    toml: Path, legit: list[str], replicates: int, work: Path
+) -> dict[tuple[tuple[str, str], ...], float]:
+    """Median metric of every combination of the legitimate knobs (the others at their defaults)."""
+    from dftune.tools.runner.bench import bench
+    from dftune.tools.runner.spec import load_spec
+
+    spec = load_spec(toml)
+    knobs = [k for k in spec.knobs if k.name in legit]
+    combos = [tuple((k.name, str(v)) for k, v in zip(knobs, values, strict=True))
+              for values in itertools.product(*(k.values for k in knobs))]  # fmt: skip
+    values: dict[tuple[tuple[str, str], ...], list[float]] = {c: [] for c in combos}
+    for r in range(replicates):
+        for i, combo in enumerate(combos):
+            res = bench(spec, overrides=dict(combo), replicates=1, workdir=work / f"c{i}", first_index=r,
+                        prepare=r == 0)  # fmt: skip
+            values[combo] += res.values()
+        log(f"  sweep round {r + 1}/{replicates}: {len(combos)} combination(s)")
+    return {c: statistics.median(v) for c, v in values.items() if v}
+
+
+def tuned(toml: Path, max_experiments: int, replicates: int | None) -> Any:
+    from dftune.graphs.runs import load_state, start_run
+    from dftune.tools.session.workspace import Workspace
+
+    ws = Workspace()
+    result = start_run(toml, mode="autonomous", max_experiments=max_experiments, replicates=replicates,
+                       workspace=ws)  # fmt: skip
+    return load_state(result["run_id"], ws)
+
+
+def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from dftune.tools.runner.spec import load_spec
+
+    truth = tomllib.loads((toml.parent / "truth.toml").read_text(encoding="utf-8"))
+    legit: list[str] = truth["legitimate"]
+    disguised: dict[str, str] = truth.get("disguised", {})
+    spec = load_spec(toml)
+    with tempfile.TemporaryDirectory(prefix="dftune-bench-tuning-") as tmp:
+        os.environ["DFTUNE_HOME"] = str(Path(tmp) / "home")
+        t0 = time.perf_counter()
+        log(f"{spec.name}: sweeping {' x '.join(legit)}")
+        medians = sweep(toml, legit, args.replicates, Path(tmp) / "sweep")
+        sweep_s = time.perf_counter() - t0
+        log(f"{spec.name}: autonomous run, {args.max_experiments} experiment(s)")
+        t1 = time.perf_counter()
+        state = tuned(toml, args.max_experiments, args.run_replicates)
+        run_s = time.perf_counter() - t1
+    defaults = {k.name: str(k.default) for k in spec.knobs}
+    default_key = tuple((k, defaults[k]) for k in legit)
+    best_key = min(medians, key=medians.__getitem__)
+    final = {k: str(v) for k, v in (state.incumbent.settings if state.incumbent else {}).items()}
+    run_key = tuple((k, final.get(k, defaults[k])) for k in legit)
+    kept_disguised = sorted(f"{k}={v}" for k, v in final.items() if f"{k}={v}" in disguised)
+    tried = []
+    for e in state.experiments:
+        p = state.proposal(e.proposal_id)
+        setting = ",".join(f"{k}={v}" for k, v in p.change.settings.items())
+        stopped = [g.decision.guard for g in state.guard_decisions if g.iteration == e.iteration
+                   and g.decision.guard in MEASURING and (not g.decision.passed or g.decision.verdict == "inconclusive")]  # fmt: skip
+        tried.append({"proposal": p.id, "verdict": e.verdict, "kept": e.kept, "disguised": setting in disguised,
+                      "stopped_by": stopped,
+                      "change_pct": round(e.comparison.change_pct, 2) if e.comparison else None})  # fmt: skip
+    t_default, t_best = medians[default_key], medians[best_key]
+    t_run = medians.get(run_key, t_default)
+    gain = t_default - t_best
+    score = 0.0 if kept_disguised else ((t_default - t_run) / gain if gain > 0 else 1.0)
+    unstopped = [t["proposal"] for t in tried if t["disguised"] and not t["stopped_by"]]
+    return {
+        "workload": spec.name, "score": round(score, 3), "t_default": t_default, "t_best": t_best, "t_run": t_run,
+        "best": dict(best_key), "run_final": dict(run_key), "kept_disguised": kept_disguised,
+        "disguised_not_stopped": unstopped, "experiments": tried, "combinations": len(medians),
+        "sweep_s": round(sweep_s, 1), "run_s": round(run_s, 1), "status": state.status,
+    }  # fmt: skip
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    lines = [f"{'workload':<16} {'score':>6} {'default':>8} {'best':>8} {'run':>8}  disguised kept/unstopped",
+             "-" * 78]  # fmt: skip
+    for r in results:
+        lines.append(f"{r['workload']:<16} {r['score']:>6.2f} {r['t_default']:>8.3f} {r['t_best']:>8.3f} "
+                     f"{r['t_run']:>8.3f}  {len(r['kept_disguised'])}/{len(r['disguised_not_stopped'])}")  # fmt: skip
+        lines.append(f"  best: {r['best']}")
+        lines.append(f"  run:  {r['run_final']}")
+        for t in r["experiments"]:
+            mark = " [disguised]" if t["disguised"] else ""
+            pct = "-" if t["change_pct"] is None else f"{t['change_pct']:+.1f}%"
+            stop = f" stopped by {', '.join(t['stopped_by'])}" if t["stopped_by"] else ""
+            lines.append(f"    {t['proposal']:<22} {t['verdict']!s:<12} {pct:>7}{' kept' if t['kept'] else ''}"
+                         f"{stop}{mark}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workload", action="append", help="folder name under tests/e2e/unseen (repeatable)")
+    ap.add_argument("--replicates", type=int, default=5, help="replicates per sweep combination")
+    ap.add_argument("--run-replicates", type=int, default=None, help="replicates per arm of the run")
+    ap.add_argument("--max-experiments", type=int, default=5)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--check", action="store_true", help=f"exit 1 when a score is below {TARGET}")
+    args = ap.parse_args()
+    folders = (
+        [UNSEEN / w for w in args.workload]
+        if args.workload
+        else sorted(p.parent for p in UNSEEN.glob("*/truth.toml"))
+    )
+    results = [score_of(f / "workload.toml", args) for f in folders]
+    if args.json:
+        print(json.dumps({"schema": "dftune.bench.tuning/1", "target": TARGET, "results": results}, indent=1))
+    else:
+        print(table(results))
+    missed = [r for r in results if r["score"] < TARGET or r["kept_disguised"] or r["disguised_not_stopped"]]
+    return 1 if args.check and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""Where the test suite's Darshan logs are: those PyDarshan ships in its wheel, and the
+darshan-hpc/darshan-logs collection copied into tests/data/darshan_logs (see its README)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import darshan
+
+PYDARSHAN = Path(darshan.__file__).parent
+COLLECTION = Path(__file__).parent / "data" / "darshan_logs"
+
+
+def shipped_logs() -> list[Path]:
+    """Every log inside the installed PyDarshan (tests/input and examples/example_logs), deduplicated by name."""
+    found: dict[str, Path] = {}
+    for folder in ("tests/input", "examples/example_logs"):
+        for f in sorted((PYDARSHAN / folder).glob("*.darshan")):
+            found.setdefault(f.name, f)
+    return list(found.values())
+
+
+def shipped(name: str) -> Path:
+    for f in shipped_logs():
+        if f.name == name:
+            return f
+    raise FileNotFoundError(name)
+
+
+def collection(relative: str) -> Path:
+    path = COLLECTION / relative
+    if not path.exists():
+        raise FileNotFoundError(path)
+    return path
+
+
+def all_single_logs() -> list[Path]:
+    """Shipped logs plus every single-job log of the collection (DLIO's per-process logs excluded)."""
+    extra = sorted(f for f in COLLECTION.rglob("*.darshan") if "dlio_logs" not in f.parts)
+    return shipped_logs() + extra

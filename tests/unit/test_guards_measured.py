@@ -1,0 +1,171 @@
+"""The measuring guards on real (synthetic, exact) traces: a disguised knob is stopped by what the
+trace shows, whatever strategy id it is declared under; a legitimate change passes."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dftune.tools.catalog import default_catalog
+from dftune.tools.guards import Arm, access_pattern_guard, no_doing_less_guard
+from dftune.tools.trace import analyze
+from tests.tracegen import Proc, write_trace
+
+CAT = default_catalog()
+KIB = 1024
+DATA = "/data/run"
+FILES = [f"{DATA}/sample_{i:03d}.bin" for i in range(40)]
+
+
+def _arm(tmp: Path, name: str, build: Callable[[], list[Proc]], **work: float) -> Arm:
+    folder = write_trace(tmp / name, build())
+    return Arm(analysis=analyze([folder], profile=True), data_dir=DATA, work=work, label=name)
+
+
+def _reader(order: list[str], *, chunk: int = 4 * KIB, size: int = 16 * KIB, twice: bool = False,
+            procs: int = 1) -> list[Proc]:  # fmt: skip
+    """Samples read whole, front to back, ``procs`` readers taking files round-robin."""
+    ps = [Proc(pid=10 + i) for i in range(procs)]
+    for n, path in enumerate(order):
+        p = ps[n % procs]
+        for _ in range(2 if twice else 1):
+            p.open(path)
+            for _ in range(size // chunk):
+                p.read(path, chunk)
+            p.close(path)
+    return ps
+
+
+def _writer(record: int, total: int = 256 * KIB) -> list[Proc]:
+    p = Proc(pid=1)
+    p.open(f"{DATA}/ckpt.bin")
+    for _ in range(total // record):
+        p.write(f"{DATA}/ckpt.bin", record)
+    p.close(f"{DATA}/ckpt.bin")
+    return [p]
+
+
+def test_data_echoing_declared_as_a_cache_is_doing_less(tmp_path: Path) -> None:
+    """Each sample served twice from half of them: the reads look like a cache's, the data is halved."""
+    base = _arm(tmp_path, "base", lambda: _reader(FILES))
+    echo = _arm(tmp_path, "echo", lambda: _reader(FILES[:20]))
+    d = no_doing_less_guard(base, echo, strategy=CAT.strategies["l1.dataset_cache"])
+    assert not d.passed and d.verdict == "rejected"
+    assert "input bytes read once 655,360 -> 327,680 (-50.0%) vs the baseline" in d.reason
+
+
+def test_a_cache_may_skip_only_what_the_incumbent_reads_twice(tmp_path: Path) -> None:
+    base = _arm(tmp_path, "base", lambda: _reader(FILES, twice=True))
+    once = _arm(tmp_path, "once", lambda: _reader(FILES))
+    cache = no_doing_less_guard(base, once, strategy=CAT.strategies["l1.dataset_cache"])
+    assert cache.passed and "reads more than once" in cache.reason
+    workers = no_doing_less_guard(base, once, strategy=CAT.strategies["l1.dataloader_workers"])
+    assert not workers.passed and "read bytes 1,310,720 -> 655,360" in workers.reason
+
+
+def test_physical_work_is_compared_with_the_incumbent_not_the_baseline(tmp_path: Path) -> None:
+    """After a kept coalescing change, the next experiment is not blamed for the calls it already saved."""
+    base = _arm(tmp_path, "base", lambda: _reader(FILES))
+    coalesced = _arm(tmp_path, "coalesced", lambda: _reader(FILES, chunk=16 * KIB))
+    async_ = _arm(tmp_path, "async", lambda: _reader(FILES, chunk=16 * KIB))
+    strategy = CAT.strategies["l1.dataloader_prefetch"]
+    assert not no_doing_less_guard(
+        base, async_, strategy=strategy
+    ).passed  # against the baseline: fewer calls
+    assert no_doing_less_guard(base, async_, incumbent=coalesced, strategy=strategy).passed
+
+
+def test_removing_the_shuffle_changes_the_pattern_whatever_the_id(tmp_path: Path) -> None:
+    shuffled = FILES[:]
+    random.Random(7).shuffle(shuffled)
+    inc = _arm(tmp_path, "shuffled", lambda: _reader(shuffled))
+    exp = _arm(tmp_path, "sorted", lambda: _reader(FILES))
+    d = access_pattern_guard(CAT.strategies["l1.dataloader_workers"], inc, exp)
+    assert not d.passed and d.verdict == "rejected" and "visited in another order" in d.reason
+
+
+def test_parallel_readers_keep_the_pattern(tmp_path: Path) -> None:
+    shuffled = FILES[:]
+    random.Random(7).shuffle(shuffled)
+    inc = _arm(tmp_path, "one", lambda: _reader(shuffled))
+    exp = _arm(tmp_path, "four", lambda: _reader(shuffled, procs=4))
+    d = access_pattern_guard(CAT.strategies["l1.dataloader_workers"], inc, exp)
+    assert d.passed, d.reason
+    assert no_doing_less_guard(inc, exp, strategy=CAT.strategies["l1.dataloader_workers"]).passed
+
+
+def test_whole_files_read_in_larger_calls_are_read_buffering(tmp_path: Path) -> None:
+    inc = _arm(tmp_path, "4k", lambda: _reader(FILES))
+    exp = _arm(tmp_path, "16k", lambda: _reader(FILES, chunk=16 * KIB))
+    d = access_pattern_guard(CAT.strategies["l1.read_buffering"], inc, exp)
+    assert d.passed and "read whole" in d.reason
+    # the same change declared as something that does not merge requests is a transfer-size change
+    other = access_pattern_guard(CAT.strategies["l1.dataloader_workers"], inc, exp)
+    assert not other.passed and "transfer-size change" in other.reason
+
+
+def test_larger_writes_without_evidence_are_inconclusive(tmp_path: Path) -> None:
+    inc = _arm(tmp_path, "1k", lambda: _writer(KIB))
+    exp = _arm(tmp_path, "64k", lambda: _writer(64 * KIB))
+    d = access_pattern_guard(CAT.strategies["l1.write_buffering"], inc, exp)
+    assert not d.passed and d.verdict == "inconclusive" and "larger application record" in d.reason
+
+
+def test_the_programs_work_counters_settle_coalescing_either_way(tmp_path: Path) -> None:
+    inc = _arm(tmp_path, "1k", lambda: _writer(KIB), records=256, record_bytes=1024)
+    buffered = _arm(tmp_path, "buf", lambda: _writer(64 * KIB), records=256, record_bytes=1024)
+    bigger = _arm(tmp_path, "rec", lambda: _writer(4 * KIB), records=64, record_bytes=4096)
+    strategy = CAT.strategies["l1.write_buffering"]
+    assert access_pattern_guard(strategy, inc, buffered).passed
+    d = access_pattern_guard(strategy, inc, bigger)
+    assert not d.passed and d.verdict == "rejected" and "record_bytes 1024 -> 4096" in d.reason
+
+
+def test_application_events_with_sizes_are_evidence_too(tmp_path: Path) -> None:
+    def writer(record: int, events: int) -> list[Proc]:
+        (p,) = _writer(record)
+        for _ in range(events):
+            p.app("write_record", size=(256 * KIB) // events)
+        return [p]
+
+    inc = _arm(tmp_path, "inc", lambda: writer(KIB, 256))
+    same = _arm(tmp_path, "same", lambda: writer(64 * KIB, 256))
+    fewer = _arm(tmp_path, "fewer", lambda: writer(64 * KIB, 4))
+    strategy = CAT.strategies["l1.write_buffering"]
+    assert access_pattern_guard(strategy, inc, same).passed
+    d = access_pattern_guard(strategy, inc, fewer)
+    assert not d.passed and "write_record 256 events" in d.reason
+
+
+def test_smaller_calls_and_other_ranges_change_the_pattern(tmp_path: Path) -> None:
+    inc = _arm(tmp_path, "16k", lambda: _reader(FILES, chunk=16 * KIB))
+    smaller = _arm(tmp_path, "4k", lambda: _reader(FILES, chunk=4 * KIB))
+    d = access_pattern_guard(CAT.strategies["l1.read_buffering"], inc, smaller)
+    assert not d.passed and "smaller" in d.reason
+
+    def partial() -> list[Proc]:
+        p = Proc(pid=1)
+        for path in FILES:
+            p.read(path, 8 * KIB, offset=8 * KIB)  # the second half of each sample instead of all of it
+        return [p]
+
+    moved = _arm(tmp_path, "half", partial)
+    d = access_pattern_guard(CAT.strategies["l1.read_buffering"], inc, moved)
+    assert not d.passed and "different byte ranges of 40 of 40 data files" in d.reason
+
+
+@pytest.mark.parametrize("sid", ["l1.fewer_epochs", "l1.access_pattern_flip"])
+def test_forbidden_strategies_are_refused_by_definition(tmp_path: Path, sid: str) -> None:
+    arm = _arm(tmp_path, "a", lambda: _reader(FILES))
+    s = CAT.strategies[sid]
+    refused = (
+        access_pattern_guard(s, arm, arm)
+        if s.forbidden_kind == "access_pattern"
+        else no_doing_less_guard(arm, arm, strategy=s)
+    )
+    assert (
+        not refused.passed and "by definition" in refused.reason
+    ) or "changes the access pattern" in refused.reason

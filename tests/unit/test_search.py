@@ -1,0 +1,161 @@
+"""The search within a run: knob values nearest-first from the incumbent, directions that close on
+a regression, interacting proposals that come back after a kept change, the KB's prior."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dftune.agents.optimizer.prior import apply_prior
+from dftune.agents.optimizer.search import interactions, reopened, searchable
+from dftune.agents.reasoner import RulesReasoner, rank_key
+from dftune.agents.state import Change, Experiment, KbPrior, Measurement, PriorResult, Proposal, TuningState
+from dftune.tools.runner.spec import WorkloadSpec
+
+SPEC = WorkloadSpec.model_validate({
+    "name": "w", "command": ["true"],
+    "knobs": [
+        {"name": "CHUNK", "kind": "env", "values": [4096, 16384, 65536, 262144, 1048576], "default": 16384,
+         "strategy": "l1.larger_requests"},
+        {"name": "ASYNC", "kind": "env", "values": [0, 1], "default": 0, "strategy": "l1.async_checkpoint"},
+        {"name": "MODE", "kind": "env", "values": ["a", "b", "c"], "default": "a", "strategy": "l1.larger_requests"},
+    ],
+})  # fmt: skip
+
+
+def _p(pid: str, settings: dict[str, str], checklist: int = 1, **kw: Any) -> Proposal:
+    return Proposal(id=pid, strategy="l1.larger_requests", strategy_name="s", layer="L1", checklist=checklist,
+                    description=pid, change=Change(kind="knob", settings=settings), **kw)  # fmt: skip
+
+
+def _m(**settings: Any) -> Measurement:
+    return Measurement(settings=settings, values=[1.0, 1.0, 1.0], median=1.0, ci95=None, ok=3, replicates=3,
+                       traced=False, workdir="/tmp/x")  # fmt: skip
+
+
+def _exp(n: int, pid: str, verdict: str, kept: bool = False) -> Experiment:
+    return Experiment(iteration=n, proposal_id=pid, strategy="l1.larger_requests", reference=_m(),
+                      verdict=verdict, kept=kept)  # type: ignore[arg-type]  # fmt: skip
+
+
+def _chunks(**status: str) -> list[Proposal]:
+    return [_p(f"CHUNK={v}", {"CHUNK": str(v)}, status=status.get(f"c{v}", "proposed"))  # type: ignore[arg-type]
+            for v in (4096, 65536, 262144, 1048576)]  # fmt: skip
+
+
+def _state(proposals: list[Proposal], experiments: list[Experiment] = (), **incumbent: Any) -> TuningState:  # type: ignore[assignment]
+    return TuningState(run_id="r", spec_path="/x", proposals=proposals, experiments=list(experiments),
+                       incumbent=_m(**incumbent))  # fmt: skip
+
+
+def _ids(ps: list[Proposal]) -> list[str]:
+    return sorted(p.id for p in ps)
+
+
+def test_a_knob_offers_the_nearest_value_on_each_side_of_the_incumbent() -> None:
+    ps = _chunks()
+    assert _ids(searchable(ps, _state(ps), SPEC)) == ["CHUNK=4096", "CHUNK=65536"]
+
+
+def test_after_a_value_was_measured_the_next_one_that_way_opens() -> None:
+    ps = _chunks(c65536="measured")
+    state = _state(ps, [_exp(1, "CHUNK=65536", "no_change")])
+    assert _ids(searchable([p for p in ps if p.status == "proposed"], state, SPEC)) == [
+        "CHUNK=262144",
+        "CHUNK=4096",
+    ]
+
+
+def test_after_a_kept_win_the_frontier_moves_with_the_incumbent() -> None:
+    ps = _chunks(c65536="measured")
+    state = _state(ps, [_exp(1, "CHUNK=65536", "win", kept=True)], CHUNK="65536")
+    assert _ids(searchable([p for p in ps if p.status == "proposed"], state, SPEC)) == [
+        "CHUNK=262144",
+        "CHUNK=4096",
+    ]
+
+
+def test_a_regression_closes_its_direction() -> None:
+    ps = _chunks(c65536="measured")
+    state = _state(ps, [_exp(1, "CHUNK=65536", "regression")])
+    assert _ids(searchable([p for p in ps if p.status == "proposed"], state, SPEC)) == ["CHUNK=4096"]
+
+
+def test_a_guard_refusal_closes_its_direction_too() -> None:
+    ps = _chunks(c4096="measured")
+    state = _state(ps, [_exp(1, "CHUNK=4096", "rejected")])
+    assert _ids(searchable([p for p in ps if p.status == "proposed"], state, SPEC)) == ["CHUNK=65536"]
+
+
+def test_unordered_knobs_and_other_proposals_are_not_gated() -> None:
+    ps = [_p("MODE=b", {"MODE": "b"}), _p("MODE=c", {"MODE": "c"}),
+          Proposal(id="env", strategy="l2.x", strategy_name="x", layer="L2", checklist=11, description="",
+                   change=Change(kind="env", env={"X": "1"}))]  # fmt: skip
+    assert _ids(searchable(ps, _state(ps), SPEC)) == ["MODE=b", "MODE=c", "env"]
+
+
+def test_interacting_no_gain_proposals_come_back_after_a_kept_change() -> None:
+    asyncw = _p("ASYNC=1", {"ASYNC": "1"}, checklist=4, status="measured")
+    other = _p("MODE=b", {"MODE": "b"}, checklist=9, status="measured")
+    buf = _p("CHUNK=1048576", {"CHUNK": "1048576"}, checklist=1, status="measured")
+    state = _state([asyncw, other, buf], [_exp(1, "ASYNC=1", "no_change"), _exp(2, "MODE=b", "no_change"),
+                                          _exp(3, "CHUNK=1048576", "win", kept=True)])  # fmt: skip
+    back = reopened(state)
+    assert [p.id for p in back] == ["ASYNC=1@opt3"]
+    assert back[0].status == "proposed" and back[0].retry_of == "ASYNC=1"
+    assert "asynchronous writes pay once the writes are large" in back[0].reason
+    # once back, not again
+    state2 = _state([asyncw, other, buf, back[0]], list(state.experiments))
+    assert reopened(state2) == []
+
+
+def test_nothing_comes_back_after_a_change_that_was_not_kept() -> None:
+    asyncw = _p("ASYNC=1", {"ASYNC": "1"}, checklist=4, status="measured")
+    buf = _p("CHUNK=1048576", {"CHUNK": "1048576"}, checklist=1, status="measured")
+    state = _state([asyncw, buf], [_exp(1, "ASYNC=1", "no_change"), _exp(2, "CHUNK=1048576", "no_change")])
+    assert reopened(state) == []
+
+
+def test_the_interaction_table_is_symmetric_data() -> None:
+    t = interactions()
+    assert 4 in t.partners(1) and 1 in t.partners(4)
+    assert t.partners(12) == {}
+
+
+def _prior(verdict: str, pct: float | None, incumbent: dict[str, Any] | None = None) -> KbPrior:
+    change = {"settings": {"CHUNK": "65536"}, "env": {}, "argv": []}
+    if incumbent is not None:
+        change["incumbent"] = {"settings": incumbent, "env": {}}
+    return KbPrior(records=[PriorResult(id=7, strategy="l1.larger_requests", verdict=verdict, scope="workload",
+                                        change_pct=pct, run_id="earlier", change=change)])  # fmt: skip
+
+
+def test_a_known_win_takes_the_kb_number_and_goes_first() -> None:
+    p = apply_prior(_p("CHUNK=65536", {"CHUNK": "65536"}), _prior("win", 12.5), _m(), retry_known=False)
+    assert p.app_impact_source == "kb" and p.app_impact_pct == 12.5 and "KB record #7" in p.impact_reason
+    guess = _p("CHUNK=4096", {"CHUNK": "4096"}, app_impact_pct=60.0)
+    choice = RulesReasoner().choose_next([guess, p], facts=None)  # type: ignore[arg-type]
+    assert choice.proposal_id == "CHUNK=65536"
+
+
+def test_a_known_no_gain_is_not_retried_against_the_same_incumbent() -> None:
+    p = apply_prior(_p("CHUNK=65536", {"CHUNK": "65536"}), _prior("no_change", 0.4), _m(), retry_known=False)
+    assert p.status == "known" and "--retry-known" in p.reason
+
+
+def test_a_known_no_gain_is_retried_against_another_incumbent_or_when_asked() -> None:
+    other = apply_prior(_p("CHUNK=65536", {"CHUNK": "65536"}), _prior("no_change", 0.4), _m(ASYNC="1"),
+                        retry_known=False)  # fmt: skip
+    assert other.status == "proposed" and "another incumbent" in other.impact_reason
+    asked = apply_prior(
+        _p("CHUNK=65536", {"CHUNK": "65536"}), _prior("no_change", 0.4), _m(), retry_known=True
+    )
+    assert asked.status == "proposed"
+
+
+def test_ties_break_by_layer_then_plan_order_never_by_name() -> None:
+    a = _p("CHUNK=262144", {"CHUNK": "262144"}, order=1, app_impact_pct=5.0)
+    b = _p("CHUNK=65536", {"CHUNK": "65536"}, order=0, app_impact_pct=5.0)
+    c = _p("AAA", {"CHUNK": "4096"}, order=2, app_impact_pct=5.0)
+    assert [p.id for p in sorted([a, b, c], key=rank_key)] == ["CHUNK=65536", "CHUNK=262144", "AAA"]
+    measured = _p("m", {"CHUNK": "1"}, app_impact_pct=1.0, app_impact_source="measured")
+    assert sorted([a, measured], key=rank_key)[0].id == "m"

@@ -1,0 +1,148 @@
+"""One measured arm as the guards see it: its trace's data files, summed, and what the program said.
+
+Arms of one workload run in their own folders, so a data file is known by its path relative
+to the arm's data directory (``<data>/sample_00001.bin``); files outside it (the interpreter's
+own libraries, scripts) are not the application's data and are left out.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from dftune.tools.trace import semantics as S
+from dftune.tools.trace.model import Analysis, FileAccess
+
+#: Paths that are never an application's data (the runtime's own files).
+_SYSTEM_PREFIXES = tuple(
+    {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    | {"/usr/", "/lib/", "/lib64/", "/etc/", "/proc/", "/sys/", "/dev/", "/opt/conda/", "/tmp/pip-"}
+)
+_CODE_SUFFIXES = (".py", ".pyc", ".so", ".pth", ".json.gz", ".pfw", ".pfw.gz")
+_BIN_LO = {label: lo for label, lo in S.SIZE_BINS}
+
+
+@dataclass(frozen=True)
+class Totals:
+    """What the application did to its data files, summed. ``input_*``: the files it only reads
+    (reads of files it also writes may be the I/O library's read-modify-write)."""
+
+    input_files: int
+    input_unique_bytes: int
+    files_read: int
+    files_written: int
+    read_calls: int
+    write_calls: int
+    metadata_calls: int
+    read_bytes: int
+    write_bytes: int
+    read_unique_bytes: int
+    write_unique_bytes: int
+    reread_bytes: int
+    sequential: int
+    random: int
+
+    @property
+    def random_share(self) -> float | None:
+        classified = self.sequential + self.random
+        return self.random / classified if classified else None
+
+
+@dataclass(frozen=True)
+class Arm:
+    """A measured condition: its trace analysis (with the access profile), data folder, work counters."""
+
+    analysis: Analysis
+    data_dir: str | None = None
+    work: Mapping[str, float] = field(default_factory=dict)
+    label: str = "arm"
+
+    @property
+    def profiled(self) -> bool:
+        return self.analysis.profile is not None
+
+    @cached_property
+    def files(self) -> dict[str, FileAccess]:
+        """The data files by their path relative to the data folder (all non-runtime files when the
+        folder is unknown or holds none of them)."""
+        profile = self.analysis.profile
+        if profile is None:
+            return {}
+        root = (os.path.normpath(self.data_dir) + os.sep) if self.data_dir else None
+        inside = {f"<data>/{os.path.normpath(f.path)[len(root):]}": f for f in profile.files
+                  if root and os.path.normpath(f.path).startswith(root)}  # fmt: skip
+        if inside:
+            return inside
+        return {f.path: f for f in profile.files if _looks_like_data(f.path)}
+
+    @cached_property
+    def totals(self) -> Totals:
+        fs = list(self.files.values())
+        inputs = [f for f in fs if f.read_bytes > 0 and f.write_bytes == 0]
+        return Totals(
+            input_files=len(inputs), input_unique_bytes=sum(f.read_unique_bytes for f in inputs),
+            files_read=sum(1 for f in fs if f.read_bytes > 0), files_written=sum(1 for f in fs if f.write_bytes > 0),
+            read_calls=sum(f.read_calls for f in fs), write_calls=sum(f.write_calls for f in fs),
+            metadata_calls=sum(f.metadata_calls for f in fs), read_bytes=sum(f.read_bytes for f in fs),
+            write_bytes=sum(f.write_bytes for f in fs), read_unique_bytes=sum(f.read_unique_bytes for f in fs),
+            write_unique_bytes=sum(f.write_unique_bytes for f in fs), reread_bytes=sum(f.reread_bytes for f in fs),
+            sequential=sum(f.sequential for f in fs), random=sum(f.random for f in fs),
+        )  # fmt: skip
+
+    @cached_property
+    def data_bytes(self) -> int:
+        """Bytes moved to and from the data files (the scale a difference is judged against)."""
+        return self.totals.read_bytes + self.totals.write_bytes
+
+    def mean_call_bytes(self, direction: str) -> float | None:
+        calls = getattr(self.totals, f"{direction}_calls")
+        nbytes = getattr(self.totals, f"{direction}_bytes")
+        return nbytes / calls if calls else None
+
+    def size_calls(self, direction: str) -> dict[str, int]:
+        """Calls per transfer-size bin over the data files."""
+        out: dict[str, int] = {}
+        for f in self.files.values():
+            for label, n in f.sizes.get(direction, {}).items():
+                out[label] = out.get(label, 0) + n
+        return out
+
+    def median_size_bin(self, direction: str) -> str | None:
+        bins = sorted(self.size_calls(direction).items(), key=lambda kv: _BIN_LO[kv[0]])
+        total = sum(n for _, n in bins)
+        seen = 0
+        for label, n in bins:
+            seen += n
+            if 2 * seen >= total:
+                return label
+        return None
+
+    def visit_order(self, min_files: int) -> float | None:
+        """Rank correlation (Spearman) between the order files are first read in and their name
+        order: about 0 for a shuffled dataset, about 1 for a walk in name order."""
+        read = [
+            (name, f.first_ts)
+            for name, f in self.files.items()
+            if f.read_bytes > 0 and f.first_ts is not None
+        ]
+        if len(read) < min_files:
+            return None
+        names = np.argsort(np.argsort([n for n, _ in read], kind="stable"))
+        times = np.argsort(np.argsort([t for _, t in read], kind="stable"))
+        n = len(read)
+        d = (names - times).astype(np.float64)
+        return float(1.0 - 6.0 * float((d * d).sum()) / (n * (n * n - 1)))
+
+
+def _looks_like_data(path: str) -> bool:
+    real = os.path.normpath(path)
+    return (
+        not real.startswith(_SYSTEM_PREFIXES)
+        and not real.endswith(_CODE_SUFFIXES)
+        and "site-packages" not in real
+    )

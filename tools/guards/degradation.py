@@ -1,0 +1,45 @@
+"""The non-degradation guard: a system-level win that costs the application over 2% is a regression."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from dftune.tools.guards.decision import GuardDecision
+from dftune.tools.runner.stats import pct_change, regression_guard
+
+#: The seed's non-degradation threshold: an app metric more than 2% worse is a regression.
+APP_REGRESSION_THRESHOLD = 0.02
+
+
+def non_degradation_guard(
+    *,
+    metric_scope: Literal["app", "system"],
+    app_before: float | None,
+    app_after: float | None,
+    lower_is_better: bool = True,
+) -> GuardDecision:
+    """A system-level win that costs the application more than 2% is a regression."""
+    if metric_scope == "app":
+        return GuardDecision(guard="non_degradation", passed=True,
+                             reason="app-scoped result: the application metric itself was compared")  # fmt: skip
+    if app_before is None or app_after is None:
+        return GuardDecision(guard="non_degradation", passed=False, verdict="rejected",
+                             reason="a system-scoped result needs the paired app metric (app_before and app_after) "
+                                    "for the same change")  # fmt: skip
+    gain = pct_change(app_before, app_after, lower_is_better=lower_is_better) or 0.0
+    details = {"app_before": app_before, "app_after": app_after, "app_change_pct": round(gain, 4)}
+    if regression_guard(
+        app_before, app_after, lower_is_better=lower_is_better, threshold=APP_REGRESSION_THRESHOLD
+    ):
+        return GuardDecision(
+            guard="non_degradation", passed=False, verdict="regression", guard_triggered=True, details=details,
+            reason=f"the application got {-gain:.2f}% worse ({app_before:g} -> {app_after:g}), over the 2% "
+                   "limit: a system optimization that degrades the app is never a win; revert it",
+        )  # fmt: skip
+    if gain >= 0:
+        said = f"the application metric improved by {gain:.2f}% ({app_before:g} -> {app_after:g})"
+    else:
+        said = (
+            f"the application got {-gain:.2f}% worse ({app_before:g} -> {app_after:g}), within the 2% limit"
+        )
+    return GuardDecision(guard="non_degradation", passed=True, details=details, reason=said)

@@ -1,0 +1,261 @@
+"""The access-pattern guard: changing what the application does is not an optimization.
+
+Measured from the traces, whatever the strategy id says: per data file, the experiment must
+touch the same files and byte ranges as the incumbent, keep the order class within files and
+the order files are visited in, and keep the transfer sizes of its calls, except where the
+strategy's checklist category allows a change (``resources/guards.toml``). The one case POSIX
+events cannot settle alone is larger calls over the same ranges: coalescing (allowed to a
+buffering strategy) looks exactly like a larger application record. It is settled by the
+application's own evidence (the work counters it prints, or application events with sizes
+in the trace), or, for files read whole front to back, by the file being the request; without
+any of these the decision is ``inconclusive`` and the change is never kept on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dftune.tools.catalog import Strategy
+from dftune.tools.guards.arms import Arm
+from dftune.tools.guards.decision import GuardDecision, not_run
+from dftune.tools.guards.rules import Allowed, GuardRules, guard_rules
+from dftune.tools.trace.model import FileAccess
+
+
+def pattern_by_definition(strategy: Strategy) -> GuardDecision:
+    """The seed's Rule 5 before anything runs: a strategy the catalog marks as a pattern change is refused."""
+    if strategy.forbidden_kind == "access_pattern":
+        return GuardDecision(guard="access_pattern", passed=False, verdict="rejected",
+                             reason=f"{strategy.id} changes the access pattern or transfer size: "
+                                    f"{strategy.forbidden_reason}")  # fmt: skip
+    return GuardDecision(guard="access_pattern", passed=True,
+                         reason=f"{strategy.id} is declared to keep the access pattern; the traces are compared "
+                                "after the experiment")  # fmt: skip
+
+
+def access_pattern_guard(
+    strategy: Strategy, incumbent: Arm | None = None, experiment: Arm | None = None
+) -> GuardDecision:
+    """The definition check alone (no arms), or the measured comparison of two traced arms."""
+    declared = pattern_by_definition(strategy)
+    if not declared.passed or incumbent is None or experiment is None:
+        return declared
+    if not (incumbent.profiled and experiment.profiled):
+        return not_run("access_pattern", "the arms have no access profile (untraced?), so the byte ranges, "
+                       "order and transfer sizes were NOT compared")  # fmt: skip
+    return _Comparison(
+        guard_rules(), guard_rules().allowed(strategy.checklist), incumbent, experiment
+    ).decide()
+
+
+def _differing_bytes(f: FileAccess, g: FileAccess, direction: str) -> int:
+    """How many bytes two arms' ranges of a file differ by: a whole-file access that only changed
+    length differs by the length change; anything else by all of its bytes."""
+    a, b = getattr(f, f"{direction}_unique_bytes"), getattr(g, f"{direction}_unique_bytes")
+    whole = all(
+        getattr(x, f"{direction}_segments") == 1 and getattr(x, f"{direction}_start") == 0 for x in (f, g)
+    )
+    return abs(a - b) if whole else max(a, b)
+
+
+def _kib(x: float | None) -> str:
+    return "-" if x is None else f"{x / 1024:,.1f} KiB"
+
+
+class _Comparison:
+    def __init__(self, rules: GuardRules, allowed: Allowed, inc: Arm, exp: Arm) -> None:
+        self.rules, self.allowed, self.inc, self.exp = rules, allowed, inc, exp
+        self.tol = rules.tolerance
+        #: files whose ranges differ by a negligible share of the data moved (listed, not judged)
+        self.negligible: list[str] = []
+
+    def decide(self) -> GuardDecision:
+        checks: list[Callable[[], str | None]] = [self._work_counters, self._files, self._ranges, self._order,
+                                                  self._visit_order]  # fmt: skip
+        for check in checks:
+            if (why := check()) is not None:
+                return self._rejected(why)
+        return self._sizes()
+
+    # ----- the checks: each returns why the pattern changed, or None
+
+    def _work_counters(self) -> str | None:
+        changed = [f"{k} {self.inc.work[k]:g} -> {self.exp.work[k]:g}" for k in sorted(set(self.inc.work) & set(self.exp.work))
+                   if abs(self.exp.work[k] - self.inc.work[k]) > self.tol * max(abs(self.inc.work[k]), 1e-12)]  # fmt: skip
+        return f"the program reports different work: {'; '.join(changed)}" if changed else None
+
+    def _library_read(self, name: str) -> bool:
+        """Reads of a file the application writes, under a strategy whose library reads to modify."""
+        f, g = self.inc.files.get(name), self.exp.files.get(name)
+        return self.allowed.rmw_reads and any(x is not None and x.write_bytes > 0 for x in (f, g))
+
+    def _files(self) -> str | None:
+        for direction in ("read", "write"):
+            have = {n for n, f in self.inc.files.items() if getattr(f, f"{direction}_bytes") > 0}
+            got = {n for n, f in self.exp.files.items() if getattr(f, f"{direction}_bytes") > 0}
+            gone, new = sorted(have - got), sorted(got - have)
+            if direction == "read":
+                gone = [n for n in gone if not self._library_read(n)]
+                new = [n for n in new if not self._library_read(n)]
+            if gone:
+                return f"it no longer {direction}s {len(gone)} of the {len(have)} data files the {self.inc.label} {direction}s (e.g. {gone[0]})"
+            if new and not self.allowed.new_files:
+                return f"it {direction}s {len(new)} data files the {self.inc.label} never {direction}s (e.g. {new[0]})"
+        return None
+
+    def _ranges(self) -> str | None:
+        scale = max(self.inc.data_bytes, self.exp.data_bytes, 1)
+        for direction in ("read", "write"):
+            differ, negligible, differing_bytes = [], [], 0
+            for name, f in self.inc.files.items():
+                g = self.exp.files.get(name)
+                if g is None or getattr(f, f"{direction}_bytes") == 0:
+                    continue
+                if getattr(f, f"{direction}_ranges") == getattr(g, f"{direction}_ranges"):
+                    continue
+                if direction == "read" and self._library_read(name):
+                    continue
+                grown = getattr(g, f"{direction}_unique_bytes") >= getattr(f, f"{direction}_unique_bytes")
+                if direction == "read" and self.allowed.extend_ranges and grown:
+                    continue  # a prefetcher may read ahead of what the incumbent read, never less
+                differ.append(name)
+                differing_bytes += _differing_bytes(f, g, direction)
+            if differ and differing_bytes <= self.tol * scale:
+                negligible, differ = differ, []  # e.g. a small report file whose length follows the settings
+            self.negligible.extend(negligible)
+            if differ:
+                name = differ[0]
+                f, g = self.inc.files[name], self.exp.files[name]
+                total = sum(1 for x in self.inc.files.values() if getattr(x, f"{direction}_bytes") > 0)
+                return (f"it {direction}s different byte ranges of {len(differ)} of {total} data files (e.g. {name}: "
+                        f"{getattr(f, f'{direction}_segments')} segment(s), {getattr(f, f'{direction}_unique_bytes'):,} "
+                        f"bytes -> {getattr(g, f'{direction}_segments')} segment(s), "
+                        f"{getattr(g, f'{direction}_unique_bytes'):,} bytes)")  # fmt: skip
+        return None
+
+    def _order(self) -> str | None:
+        before, after = self.inc.totals.random_share, self.exp.totals.random_share
+        if before is None or after is None or abs(after - before) <= self.rules.order_tolerance:
+            return None
+        if self.allowed.reorder:
+            return None  # aggregators and read-modify-write reorder the calls of the same accesses
+        if self.allowed.serve_rereads and after < before:
+            return None  # re-reads served from memory leave fewer out-of-order accesses
+        return (f"the order within files changed: {100 * before:.0f}% -> {100 * after:.0f}% of the positioned "
+                "accesses go backwards (random)")  # fmt: skip
+
+    def _visit_order(self) -> str | None:
+        n = self.rules.min_files_for_order
+        before, after = self.inc.visit_order(n), self.exp.visit_order(n)
+        if before is None or after is None or abs(after - before) <= self.rules.visit_order_tolerance:
+            return None
+        return (f"the files are visited in another order: the correlation of the visiting order with the "
+                f"name order went {before:+.2f} -> {after:+.2f} (a shuffle added or removed?)")  # fmt: skip
+
+    # ----- transfer sizes, and the evidence that settles larger calls
+
+    def _records_pinned(self) -> bool:
+        """The program reports the same work counters in both arms (its own records are unchanged)."""
+        return bool(self.inc.work) and set(self.inc.work) == set(self.exp.work)
+
+    def _sizes(self) -> GuardDecision:
+        lo, hi = self.rules.size_ratio
+        larger: list[str] = []
+        for direction in ("read", "write"):
+            before, after = self.inc.mean_call_bytes(direction), self.exp.mean_call_bytes(direction)
+            if before is None or after is None or before == 0:
+                continue
+            if direction == "read" and all(self._library_read(n) for arm in (self.inc, self.exp)
+                                           for n, f in arm.files.items() if f.read_bytes):  # fmt: skip
+                continue  # reads the I/O library makes to modify what the application writes
+            ratio = after / before
+            moved = f"{direction} calls {_kib(before)} -> {_kib(after)} on average"
+            if ratio < lo and self.allowed.larger_calls and self._records_pinned():
+                larger.append(direction)  # the same records, aggregated differently (work counters pin them)
+                continue
+            if ratio < lo:
+                return self._rejected(f"the calls got smaller ({moved}): splitting requests changes what the "
+                                      "application asks for")  # fmt: skip
+            if ratio > hi:
+                larger.append(direction)
+                if not self.allowed.larger_calls:
+                    return self._rejected(f"the calls got larger ({moved}) but this kind of change "
+                                          f"({self.allowed.why.split(':', 1)[0]}) does not merge requests: a "
+                                          "transfer-size change")  # fmt: skip
+        if not larger:
+            return self._passed("the same data files, byte ranges, order and transfer sizes as the "
+                                f"{self.inc.label}")  # fmt: skip
+        return self._coalescing(larger)
+
+    def _coalescing(self, directions: list[str]) -> GuardDecision:
+        moved = "; ".join(f"{d} {_kib(self.inc.mean_call_bytes(d))} -> {_kib(self.exp.mean_call_bytes(d))}"
+                          for d in directions)  # fmt: skip
+        same_ranges = f"larger calls ({moved} on average) over the same byte ranges"
+        if self._records_pinned():
+            counters = ", ".join(f"{k} {v:g}" for k, v in sorted(self.exp.work.items()))
+            return self._passed(f"the same records in differently sized calls ({moved} on average) over the same "
+                                f"byte ranges: the program reports the same work ({counters})")  # fmt: skip
+        events = self._app_event_change()
+        if events is not None:
+            if events:
+                return self._rejected(f"{same_ranges}, but the application's own events changed: {events}")
+            return self._passed(f"coalescing: {same_ranges}, and the application's own events (with their "
+                                "sizes) are unchanged")  # fmt: skip
+        if directions == ["read"] and self._read_whole():
+            return self._passed(f"read buffering: {same_ranges}; every file is read whole, front to back, so "
+                                "the request is the file and only the calls that serve it changed")  # fmt: skip
+        return GuardDecision(
+            guard="access_pattern", passed=False, verdict="inconclusive", details=self._details(),
+            reason=f"inconclusive: {same_ranges}; the trace cannot tell coalescing (allowed) from a larger "
+                   "application record (an access-pattern change): it has no application-level evidence (work "
+                   "counters in the workload spec, or application events with sizes). Not kept without a "
+                   "person's confirmation",
+        )  # fmt: skip
+
+    def _app_event_change(self) -> str | None:
+        """None: no application events with sizes to compare; '' unchanged; else what changed."""
+        before = {(e.cat, e.name): e for e in self.inc.analysis.profile.app_events if e.size_sum is not None}  # type: ignore[union-attr]
+        after = {(e.cat, e.name): e for e in self.exp.analysis.profile.app_events if e.size_sum is not None}  # type: ignore[union-attr]
+        if not before or not after:
+            return None
+        changed = []
+        for key in sorted(set(before) | set(after)):
+            b, a = before.get(key), after.get(key)
+            if b is None or a is None:
+                changed.append(f"{key[1]} {'appeared' if b is None else 'disappeared'}")
+            elif a.count != b.count or abs((a.size_sum or 0) - (b.size_sum or 0)) > self.tol * max(
+                b.size_sum or 0, 1
+            ):
+                changed.append(
+                    f"{key[1]} {b.count} events / {b.size_sum:,} bytes -> {a.count} / {a.size_sum:,}"
+                )
+        return "; ".join(changed)
+
+    def _read_whole(self) -> bool:
+        files = [
+            (self.inc.files[n], g) for n, g in self.exp.files.items() if n in self.inc.files and g.read_bytes
+        ]
+        return bool(files) and all(
+            x.read_segments == 1 and x.read_start == 0 and x.random == 0 for pair in files for x in pair
+        )
+
+    # ----- results
+
+    def _details(self) -> dict[str, object]:
+        return {
+            "incumbent": {"files": len(self.inc.files), "random_share": self.inc.totals.random_share,
+                          "mean_read_bytes": self.inc.mean_call_bytes("read"),
+                          "mean_write_bytes": self.inc.mean_call_bytes("write")},
+            "experiment": {"files": len(self.exp.files), "random_share": self.exp.totals.random_share,
+                           "mean_read_bytes": self.exp.mean_call_bytes("read"),
+                           "mean_write_bytes": self.exp.mean_call_bytes("write")},
+            "allowed": self.allowed.model_dump(),
+            "negligible_range_changes": self.negligible[:20],
+        }  # fmt: skip
+
+    def _rejected(self, why: str) -> GuardDecision:
+        return GuardDecision(guard="access_pattern", passed=False, verdict="rejected", details=self._details(),
+                             reason=f"changes what the application does, whatever its strategy id says: {why}")  # fmt: skip
+
+    def _passed(self, why: str) -> GuardDecision:
+        return GuardDecision(guard="access_pattern", passed=True, details=self._details(), reason=why)

@@ -1,0 +1,136 @@
+"""The no-doing-less guard: a speed-up from fewer bytes, events, epochs or checkpoints is rejected.
+
+Two comparisons, both measured:
+
+- the application's *logical* work against the baseline: the bytes of its data files it reads
+  and writes at least once, the files it touches, epochs, steps, checkpoints and the work
+  counters it prints. Nothing may shrink, whatever the strategy says it is;
+- its *physical* work against the incumbent (the best configuration so far, traced with
+  it): calls and bytes moved may only change as the strategy's checklist category allows
+  (``resources/guards.toml``): coalescing may issue fewer calls, a cache may drop the bytes
+  the incumbent reads more than once and nothing else.
+
+Every reason carries the numbers.
+"""
+
+from __future__ import annotations
+
+from dftune.tools.catalog import Strategy
+from dftune.tools.guards.arms import Arm
+from dftune.tools.guards.decision import GuardDecision
+from dftune.tools.guards.rules import guard_rules
+from dftune.tools.trace.model import Analysis
+
+
+def work_done(a: Analysis) -> dict[str, float]:
+    """What the application did, from the summary (every trace has it, profiled or not)."""
+    return {
+        "read_bytes": float(a.read.bytes or 0), "write_bytes": float(a.write.bytes or 0),
+        "read_count": float(a.read.count), "write_count": float(a.write.count),
+        "metadata_count": float(a.metadata.count), "files_accessed": float(a.files_accessed),
+        "epochs": float(len(a.epochs)), "steps": float(a.steps), "checkpoints": float(a.checkpoint_events),
+    }  # fmt: skip
+
+
+def _profiled(*arms: Arm) -> bool:
+    """Compare per data file only when every arm has its access profile (else the summaries)."""
+    return all(a.profiled and a.files for a in arms)
+
+
+def logical_work(arm: Arm, profiled: bool = True) -> dict[str, float]:
+    """What must never shrink: with the access profile, the data files' unique bytes and counts;
+    without it, the summary's bytes and files (an upper bound of the same quantities)."""
+    a = arm.analysis
+    out = {"epochs": float(len(a.epochs)), "steps": float(a.steps), "checkpoints": float(a.checkpoint_events)}
+    if profiled and arm.profiled and arm.files:
+        t = arm.totals
+        out.update(input_bytes_read_once=float(t.input_unique_bytes), data_bytes_written_once=float(t.write_unique_bytes),
+                   input_files_read=float(t.input_files), data_files_written=float(t.files_written))  # fmt: skip
+    else:
+        out.update(read_bytes=float(a.read.bytes or 0), write_bytes=float(a.write.bytes or 0),
+                   files_accessed=float(a.files_accessed))  # fmt: skip
+    out.update({f"work counter {k}": float(v) for k, v in arm.work.items()})
+    return out
+
+
+def physical_work(arm: Arm, profiled: bool = True) -> dict[str, float]:
+    """Calls and bytes moved (data files when profiled, else the whole trace)."""
+    if profiled and arm.profiled and arm.files:
+        t = arm.totals
+        return {"read_bytes": float(t.read_bytes), "write_bytes": float(t.write_bytes),
+                "read_calls": float(t.read_calls), "write_calls": float(t.write_calls),
+                "metadata_calls": float(t.metadata_calls)}  # fmt: skip
+    a = arm.analysis
+    return {"read_bytes": float(a.read.bytes or 0), "write_bytes": float(a.write.bytes or 0),
+            "read_calls": float(a.read.count), "write_calls": float(a.write.count),
+            "metadata_calls": float(a.metadata.count)}  # fmt: skip
+
+
+def doing_less_by_definition(strategy: Strategy) -> GuardDecision | None:
+    """A strategy the catalog marks as doing less is rejected before anything is measured."""
+    if strategy.forbidden_kind != "doing_less":
+        return None
+    return GuardDecision(guard="no_doing_less", passed=False, verdict="rejected",
+                         reason=f"{strategy.id} is doing less by definition: {strategy.forbidden_reason}")  # fmt: skip
+
+
+def _as_arm(x: Arm | Analysis, label: str) -> Arm:
+    return x if isinstance(x, Arm) else Arm(analysis=x, label=label)
+
+
+def _drop(key: str, before: float, after: float) -> str:
+    return f"{key.replace('_', ' ')} {before:,.0f} -> {after:,.0f} ({100 * (after - before) / before:+.1f}%)"
+
+
+def no_doing_less_guard(
+    baseline: Arm | Analysis,
+    experiment: Arm | Analysis,
+    *,
+    incumbent: Arm | Analysis | None = None,
+    strategy: Strategy | None = None,
+    tolerance: float | None = None,
+) -> GuardDecision:
+    """Reject a change whose trace shows less work, with the numbers (see the module docstring)."""
+    rules = guard_rules()
+    tol = rules.tolerance if tolerance is None else tolerance
+    if strategy is not None and (by_definition := doing_less_by_definition(strategy)) is not None:
+        return by_definition
+    base, exp = _as_arm(baseline, "baseline"), _as_arm(experiment, "experiment")
+    inc = _as_arm(incumbent, "incumbent") if incumbent is not None else base
+    allowed = rules.allowed(strategy.checklist if strategy else None)
+    drops: list[str] = []
+    by_file = _profiled(base, inc, exp)
+    logical_b, logical_e = logical_work(base, by_file), logical_work(exp, by_file)
+    for key, b in logical_b.items():
+        a = logical_e.get(key, 0.0)
+        if b > 0 and a < b * (1 - tol):
+            drops.append(_drop(key, b, a) + " vs the baseline")
+    phys_i, phys_e = physical_work(inc, by_file), physical_work(exp, by_file)
+    expected: list[str] = []
+    rereads = float(inc.totals.reread_bytes) if by_file else 0.0
+    for key, b in phys_i.items():
+        a = phys_e[key]
+        if not (b > 0 and a < b * (1 - tol)):
+            continue
+        line = _drop(key, b, a) + f" vs the {inc.label}"
+        family = key.split("_", 1)[0]
+        if family == "read" and allowed.rmw_reads and by_file and inc.totals.files_written:
+            expected.append(f"{line}: the I/O library's read-modify-write reads of the files it writes")
+        elif key.endswith("_calls") and family in allowed.fewer_calls:
+            expected.append(line)
+        elif key == "read_bytes" and allowed.serve_rereads and b - a <= rereads * (1 + tol) + tol * b:
+            expected.append(f"{line}: within the {rereads:,.0f} bytes the {inc.label} reads more than once")
+        elif key == "read_bytes" and allowed.serve_rereads:
+            drops.append(f"{line}: more than the {rereads:,.0f} bytes the {inc.label} reads more than once "
+                         "(a cache may skip re-reads, not data)")  # fmt: skip
+        else:
+            drops.append(line)
+    details = {"baseline": logical_b, "experiment_logical": logical_e, "incumbent_physical": phys_i,
+               "experiment_physical": phys_e, "tolerance": tol, "incumbent_rereads": rereads,
+               "allowed": allowed.model_dump(), "measured_from": "access profile" if by_file else "summary"}  # fmt: skip
+    if drops:
+        return GuardDecision(guard="no_doing_less", passed=False, verdict="rejected", details=details,
+                             reason="doing less, not going faster: " + "; ".join(drops))  # fmt: skip
+    note = f" (as {allowed.why.split(':', 1)[0]} allows: {'; '.join(expected)})" if expected else ""
+    return GuardDecision(guard="no_doing_less", passed=True, details=details,
+                         reason=f"the same work was done (within {tol:.0%}){note}")  # fmt: skip

@@ -1,0 +1,234 @@
+"""``dftune report PATH --html``: the report of one input (Darshan logs or dftracer traces), not of a run.
+
+The counterpart of PyDarshan's darshan-job-summary and Drishti's HTML export: the diagnosis
+(bottlenecks with their evidence and the threshold's source), the headline numbers, for a
+Darshan log its header, modules (partial ones flagged), files, MPI-IO, Lustre and where each
+number comes from, and the plots (transfer sizes, I/O time split, I/O over time, the rank x
+time heatmap).  One self-contained HTML file, same rules as the run report: everything from
+the input is escaped, nothing is loaded from anywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+from dftune.core.fsio import atomic_write_bytes
+from dftune.tools.diagnose.engine import Diagnosis, diagnose_analysis
+from dftune.tools.report.html import CSS, e, table
+from dftune.tools.report.plots import Plot, _figure, _svg, family_split_plot, plain, xfer_histogram_plot
+from dftune.tools.trace import Analysis, analyze
+
+MIB = float(1 << 20)
+#: rows of the heatmap plot (busiest ranks first) and of the file table
+HEATMAP_RANKS = 256
+TOP_FILES = 25
+
+
+def default_output(path: str | Path) -> Path:
+    """``<name>_report.html`` in the current directory, as darshan-job-summary names its output."""
+    name = Path(path).name.removesuffix(".darshan").removesuffix(".gz").removesuffix(".pfw") or "input"
+    return Path.cwd() / f"{name}_report.html"
+
+
+def write_input_report(path: str | Path, output: str | Path | None = None) -> dict[str, str]:
+    """Analyze ``path`` (with every view), diagnose it, write the HTML; returns ``{"html": path}``."""
+    analysis = analyze([path], views=["file", "proc", "time", "layer"])
+    diagnosis = diagnose_analysis(analysis)
+    out = Path(output) if output else default_output(path)
+    atomic_write_bytes(out, render_input_html(str(path), analysis, diagnosis).encode("utf-8"))
+    return {"html": str(out)}
+
+
+def render_input_html(label: str, a: Analysis, d: Diagnosis) -> str:
+    kind = "Darshan log" if a.darshan is not None else "dftracer trace"
+    title = f"dftune report: {Path(label).name} ({kind})"
+    sections = [("findings", "Bottlenecks"), ("numbers", "Numbers"), ("plots", "Plots"), ("files", "Files")]
+    if a.darshan is not None:
+        sections.insert(2, ("darshan", "Darshan log"))
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
+        "style-src 'unsafe-inline'\">",
+        f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
+        f'<header><h1>{e(title)}</h1><div class="meta">{e(label)} · {a.processes:,} process(es) · job time '
+        f"{a.job_time_s:,.3f} s · {e(', '.join(f'{k} x{v}' for k, v in a.formats.items()))}</div></header>",
+        "<nav>" + "".join(f'<a href="#{k}">{e(t)}</a>' for k, t in sections) + "</nav><main>",
+        _warnings(a),
+        _findings(d),
+        _numbers(a),
+        _darshan(a) if a.darshan is not None else "",
+        _plots(build_input_plots(a)),
+        _files(a),
+        "</main></body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _warnings(a: Analysis) -> str:
+    if not a.warnings:
+        return ""
+    items = "".join(f"<li>{e(w)}</li>" for w in a.warnings)
+    return f'<div class="banner"><b>Read these before the numbers:</b><ul>{items}</ul></div>'
+
+
+def _findings(d: Diagnosis) -> str:
+    rows = [
+        [e(b.id), e(b.name), e(b.category), e(b.score), e(b.evidence), e(b.provenance)] for b in d.bottlenecks
+    ]
+    body = table(["id", "rule", "category", "score", "evidence", "threshold from"], rows, num=(3,)) if rows \
+        else '<p class="note">No rule fired.</p>'  # fmt: skip
+    gate = f"<p><b>Worth tuning:</b> {e('yes' if d.worth_tuning else 'no')}: {e(d.gate.reason)}</p>"
+    metric = f"<p><b>Metric to optimize:</b> {e(d.metric.metric)} ({e(d.metric.rationale)})</p>"
+    return f'<section id="findings"><h2>Bottlenecks</h2>{gate}{metric}{body}</section>'
+
+
+def _numbers(a: Analysis) -> str:
+    rows = [
+        ("read: calls / bytes / time", f"{a.read.count:,} / {a.read.bytes or 0:,} / {a.read.time_s:.4g} s"),
+        ("write: calls / bytes / time", f"{a.write.count:,} / {a.write.bytes or 0:,} / {a.write.time_s:.4g} s"),
+        ("metadata: calls / time", f"{a.metadata.count:,} / {a.metadata.time_s:.4g} s"),
+        ("sync: calls", f"{a.sync.count:,}"),
+        ("read / write / metadata share of I/O time",
+         f"{a.read_time_pct:.1f}% / {a.write_time_pct:.1f}% / {a.metadata_time_pct:.1f}%"),
+        ("small I/O (< 1 MiB)", f"{a.small_io_pct:.1f}% of sized operations"),
+        ("sequential / consecutive / random", f"{a.seq_pct:.1f}% / {a.consecutive_pct:.1f}% / {a.rand_pct:.1f}% "
+                                              f"of {a.classified_accesses:,} classified accesses"),
+        ("misaligned", f"{a.misaligned_pct:.1f}%"),
+        ("I/O share of process time", f"{100 * a.io_fraction_of_job:.2f}%"),
+        ("imbalance across processes (time, (max - mean) / max)", f"{a.imbalance.time_max_mean:.3f}"
+                                                                  f" (slowest {a.imbalance.slowest_process or '-'})"),
+        ("files accessed", f"{a.files_accessed:,}"),
+        ("shape", f"{a.shape.kind}: {a.shape.reason}"),
+    ]  # fmt: skip
+    layers = [
+        [e(x.cat), e(f"{x.count:,}"), e(f"{x.time_s:.4g}"), e(f"{x.share_of_job_pct:.2f}")] for x in a.layers
+    ]
+    extra = ("<h3>Layers</h3>" + table(["layer", "calls", "time (s)", "% of process time"], layers, num=(1, 2, 3))
+             if layers else "")  # fmt: skip
+    return ('<section id="numbers"><h2>Numbers</h2>' + table(["metric", "value"], [[e(k), e(v)] for k, v in rows])
+            + extra + "</section>")  # fmt: skip
+
+
+def _darshan(a: Analysis) -> str:
+    d = a.darshan
+    assert d is not None
+    out = ['<section id="darshan"><h2>Darshan log</h2>']
+    out.append(table(["", ""], [[e("executable"), e(d.executable)], [e("job id(s)"), e(", ".join(map(str, d.jobids)))],
+                                [e("logs"), e(", ".join(f"{Path(x.path).name} (format {x.log_format}, Darshan "
+                                                        f"{x.darshan_version})" for x in d.logs[:10]))],
+                                [e("hints in the header"), e(f"{d.log_write_hints or '-'} (the hints Darshan used to "
+                                                             "write its own log, not the application's)")]]))  # fmt: skip
+    out.append("<h3>Modules</h3>")
+    out.append(table(["module", "records", "role", "partial"],
+                     [[e(m), e(f"{v.records:,}"), e(v.role), e("PARTIAL: lower bounds" if v.partial else "complete")]
+                      for m, v in sorted(d.modules.items())], num=(1,)))  # fmt: skip
+    f = d.files
+    out.append("<h3>POSIX files</h3>" + table(
+        ["total", "read-only", "write-only", "read-write", "shared (all ranks)", "partially shared", "unique"],
+        [[e(f"{x:,}") for x in (f.total, f.read_only, f.write_only, f.read_write, f.shared, f.partially_shared, f.unique)]],
+        num=tuple(range(7))))  # fmt: skip
+    if d.mpiio:
+        m = d.mpiio
+        out.append("<h3>MPI-IO</h3>" + table(["", "reads", "writes"], [
+            [e("collective"), e(f"{m.coll_reads:,}"), e(f"{m.coll_writes:,}")],
+            [e("independent"), e(f"{m.indep_reads:,}"), e(f"{m.indep_writes:,}")],
+            [e("non-blocking"), e(f"{m.nb_reads:,}"), e(f"{m.nb_writes:,}")],
+            [e("split"), e(f"{m.split_reads:,}"), e(f"{m.split_writes:,}")]], num=(1, 2)))  # fmt: skip
+        out.append(f'<p class="note">Hints set by the application: {m.hints_set:,} time(s) (MPIIO_HINTS). MPI-IO time '
+                   f"{m.time_s:.4g} s over POSIX time {m.posix_time_s:.4g} s of the same files.</p>")  # fmt: skip
+    if d.lustre:
+        lu = d.lustre
+        out.append("<h3>Lustre</h3>" + table(["stripe count", "files"], [[e(k), e(f"{v:,}")] for k, v in
+                                                                         sorted(lu.stripe_counts.items(), key=lambda kv: int(kv[0]))]))  # fmt: skip
+        out.append(
+            f'<p class="note">{lu.osts_used:,} OSTs used; {lu.shared_stripe1:,} shared file(s) on one OST.</p>'
+        )
+    p = d.perf
+    if p.agg_perf_by_slowest_mib_s is not None:
+        out.append(f"<p><b>POSIX performance estimate</b> (darshan-job-summary's): {p.agg_perf_by_slowest_mib_s:,.1f} "
+                   f"MiB/s, {p.total_bytes / MIB:,.1f} MiB in {p.agg_time_by_slowest_s:,.3f} s of the slowest rank.</p>")  # fmt: skip
+    out.append("<h3>Where each number comes from</h3>")
+    out.append(table(["number", "source"], [[e(k), e(v)] for k, v in d.sources.items()]))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _files(a: Analysis) -> str:
+    rows = (a.views.get("file") or {}).get("rows", [])[:TOP_FILES]
+    cols = ["path", "processes", "read_bytes", "write_bytes", "io_time_s", "seq_pct", "stripe_count"]
+    body = table(cols, [[e(r.get(c)) for c in cols] for r in rows], num=(1, 2, 3, 4, 5, 6)) if rows \
+        else '<p class="note">No file.</p>'  # fmt: skip
+    return f'<section id="files"><h2>Files (top {TOP_FILES} by I/O time)</h2>{body}</section>'
+
+
+def _plots(plots: list[Plot]) -> str:
+    out = ['<section id="plots"><h2>Plots</h2>']
+    for p in plots:
+        out.append(f"<figure><h3>{e(p.title)}</h3>")
+        if p.svg:
+            data = base64.b64encode(p.svg.encode("utf-8")).decode("ascii")
+            out.append(f'<img alt="{e(p.title)}" src="data:image/svg+xml;base64,{data}">')
+        else:
+            out.append(f'<p class="note">Not drawn: {e(p.note)}</p>')
+        out.append(f"<figcaption>{e(p.caption)}</figcaption></figure>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def build_input_plots(a: Analysis) -> list[Plot]:
+    return [xfer_histogram_plot(a), family_split_plot([("this input", a)]), timeline(a), heatmap(a)]
+
+
+def timeline(a: Analysis) -> Plot:
+    title = "I/O over time"
+    view = a.views.get("time") or {}
+    source = view.get("source", "trace")
+    caption = f"Bytes read and written per second in each time window (source: {source})."
+    rows = view.get("rows") or []
+    if not rows:
+        return Plot("timeline", title, caption, note=view.get("note") or "no timed operation in the input")
+    fig = _figure(7.5, 3.2)
+    ax = fig.subplots()
+    width = float(view.get("window_s") or 1.0)
+    starts = [float(r["start_s"]) for r in rows]
+    for key, color in (("read_bytes", "#2b6cb0"), ("write_bytes", "#c05621")):
+        ax.step(starts, [(r.get(key) or 0) / MIB / width for r in rows], where="post", label=key.split("_")[0],
+                color=color)  # fmt: skip
+    ax.set_xlabel("seconds since the job started")
+    ax.set_ylabel("MiB/s")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return Plot("timeline", title, caption, svg=_svg(fig, "timeline"))
+
+
+def heatmap(a: Analysis) -> Plot:
+    """Ranks x time windows, colour = bytes moved (DXT per operation, or Darshan's runtime heatmap)."""
+    title = "Heatmap: bytes per rank and time window"
+    hm: dict[str, Any] = (a.views.get("time") or {}).get("heatmap") or {}
+    caption = (f"Read + write bytes of each rank in each time window (source: {hm.get('source', '-')}); the "
+               f"{HEATMAP_RANKS} busiest ranks at most.")  # fmt: skip
+    if not hm or not hm.get("ranks"):
+        return Plot("heatmap", title, caption, note="no DXT trace and no HEATMAP module in the input")
+    import numpy as np
+
+    grid = np.asarray(hm["read_bytes"], dtype=float) + np.asarray(hm["write_bytes"], dtype=float)
+    ranks = np.asarray(hm["ranks"])
+    keep = np.argsort(-grid.sum(axis=1), kind="stable")[:HEATMAP_RANKS]
+    keep.sort()
+    grid, ranks = grid[keep], ranks[keep]
+    fig = _figure(7.5, min(1.5 + 0.05 * len(ranks), 8.0))
+    ax = fig.subplots()
+    width = float(hm.get("window_s") or 1.0)
+    im = ax.imshow(grid / MIB, aspect="auto", interpolation="nearest", cmap="viridis", origin="lower",
+                   extent=(0, width * grid.shape[1], -0.5, len(ranks) - 0.5))  # fmt: skip
+    ax.set_xlabel("seconds since the job started")
+    ax.set_ylabel(plain(f"rank ({len(ranks)} shown)"))
+    if len(ranks) <= 16:
+        ax.set_yticks(range(len(ranks)), [str(r) for r in ranks])
+    fig.colorbar(im, ax=ax, label="MiB")
+    return Plot("heatmap", title, caption, svg=_svg(fig, "heatmap"))

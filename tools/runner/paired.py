@@ -1,0 +1,114 @@
+"""Two arms measured interleaved in the same sitting (A B A B ...), stopping once the data decide.
+
+A comparison of an experiment with an incumbent measured hours earlier mixes the change with
+whatever drifted since (other jobs, the page cache, thermal state, a file system's load). Run
+alternately, both arms see the same conditions, and a drift shows up in both. Each arm keeps
+its own workdir (prepared once: setup and warm-up run before its first replicate only), its
+own trace folders and its own ``BenchResult``, exactly as ``bench`` would write them.
+
+After every pair from ``MIN_REPLICATES`` on, :func:`~dftune.tools.runner.stats.early_stop`
+may end the sitting: the verdict is already clear, or the effect cannot reach the minimum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dftune.tools.runner.bench import MAX_CONSECUTIVE_FAILURES, BenchResult, Replicate, bench, summary_stats
+from dftune.tools.runner.spec import WorkloadSpec
+from dftune.tools.runner.stats import MIN_REPLICATES, compare, early_stop
+
+
+@dataclass(frozen=True)
+class ArmPlan:
+    """One condition of the sitting."""
+
+    spec: WorkloadSpec
+    workdir: Path
+    overrides: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    traced: bool = False
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    reference: BenchResult
+    candidate: BenchResult
+    pairs: int
+    #: why the sitting ended before ``max_pairs`` (None: it ran them all)
+    stopped_early: str | None
+
+
+def _merged(first: BenchResult, reps: list[Replicate], notes: list[str], stopped: str | None) -> BenchResult:
+    values = [r.metric for r in reps if r.status == "ok" and r.metric is not None]
+    median, p95, ci95 = summary_stats(values)
+    return first.model_copy(update={"replicates": reps, "ok": len(values), "median": median, "p95": p95,
+                                    "ci95": ci95, "notes": notes, "stopped_reason": stopped})  # fmt: skip
+
+
+def paired_bench(
+    reference: ArmPlan,
+    candidate: ArmPlan,
+    *,
+    max_pairs: int,
+    lower_is_better: bool,
+    extra_pairs: int = 0,
+    extend_at_pct: float = 5.0,
+) -> PairedResult:
+    """Alternate one replicate of ``reference`` and one of ``candidate`` until the data decide or
+    ``max_pairs`` pairs ran. A comparison still inconclusive then, with an effect of at least the
+    ``extend_at_pct`` (a large effect the noise hid) gets up to ``extra_pairs`` more, once. A
+    :class:`~dftune.tools.runner.bench.BenchError` (setup, tracer) propagates as from ``bench``."""
+    arms = (reference, candidate)
+    firsts: list[BenchResult | None] = [None, None]
+    reps: list[list[Replicate]] = [[], []]
+    notes: list[list[str]] = [[], []]
+    failures = [0, 0]
+    stopped: list[str | None] = [None, None]
+    early: str | None = None
+    limit, k = max_pairs, 0
+    while k < limit:
+        for side, arm in enumerate(arms):
+            one = bench(arm.spec, overrides=arm.overrides, replicates=1, trace=arm.traced, workdir=arm.workdir,
+                        env=arm.env, first_index=k, prepare=k == 0)  # fmt: skip
+            if firsts[side] is None:
+                firsts[side] = one
+                notes[side] = [*one.notes, "interleaved with the other arm of the comparison (A B A B ...)"]
+            rep = one.replicates[0]
+            reps[side].append(rep)
+            failures[side] = failures[side] + 1 if rep.status != "ok" else 0
+            if failures[side] >= MAX_CONSECUTIVE_FAILURES and stopped[side] is None:
+                stopped[side] = (f"stopped after {failures[side]} failed replicates in a row; last: {rep.status} "
+                                 f"({rep.reason})")  # fmt: skip
+        k += 1
+        if any(stopped):
+            break
+        ok = [[r.metric for r in side if r.status == "ok" and r.metric is not None] for side in reps]
+        if k < limit:
+            early = early_stop(ok[0], ok[1], lower_is_better=lower_is_better)
+            if early:
+                break
+        elif (
+            limit == max_pairs
+            and extra_pairs
+            and _large_but_unclear(ok[0], ok[1], lower_is_better, extend_at_pct)
+        ):
+            limit += extra_pairs
+            for side in (0, 1):
+                notes[side].append(f"inconclusive after {k} pair(s) with an effect of at least {extend_at_pct:g}%: "
+                                   f"{extra_pairs} more pair(s)")  # fmt: skip
+    done = []
+    for side in (0, 1):
+        first = firsts[side]
+        assert first is not None
+        extra = [f"stopped early after {k} of {limit} pair(s): {early}"] if early else []
+        done.append(_merged(first, reps[side], [*notes[side], *extra], stopped[side]))
+    return PairedResult(reference=done[0], candidate=done[1], pairs=k, stopped_early=early)
+
+
+def _large_but_unclear(ref: list[float], cand: list[float], lower_is_better: bool, at_pct: float) -> bool:
+    if min(len(ref), len(cand)) < MIN_REPLICATES:
+        return False
+    cmp = compare(ref, cand, lower_is_better=lower_is_better)
+    return cmp.verdict == "no_change" and abs(cmp.change_pct) >= at_pct
