@@ -110,13 +110,23 @@ def analyze(
         int | None, typer.Option("--workers", min=1, help="Local worker processes (default: cores).")
     ] = None,
     windows: Annotated[
-        int, typer.Option("--windows", min=1, max=10000, help="Windows in the time view.")
+        int, typer.Option("--windows", min=1, max=10000, help="Windows in the time view (at most).")
     ] = 20,
+    split_runs: Annotated[
+        bool, typer.Option("--split-runs", help="Traces of several runs: analyze each run on its own.")
+    ] = False,
+    app_only: Annotated[
+        bool, typer.Option("--app-only", help="Leave files holding only helper processes out of every total.")
+    ] = False,
 ) -> None:
     """Read dftracer traces or Darshan logs exactly and summarize their I/O (counts, bytes, time, pattern)."""
-    from dftune.tools.trace import analyze as run_analysis
+    from functools import partial
+
+    from dftune.tools.trace import analyze, analyze_runs
     from dftune.tools.trace.render import AnalysisRenderer
     from dftune.tools.trace.views import VIEWS
+
+    run_analysis: Any = partial(analyze_runs if split_runs else analyze, exclude_helpers=app_only)
 
     views = view or ["summary"]
     for v in views:
@@ -138,10 +148,26 @@ def analyze(
         else:
             result = run_analysis(paths, skip_bad=skip_bad, views=views, scheduler=scheduler,
                                   workers=workers, time_windows=windows)  # fmt: skip
+    if split_runs:
+        if as_json:
+            emit_json({"schema": "dftune.analysis.runs/1", "runs": [a.to_json_dict() for a in result]})
+            return
+        out = Console()
+        for a in result:
+            out.rule(_run_title(a.run))
+            AnalysisRenderer(out).render(a, views)
+        return
     if as_json:
         emit_json(result.to_json_dict())
         return
     AnalysisRenderer(Console()).render(result, views)
+
+
+def _run_title(run: Any) -> str:
+    if run is None:
+        return "run"
+    apart = f": {run.apart}" if run.apart else ""
+    return f"run {run.index} of {run.runs} ({', '.join(run.hosts) or 'unknown host'}, {run.span_s:,.3f} s{apart})"
 
 
 @app.command()
@@ -158,11 +184,26 @@ def diagnose(
         bool, typer.Option("--skip-bad", help="Skip bad lines/files and report them.")
     ] = False,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Dask scheduler address.")] = None,
+    split_runs: Annotated[
+        bool, typer.Option("--split-runs", help="Traces of several runs: diagnose each run on its own.")
+    ] = False,
 ) -> None:
     """Name the I/O bottlenecks (rules as data), pick the metric, gate whether tuning pays off."""
     from dftune.tools.diagnose.engine import diagnose as run_diagnosis
+    from dftune.tools.diagnose.engine import diagnose_runs
     from dftune.tools.diagnose.render import DiagnosisRenderer
 
+    if split_runs:
+        with user_errors():
+            results = diagnose_runs(paths, data_dirs=data_dir or [], skip_bad=skip_bad, scheduler=scheduler)
+        if as_json:
+            emit_json({"schema": "dftune.diagnosis.runs/1", "runs": [d.to_json_dict() for d in results]})
+            return
+        out = Console()
+        for d in results:
+            out.rule(_run_title(d.run))
+            DiagnosisRenderer(out).render(d)
+        return
     with user_errors():
         result = run_diagnosis(paths, data_dirs=data_dir or [], skip_bad=skip_bad, scheduler=scheduler)
     if as_json:

@@ -55,7 +55,9 @@ def spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _pattern_decision(state: object) -> str:
-    ds = [g.decision for g in state.guard_decisions if g.iteration == 1 and g.decision.guard == "access_pattern"]  # type: ignore[attr-defined]
+    ds = [
+        g.decision for g in state.guard_decisions if g.iteration == 1 and g.decision.guard == "access_pattern"
+    ]  # type: ignore[attr-defined]
     assert ds, "no access-pattern decision for the experiment"
     return ds[-1].verdict or ("passed" if ds[-1].passed else "rejected")
 
@@ -78,7 +80,9 @@ def test_interactive_runs_ask_and_keep_only_what_a_person_confirms(spec: Path, c
     result = approve_run(run_id, workspace=ws)  # apply BUF=262144
     assert result["status"] == "awaiting_approval"
     assert result["pending"]["kind"] == "confirm_pattern" and "inconclusive" in result["pending"]["question"]
-    result = approve_run(run_id, reject=not confirm, reason="the program buffers, I read its code", workspace=ws)
+    result = approve_run(
+        run_id, reject=not confirm, reason="the program buffers, I read its code", workspace=ws
+    )
     state = load_state(run_id, ws)
     (exp,) = state.experiments
     if confirm:

@@ -326,4 +326,8 @@ def test_timeline_keeps_the_largest_traces_when_there_are_many(
     monkeypatch.setattr(plots, "MAX_PROCESSES", 1)
     series, note = plots.process_series([str(p) for p in sorted(tmp_path.glob("*.pfw.gz"))])
     assert [s.label for s in series] == ["pid 8@node1"] and "largest of 2" in note
-    assert len(series[0].starts) == plots.TIME_WINDOWS and max(series[0].mib_s) > 0
+    # at most TIME_WINDOWS windows on the power-of-two grid, at least about half as many
+    assert (
+        plots.TIME_WINDOWS // 2 - 1 <= len(series[0].starts) <= plots.TIME_WINDOWS
+        and max(series[0].mib_s) > 0
+    )

@@ -36,6 +36,9 @@ class DiagnosisRenderer:
         mounts = "".join(f"  ({f.path} on {f.mount_point})" for f in d.data_dirs)
         head.add_row("filesystem", Text(d.fs_type + mounts))
         head.add_row("layers worth trying", ", ".join(d.gate.allowed_layers))
+        if d.run is not None and d.run.runs > 1:
+            head.add_row("run", Text(f"{d.run.index} of {d.run.runs}: {len(d.run.hosts)} host(s), {d.run.span_s:,.3f} s"
+                                     + (f" ({d.run.apart})" if d.run.apart else "")))  # fmt: skip
         parts: list[object] = [Panel(head, title="dftune diagnose", expand=False)]
         table = Table(title="Bottlenecks (most severe first)", title_justify="left")
         for col in ("score", "id", "category", "evidence", "candidates"):

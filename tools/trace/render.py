@@ -77,7 +77,13 @@ class AnalysisRenderer:
         head.add_row("events", f"{a.events:,} complete, {a.metadata_lines:,} metadata, "
                      f"{a.aggregated_events:,} aggregated, {a.counter_events:,} counter")  # fmt: skip
         head.add_row("skipped lines", f"{a.skipped_lines:,}")
-        head.add_row("processes / hosts", f"{a.processes:,} / {len(a.hosts):,}")
+        helpers = len(a.helper_processes)
+        head.add_row("processes / hosts", f"{a.processes:,} / {len(a.hosts):,}" + (
+            f"  ({a.app_processes:,} do the application's I/O, {helpers:,} helpers)" if helpers else ""))  # fmt: skip
+        if a.run is not None and a.run.runs > 1:
+            head.add_row(
+                "run", f"{a.run.index} of {a.run.runs}" + (f" ({a.run.apart})" if a.run.apart else "")
+            )
         head.add_row("job time", f"{a.job_time_s:,.3f} s")
         head.add_row("files accessed", f"{a.files_accessed:,}")
 
@@ -101,7 +107,7 @@ class AnalysisRenderer:
             "I/O call time (s)",
             "I/O wall (s)",
             "unoverlapped I/O (s)",
-            "I/O share of job",
+            "I/O share of app time",
             "imbalance (time)",
         ):
             ovl.add_column(col, justify="right")
@@ -129,6 +135,14 @@ class AnalysisRenderer:
                 lay.add_row(layer.cat, _num(layer.count), _num(layer.time_s, 3), _num(layer.mean_ms, 3),
                             _num(layer.share_of_job_pct, 1))  # fmt: skip
             parts.append(lay)
+        if a.helper_processes:
+            helpers_t = Table(title="Helper processes (none of the application's I/O)", title_justify="left")
+            for col in ("process", "command", "events", "lifetime (s)", "why"):
+                helpers_t.add_column(col, overflow="fold")
+            for h in a.helper_processes[:10]:
+                helpers_t.add_row(f"{h.host}:{h.pid}", shorten((h.cmd or "?").replace(";", " "), 40), _num(h.events),
+                                  _num(h.lifetime_s, 3), h.why)  # fmt: skip
+            parts.append(helpers_t)
         parts.append(Text(f"shape: {a.shape.kind} - {a.shape.reason}", style="dim"))
         for w in a.warnings:
             parts.append(Text(f"warning: {w}", style="yellow"))
