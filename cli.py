@@ -12,6 +12,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 app = typer.Typer(
     name="dftune",
@@ -82,7 +83,7 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except DftuneError as exc:
-        fail(one_line(exc))
+        fail(one_line(exc), getattr(exc, "exit_code", EXIT_BAD_INPUT))
     except OSError as exc:
         fail(f"{getattr(exc, 'filename', '') or 'input'}: {exc.strerror or exc}")
 
@@ -111,13 +112,23 @@ def analyze(
         int | None, typer.Option("--workers", min=1, help="Local worker processes (default: cores).")
     ] = None,
     windows: Annotated[
-        int, typer.Option("--windows", min=1, max=10000, help="Windows in the time view.")
+        int, typer.Option("--windows", min=1, max=10000, help="Windows in the time view (at most).")
     ] = 20,
+    split_runs: Annotated[
+        bool, typer.Option("--split-runs", help="Traces of several runs: analyze each run on its own.")
+    ] = False,
+    app_only: Annotated[
+        bool, typer.Option("--app-only", help="Leave files holding only helper processes out of every total.")
+    ] = False,
 ) -> None:
     """Read dftracer traces or Darshan logs exactly and summarize their I/O (counts, bytes, time, pattern)."""
-    from dftune.tools.trace import analyze as run_analysis
+    from functools import partial
+
+    from dftune.tools.trace import analyze, analyze_runs
     from dftune.tools.trace.render import AnalysisRenderer
     from dftune.tools.trace.views import VIEWS
+
+    run_analysis: Any = partial(analyze_runs if split_runs else analyze, exclude_helpers=app_only)
 
     views = view or ["summary"]
     for v in views:
@@ -139,10 +150,26 @@ def analyze(
         else:
             result = run_analysis(paths, skip_bad=skip_bad, views=views, scheduler=scheduler,
                                   workers=workers, time_windows=windows)  # fmt: skip
+    if split_runs:
+        if as_json:
+            emit_json({"schema": "dftune.analysis.runs/1", "runs": [a.to_json_dict() for a in result]})
+            return
+        out = Console()
+        for a in result:
+            out.rule(_run_title(a.run))
+            AnalysisRenderer(out).render(a, views)
+        return
     if as_json:
         emit_json(result.to_json_dict())
         return
     AnalysisRenderer(Console()).render(result, views)
+
+
+def _run_title(run: Any) -> str:
+    if run is None:
+        return "run"
+    apart = f": {run.apart}" if run.apart else ""
+    return f"run {run.index} of {run.runs} ({', '.join(run.hosts) or 'unknown host'}, {run.span_s:,.3f} s{apart})"
 
 
 @app.command()
@@ -159,11 +186,26 @@ def diagnose(
         bool, typer.Option("--skip-bad", help="Skip bad lines/files and report them.")
     ] = False,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Dask scheduler address.")] = None,
+    split_runs: Annotated[
+        bool, typer.Option("--split-runs", help="Traces of several runs: diagnose each run on its own.")
+    ] = False,
 ) -> None:
     """Name the I/O bottlenecks (rules as data), pick the metric, gate whether tuning pays off."""
     from dftune.tools.diagnose.engine import diagnose as run_diagnosis
+    from dftune.tools.diagnose.engine import diagnose_runs
     from dftune.tools.diagnose.render import DiagnosisRenderer
 
+    if split_runs:
+        with user_errors():
+            results = diagnose_runs(paths, data_dirs=data_dir or [], skip_bad=skip_bad, scheduler=scheduler)
+        if as_json:
+            emit_json({"schema": "dftune.diagnosis.runs/1", "runs": [d.to_json_dict() for d in results]})
+            return
+        out = Console()
+        for d in results:
+            out.rule(_run_title(d.run))
+            DiagnosisRenderer(out).render(d)
+        return
     with user_errors():
         result = run_diagnosis(paths, data_dirs=data_dir or [], skip_bad=skip_bad, scheduler=scheduler)
     if as_json:
@@ -204,10 +246,16 @@ def bench(
         err.print(text(f"replicate {done}/{total}: {rep.status} {rep.wall_s:.3f} s{metric}{why}",
                        "" if rep.status == "ok" else "yellow"))  # fmt: skip
 
+    from dftune.core.supervise import DriverInterrupted, supervised
+
     with user_errors():
         spec = load_spec(workload)
-        result = run_bench(spec, overrides=overrides, replicates=replicates, trace=trace,
-                           progress=None if as_json else show)  # fmt: skip
+        try:
+            with supervised("bench"):  # SIGTERM/SIGINT kill the workload's group, then we stop
+                result = run_bench(spec, overrides=overrides, replicates=replicates, trace=trace,
+                                   progress=None if as_json else show)  # fmt: skip
+        except DriverInterrupted as exc:
+            fail(f"bench {spec.name} {exc}: its workload was killed", 128 + exc.signum)
     if as_json:
         emit_json(result.to_json_dict())
     else:
@@ -326,6 +374,33 @@ def run(
             "without a gain (against the same incumbent).",
         ),
     ] = False,
+    llm_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--llm-timeout",
+            envvar="DFTUNE_LLM_TIMEOUT_S",
+            show_default="30",
+            help="Seconds one request to the chat model may take.",
+        ),
+    ] = None,
+    llm_retries: Annotated[
+        int | None,
+        typer.Option(
+            "--llm-retries",
+            envvar="DFTUNE_LLM_RETRIES",
+            show_default="2",
+            help="Retries of a failed request (429, 5xx, timeouts), with backoff and retry-after.",
+        ),
+    ] = None,
+    llm_deadline: Annotated[
+        float | None,
+        typer.Option(
+            "--llm-deadline",
+            envvar="DFTUNE_LLM_DEADLINE_S",
+            show_default="60",
+            help="Seconds one judgment may take in all (retries, re-asks); then the rules decide.",
+        ),
+    ] = None,
     time_budget: BudgetOpt = None,
     deadline: DeadlineOpt = None,
     as_json: Annotated[
@@ -335,10 +410,12 @@ def run(
     """Tune workloads: baseline, diagnosis, cited proposals, one guarded experiment at a time, report.
 
     One spec is one run; several specs (or a campaign TOML) are one campaign under one deadline."""
+    from dftune.agents.reasoner import llm_settings
     from dftune.graphs.campaign import CampaignFile, is_campaign_file, load_campaign_file, start_campaign
     from dftune.tools.runner.deadline import resolve
 
     with user_errors():
+        llm = llm_settings(timeout_s=llm_timeout, retries=llm_retries, deadline_s=llm_deadline)
         file: CampaignFile | None = None
         specs = list(workloads)
         if len(specs) == 1 and is_campaign_file(specs[0]):
@@ -357,6 +434,7 @@ def run(
             else (file.token_budget if file else 200_000),
             "allow_install": allow_install,
             "retry_known": retry_known,
+            "llm": llm,
         }
         if file is None and len(specs) == 1:
             result = _single_run(specs[0], settings, run_id, until, as_json)
@@ -697,6 +775,29 @@ def kb_render(
         from dftune.core.terminal import text
 
         Console().print(text(f"knowledge base written to {written}"), soft_wrap=True)
+
+
+@kb_app.command("restore")
+def kb_restore(
+    source: Annotated[
+        Path | None, typer.Option("--from", help="A KB file to restore (default: the newest good backup).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """Put a good copy of the knowledge base back (the current file is moved aside, never deleted)."""
+    from dftune.tools.kb.backup import restore_kb
+
+    with user_errors():
+        doc = restore_kb(source)
+    if as_json:
+        emit_json(doc)
+        return
+    out = Console(highlight=False)
+    out.print(
+        Text(f"knowledge base {doc['kb']} restored from {doc['restored_from']} ({doc['records']} records)")
+    )
+    for aside in doc["moved_aside"]:
+        out.print(Text(f"the previous file was kept as {aside}"))
 
 
 papers_app = typer.Typer(help="The local paper corpus: ingest PDFs, search papers (offline first).",

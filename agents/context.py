@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dftune.agents.budget import Budget
-from dftune.agents.reasoner import Reasoner, RulesReasoner
+from dftune.agents.reasoner import Reasoner, RulesOnly
 from dftune.tools.catalog import Catalog, default_catalog
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.session.workspace import Workspace
@@ -40,7 +40,7 @@ EvidenceFn = Callable[[str, str], dict[str, Any] | None]
 class Context:
     #: the run's workload spec, loaded once from the run's archived copy (see graphs.runs)
     spec: WorkloadSpec | None = None
-    reasoner: Reasoner = field(default_factory=RulesReasoner)
+    reasoner: Reasoner = field(default_factory=RulesOnly)
     catalog: Catalog = field(default_factory=default_catalog)
     workspace: Workspace = field(default_factory=Workspace)
     #: the KB file (None: ``$DFTUNE_HOME/kb/opt_kb.sqlite``)

@@ -9,7 +9,6 @@ UNSUPPORTED and is never applied (the citation guard enforces it).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -19,6 +18,7 @@ from dftune.agents.optimizer.prior import kb_prior
 from dftune.agents.state import Proposal, TuningState, log
 from dftune.core.citation import CitedClaim
 from dftune.tools.catalog import Catalog
+from dftune.tools.guards import names_technique
 
 #: The seed: "If no paper is found after 10 search attempts, mark the proposal as UNSUPPORTED".
 MAX_ATTEMPTS = 10
@@ -69,16 +69,20 @@ def paper_citation(paper: Any) -> dict[str, Any] | None:
     return {
         "citation": cite.model_dump(), "claim": paper.passage[:600],
         "evidence": f"{where} ({paper.trust} source {paper.source})", "source": f"search:{paper.source}",
-        "passage": paper.passage[:1200], "page": paper.page,
+        "passage": paper.passage[:1200], "page": paper.page, "verified_by": paper.verified_by or "",
     }  # fmt: skip
 
 
 def mentions_technique(strategy_id: str, text: str) -> bool:
-    """A passage supports a strategy only if it names the technique: the strategy id's first word
-    (``mmap`` for l1.mmap_random, ``odirect`` for l1.odirect), punctuation ignored. A paper about
-    the bottleneck in general is not evidence for one particular fix."""
-    key = strategy_id.split(".", 1)[-1].split("_", 1)[0].lower()
-    return key in re.sub(r"[^a-z0-9]+", "", text.lower())
+    """The citation guard's rule (:func:`tools.guards.names_technique`): the passage names the technique."""
+    return names_technique(strategy_id, text)
+
+
+def acceptable_hit(strategy_id: str, paper: Any) -> bool:
+    """A hit that may cite a strategy: a verified record (the catalog, or metadata fetched for its
+    DOI/arXiv id; never a sidecar or PDF metadata alone) whose own passage (not its title, which
+    the sidecar may set) names the technique."""
+    return bool(paper.verified_by) and mentions_technique(strategy_id, paper.passage or "")
 
 
 def make_evidence() -> EvidenceFn:
@@ -104,7 +108,7 @@ def make_search(online: bool | None = None) -> SearchFn:
     def run(strategy_id: str, strategy_name: str, bottleneck: str) -> tuple[dict[str, Any] | None, int]:
         support = search.find_support(
             bottleneck, strategy_id=strategy_id, strategy_name=strategy_name,
-            accept=lambda p: mentions_technique(strategy_id, f"{p.title} {p.passage}"),
+            accept=lambda p: acceptable_hit(strategy_id, p),
         )  # fmt: skip
         attempts = len(support.attempts)
         refs = (paper_citation(p) for p in support.papers) if support.status == "supported" else iter(())

@@ -103,7 +103,8 @@ def _summarize(
         else next((r for r in result.replicates if r.status == "ok" and r.trace_dir), None)
     )
     if traced and first_ok is not None and first_ok.trace_dir:
-        analysis = analyze([first_ok.trace_dir], views=list(views), profile=True)
+        # the application's I/O: helper processes (a pyenv shim's bash, a launch script) left out
+        analysis = analyze([first_ok.trace_dir], views=list(views), profile=True, exclude_helpers=True)
         analysis_path = workdir / ANALYSIS_FILE
         analysis_path.write_text(json.dumps(analysis.to_json_dict()), encoding="utf-8")
     work, work_notes = replicate_work(result)

@@ -143,6 +143,8 @@ class Proposal(_Model):
     order: int = 0
     #: an earlier proposal this one measures again against a new incumbent (interacting changes)
     retry_of: str | None = None
+    #: who gave the estimate: ``rules`` (the trace models and the KB) or the chat model's name
+    impact_estimated_by: str = "rules"
     citation: CitedClaim | None = None
     status: ProposalStatus = "proposed"
     reason: str = ""
@@ -244,10 +246,56 @@ class Approval(_Model):
     reason: str
 
 
+class LLMSettings(_Model):
+    """How a run talks to its chat model; kept in the state so resume and approve use the same.
+
+    A request waits at most ``timeout_s``; a failed request is retried ``retries`` times with
+    exponential backoff from ``backoff_s`` (or the server's retry-after); one judgment never
+    takes longer than ``deadline_s`` in all (then the rules decide)."""
+
+    timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    retries: int = Field(default=2, ge=0, le=10)
+    deadline_s: float = Field(default=60.0, gt=0, le=7200)
+    backoff_s: float = Field(default=1.0, ge=0, le=60)
+    #: the answer's size cap (the API's max_tokens); the budget check reserves this much per call
+    max_output_tokens: int = Field(default=2048, ge=64, le=64_000)
+
+
+class Decision(_Model):
+    """Who made one judgment and what it cost: the run's record of the model and its fallbacks."""
+
+    #: the typed question (estimate_impacts, choose_next, summarize, ...)
+    question: str
+    #: the run's reasoner: ``rules`` or ``PROVIDER:MODEL``
+    reasoner: str
+    decided_by: Literal["model", "rules"]
+    #: tokens the model calls of this judgment spent (estimated from the text when the server sent no usage)
+    tokens: int = 0
+    tokens_estimated: bool = False
+    #: requests sent to the model (re-asks and retries included)
+    calls: int = 0
+    latency_s: float = 0.0
+    #: why the rules decided although a model was configured (empty otherwise)
+    fallback: str = ""
+    #: what happened on the way: invalid answers, retries, summary sentences dropped
+    notes: list[str] = Field(default_factory=list)
+    #: a short form of the answer (the chosen id, how many estimates, the summary's length)
+    answer: str = ""
+    time: str = ""
+
+    @property
+    def by(self) -> str:
+        """Who decided, for event lines: the model's name, or ``rules`` (with the fallback)."""
+        if self.decided_by == "model":
+            return self.reasoner
+        return "rules" if self.reasoner == "rules" else f"rules (fallback from {self.reasoner})"
+
+
 #: Exactly the classes the checkpointer's serializer may load back.
 STATE_MODELS: tuple[type[BaseModel], ...] = (
     LogEntry, Pitfall, TracerFacts, PriorResult, KbPrior, Citation, CitedClaim, Change, Proposal, Measurement,
-    Experiment, GuardRecord, ChecklistVerdict, Coverage, Approval, GuardDecision, Comparison, ArmStats,
+    Experiment, GuardRecord, ChecklistVerdict, Coverage, Approval, LLMSettings, Decision, GuardDecision,
+    Comparison, ArmStats,
     Diagnosis, Bottleneck, Finding, CandidateStrategy, MetricChoice, Gate, FsSummary, ChecklistEntry,
 )  # fmt: skip
 #: Bumped when the state's shape changes; a run saved under another version is refused with a
@@ -309,6 +357,8 @@ class TuningState:
     model: str = "rules"
     #: tokens the chat model may spend in this run before the rules decide (the cost budget)
     token_budget: int = 200_000
+    #: timeouts, retries and the per-decision deadline of the chat model (unused with ``rules``)
+    llm: LLMSettings = field(default_factory=LLMSettings)
     allow_install: bool = False
     system: str = ""
     workload: str = ""
@@ -342,6 +392,8 @@ class TuningState:
     #: the proposal the optimizer chose and that the approval/apply/verify nodes work on
     current: str | None = None
     approvals: Annotated[list[Approval], append] = field(default_factory=list)
+    #: every judgment the reasoner made, who made it and what it cost (the token budget is their sum)
+    decisions: Annotated[list[Decision], append] = field(default_factory=list)
 
     # ----- verifier + guards + KB
     incumbent: Measurement | None = None
@@ -352,6 +404,11 @@ class TuningState:
     # ----- outputs
     report_path: str | None = None
     kb_skill_path: str | None = None
+
+    @property
+    def tokens_spent(self) -> int:
+        """Tokens the model spent in this run so far: kept in the checkpoints, so resume and approve keep it."""
+        return sum(d.tokens for d in self.decisions)
 
     def proposal(self, proposal_id: str) -> Proposal:
         for p in self.proposals:

@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 from dftune.agents.budget import OutOfTime
 from dftune.agents.context import Context
 from dftune.agents.measure import joined_baseline, measure_paired
+from dftune.agents.optimizer.trust import TamperedProposal, trusted_arm, trusted_proposal
 from dftune.agents.state import TuningState, log
 from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT, decide
 from dftune.tools.runner.bench import BenchError
@@ -30,8 +31,12 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     if exp.verdict == "failed":
         return {}
     spec = ctx.workload_spec
-    p = state.proposal(exp.proposal_id)
-    ref = exp.reference
+    try:  # what runs is what the catalog and the archived spec derive, never the checkpoint alone
+        p = trusted_proposal(state.proposal(exp.proposal_id), state, ctx)
+        ref = trusted_arm(exp.reference, state, ctx, before=exp.iteration)
+    except TamperedProposal as exc:
+        return {"experiments": [exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
+                "events": [log("verifier", f"opt{exp.iteration}: {exc}")]}  # fmt: skip
     overrides = {**{k: str(v) for k, v in ref.settings.items()}, **p.change.settings}
     env = {**ref.env, **p.change.env}
     it_source = ctx.workspace.iteration_dir(state.run_id, exp.iteration) / "source"

@@ -112,6 +112,10 @@ class CitedClaim(BaseModel):
     page: int | None = None
     #: no passage of the source is stored: the evidence is the curated catalog claim
     catalog_backed: bool = False
+    #: who established the bibliographic record of a found citation: the catalog, or the metadata
+    #: service it was fetched from (crossref, arxiv, ...); empty: only the paper's own sidecar/PDF
+    #: metadata says so, and the citation guard refuses it
+    verified_by: str = ""
 
     @property
     def id(self) -> str:

@@ -7,6 +7,10 @@ one type and print :func:`one_line` of it, so a message reads the same everywher
 
 from __future__ import annotations
 
+import errno
+import sqlite3
+from pathlib import Path
+
 
 class DftuneError(Exception):
     """A user-fixable problem; ``str(exc)`` is the whole message (it names the file or option)."""
@@ -16,3 +20,32 @@ def one_line(exc: BaseException, limit: int = 1000) -> str:
     """The message on one line: newlines folded, length capped (a terminal or a JSON-RPC error)."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class StorageError(DftuneError):
+    """A file or database dftune keeps could not be written (full disk, read-only folder, I/O
+    error). Nothing half-done is kept: free space or make the folder writable, then resume."""
+
+
+#: errno values that mean "the storage refused", not "the input is wrong".
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO, errno.EACCES, errno.EPERM})
+_SQLITE_STORAGE = ("disk is full", "readonly database", "disk i/o error", "unable to open database",
+                   "attempt to write a readonly")  # fmt: skip
+
+
+def is_storage_error(exc: BaseException) -> bool:
+    """A full disk, a read-only or unwritable folder, or an I/O error (as OSError or from SQLite)."""
+    if isinstance(exc, StorageError):
+        return True
+    if isinstance(exc, OSError):
+        return exc.errno in STORAGE_ERRNOS
+    if isinstance(exc, sqlite3.OperationalError):
+        return any(m in str(exc).lower() for m in _SQLITE_STORAGE)
+    return False
+
+
+def storage_error(exc: BaseException, path: str | Path | None = None) -> StorageError:
+    """One line naming the path and what the storage said (``[Errno 28] No space left ...``)."""
+    where = str(path or getattr(exc, "filename", None) or "?")
+    what = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
+    return StorageError(f"cannot write {where}: {what}")

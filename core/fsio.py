@@ -17,6 +17,24 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
+from dftune.core.errors import DftuneError
+
+
+class PathOutside(DftuneError):
+    """A path given from outside (an MCP client, a run's contents) resolves out of where it may write."""
+
+
+def confined(path: Path, root: Path, what: str = "DFTUNE_HOME") -> Path:
+    """``path`` with every symlink and ``..`` resolved, when that lies inside ``root`` (itself
+    resolved); else :class:`PathOutside`. Check before creating anything on the way."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, real_root]) != real_root:
+        raise PathOutside(
+            f"{path} resolves to {real}, outside {what} ({real_root}): refused, nothing written"
+        )
+    return Path(real)
+
 
 def fsync_dir(path: Path, *, strict: bool = False) -> None:
     """Make a rename or unlink in ``path`` durable; ``strict``: a failure raises (else ignored)."""
@@ -45,7 +63,10 @@ def atomic_file(
     is atomic and fails when the name exists). On an exception the temporary file is removed
     and ``path`` is untouched."""
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:  # name the file the caller writes, not our temporary name
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
@@ -57,9 +78,11 @@ def atomic_file(
             os.unlink(tmp)
         else:
             os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # a flush on a full disk names no file
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
     fsync_dir(path.parent, strict=strict)
 

@@ -1,7 +1,9 @@
 """The one way dftune runs a program: argv only, its own process group, a hard timeout.
 
 The program gets its own session (process group), so a timeout kills everything it
-started, not just the direct child. Two shapes over the same mechanism:
+started, not just the direct child; :mod:`core.supervise` makes it die with dftune (PDEATHSIG),
+records its group for the run, and sweeps what it leaves behind. Two shapes over the same
+mechanism:
 
 - :func:`run_process` for workloads: output to files (a chatty program cannot block on a
   full pipe), tails kept for error messages, leftovers of the group killed at the end;
@@ -19,7 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from dftune.core import supervise
+from dftune.core.errors import storage_error
 
 Status = Literal["ok", "failed", "timeout"]
 #: Seconds between SIGTERM and SIGKILL for a process group that overran its timeout.
@@ -36,6 +41,13 @@ class ProcessResult(BaseModel):
     stdout_tail: str = ""
     stderr_tail: str = ""
     reason: str = ""
+    #: batch jobs: where ``wall_s`` came from (the job's own clock, never the queue wait) and
+    #: which command gave the final state (sacct, or scontrol when accounting is disabled)
+    wall_source: str = ""
+    state_source: str = ""
+    queue_s: float | None = None
+    #: processes the program left behind outside its group (a setsid'd grandchild), killed after it
+    leftovers: list[str] = Field(default_factory=list)
 
 
 @dataclass
@@ -99,9 +111,23 @@ def _check_argv(argv: list[str]) -> None:
 
 
 def _start(argv: list[str], cwd: Path | None, env: dict[str, str] | None, out: IO[bytes] | int,
-           err: IO[bytes] | int) -> subprocess.Popen[bytes]:  # fmt: skip
-    return subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
+           err: IO[bytes] | int, tag: str = "") -> tuple[subprocess.Popen[bytes], int]:  # fmt: skip
+    """Start in a new session, dying with its starting thread; returns it and its start tick."""
+    supervise.check_stopping()
+    if tag:
+        env = {**(env if env is not None else os.environ), supervise.TAG_ENV: tag}
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                            start_new_session=True, preexec_fn=supervise.child_preexec())  # fmt: skip
+    try:
+        start = supervise.started(proc.pid, argv[0], tag)
+    except BaseException as exc:
+        kill_group(proc.pid, grace_s=0.0)
+        proc.wait()
+        supervise.finished(proc.pid)
+        if isinstance(exc, OSError):  # the run's process ledger, not the program
+            raise storage_error(exc) from exc
+        raise
+    return proc, start
 
 
 def _tail(path: Path) -> str:
@@ -128,29 +154,39 @@ def run_process(
     _check_argv(argv)
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path, err_path = log_dir / f"{label}.out", log_dir / f"{label}.err"
-    start = time.perf_counter()
+    tag = supervise.new_tag()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        start = time.perf_counter()
         try:
-            proc = _start(argv, cwd, env, out, err)
+            proc, ticks = _start(argv, cwd, env, out, err, tag)
         except OSError as exc:
             return ProcessResult(
                 status="failed", exit_code=None, wall_s=0.0, reason=f"cannot start {argv[0]}: {exc}"
             )
         try:
-            code = proc.wait(timeout=timeout_s)
-            status: Status = "ok" if code == 0 else "failed"
-            reason = "" if code == 0 else f"exit code {code}"
-        except subprocess.TimeoutExpired:
-            kill_group(proc.pid)
-            code = proc.wait()
-            status, reason = "timeout", f"killed after {timeout_s:g} s (whole process group)"
-        else:
-            # the program may have left children behind in its group: they go too
-            kill_group(proc.pid, grace_s=0.5)
-    wall = time.perf_counter() - start
+            try:
+                code = proc.wait(timeout=timeout_s)
+                wall = time.perf_counter() - start
+                status: Status = "ok" if code == 0 else "failed"
+                reason = "" if code == 0 else f"exit code {code}"
+            except subprocess.TimeoutExpired:
+                kill_group(proc.pid)
+                code = proc.wait()
+                wall = time.perf_counter() - start
+                status, reason = "timeout", f"killed after {timeout_s:g} s (whole process group)"
+            else:
+                # the program may have left children behind in its group: they go too
+                kill_group(proc.pid, grace_s=0.5)
+        finally:
+            # whatever it left outside its group (setsid), and the group itself on any exit path
+            leftovers = supervise.sweep(tag, since=ticks, pgid=proc.pid)
+            if proc.poll() is None:
+                proc.wait()
+            supervise.finished(proc.pid)
+    supervise.check_stopping()  # killed by dftune's own SIGTERM: not a result
     return ProcessResult(
         status=status, exit_code=code, wall_s=wall, stdout_tail=_tail(out_path), stderr_tail=_tail(err_path),
-        reason=reason,
+        reason=reason, leftovers=leftovers,
     )  # fmt: skip
 
 
@@ -161,15 +197,22 @@ def run_command(
     _check_argv(argv)
     t0 = time.monotonic()
     try:
-        proc = _start(argv, cwd, env, subprocess.PIPE, subprocess.PIPE)
+        proc, _ticks = _start(argv, cwd, env, subprocess.PIPE, subprocess.PIPE)
     except OSError as exc:
         return CommandResult(argv, None, "", "", False, time.monotonic() - t0, f"cannot run {argv[0]}: {exc}")
     timed_out = False
     try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill_group(proc.pid)
-        out, err = proc.communicate()
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_group(proc.pid)
+            out, err = proc.communicate()
+    finally:
+        if proc.poll() is None:
+            kill_group(proc.pid, grace_s=0.0)
+            proc.wait()
+        supervise.finished(proc.pid)
+    supervise.check_stopping()
     return CommandResult(argv, proc.returncode, out.decode("utf-8", errors="replace"),
                          err.decode("utf-8", errors="replace"), timed_out, time.monotonic() - t0)  # fmt: skip

@@ -49,6 +49,15 @@ def md_text(value: object) -> str:
     return _MD_SPECIAL.sub(r"\\\1", one_line_text(value))
 
 
+def md_prose(value: object) -> str:
+    """Prose from a model as inert Markdown: :func:`md_text`, and no emphasis, heading or list either
+    (a model's words must not look like the report's own structure)."""
+    out = re.sub(r"([*~])", r"\\\1", md_text(value))
+    out = re.sub(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])", r"\\_", out)
+    out = re.sub(r"^(\d+)([.)])", r"\1\\\2", out)
+    return re.sub(r"^([#+=-])", r"\\\1", out)
+
+
 def md_code(value: object) -> str:
     """Untrusted text as an inline code span (ids, settings): a fence longer than any backtick run inside."""
     text = one_line_text(value)

@@ -1,19 +1,52 @@
 """The approval node: approve by the run's one rule (agents.policy), or wait for a person.
 
 The node has no side effect before the interrupt, so a resumed node never repeats one:
-applying happens in the next node, after the answer.
+applying happens in the next node, after the answer. The answer, whoever sends it (``dftune
+approve``, LangGraph Studio, the API, a script), must be an :class:`ApprovalAnswer`; anything
+else (``"no"``, ``{"approved": "false"}``, a number) is refused, applies nothing, and the run
+keeps waiting with the refusal in its pending request. Before asking (and before the policy
+approves anything) the proposal is checked against what the catalog and the archived spec
+derive (``agents.optimizer.trust``): an edited checkpoint is refused, not shown as if it were
+the original change.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dftune.agents.context import Context
+from dftune.agents.optimizer.trust import TamperedProposal, trusted_proposal
 from dftune.agents.policy import approval_rule
 from dftune.agents.state import Approval, Proposal, TuningState, log
+
+#: What to send as the resume value (``Command(resume=...)``), shown in every pending request.
+ANSWER_FORMAT = {"decision": "approve | reject", "reason": "(optional) why, kept in the run's record"}
+
+
+class ApprovalAnswer(BaseModel):
+    """The one accepted answer: an explicit decision and, optionally, why. Strict: no coercion
+    (``"false"`` is not a decision), no extra keys."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    decision: Literal["approve", "reject"]
+    reason: str = Field("", max_length=2000)
+
+
+def parse_answer(raw: Any) -> tuple[ApprovalAnswer | None, str]:
+    """The answer, or None and why it was refused (one line)."""
+    try:
+        return ApprovalAnswer.model_validate(raw), ""
+    except ValidationError as exc:
+        what = "; ".join(
+            f"{'.'.join(str(x) for x in e['loc']) or 'answer'}: {e['msg']}" for e in exc.errors()
+        )
+        return None, (f"refused the answer {str(raw)[:80]!r} ({what}): nothing was applied; answer with "
+                      '{"decision": "approve"} or {"decision": "reject", "reason": "..."}')  # fmt: skip
 
 
 def request(p: Proposal, run_id: str) -> dict[str, Any]:
@@ -23,14 +56,20 @@ def request(p: Proposal, run_id: str) -> dict[str, Any]:
         "privilege": p.privilege, "description": p.description, "change": p.change.model_dump(),
         "app_impact_pct": p.app_impact_pct, "app_impact_source": p.app_impact_source,
         "citation": p.citation.reference() if p.citation else None,
-        "resume_with": f"dftune approve {run_id}  (or --reject)",
+        "resume_with": f"dftune approve {run_id}  (or --reject)", "answer_format": ANSWER_FORMAT,
     }  # fmt: skip
 
 
 def approval(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: approve by policy, or interrupt and wait for ``dftune approve RUN_ID [--reject]``."""
     assert state.current is not None
-    p = state.proposal(state.current)
+    try:
+        p = trusted_proposal(state.proposal(state.current), state, runtime.context)
+    except TamperedProposal as exc:
+        bad = state.proposal(state.current)
+        return {"proposals": [bad.model_copy(update={"status": "rejected", "reason": str(exc)})], "current": None,
+                "approvals": [Approval(proposal_id=bad.id, approved=False, by="policy", reason=str(exc))],
+                "events": [log("approval", f"{bad.id}: {exc}")]}  # fmt: skip
     decision = approval_rule(p, state.mode)
     if decision == "manual":
         why = "admin-only: reported as a manual recommendation, never applied by dftune"
@@ -42,11 +81,12 @@ def approval(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         return {"approvals": [Approval(proposal_id=p.id, approved=True, by="policy", reason=why)],
                 "events": [log("approval", f"{p.id} approved by policy ({why})")]}  # fmt: skip
     runtime.context.progress("approval", f"waiting for a person: dftune approve {state.run_id} [--reject]")
-    answer = interrupt(request(p, state.run_id))
-    approved = bool(answer.get("approved")) if isinstance(answer, dict) else bool(answer)
-    who_said = str(answer.get("reason", "")) if isinstance(answer, dict) else ""
+    answer, why = parse_answer(interrupt(request(p, state.run_id)))
+    while answer is None:  # each refused answer is one more interrupt: the run keeps waiting
+        answer, why = parse_answer(interrupt({**request(p, state.run_id), "refused": why}))
+    approved = answer.decision == "approve"
     entry = Approval(proposal_id=p.id, approved=approved, by="person",
-                     reason=who_said or ("approved" if approved else "rejected"))  # fmt: skip
+                     reason=answer.reason or ("approved" if approved else "rejected"))  # fmt: skip
     if approved:
         return {"approvals": [entry], "events": [log("approval", f"{p.id} approved by a person")]}
     return {"approvals": [entry], "current": None,

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dftune.agents.budget import Budget
 from dftune.agents.context import ProgressFn, silent
+from dftune.agents.state import LLMSettings
 from dftune.core.errors import DftuneError, one_line
 from dftune.core.fsio import atomic_write_bytes
 from dftune.graphs.checkpointer import CHECKPOINT_FILE
@@ -116,7 +117,7 @@ def start_campaign(spec_paths: list[Path], *, deadline: float | None, budget_tex
                    campaign_id: str | None = None, name: str = "campaign", mode: str = "autonomous",
                    max_experiments: int = 6, replicates: int | None = None, model: str = "rules",
                    token_budget: int = 200_000, allow_install: bool = False, retry_known: bool = False,
-                   progress: ProgressFn = silent,
+                   llm: LLMSettings | None = None, progress: ProgressFn = silent,
                    workspace: Workspace | None = None, store: CampaignStore | None = None) -> dict[str, Any]:  # fmt: skip
     """Create the campaign (every spec is validated first) and drive it to its end."""
     ws, store = workspace or Workspace(), store or CampaignStore()
@@ -132,7 +133,8 @@ def start_campaign(spec_paths: list[Path], *, deadline: float | None, budget_tex
                         members=members, pid=os.getpid(),
                         settings={"mode": mode, "max_experiments": max_experiments, "replicates": replicates,
                                   "model": model, "token_budget": token_budget, "allow_install": allow_install,
-                                  "retry_known": retry_known})  # fmt: skip
+                                  "retry_known": retry_known,
+                                  "llm": llm.model_dump() if llm is not None else None})  # fmt: skip
     store.create(meta)
     store.log(cid, "start", f"campaign of {len(members)} workload(s)"
               + (f", deadline {clock(deadline)}" if deadline else ", no deadline"),
@@ -195,7 +197,9 @@ class _Member:
                 self.result = start_run(m.spec_path, mode=s["mode"], max_experiments=s["max_experiments"],
                                         run_id=m.run_id, model=s["model"], replicates=s["replicates"],
                                         allow_install=s["allow_install"], token_budget=s["token_budget"],
-                                        retry_known=bool(s.get("retry_known")), progress=self.say,
+                                        retry_known=bool(s.get("retry_known")),
+                                        llm=LLMSettings.model_validate(s["llm"]) if s.get("llm") else None,
+                                        progress=self.say,
                                         workspace=self.ws, budget=self.budget)  # fmt: skip
             m.status, m.reason = self.result["status"], self.result.get("status_reason") or ""
             if m.status == "awaiting_approval":  # the morning reader still gets what was measured

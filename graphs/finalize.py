@@ -58,7 +58,9 @@ def finalize(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     checklist = checklist_verdicts(state) if state.baseline else state.checklist
     state = replace(state, status=status, checklist=checklist)  # the final view; the update carries it
     out = outcome(state, lower_is_better=ctx.workload_spec.metric.lower_is_better)
-    summary = ctx.reasoner.summarize(facts_of(state), out)
+    judged = ctx.reasoner.summarize(facts_of(state), out)
+    summary = judged.answer
+    state = replace(state, decisions=[*state.decisions, judged.decision])  # the report shows this one too
     run_dir = ctx.workspace.run_dir(state.run_id)
     skill = opt_kb_render(db=ctx.kb_db) if state.kb_records else None
     state = replace(state, kb_skill_path=str(skill) if skill else None)
@@ -66,9 +68,10 @@ def finalize(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     atomic_write_bytes(run_dir / "report.json", json.dumps(doc, indent=1, default=str).encode("utf-8"))
     report = run_dir / "report.md"
     atomic_write_bytes(report, render_run_markdown(doc).encode("utf-8"))
-    ctx.workspace.set_status(state.run_id, status)
+    ctx.workspace.set_status(state.run_id, status, reason=state.status_reason)
     ctx.progress("report", f"report: {report}")
     return {**late, "status": status, "checklist": checklist, "report_path": str(report),
+            "decisions": [judged.decision],
             "kb_skill_path": state.kb_skill_path, "events": [log("report", summary, report=str(report))]}  # fmt: skip
 
 

@@ -19,6 +19,7 @@ from dftune.agents.context import Context
 from dftune.agents.measure import load_analysis
 from dftune.agents.optimizer import journal_for
 from dftune.agents.state import Experiment, GuardRecord, Measurement, Proposal, TuningState, log
+from dftune.graphs.approval import parse_answer
 from dftune.tools.guards import (
     Arm,
     GuardDecision,
@@ -49,7 +50,7 @@ def screen_decisions(p: Proposal, ctx: Context) -> list[GuardDecision]:
         if by_definition is not None:
             decisions.append(by_definition)
     if p.citation is not None and p.citation.source != "catalog":
-        decisions.append(reference_guard(p.citation))
+        decisions.append(reference_guard(p.citation, p.strategy))
     else:
         decisions.append(citation_guard(p.strategy, ctx.catalog))
     return decisions
@@ -125,10 +126,13 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     }  # fmt: skip
     unsure = [d for d in records if d.verdict == "inconclusive"]
     if unsure and state.mode == "interactive" and exp.confirmed_by is None:
-        answer = interrupt({"run_id": state.run_id, "kind": "confirm_pattern", "proposal_id": exp.proposal_id,
-                            "iteration": exp.iteration, "question": unsure[0].reason,
-                            "resume_with": f"dftune approve {state.run_id} (it is a legitimate change) or --reject"})  # fmt: skip
-        confirmed, note = confirmation(answer)
+        ask = {"run_id": state.run_id, "kind": "confirm_pattern", "proposal_id": exp.proposal_id,
+               "iteration": exp.iteration, "question": unsure[0].reason,
+               "resume_with": f"dftune approve {state.run_id} (it is a legitimate change) or --reject"}  # fmt: skip
+        answer, why = parse_answer(interrupt(ask))
+        while answer is None:  # a malformed answer confirms nothing: the run keeps asking
+            answer, why = parse_answer(interrupt({**ask, "refused": why}))
+        confirmed, note = answer.decision == "approve", answer.reason
         if confirmed:
             update["experiments"] = [exp.model_copy(update={"confirmed_by": note or "a person"})]
             events.append(log("guards", f"opt{exp.iteration}: a person confirmed the change ({note})"))
@@ -137,13 +141,6 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                 log("guards", f"opt{exp.iteration}: a person did not confirm the change; it is not kept")
             )
     return update
-
-
-def confirmation(answer: Any) -> tuple[bool, str]:
-    """(confirmed, note) from an interrupt answer: only an explicit approval confirms."""
-    if isinstance(answer, dict) and answer.get("approved") is True:
-        return True, str(answer.get("reason") or "confirmed")
-    return False, str(answer.get("reason", "")) if isinstance(answer, dict) else ""
 
 
 def _metric_name(spec: WorkloadSpec) -> str:

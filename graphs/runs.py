@@ -4,13 +4,18 @@ Each run has its own checkpointer (``runs/<run_id>/checkpoints.sqlite``) and the
 the thread id. The graph is streamed with durability ``sync``, so after a crash or a kill
 ``resume`` continues from the last completed node: the change journal and the KB's dedup
 keys make sure nothing is applied or recorded twice.
+
+Every drive (start, resume, approve, replay) goes through :func:`_driving`, the one place that
+holds the run's driver lock, checks the KB, kills what a dead driver left running, and, whatever
+raised, leaves the run marked ``interrupted`` (a signal, a full or read-only disk: resumable) or
+``failed`` with its reason before the process exits.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, cast, get_args
@@ -22,13 +27,16 @@ from langgraph.types import Command
 from dftune.agents.budget import Budget
 from dftune.agents.context import Context, ProgressFn, silent
 from dftune.agents.literature import make_evidence, make_search
-from dftune.agents.reasoner import make_reasoner
-from dftune.agents.state import REPLAYABLE_FIELDS, STATE_VERSION, Mode, RunStatus, TuningState
-from dftune.core.errors import DftuneError
+from dftune.agents.reasoner import check_model, llm_settings, make_reasoner
+from dftune.agents.state import REPLAYABLE_FIELDS, STATE_VERSION, LLMSettings, Mode, RunStatus, TuningState
+from dftune.core.errors import DftuneError, StorageError, is_storage_error, one_line, storage_error
 from dftune.core.fsio import atomic_write_bytes
+from dftune.core.supervise import LEDGER_FILE, DriverInterrupted, supervised
+from dftune.graphs.approval import ApprovalAnswer
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
 from dftune.graphs.finalize import state_json
 from dftune.graphs.pipeline import builder
+from dftune.tools.kb.backup import backup_kb, check_kb
 from dftune.tools.runner.spec import WorkloadSpec, load_spec
 from dftune.tools.session.workspace import RunNotFound, Workspace
 
@@ -37,6 +45,64 @@ RUN_SCHEMA = "dftune.run/1"
 
 class RunError(DftuneError):
     """The run cannot be started or continued as asked: one line, with the reason."""
+
+
+class RunRefused(RunError):
+    """The run is not in a state the request fits (it waits for an approval, it does not, it was
+    saved by another dftune): refused, and the run is left exactly as it was."""
+
+
+class RunInterrupted(RunError):
+    """SIGTERM/SIGINT stopped the driver: its programs were killed and the run can be resumed."""
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + signum
+
+
+@contextmanager
+def _driving(run_id: str, ws: Workspace, progress: ProgressFn) -> Iterator[None]:
+    """The one place a run is driven from; see the module docstring.
+
+    A second driver is refused before anything (:class:`RunLocked`); a damaged KB is refused
+    before anything is measured. Then leftovers of a dead driver are killed (:func:`_drive` marks
+    the run running), and on the way out, whatever raised, its status says what happened and why."""
+    resume = f"dftune resume {run_id}"
+    with ws.driving(run_id):
+        check_kb()
+        with supervised(run_id, ws.run_dir(run_id) / LEDGER_FILE) as leftovers:
+            if leftovers:
+                progress("run", f"killed {len(leftovers)} leftover process(es) of an earlier driver of this "
+                                f"run before measuring: {', '.join(leftovers[:5])}")  # fmt: skip
+            try:
+                yield
+            except RunRefused:
+                raise
+            except DriverInterrupted as exc:
+                why = f"{exc}: its programs were killed; continue with {resume}"
+                _mark(ws, run_id, "interrupted", why, resume)
+                raise RunInterrupted(f"run {run_id} {why}", exc.signum) from None
+            except BaseException as exc:
+                if is_storage_error(exc):
+                    err = exc if isinstance(exc, StorageError) else storage_error(exc)
+                    why = f"{one_line(err)}; free space (or make it writable) and {resume}"
+                    _mark(ws, run_id, "interrupted", why, resume)
+                    raise StorageError(f"run {run_id}: {why}") from None
+                internal = not isinstance(exc, DftuneError | KeyboardInterrupt)
+                why = (f"internal error: {type(exc).__name__}: " if internal else "") + one_line(exc)
+                _mark(ws, run_id, "failed", why, resume)
+                raise
+    try:  # a rolling copy of a KB that passed the check (never a damaged one)
+        backup_kb()
+    except Exception as exc:  # the run itself is done; say why there is no new copy
+        progress("kb", f"no backup of the knowledge base this time: {one_line(exc)}")
+
+
+def _mark(ws: Workspace, run_id: str, status: str, reason: str, next_step: str) -> None:
+    """Best effort: on a full disk even run.json may not be writable (``dftune runs`` then shows
+    the run as interrupted anyway, since no driver holds its lock)."""
+    with suppress(Exception):
+        ws.set_status(run_id, status, reason=reason, next_step=next_step)
 
 
 @contextmanager
@@ -59,7 +125,7 @@ def _context(state: TuningState | dict[str, Any], ws: Workspace, progress: Progr
     s = state if isinstance(state, TuningState) else _as_state(state)
     return Context(
         spec=archived_spec(s, ws, progress),
-        reasoner=make_reasoner(s.model, token_budget=s.token_budget),
+        reasoner=make_reasoner(s.model, settings=s.llm),
         workspace=ws,
         progress=progress,
         search=make_search(),
@@ -87,9 +153,19 @@ def archived_spec(state: TuningState, ws: Workspace, progress: ProgressFn = sile
 
 
 def _drive(graph: CompiledStateGraph, config: RunnableConfig, payload: Any, ctx: Context) -> None:
+    """Stream the graph (inside :func:`_driving`): the run is running from here on; when the stream
+    ends, run.json says whether it waits for a person."""
+    run_id = str(config["configurable"]["thread_id"])
+    ctx.workspace.set_status(run_id, "running")
     runnable: Any = graph  # the compiled graph's context type is not generic here
     for _ in runnable.stream(payload, config, context=ctx, durability="sync", stream_mode="updates"):
         pass
+    snap = graph.get_state({"configurable": {"thread_id": run_id}})
+    if any(t.interrupts for t in snap.tasks):
+        ctx.workspace.set_status(run_id, "awaiting_approval", next_step=f"dftune approve {run_id} [--reject]")
+    elif snap.next:
+        ctx.workspace.set_status(run_id, "interrupted", reason="the graph stopped with work left",
+                                 next_step=f"dftune resume {run_id}")  # fmt: skip
 
 
 def _snapshot_state(graph: CompiledStateGraph, config: RunnableConfig) -> tuple[TuningState, Any]:
@@ -104,7 +180,7 @@ def _snapshot_state(graph: CompiledStateGraph, config: RunnableConfig) -> tuple[
 def _current(state: TuningState) -> TuningState:
     """A run saved by a dftune whose state had another shape cannot be continued safely."""
     if state.state_version != STATE_VERSION:
-        raise RunError(
+        raise RunRefused(
             f"run {state.run_id} was saved by an older dftune (state version {state.state_version}, this one "
             f"reads {STATE_VERSION}): it cannot be resumed, approved or replayed; its report stays readable "
             f"(dftune report {state.run_id}), and a new run starts from its knowledge base"
@@ -124,9 +200,7 @@ def _result(run_id: str, ws: Workspace) -> dict[str, Any]:
         state, snap = _snapshot_state(graph, config)
         pending = [i.value for t in snap.tasks for i in t.interrupts]
     status: RunStatus = "awaiting_approval" if pending else state.status
-    if pending:
-        ws.set_status(run_id, "awaiting_approval")
-    elif snap.next:
+    if not pending and snap.next:
         status = "interrupted"
     doc = state_json(state)
     return {
@@ -157,28 +231,33 @@ def start_run(
     allow_install: bool = False,
     token_budget: int = 200_000,
     retry_known: bool = False,
+    llm: LLMSettings | None = None,
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
     budget: Budget | None = None,
 ) -> dict[str, Any]:
-    """Create the run and drive the graph until it ends or waits for a person (or the budget ends it)."""
+    """Create the run and drive the graph until it ends or waits for a person (or the budget ends it).
+
+    ``llm``: the chat model's timeouts, retries and per-decision deadline (default: DFTUNE_LLM_* or built-in)."""
     ws = workspace or Workspace()
     path = Path(spec_path).resolve()
     spec = load_spec(path)  # a bad spec fails here, before a run folder exists
-    make_reasoner(model)  # so does an unusable --model
+    check_model(model)  # so does an unusable --model: provider, package, key, base URL, before anything runs
+    llm = llm or llm_settings()
     if mode not in get_args(Mode):
         raise RunError(f"--mode {mode!r}: choose autonomous or interactive")
     if max_experiments < 0:
         raise RunError("--max-experiments must be >= 0")
+    check_kb()  # a damaged KB refuses the run before a run folder exists
     meta = ws.create_run(run_id, spec.name)
-    atomic_write_bytes(ws.run_dir(meta.id) / ARCHIVED_SPEC, path.read_bytes())
-    ws.set_status(meta.id, "running")
-    state = TuningState(run_id=meta.id, spec_path=str(path), mode=cast(Mode, mode), state_version=STATE_VERSION,
-                        max_experiments=max_experiments, replicates=replicates, model=model,
-                        token_budget=token_budget, allow_install=allow_install,
-                        retry_known=retry_known)  # fmt: skip
-    with _compiled(meta.id, ws) as (graph, config):
-        _drive(graph, config, state, _context(state, ws, progress, budget))
+    with _driving(meta.id, ws, progress):
+        atomic_write_bytes(ws.run_dir(meta.id) / ARCHIVED_SPEC, path.read_bytes())
+        state = TuningState(run_id=meta.id, spec_path=str(path), mode=cast(Mode, mode),
+                            state_version=STATE_VERSION, max_experiments=max_experiments, replicates=replicates,
+                            model=model, token_budget=token_budget, llm=llm, allow_install=allow_install,
+                            retry_known=retry_known)  # fmt: skip
+        with _compiled(meta.id, ws) as (graph, config):
+            _drive(graph, config, state, _context(state, ws, progress, budget))
     return _result(meta.id, ws)
 
 
@@ -205,13 +284,12 @@ def resume_run(
     """Continue after a crash or kill from the last checkpoint; never re-applies or re-records."""
     ws = workspace or Workspace()
     _existing(run_id, ws)
-    with _compiled(run_id, ws) as (graph, config):
+    with _driving(run_id, ws, progress), _compiled(run_id, ws) as (graph, config):
         state, snap = _snapshot_state(graph, config)
         _current(state)
         if any(t.interrupts for t in snap.tasks):
-            raise RunError(f"run {run_id} waits for approval: dftune approve {run_id} [--reject]")
+            raise RunRefused(f"run {run_id} waits for approval: dftune approve {run_id} [--reject]")
         if snap.next:
-            ws.set_status(run_id, "running")
             _drive(graph, config, None, _context(state, ws, progress, budget))
     return _result(run_id, ws)
 
@@ -221,14 +299,13 @@ def approve_run(run_id: str, *, reject: bool = False, reason: str = "", progress
     """Answer the pending approval and continue the run."""
     ws = workspace or Workspace()
     _existing(run_id, ws)
-    with _compiled(run_id, ws) as (graph, config):
+    answer = ApprovalAnswer(decision="reject" if reject else "approve", reason=reason)
+    with _driving(run_id, ws, progress), _compiled(run_id, ws) as (graph, config):
         state, snap = _snapshot_state(graph, config)
         _current(state)
         if not any(t.interrupts for t in snap.tasks):
-            raise RunError(f"run {run_id} is not waiting for an approval (status {state.status})")
-        ws.set_status(run_id, "running")
-        answer = {"approved": not reject, "reason": reason or ("approved" if not reject else "rejected")}
-        _drive(graph, config, Command(resume=answer), _context(state, ws, progress))
+            raise RunRefused(f"run {run_id} is not waiting for an approval (status {state.status})")
+        _drive(graph, config, Command(resume=answer.model_dump()), _context(state, ws, progress))
     return _result(run_id, ws)
 
 
@@ -240,9 +317,14 @@ def history(run_id: str, *, workspace: Workspace | None = None) -> list[dict[str
         snaps = list(graph.get_state_history(config))[::-1]
     out = []
     previous_next: tuple[str, ...] = ()
+    decided: dict[str, int] = {}  # checkpoint id -> decisions recorded up to it (forks have their own)
     for s in snaps:
         meta = s.metadata or {}
         values = s.values if isinstance(s.values, dict) else {}
+        cid = s.config["configurable"]["checkpoint_id"]
+        parent = (s.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        decisions = [_plain(d) for d in values.get("decisions", []) or []]
+        decided[cid] = len(decisions)
         out.append({
             "checkpoint_id": s.config["configurable"]["checkpoint_id"],
             "parent_id": (s.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
@@ -250,9 +332,16 @@ def history(run_id: str, *, workspace: Workspace | None = None) -> list[dict[str
             "node": ",".join(previous_next) if meta.get("source") == "loop" and previous_next else meta.get("source"),
             "time": s.created_at, "next": list(s.next), "status": values.get("status"),
             "experiments": len(values.get("experiments", []) or []),
+            # the judgments this step made: who decided (model or rules, and why), tokens, latency
+            "decisions": decisions[decided.get(parent, 0) if parent else 0:],
+            "tokens_spent": sum(int(d.get("tokens") or 0) for d in decisions),
         })  # fmt: skip
         previous_next = tuple(s.next)
     return out
+
+
+def _plain(value: Any) -> dict[str, Any]:
+    return value.model_dump(mode="json") if hasattr(value, "model_dump") else dict(value)
 
 
 def _coerce(name: str, raw: str) -> Any:
@@ -275,17 +364,18 @@ def replay_run(run_id: str, checkpoint_id: str, sets: dict[str, str] | None = No
     ws = workspace or Workspace()
     _existing(run_id, ws)
     values = {k: _coerce(k, v) for k, v in (sets or {}).items()}
-    with _compiled(run_id, ws) as (graph, _config):
+    with _driving(run_id, ws, progress), _compiled(run_id, ws) as (graph, _config):
         target: RunnableConfig = {
             "configurable": {"thread_id": run_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
         }
         snap = graph.get_state(target)
         if not snap.values:
-            raise RunError(f"run {run_id} has no checkpoint {checkpoint_id!r} (see dftune history {run_id})")
+            raise RunRefused(
+                f"run {run_id} has no checkpoint {checkpoint_id!r} (see dftune history {run_id})"
+            )
         state = _current(_as_state(snap.values))
         # the fork numbers its iterations above everything on disk, so it never overwrites the original branch
         values["iteration_floor"] = max(ws.iterations(run_id), default=0)
         fork = graph.update_state(target, values)
-        ws.set_status(run_id, "running")
         _drive(graph, fork, None, _context(_as_state({**state.__dict__, **values}), ws, progress))
     return _result(run_id, ws)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import ConfigDict, Field
@@ -68,6 +69,8 @@ _KB_FIELD_DOCS = {
     "system_metric": "On an app-scoped record: the system metric the same change moved (e.g. I/O bandwidth).",
     "system_before": "That system metric before (with system_after, the non-degradation guard judges this record).",
     "system_after": "That system metric after.",
+    "confirmed_by": "A person's note confirming that an inconclusive access-pattern decision is a legitimate "
+    "change (only a person may give it; without it such a result is recorded, never kept).",
 }
 
 
@@ -107,7 +110,9 @@ def opt_kb_record_tool(p: KbRecordArgs) -> dict[str, Any]:
 
 class KbRenderIn(_In):
     path: str | None = Field(
-        None, description="Where to write the markdown (default $DFTUNE_HOME/kb/opt_kb.md)."
+        None,
+        description="Where to write the markdown, inside $DFTUNE_HOME (relative: under $DFTUNE_HOME/kb; "
+        "default $DFTUNE_HOME/kb/opt_kb.md). A path that resolves outside DFTUNE_HOME is refused.",
     )
 
 
@@ -120,7 +125,13 @@ class KbRenderIn(_In):
 )
 def opt_kb_render_tool(p: KbRenderIn) -> dict[str, Any]:
     """The KB as a file other agents and people can load."""
+    from dftune.core.fsio import confined
+    from dftune.core.home import dftune_home
     from dftune.tools.kb import opt_kb_records, opt_kb_render
 
-    written = opt_kb_render(p.path)
+    target = None
+    if p.path is not None:  # a client's path: confined to DFTUNE_HOME after resolving every link
+        given = Path(p.path).expanduser()
+        target = confined(given if given.is_absolute() else dftune_home() / "kb" / given, dftune_home())
+    written = opt_kb_render(target)
     return {"path": str(written), "records": len(opt_kb_records()), "markdown": written.read_text("utf-8")}

@@ -30,8 +30,12 @@ class AnalyzeIn(_In):
         description="Perspectives to add: summary (always), file, proc, time, layer.",
     )
     skip_bad: bool = SkipBad
-    time_windows: int = Field(20, ge=1, le=10_000, description="Windows of the time view.")
+    time_windows: int = Field(20, ge=1, le=10_000, description="Windows of the time view (at most).")
     max_rows: int = MaxRows
+    split_runs: bool = Field(
+        False,
+        description="Traces of several runs (other hosts, far apart, other commands): one analysis per run.",
+    )
 
 
 @box.tool(
@@ -44,8 +48,14 @@ class AnalyzeIn(_In):
 )
 def analyze_tool(p: AnalyzeIn) -> dict[str, Any]:
     """The seed's first tool: the numbers every later step reasons from."""
-    from dftune.tools.trace import analyze
+    from dftune.tools.trace import analyze, analyze_runs
 
+    if p.split_runs:
+        runs = analyze_runs(p.paths, skip_bad=p.skip_bad, views=p.views, time_windows=p.time_windows)
+        return {
+            "schema": "dftune.analysis.runs/1",
+            "runs": [trim_views(a.to_json_dict(), p.max_rows) for a in runs],
+        }
     result = analyze(p.paths, skip_bad=p.skip_bad, views=p.views, time_windows=p.time_windows)
     return trim_views(result.to_json_dict(), p.max_rows)
 
@@ -56,6 +66,7 @@ class DiagnoseIn(_In):
         default_factory=list, description="Dataset folders whose filesystem type gates L3 strategies."
     )
     skip_bad: bool = SkipBad
+    split_runs: bool = Field(False, description="Traces of several runs: one diagnosis per run.")
 
 
 @box.tool(
@@ -67,8 +78,11 @@ class DiagnoseIn(_In):
 )
 def diagnose_tool(p: DiagnoseIn) -> dict[str, Any]:
     """Turns numbers into bottlenecks the optimizer can act on."""
-    from dftune.tools.diagnose.engine import diagnose
+    from dftune.tools.diagnose.engine import diagnose, diagnose_runs
 
+    if p.split_runs:
+        runs = diagnose_runs(p.paths, data_dirs=p.data_dirs, skip_bad=p.skip_bad)
+        return {"schema": "dftune.diagnosis.runs/1", "runs": [d.to_json_dict() for d in runs]}
     return diagnose(p.paths, data_dirs=p.data_dirs, skip_bad=p.skip_bad).to_json_dict()
 
 

@@ -34,13 +34,42 @@ def _dftune_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 
 @pytest.fixture(autouse=True)
 def _no_real_llm(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests never reach a model provider: building a real chat client fails the test."""
-    import dftune.agents.reasoner as reasoner
+    """Tests never reach a model provider. A chat client for anything but a loopback URL (the local
+    API servers of tests/fakes/llm_api.py), a pre-flight probe of a remote host, and any request the
+    SDKs' HTTP transport would send to a remote host all fail the test."""
+    from urllib.parse import urlsplit
 
-    def refuse(spec: str) -> None:
-        raise AssertionError(f"a test tried to build a real chat model client ({spec})")
+    import dftune.agents.reasoner.transport as transport
 
-    monkeypatch.setattr(reasoner, "build_chat_model", refuse)
+    real_build, real_probe = transport.build_chat_model, transport.probe_endpoint
+
+    def build(spec: str, settings: object = None) -> object:
+        url = transport.endpoint(transport.parse_model_spec(spec)[0]).url
+        if not transport.is_loopback(urlsplit(url).hostname):
+            raise AssertionError(f"a test tried to build a real chat model client ({spec} at {url})")
+        return real_build(spec, settings)  # type: ignore[arg-type]
+
+    def probe(host: str, port: int, timeout: float = transport.PROBE_TIMEOUT_S) -> str | None:
+        if not transport.is_loopback(host):
+            raise AssertionError(f"a test tried to reach a model provider: {host}:{port}")
+        return real_probe(host, port, timeout)
+
+    monkeypatch.setattr(transport, "build_chat_model", build)
+    monkeypatch.setattr(transport, "probe_endpoint", probe)
+    for name in ("httpx2", "httpx"):  # the SDKs' HTTP clients
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        original = module.HTTPTransport.handle_request
+
+        def handle(self: object, request: object, _original: object = original) -> object:
+            host = request.url.host  # type: ignore[attr-defined]
+            if not transport.is_loopback(host):
+                raise AssertionError(f"a test tried to reach the network: {request.url}")  # type: ignore[attr-defined]
+            return _original(self, request)  # type: ignore[operator]
+
+        monkeypatch.setattr(module.HTTPTransport, "handle_request", handle)
 
 
 @pytest.fixture(params=["native", "duckdb"])

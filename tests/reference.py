@@ -30,14 +30,30 @@ Semantics implemented (DESIGN.md, plus the task brief where DESIGN is silent):
   ``args.offset``. consecutive: start == previous access end; sequential: start >= it;
   random: start < it. Accesses with no previous access or an unknown start are
   unclassified; percentages are shares of classified accesses.
+* Processes (README "Helper processes and runs"): per (host key, pid) its complete events,
+  lifetime (first ts to last ts + dur), bytes its complete reads/writes moved, I/O calls, I/O
+  wall time (union of its I/O call intervals), rank (``args.rank`` or ``-<r>-of-<n>`` in the
+  file name) and command (the SH name of its ``start`` event's ``cmd_hash``, any file). A
+  helper moves < 5% of the busiest process's bytes (of its I/O calls when nothing moved bytes),
+  has no rank, runs no command a busy process runs, and runs a listed program (or an
+  interpreter running a listed script), or has <= 32 events, or lived <= 10% of the longest
+  busy process.  ``io_fraction_of_job`` = I/O wall of the others / their summed lifetimes.
+  The traces given are taken as one run (the engine's ``merge_runs``).
+* Time view (README "What each number means", time windows): window width ``2**shift`` us for
+  the least ``shift`` at which [first ts, last ts + dur) of the job meets at most ``windows``
+  windows aligned on multiples of the width (absolute time); each I/O call counts in the
+  window holding its ts; windows are reported clipped to the job, relative to its first ts.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import gzip
 import json
 import math
 import os
+import re
+import tomllib
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -156,6 +172,50 @@ class Fam:
 
 
 @dataclass
+class Process:
+    events: int = 0
+    first: float | None = None
+    last: float | None = None
+    moved: int = 0
+    io_calls: int = 0
+    intervals: list[tuple[float, float]] = field(default_factory=list)
+    rank: int | None = None
+    cmd_hash: str | None = None
+
+    @property
+    def lifetime(self) -> float:
+        return (self.last - self.first) if self.first is not None and self.last is not None else 0.0
+
+    def io_wall(self) -> float:
+        wall, end = 0.0, None
+        for lo, hi in sorted(self.intervals):
+            if end is None or lo > end:
+                wall += hi - lo
+                end = hi
+            elif hi > end:
+                wall += hi - end
+                end = hi
+        return wall
+
+
+# the program lists are data (resources/trace/processes.toml), as DESIGN.md's call lists are
+_PROCESS_DATA = tomllib.loads((Path(__file__).resolve().parents[1] / "resources" / "trace" / "processes.toml")
+                              .read_text(encoding="utf-8"))["helpers"]  # fmt: skip
+_RANK_IN_NAME = re.compile(r"(?:^|[-_.])(\d+)-of-(\d+)(?:[-_.]|$)")
+
+
+def _program(cmd: str | None) -> tuple[str, str]:
+    words = [w for w in (cmd or "").split(";") if w]
+    if not words:
+        return ("", "")
+    prog = words[0].rsplit("/", 1)[-1]
+    script = ""
+    if any(fnmatch.fnmatchcase(prog, pat) for pat in _PROCESS_DATA["interpreters"]):
+        script = next((w.rsplit("/", 1)[-1] for w in words[1:] if not w.startswith("-")), "")
+    return (prog, script)
+
+
+@dataclass
 class Reference:
     files: int = 0
     lines: int = 0
@@ -179,6 +239,46 @@ class Reference:
     random: int = 0
     unclassified: int = 0
     by_name: dict[str, Fam] = field(default_factory=lambda: defaultdict(Fam))
+    #: (ts, family, bytes or None when the size is unknown, dur) of every I/O call, for the time view
+    io_calls: list[tuple[int, str, int | None, float]] = field(default_factory=list)
+    procs: dict[tuple[str | None, Any], Process] = field(default_factory=lambda: defaultdict(Process))
+    commands: dict[str, str] = field(default_factory=dict)  # SH: hash -> command line
+
+    def helpers(self) -> dict[tuple[str | None, Any], bool]:
+        """Each process: is it a helper (see the module docstring)?"""
+        procs = self.procs
+        by_bytes = any(p.moved for p in procs.values())
+        weight = {k: float(p.moved if by_bytes else p.io_calls) for k, p in procs.items()}
+        top = max(weight.values(), default=0.0)
+        heavy = {k for k, w in weight.items() if top > 0 and w >= _PROCESS_DATA["max_data_share"] * top}
+
+        def ident(p: Process) -> tuple[str, str] | None:
+            cmd = self.commands.get(p.cmd_hash or "")
+            return _program(cmd) if cmd else (("#", p.cmd_hash) if p.cmd_hash else None)
+
+        busy_cmds = {ident(procs[k]) for k in heavy} - {None}
+        longest = max((procs[k].lifetime for k in heavy), default=0.0)
+        out = {}
+        for k, p in procs.items():
+            helper = False
+            if heavy and k not in heavy and p.rank is None and ident(p) not in busy_cmds:
+                prog, script = _program(self.commands.get(p.cmd_hash or ""))
+                listed = any(
+                    n and fnmatch.fnmatchcase(n, pat)
+                    for n in (prog, script)
+                    for pat in _PROCESS_DATA["commands"]
+                )
+                short = longest > 0 and p.lifetime <= _PROCESS_DATA["max_lifetime_share"] * longest
+                helper = listed or p.events <= _PROCESS_DATA["max_events"] or short
+            out[k] = helper
+        return out
+
+    def process_accounting(self) -> dict[str, Any]:
+        helpers = self.helpers()
+        app = [p for k, p in self.procs.items() if not helpers[k]]
+        life = sum(p.lifetime for p in app)
+        return {"app_processes": len(app), "helper_processes": sum(helpers.values()),
+                "io_fraction_of_job": sum(p.io_wall() for p in app) / life if life else 0.0}  # fmt: skip
 
     # ------------------------------------------------------------------ derived values
     @property
@@ -197,6 +297,34 @@ class Reference:
     @property
     def classified(self) -> int:
         return self.sequential + self.random
+
+    def time_view(self, windows: int) -> dict[str, Any]:
+        """Windows of the time view, computed from the definition (no fine bins, no merging)."""
+        if self.min_ts is None or self.max_end is None:
+            return {"windows": 0, "rows": []}
+        origin, end = int(self.min_ts), int(self.max_end)
+
+        def count(shift: int) -> int:
+            if end <= origin:
+                return 1
+            return (end - 1) // 2**shift - origin // 2**shift + 1
+
+        shift = 0
+        while count(shift) > windows and shift < 63:  # a job across ts 0 spans 2 windows at most
+            shift += 1
+        width, first = 2**shift, origin // 2**shift
+        rows: dict[int, dict[str, Any]] = {}
+        for ts, fam, nbytes, dur in self.io_calls:
+            w = min(int(ts) // width - first, count(shift) - 1)
+            r = rows.setdefault(w, defaultdict(float))
+            r[f"{fam}_count"] += 1
+            r[f"{fam}_bytes"] += nbytes or 0
+            r[f"{fam}_time_us"] += dur
+        out = []
+        for w in sorted(rows):
+            lo, hi = max((first + w) * width, origin), min((first + w + 1) * width, end)
+            out.append({"start_s": (lo - origin) / 1e6, "end_s": (hi - origin) / 1e6, **rows[w]})
+        return {"windows": count(shift), "window_s": width / 1e6, "rows": out}
 
     def summary(self) -> dict[str, Any]:
         rwm = self.fam["read"].time_us + self.fam["write"].time_us + self.fam["metadata"].time_us
@@ -265,12 +393,18 @@ def reference(paths: Iterable[str | os.PathLike[str]]) -> Reference:
             ph = ev.get("ph")
             if isinstance(ph, str) and ph.strip().isdigit():
                 ph = int(ph)
-            if ph in ("M", 4):
-                ref.metadata_lines += 1
-                continue
             args = ev.get("args")
             if not isinstance(args, dict):
                 args = {}
+            if ph in ("M", 4):
+                ref.metadata_lines += 1
+                if (
+                    ev.get("name") == "SH"
+                    and ident(args.get("value")) is not None
+                    and args.get("name") is not None
+                ):
+                    ref.commands.setdefault(str(ident(args.get("value"))), str(args["name"]))
+                continue
             cat = str(ev.get("cat", "")).upper()
             name = str(ev.get("name", ""))
             is_io = cat in ("POSIX", "STDIO")
@@ -305,6 +439,23 @@ def reference(paths: Iterable[str | os.PathLike[str]]) -> Reference:
             ref.pids.add(pid if pid is not None else str(ev.get("pid")))
             ts = num(ev.get("ts"))
             dur = num(ev.get("dur")) or 0
+            host = ident(args.get("hostname")) or ident(args.get("hhash"))
+            proc = ref.procs[(host, pid if pid is not None else ev.get("pid"))]
+            proc.events += 1
+            if name == "start" and cat == "DFTRACER" and ident(args.get("cmd_hash")) is not None:
+                proc.cmd_hash = proc.cmd_hash or ident(args.get("cmd_hash"))
+            rank = num(args.get("rank"))
+            named = _RANK_IN_NAME.search(path.name)
+            if rank is not None or named:
+                proc.rank = max(int(rank if rank is not None else -1), proc.rank if proc.rank is not None else -1,
+                                int(named.group(1)) if named and rank is None else -1)  # fmt: skip
+            if ts is not None:
+                proc.first = ts if proc.first is None else min(proc.first, ts)
+                proc.last = ts + dur if proc.last is None else max(proc.last, ts + dur)
+                if is_io:
+                    proc.intervals.append((ts, ts + dur))
+            if is_io:
+                proc.io_calls += 1
             if ts is not None:
                 if ref.min_ts is None or ts < ref.min_ts:
                     ref.min_ts = ts
@@ -324,6 +475,9 @@ def reference(paths: Iterable[str | os.PathLike[str]]) -> Reference:
             bn.count += 1
             bn.time_us += dur
             bn.bytes += nbytes
+            proc.moved += nbytes
+            if ts is not None:
+                ref.io_calls.append((int(ts), fam_name, nbytes if ret is not None else None, dur))
             if fam_name in ("read", "write") and ret is not None:
                 ref.sized[fam_name] += 1
                 if nbytes < SMALL_LIMIT:

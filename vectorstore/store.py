@@ -31,6 +31,8 @@ from dftune.vectorstore.bm25 import BM25
 from dftune.vectorstore.embeddings import Embedder, get_embedder
 
 Source = Literal["catalog", "pdf", "remote"]
+#: Metadata services whose records (fetched for a DOI or arXiv id) verify a stored citation.
+FETCHED_SOURCES = frozenset({"crossref", "arxiv", "semantic_scholar", "openalex"})
 PassageKind = Literal["summary", "claim", "page", "abstract"]
 _RRF_K = 60.0
 _BATCH = 256
@@ -49,6 +51,18 @@ class StoredCitation(Citation):
     source: Source = "catalog"
     #: Where each bibliographic field came from (catalog, sidecar, pdf-metadata, first-page, ...).
     field_sources: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def fetched_by(self) -> str | None:
+        """Who established this record: ``catalog`` (curated), or the service whose record fetched
+        for the DOI/arXiv id gave its title, authors and year (crossref, arxiv, ...); None when only
+        the paper's own sidecar, PDF metadata or first page say so (unverified: anyone can write those)."""
+        if self.source == "catalog":
+            return "catalog"
+        origins = {self.field_sources.get(f, "") for f in ("title", "authors", "year")}
+        if len(origins) == 1 and (only := origins.pop()) in FETCHED_SOURCES:
+            return only
+        return None
 
     def to_json(self) -> dict[str, Any]:
         return {**self.model_dump(mode="json"), "missing": self.missing, "complete": self.complete}

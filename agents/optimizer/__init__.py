@@ -1,7 +1,7 @@
 """The optimizer agent: the whole option space, the proposal table, one change at a time.
 
-By job: ``plan`` (the option space), ``impact`` (estimates from the incumbent's trace and the
-KB), ``prior`` (what the KB already measured), ``search`` (which values may be tried now, what
+By job: ``plan`` (the option space), ``estimate`` (the node that estimates after screening),
+``impact`` (estimates from the incumbent's trace, the KB and the reasoner), ``prior`` (what the KB already measured), ``search`` (which values may be tried now, what
 comes back after a kept change), ``checklist`` (the 12 verdicts), ``table`` (the seed's
 proposal table), ``choose`` (the next experiment), ``apply`` (opt<n> and the journal),
 ``artifacts`` (the seed's files), ``facts`` (what the reasoner sees).
@@ -17,8 +17,9 @@ from dftune.agents.optimizer.apply import apply_change, copy_source, journal_for
 from dftune.agents.optimizer.artifacts import stack_of, write_layer_artifacts
 from dftune.agents.optimizer.checklist import checklist_verdicts
 from dftune.agents.optimizer.choose import ACTIONABLE, choose
+from dftune.agents.optimizer.estimate import estimate
 from dftune.agents.optimizer.facts import facts_of
-from dftune.agents.optimizer.impact import estimate, estimate_proposals
+from dftune.agents.optimizer.impact import estimate_proposals, renewed
 from dftune.agents.optimizer.plan import (
     catalog_proposal,
     knob_proposals,
@@ -47,6 +48,7 @@ __all__ = [
     "plan",
     "plan_proposals",
     "proposal_table",
+    "renewed",
     "requirement_gap",
     "stack_of",
     "write_layer_artifacts",

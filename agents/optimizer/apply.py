@@ -1,8 +1,16 @@
-"""A fresh ``opt<n>`` and the chosen change applied there, once, through the change journal."""
+"""A fresh ``opt<n>`` and the chosen change applied there, once, through the change journal.
+
+Only a change the journal records as ``applied`` is done: after a kill mid-patch the journal's
+recovery restores the previous bytes and records ``aborted``, and the re-run node applies the
+change again onto a fresh copy, so what the verifier measures is really the patched source. The
+proposal and the arm it builds on are checked against the catalog and the archived spec first
+(:mod:`trust`): an edited checkpoint is refused, never applied.
+"""
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +19,11 @@ from langgraph.runtime import Runtime
 from dftune.agents.context import Context
 from dftune.agents.optimizer.artifacts import write_layer_artifacts
 from dftune.agents.optimizer.plan import slug
+from dftune.agents.optimizer.trust import TamperedProposal, trusted_arm, trusted_proposal
 from dftune.agents.state import Experiment, TuningState, log
-from dftune.tools.runner.changes import CommandChange, EnvChange, FilePatch, Journal
+from dftune.core.errors import is_storage_error
+from dftune.core.failpoint import failpoint
+from dftune.tools.runner.changes import ChangeError, CommandChange, EnvChange, FilePatch, Journal
 from dftune.tools.session.workspace import ITERATION_SUBDIRS
 
 
@@ -48,55 +59,78 @@ def keep_layout(ctx: Context, run_id: str) -> None:
         ctx.workspace.reorganize_structure(run_id, dry_run=False)
 
 
+def apply_once(
+    journal: Journal, change_id: str, make: Callable[[], EnvChange | FilePatch | CommandChange]
+) -> None:
+    """Apply the change ``make()`` builds unless the journal records it ``applied``; an attempt that
+    ended ``aborted`` or ``failed`` (nothing in effect) is applied again. A change that does not end
+    ``applied`` raises."""
+    if journal.state(change_id) == "applied":
+        return
+    rec = journal.apply(make(), approved=True)
+    if rec.state != "applied":
+        raise ChangeError(rec.error or f"change {change_id} ended in state {rec.state}")
+
+
+def _refused(state: TuningState, n: int, exc: TamperedProposal) -> dict[str, Any]:
+    assert state.current is not None and state.incumbent is not None
+    bad = state.proposal(state.current)
+    exp = Experiment(iteration=n, proposal_id=bad.id, strategy=bad.strategy, reference=state.incumbent,
+                     verdict="failed", verdict_reason=str(exc))  # fmt: skip
+    return {"experiments": [exp],
+            "proposals": [bad.model_copy(update={"status": "rejected", "reason": str(exc), "iteration": n})],
+            "events": [log("optimizer", f"opt{n}: {exc}")]}  # fmt: skip
+
+
 def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: a fresh opt<n> and the change applied there (once, with its rollback journaled)."""
     ctx = runtime.context
     assert state.current is not None and state.incumbent is not None
-    p = state.proposal(state.current)
     n = next_iteration(state)
+    try:
+        p = trusted_proposal(state.proposal(state.current), state, ctx)
+        trusted_arm(state.incumbent, state, ctx, before=n)
+    except TamperedProposal as exc:
+        ctx.progress("optimizer", str(exc))
+        return _refused(state, n, exc)
     keep_layout(ctx, state.run_id)  # the seed: validate before a new iteration, fix what is fixable
     it_dir = ctx.workspace.iteration_dir(state.run_id, n)
     for sub in ITERATION_SUBDIRS:
         (it_dir / sub).mkdir(parents=True, exist_ok=True)
     journal = journal_for(ctx, state.run_id)
     change_ids: list[str] = []
+    incumbent = state.incumbent
     try:
         if p.change.kind == "env":
             cid = f"opt{n}-{slug(p.strategy)}"
             change_ids.append(cid)
-            if journal.state(cid) is None:
-                env_file = it_dir / "opt_l2_env.sh"
-                all_env = {**state.incumbent.env, **p.change.env}
-                journal.apply(EnvChange(id=cid, strategy=p.strategy, env_file=env_file, variables=all_env,
-                                        description=p.description[:200]), approved=True)  # fmt: skip
+            apply_once(journal, cid, lambda: EnvChange(
+                id=cid, strategy=p.strategy, env_file=it_dir / "opt_l2_env.sh",
+                variables={**incumbent.env, **p.change.env}, description=p.description[:200]))  # fmt: skip
         elif p.change.kind == "patch":
             cid = f"opt{n}-{slug(p.id)}"
             change_ids.append(cid)
-            if journal.state(cid) is None:
-                source = copy_source(state, ctx, it_dir)
-                rec = journal.apply(FilePatch(id=cid, strategy=p.strategy, root=source, strip=p.change.strip,
-                                              diff=Path(p.change.patch_file).read_text(encoding="utf-8"),
-                                              description=p.description[:200]), approved=True)  # fmt: skip
-                if rec.state != "applied":
-                    raise RuntimeError(rec.error or f"the patch ended in state {rec.state}")
+            # a fresh copy for every attempt: an aborted one was restored, this one starts clean
+            apply_once(journal, cid, lambda: FilePatch(
+                id=cid, strategy=p.strategy, root=copy_source(state, ctx, it_dir), strip=p.change.strip,
+                diff=Path(p.change.patch_file).read_text(encoding="utf-8"), description=p.description[:200]))  # fmt: skip
         elif p.change.kind == "command":
             cid = f"opt{n}-{slug(p.strategy)}"
             change_ids.append(cid)
-            if journal.state(cid) is None:
-                rec = journal.apply(CommandChange(
-                    id=cid, strategy=p.strategy, privilege=p.privilege, argv=p.change.argv,
-                    read_current=p.change.read_argv, rollback=p.change.rollback_argv,
-                    description=p.description[:200],
-                ), approved=True)  # fmt: skip
-                if rec.state != "applied":
-                    raise RuntimeError(rec.error or f"the command ended in state {rec.state}")
+            apply_once(journal, cid, lambda: CommandChange(
+                id=cid, strategy=p.strategy, privilege=p.privilege, argv=p.change.argv,
+                read_current=p.change.read_argv, rollback=p.change.rollback_argv,
+                description=p.description[:200]))  # fmt: skip
     except Exception as exc:  # any failure to apply is recorded, never retried blindly
+        if is_storage_error(exc):
+            raise  # a full or read-only disk is no verdict on the change: the run stops, resumable
         exp = Experiment(iteration=n, proposal_id=p.id, strategy=p.strategy, reference=state.incumbent,
                          verdict="failed", verdict_reason=f"could not apply: {exc}", change_ids=change_ids)  # fmt: skip
         return {"experiments": [exp],
                 "proposals": [p.model_copy(update={"status": "failed", "reason": f"could not apply: {exc}",
                                                    "iteration": n})],
                 "events": [log("optimizer", f"opt{n}: applying {p.id} failed: {exc}")]}  # fmt: skip
+    failpoint("apply.done")
     write_layer_artifacts(ctx, state, p, n)
     keep_layout(ctx, state.run_id)  # and again after applying, before the experiment collects traces
     ctx.progress("optimizer", f"opt{n}: applied {p.id}")

@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 from dftune.agents.context import Context
 from dftune.agents.optimizer.checklist import checklist_verdicts
 from dftune.agents.optimizer.facts import facts_of
-from dftune.agents.optimizer.impact import estimate_proposals, trace_facts
+from dftune.agents.optimizer.impact import judged, renewed, trace_facts
 from dftune.agents.optimizer.search import reopened, searchable
 from dftune.agents.policy import approval_rule
 from dftune.agents.state import TuningState, log, merge_by_id
@@ -32,7 +32,7 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     for p in back:
         ctx.progress("optimizer", f"{p.retry_of} gets another experiment: {p.reason}")
     pending = [p for p in [*state.proposals, *back] if p.status in ("proposed", "known")]
-    fresh = estimate_proposals(pending, state, ctx, trace_facts(state.incumbent, state.fs_type))
+    fresh, _ = renewed(pending, state, ctx, ask=False)
     state = replace(state, proposals=merge_by_id(state.proposals, fresh))
     checklist = checklist_verdicts(state)
     update: dict[str, Any] = {"checklist": checklist, "current": None, "proposals": fresh}
@@ -40,8 +40,6 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     open_ = [p for p in state.proposals if p.status == "proposed" and p.change.kind in ACTIONABLE]
     if not open_:
         return {**update, "events": [log("optimizer", "no open proposal left")]}
-    now = searchable(open_, state, ctx.workload_spec)
-    waiting = len(open_) - len(now)
     if ran >= state.max_experiments:
         return {**update, "status_reason": f"experiment budget of {state.max_experiments} used; "
                                            f"{len(open_)} proposal(s) left untried",
@@ -55,10 +53,22 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx.progress("optimizer", late)
         return {**update, "status_reason": f"{late}; {len(open_)} proposal(s) left untried",
                 "events": [log("optimizer", late, untried=[p.id for p in open_])]}  # fmt: skip
+    decisions = []
+    if state.experiments and state.experiments[-1].kept:  # the model's estimates predate the kept change
+        asked, d = judged(fresh, state, ctx, trace_facts(state.incumbent, state.fs_type))
+        if d is not None:
+            fresh, decisions = asked, [d]
+            state = replace(state, proposals=merge_by_id(state.proposals, fresh))
+            update["proposals"] = fresh
+            open_ = [p for p in state.proposals if p.status == "proposed" and p.change.kind in ACTIONABLE]
+    now = searchable(open_, state, ctx.workload_spec)
+    waiting = len(open_) - len(now)
     # Overnight, try everything the policy may approve alone before anything that must ask a person.
     alone = [p for p in now if approval_rule(p, state.mode) == "approve"]
-    choice = ctx.reasoner.choose_next(alone or now, facts_of(state))
-    ctx.progress("optimizer", f"next: {choice.proposal_id} ({choice.reason})")
-    return {**update, "current": choice.proposal_id,
+    chosen = ctx.reasoner.choose_next(alone or now, facts_of(state))
+    choice, decided = chosen.answer, chosen.decision
+    ctx.progress("optimizer", f"next: {choice.proposal_id} ({choice.reason})"
+                 + (f" [rules: {decided.fallback}]" if decided.fallback else ""))  # fmt: skip
+    return {**update, "current": choice.proposal_id, "decisions": [*decisions, decided],
             "events": [log("optimizer", f"chose {choice.proposal_id}", reason=choice.reason, waiting=waiting,
-                           reopened=[p.id for p in back], reasoner=getattr(ctx.reasoner, "name", "?"))]}  # fmt: skip
+                           reopened=[p.id for p in back], reasoner=decided.by, fallback=decided.fallback)]}  # fmt: skip

@@ -3,22 +3,19 @@
 Computed at planning time and again before every choice, from the trace of the configuration
 a change would start from (the incumbent), so estimates follow what was kept: after buffering
 removed the small writes, coalescing them again is worth nothing and the estimate says so.
-Each number carries its source (``trace model``, ``kb``, ``measured``); a model estimate, if the
-reasoner is a chat model, comes after this and is labeled ``model``.
+Each number carries its source (``trace model``, ``kb``, ``measured``); a chat model's estimate,
+asked after the screen and after each kept change (:func:`renewed`), is labeled ``model``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
 from dftune.agents.measure import load_analysis
 from dftune.agents.optimizer.facts import facts_of
 from dftune.agents.optimizer.prior import apply_prior
-from dftune.agents.state import Measurement, Proposal, TuningState, log
+from dftune.agents.state import Decision, Measurement, Proposal, TuningState
 from dftune.tools import estimates
 from dftune.tools.estimates import Lever, TraceFacts
 from dftune.tools.guards import Arm
@@ -68,15 +65,29 @@ def trace_facts(m: Measurement | None, fs_type: str, analysis: Analysis | None =
 
 
 def estimate_proposals(
-    proposals: Sequence[Proposal], state: TuningState, ctx: Context, facts: TraceFacts | None
+    proposals: Sequence[Proposal],
+    state: TuningState,
+    ctx: Context,
+    facts: TraceFacts | None,
+    *,
+    keep_model: bool = False,
 ) -> list[Proposal]:
-    """Open proposals with fresh estimates (measured and KB numbers are kept as they are)."""
+    """Open proposals with fresh estimates (measured and KB numbers are kept as they are, and a
+    model's with ``keep_model``)."""
     defaults = {k: str(v) for k, v in ctx.workload_spec.settings().items()}
     out = []
     for p in proposals:
         if p.status == "known":  # judged again: the incumbent may have changed since
-            p = p.model_copy(update={"status": "proposed", "reason": "", "app_impact_source": "trace model"})
-        if p.status not in ("proposed", "manual") or p.app_impact_source in ("measured", "kb"):
+            p = p.model_copy(
+                update={
+                    "status": "proposed",
+                    "reason": "",
+                    "app_impact_source": "trace model",
+                    "impact_estimated_by": "rules",
+                }
+            )
+        kept = ("measured", "kb", "model") if keep_model else ("measured", "kb")
+        if p.status not in ("proposed", "manual") or p.app_impact_source in kept:
             out.append(p)
             continue
         if facts is None:
@@ -88,6 +99,7 @@ def estimate_proposals(
             e = estimates.estimate(p.checklist, facts, lever_of(p, ctx.workload_spec, state.incumbent))
             p = p.model_copy(update={
                 "app_impact_pct": e.app_pct, "app_impact_source": "trace model", "impact_reason": e.reason,
+                "impact_estimated_by": "rules",
                 "system_impact_pct": e.system_pct if e.system_pct is not None else 0.0,
                 "system_impact_source": "trace model" if e.system_pct is not None else "n/a",
                 "system_reason": e.system_reason,
@@ -98,40 +110,41 @@ def estimate_proposals(
     return out
 
 
-def model_refined(proposals: list[Proposal], state: TuningState, ctx: Context) -> list[Proposal]:
-    """A chat model's own estimates where only a trace model (or nothing) gave one (labeled ``model``)."""
+def judged(proposals: list[Proposal], state: TuningState, ctx: Context,
+           facts: TraceFacts | None) -> tuple[list[Proposal], Decision | None]:  # fmt: skip
+    """The reasoner's estimates where only a trace model (or nothing) gave one. The rules echo
+    the trace model; a chat model's own number is labeled ``model`` with its name."""
     fresh = [p for p in proposals if p.status == "proposed" and p.app_impact_source in ("trace model", "n/a")]
     if not fresh:
-        return proposals
-    answers = {e.proposal_id: e for e in ctx.reasoner.estimate_impacts(fresh, facts_of(state))}
+        return proposals, None
+    answer = ctx.reasoner.estimate_impacts(fresh, facts_of(state, facts))
+    d = answer.decision
+    if d.decided_by != "model":
+        return proposals, d
+    by_id = {e.proposal_id: e for e in answer.answer}
+    ids = {p.id for p in fresh}
     out = []
     for p in proposals:
-        e = answers.get(p.id)
-        if e is not None and p in fresh and e.reason != p.impact_reason:  # the rules echo the trace model
+        e = by_id.get(p.id)
+        if e is not None and p.id in ids:
+            was = (
+                f" (the trace model said {p.app_impact_pct:.1f}%)"
+                if p.app_impact_source == "trace model"
+                else ""
+            )
             p = p.model_copy(update={"app_impact_pct": e.app_impact_pct, "app_impact_source": "model",
-                                     "impact_reason": f"{e.reason} (the trace model said {p.app_impact_pct:.1f}%)"})  # fmt: skip
+                                     "impact_estimated_by": d.reasoner, "impact_reason": f"{e.reason}{was}"})  # fmt: skip
         out.append(p)
-    return out
+    return out, d
 
 
-#: statuses the screen lets through: still to measure, or a cited recommendation
-SCREENED = ("proposed", "manual")
-
-
-def estimate(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Node: every screened proposal's expected gain, from the incumbent's trace and the KB."""
-    ctx = runtime.context
-    screened = [p for p in state.proposals if p.status in SCREENED]
-    if not screened:
-        return {"events": [log("optimizer", "no screened proposal to estimate")]}
+def renewed(proposals: list[Proposal], state: TuningState, ctx: Context, *,
+            ask: bool) -> tuple[list[Proposal], list[Decision]]:  # fmt: skip
+    """Fresh estimates from the incumbent's trace and the KB; with ``ask``, the reasoner's too (a
+    model's number is kept until ``ask`` comes again: after a kept change)."""
     facts = trace_facts(state.incumbent, state.fs_type)
-    updated = estimate_proposals(screened, state, ctx, facts)
-    if getattr(ctx.reasoner, "name", "rules") != "rules":
-        updated = model_refined(updated, state, ctx)
-    known = [p.id for p in updated if p.status == "known"]
-    if known:
-        ctx.progress("optimizer", f"{len(known)} change(s) the knowledge base already measured here without a "
-                                  "gain: not tried again (--retry-known)")  # fmt: skip
-    sources = sorted({p.app_impact_source for p in updated})
-    return {"proposals": updated, "events": [log("optimizer", f"estimated {len(updated)} screened proposal(s)",
-                                                 sources=sources, known=known)]}  # fmt: skip
+    out = estimate_proposals(proposals, state, ctx, facts, keep_model=not ask)
+    if not ask:
+        return out, []
+    out, d = judged(out, state, ctx, facts)
+    return out, [d] if d is not None else []

@@ -1,13 +1,14 @@
 """The option space: every knob value, every offered patch and every diagnosed candidate, as proposals.
 
 The guards screen them next (``graphs.guard_nodes.screen``), so a forbidden strategy never
-reaches the table; each screened proposal then gets a labeled estimate (``impact.estimate``).
+reaches the table; each screened proposal then gets a labeled estimate (``estimate``).
 """
 
 from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -150,12 +151,17 @@ def plan_proposals(spec: WorkloadSpec, diagnosis: Diagnosis | None, catalog: Cat
     return proposals
 
 
+def derivation_context(spec: WorkloadSpec, workdir: Path) -> dict[str, str]:
+    """The values a catalog change is rendered with (``agents.optimizer.trust`` renders it again, so
+    the folder is resolved: another spelling of the same DFTUNE_HOME derives the same change)."""
+    return {k: str(v) for k, v in spec.placeholder_values(spec.settings(), workdir=workdir.resolve()).items()}
+
+
 def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: the option space as proposals, in the plan's order."""
     ctx = runtime.context
     spec = ctx.workload_spec
-    workdir = ctx.workspace.baseline_dir(state.run_id)
-    context = {k: str(v) for k, v in spec.placeholder_values(spec.settings(), workdir=workdir).items()}
+    context = derivation_context(spec, ctx.workspace.baseline_dir(state.run_id))
     proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context, state.software)
     # the plan's order breaks ties between equal estimates (estimates come after the screen)
     out = [p.model_copy(update={"order": i}) for i, p in enumerate(proposals)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -74,7 +74,7 @@ def _knob_of(p: Proposal) -> str | None:
     return next(iter(p.change.settings))
 
 
-def _frontier_of(knob: Knob, props: list[Proposal], current: float, closing: dict[str, str]) -> set[str]:
+def _frontier_of(knob: Knob, props: list[Proposal], current: float, closing: Collection[str]) -> set[str]:
     """Ids of the knob's proposals the search may try now (one value per direction)."""
     by_value: dict[float, list[Proposal]] = {}
     for p in props:

@@ -117,11 +117,17 @@ def test_lists_every_seed_tool_with_a_described_input_schema(tmp_path: Path) -> 
 
 
 def test_trace_tools_agree_with_dftune_in_process(tmp_path: Path, shared_traces: Path) -> None:
-    dlio = shared_traces / "dlio-legacy-strings"
+    two_runs = shared_traces / "dlio-legacy-strings"  # two hosts, 75 h apart
+    dlio = two_runs / "dlio-1proc.pfw.gz"
     unet = shared_traces / "dlio-unet3d-8ranks-legacy"
     want_dlio, want_unet = analyze([dlio]), analyze([unet])
 
     async def scenario(s: ClientSession) -> None:
+        for tool in ("analyze", "diagnose"):  # several runs: refused with the way out, or one result per run
+            assert "split_runs" in await _err(s, tool, {"paths": [str(two_runs)]})
+            runs = (await _ok(s, tool, {"paths": [str(two_runs)], "split_runs": True}))["runs"]
+            assert [r["run"]["hosts"] for r in runs] == [["corona237"], ["ruby165"]]
+            assert sum(r["events"] for r in runs) == analyze([two_runs], merge_runs=True).events
         got = await _ok(s, "analyze", {"paths": [str(dlio)], "views": ["summary", "file"], "max_rows": 2})
         assert got["schema"] == "dftune.analysis/1"
         for key in ("events", "files", "processes", "read", "write", "metadata", "read_time_pct", "seq_pct"):
@@ -275,7 +281,8 @@ def test_session_tools_on_a_real_run(tmp_path: Path, toy_run: str) -> None:
 
 def test_kb_tools_enforce_the_guards(tmp_path: Path, shared_traces: Path) -> None:
     trace = shared_traces / "dlio-legacy-strings" / "posix-1proc.pfw"
-    kb_md = tmp_path / "kb.md"
+    # an MCP client's writes stay inside DFTUNE_HOME
+    kb_md = (Path(os.environ["DFTUNE_HOME"]) / "kb" / "team" / "kb.md").resolve()
 
     async def scenario(s: ClientSession) -> None:
         forbidden = await _ok(s, "opt_kb_record", {"system": "testbox", "workload": "toy", "strategy": "l1.fewer_epochs",
@@ -368,7 +375,7 @@ def test_stdout_carries_only_the_protocol(tmp_path: Path, shared_traces: Path) -
     import mcp.types as types
 
     calls = [("analyze", {"paths": [str(shared_traces / "dlio-unet3d-8ranks-legacy")], "views": ["time"]}),
-             ("diagnose", {"paths": [str(shared_traces / "dlio-legacy-strings")]}),
+             ("diagnose", {"paths": [str(shared_traces / "dlio-legacy-strings")], "split_runs": True}),
              ("rag_search", {"query": "collective buffering"}), ("search_arxiv", {"query": "lustre"}),
              ("analyze", {"paths": [str(tmp_path / "missing")]})]  # fmt: skip
     init = {"protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},

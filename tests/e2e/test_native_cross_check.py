@@ -39,7 +39,7 @@ def test_events_match_dftracer_event_count_on_shared_traces(
     native = native_event_count(shared_traces / name, tmp_path)
     if native is None:
         pytest.skip(f"dftracer_event_count cannot read {name}")
-    assert analyze([shared_traces / name]).events == native
+    assert analyze([shared_traces / name], merge_runs=True).events == native
 
 
 @pytest.mark.parametrize("name", ["preload", "multiproc", "function"])

@@ -29,7 +29,7 @@ SETS = [pytest.param(("shared", n), id=n) for n in c.SHARED_TRACE_SETS] + [
 
 
 def _analyze(path: Path, mode: str) -> dict[str, Any]:
-    return analyze_with([path], mode, views=["summary", "file", "proc", "time", "layer"])
+    return analyze_with([path], mode, views=["summary", "file", "proc", "time", "layer"], merge_runs=True)
 
 
 @pytest.mark.parametrize("which", SETS)

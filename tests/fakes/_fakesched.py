@@ -10,6 +10,7 @@ temporary directory), one folder per job::
     <root>/<slurm|flux>/<id>/cancelled written by scancel / flux cancel
     <root>/<slurm|flux>/<id>/timeout   written when the job overran its time limit
     <root>/<slurm|flux>/<id>/end.json  exit status, written when the job is over
+    <root>/slurm/<id>/steps/<n>.json   how srun step n ended (written by the fake srun)
 
 A submitted job is run by a detached supervisor (``python _fakesched.py supervise KIND
 ID``, its own session) that waits ``$FAKE_SCHED_PENDING_S`` (default 0.2 s; the job is
@@ -18,10 +19,16 @@ working directory and output files, enforces the time limit (one minute lasts
 ``$FAKE_SCHED_TIME_SCALE`` seconds, default 60), kills what the job left behind when it
 ends, and records how it ended.
 
+A job whose meta has ``never`` (a Slurm pending reason such as ``PartitionConfig`` or
+``JobHeldUser``, a Flux hold) is never started: it stays pending until it is cancelled.
+
 Knobs for tests: ``FAKE_SLURM_PARTITIONS`` (comma list, default ``debug,batch``),
+``FAKE_SLURM_CPUS`` (CPUs of the fake partition, default 1000: more tasks pend forever with
+reason PartitionConfig), ``FAKE_SACCT_DISABLED`` (sacct says accounting storage is disabled),
 ``FAKE_FLUX_QUEUES`` (comma list; unset = any queue), ``FAKE_SQUEUE_MIN_JOB_AGE`` (seconds
 squeue keeps listing a finished job in its final state, then "Invalid job id"; unset =
-it prints nothing for finished jobs), ``FAKE_SACCT_DELAY_S`` (seconds after the end
+it prints nothing for finished jobs; scontrol forgets the job after the same age),
+``FAKE_SACCT_DELAY_S`` (seconds after the end
 during which sacct still says RUNNING, like a lagging slurmdbd).
 """
 
@@ -173,7 +180,10 @@ def _killpg(pgid: int, sig: int) -> bool:
 def supervise(kind: str, job_id: int) -> None:
     d = job_dir(kind, job_id)
     meta = read_json(d / "meta.json")
-    time.sleep(float(os.environ.get("FAKE_SCHED_PENDING_S", "0.2")))
+    start_at = time.monotonic() + float(os.environ.get("FAKE_SCHED_PENDING_S", "0.2"))
+    # pending (for ever when it can never start) until its time comes or it is cancelled
+    while (meta.get("never") or time.monotonic() < start_at) and not (d / "cancelled").exists():
+        time.sleep(0.02)
     with locked(d / "lock"):
         if (d / "cancelled").exists():
             write_json(d / "end.json", {"returncode": None, "start": None, "end": time.time()})
@@ -303,17 +313,60 @@ if __name__ == "__main__":
 # ------------------------------------------------------------------------------ final states
 
 
+def exit_pair(rc: int | None) -> str:
+    """Slurm's ``N:S`` for a wait status as Python reports it (negative: killed by that signal)."""
+    return "0:0" if rc is None else (f"0:{-rc}" if rc < 0 else f"{rc}:0")
+
+
 def slurm_final(info: dict[str, Any]) -> tuple[str, str]:
-    """(State, ExitCode "N:S") of a finished Slurm job, as sacct prints them."""
+    """(State, ExitCode "N:S") of a finished Slurm job as scontrol shows it (Slurm 22.05, measured).
+
+    The batch script's status: ``FAILED 137:0`` when srun reported a task killed by SIGKILL,
+    ``TIMEOUT 0:15`` when the time limit's SIGTERM ended the script.
+    """
     rc = info["end"]["returncode"]
-    code = "0:0" if rc is None else (f"0:{-rc}" if rc < 0 else f"{rc}:0")
+    code = exit_pair(rc)
     if info["cancelled"]:
         return f"CANCELLED by {os.getuid()}", code
     if info["timeout"]:
-        return "TIMEOUT", "0:0"
+        return "TIMEOUT", code
     if rc == 0:
         return "COMPLETED", code
     return "FAILED", code
+
+
+def slurm_steps(info: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """sacct's step lines (step, State, ExitCode): ``batch`` (the script), then each srun step.
+
+    A step whose task died of a signal is ``CANCELLED|0:S``, as sacct shows it.
+    """
+    d = job_dir("slurm", info["id"])
+    rc = info["end"]["returncode"]
+    batch_state = (
+        "CANCELLED" if (info["cancelled"] or info["timeout"]) else ("COMPLETED" if rc == 0 else "FAILED")
+    )
+    rows = [("batch", batch_state, exit_pair(rc))]
+    steps = sorted((d / "steps").glob("*.json"), key=lambda p: int(p.stem)) if (d / "steps").is_dir() else []
+    for path in steps:
+        step_rc = (read_json(path) or {}).get("returncode")
+        state = (
+            "CANCELLED"
+            if step_rc is not None and step_rc < 0
+            else ("COMPLETED" if step_rc == 0 else "FAILED")
+        )
+        rows.append((path.stem, state, exit_pair(step_rc)))
+    return rows
+
+
+def slurm_times(info: dict[str, Any]) -> dict[str, str]:
+    """SubmitTime/StartTime/EndTime as slurmctld prints them: local time, whole seconds."""
+
+    def fmt(t: float | None) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)) if t else "Unknown"
+
+    end, run = info["end"] or {}, info["run"] or {}
+    return {"submit": fmt(info["meta"].get("submit_time")), "start": fmt(end.get("start") or run.get("start")),
+            "end": fmt(end.get("end") if end else None)}  # fmt: skip
 
 
 def flux_final(info: dict[str, Any]) -> tuple[str, str]:

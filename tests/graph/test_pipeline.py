@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
 from dftune.agents.context import Context
-from dftune.agents.reasoner import LLMReasoner, RulesReasoner
+from dftune.agents.reasoner import LLMReasoner
 from dftune.agents.state import TuningState
 from dftune.tools.kb import opt_kb_records
 from tests.fakes.chat import ScriptedChatModel, tool_reply
@@ -50,13 +51,13 @@ def test_interactive_mode_asks_before_every_change_and_does_nothing_first(harnes
     first = pending["proposal_id"]
     assert pending["resume_with"].startswith("dftune approve")
     assert harness.ws.iterations(harness.run_id) == []  # nothing applied before the answer
-    out = harness.invoke(Command(resume={"approved": False, "reason": "not tonight"}))
+    out = harness.invoke(Command(resume={"decision": "reject", "reason": "not tonight"}))
     state = harness.values()
     assert state.proposal(first).status == "declined" and "not tonight" in state.proposal(first).reason
     assert harness.ws.iterations(harness.run_id) == []
     second = out["__interrupt__"][0].value["proposal_id"]
     assert second != first
-    harness.invoke(Command(resume={"approved": True}))
+    harness.invoke(Command(resume={"decision": "approve"}))
     state = harness.values()
     assert [e.proposal_id for e in state.experiments] == [second]
     assert [a.by for a in state.approvals] == ["person", "person"]
@@ -79,20 +80,23 @@ def test_a_scripted_model_chooses_and_is_reasked_when_it_answers_outside_the_opt
     reasoner = LLMReasoner(model, name="fake:scripted")
     harness.invoke(harness.state(model="fake:scripted"), Context(workspace=harness.ws, reasoner=reasoner))
     state = harness.values()
+    assert model.violations == []  # every re-ask kept both APIs' message rules
     assert [e.proposal_id for e in state.experiments] == ["SLOW=1", "WORKERS=4"]
     assert model.script == []
-    assert any("ImpactEstimates: no valid answer" in f for f in reasoner.fallbacks)
-    rules = {e.proposal_id: e for e in RulesReasoner().estimate_impacts(state.proposals, _facts(state))}
-    assert state.proposal("EPOCHS=1").app_impact_pct == rules["EPOCHS=1"].app_impact_pct
-    # the invalid id was sent back with the reason, not executed
-    reask = [
-        m
-        for msgs in model.seen
-        for m in msgs
-        if "not one of the offered ids" in str(getattr(m, "content", m))
-    ]
-    assert reask
-    assert "scripted summary" in (harness.ws.run_dir(harness.run_id) / "report.md").read_text()
+    assert any("estimate_impacts: no valid answer" in f for f in reasoner.fallbacks)
+    # only what the guards let through was estimated, and by the rules after the failed answers
+    first_prompt = str(model.seen[0][1].content)
+    assert "WORKERS=4" in first_prompt and "EPOCHS=1" not in first_prompt
+    assert {state.proposal(i).impact_estimated_by for i in ("SLOW=1", "WORKERS=4")} == {"rules"}
+    assert state.proposal("EPOCHS=1").impact_reason == ""  # refused: never estimated
+    # the invalid id went back as the tool call's error result, not as a human turn
+    tool_results = [m for msgs in model.seen for m in msgs if isinstance(m, ToolMessage)]
+    assert any("not one of the offered ids" in str(m.content) and m.status == "error" for m in tool_results)
+    who = [(d.question, d.decided_by) for d in state.decisions]
+    assert who == [("estimate_impacts", "rules"), ("choose_next", "model"), ("choose_next", "model"),
+                   ("summarize", "model")]  # fmt: skip
+    report = (harness.ws.run_dir(harness.run_id) / "report.md").read_text()
+    assert "> scripted summary" in report and "summary by the model fake:scripted" in report
 
 
 def _facts(state: TuningState) -> Any:
@@ -103,10 +107,15 @@ def _facts(state: TuningState) -> Any:
 
 def test_token_budget_hands_every_judgment_back_to_the_rules(harness: Harness) -> None:
     model = ScriptedChatModel(script=[tool_reply("ImpactEstimates", {"estimates": []}, tokens=10_000)])
-    reasoner = LLMReasoner(model, name="fake:budget", token_budget=5_000)
-    harness.invoke(harness.state(max_experiments=1), Context(workspace=harness.ws, reasoner=reasoner))
-    assert harness.values().status == "completed"
+    reasoner = LLMReasoner(model, name="fake:budget")
+    harness.invoke(harness.state(max_experiments=1, token_budget=5_000, model="fake:budget"),
+                   Context(workspace=harness.ws, reasoner=reasoner))  # fmt: skip
+    state = harness.values()
+    assert state.status == "completed" and model.violations == []
     assert any("token budget" in f for f in reasoner.fallbacks)
+    assert len(model.seen) == 1  # the one call that overran; none after it
+    assert state.tokens_spent == 10_000
+    assert all(d.decided_by == "rules" for d in state.decisions)
 
 
 def test_resume_after_a_crash_repeats_no_experiment_and_no_record(

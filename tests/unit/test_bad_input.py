@@ -163,6 +163,21 @@ def ts_not_numeric(folder: Path) -> Bad:
                kept=11, dropped=1, skipped_at=[5])  # fmt: skip
 
 
+def non_utf8_line(folder: Path, name: str = "latin-00000007-preload.pfw") -> Bad:
+    """An event whose bytes are not UTF-8 (a Latin-1 file name): named, never read as data."""
+    lines = bad_trace_lines(12)
+    # line 6 carries the raw byte 0xe9 (json.dumps would have escaped it as \\u00e9)
+    lines[5] = read_line(5, BAD_PID, "bb", name="re\xe9ad").replace("\\u00e9", "\xe9")
+    path = folder / name
+    data = "\n".join(lines).encode("latin-1") + b"\n"
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    return Bad(path, 6, "utf-8", kept=11, dropped=1, skipped_at=[6])
+
+
+def non_utf8_line_gz(folder: Path) -> Bad:
+    return non_utf8_line(folder, "latin-00000007-preload.pfw.gz")
+
+
 def log_line_in_trace(folder: Path) -> Bad:
     """Valid JSON that is not a trace event, in the middle of a trace."""
     lines = bad_trace_lines(10)
@@ -224,6 +239,8 @@ SKIPPABLE: list[Any] = [
     pytest.param(corrupt_line_after_blank, id="corrupt-line-after-blank-lines"),
     pytest.param(many_corrupt_lines, id="120-corrupt-lines"),
     pytest.param(ts_not_numeric, id="ts-not-numeric"),
+    pytest.param(non_utf8_line, id="non-utf8-line"),
+    pytest.param(non_utf8_line_gz, id="non-utf8-line-gz"),
     pytest.param(log_line_in_trace, id="json-log-line-in-trace"),
     pytest.param(json_not_events, id="json-not-trace-events"),
     pytest.param(prose, id="prose-text"),
@@ -467,3 +484,18 @@ def test_blank_and_whitespace_lines_are_not_bad(tmp_path: Path) -> None:
     result = analyze([path]).to_json_dict()
     assert result["skipped_lines"] == 0
     assert result["events"] == 8
+
+
+@pytest.mark.parametrize("kind", ["loop", "dangling"])
+def test_a_trace_link_that_cannot_be_read_is_named_not_ignored(tmp_path: Path, kind: str) -> None:
+    good = write_good(tmp_path)
+    link = tmp_path / "loop-00000007-preload.pfw"
+    link.symlink_to(link.name if kind == "loop" else "gone.pfw")
+    with pytest.raises(TraceError) as info:
+        analyze([tmp_path])
+    msg = assert_one_line_error(info.value, link)
+    assert ("loop" if kind == "loop" else "to nothing") in msg
+    result = analyze([tmp_path], skip_bad=True, views=["proc"]).to_json_dict()
+    assert_good_file_intact(result, good)
+    assert [s["file"] for s in result["skipped"]] == [str(link)]
+    assert any(str(link) in w for w in result["warnings"])

@@ -17,8 +17,8 @@ CITATION: dict[str, Any] = {
     "venue": "PDSW", "year": 2023, "url": "https://doi.org/10.1000/xyz",
 }  # fmt: skip
 FOUND: dict[str, Any] = {
-    "citation": CITATION, "claim": "mapping the file served random 4 KiB reads 2x faster than pread",
-    "evidence": "page 3", "source": "search:arxiv",
+    "citation": CITATION, "claim": "mapping the file with mmap served random 4 KiB reads 2x faster than pread",
+    "evidence": "page 3", "source": "search:arxiv", "verified_by": "arxiv",
 }  # fmt: skip
 
 
@@ -45,6 +45,18 @@ def test_a_found_citation_without_its_passage_or_venue_is_unsupported() -> None:
         d = reference_guard(CitedClaim.model_validate(broken))
         assert not d.passed and d.verdict == "unsupported"
     assert opt_kb_record(_record(found_citation={**FOUND, "claim": ""})).verdict == "unsupported"
+
+
+def test_a_found_citation_needs_a_fetched_record_and_a_passage_naming_the_technique() -> None:
+    """Issue 13 #8: a sidecar or PDF metadata alone (no fetched record) never supports a strategy."""
+    unverified = CitedClaim.model_validate({**FOUND, "verified_by": ""})
+    d = reference_guard(unverified, "l1.mmap_random")
+    assert not d.passed and "sidecar/PDF metadata" in d.reason
+    assert opt_kb_record(_record(found_citation={**FOUND, "verified_by": ""})).verdict == "unsupported"
+    off_topic = CitedClaim.model_validate({**FOUND, "claim": "random reads are slow on Lustre"})
+    d = reference_guard(off_topic, "l1.mmap_random")
+    assert not d.passed and "does not name the technique" in d.reason
+    assert reference_guard(CitedClaim.model_validate(FOUND), "l1.mmap_random").passed
 
 
 def test_search_hits_become_citations_only_when_complete() -> None:

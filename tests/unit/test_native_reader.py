@@ -14,6 +14,7 @@ import gzip
 import itertools
 import json
 import os
+import random
 import shutil
 import sysconfig
 from collections.abc import Callable
@@ -306,6 +307,66 @@ def test_float_sums_add_up_in_duckdbs_batch_order(tmp_path: Path, monkeypatch: p
     assert read_file_native(path) is not None
     doc = assert_same([path])
     assert doc["read"]["bw_per_op_mean_mib_s"] is not None
+
+
+@needs_native
+@pytest.mark.parametrize("windows", [1, 3, 20, 1000])
+def test_time_bins_coarsen_exactly_across_batches_and_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, windows: int
+) -> None:
+    """The time view's per-file fine bins grow coarser as a file's span grows (the C ring, and
+    DuckDB batch by batch); the windows come out the same and hold every call exactly once."""
+    monkeypatch.setattr(reader, "BATCH_ROWS", 61)
+    rng = random.Random(3)
+    paths = []
+    for pid, start in ((5, -7_000), (6, 1 << 20)):  # overlapping in time: one run
+        lines, ts = [meta("FH", "/d/x", "bb", pid=pid)], start
+        for i in range(700):  # gaps from 1 us to ~1 s, lines not in ts order (written at call end)
+            ts += rng.choice((1, 2, 3, 50, 4_000, 1_000_000))
+            at = ts - rng.randrange(0, 40)
+            lines.append(ev("read" if i % 3 else "write", at, rng.randrange(0, 9), pid=pid, fhash="bb",
+                            ret=rng.randrange(0, 1 << 20)))  # fmt: skip
+        paths.append(write(tmp_path / f"p{pid}.pfw.gz", lines))
+    assert all(read_file_native(p) is not None for p in paths)
+    doc = assert_same(paths, time_windows=windows)
+    view = doc["views"]["time"]
+    assert 1 <= view["windows"] <= max(windows, 2)  # one file starts before ts 0
+    width_us = round(view["window_s"] * 1e6)
+    assert width_us & (width_us - 1) == 0  # a power of two
+    rows = view["rows"]
+    for fam in ("read", "write"):
+        assert sum(r[f"{fam}_count"] or 0 for r in rows) == doc[fam]["count"]
+        assert sum(r[f"{fam}_bytes"] or 0 for r in rows) == doc[fam]["bytes"]
+    for r in rows[1:]:  # after the first (clipped) window, each starts on the absolute grid
+        assert (view["origin_us"] + round(r["start_s"] * 1e6)) % width_us == 0
+    assert rows[0]["start_s"] >= 0 and rows[-1]["end_s"] == pytest.approx(doc["job_time_s"], abs=1e-6)
+
+
+def test_file_view_merges_a_file_across_trace_files_and_keeps_the_top(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 2.x hash named only in another trace file's metadata is one row with its name; the top
+    rows are the files with the most I/O time, ties kept by name; the total counts them all."""
+    import dftune.tools.trace.views as views
+
+    monkeypatch.setattr(views, "FILE_VIEW_LIMIT", 3)
+    a = [
+        meta("FH", "/d/shared", "bb", pid=1),
+        meta("FH", "/d/kid", "ee", pid=1),
+        ev("read", 10, 50, pid=1, fhash="bb", ret=10),
+    ]
+    a += [ev("read", 20 + i, 5, pid=1, fhash=f"c{i}", ret=1) for i in range(4)]  # four files, 5 us each
+    b = [ev("read", 30, 40, pid=2, fhash="bb", ret=20), ev("read", 40, 1, pid=2, fhash="dd", ret=1),
+         ev("read", 50, 30, pid=2, fhash="ee", ret=1)]  # fmt: skip
+    paths = [write(tmp_path / "a.pfw.gz", a), write(tmp_path / "b.pfw.gz", b)]
+    doc = assert_same(paths)
+    view = doc["views"]["file"]
+    assert view["total"] == 7 == doc["files_accessed"]
+    rows = view["rows"]
+    # "ee" is named only in a.pfw.gz, which never accesses it
+    assert [r["path"] for r in rows] == ["/d/shared", "/d/kid", "fhash:c0"]
+    assert (rows[0]["processes"], rows[0]["read_bytes"], rows[0]["read_count"]) == (2, 30, 2)
+    assert rows[0]["io_time_s"] == pytest.approx(90e-6)
 
 
 # --------------------------------------------------------------------------------------

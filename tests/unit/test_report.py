@@ -194,7 +194,9 @@ def test_html_has_every_section_escapes_run_data_and_embeds_every_plot(run_dir: 
     assert "pid 7@node1" in base64.b64decode(page.imgs[1].split(",", 1)[1]).decode()
     # seed content: partial coverage, both kinds of finding, the proposal columns, 12 checklist rows
     assert "Partial coverage" in text and "replicate r3 (timeout)" in text
-    assert "Measured (this run)" in text and "Literature-estimated (not measured here)" in text
+    assert (
+        "Measured (this run)" in text and "Estimated, or measured before (not measured in this run)" in text
+    )
     for col in (
         "#",
         "Strategy",
@@ -240,7 +242,7 @@ def test_experiment_plot_survives_math_characters_in_names() -> None:
 def test_markdown_states_partial_coverage_and_labels_estimates(run_dir: Path) -> None:
     md = render_run_markdown(make_report(run_dir, traced=False))
     assert "**Partial coverage" in md
-    assert "| literature estimate | l2.readahead_env" in md
+    assert "| estimate | l2.readahead_env" in md
     assert "| measured | small-io |" in md
     assert "Guard decisions before anything was applied" in md
 
@@ -329,4 +331,8 @@ def test_timeline_keeps_the_largest_traces_when_there_are_many(
     monkeypatch.setattr(plots, "MAX_PROCESSES", 1)
     series, note = plots.process_series([str(p) for p in sorted(tmp_path.glob("*.pfw.gz"))])
     assert [s.label for s in series] == ["pid 8@node1"] and "largest of 2" in note
-    assert len(series[0].starts) == plots.TIME_WINDOWS and max(series[0].mib_s) > 0
+    # at most TIME_WINDOWS windows on the power-of-two grid, at least about half as many
+    assert (
+        plots.TIME_WINDOWS // 2 - 1 <= len(series[0].starts) <= plots.TIME_WINDOWS
+        and max(series[0].mib_s) > 0
+    )

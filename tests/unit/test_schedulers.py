@@ -30,6 +30,7 @@ from dftune.tools.runner.schedulers import (
     parse_flux_result,
     parse_sacct,
     parse_sbatch_id,
+    parse_scontrol_job,
     run_flux,
     run_scheduled,
     run_slurm,
@@ -62,7 +63,12 @@ def test_slurm_script_golden() -> None:
         "#SBATCH --chdir=/w/run\n"
         "#SBATCH --export=ALL\n"
         "\n"
+        "# dftune: the job's own clock around the program (the queue wait is not in it)\n"
+        'echo "start $(date +%s.%N)" > /w/logs/opt1-r2.time\n'
         "srun python train.py --data '/d/my data' 'it'\"'\"'s'\n"
+        "rc=$?\n"
+        'echo "end $(date +%s.%N) $rc" >> /w/logs/opt1-r2.time\n'
+        "exit $rc\n"
     )
 
 
@@ -113,15 +119,104 @@ def test_parse_sbatch_id(text: str, expected: str | None) -> None:
     assert parse_sbatch_id(text) == expected
 
 
+def test_parse_sacct_reads_every_line() -> None:
+    """The job line first, then its steps; ``N:S`` split; decorations dropped."""
+    rows = parse_sacct(
+        "7.batch|FAILED|137:0|2024-05-01T12:00:00|2024-05-01T12:00:05|2024-05-01T12:00:09\n"
+        "7|FAILED|137:0|2024-05-01T12:00:00|2024-05-01T12:00:05|2024-05-01T12:00:09\n"
+        "7.0|CANCELLED|0:9|2024-05-01T12:00:05|2024-05-01T12:00:05|2024-05-01T12:00:09\n"
+        "\n"
+    )
+    assert [(r.step, r.state, r.code, r.signal) for r in rows] == [
+        ("", "FAILED", 137, 0), ("batch", "FAILED", 137, 0), ("0", "CANCELLED", 0, 9)
+    ]  # fmt: skip
+    assert rows[0].end is not None and rows[0].start is not None and rows[0].end - rows[0].start == 4
+    assert [(r.state, r.code, r.signal) for r in parse_sacct("1|CANCELLED by 1000|0:15\n2|FAILED+|3:0\n")] == [
+        ("CANCELLED", 0, 15), ("FAILED", 3, 0)
+    ]  # fmt: skip
+    assert parse_sacct("") == [] and parse_sacct("garbage\n") == []
+    (running,) = parse_sacct("9|RUNNING||2024-05-01T12:00:00|2024-05-01T12:00:01|Unknown\n")
+    assert running.code is None and running.end is None
+
+
+def test_parse_scontrol_job() -> None:
+    line = (
+        "JobId=5 JobName=x UserId=root(0) JobState=TIMEOUT Reason=TimeLimit Dependency=(null) ExitCode=0:15 "
+        "DerivedExitCode=0:0 SubmitTime=2026-12-01T09:24:51 StartTime=2026-12-01T09:24:52 "
+        "EndTime=2026-12-01T09:26:18 Command=/w/my job.sh WorkDir=/w StdErr=/w/5.err\n"
+    )
+    info = parse_scontrol_job(line)
+    assert info["JobState"] == "TIMEOUT" and info["ExitCode"] == "0:15" and info["Reason"] == "TimeLimit"
+    assert info["StartTime"] == "2026-12-01T09:24:52" and info["Command"] == "/w/my"
+
+
+def test_never_starting_reasons() -> None:
+    for reason in ("PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "JobHeldUser", "JobHeldAdmin",
+                   "DependencyNeverSatisfied", "BadConstraints", "QOSMaxCpuPerJobLimit",
+                   "AssocMaxWallDurationPerJobLimit", "QOSMaxMemoryPerJob", "QOSMinCpuNotSatisfied"):  # fmt: skip
+        assert schedulers.slurm_never_starts(reason), reason
+    for reason in ("Resources", "Priority", "None", "Dependency", "ReqNodeNotAvail", "QOSGrpCpuLimit",
+                   "AssocGrpJobsLimit", "QOSMaxJobsPerUserLimit", "BeginTime", "PartitionDown", ""):  # fmt: skip
+        assert not schedulers.slurm_never_starts(reason), reason
+
+
+def test_srun_signal_and_program_stderr() -> None:
+    err = (
+        "dying\n"
+        "srun: error: vm: task 0: Killed\n"
+        "srun: Force Terminated StepId=3.0\n"
+        "slurmstepd-vm: error: *** STEP 3.0 ON vm CANCELLED AT 2026-12-01T09:24:54 ***\n"
+    )
+    assert schedulers.srun_signal(err, 137) == 9
+    assert schedulers.srun_signal("srun: error: n1: tasks 0-3: Segmentation fault (core dumped)\n", 139) == 11
+    assert schedulers.srun_signal("srun: error: vm: task 0: Exited with exit code 137\n", 137) == 0
+    assert schedulers.srun_signal(err, 3) == 0
+    assert schedulers.program_stderr(err) == "dying\n"
+    assert schedulers.program_stderr("flux-shell[0]: task 0: exited\nreal line\n") == "real line\n"
+
+
 @pytest.mark.parametrize(
-    ("text", "expected"),
-    [("COMPLETED|0:0\n1234.batch|COMPLETED|0:0\n", ("COMPLETED", 0)), ("FAILED|3:0\nFAILED|3:0\n", ("FAILED", 3)),
-     ("FAILED|0:9\n", ("FAILED", -9)), ("CANCELLED by 1000|0:15\n", ("CANCELLED", -15)),
-     ("TIMEOUT|0:0\n", ("TIMEOUT", 0)), ("OUT_OF_MEMORY|0:125\n", ("OUT_OF_MEMORY", -125)),
-     ("RUNNING|\n", ("RUNNING", None)), ("", None)],
+    ("state", "code", "sig", "steps", "stderr", "expected"),
+    [("COMPLETED", 0, 0, [], "", ("ok", 0)),
+     ("FAILED", 3, 0, [], "", ("failed", 3)),
+     ("FAILED", 137, 0, [("batch", "FAILED", 137, 0), ("0", "CANCELLED", 0, 9)], "", ("failed", -9)),
+     ("FAILED", 137, 0, [], "srun: error: vm: task 0: Killed\n", ("failed", -9)),
+     ("FAILED", 137, 0, [], "", ("failed", 137)),
+     ("TIMEOUT", 0, 0, [("batch", "CANCELLED", 0, 15)], "", ("timeout", -15)),
+     ("TIMEOUT", 0, 15, [], "", ("timeout", -15)),
+     ("TIMEOUT", 0, 0, [], "", ("timeout", None)),
+     ("CANCELLED", 0, 15, [], "", ("failed", -15)),
+     ("OUT_OF_MEMORY", 0, 125, [], "", ("failed", -125))],
 )  # fmt: skip
-def test_parse_sacct(text: str, expected: tuple[str, int | None] | None) -> None:
-    assert parse_sacct(text) == expected
+def test_slurm_outcome(state: str, code: int, sig: int, steps: list[tuple[str, str, int, int]], stderr: str,
+                       expected: tuple[str, int | None]) -> None:  # fmt: skip
+    rows = [schedulers.SacctRow(step=a, state=b, code=c, signal=d) for a, b, c, d in steps]
+    status, exit_code, reason = schedulers.slurm_outcome("7", state, code, sig, rows, stderr, "sacct")
+    assert (status, exit_code) == expected, reason
+    if status != "ok":
+        assert "Slurm job 7, state from sacct" in reason
+        assert exit_code != 0  # never "exit code 0" for a job that did not complete
+    if exit_code is not None and exit_code < 0:
+        assert f"killed by signal {-exit_code}" in reason
+
+
+def test_wall_time_sources(tmp_path: Path) -> None:
+    """The job script's clock first, then the scheduler's times; never the submit-to-end span."""
+    watch = schedulers._Watch(submitted=100.0, submitted_epoch=1000.0, first_running=103.0, gone=110.0)
+    clock = tmp_path / "r.time"
+    clock.write_text("start 1002.25\nend 1004.75 0\n")
+    assert schedulers._wall(watch, None, clock) == (2.5, "job script clock around srun (date +%s.%N)", 2.25)
+    clock.write_text("start 1002.25\n")  # killed before the end line
+    end = schedulers.JobEnd("failed", 1, "", "scontrol (accounting disabled)", 1000.0, 1003.0, 1009.0)
+    assert schedulers._wall(watch, end, clock) == (
+        6.0,
+        "scontrol (accounting disabled) start/end (whole seconds)",
+        3.0,
+    )
+    flux = schedulers.JobEnd("ok", 0, "", "flux jobs", 1000.0, 1001.5, None, runtime_s=0.42)
+    assert schedulers._wall(watch, flux, None) == (0.42, "flux jobs runtime", 1.5)
+    wall, source, queue = schedulers._wall(watch, None, tmp_path / "missing.time")
+    assert (wall, queue) == (7.0, 3.0) and "poll clock" in source
 
 
 def test_parse_flux_output() -> None:
@@ -196,7 +291,7 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster
     monkeypatch.setenv("FAKE_SCHED_DIR", str(tmp_path / "sched"))
     monkeypatch.setenv("FAKE_SCHED_PENDING_S", "0.1")
     for var in ("FAKE_SCHED_TIME_SCALE", "FAKE_SQUEUE_MIN_JOB_AGE", "FAKE_SACCT_DELAY_S", "LD_PRELOAD",
-                "FAKE_SLURM_PARTITIONS", "FAKE_FLUX_QUEUES"):  # fmt: skip
+                "FAKE_SLURM_PARTITIONS", "FAKE_FLUX_QUEUES", "FAKE_SACCT_DISABLED", "FAKE_SLURM_CPUS"):  # fmt: skip
         monkeypatch.delenv(var, raising=False)
     c = Cluster(tmp_path)
     yield c
@@ -234,7 +329,7 @@ def test_successful_job(cluster: Cluster, kind: str) -> None:
     assert res.stdout_tail.count("hello from rank") == 2  # two ranks, both through the launcher
     assert f"in {cluster.cwd}" in res.stdout_tail
     assert "note on stderr" in res.stderr_tail
-    assert 0.1 < res.wall_s < 10
+    assert 0 < res.wall_s < 10
     job = cluster.only_job(kind)
     opts = job["meta"]["options"]
     assert opts["exclusive"] == "1"  # extra_args reached the submit command
@@ -272,7 +367,7 @@ def test_hung_job_is_cancelled_and_killed(cluster: Cluster, kind: str) -> None:
     res = cluster.run(kind, [PY, "-c", HANG], timeout_s=2)
     assert res.status == "timeout", res
     assert ("scancel" if kind == "slurm" else "flux cancel") in res.reason
-    assert 2 <= res.wall_s < 10 and time.monotonic() - t0 < 10
+    assert 1.5 <= res.wall_s < 10 and time.monotonic() - t0 < 10  # from the job's start, not its submission
     pids = [int(p) for p in res.stdout_tail.split()]
     assert len(pids) == 2, res.stdout_tail
     assert all(_gone(pid) for pid in pids), "the job's processes survived the cancel"
@@ -284,11 +379,17 @@ def test_hung_job_is_cancelled_and_killed(cluster: Cluster, kind: str) -> None:
 def test_scheduler_time_limit_is_a_timeout(
     cluster: Cluster, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The time limit's signal is the exit status (sacct's job line says TIMEOUT|0:0, the batch step 0:15)."""
     monkeypatch.setenv("FAKE_SCHED_TIME_SCALE", "0.5")  # one minute of time limit lasts 0.5 s
     res = cluster.run(kind, [PY, "-c", "import time; time.sleep(30)"], time_limit_min=1)
     assert res.status == "timeout", res
     assert "time limit" in res.reason
     assert res.wall_s < 10
+    assert res.exit_code not in (0, None), res  # not "exit code 0"
+    if kind == "slurm":
+        assert res.exit_code == -15 and "killed by signal 15 (SIGTERM)" in res.reason
+    else:
+        assert res.exit_code == 143 and "SIGTERM" in res.reason
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -509,3 +610,140 @@ def test_local_runs_keep_the_tracer_in_their_environment() -> None:
     env = {"LD_PRELOAD": "x.so", "DFTRACER_ENABLE": "1"}
     assert launch_argv(spec, ["prog"], env) == ["prog"]
     assert launcher_env(spec, env) == env
+
+
+# --------------------------------------------------------------------------- issue 13: Slurm as it really is
+
+
+@pytest.mark.parametrize("disabled", [False, True])
+def test_job_killed_by_a_signal_reports_the_signal(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, disabled: bool
+) -> None:
+    """srun exits 137 for a task killed by SIGKILL: sacct's step line (CANCELLED|0:9) or srun's "Killed" say so."""
+    if disabled:
+        monkeypatch.setenv("FAKE_SACCT_DISABLED", "1")
+    prog = "import os, signal, sys; print('dying', file=sys.stderr, flush=True); os.kill(os.getpid(), signal.SIGKILL)"
+    res = cluster.run("slurm", [PY, "-c", prog])
+    assert res.status == "failed", res
+    assert res.exit_code == -9, res
+    assert "killed by signal 9 (SIGKILL)" in res.reason and "exit code" not in res.reason
+    assert res.state_source == ("scontrol (accounting disabled)" if disabled else "sacct")
+
+
+def test_exit_code_137_is_not_taken_for_a_signal(cluster: Cluster) -> None:
+    res = cluster.run("slurm", [PY, "-c", "import sys; sys.exit(137)"])
+    assert res.status == "failed" and res.exit_code == 137, res
+    assert "exit code 137" in res.reason
+
+
+def test_no_accounting_falls_back_to_scontrol(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AccountingStorageType=accounting_storage/none: sacct is disabled, scontrol still knows the job."""
+    monkeypatch.setenv("FAKE_SACCT_DISABLED", "1")
+    monkeypatch.setenv("FAKE_SQUEUE_MIN_JOB_AGE", "300")
+    ok = cluster.run("slurm", [PY, "-c", "print('fine')"])
+    assert ok.status == "ok" and ok.exit_code == 0, ok
+    assert ok.state_source == "scontrol (accounting disabled)"
+    bad = cluster.run(
+        "slurm", [PY, "-c", "import sys; print('bad input file', file=sys.stderr); sys.exit(3)"]
+    )
+    assert bad.status == "failed" and bad.exit_code == 3, bad
+    assert "state from scontrol (accounting disabled)" in bad.reason
+
+
+def test_no_accounting_and_a_purged_job(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After MinJobAge scontrol forgets the job too: say so, do not call it a success or a crash."""
+    monkeypatch.setenv("FAKE_SACCT_DISABLED", "1")
+    monkeypatch.setenv("FAKE_SQUEUE_MIN_JOB_AGE", "0")
+    monkeypatch.setattr(schedulers, "FINAL_TRIES", 2)
+    res = cluster.run("slurm", [PY, "-c", "print('fine')"])
+    assert res.status == "failed", res
+    assert "MinJobAge" in res.reason and "accounting disabled" in res.reason
+
+
+@pytest.mark.parametrize(
+    ("kind", "env", "launcher", "said"),
+    [("slurm", {"FAKE_SLURM_CPUS": "2"}, {"ranks": 4}, "PartitionConfig"),
+     ("slurm", {}, {"extra_args": ["--hold"]}, "JobHeldUser"),
+     ("flux", {}, {"extra_args": ["--urgency=0"]}, "held (urgency 0")],
+)  # fmt: skip
+def test_job_that_can_never_start_fails_fast(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, kind: str, env: dict[str, str], launcher: dict[str, Any],
+    said: str,
+) -> None:  # fmt: skip
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    t0 = time.monotonic()
+    res = cluster.run(kind, [PY, "-c", "print('never')"], timeout_s=60, **launcher)
+    took = time.monotonic() - t0
+    assert res.status == "failed", res
+    assert took < 10, f"waited {took:.1f} s for a job that can never start"
+    assert "can never start" in res.reason and said in res.reason
+    assert res.wall_s == 0.0 and res.stdout_tail == ""
+    job = cluster.only_job(kind)
+    assert job["cancelled"] and job["run"] is None  # cancelled, never ran
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_pending_until_the_timeout_is_not_described_as_a_run(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    monkeypatch.setenv("FAKE_SCHED_PENDING_S", "30")  # the queue is busy
+    res = cluster.run(kind, [PY, "-c", "print('late')"], timeout_s=1)
+    assert res.status == "timeout", res
+    assert "never started within 1 s" in res.reason
+    assert res.wall_s == 0.0 and res.wall_source == "none: the job never started"
+    if kind == "slurm":
+        assert "reason Resources" in res.reason
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_queue_wait_is_not_in_the_wall_time(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    monkeypatch.setenv("FAKE_SCHED_PENDING_S", "4")  # four seconds in the queue
+    res = cluster.run(kind, [PY, "-c", "import time; time.sleep(0.3)"])
+    assert res.status == "ok", res
+    assert 0.3 <= res.wall_s < 3.5, res  # the program (and its Python start-up), not the wait
+    if kind == "slurm":
+        assert res.wall_source == "job script clock around srun (date +%s.%N)"
+        assert res.queue_s is not None and res.queue_s >= 3.8
+    else:
+        assert res.wall_source == "flux jobs runtime"
+
+
+def test_failure_reason_quotes_the_program_not_srun(cluster: Cluster, tmp_path: Path) -> None:
+    """srun's "task 0: Exited with exit code 3" is the last stderr line; the reason quotes the program."""
+    from dftune.tools.runner.bench import bench
+    from dftune.tools.runner.spec import load_spec
+
+    toml = tmp_path / "fails.toml"
+    toml.write_text(
+        'name = "sched-fails"\n'
+        'command = ["{python}", "-c", "import sys; print(\'bad input file\', file=sys.stderr); sys.exit(3)"]\n'
+        'replicates = 1\ntimeout_s = 60\n[metric]\nkind = "wall_time"\n[tracing]\nmode = "off"\n'
+        '[launcher]\nkind = "slurm"\npoll_s = 0.1\n'
+    )
+    result = bench(load_spec(toml), workdir=tmp_path / "w")
+    (rep,) = result.replicates
+    assert rep.status == "failed" and rep.exit_code == 3
+    assert rep.reason.endswith(": bad input file"), rep.reason
+    assert "srun" not in rep.reason
+    assert rep.state_source == "sacct" and rep.wall_source.startswith("job script clock")
+    assert "srun: error" in (tmp_path / "w" / "logs" / "r0.err").read_text()  # still in the job's file
+
+
+def test_sacct_failing_falls_back_to_scontrol(cluster: Cluster) -> None:
+    """slurmdbd unreachable: sacct errors, scontrol still knows the job; the source says why."""
+    broken = cluster.tmp / "broken"
+    broken.mkdir()
+    sacct = broken / "sacct"
+    sacct.write_text(
+        "#!/bin/sh\necho 'sacct: error: Problem talking to the database: Connection refused' >&2\nexit 1\n"
+    )
+    sacct.chmod(0o755)
+    res = cluster.run("slurm", [PY, "-c", "import sys; sys.exit(4)"],
+                      env={"PATH": f"{broken}{os.pathsep}{os.environ['PATH']}"})  # fmt: skip
+    assert res.status == "failed" and res.exit_code == 4, res
+    assert res.state_source.startswith(
+        "scontrol (sacct failed: sacct exited with code 1: sacct: error: Problem"
+    )

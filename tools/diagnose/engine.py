@@ -25,7 +25,8 @@ from dftune.tools.diagnose.metrics import (
     time_metrics,
 )
 from dftune.tools.diagnose.rules import Finding, RuleSet, evaluate, load_rulesets
-from dftune.tools.trace import Analysis, analyze
+from dftune.tools.trace import Analysis, analyze, analyze_runs
+from dftune.tools.trace.model import HelperProcess, RunInfo
 
 SCHEMA = "dftune.diagnosis/1"
 
@@ -97,6 +98,10 @@ class Diagnosis(_Model):
     worth_tuning: bool
     gate: Gate
     checklist: list[ChecklistEntry]
+    #: the application's processes judged here, and the helpers left out (listed, not hidden)
+    app_processes: int = 0
+    helper_processes: list[HelperProcess] = []
+    run: RunInfo | None = None
     warnings: list[str] = []
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -134,13 +139,21 @@ def gate(analysis: Analysis, table: dict[str, Any] | None = None) -> Gate:
     # Darshan: the job waits for its slowest rank, whose I/O share the per-process mean can hide
     slowest = analysis.darshan.perf.slowest_io_fraction if analysis.darshan is not None else None
     worth = frac >= t["min_io_fraction"] or (slowest is not None and slowest >= t["min_io_fraction"])
+    helpers = len(analysis.helper_processes)
+    whose = "process time"  # a Darshan log has no process accounting
+    if analysis.app_processes:
+        whose = f"the application's process time ({analysis.app_processes} processes" + (
+            f"; {helpers} helper processes left out)" if helpers else ")"
+        )
     if worth and frac < t["min_io_fraction"] and slowest is not None:
         reason = (f"I/O is {frac:.1%} of process time on average but {slowest:.1%} of the job time for the slowest "
                   f"rank (Darshan agg_time_by_slowest), which the job waits for; {t['reasons'].get(shape, '')}")  # fmt: skip
     elif worth:
-        reason = f"I/O is {frac:.1%} of process time (>= {t['min_io_fraction']:.0%}); {t['reasons'].get(shape, '')}"
+        reason = (
+            f"I/O is {frac:.1%} of {whose} (>= {t['min_io_fraction']:.0%}); {t['reasons'].get(shape, '')}"
+        )
     else:
-        reason = (f"I/O is only {frac:.2%} of process time (< {t['min_io_fraction']:.0%}): even removing it all would "
+        reason = (f"I/O is only {frac:.2%} of {whose} (< {t['min_io_fraction']:.0%}): even removing it all would "
                   f"save at most that; {t['reasons'].get(shape, '')}")  # fmt: skip
     return Gate(worth_tuning=worth, io_fraction=round(frac, 6), min_io_fraction=t["min_io_fraction"], shape=shape,
                 allowed_layers=layers, reason=reason)  # fmt: skip
@@ -256,7 +269,8 @@ def diagnose_analysis(
         trace_files=analysis.files, events=analysis.events, bottlenecks=bottlenecks, category_scores=scores,
         metric=choose_metric(scores), fs_type=fs_type, data_dirs=fs_list, io_fraction=g.io_fraction,
         shape=analysis.shape.kind, shape_reason=analysis.shape.reason, worth_tuning=g.worth_tuning, gate=g,
-        checklist=_checklist(bottlenecks), warnings=warnings + list(analysis.warnings),
+        checklist=_checklist(bottlenecks), app_processes=analysis.app_processes,
+        helper_processes=list(analysis.helper_processes), run=analysis.run, warnings=warnings + list(analysis.warnings),
     )  # fmt: skip
 
 
@@ -267,13 +281,38 @@ def diagnose(
     skip_bad: bool = False,
     **kwargs: Any,
 ) -> Diagnosis:
-    """Analyze traces (with the file view) and diagnose them."""
+    """Analyze traces (with the views the rules read) and diagnose the application in them.
+
+    Helper processes (shell wrappers, shims, launchers) are left out, so a workload started
+    through a wrapper diagnoses as when started directly; several runs raise
+    :class:`~dftune.tools.trace.MultipleRunsError` (see :func:`diagnose_runs`).
+    """
     rulesets = load_rulesets()
+    analysis = analyze(list(paths), skip_bad=skip_bad, views=_views(rulesets), exclude_helpers=True, **kwargs)
+    return diagnose_analysis(analysis, data_dirs=data_dirs, rulesets=rulesets)
+
+
+def diagnose_runs(
+    paths: Iterable[str | Path],
+    *,
+    data_dirs: Iterable[str | Path] = (),
+    skip_bad: bool = False,
+    **kwargs: Any,
+) -> list[Diagnosis]:
+    """One diagnosis per run the traces hold (one pass over the files)."""
+    rulesets = load_rulesets()
+    analyses = analyze_runs(
+        list(paths), skip_bad=skip_bad, views=_views(rulesets), exclude_helpers=True, **kwargs
+    )
+    return [diagnose_analysis(a, data_dirs=data_dirs, rulesets=rulesets) for a in analyses]
+
+
+def _views(rulesets: list[RuleSet]) -> list[str]:
+    """The views the rules read; all come from the one pass over the traces."""
     views = ["file", "proc"]
     if any(rule.view == "time" for rs in rulesets for rule in rs.rules):
-        views.append("time")  # a second pass over the traces: windows need the global start and end
-    analysis = analyze(list(paths), skip_bad=skip_bad, views=views, **kwargs)
-    return diagnose_analysis(analysis, data_dirs=data_dirs, rulesets=rulesets)
+        views.append("time")
+    return views
 
 
 def _filesystems(data_dirs: Iterable[str | Path]) -> list[FsSummary]:

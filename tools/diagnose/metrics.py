@@ -43,7 +43,8 @@ def summary_metrics(a: Analysis) -> dict[str, Any]:
     return {
         "files": a.files,
         "events": a.events,
-        "processes": a.processes,
+        # the application's processes (helpers left out): imbalance and straggler rules need > 1
+        "processes": a.app_processes or a.processes,
         "job_time_s": a.job_time_s,
         "io_time_s": rwm,
         "io_wall_time_s": a.io_wall_time_s,

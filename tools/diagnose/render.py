@@ -40,12 +40,15 @@ class DiagnosisRenderer:
         mounts = "".join(f"  ({f.path} on {f.mount_point})" for f in d.data_dirs)
         head.add_row("filesystem", text(d.fs_type + mounts))
         head.add_row("layers worth trying", text(", ".join(d.gate.allowed_layers)))
+        if d.run is not None and d.run.runs > 1:
+            head.add_row("run", text(f"{d.run.index} of {d.run.runs}: {len(d.run.hosts)} host(s), {d.run.span_s:,.3f} s"
+                                     + (f" ({d.run.apart})" if d.run.apart else "")))  # fmt: skip
         parts: list[RenderableType] = [Panel(head, title="dftune diagnose", expand=False)]
         cols = [Col("score", justify="right"), Col("id"), Col("category"), Col("evidence", wrap=True, min_width=24),
                 Col("candidates", wrap=True, min_width=20)]  # fmt: skip
         rows: list[list[object]] = [
             [Text(str(b.score), style=_SCORE_STYLE.get(b.score, "")), b.id, b.category, b.evidence,
-             ", ".join(c.id + ("" if c.cited else " (uncited)") for c in b.candidates) or "-"]
+             ", ".join(c.id + ("" if c.cited else " (uncited)") for c in b.candidates[:4]) or "-"]
             for b in d.bottlenecks
         ]  # fmt: skip
         if rows:
@@ -60,10 +63,16 @@ class DiagnosisRenderer:
             Col("verdict"),
             Col("candidates", wrap=True, min_width=20),
         ]
-        check_rows = [[e.number, e.category, _VERDICT.get(e.verdict, e.verdict), ", ".join(e.strategies) or "-"]
+        check_rows = [[e.number, e.category, _VERDICT.get(e.verdict, e.verdict), _shown(e.strategies)]
                       for e in d.checklist]  # fmt: skip
         parts.append(responsive(self.console, "Optimization checklist (reasons in --json)", check_cols, check_rows,
                                 head=(0, 1)))  # fmt: skip
         for w in d.warnings:
             parts.append(text(f"warning: {w}", "yellow"))
         return Group(*parts)
+
+
+def _shown(strategies: list[str], most: int = 3) -> str:
+    """The first few candidates and how many more (the full list is in --json)."""
+    more = len(strategies) - most
+    return ", ".join(strategies[:most]) + (f" (+{more})" if more > 0 else "") if strategies else "-"

@@ -15,7 +15,7 @@ the numbers):
 """
 
 from dftune.tools.guards.arms import Arm, Totals
-from dftune.tools.guards.citation import citation_guard, reference_guard
+from dftune.tools.guards.citation import citation_guard, names_technique, reference_guard
 from dftune.tools.guards.decision import GuardDecision, GuardName, GuardVerdict, not_run
 from dftune.tools.guards.degradation import APP_REGRESSION_THRESHOLD, non_degradation_guard
 from dftune.tools.guards.pattern import access_pattern_guard, pattern_by_definition
@@ -36,6 +36,7 @@ __all__ = [
     "citation_guard",
     "doing_less_by_definition",
     "guard_rules",
+    "names_technique",
     "no_doing_less_guard",
     "non_degradation_guard",
     "not_run",

@@ -2,10 +2,14 @@
 
 A catalog strategy passes with a citation that has full metadata (authors, title, venue,
 year, a link) and a *verified* claim for this very strategy; a search-found citation passes
-with complete metadata and the passage that supports it. Otherwise: UNSUPPORTED.
+with complete metadata, a record fetched for its DOI/arXiv id, and its own passage naming the
+technique. Otherwise: UNSUPPORTED.
 """
 
 from __future__ import annotations
+
+import itertools
+import re
 
 from dftune.core.citation import CitedClaim
 from dftune.tools.catalog import Catalog, default_catalog
@@ -42,12 +46,34 @@ def citation_guard(strategy_id: str, catalog: Catalog | None = None) -> GuardDec
                          reason=f"UNSUPPORTED: no verifiable citation for {strategy_id} ({why})")  # fmt: skip
 
 
-def reference_guard(ref: CitedClaim) -> GuardDecision:
-    """A search-found citation passes with complete metadata and a supporting passage."""
+def names_technique(strategy_id: str, text: str) -> bool:
+    """A passage supports a strategy only if it names the technique: the strategy id's first word
+    (``mmap`` for l1.mmap_random, ``odirect`` for l1.odirect) at the start of a word, punctuation
+    ignored. A paper about the bottleneck in general is not evidence for one particular fix."""
+    key = strategy_id.split(".", 1)[-1].split("_", 1)[0].lower()
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    # a word (or two adjacent ones: O_DIRECT) that starts with the key: "mmap()", "mmapped", but
+    # never the key inside another word ("omp" in "computes")
+    return any(w.startswith(key) for w in (*words, *(a + b for a, b in itertools.pairwise(words))))
+
+
+def reference_guard(ref: CitedClaim, strategy_id: str | None = None) -> GuardDecision:
+    """A search-found citation passes with complete metadata (an http(s) link), a bibliographic record
+    fetched for its DOI/arXiv id (``verified_by``: a paper's own sidecar or PDF metadata is never
+    enough, anyone can write those) and a supporting passage that, for ``strategy_id``, names the
+    technique."""
     missing = [*ref.citation.missing, *([] if ref.claim.strip() else ["supporting passage"])]
     if missing:
         return GuardDecision(guard="citation", passed=False, verdict="unsupported",
                              reason=f"UNSUPPORTED: the citation {ref.id} lacks {', '.join(missing)}")  # fmt: skip
+    if not ref.verified_by:
+        return GuardDecision(guard="citation", passed=False, verdict="unsupported",
+                             reason=f"UNSUPPORTED: the citation {ref.id} rests only on the paper's own sidecar/PDF "
+                                    "metadata; a found citation needs a record fetched for its DOI or arXiv id")  # fmt: skip
+    if strategy_id is not None and not names_technique(strategy_id, ref.passage or ref.claim):
+        return GuardDecision(guard="citation", passed=False, verdict="unsupported",
+                             reason=f"UNSUPPORTED: the passage of {ref.id} does not name the technique of {strategy_id}")  # fmt: skip
     return GuardDecision(guard="citation", passed=True, reason=f"supported by {ref.reference()} {ref.url} "
-                         f"(found by {ref.source}; passage: {ref.claim[:200]!r})",
-                         details={"citation": ref.id, "claim": ref.claim, "url": ref.url, "source": ref.source})  # fmt: skip
+                         f"(found by {ref.source}, record from {ref.verified_by}; passage: {ref.claim[:200]!r})",
+                         details={"citation": ref.id, "claim": ref.claim, "url": ref.url, "source": ref.source,
+                                  "verified_by": ref.verified_by})  # fmt: skip

@@ -1,6 +1,8 @@
 """The knowledge base on disk: its SQLite schema, migrations, and how a record maps to a row.
 
 ``$DFTUNE_HOME/kb/opt_kb.sqlite``. Records are insert-only: triggers refuse UPDATE and DELETE.
+A damaged file (zero bytes, truncated, not SQLite) is a :class:`KbError` naming it, never
+recreated empty; a full or read-only disk is a :class:`~dftune.core.errors.StorageError` naming it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dftune.core.errors import is_storage_error, storage_error
 from dftune.tools.guards import GuardDecision
 from dftune.tools.kb.models import KbError, KbRecord, default_db_path
 
@@ -143,15 +146,38 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
         raise
 
 
+#: SQLite's words for a damaged file (as opposed to a full disk or a bad query).
+_DAMAGED = ("malformed", "not a database", "disk image", "corrupt", "no such table")
+
+
 @contextmanager
 def connect(db: Path | str | None) -> Iterator[sqlite3.Connection]:
     path = Path(db) if db is not None else default_db_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not path.exists()
+        if not fresh and path.stat().st_size == 0:  # sqlite would silently start an empty KB in it
+            raise KbError(f"the knowledge base {path} is empty (0 bytes): it is never recreated over a damaged "
+                          "file; dftune kb restore (or --from FILE)")  # fmt: skip
+        conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+    except OSError as exc:
+        if is_storage_error(exc):
+            raise storage_error(exc, path) from exc
+        raise
     try:
         conn.row_factory = sqlite3.Row
         _ensure_schema(conn)
         yield conn
+    except sqlite3.DatabaseError as exc:
+        if fresh and path.exists() and path.stat().st_size == 0:
+            path.unlink()  # our own empty file (the disk filled up): not a damaged KB next time
+        if is_storage_error(exc):
+            raise storage_error(exc, path) from exc
+        if any(word in str(exc).lower() for word in _DAMAGED):
+            raise KbError(
+                f"the knowledge base {path} is damaged ({exc}): dftune kb restore (or --from FILE)"
+            ) from exc
+        raise
     finally:
         conn.close()
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dftune.core.failpoint import failpoint
 from dftune.core.vocabulary import Layer
 from dftune.tools.catalog import Catalog, Strategy, default_catalog
 from dftune.tools.guards import (
@@ -130,7 +131,7 @@ def _build(rec: KbRecordIn, catalog: Catalog, arms: MeasuredArms) -> dict[str, A
     strategy = catalog.strategies.get(rec.strategy)
     cit = citation_guard(rec.strategy, catalog)
     if not cit.passed and rec.found_citation is not None:
-        cit = reference_guard(rec.found_citation)
+        cit = reference_guard(rec.found_citation, rec.strategy)
     access = _access_decision(rec, strategy, arms)
     doing_less = _doing_less_decision(strategy, arms)
     non_degradation = _non_degradation(rec)
@@ -236,6 +237,7 @@ def opt_kb_record(
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+    failpoint("kb.inserted")
     return from_row(stored)
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dftune.core.citation import Citation, safe_url
 
 PaperSource = Literal["context", "catalog", "local", "arxiv", "semantic_scholar", "openalex", "crossref"]
+REMOTE_SOURCES = frozenset({"arxiv", "semantic_scholar", "openalex", "crossref"})
 
 
 class Paper(Citation):
@@ -31,6 +32,16 @@ class Paper(Citation):
     verified: bool | None = None
     trust: Literal["curated", "untrusted"] = "untrusted"
     score: float | None = None
+    #: who established the bibliographic record: "catalog", or the metadata service it was fetched
+    #: from; None when only the paper's own sidecar/PDF metadata says so (never enough to cite)
+    verified_by: str | None = None
+
+    @model_validator(mode="after")
+    def _fetched_records_are_verified(self) -> Paper:
+        """A hit straight from a metadata service is that service's record."""
+        if self.verified_by is None and self.source in REMOTE_SOURCES:
+            self.verified_by = self.source
+        return self
 
     @field_validator("url", "pdf_url", mode="before")
     @classmethod

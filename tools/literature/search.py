@@ -73,7 +73,7 @@ def hit_to_paper(h: Hit) -> Paper:
         title=c.title, authors=list(c.authors), year=c.year, venue=c.venue, doi=c.doi, url=c.link(),
         arxiv=c.arxiv, source="catalog" if c.source == "catalog" else "local", id=c.id,
         passage=p.text, passage_kind=p.kind, page=p.page, strategy=p.strategy, verified=p.verified,
-        trust=p.trust, score=h.score,
+        trust=p.trust, score=h.score, verified_by=c.fetched_by,
     )  # fmt: skip
 
 

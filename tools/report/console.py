@@ -40,6 +40,12 @@ def change_cell(pct: float | None) -> str:
     return "-" if pct is None else gain_text(pct)
 
 
+def run_status(r: dict[str, Any]) -> str:
+    """A run's status with its reason and the pid driving it (a live run), as ``dftune runs`` shows it."""
+    status = r["status"] + (f" ({r['reason']})" if r.get("reason") else "")
+    return status + (f", driven by pid {r['driver_pid']}" if r.get("driver_pid") else "")
+
+
 class RunRenderer:
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -103,9 +109,10 @@ class RunRenderer:
             Col("time"),
             Col("next"),
             Col("status"),
+            Col("decided (tokens so far)", wrap=True, min_width=16),
         ]
         cells = [[h["step"], h["checkpoint_id"], h["node"], str(h["time"])[:19], ",".join(h["next"]) or "-",
-                  h["status"]] for h in rows]  # fmt: skip
+                  h["status"], decided_cell(h)] for h in rows]  # fmt: skip
         self.console.print(responsive(self.console, "Checkpoints (replay --checkpoint takes the id or the step)",
                                       cols, cells, head=(0, 1)))  # fmt: skip
 
@@ -113,13 +120,13 @@ class RunRenderer:
         cols = [
             Col("run"),
             Col("workload"),
-            Col("status"),
+            Col("status", wrap=True, min_width=16),
             Col("created"),
             Col("iterations", justify="right"),
+            Col("next"),
         ]
-        cells = [
-            [r["id"], r["workload"], r["status"], str(r["created"])[:19], len(r["iterations"])] for r in runs
-        ]
+        cells = [[r["id"], r["workload"], run_status(r), str(r["created"])[:19], len(r["iterations"]),
+                  r.get("next_step") or ""] for r in runs]  # fmt: skip
         self.console.print(responsive(self.console, "Runs", cols, cells))
         if campaigns:
             cols = [
@@ -131,6 +138,19 @@ class RunRenderer:
             cells = [[c["id"], c["status"], ", ".join(m["workload"] for m in c["members"]), c.get("deadline_text") or "-"]
                      for c in campaigns]  # fmt: skip
             self.console.print(responsive(self.console, "Campaigns", cols, cells))
+
+
+def decided_cell(row: dict[str, Any]) -> str:
+    """Who made this step's judgments: ``choose_next: openai:x (812 tok, 1.2 s)``, or the rules and why."""
+    parts = []
+    for d in row.get("decisions") or []:
+        who = d["reasoner"] if d["decided_by"] == "model" else "rules"
+        cost = f"{d['tokens']}{'~' if d.get('tokens_estimated') else ''} tok, " if d.get("tokens") else ""
+        why = f": {d['fallback']}" if d.get("fallback") else ""
+        parts.append(f"{d['question']}: {who} ({cost}{d['latency_s']:.1f} s){why}")
+    if not parts:
+        return "-"
+    return "; ".join(parts) + f" [{row.get('tokens_spent', 0)}]"
 
 
 def _human_bytes(v: float) -> str:

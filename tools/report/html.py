@@ -16,6 +16,8 @@ from dftune.tools.report.htmlkit import ci, e, link, num, table, tag
 from dftune.tools.report.plots import Plot
 from dftune.tools.report.sections import (
     ESTIMATED,
+    KB_MEASURED,
+    MODEL_ESTIMATED,
     REFUSED,
     checklist_label,
     citations,
@@ -23,6 +25,7 @@ from dftune.tools.report.sections import (
     findings,
     guard_rows,
     proposal_rows,
+    reasoning_html,
 )
 from dftune.tools.report.table import EXTRA_COLUMNS, PROPOSAL_COLUMNS
 
@@ -107,6 +110,7 @@ def render_run_html(doc: dict[str, Any], plots: list[Plot]) -> str:
         _experiments(doc),
         _guards(doc),
         _pitfalls(doc),
+        reasoning_html(doc),
         _citations(doc),
         "</main></body></html>",
     ]
@@ -148,13 +152,18 @@ def _outcome(doc: dict[str, Any]) -> str:
 def _findings(doc: dict[str, Any]) -> str:
     rows = findings(doc)
     out = ['<section id="findings"><h2>What was wrong: findings</h2>',
-           "<p>Measured findings come from this run's traces and experiments; literature estimates are expected "
-           "effects from the cited sources and are never counted as measured. Each row names its source.</p>"]  # fmt: skip
+           "<p>Measured findings come from this run's traces and experiments; estimates are expected "
+           "effects of the cited fixes (a trace model, an earlier run's measurement in the knowledge base, or "
+           "the model) and are never counted as measured here. Each row names its source.</p>"]  # fmt: skip
     for kind, title in (
         ("measured", "Measured (this run)"),
-        (ESTIMATED, "Literature-estimated (not measured here)"),
+        (ESTIMATED, "Estimated, or measured before (not measured in this run)"),
     ):
-        subset = [f for f in rows if f["kind"] == kind]
+        subset = [
+            f
+            for f in rows
+            if f["kind"] == kind or (kind == ESTIMATED and f["kind"] in (MODEL_ESTIMATED, KB_MEASURED))
+        ]
         out.append(f"<h3>{e(title)}</h3>")
         if not subset:
             out.append('<p class="note">none</p>')

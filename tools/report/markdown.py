@@ -8,8 +8,10 @@ guard decisions with their reasons, and full citations.
 
 Everything that comes from the run (knob values, file names, reasons, paper metadata and
 passages, the model-written summary) is untrusted text: it goes through
-:func:`~dftune.core.safetext.md_text` (no HTML, no link, no emphasis) or into a code span, and
-only http(s) URLs become links, as report.html escapes it.
+:func:`~dftune.core.safetext.md_text` (no HTML, no link, no code span; a model's prose also
+no emphasis or heading: ``md_prose``) or into a code span, and only http(s) URLs become links,
+as report.html escapes it. The model-written summary is quoted, checked against the outcome
+(:func:`~dftune.tools.report.sections.summary_markdown`), and followed by who decided what.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from dftune.tools.report.sections import (
     headline,
     hotspots,
     proposal_rows,
+    reasoning_markdown,
+    summary_markdown,
 )
 from dftune.tools.report.table import markdown_table, proposal_markdown
 
@@ -95,8 +99,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
         "",
     ]
     lines += ["## At a glance", "", *glance_markdown(s), ""]
-    if s.get("summary"):
-        lines += [f"Summary (written by the reasoner): {md_text(s['summary'])}", ""]
+    lines += summary_markdown(s)
     base = s.get("baseline") or {}
     inc = s.get("incumbent") or {}
     if base:
@@ -113,8 +116,9 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     lines += [
         "## Findings",
         "",
-        "Measured findings come from this run's traces and experiments; literature "
-        "estimates are labeled with their source and are never counted as measured.",
+        "Measured findings come from this run's traces and experiments; estimates (a trace "
+        "model, the model) and the knowledge base's earlier measurements are labeled with their "
+        "source and are never counted as measured in this run.",
         "",
     ]
     lines += [
@@ -180,6 +184,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
                         [[g["proposal"], g["guard"], "passed" if g["passed"] else "FAILED", g["reason"]]
                          for g in screen])  # fmt: skip
         lines.append("")
+    lines += reasoning_markdown(s)
     cites = citations(s)
     if cites:
         lines += ["## Citations", ""]

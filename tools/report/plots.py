@@ -93,9 +93,11 @@ def process_series(trace_files: list[str], *, windows: int = TIME_WINDOWS) -> tu
     raw.sort(key=lambda r: -r[0].io_time_s)
     t0 = min(origin for _, origin, _, _ in raw)
     out = []
-    for series, origin, rows, width in raw:
-        series.width_s = width
+    for series, origin, rows, window_s in raw:
+        series.width_s = window_s
         for r in rows:
+            # the first and last windows are clipped to the process's span (README: time view)
+            width = float(r["end_s"]) - float(r["start_s"])
             moved = (r.get("read_bytes") or 0) + (r.get("write_bytes") or 0)
             series.starts.append(origin - t0 + float(r["start_s"]))
             series.mib_s.append(moved / MIB / width if width > 0 else 0.0)
@@ -141,7 +143,7 @@ def timeline_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "")
     """I/O over time per process: MiB/s moved and share of the window spent in I/O calls."""
     title = "I/O over time per process"
     caption = ("Bytes read+written per second, and the time spent inside I/O calls as a share of each time "
-               f"window ({TIME_WINDOWS} windows per process), from the first traced replicate. The share sums the "
+               f"window (at most {TIME_WINDOWS} windows per process), from the first traced replicate. The share sums the "
                "process's threads, so it exceeds 100% when several threads wait on I/O at once.")  # fmt: skip
     panels = [(name, s) for name, s in panels if s]
     if not panels:

@@ -6,15 +6,19 @@ was only estimated from the literature (the seed: "never conflate the two").
 
 from __future__ import annotations
 
+import html
 import os
 from typing import Any
 
+from dftune.core.safetext import md_prose
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.stats import compare as compare_arms
 from dftune.tools.runner.stats import pct_change
 
 MEASURED = "measured"
-ESTIMATED = "literature estimate"
+ESTIMATED = "estimate"
+#: a number the knowledge base measured on an earlier run of this workload (not this run)
+KB_MEASURED = "measured (KB)"
 
 CHECKLIST_LABELS = {
     "applied_measured": "Applied & measured",
@@ -24,7 +28,7 @@ CHECKLIST_LABELS = {
 
 #: what an estimate's number is, by its source (the seed: never conflate measured and estimated)
 _ESTIMATE_SOURCE = {
-    "trace model": "trace model (tools/estimates.py, from the baseline trace)",
+    "trace model": "trace model (tools/estimates.py, from the incumbent's trace)",
     "kb": "measured on an earlier run of this workload (knowledge base)",
     "model": "the language model's estimate",
 }
@@ -38,7 +42,8 @@ def checklist_label(verdict: str) -> str:
 
 
 def findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """Measured findings (trace rules, experiments) first, then literature estimates, each with its source."""
+    """Measured findings (trace rules, experiments) first, then estimates (and the KB's earlier
+    measurements), each with its source."""
     out: list[dict[str, Any]] = []
     base = doc.get("baseline") or {}
     reps = f"{base.get('ok')}/{base.get('replicates')} replicates" if base else "no baseline"
@@ -69,11 +74,18 @@ def findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
             and p.get("app_impact_source") in ("trace model", "model", "kb")
             and p["status"] in ("proposed", "manual", "declined")
         ):
+            by = p.get("impact_estimated_by") or "rules"
+            model = by != "rules"  # a model's guess is its own, not the literature's
             out.append({
-                "kind": ESTIMATED, "finding": f"{p['strategy']} ({p['id']})", "score": None,
+                "kind": MODEL_ESTIMATED if model else KB_MEASURED if p["app_impact_source"] == "kb" else ESTIMATED,
+                "finding": f"{p['strategy']} ({p['id']})",
+                "score": None,
                 "detail": f"expected app impact {p['app_impact_pct']:.1f}%"
                           + (f": {p['impact_reason']}" if p.get("impact_reason") else ""),
-                "source": f"{_ESTIMATE_SOURCE[p['app_impact_source']]}; the fix is cited: {cite['reference']} {cite['url']}",
+                "source": (f"the model {by}'s estimate (not measured; capped by the I/O bound); cited: "
+                           f"{cite['reference']}" if model
+                           else f"{_ESTIMATE_SOURCE[p['app_impact_source']]}; the fix is cited: {cite['reference']} "
+                                f"{cite['url']}"),
             })  # fmt: skip
     return out
 
@@ -338,3 +350,77 @@ def _hot(view: str, r: dict[str, Any]) -> dict[str, Any]:
     return {"name": str(r.get("path")) if view == "file" else process_name(r), "io_time_s": r.get("io_time_s") or 0.0,
             "read_bytes": r.get("read_bytes") or 0, "write_bytes": r.get("write_bytes") or 0,
             "ops": (r.get("read_count") or 0) + (r.get("write_count") or 0) + (r.get("metadata_count") or 0)}  # fmt: skip
+
+
+# --------------------------------------------------------------------------- who decided
+
+MODEL_ESTIMATED = "model estimate"
+
+
+def summary_markdown(doc: dict[str, Any]) -> list[str]:
+    """The summary as quoted prose, saying who wrote it and what the fact check removed."""
+    if not doc.get("summary"):
+        return []
+    d = next((x for x in reversed(doc.get("decisions") or []) if x.get("question") == "summarize"), None)
+    if d is None or d.get("decided_by") != "model":
+        who = "the rules" + (f" ({d['fallback']})" if d and d.get("fallback") else "")
+    else:
+        dropped = sum(str(n).startswith("summary sentence dropped") for n in d.get("notes") or [])
+        who = f"the model {d['reasoner']}, checked against the run's outcome" + (
+            f" ({dropped} sentence(s) dropped, see Who decided)" if dropped else ""
+        )
+    return [f"> {md_prose(doc['summary'])}", ">", f"> — summary by {md_prose(who)}", ""]
+
+
+def decision_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The reasoner's headline and one row per judgment: question, who decided, tokens, latency, why."""
+    ds = doc.get("decisions") or []
+    reasoner = doc.get("model") or "rules"
+    tokens = sum(int(d.get("tokens") or 0) for d in ds)
+    estimated = any(d.get("tokens_estimated") for d in ds)
+    if reasoner == "rules":
+        head = [f"Reasoner: rules (deterministic, offline). All {len(ds)} judgment(s) were made by the rules; "
+                "no model was asked."]  # fmt: skip
+    else:
+        by_model = sum(d.get("decided_by") == "model" for d in ds)
+        head = [f"Reasoner: {reasoner}. {by_model} of {len(ds)} judgment(s) were made by the model, "
+                f"{len(ds) - by_model} by the rules after a fallback. Tokens: {tokens:,} of the budget of "
+                f"{int(doc.get('token_budget') or 0):,}" + (" (partly estimated from the text: the server sent "
+                                                            "no usage)" if estimated else "") + "."]  # fmt: skip
+    rows = []
+    for d in ds:
+        who = d["reasoner"] if d.get("decided_by") == "model" else "rules"
+        cost = f"{d.get('tokens', 0):,}" + (" (estimated)" if d.get("tokens_estimated") else "")
+        why = "; ".join(
+            [*([f"fallback: {d['fallback']}"] if d.get("fallback") else []), *(d.get("notes") or [])]
+        )
+        rows.append([str(d.get("question")), who, str(d.get("answer") or "-"), cost, str(d.get("calls", 0)),
+                     f"{float(d.get('latency_s') or 0):.2f} s", why or "-"])  # fmt: skip
+    return head, rows
+
+
+DECISION_COLUMNS = ("judgment", "decided by", "answer", "tokens", "requests", "latency", "fallback and notes")
+
+
+def reasoning_markdown(doc: dict[str, Any]) -> list[str]:
+    """The report's "Who decided" section in Markdown."""
+    from dftune.tools.report.table import markdown_table
+
+    head, rows = decision_rows(doc)
+    out = ["## Who decided", "", *(md_prose(h) for h in head), ""]
+    if rows:
+        out += [*markdown_table(list(DECISION_COLUMNS), [[md_prose(c) for c in r] for r in rows]), ""]
+    return out
+
+
+def reasoning_html(doc: dict[str, Any]) -> str:
+    """The report's "Who decided" section in HTML (every value escaped)."""
+    head, rows = decision_rows(doc)
+    out = ['<section id="decisions"><h2>Who decided</h2>', *(f"<p>{html.escape(h)}</p>" for h in head)]
+    if rows:
+        out.append("<table><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in DECISION_COLUMNS)
+                   + "</tr></thead><tbody>")  # fmt: skip
+        out += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows]
+        out.append("</tbody></table>")
+    out.append("</section>")
+    return "".join(out)

@@ -9,6 +9,7 @@ failures in a row stop the experiment with the reason.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
 from dftune.core.process import ProcessResult, Status, run_process
+from dftune.core.secrets import scrubbed_environ
 from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
 from dftune.tools.runner.stats import MIN_REPLICATES, bootstrap_median_ci, summarize
 from dftune.tools.trace.tracer import TracerUnavailable, trace_env
@@ -52,6 +54,9 @@ class Replicate(BaseModel):
     reason: str = ""
     #: the spec's work counters as this replicate printed them
     work: dict[str, float] = {}
+    #: batch jobs: where wall_s came from and which command gave the state (see schedulers.py)
+    wall_source: str = ""
+    state_source: str = ""
 
 
 class BenchResult(BaseModel):
@@ -112,18 +117,30 @@ def _last_number(pattern: str, text: str, what: str) -> tuple[float | None, str]
     last = matches[-1]
     raw = last.group(1) if last.groups() else last.group(0)
     try:
-        return float(raw), ""
+        value = float(raw)
     except ValueError:
         return None, f"{what} {raw!r} is not a number"
+    return value, ""
 
 
 def extract_metric(spec: WorkloadSpec, result: ProcessResult, stdout_path: Path) -> tuple[float | None, str]:
     """The replicate's metric: wall time, or the number the program printed."""
     if spec.metric.kind == "wall_time":
-        return result.wall_s, ""
+        return checked_metric(result.wall_s)
     assert spec.metric.pattern is not None
     text, why = _stdout(stdout_path)
-    return (None, why) if text is None else _last_number(spec.metric.pattern, text, "metric")
+    if text is None:
+        return None, why
+    value, why = _last_number(spec.metric.pattern, text, "metric")
+    return (None, why) if value is None else checked_metric(value)
+
+
+def checked_metric(value: float, raw: str | None = None) -> tuple[float | None, str]:
+    """Comparisons are ratios of medians: a value of 0, below 0, NaN or infinite is no measurement,
+    so the replicate fails with that reason (never an internal error later)."""
+    if math.isfinite(value) and value > 0:
+        return value, ""
+    return None, f"metric value {raw if raw is not None else value!r} is not a positive finite number"
 
 
 def extract_work(spec: WorkloadSpec, stdout_path: Path) -> tuple[dict[str, float], str]:
@@ -242,9 +259,14 @@ def bench(
     workdir.mkdir(parents=True, exist_ok=True)
     cwd = spec.resolve(spec.cwd)
     logs = workdir / "logs"
-    base_env = {**os.environ, **spec.env, **(env or {}), **spec.knob_env(settings)}
+    # credentials stay with dftune: the workload sees none unless its spec names it in pass_env
+    inherited, withheld = scrubbed_environ(allow=spec.pass_env)
+    base_env = {**inherited, **spec.env, **(env or {}), **spec.knob_env(settings)}
     argv = spec.render(spec.command, settings, workdir=workdir)
     notes: list[str] = []
+    if withheld:
+        notes.append(f"{len(withheld)} credential variable(s) withheld from the workload ({', '.join(withheld)}); "
+                     "name one in the spec's pass_env to pass it")  # fmt: skip
 
     if spec.setup and prepare:
         setup = _run(spec, spec.render(spec.setup, settings, workdir=workdir), cwd=cwd, env=base_env, log_dir=logs,
@@ -297,8 +319,11 @@ def bench(
             reason += f": {res.stderr_tail.strip().splitlines()[-1][-300:]}"
         rep = Replicate(index=i, status=status, wall_s=round(res.wall_s, 6), exit_code=res.exit_code, metric=metric,
                         traced=traced, trace_dir=str(rep_trace) if rep_trace else None, reason=reason,
-                        work=work)  # fmt: skip
+                        work=work, wall_source=res.wall_source, state_source=res.state_source)  # fmt: skip
         results.append(rep)
+        if res.leftovers:
+            notes.append(f"replicate r{i} left {len(res.leftovers)} process(es) outside its process group, "
+                         f"killed after it: {', '.join(res.leftovers[:3])}")  # fmt: skip
         if progress:
             progress(i - first_index + 1, n, rep)
         failures_in_row = failures_in_row + 1 if status != "ok" else 0

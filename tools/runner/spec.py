@@ -146,6 +146,9 @@ class WorkloadSpec(_Strict):
     launcher: Launcher = Launcher()
     #: extra environment for every run of this workload
     env: dict[str, str] = {}
+    #: credential variables of dftune's environment this workload may see (by exact name); every other
+    #: *_API_KEY, *_TOKEN, *SECRET*, password or credential variable is withheld from it
+    pass_env: list[str] = []
     description: str = ""
     #: filled by :func:`load_spec`: the TOML file this came from
     spec_path: str = ""
@@ -161,6 +164,16 @@ class WorkloadSpec(_Strict):
         if clash:
             raise ValueError(f"knob names clash with built-in placeholders: {sorted(clash)}")
         return knobs
+
+    @field_validator("pass_env")
+    @classmethod
+    def _env_names(cls, names: list[str]) -> list[str]:
+        bad = [n for n in names if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n)]
+        if bad:
+            raise ValueError(f"not an environment variable name (no patterns, exact names only): {bad[0]!r}")
+        if len(set(names)) != len(names):
+            raise ValueError("names must be unique")
+        return names
 
     @model_validator(mode="after")
     def _placeholders(self) -> WorkloadSpec:

@@ -60,6 +60,8 @@ ALLOWED_ROOT_ENTRIES: Final = frozenset(
         "checkpoints.sqlite",  # graph checkpointer
         "checkpoints.sqlite-wal",
         "checkpoints.sqlite-shm",
+        "driver.lock",  # held (flock) by the one process driving the run, with its pid
+        "processes.json",  # the process groups of the run's programs (killed by the next driver)
         "report.html",
         "report.md",
         "report.json",
@@ -105,6 +107,10 @@ class IterationNotFound(WorkspaceError, LookupError):
     """The run has no such opt<n> folder."""
 
 
+class RunLocked(WorkspaceError):
+    """Another process is driving the run (run, resume, approve or replay): one driver per run."""
+
+
 # --------------------------------------------------------------------------- run metadata
 
 
@@ -131,6 +137,12 @@ class RunInfo(BaseModel):
     workload: str | None
     status: str  # from run.json; "invalid" when run.json is missing or unreadable
     iterations: list[int]
+    #: why it failed or stopped, when run.json says
+    reason: str = ""
+    #: the pid of the process driving it now (None: nobody)
+    driver_pid: int | None = None
+    #: what to run to continue it (``dftune resume ID``, ``dftune approve ID``), when something is left
+    next_step: str | None = None
 
 
 # --------------------------------------------------------------------------- helpers

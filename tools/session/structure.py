@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from dftune.core.fsio import atomic_write_bytes
+from dftune.core.fsio import PathOutside, atomic_write_bytes, confined
 from dftune.tools.session.layout import (
     ALLOWED_ROOT_ENTRIES,
     ARTIFACTS,
@@ -521,10 +521,11 @@ class _Structure:
                     atomic_write_bytes(run / RUN_META, dumps_json(meta), exclusive=True)
                 elif step.action == "mkdir":
                     assert step.dst is not None
+                    confined(run / step.dst, run, "the run folder")  # no move through a link out of it
                     (run / step.dst).mkdir(parents=True, exist_ok=True)
                 elif step.action == "move":
                     assert step.src is not None and step.dst is not None
-                    dst = run / step.dst
+                    dst = confined(run / step.dst, run, "the run folder")
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     _place_no_clobber(run / step.src, dst)
                 else:  # rmdir
@@ -534,6 +535,8 @@ class _Structure:
             except FileExistsError:
                 step.status = "conflict"
                 step.reason = f"{step.dst} appeared in the meantime; nothing was overwritten"
+            except PathOutside as exc:
+                step.status, step.reason = "failed", str(exc)
             except OSError as exc:
                 step.status = "skipped" if step.action == "rmdir" else "failed"
                 step.reason = f"{exc.strerror or exc}"

@@ -9,15 +9,20 @@ are written atomically, so a reader never sees half a file.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from dftune.core.fsio import atomic_write_bytes
+from dftune.core.errors import is_storage_error, storage_error
+from dftune.core.fsio import atomic_write_bytes, confined
 from dftune.core.home import dftune_home
 from dftune.tools.session.compact import CompactReport, compact_traces
 from dftune.tools.session.layout import (
@@ -33,6 +38,7 @@ from dftune.tools.session.layout import (
     IterationNotFound,
     RunExists,
     RunInfo,
+    RunLocked,
     RunMeta,
     RunNotFound,
     UnknownArtifact,
@@ -44,6 +50,14 @@ from dftune.tools.session.layout import (
     validate_run_id,
 )
 from dftune.tools.session.structure import Move, StructureReport, reorganize_run, validate_run
+
+DRIVER_LOCK = "driver.lock"
+#: How long a second driver retries before it refuses (a ``dftune runs`` probe holds the lock
+#: for microseconds; a real driver holds it for the whole drive).
+LOCK_RETRY_S = 0.5
+#: The status that means "a process is working on it"; without a live driver it is shown as
+#: interrupted, never as running.
+ACTIVE_STATUSES = frozenset({"running"})
 
 
 class Workspace:
@@ -63,9 +77,11 @@ class Workspace:
 
     def run_dir(self, run_id: str) -> Path:
         """The run's folder (validated id; the folder need not exist)."""
-        path = self.root / validate_run_id(run_id)
+        root = self.root
+        path = root / validate_run_id(run_id)
         if path.is_symlink():
             raise InvalidRunId(f"run folder {path} is a symbolic link; refusing to follow it")
+        confined(path, root, "the runs folder")
         return path
 
     def _require_run(self, run_id: str) -> Path:
@@ -119,15 +135,66 @@ class Workspace:
         except ValidationError as exc:
             raise WorkspaceError(f"{path} is not valid run metadata: {exc}") from None
 
-    def set_status(self, run_id: str, status: str) -> RunMeta:
-        """Rewrite ``run.json`` (atomically) with a new status."""
+    def set_status(self, run_id: str, status: str, reason: str = "", next_step: str | None = None) -> RunMeta:
+        """Rewrite ``run.json`` (atomically) with a new status, why, and what continues it."""
         if not status:
             raise ValueError("status must be a non-empty string")
         meta = self.read_meta(run_id)
         meta.status = status
+        setattr(meta, "reason", reason)  # noqa: B010 - extra keys of run.json
+        setattr(meta, "next_step", next_step)  # noqa: B010
         meta.updated = datetime.now(UTC)
         atomic_write_bytes(self.run_dir(run_id) / RUN_META, dumps_json(meta))
         return meta
+
+    # ----- the one driver of a run
+
+    @contextmanager
+    def driving(self, run_id: str) -> Iterator[None]:
+        """Hold the run's driver lock (``flock`` on ``driver.lock``, with this pid in it) for the block.
+
+        One process drives a run at a time (run, resume, approve, replay); a second one gets
+        :class:`RunLocked` naming the holder's pid. The kernel drops the lock when the holder
+        dies, even by SIGKILL, so a dead driver never blocks the next one."""
+        path = self._require_run(run_id) / DRIVER_LOCK
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as exc:  # a read-only or full DFTUNE_HOME: nothing can be driven until it is fixed
+            raise storage_error(exc, path) if is_storage_error(exc) else exc from None
+        try:
+            deadline = time.monotonic() + LOCK_RETRY_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        holder = _lock_pid(path)
+                        who = f"pid {holder}" if holder else "another process"
+                        raise RunLocked(f"run {run_id} is being driven by {who} (lock {path}): one driver "
+                                        "per run; wait for it to end or stop it") from None  # fmt: skip
+                    time.sleep(0.02)
+            with suppress(OSError):  # the pid is for the message of a refused driver; the lock holds anyway
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)
+
+    def driver_pid(self, run_id: str) -> int | None:
+        """The pid of the process driving the run now, None when nobody does."""
+        path = self.run_dir(run_id) / DRIVER_LOCK
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _lock_pid(path) or -1
+        finally:
+            os.close(fd)
+        return None
 
     def iterations(self, run_id: str) -> list[int]:
         """Existing iteration numbers, ascending (gaps possible)."""
@@ -150,12 +217,20 @@ class Workspace:
             path = Path(entry.path)
             created: datetime | None = None
             workload: str | None = None
-            status = "invalid"
+            status, reason, next_step = "invalid", "", None
             try:
                 meta = RunMeta.model_validate_json((path / RUN_META).read_bytes())
                 created, workload, status = meta.created, meta.workload, meta.status
+                reason = str(getattr(meta, "reason", "") or "")
+                next_step = getattr(meta, "next_step", None) or None
             except (OSError, ValidationError):
                 pass
+            driver = self.driver_pid(entry.name)
+            if driver is None and status in ACTIVE_STATUSES:  # its driver is gone: never "running"
+                status, next_step = "interrupted", f"dftune resume {entry.name}"
+                reason = reason or "the process driving it ended without finishing it"
+            elif driver is not None:
+                next_step = None
             out.append(
                 RunInfo(
                     id=entry.name,
@@ -164,6 +239,9 @@ class Workspace:
                     workload=workload,
                     status=status,
                     iterations=self._iterations(path),
+                    reason=reason,
+                    driver_pid=driver if driver and driver > 0 else None,
+                    next_step=next_step,
                 )
             )
         return out
@@ -192,9 +270,10 @@ class Workspace:
 
     def _existing_artifact_path(self, run_id: str, n: int, name: str) -> Path:
         path = self.artifact_path(run_id, n, name)
-        self._require_run(run_id)
+        run = self._require_run(run_id)
         if not path.parent.is_dir() or path.parent.is_symlink():
             raise IterationNotFound(f"run {run_id!r} has no iteration opt{n}")
+        confined(path, run, f"run {run_id}")
         return path
 
     def write_json_artifact(self, run_id: str, n: int, name: str, data: Any) -> Path:
@@ -236,6 +315,14 @@ class Workspace:
         return reorganize_run(self._require_run(run_id), run_id, dry_run)
 
 
+def _lock_pid(path: Path) -> int | None:
+    try:
+        text = path.read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
 def validate_structure(run_id: str) -> StructureReport:
     """``session_validate_structure``: check a run under ``$DFTUNE_HOME``."""
     return Workspace().validate_structure(run_id)
@@ -256,6 +343,7 @@ __all__ = [
     "Move",
     "RunExists",
     "RunInfo",
+    "RunLocked",
     "RunMeta",
     "RunNotFound",
     "StructureReport",

@@ -165,6 +165,16 @@ static uint32_t map_get(Map *m, uint64_t a, uint64_t b, int *added) {
     return m->v[j];
 }
 
+/* The slot of (a, b), or 0 when it is not in the map (a lookup that never inserts). */
+static uint32_t map_find(const Map *m, uint64_t a, uint64_t b) {
+    size_t j = mix64(a * 0x9e3779b97f4a7c15ULL ^ b) & m->mask;
+    while (m->v[j]) {
+        if (m->a[j] == a && m->b[j] == b) return m->v[j];
+        j = (j + 1) & m->mask;
+    }
+    return 0;
+}
+
 /* One remembered lookup in front of a Map: consecutive events mostly repeat their keys. */
 typedef struct {
     uint64_t a, b;
@@ -1131,6 +1141,7 @@ typedef struct {
 typedef struct {
     uint32_t fkey;
     uint8_t is_path;
+    uint32_t last_proc; /* 1 + the last process seen on it: its (file, process) pair is recorded */
     FamCols f;
 } PathRow;
 
@@ -1218,7 +1229,12 @@ typedef struct {
     int scale; /* 0 us, 1 ns, 2 ms, 3 s */
     int file_view;
     int time_on;
-    int64_t t_origin, t_width, t_nbins;
+    /* time view: I/O calls binned by ts >> t_shift on the absolute power-of-two grid, in a ring of
+       t_cap (a power of two) bins; t_shift grows (merging bin pairs) while the bins held would span
+       t_cap or more, so it ends as the least shift whose span fits (see views.py) */
+    int64_t t_cap, t_lo, t_hi;
+    int t_shift;
+    uint8_t t_any;
     int64_t batch_rows;
     int64_t row_idx; /* DuckDB row number of the current line (blank lines have none) */
     const char *why;
@@ -1274,8 +1290,8 @@ typedef struct {
 
     uint32_t version, cfgtxt; /* first non-empty of the start/end events */
 
-    int64_t *time_count;
-    Sum *time_bytes, *time_time;
+    int64_t *time_count, *time_count2; /* [t_cap * NFAM]; *2: the spare ring a coarsening fills */
+    Sum *time_bytes, *time_time, *time_bytes2, *time_time2;
 
     Map gfile_map;
     uint32_t *gfk; /* file key of each (process, file) group */
@@ -1318,6 +1334,44 @@ static inline int add_ovf(int64_t *acc, int64_t v) { return __builtin_add_overfl
 static inline int sum_add(Sum *s, int64_t v) {
     s->n++;
     return __builtin_add_overflow(s->v, v, &s->v);
+}
+
+static inline int sum_merge(Sum *a, const Sum *b) {
+    a->n += b->n;
+    return __builtin_add_overflow(a->v, b->v, &a->v);
+}
+
+/* One step coarser on the time grid: bin j becomes j >> 1 (pairs merge exactly).  The span held
+   halves, so the spare ring holds it; 0 on an overflowing sum. */
+static int time_coarsen(St *st) {
+    uint64_t mask = (uint64_t)st->t_cap - 1;
+    for (int64_t j = st->t_lo;; j++) {
+        size_t s = (size_t)((uint64_t)j & mask) * NFAM, d = (size_t)((uint64_t)(j >> 1) & mask) * NFAM;
+        for (int f = 0; f < NFAM; f++) {
+            if (!st->time_count[s + f]) continue;
+            st->time_count2[d + f] += st->time_count[s + f];
+            if (sum_merge(&st->time_bytes2[d + f], &st->time_bytes[s + f]) ||
+                sum_merge(&st->time_time2[d + f], &st->time_time[s + f]))
+                return 0;
+        }
+        if (j == st->t_hi) break;
+    }
+    size_t n = (size_t)st->t_cap * NFAM;
+    memset(st->time_count, 0, n * sizeof(int64_t));
+    memset(st->time_bytes, 0, n * sizeof(Sum));
+    memset(st->time_time, 0, n * sizeof(Sum));
+    int64_t *c = st->time_count;
+    Sum *b = st->time_bytes, *t = st->time_time;
+    st->time_count = st->time_count2;
+    st->time_bytes = st->time_bytes2;
+    st->time_time = st->time_time2;
+    st->time_count2 = c;
+    st->time_bytes2 = b;
+    st->time_time2 = t;
+    st->t_lo >>= 1;
+    st->t_hi >>= 1;
+    st->t_shift++;
+    return 1;
 }
 
 static int ensure_props(St *st, uint32_t id) {
@@ -1879,16 +1933,29 @@ static NOINL int process_event(St *st, Ev *ev) {
         if (r->is_path != is_path) FAILWITH("one string is both a file name and a file hash");
         if (st->file_view) {
             if (!famcols_add(&r->f, fam, &nbytes, dur)) FAILWITH(FAIL_OVERFLOW);
-            if (!map_get(&st->pathproc, fkey, pi, &added)) FAILWITH(FAIL_OOM);
+            if (r->last_proc != pi + 1) {
+                if (!map_get(&st->pathproc, fkey, pi, &added)) FAILWITH(FAIL_OOM);
+                r->last_proc = pi + 1;
+            }
         }
     }
     if (st->time_on) {
-        int64_t rel, bin;
-        if (__builtin_sub_overflow(ts, st->t_origin, &rel)) FAILWITH(FAIL_OVERFLOW);
-        bin = rel / st->t_width;
-        if (bin < 0) bin = 0;
-        if (bin > st->t_nbins - 1) bin = st->t_nbins - 1;
-        size_t i = (size_t)bin * NFAM + (size_t)fam;
+        int64_t bin = ts >> st->t_shift; /* arithmetic shift: floor, as DuckDB's >> */
+        if (!st->t_any) {
+            st->t_lo = st->t_hi = bin;
+            st->t_any = 1;
+        } else {
+            int64_t lo = bin < st->t_lo ? bin : st->t_lo, hi = bin > st->t_hi ? bin : st->t_hi;
+            while ((uint64_t)hi - (uint64_t)lo >= (uint64_t)st->t_cap) {
+                if (!time_coarsen(st)) FAILWITH(FAIL_OVERFLOW);
+                lo >>= 1;
+                hi >>= 1;
+                bin >>= 1;
+            }
+            st->t_lo = lo;
+            st->t_hi = hi;
+        }
+        size_t i = (size_t)((uint64_t)bin & (uint64_t)(st->t_cap - 1)) * NFAM + (size_t)fam;
         st->time_count[i]++;
         if (nbytes.set && sum_add(&st->time_bytes[i], nbytes.v)) FAILWITH(FAIL_OVERFLOW);
         if (sum_add(&st->time_time[i], dur)) FAILWITH(FAIL_OVERFLOW);
@@ -2626,6 +2693,7 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
         if (st->have_ts) {
             if (!set_int(c, "first_ts", st->first_ts) || !set_int(c, "last_end", st->last_end)) goto fail;
         }
+        if (st->t_any && !set_int(c, "time_shift", st->t_shift)) goto fail;
     }
     /* fam: one row per (DuckDB batch, family) */
     {
@@ -2693,30 +2761,53 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
             }
         if (!tab_done(&t)) goto fail;
     }
-    /* distinct accessed files (and per-file I/O when the file view is on) */
+    /* distinct accessed files; with the file view, each file's final row: its I/O, its name from
+       this file's FH metadata, the processes that touched it and its access-pattern counts (what
+       batch.py's finishing SQL joins together for the DuckDB path) */
     {
         if (!tab_init(&t, res, "path", (Py_ssize_t)st->npath)) goto fail;
         Col *ck = tab_col(&t, "fkey"), *cp = tab_col(&t, "is_path");
-        Col *fc[10];
-        if (st->file_view) famcols_cols(&t, fc);
+        Col *fc[10], *cn = NULL, *cq = NULL, *c1 = NULL, *c2 = NULL, *c3 = NULL;
+        int64_t *per = NULL; /* [npath * 4]: processes, consecutive, sequential, random */
+        if (st->file_view) {
+            famcols_cols(&t, fc);
+            cn = tab_col(&t, "name");
+            cq = tab_col(&t, "processes");
+            c1 = tab_col(&t, "consecutive");
+            c2 = tab_col(&t, "sequential");
+            c3 = tab_col(&t, "random");
+            per = calloc(st->npath ? st->npath * 4 : 1, sizeof(int64_t));
+            if (!per) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            const Map *pp = &st->pathproc; /* distinct (file key, process) pairs */
+            for (size_t j = 0; j <= pp->mask; j++) {
+                uint32_t slot = pp->v[j] ? map_find(&st->path_map, pp->a[j], 0) : 0;
+                if (slot) per[(slot - 1) * 4]++;
+            }
+            for (size_t j = 0; j < acc->n; j++) {
+                uint32_t slot = map_find(&st->path_map, acc->fk[j], 0);
+                if (!slot) continue;
+                per[(slot - 1) * 4 + 1] += acc->rows[j].consecutive;
+                per[(slot - 1) * 4 + 2] += acc->rows[j].sequential;
+                per[(slot - 1) * 4 + 3] += acc->rows[j].random;
+            }
+        }
         for (size_t j = 0; j < st->npath; j++) {
-            put(&t, ck, (Py_ssize_t)j, i64(st->path[j].fkey));
-            put(&t, cp, (Py_ssize_t)j, boolv(st->path[j].is_path));
-            if (st->file_view) famcols_out(&t, (Py_ssize_t)j, &st->path[j].f, fc);
+            const PathRow *r = &st->path[j];
+            put(&t, ck, (Py_ssize_t)j, i64(r->fkey));
+            put(&t, cp, (Py_ssize_t)j, boolv(r->is_path));
+            if (!st->file_view) continue;
+            famcols_out(&t, (Py_ssize_t)j, &r->f, fc);
+            uint32_t fh = r->is_path ? 0 : map_find(&st->meta_map, 1 /* FH */, r->fkey);
+            put(&t, cn, (Py_ssize_t)j, i64(fh ? st->meta[fh - 1].v : 0)); /* 0: NULL */
+            put(&t, cq, (Py_ssize_t)j, i64(per[j * 4]));
+            put(&t, c1, (Py_ssize_t)j, i64(per[j * 4 + 1]));
+            put(&t, c2, (Py_ssize_t)j, i64(per[j * 4 + 2]));
+            put(&t, c3, (Py_ssize_t)j, i64(per[j * 4 + 3]));
         }
-        if (!tab_done(&t)) goto fail;
-    }
-    if (st->file_view) {
-        Map *m = &st->pathproc;
-        if (!tab_init(&t, res, "pathproc", (Py_ssize_t)m->n)) goto fail;
-        Col *cf = tab_col(&t, "fk"), *cg = tab_col(&t, "g_proc");
-        i = 0;
-        for (size_t j = 0; j <= m->mask; j++) {
-            if (!m->v[j]) continue;
-            put(&t, cf, i, i64((int64_t)m->a[j]));
-            put(&t, cg, i, i64((int64_t)m->b[j]));
-            i++;
-        }
+        free(per);
         if (!tab_done(&t)) goto fail;
     }
     /* names */
@@ -2851,21 +2942,25 @@ static PyObject *build_result(St *st, AccTab *acc, Ovl *ovl) {
         put(&t, cc, 0, i64(st->cfgtxt));
         if (!tab_done(&t)) goto fail;
     }
-    if (st->time_on) {
+    if (st->time_on) { /* bins in time order, from t_lo to t_hi (empty when no I/O call) */
         Py_ssize_t n = 0;
-        for (int64_t j = 0; j < st->t_nbins * NFAM; j++) n += st->time_count[j] > 0;
+        for (int64_t j = 0; j < st->t_cap * NFAM; j++) n += st->time_count[j] > 0;
         if (!tab_init(&t, res, "time", n)) goto fail;
         Col *cb = tab_col(&t, "bin"), *cf = tab_col(&t, "fam"), *cc = tab_col(&t, "count"),
                  *cy = tab_col(&t, "bytes"), *ct = tab_col(&t, "time_us");
         i = 0;
-        for (int64_t j = 0; j < st->t_nbins * NFAM; j++) {
-            if (!st->time_count[j]) continue;
-            put(&t, cb, i, i64(j / NFAM));
-            put(&t, cf, i, i64(j % NFAM));
-            put(&t, cc, i, i64(st->time_count[j]));
-            put(&t, cy, i, sumv(&st->time_bytes[j]));
-            put(&t, ct, i, sumv(&st->time_time[j]));
-            i++;
+        for (int64_t b = st->t_lo; st->t_any; b++) {
+            size_t s = (size_t)((uint64_t)b & (uint64_t)(st->t_cap - 1)) * NFAM;
+            for (int f = 0; f < NFAM; f++) {
+                if (!st->time_count[s + f]) continue;
+                put(&t, cb, i, i64(b));
+                put(&t, cf, i, i64(f));
+                put(&t, cc, i, i64(st->time_count[s + f]));
+                put(&t, cy, i, sumv(&st->time_bytes[s + f]));
+                put(&t, ct, i, sumv(&st->time_time[s + f]));
+                i++;
+            }
+            if (b == st->t_hi) break;
         }
         if (!tab_done(&t)) goto fail;
     }
@@ -2943,6 +3038,9 @@ static void st_free(St *st) {
     free(st->time_count);
     free(st->time_bytes);
     free(st->time_time);
+    free(st->time_count2);
+    free(st->time_bytes2);
+    free(st->time_time2);
     map_free(&st->gfile_map);
     free(st->gfk);
     free(st->pos);
@@ -3015,6 +3113,7 @@ static int parse_config(PyObject *o, Config *c) {
 
 PyDoc_STRVAR(scan_doc,
              "scan(path, config, scale, file_view, time_bins, batch_rows) -> dict\n\n"
+             "time_bins: None, or the size of the time view's ring of fine bins (a power of two).\n"
              "Read one trace file in a single pass and return its per-file tables.\n"
              "Raises Fallback when the file holds anything this scanner does not fully\n"
              "understand; the caller then reads it with the DuckDB path.");
@@ -3040,20 +3139,22 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
     st.file_view = file_view;
     st.batch_rows = batch_rows > 0 ? batch_rows : 1;
     if (bins_obj != Py_None) {
-        long long o, w, n;
-        if (!PyArg_ParseTuple(bins_obj, "LLL", &o, &w, &n)) goto out;
-        if (w <= 0 || n <= 0 || n > (1 << 24)) {
-            PyErr_SetString(PyExc_ValueError, "bad time bins");
+        long long n = PyLong_AsLongLong(bins_obj);
+        if (n == -1 && PyErr_Occurred()) goto out;
+        if (n < 2 || n > (1 << 24) || (n & (n - 1))) {
+            PyErr_SetString(PyExc_ValueError, "time bins: a power of two from 2 to 2**24");
             goto out;
         }
         st.time_on = 1;
-        st.t_origin = o;
-        st.t_width = w;
-        st.t_nbins = n;
+        st.t_cap = n;
         st.time_count = calloc((size_t)n * NFAM, sizeof(int64_t));
         st.time_bytes = calloc((size_t)n * NFAM, sizeof(Sum));
         st.time_time = calloc((size_t)n * NFAM, sizeof(Sum));
-        if (!st.time_count || !st.time_bytes || !st.time_time) {
+        st.time_count2 = calloc((size_t)n * NFAM, sizeof(int64_t));
+        st.time_bytes2 = calloc((size_t)n * NFAM, sizeof(Sum));
+        st.time_time2 = calloc((size_t)n * NFAM, sizeof(Sum));
+        if (!st.time_count || !st.time_bytes || !st.time_time || !st.time_count2 || !st.time_bytes2 ||
+            !st.time_time2) {
             PyErr_NoMemory();
             goto out;
         }

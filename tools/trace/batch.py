@@ -206,7 +206,8 @@ def _connection() -> duckdb.DuckDBPyConnection:
 class BatchReducer:
     """Folds parsed batches of one file into its partial; see the module docstring."""
 
-    time_bins: tuple[int, int, int] | None = None
+    #: size of the time view's ring of fine bins (a power of two); None: no time view
+    time_bins: int | None = None
     file_view: bool = False
     #: build the access-profile tables (see :mod:`profile`); needs ``file_view``
     profile: bool = False
@@ -266,10 +267,7 @@ class BatchReducer:
                 # did, with the size it logged; the access-pattern guard compares them between arms
                 self.parts.setdefault("papp", []).append(_fetch_arrow(con.sql(_APP_SQL)))
             if self.time_bins:
-                origin, width, nbins = self.time_bins
-                self.parts.setdefault("time", []).append(_fetch_arrow(con.sql(
-                    f"SELECT least(greatest((ts - {origin}) // {width}, 0), {nbins - 1}) AS bin, fam, "
-                    "count(*) AS count, sum(nbytes) AS bytes, sum(dur) AS time_us FROM io GROUP BY 1, 2")))  # fmt: skip
+                self._add_time_bins(con)
             self.positions.append(con.execute(
                 f"SELECT g_file, ts, pkind, COALESCE(nbytes, -1) AS nbytes, COALESCE(off, -1) AS off, setpos, fk, "
                 f"fam = 'write' AS is_write, dur FROM io WHERE pkind <> {V.OTHER}").fetchnumpy())  # fmt: skip
@@ -283,6 +281,28 @@ class BatchReducer:
             con.unregister("io")
             con.unregister("ev")
 
+    def _add_time_bins(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Bin this batch's I/O calls by ``ts >> shift`` (the absolute power-of-two grid).
+
+        The shift is the least one at which the file's I/O calls so far span fewer than
+        ``time_bins`` bins; it only grows, so earlier batches are coarsened to the final shift
+        in :meth:`finish` (exactly: integer sums).  The C scanner keeps the same grid in a ring.
+        """
+        assert self.time_bins is not None
+        lo, hi = con.execute("SELECT min(ts), max(ts) FROM io").fetchall()[0]
+        if lo is None:
+            return
+        c = self.counts
+        c["time_lo"] = lo if c.get("time_lo") is None else min(c["time_lo"], lo)
+        c["time_hi"] = hi if c.get("time_hi") is None else max(c["time_hi"], hi)
+        shift = int(c.get("time_shift", 0))
+        while (c["time_hi"] >> shift) - (c["time_lo"] >> shift) >= self.time_bins:
+            shift += 1
+        c["time_shift"] = shift
+        self.parts.setdefault("time", []).append(_fetch_arrow(con.sql(
+            f"SELECT {shift} AS shift, ts >> {shift} AS bin, fam, count(*) AS count, sum(nbytes) AS bytes, "
+            "sum(dur) AS time_us FROM io GROUP BY 2, 3")))  # fmt: skip
+
     def add_native(self, counts: dict[str, Any], tables: dict[str, pa.Table]) -> None:
         """Take a whole file's tables from the native scanner (:mod:`native`) instead of batches.
 
@@ -295,8 +315,6 @@ class BatchReducer:
         self.counts = dict(counts)
         tables = dict(tables)
         path, acc, ovl = tables.pop("path"), tables.pop("acc"), tables.pop("ovl")
-        if not self.file_view:
-            tables.pop("pathproc", None)
         if self.time_bins is None:
             tables.pop("time", None)
         self.parts = {name: [table] for name, table in tables.items()}
@@ -322,15 +340,23 @@ class BatchReducer:
             for name in ("path_native", "ovl_native", "procs_native"):
                 con.unregister(name)
 
+    @staticmethod
+    def _native_path_sql() -> str:
+        """The scanner's path rows are final (one per key, named, with processes and pattern counts)."""
+        sums = ", ".join(f"{f}_{m}" for f in S.FAMILIES for m in ("count", "bytes", "time_us")
+                         if not (m == "bytes" and f in ("metadata", "sync")))  # fmt: skip
+        return (
+            "SELECT CASE WHEN is_path THEN fkey ELSE COALESCE(name, 'fhash:' || fkey) END AS path, "
+            f"hash(fkey) AS pkey, {sums}, processes, consecutive, sequential, random FROM b_path"
+        )
+
     def _hold(self, name: str, table: pa.Table) -> None:
         self._held[name] = table
         self.con.register(name, table)
 
     # ----------------------------------------------------------------------------------
-    def finish(
-        self, rank_from_name: int | None
-    ) -> tuple[dict[str, pa.Table], dict[str, Any], dict[str, str]]:
-        """Whole-file passes and re-aggregation: (tables, scalars, FH map)."""
+    def finish(self, rank_from_name: int | None) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+        """Whole-file passes and re-aggregation: (tables, scalars)."""
         con = self.con
         for name in ("meta", "fam", "agg", "hist", "path", "pathproc", "layer", "proctot", "procfam", "steps",
                      "start", "time", "fks", "iface", "names", "epochspan"):  # fmt: skip
@@ -338,7 +364,7 @@ class BatchReducer:
             if batches:
                 con.register(f"b_{name}", pa.concat_tables(batches, promote_options="permissive"))
         if not self.parts.get("meta"):  # no batch was added
-            return {}, {}, {}
+            return {}, {}
         if self.native:  # the scanner keeps one row per (kind, h): the first non-null v
             self._hold("hmap", pa.concat_tables(self.parts["meta"]))
         else:
@@ -375,14 +401,16 @@ class BatchReducer:
             f"FROM b_epochspan t {host_join} GROUP BY ALL",
             "iface": "SELECT iface, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
             "FROM b_iface GROUP BY iface, fam",
-            "path": f"""
+            "path": self._native_path_sql()
+            if self.native
+            else f"""
                 WITH f AS (SELECT fkey, any_value(fk) AS fk, bool_or(is_path) AS is_path, {_FAMILY_SUMS}
                            FROM b_path GROUP BY fkey),
                      q AS (SELECT fk, sum(consecutive) AS consecutive, sum(sequential) AS sequential,
                                   sum(random) AS random FROM acc GROUP BY fk),
                      n AS (SELECT fk, count(DISTINCT g_proc) AS processes FROM b_pathproc GROUP BY fk)
                 SELECT CASE WHEN f.is_path THEN f.fkey ELSE COALESCE(fh.v, 'fhash:' || f.fkey) END AS path,
-                       f.* EXCLUDE (fkey, fk, is_path), COALESCE(n.processes, 0) AS processes,
+                       hash(f.fkey) AS pkey, f.* EXCLUDE (fkey, fk, is_path), COALESCE(n.processes, 0) AS processes,
                        COALESCE(q.consecutive, 0) AS consecutive, COALESCE(q.sequential, 0) AS sequential,
                        COALESCE(q.random, 0) AS random
                 FROM f LEFT JOIN q ON q.fk = f.fk LEFT JOIN n ON n.fk = f.fk
@@ -395,7 +423,7 @@ class BatchReducer:
                                   COALESCE(max(rank), {rank}) AS rank, any_value(cmd_hash) AS cmd_hash
                            FROM b_proctot GROUP BY hkey, pid),
                      fam AS (SELECT hkey, pid, {_FAMILY_SUMS} FROM b_procfam GROUP BY hkey, pid)
-                SELECT {host} AS host, t.pid, t.rank, sh.v AS cmd, t.events, t.first_ts, t.last_end,
+                SELECT {host} AS host, t.pid, t.rank, sh.v AS cmd, t.cmd_hash, t.events, t.first_ts, t.last_end,
                        COALESCE(fam.read_count, 0) AS read_count, fam.read_bytes, fam.read_time_us,
                        COALESCE(fam.write_count, 0) AS write_count, fam.write_bytes, fam.write_time_us,
                        COALESCE(fam.metadata_count, 0) AS metadata_count, fam.metadata_time_us,
@@ -419,9 +447,12 @@ class BatchReducer:
         if self.profile:
             tables.update(self._profile_tables())
         if self.parts.get("time"):
+            # the native table is final; batches are coarsened to the file's last (largest) shift
+            final = 0 if self.native else int(self.counts["time_shift"])
+            shifted = "bin" if self.native else f"bin >> ({final} - shift)"
             tables["time"] = _fetch_arrow(con.sql(
-                "SELECT bin, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
-                "FROM b_time GROUP BY bin, fam"))  # fmt: skip
+                f"SELECT {shifted} AS bin, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
+                "FROM b_time GROUP BY 1, 2 ORDER BY 1, 2"))  # fmt: skip
         scalars: dict[str, Any] = {}
         io_row = con.execute(
             "SELECT COALESCE(sum(count), 0), COALESCE(sum(no_args), 0) FROM b_fam"
@@ -438,11 +469,16 @@ class BatchReducer:
             start = con.execute("SELECT version, cfg FROM b_start").fetchall()
             scalars["dftracer_version"] = next((v for v, _ in start if v), None)
             scalars["tracer_config"] = next((c for _, c in start if c), None)
-        # only the file view reads it (for hashes another file's metadata names)
-        fh_map = (
-            dict(con.execute("SELECT h, v FROM hmap WHERE kind = 'FH'").fetchall()) if self.file_view else {}
+        # command lines by hash: a forked child's command may be defined in its parent's file only
+        scalars["sh_map"] = dict(
+            con.execute("SELECT h, v FROM hmap WHERE kind = 'SH' AND v IS NOT NULL").fetchall()
         )
-        return tables, scalars, fh_map
+        if self.file_view:
+            # names of file hashes this file defines but never accesses, for the file view's rows of
+            # other trace files (2.x hashes are global); the hashes it accesses are named in its own rows
+            tables["fh"] = _fetch_arrow(con.sql(
+                "SELECT h, v FROM hmap WHERE kind = 'FH' AND h NOT IN (SELECT fkey FROM b_path WHERE NOT is_path)"))  # fmt: skip
+        return tables, scalars
 
     def _positions(self) -> None:
         cols: dict[str, np.ndarray] = {}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -13,16 +15,39 @@ def _is_trace_name(path: Path) -> bool:
     return any(path.name.endswith(sfx) for sfx in TRACE_SUFFIXES)
 
 
-def discover(paths: Iterable[str | Path]) -> list[Path]:
+def _unreadable_link(path: Path) -> str | None:
+    """Why a symbolic link cannot be followed (a loop, or nothing at its end), or None."""
+    if not path.is_symlink():
+        return None
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symbolic link loop: it can never be read"
+        return f"symbolic link to nothing ({os.readlink(path)}): it cannot be read"
+    return None
+
+
+def discover(paths: Iterable[str | Path], unreadable: list[tuple[str, str]] | None = None) -> list[Path]:
     """Files given explicitly are taken as they are; directories are searched recursively
-    for ``*.pfw`` and ``*.pfw.gz``.  Order is stable (sorted) so results are reproducible."""
+    for ``*.pfw`` and ``*.pfw.gz``.  Order is stable (sorted) so results are reproducible.
+
+    A trace-named link that cannot be followed (a loop, a dangling link) is an error naming it;
+    with ``unreadable`` (``--skip-bad``) it is appended there as (path, reason) instead."""
     found: list[Path] = []
     seen: set[Path] = set()
     for raw in paths:
         p = Path(raw)
+        if (why := _unreadable_link(p)) is not None:
+            raise TraceError(str(p), why)
         if not p.exists():
             raise TraceError(str(p), "no such file or directory")
         if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                if _is_trace_name(f) and (why := _unreadable_link(f)) is not None:
+                    if unreadable is None:
+                        raise TraceError(str(f), why)
+                    unreadable.append((str(f), why))
             inside = sorted(f for f in p.rglob("*") if f.is_file() and _is_trace_name(f))
             if not inside:
                 raise TraceError(str(p), "no trace files (*.pfw, *.pfw.gz) in this directory or below")

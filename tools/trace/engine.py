@@ -5,25 +5,34 @@ releases the GIL); files it declines run on DuckDB in local worker processes (me
 DuckDB's Python binding gives no speed-up across threads here, processes do) or, with
 ``scheduler``, everything runs on a Dask distributed cluster.  Both run the
 same :func:`reader.read_file` and the same :func:`merge.merge`, so results are identical.
+
+After the map, :mod:`processes` tells the application's processes from helpers (shell
+wrappers, shims, launchers) and the traces' runs apart; several runs are refused by
+:func:`analyze` (never merged silently) and analyzed one by one by :func:`analyze_runs`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from dftune.core.errors import DftuneError, one_line
 from dftune.tools.trace import native
 from dftune.tools.trace.discover import discover
+from dftune.tools.trace.errors import MultipleRunsError
 from dftune.tools.trace.merge import merge
-from dftune.tools.trace.model import Analysis
+from dftune.tools.trace.model import Analysis, RunInfo, SkippedLine
+from dftune.tools.trace.processes import Accounting, Run, account, classify, rules
 from dftune.tools.trace.profile import build_profile
 from dftune.tools.trace.reader import FilePartial, ReadOptions, read_file, read_file_native
-from dftune.tools.trace.views import VIEWS, build_view
+from dftune.tools.trace.views import VIEWS, build_view, fine_bins
 
 #: Called after each file is read: (files done, files total, path).
 Progress = Callable[[int, int, str], None]
@@ -42,59 +51,169 @@ def analyze(
     time_windows: int = DEFAULT_TIME_WINDOWS,
     progress: Progress | None = None,
     profile: bool = False,
+    exclude_helpers: bool = False,
+    merge_runs: bool = False,
 ) -> Analysis:
     """Analyze dftracer traces or Darshan logs (files or directories) into one :class:`Analysis`.
 
+    Traces of several separate runs raise :class:`MultipleRunsError` (use :func:`analyze_runs`),
+    unless ``merge_runs`` asks for one analysis of everything.  ``exclude_helpers`` leaves the
+    files that hold only helper processes out of every total (what ``diagnose`` judges).
     ``profile``: also build the per-file access profile (byte ranges, calls, sizes, the
     application's own events) that the guards and the estimates compare; it is read on the
     DuckDB path, which keeps per-access rows (the traces of tuning runs are small)."""
-    unknown = [v for v in views if v not in VIEWS]
-    if unknown:
-        raise ValueError(f"unknown view {unknown[0]!r}; choose from {', '.join(VIEWS)}")
-    from dftune.tools.trace.darshan.detect import split_inputs
-
     paths = list(paths)
-    logs, is_darshan = split_inputs(paths)  # Darshan logs, recognised by content
-    if is_darshan:
-        from dftune.tools.trace.darshan.engine import analyze_logs
+    logs = _darshan(paths, skip_bad, views, time_windows, progress)
+    if logs is not None:
+        return logs
+    partials, acc, unreadable = _read(
+        paths, skip_bad, views, scheduler, workers, time_windows, progress, profile
+    )
+    if len(acc.runs) > 1 and not merge_runs:
+        raise MultipleRunsError(_runs_message(acc), len(acc.runs))
+    run = acc.runs[0] if len(acc.runs) == 1 else _one_run(acc)
+    return _noted(_build(partials, run, 1, 1, views, time_windows, exclude_helpers, profile), unreadable)
 
-        return analyze_logs(
-            logs, skip_bad=skip_bad, views=views, time_windows=time_windows, progress=progress
-        )
-    files = discover(paths)
-    options = ReadOptions(skip_bad=skip_bad, file_view="file" in views or profile, profile=profile)
-    partials = _map(files, options, scheduler, workers, progress)
-    analysis = merge(partials)
-    if "time" in views and analysis.events:
-        partials = _with_time_bins(files, options, partials, time_windows, scheduler, workers)
-    for view in views:
-        if view != "summary":
-            analysis.views[view] = build_view(view, partials, analysis)
-    if profile:
-        analysis.profile = build_profile(partials)
+
+def analyze_runs(
+    paths: Iterable[str | Path],
+    *,
+    skip_bad: bool = False,
+    views: Sequence[str] = (),
+    scheduler: str | None = None,
+    workers: int | None = None,
+    time_windows: int = DEFAULT_TIME_WINDOWS,
+    progress: Progress | None = None,
+    profile: bool = False,
+    exclude_helpers: bool = False,
+) -> list[Analysis]:
+    """One :class:`Analysis` per run the traces hold, in time order (one pass over the files)."""
+    paths = list(paths)
+    logs = _darshan(paths, skip_bad, views, time_windows, progress)
+    if logs is not None:
+        return [logs]
+    partials, acc, unreadable = _read(
+        paths, skip_bad, views, scheduler, workers, time_windows, progress, profile
+    )
+    n = len(acc.runs)
+    return [
+        _noted(_build(partials, run, i, n, views, time_windows, exclude_helpers, profile), unreadable)
+        for i, run in enumerate(acc.runs, 1)
+    ]
+
+
+def _noted(analysis: Analysis, unreadable: list[tuple[str, str]]) -> Analysis:
+    """Links the traces name that cannot be read (``skip_bad``): listed, never silently ignored."""
+    for path, why in unreadable:
+        analysis.skipped.append(SkippedLine(file=path, line=None, reason=why))
+        analysis.warnings.append(f"{path}: {why} (skipped)")
     return analysis
 
 
-def _with_time_bins(
-    files: list[Path],
-    options: ReadOptions,
-    partials: list[FilePartial],
-    windows: int,
+def _check_views(views: Sequence[str]) -> None:
+    unknown = [v for v in views if v not in VIEWS]
+    if unknown:
+        raise ValueError(f"unknown view {unknown[0]!r}; choose from {', '.join(VIEWS)}")
+
+
+def _darshan(
+    paths: list[str | Path],
+    skip_bad: bool,
+    views: Sequence[str],
+    time_windows: int,
+    progress: Progress | None,
+) -> Analysis | None:
+    """The analysis of Darshan logs (recognised by content), or None for dftracer traces."""
+    _check_views(views)
+    from dftune.tools.trace.darshan.detect import split_inputs
+
+    logs, is_darshan = split_inputs(paths)
+    if not is_darshan:
+        return None
+    from dftune.tools.trace.darshan.engine import analyze_logs
+
+    return analyze_logs(logs, skip_bad=skip_bad, views=views, time_windows=time_windows, progress=progress)
+
+
+def _read(
+    paths: Iterable[str | Path],
+    skip_bad: bool,
+    views: Sequence[str],
     scheduler: str | None,
     workers: int | None,
-) -> list[FilePartial]:
-    """Second pass for the time view: windows need the global start and end first."""
-    firsts = [p.scalars["first_ts"] for p in partials if p.scalars.get("first_ts") is not None]
-    lasts = [p.scalars["last_end"] for p in partials if p.scalars.get("last_end") is not None]
-    origin, end = min(firsts), max(lasts)
-    width = max(1, -(-(end - origin) // windows))
-    binned = ReadOptions(
-        skip_bad=options.skip_bad,
-        file_view=options.file_view,
-        time_bins=(origin, width, windows),
-        profile=options.profile,
+    time_windows: int,
+    progress: Progress | None,
+    profile: bool,
+) -> tuple[list[FilePartial], Accounting, list[tuple[str, str]]]:
+    _check_views(views)
+    unreadable: list[tuple[str, str]] | None = [] if skip_bad else None
+    files = discover(paths, unreadable)
+    # every view comes from this one pass: the time view's fine bins need no global start or end
+    options = ReadOptions(
+        skip_bad=skip_bad,
+        file_view="file" in views or profile,
+        time_bins=fine_bins(time_windows) if "time" in views else None,
+        profile=profile,
     )
-    return _map(files, binned, scheduler, workers, None)
+    partials = _map(files, options, scheduler, workers, progress)
+    return partials, account(partials), unreadable or []
+
+
+def _build(
+    partials: list[FilePartial],
+    run: Run,
+    index: int,
+    runs: int,
+    views: Sequence[str],
+    time_windows: int,
+    exclude_helpers: bool,
+    profile: bool,
+) -> Analysis:
+    """The analysis of one run: its files (less those holding only helpers, when asked), merged."""
+    holders: dict[int, list[bool]] = {}
+    for p in run.procs:
+        for f in p.files:
+            holders.setdefault(f, []).append(p.helper is not None)
+    keep = [f for f in sorted(run.files) if not (exclude_helpers and holders.get(f) and all(holders[f]))]
+    mine = [partials[f] for f in keep]
+    analysis = merge(mine, accounting=Accounting(runs=[run]), helpers_excluded=exclude_helpers)
+    analysis.run = _run_info(run, index, runs)
+    for view in views:
+        if view != "summary":
+            analysis.views[view] = build_view(view, mine, analysis, time_windows=time_windows)
+    if profile:
+        analysis.profile = build_profile(mine)
+    return analysis
+
+
+def _one_run(acc: Accounting) -> Run:
+    """Every process as one run (``merge_runs``), helpers judged over all of them."""
+    run = Run(procs=acc.procs, files={f for r in acc.runs for f in r.files})
+    classify(run.procs, rules())
+    return run
+
+
+def _run_info(run: Run, index: int, runs: int) -> RunInfo:
+    counts: dict[str, int] = {}
+    for p in run.app:
+        name = (p.cmd or "").replace(";", " ").strip()
+        if name:
+            counts[name] = counts.get(name, 0) + 1
+    return RunInfo(
+        index=index, runs=runs, hosts=run.hosts(), processes=len(run.procs), app_processes=len(run.app),
+        helper_processes=len(run.procs) - len(run.app), start_us=run.first_ts, end_us=run.last_end,
+        span_s=run.span_us / 1e6, commands=sorted(counts, key=lambda c: (-counts[c], c))[:5], apart=run.apart,
+    )  # fmt: skip
+
+
+def _runs_message(acc: Accounting) -> str:
+    parts = []
+    for i, run in enumerate(acc.runs, 1):
+        hosts = ", ".join(run.hosts()[:2]) or "unknown host"
+        why = f"; {run.apart}" if run.apart else ""
+        parts.append(f"run {i}: {len(run.app)} process(es) on {hosts}, {run.span_us / 1e6:.3g} s{why}")
+    return (f"the traces hold {len(acc.runs)} separate runs ({'; '.join(parts)}): analyze each run with "
+            "--split-runs (MCP: split_runs=true), or pass one run's trace files")  # fmt: skip
 
 
 def _map(
@@ -153,17 +272,103 @@ def _gather(results: Iterator[FilePartial], files: list[Path], report: _Reporter
     return out
 
 
-def _map_dask(
-    files: list[Path], options: ReadOptions, scheduler: str, progress: Progress | None
-) -> list[FilePartial]:
+class DaskError(DftuneError):
+    """The Dask cluster cannot do the map (unreachable, no workers, workers dying): one line."""
+
+
+#: Seconds to reach the scheduler before ``--scheduler ADDRESS`` is reported unreachable
+#: (environment: ``DFTUNE_DASK_CONNECT_S``).
+DASK_CONNECT_S = 10.0
+#: How often the map looks at the cluster while it waits for results.
+DASK_POLL_S = 1.0
+#: Defaults of the two limits (environment: ``DFTUNE_DASK_NO_WORKERS_S``, ``DFTUNE_DASK_STALL_S``):
+#: how long the cluster may have no worker at all (every worker died, or an adaptive cluster
+#: that never scaled up), and how long no file may finish while workers exist.
+DASK_NO_WORKERS_S = 120.0
+DASK_STALL_S = 3600.0
+
+
+def _limit(name: str, default: float) -> float:
     try:
-        from distributed import Client
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        raise DaskError(f"{name}={os.environ[name]!r} is not a number of seconds") from None
+    return value if value > 0 else default
+
+
+def _map_dask(
+    files: list[Path], options: ReadOptions, scheduler: Any, progress: Progress | None
+) -> list[FilePartial]:
+    """Read every file on a Dask cluster; never hang on a cluster that cannot answer.
+
+    A scheduler that does not answer within ``DASK_CONNECT_S`` is reported unreachable (not
+    as a bad input file); a cluster left without workers, a map that makes no progress, or
+    a file whose reading kills worker after worker (``KilledWorker``) ends the analysis with
+    a one-line :class:`DaskError`.  Errors of the reader itself (a bad trace) pass through.
+    """
+    try:
+        from distributed import Client, KilledWorker
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise RuntimeError("--scheduler needs dask distributed: pip install 'dftune[dask]'") from exc
-    client: Any = Client(scheduler) if isinstance(scheduler, str) else scheduler
+        raise DaskError("--scheduler needs dask distributed: pip install 'dftune[dask]'") from exc
+    no_workers_s = _limit("DFTUNE_DASK_NO_WORKERS_S", DASK_NO_WORKERS_S)
+    stall_s = _limit("DFTUNE_DASK_STALL_S", DASK_STALL_S)
+    own = isinstance(scheduler, str)
+    where = (
+        scheduler if own else getattr(getattr(scheduler, "scheduler", None), "address", "the Dask cluster")
+    )
+    if own:
+        try:
+            client: Any = Client(scheduler, timeout=_limit("DFTUNE_DASK_CONNECT_S", DASK_CONNECT_S))
+        except (OSError, TimeoutError) as exc:
+            raise DaskError(f"Dask scheduler {scheduler} unreachable: {one_line(exc, 300)}") from None
+        except ValueError as exc:  # a malformed address
+            raise DaskError(f"--scheduler {scheduler!r}: {one_line(exc, 300)}") from None
+    else:
+        client = scheduler
+    futures: list[Any] = []
     try:
         futures = client.map(read_file, [str(f) for f in files], options=options, pure=False)
-        return _gather((fut.result() for fut in futures), files, _Reporter(len(files), progress))
+        report = _Reporter(len(files), progress)
+        out: list[FilePartial] = []
+        last_progress = time.monotonic()
+        done_before = 0
+        no_workers_since: float | None = None
+        for path, fut in zip(files, futures, strict=True):
+            while True:
+                try:
+                    out.append(fut.result(timeout=DASK_POLL_S))
+                    break
+                except KilledWorker as exc:
+                    raise DaskError(f"{path}: a Dask worker died every time it read this file (KilledWorker: "
+                                    f"{one_line(exc, 200)}); see the workers' logs") from None  # fmt: skip
+                except TimeoutError:
+                    pass
+                except Exception as exc:
+                    if fut.status == "error":
+                        raise  # the reader's own failure (a bad trace, a missing file), as a local run raises it
+                    raise DaskError(f"lost the Dask scheduler at {where}: {one_line(exc, 300)}") from None
+                now = time.monotonic()
+                done = sum(f.done() for f in futures)
+                if done > done_before:  # files further on finished: the cluster works
+                    done_before, last_progress = done, now
+                try:
+                    workers = len(client.nthreads())
+                except Exception as exc:
+                    raise DaskError(f"lost the Dask scheduler at {where}: {one_line(exc, 300)}") from None
+                no_workers_since = None if workers else (no_workers_since or now)
+                if no_workers_since is not None and now - no_workers_since >= no_workers_s:
+                    raise DaskError(f"the Dask cluster at {where} has had no worker for {no_workers_s:g} s "
+                                    f"(every worker died, or none joined); {len(out)} of {len(files)} files read")  # fmt: skip
+                if now - last_progress >= stall_s:
+                    raise DaskError(f"no file finished on the Dask cluster at {where} for {stall_s:g} s "
+                                    f"({workers} worker(s)); {len(out)} of {len(files)} files read")  # fmt: skip
+            last_progress = time.monotonic()
+            report(path)
+        return out
     finally:
-        if isinstance(scheduler, str):
-            client.close()
+        if own:
+            with contextlib.suppress(Exception):
+                client.close(timeout=DASK_CONNECT_S)
+        elif futures:
+            with contextlib.suppress(Exception):
+                client.cancel(futures)

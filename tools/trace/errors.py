@@ -14,3 +14,11 @@ class TraceError(DftuneError):
         self.reason = reason
         where = f"{path}:{line}" if line is not None else path
         super().__init__(f"{where}: {reason}")
+
+
+class MultipleRunsError(DftuneError):
+    """The traces hold several separate runs: never merged silently (analyze them per run)."""
+
+    def __init__(self, message: str, runs: int) -> None:
+        self.runs = runs
+        super().__init__(message)

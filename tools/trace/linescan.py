@@ -45,11 +45,22 @@ class ScanResult:
             self.bad.append(BadLine(line, reason))
 
 
-def open_text(path: Path) -> io.TextIOBase:
-    """Open a .pfw or .pfw.gz (single- or multi-member gzip) for reading text lines."""
+def open_text(path: Path, errors: str = "replace") -> io.TextIOBase:
+    """Open a .pfw or .pfw.gz (single- or multi-member gzip) for reading text lines.
+
+    ``errors="surrogateescape"`` keeps every byte that is not UTF-8 as a lone surrogate, so the
+    validator can name the line instead of reading a replacement character as data."""
     if is_gzip(path):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors=errors)
+    return open(path, encoding="utf-8", errors=errors)
+
+
+def _not_utf8(text: str) -> str | None:
+    """Why a line is not UTF-8 (its first undecodable byte and column), or None."""
+    for col, ch in enumerate(text, start=1):
+        if "\udc80" <= ch <= "\udcff":
+            return f"not valid UTF-8 (byte 0x{ord(ch) - 0xDC00:02x} at column {col})"
+    return None
 
 
 def is_gzip(path: Path) -> bool:
@@ -110,11 +121,14 @@ def scan(path: Path, clean_out: Path | None = None) -> ScanResult:
     sink = open(clean_out, "w", encoding="utf-8") if clean_out else None  # noqa: SIM115
     lineno = 0
     try:
-        with open_text(path) as fh:
+        with open_text(path, errors="surrogateescape") as fh:
             try:
                 for lineno, raw in enumerate(fh, start=1):
                     text = raw.strip()
                     if not text:
+                        continue
+                    if text.isascii() is False and (bad := _not_utf8(text)):
+                        result.add_bad(lineno, bad)
                         continue
                     if text in STRUCTURAL_LINES:
                         result.structural_lines += 1

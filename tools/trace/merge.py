@@ -15,17 +15,20 @@ import duckdb
 import pyarrow as pa
 
 from dftune.tools.trace import semantics as S
+from dftune.tools.trace.batch import _connection as connection
 from dftune.tools.trace.model import (
     Analysis,
     AppEventStats,
     EpochSpread,
     FamilyStats,
+    HelperProcess,
     Imbalance,
     InterfaceStats,
     LayerStats,
     Shape,
     SkippedLine,
 )
+from dftune.tools.trace.processes import Accounting, Proc, account
 from dftune.tools.trace.reader import FilePartial
 
 US = 1_000_000.0
@@ -60,11 +63,23 @@ def _pct(part: float, whole: float) -> float:
     return round(100.0 * part / whole, 4) if whole else 0.0
 
 
-def merge(partials: list[FilePartial], warnings: list[str] | None = None) -> Analysis:
-    """Combine per-file partials into the final analysis (views are added by :mod:`views`)."""
-    con = duckdb.connect(config={"threads": 1})
+def merge(
+    partials: list[FilePartial],
+    warnings: list[str] | None = None,
+    *,
+    accounting: Accounting | None = None,
+    helpers_excluded: bool = False,
+) -> Analysis:
+    """Combine per-file partials into the final analysis (views are added by :mod:`views`).
+
+    ``accounting`` says which processes are helpers (:mod:`processes`; computed from the
+    partials when not given); ``helpers_excluded`` records that the caller left the files
+    holding only helpers out of ``partials``.
+    """
+    acc = accounting or account(partials)
+    con = connection()  # a cursor of the process's database: a fresh database costs ~13 ms
     try:
-        return _merge(con, partials, list(warnings or []))
+        return _merge(con, partials, list(warnings or []), acc.procs, helpers_excluded)
     finally:
         con.close()
 
@@ -87,7 +102,13 @@ def _query(con: duckdb.DuckDBPyConnection, table: pa.Table | None, sql: str) -> 
     return query_rows(con, table, sql)[1]
 
 
-def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings: list[str]) -> Analysis:
+def _merge(
+    con: duckdb.DuckDBPyConnection,
+    partials: list[FilePartial],
+    warnings: list[str],
+    accounted: list[Proc],
+    helpers_excluded: bool,
+) -> Analysis:
     sc = [p.scalars for p in partials]
     events = sum(s.get("events", 0) for s in sc)
     firsts = [s["first_ts"] for s in sc if s.get("first_ts") is not None]
@@ -172,13 +193,19 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         FROM t GROUP BY host, pid""")  # fmt: skip
     pids = {p[1] for p in procs if p[1] is not None}
     hosts = sorted({str(p[0]) for p in procs if p[0]})
+    helpers = [p for p in accounted if p.helper is not None]
+    helper_keys = {p.key for p in helpers}
+    # the application's processes: the I/O fraction, imbalance and stragglers are theirs
+    app = [p for p in procs if (str(p[0] or ""), None if p[1] is None else int(p[1])) not in helper_keys]
+    app_io_wall_us = sum(float(p[8] or 0) for p in app)
+    app_life_us = sum(float(p[11] or 0) for p in app)
     io_wall_us = sum(float(p[8] or 0) for p in procs)
     compute_wall_us = sum(float(p[10] or 0) for p in procs)
     compute_procs = sum(1 for p in procs if (p[10] or 0) > 0)
     compute_life_us = sum(float(p[11] or 0) for p in procs if (p[10] or 0) > 0)
     process_time_us = sum(float(p[11] or 0) for p in procs)
     unover_us = sum(float(p[9] or 0) for p in procs)
-    imbalance = _imbalance(procs)
+    imbalance = _imbalance(app)
 
     layer_rows = _query(
         con,
@@ -196,9 +223,10 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         )
         for cat, cnt, t in layer_rows
     ]
+    # distinct keys of accessed files (name, or 2.x hash): the file view's rows, or the bare keys
     path_t = concat_partials(partials, "path")
     if path_t is not None:
-        files_accessed_row = _query(con, path_t, "SELECT count(DISTINCT path) FROM t")
+        files_accessed_row = _query(con, path_t, "SELECT count(DISTINCT pkey) FROM t")
     else:
         files_accessed_row = _query(con, concat_partials(partials, "fks"), "SELECT count(DISTINCT fk) FROM t")
     files_accessed = int(files_accessed_row[0][0]) if files_accessed_row else 0
@@ -263,13 +291,13 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         compute_process_time_s=compute_life_us / US,
         process_time_s=process_time_us / US,
         app_events=_app_events(con, partials),
-        epoch_spreads=_epoch_spreads(con, partials),
+        epoch_spreads=_epoch_spreads(con, partials, helper_keys),
         misaligned_pct=_pct(
             fams["read"].misaligned + fams["write"].misaligned,
             fams["read"].positioned + fams["write"].positioned,
         ),
         interfaces=_interfaces(con, partials),
-        io_fraction_of_job=round(io_wall_us / (job_us * nproc), 6) if job_us else 0.0,
+        io_fraction_of_job=round(app_io_wall_us / app_life_us, 6) if app_life_us else 0.0,
         unoverlapped_io_fraction=round(unover_us / io_wall_us, 6) if io_wall_us else 0.0,
         bw_job_mib_s=(rw_bytes / MIB / job_s) if job_s and rw_bytes else None,
         files_accessed=files_accessed,
@@ -282,22 +310,49 @@ def _merge(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], warnings
         dftracer_versions=sorted({str(s["dftracer_version"]) for s in sc if s.get("dftracer_version")}),
         time_metric=next((s["time_metric"] for s in sc if s.get("time_metric")), "US"),
         tracer_config=_first_config(sc),
-        warnings=warnings,
+        app_processes=len(app),
+        app_process_time_s=app_life_us / US,
+        helper_processes=[_helper(p) for p in sorted(helpers, key=lambda p: (p.first_ts or 0, p.key))],
+        helpers_excluded=helpers_excluded,
+        warnings=warnings + _helper_warning(helpers, helpers_excluded),
     )
 
 
-def _epoch_spreads(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> list[EpochSpread]:
-    """Per epoch, per-process duration spread: the data behind epoch-straggler rules."""
-    rows = _query(
-        con,
-        concat_partials(partials, "epochspan"),
-        """
-        WITH p AS (SELECT epoch, host, pid, (max(last_end) - min(first_ts)) / 1e6 AS secs
-                   FROM t GROUP BY epoch, host, pid)
-        SELECT epoch, count(*), min(secs), median(secs), max(secs), arg_max(host || ':' || pid, secs)
-        FROM p GROUP BY epoch HAVING count(*) > 1 ORDER BY epoch
-        """,
-    )
+def _helper(p: Proc) -> HelperProcess:
+    return HelperProcess(host=p.host, pid=p.pid, cmd=p.cmd, events=p.events, lifetime_s=p.lifetime_us / US,
+                         io_time_s=p.io_time_us / US, bytes=p.moved, why=str(p.helper))  # fmt: skip
+
+
+def _helper_warning(helpers: list[Proc], excluded: bool) -> list[str]:
+    if not helpers:
+        return []
+    names = sorted({(p.cmd or f"pid {p.pid}").replace(";", " ")[:60] for p in helpers})
+    left_out = "every number here" if excluded else "the I/O fraction, imbalance and stragglers"
+    return [f"{len(helpers)} helper process(es) (shell wrappers, shims, launchers, short children) do none of the "
+            f"application's I/O and are left out of {left_out} (listed in helper_processes): "
+            + ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")]  # fmt: skip
+
+
+def _epoch_spreads(
+    con: duckdb.DuckDBPyConnection, partials: list[FilePartial], helpers: set[tuple[str, int | None]]
+) -> list[EpochSpread]:
+    """Per epoch, per-process duration spread of the application's processes (epoch stragglers)."""
+    keys = sorted((h, p) for h, p in helpers if p is not None)
+    con.register("helpers", pa.table({"host": pa.array([h for h, _ in keys], pa.string()),
+                                      "pid": pa.array([p for _, p in keys], pa.int64())}))  # fmt: skip
+    try:
+        rows = _query(
+            con,
+            concat_partials(partials, "epochspan"),
+            """
+            WITH p AS (SELECT epoch, host, pid, (max(last_end) - min(first_ts)) / 1e6 AS secs
+                       FROM t ANTI JOIN helpers h ON h.host = t.host AND h.pid = t.pid GROUP BY epoch, host, pid)
+            SELECT epoch, count(*), min(secs), median(secs), max(secs), arg_max(host || ':' || pid, secs)
+            FROM p GROUP BY epoch HAVING count(*) > 1 ORDER BY epoch
+            """,
+        )
+    finally:
+        con.unregister("helpers")
     out = []
     for epoch, n, lo, med, hi, slowest in rows:
         if not str(epoch).isdigit():  # DLIO tags set-up with epoch -1 and phases with names

@@ -106,6 +106,37 @@ class EpochSpread(_Model):
     slowest_process: str
 
 
+class HelperProcess(_Model):
+    """A process that does none of the application's I/O (a shell wrapper, shim, launcher or short
+    child): left out of the I/O fraction, imbalance and stragglers, listed here with why."""
+
+    host: str
+    pid: int | None
+    cmd: str | None
+    events: int
+    lifetime_s: float
+    io_time_s: float
+    bytes: int
+    why: str
+
+
+class RunInfo(_Model):
+    """One run of the traces: processes alive together (see README, "What each number means")."""
+
+    index: int
+    runs: int
+    hosts: list[str]
+    processes: int
+    app_processes: int
+    helper_processes: int
+    start_us: int | None
+    end_us: int | None
+    span_s: float
+    commands: list[str]
+    #: why it is a separate run from the one before it (None for the first)
+    apart: str | None = None
+
+
 class LayerStats(_Model):
     cat: str
     count: int
@@ -217,6 +248,7 @@ class Analysis(_Model):
     process_time_s: float = 0.0
     misaligned_pct: float = 0.0
     interfaces: dict[str, InterfaceStats] = {}
+    #: I/O wall time of the application's processes / their summed lifetimes (helpers left out)
     io_fraction_of_job: float
     unoverlapped_io_fraction: float
     bw_job_mib_s: float | None
@@ -236,6 +268,14 @@ class Analysis(_Model):
     #: which interfaces were traced, aggregation, metadata, ...; tells what the trace can show
     tracer_config: dict[str, Any] | None = None
     time_metric: str = "US"
+    #: process accounting: the processes doing the application's I/O (all but the helpers), their
+    #: summed lifetimes, the helpers (listed, not hidden), whether the files holding only helpers
+    #: were left out of every total (diagnose), and the run these traces are
+    app_processes: int = 0
+    app_process_time_s: float = 0.0
+    helper_processes: list[HelperProcess] = []
+    helpers_excluded: bool = False
+    run: RunInfo | None = None
     warnings: list[str] = []
     views: dict[str, Any] = {}
     #: per-file accesses and application events, when asked for (the guards and estimates use it)

@@ -83,8 +83,8 @@ _SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
             ("small", "i64"), ("small_time_us", "i64"), ("bw_sum", "f64"), ("bw_n", "i64"), ("no_args", "i64")),
     "agg": (("fam", "fam"), ("records", "i64"), ("count", "i64"), ("bytes", "i64"), ("time_us", "i64")),
     "hist": (("fam", "fam"), ("sbin", "i64"), ("count", "i64"), ("bytes", "i64")),
-    "path": (("fkey", "str"), ("fk", "i64"), ("is_path", "bool"), *_FAMCOLS),
-    "pathproc": (("fk", "i64"), ("g_proc", "i64")),
+    "path": (("fkey", "str"), ("fk", "i64"), ("is_path", "bool"), *_FAMCOLS, ("name", "str"), ("processes", "i64"),
+             ("consecutive", "i64"), ("sequential", "i64"), ("random", "i64")),
     "names": (("cat", "str"), ("name", "str"), ("count", "i64"), ("time_us", "i64")),
     "iface": (("iface", "str"), ("fam", "fam"), ("count", "i64"), ("bytes", "i64"), ("time_us", "i64")),
     "layer": (("cat", "str"), ("count", "i64"), ("time_us", "i64"), ("first_ts", "i64"), ("last_end", "i64"),
@@ -135,7 +135,7 @@ def _table(name: str, cols: dict[str, tuple[bytes, bytes]], strings: pa.Array) -
     return pa.table(arrays, names=names)
 
 
-def scan(path: Path, *, metric: str, file_view: bool, time_bins: tuple[int, int, int] | None,
+def scan(path: Path, *, metric: str, file_view: bool, time_bins: int | None,
          batch_rows: int) -> tuple[dict[str, Any], dict[str, pa.Table]]:  # fmt: skip
     """(counts, tables) for one file; raises :class:`Fallback` when the C scanner declines it."""
     mod = module()

@@ -35,11 +35,19 @@ def build_profile(partials: list[FilePartial]) -> AccessProfile:
         con.close()
 
 
+def _fh(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> dict[str, str]:
+    """Names of file hashes a trace file defines but never accesses (the file view's ``fh``
+    tables); the hashes it accesses are named in its own rows (``pfk``)."""
+    return {
+        str(h): str(v)
+        for h, v in query_rows(con, concat_partials(partials, "fh"), "SELECT h, v FROM t")[1]
+        if v
+    }
+
+
 def _paths(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> dict[int, str]:
     """File key -> path; a hash another trace file's metadata names is resolved with it."""
-    fh: dict[str, str] = {}
-    for p in partials:
-        fh.update(p.fh_map)
+    fh = _fh(con, partials)
     out: dict[int, str] = {}
     for fk, path in query_rows(con, concat_partials(partials, "pfk"), "SELECT fk, path FROM t")[1]:
         text = str(path)
@@ -77,7 +85,7 @@ def _build(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> Acces
                            ("size_time_s", float(time_us or 0) / 1e6)):  # fmt: skip
             f[key][d][label] = f[key][d].get(label, 0) + value
     _ranges(con, partials, paths, files)
-    _path_counts(con, partials, files)
+    _path_counts(con, partials, paths, files)
     out = [
         FileAccess(
             path=path,
@@ -119,20 +127,19 @@ def _ranges(
 
 
 def _path_counts(
-    con: duckdb.DuckDBPyConnection, partials: list[FilePartial], files: dict[str, dict[str, Any]]
+    con: duckdb.DuckDBPyConnection,
+    partials: list[FilePartial],
+    paths: dict[int, str],
+    files: dict[str, dict[str, Any]],
 ) -> None:
-    """Processes, metadata calls and order classes per path, from the file view's table."""
-    fh: dict[str, str] = {}
-    for p in partials:
-        fh.update(p.fh_map)
+    """Processes, metadata calls and order classes per path, from the file view's table (its
+    ``pkey`` is the hash of the file key, the ``fk`` of ``paths``)."""
     _, rows = query_rows(con, concat_partials(partials, "path"), """
-        SELECT path, sum(processes), sum(metadata_count), sum(consecutive), sum(sequential), sum(random)
-        FROM t GROUP BY path""")  # fmt: skip
-    for path, procs, meta, consec, sequ, rand in rows:
-        text = str(path)
-        if text.startswith("fhash:"):
-            text = fh.get(text[6:], text)
-        f = files[text]
+        SELECT pkey, any_value(path), sum(processes), sum(metadata_count), sum(consecutive), sum(sequential),
+               sum(random)
+        FROM t GROUP BY pkey""")  # fmt: skip
+    for pkey, path, procs, meta, consec, sequ, rand in rows:
+        f = files[paths.get(int(pkey), str(path))]
         f["processes"] = f.get("processes", 0) + int(procs or 0)
         f["metadata_calls"] = f.get("metadata_calls", 0) + int(meta or 0)
         f["consecutive"] = f.get("consecutive", 0) + int(consec or 0)

@@ -97,7 +97,6 @@ class FilePartial:
     scalars: dict[str, Any] = field(default_factory=dict)
     tables: dict[str, pa.Table] = field(default_factory=dict)
     bad_lines: list[BadLine] = field(default_factory=list)
-    fh_map: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -108,8 +107,9 @@ class ReadOptions:
     #: Build per-accessed-file tables (only the file view needs them; they grow with the
     #: number of distinct files, which ML datasets make large).
     file_view: bool = False
-    #: (origin_us, width_us, count) for the time view; None skips it.
-    time_bins: tuple[int, int, int] | None = None
+    #: Fine time bins per file for the time view (a power of two; see views.py); None skips it.
+    #: They need no global start or end, so every view comes from the one pass over the files.
+    time_bins: int | None = None
     #: Try the native C scanner first (:mod:`native`); False goes straight to DuckDB.
     native: bool = True
     #: Per-file access profile tables (byte ranges, calls, sizes, app events) for the guards
@@ -190,11 +190,11 @@ def _stream(path: Path, source: str, options: ReadOptions, metric: str, *, trust
             reducer.add(batch, health)
         if nulls and not trusted and nulls > _structural_lines(con, path, nulls):
             raise _Unhealthy
-        tables, extra, fh_map = reducer.finish(_rank_from_filename(path.name))
+        tables, extra = reducer.finish(_rank_from_filename(path.name))
     finally:
         reducer.close()
         con.close()
-    return _partial(path, reducer.counts, tables, extra, fh_map, options, metric)
+    return _partial(path, reducer.counts, tables, extra, options, metric)
 
 
 def _native(path: Path, options: ReadOptions, metric: str) -> FilePartial:
@@ -205,10 +205,10 @@ def _native(path: Path, options: ReadOptions, metric: str) -> FilePartial:
     reducer = BatchReducer(time_bins=options.time_bins, file_view=options.file_view)
     try:
         reducer.add_native(counts, native_tables)
-        tables, extra, fh_map = reducer.finish(_rank_from_filename(path.name))
+        tables, extra = reducer.finish(_rank_from_filename(path.name))
     finally:
         reducer.close()
-    return _partial(path, reducer.counts, tables, extra, fh_map, options, metric)
+    return _partial(path, reducer.counts, tables, extra, options, metric)
 
 
 def _partial(
@@ -216,7 +216,6 @@ def _partial(
     c: dict[str, Any],
     tables: dict[str, pa.Table],
     extra: dict[str, Any],
-    fh_map: dict[str, str],
     options: ReadOptions,
     metric: str,
 ) -> FilePartial:
@@ -231,8 +230,8 @@ def _partial(
         formats={k: v for k, v in (("dftracer-1.x", c.get("legacy_rows", 0)), ("dftracer-2.x", c.get("v2_rows", 0))) if v},
         time_metric=metric, **extra,
     )  # fmt: skip
-    if options.time_bins:
-        sc["time_bins"] = list(options.time_bins)
+    if c.get("time_shift") is not None:  # the file's fine time bins are ts >> time_shift
+        sc["time_shift"] = int(c["time_shift"])
     if sc["io_events"] and sc["io_events"] == sc["io_events_without_args"] and not options.skip_bad:
         raise TraceError(
             str(path),
@@ -240,7 +239,6 @@ def _partial(
             "DFTRACER_INC_METADATA=1?): bytes, offsets and file names are unknown; use --skip-bad to analyze anyway",
         )
     partial.tables = tables
-    partial.fh_map = fh_map
     return partial
 
 

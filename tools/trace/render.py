@@ -86,13 +86,17 @@ class AnalysisRenderer:
 
     def summary(self, a: Analysis) -> Group:
         fmt = ", ".join(f"{k} ({v:,} lines)" for k, v in a.formats.items()) or "-"
+        helpers = len(a.helper_processes)
         head = _pairs("", [
             ("trace files", f"{a.files:,}" + (f"  ({len(a.empty_files)} empty)" if a.empty_files else "")),
             ("format", fmt),
             ("events", f"{a.events:,} complete, {a.metadata_lines:,} metadata, {a.aggregated_events:,} aggregated, "
                        f"{a.counter_events:,} counter"),
             ("skipped lines", f"{a.skipped_lines:,}"),
-            ("processes / hosts", f"{a.processes:,} / {len(a.hosts):,}"),
+            ("processes / hosts", f"{a.processes:,} / {len(a.hosts):,}" + (
+                f"  ({a.app_processes:,} do the application's I/O, {helpers:,} helpers)" if helpers else "")),
+            *([("run", f"{a.run.index} of {a.run.runs}" + (f" ({a.run.apart})" if a.run.apart else ""))]
+              if a.run is not None and a.run.runs > 1 else []),
             ("job time", f"{a.job_time_s:,.3f} s"),
             ("files accessed", f"{a.files_accessed:,}"),
         ])  # fmt: skip
@@ -111,7 +115,7 @@ class AnalysisRenderer:
         times = _pairs("Time", [
             ("I/O call time", f"{_num(a.io_time_s, 3)} s"), ("I/O wall time", f"{_num(a.io_wall_time_s, 3)} s"),
             ("unoverlapped I/O", f"{_num(a.unoverlapped_io_time_s, 3)} s"),
-            ("I/O share of job", f"{100 * a.io_fraction_of_job:,.1f} %"),
+            ("I/O share of app time", f"{100 * a.io_fraction_of_job:,.1f} %"),
             ("imbalance (time)", _num(a.imbalance.time_max_mean, 3)),
         ])  # fmt: skip
         bins = list(next(iter(a.xfer_size_hist.values()), {}).keys())
@@ -132,6 +136,14 @@ class AnalysisRenderer:
             rows = [[layer.cat, _num(layer.count), _num(layer.time_s, 3), _num(layer.mean_ms, 3),
                      _num(layer.share_of_job_pct, 1)] for layer in a.layers[:15]]  # fmt: skip
             parts.append(responsive(self.console, "Layers (application categories)", cols, rows))
+        if a.helper_processes:
+            cols = [Col("process"), Col("command", wrap=True, min_width=16), Col("events", justify="right"),
+                    Col("lifetime s", justify="right"), Col("why", wrap=True, min_width=16)]  # fmt: skip
+            rows = [[f"{h.host}:{h.pid}", (h.cmd or "?").replace(";", " "), _num(h.events),
+                     _num(h.lifetime_s, 3), h.why] for h in a.helper_processes[:10]]  # fmt: skip
+            parts.append(
+                responsive(self.console, "Helper processes (none of the application's I/O)", cols, rows)
+            )
         for w in a.warnings:
             parts.append(text(f"warning: {w}", "yellow"))
         for s in a.skipped[:10]:

@@ -1,6 +1,10 @@
 """WisIO-style perspectives on the same analysis: by file, process, time window, layer.
 
 Each view is a list of plain rows (JSON-ready), merged exactly from the per-file partials.
+The time view needs no second pass: each file bins its I/O calls on the absolute
+power-of-two grid (``ts >> shift``, the least shift at which its calls span fewer than
+:func:`fine_bins` bins), and the windows are one coarser step of the same grid, chosen here
+once the job's start and end are known (see the README, "What each number means").
 """
 
 from __future__ import annotations
@@ -8,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
-from dftune.tools.trace.merge import concat_partials, query_rows
+from dftune.tools.trace.merge import concat_partials, connection, query_rows
 from dftune.tools.trace.model import Analysis
 from dftune.tools.trace.reader import FilePartial
 
@@ -29,11 +34,21 @@ _FAMILY_SUMS = """
 """
 
 
-def build_view(name: str, partials: list[FilePartial], analysis: Analysis) -> dict[str, Any]:
+def fine_bins(windows: int) -> int:
+    """Fine time bins each file keeps: the power of two above ``windows`` (enough that the
+    windows' grid step is never finer than any file's, so windows merge bins exactly)."""
+    return max(2, 1 << windows.bit_length())
+
+
+def build_view(
+    name: str, partials: list[FilePartial], analysis: Analysis, *, time_windows: int = 20
+) -> dict[str, Any]:
     """Rows of one view; ``summary`` needs none (it is the analysis itself)."""
-    builders = {"file": _file_view, "proc": _proc_view, "time": _time_view, "layer": _layer_view}
-    con = duckdb.connect(config={"threads": 1})
+    con = connection()
     try:
+        if name == "time":
+            return _time_view(con, partials, time_windows)
+        builders = {"file": _file_view, "proc": _proc_view, "layer": _layer_view}
         return builders[name](con, partials, analysis)
     finally:
         con.close()
@@ -60,21 +75,64 @@ def _clean(row: tuple[Any, ...]) -> list[Any]:
 def _file_view(
     con: duckdb.DuckDBPyConnection, partials: list[FilePartial], analysis: Analysis
 ) -> dict[str, Any]:
-    fh: dict[str, str] = {}
-    for p in partials:
-        fh.update(p.fh_map)
-    rows = _rows(con, partials, "path", f"""
-        SELECT path, sum(processes) AS processes, {_FAMILY_SUMS},
-               CASE WHEN sum(sequential) + sum(random) > 0
-                    THEN round(100.0 * sum(sequential) / (sum(sequential) + sum(random)), 2) END AS seq_pct,
-               CASE WHEN sum(sequential) + sum(random) > 0
-                    THEN round(100.0 * sum(random) / (sum(sequential) + sum(random)), 2) END AS rand_pct
-        FROM t GROUP BY path ORDER BY io_time_s DESC, path""")  # fmt: skip
-    for r in rows:
-        # A hash defined in another trace file's metadata (2.x hashes are global).
-        if str(r["path"]).startswith("fhash:"):
-            r["path"] = fh.get(str(r["path"])[6:], r["path"])
-    return {"total": len(rows), "rows": rows[:FILE_VIEW_LIMIT]}
+    """Accessed files, most I/O time first (top :data:`FILE_VIEW_LIMIT`; the total alongside).
+
+    Rows merge across trace files by ``pkey``, the hash of the file's key (its name, or its
+    2.x hash, which is global), so a file named in one trace file and only hashed in another is
+    one row.  Only the files that can reach the top get all their sums: a narrow pass ranks
+    every file by I/O time first (everything tied with the last kept one is kept too); when no
+    file is in two trace files, the rows themselves are ranked.
+    """
+    paths = concat_partials(partials, "path")
+    if paths is None:
+        return {"total": 0, "rows": []}
+    io = "COALESCE(read_time_us, 0) + COALESCE(write_time_us, 0) + COALESCE(metadata_time_us, 0) + COALESCE(sync_time_us, 0)"
+    con.register("t", paths)
+    try:
+        total = con.execute("SELECT count(DISTINCT pkey) FROM t").fetchall()[0][0]
+        if total == paths.num_rows:  # no file is in two trace files: each row is already its total
+            ranked, kept = f"(SELECT {io} AS io FROM t)", f"{io} >= {{cut}}"
+        else:
+            con.execute(f"CREATE TEMP TABLE g AS SELECT pkey, sum({io}) AS io FROM t GROUP BY pkey")
+            ranked, kept = "g", "pkey IN (SELECT pkey FROM g WHERE io >= {cut})"
+        cut = con.execute(
+            f"SELECT io FROM {ranked} ORDER BY io DESC LIMIT 1 OFFSET {FILE_VIEW_LIMIT - 1}"
+        ).fetchall()
+        keep = f"WHERE {kept.format(cut=cut[0][0])}" if cut else ""
+        cur = con.execute(f"""
+            WITH r AS (SELECT * FROM t {keep}),
+                 g AS (SELECT pkey, COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')), min(path)) AS path,
+                              sum(processes) AS processes, {_FAMILY_SUMS},
+                              CASE WHEN sum(sequential) + sum(random) > 0
+                                   THEN round(100.0 * sum(sequential) / (sum(sequential) + sum(random)), 2) END AS seq_pct,
+                              CASE WHEN sum(sequential) + sum(random) > 0
+                                   THEN round(100.0 * sum(random) / (sum(sequential) + sum(random)), 2) END AS rand_pct
+                       FROM r GROUP BY pkey)
+            SELECT * EXCLUDE (pkey) FROM g ORDER BY io_time_s DESC, path LIMIT {FILE_VIEW_LIMIT}""")  # fmt: skip
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, _clean(row), strict=True)) for row in cur.fetchall()]
+    finally:
+        con.execute("DROP TABLE IF EXISTS g")
+        con.unregister("t")
+    unresolved = [r for r in rows if str(r["path"]).startswith("fhash:")]
+    fh = concat_partials(partials, "fh") if unresolved else None
+    if fh is not None:  # a hash only another trace file's metadata names (2.x hashes are global)
+        names_of = _names(con, fh, [str(r["path"])[6:] for r in unresolved])
+        for r in unresolved:
+            r["path"] = names_of.get(str(r["path"])[6:], r["path"])
+    return {"total": int(total), "rows": rows}
+
+
+def _names(con: duckdb.DuckDBPyConnection, fh: pa.Table, hashes: list[str]) -> dict[str, str]:
+    con.register("fh", fh)
+    con.register("want", pa.table({"h": pa.array(hashes, pa.string())}))
+    try:
+        return dict(
+            con.execute("SELECT h, any_value(v) FROM fh SEMI JOIN want USING (h) GROUP BY h").fetchall()
+        )
+    finally:
+        con.unregister("fh")
+        con.unregister("want")
 
 
 def _proc_view(
@@ -89,13 +147,39 @@ def _proc_view(
     return {"total": len(rows), "rows": rows}
 
 
-def _time_view(
-    con: duckdb.DuckDBPyConnection, partials: list[FilePartial], analysis: Analysis
-) -> dict[str, Any]:
-    bins = next((p.scalars["time_bins"] for p in partials if p.scalars.get("time_bins")), [0, 1, 1])
-    origin, width_us, nbins = int(bins[0]), float(bins[1]), int(bins[2])
-    rows = _rows(con, partials, "time", """
-        SELECT bin,
+def window_shift(origin: int, end: int, windows: int, finest: int = 0) -> tuple[int, int]:
+    """(shift, count): the least grid step ``2**shift`` us (not finer than ``finest``) at which
+    the job's span [origin, end) falls in at most ``windows`` aligned windows, and their count."""
+
+    def count(shift: int) -> int:
+        return ((end - 1) >> shift) - (origin >> shift) + 1 if end > origin else 1
+
+    shift = finest
+    while count(shift) > windows and shift < 63:  # ts >> 63 is -1 or 0: a span across 0 keeps 2
+        shift += 1
+    return shift, count(shift)
+
+
+def _time_view(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], windows: int) -> dict[str, Any]:
+    firsts = [p.scalars["first_ts"] for p in partials if p.scalars.get("first_ts") is not None]
+    lasts = [p.scalars["last_end"] for p in partials if p.scalars.get("last_end") is not None]
+    binned = [p for p in partials if p.scalars.get("time_shift") is not None and "time" in p.tables]
+    if not firsts or not lasts:
+        return {"origin_us": None, "window_s": 0.0, "windows": 0, "shift": None, "rows": []}
+    origin, end = int(min(firsts)), int(max(lasts))
+    shift, nwin = window_shift(
+        origin, end, windows, max((int(p.scalars["time_shift"]) for p in binned), default=0)
+    )
+    first = origin >> shift
+    tables = []
+    for p in binned:  # each file's bins, one exact coarsening away from the windows' grid
+        t = p.tables["time"]
+        tables.append(
+            t.append_column("up", pa.array([shift - int(p.scalars["time_shift"])] * t.num_rows, pa.int64()))
+        )
+    table = concat_partials([FilePartial(path="", tables={"time": t}) for t in tables], "time")
+    names, raw = query_rows(con, table, f"""
+        SELECT least((bin >> up) - {first}, {nwin - 1}) AS w,
                sum(count) FILTER (WHERE fam = 'read') AS read_count, sum(bytes) FILTER (WHERE fam = 'read') AS read_bytes,
                sum(count) FILTER (WHERE fam = 'write') AS write_count,
                sum(bytes) FILTER (WHERE fam = 'write') AS write_bytes,
@@ -104,14 +188,16 @@ def _time_view(
                COALESCE(sum(time_us) FILTER (WHERE fam = 'write'), 0) / 1e6 AS write_time_s,
                COALESCE(sum(time_us) FILTER (WHERE fam = 'metadata'), 0) / 1e6 AS metadata_time_s,
                sum(time_us) / 1e6 AS io_time_s
-        FROM t GROUP BY bin ORDER BY bin""")  # fmt: skip
-    windows = []
-    for r in rows:
-        start = int(r.pop("bin")) * width_us / US
+        FROM t GROUP BY 1 ORDER BY 1""")  # fmt: skip
+    rows = []
+    for r in (dict(zip(names, _clean(row), strict=True)) for row in raw):
+        w = int(r.pop("w"))
+        # a window is one step of the absolute grid, clipped to the job at both ends
+        lo, hi = max((first + w) << shift, origin), min((first + w + 1) << shift, end)
         moved = (r["read_bytes"] or 0) + (r["write_bytes"] or 0)
-        windows.append({"start_s": round(start, 6), "end_s": round(start + width_us / US, 6), **r,
-                        "bandwidth_mib_s": round(moved / MIB / (width_us / US), 3) if width_us else None})  # fmt: skip
-    return {"origin_us": origin, "window_s": width_us / US, "windows": nbins, "rows": windows}
+        rows.append({"start_s": round((lo - origin) / US, 6), "end_s": round((hi - origin) / US, 6), **r,
+                     "bandwidth_mib_s": round(moved / MIB / ((hi - lo) / US), 3) if hi > lo else None})  # fmt: skip
+    return {"origin_us": origin, "window_s": (1 << shift) / US, "windows": nwin, "shift": shift, "rows": rows}
 
 
 def _layer_view(

@@ -25,8 +25,9 @@ is touched, then ``applied`` or ``failed``. Reverting writes ``reverting`` then
 ``reverted`` (or ``revert_failed``). After a crash, :meth:`Journal.recover` looks at the
 world for every change left in ``intent`` or ``reverting`` and records what is true:
 ``applied`` if the effect is there (it is never applied a second time), ``aborted`` if it is
-not; a half-written patch is first put back to its previous bytes. A change id can enter
-the journal once only, so nothing is ever applied twice.
+not; a half-written patch is first put back to its previous bytes. Only ``applied`` counts as
+done: an id whose last attempt ended ``aborted`` or ``failed`` may be applied again (a new
+intent); any other id already in the journal is refused, so nothing is ever applied twice.
 
 States: ``intent`` → ``applied`` | ``failed`` | ``aborted``; ``applied`` → ``reverting`` →
 ``reverted`` | ``revert_failed`` (still in effect, revert can be retried); ``manual`` for
@@ -42,6 +43,7 @@ from dftune.tools.runner.changes.models import (
     IN_EFFECT,
     JOURNAL_FORMAT,
     PENDING,
+    RETRYABLE,
     ApprovalRequired,
     Change,
     ChangeError,
@@ -65,6 +67,7 @@ __all__ = [
     "IN_EFFECT",
     "JOURNAL_FORMAT",
     "PENDING",
+    "RETRYABLE",
     "ApprovalRequired",
     "Change",
     "ChangeError",

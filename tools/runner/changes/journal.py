@@ -6,7 +6,9 @@ touched, then ``applied`` or ``failed``. Reverting writes ``reverting`` then ``r
 ``revert_failed``). After a crash, :meth:`Journal.recover` looks at the world for every change
 left in ``intent`` or ``reverting`` and records what is true: ``applied`` if the effect is
 there (it is never applied a second time), ``aborted`` if it is not; a half-written patch is
-first put back to its previous bytes. A change id can enter the journal once only.
+first put back to its previous bytes. Only ``applied`` means done: a change id whose last attempt
+ended ``aborted`` or ``failed`` (nothing of it in effect) may be applied again, with a new intent
+record; any other id already in the journal is refused, so nothing is ever in effect twice.
 
 States: ``intent`` -> ``applied`` | ``failed`` | ``aborted``; ``applied`` -> ``reverting`` ->
 ``reverted`` | ``revert_failed`` (still in effect, revert can be retried); ``manual`` for
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dftune.core.failpoint import failpoint
 from dftune.core.fsio import fsync_dir
 from dftune.tools.runner.changes.command import COMMAND_EFFECT
 from dftune.tools.runner.changes.effect import Effect, error_detail, now
@@ -33,6 +36,7 @@ from dftune.tools.runner.changes.envfile import ENV_EFFECT
 from dftune.tools.runner.changes.models import (
     IN_EFFECT,
     PENDING,
+    RETRYABLE,
     ApprovalRequired,
     ChangeError,
     CommandChange,
@@ -144,6 +148,8 @@ class Journal:
                     raise JournalError(f"{self.path}:{lineno}: first record of {rec.id} lacks the change")
                 entry = _Entry(rec.id, rec.change, rec.undo, rec.seq, rec.state, [])
                 entries[rec.id] = entry
+            elif rec.state == "intent" and rec.change is not None:  # a new attempt after aborted/failed
+                entry.change, entry.undo, entry.seq = rec.change, rec.undo, rec.seq
             entry.state = rec.state
             entry.records.append(rec)
         needs_newline = torn_at is None and bool(data) and not data.endswith(b"\n")
@@ -235,6 +241,8 @@ class Journal:
             assert change is not None
             entry = _Entry(change_id, change, undo, rec.seq, state, [])
             loaded.entries[change_id] = entry
+        elif state == "intent" and change is not None:
+            entry.change, entry.undo, entry.seq = change, undo, rec.seq
         entry.state = state
         entry.records.append(rec)
         return rec
@@ -244,15 +252,17 @@ class Journal:
     ) -> JournalRecord:
         """Journal ``change`` as intent, carry it out, journal the outcome; return the last record.
 
-        Refusals (bad patch, unsafe path, missing approval, duplicate id, pending
-        recovery) raise before anything is touched or recorded. A failure while carrying
+        Refusals (bad patch, unsafe path, missing approval, an id already applied or in
+        effect, pending recovery) raise before anything is touched or recorded; an id whose
+        last attempt was ``aborted`` or ``failed`` is attempted again. A failure while carrying
         it out is recorded (``failed``, with the error; the previous state restored first)
         and returned."""
         with self._locked():
             loaded = self._checked()
-            if change.id in loaded.entries:
+            earlier = loaded.entries.get(change.id)
+            if earlier is not None and earlier.state not in RETRYABLE:
                 raise DuplicateChange(
-                    f"change {change.id} is already in the journal (state {loaded.entries[change.id].state}); "
+                    f"change {change.id} is already in the journal (state {earlier.state}); "
                     "a change is never applied twice"
                 )
             if isinstance(change, CommandChange):
@@ -275,6 +285,7 @@ class Journal:
                     )
             prep = _effect(change).prepare(change)
             self._append(loaded, change.id, "intent", change=change, undo=prep.undo)
+            failpoint("journal.intent")
             try:
                 detail = _effect(change).execute(change, prep)
             except Exception as exc:

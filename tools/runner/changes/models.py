@@ -26,6 +26,8 @@ State = Literal["intent", "applied", "failed", "aborted", "reverting", "reverted
 IN_EFFECT: frozenset[str] = frozenset({"applied", "revert_failed"})
 #: States left behind by a crash; :meth:`Journal.recover` resolves them.
 PENDING: frozenset[str] = frozenset({"intent", "reverting"})
+#: Last states after which nothing of the change is in effect: applying it again is a new attempt.
+RETRYABLE: frozenset[str] = frozenset({"aborted", "failed"})
 
 ID_RE = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

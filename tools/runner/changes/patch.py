@@ -11,6 +11,7 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from dftune.core.failpoint import failpoint
 from dftune.core.fsio import fsync_dir
 from dftune.tools.runner.changes.effect import (
     Effect,
@@ -138,7 +139,9 @@ def _execute_patch(change: FilePatch, prep: Prepared) -> dict[str, Any]:
         if not path.is_dir():
             os.mkdir(path, 0o755)
             fsync_dir(path.parent, strict=True)
-    for fu in undo.files:
+    for k, fu in enumerate(undo.files):
+        if k == 1:
+            failpoint("patch.mid")
         target = _safe_target(root, fu.path)  # checked again right before writing
         after = prep.contents[fu.path]
         if after is None:

@@ -1,0 +1,141 @@
+"""What every reasoner shares: the typed answers, what a judgment may look at, and the interface.
+
+A node asks a :class:`Reasoner` one question at a time and gets a :class:`Judgment`: the answer
+and the :class:`~dftune.agents.state.Decision` that says who gave it (the model, or the rules and
+why) and what it cost. The node puts the decision into the state, so the token budget, the
+history and the reports all read the same record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dftune.agents.state import Decision, Proposal
+from dftune.core.errors import DftuneError
+from dftune.tools.diagnose.engine import Diagnosis
+
+DEFAULT_TOKEN_BUDGET = 200_000
+
+
+class ReasonerError(DftuneError):
+    """The reasoner cannot be set up (unknown provider, missing package or key, bad URL): one line."""
+
+
+# --------------------------------------------------------------------------- typed answers
+
+
+class Choice(BaseModel):
+    """Which proposal to try next, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+    proposal_id: str = Field(description="id of one of the offered proposals, exactly as given")
+    reason: str = Field(description="one or two sentences a performance engineer would accept")
+
+
+class ImpactEstimate(BaseModel):
+    """A bounded estimate of what one proposal may save."""
+
+    model_config = ConfigDict(extra="forbid")
+    proposal_id: str
+    app_impact_pct: float = Field(ge=0.0, le=100.0)
+    reason: str
+
+
+class ImpactEstimates(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    estimates: list[ImpactEstimate]
+
+
+class Summary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(description="a short plain-text summary of the run for its report")
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@dataclass
+class Budget:
+    """The run's token budget: ``spent`` comes from the state's decisions and grows as the model is asked."""
+
+    limit: int = DEFAULT_TOKEN_BUDGET
+    spent: int = 0
+
+    def allows(self, tokens: int) -> bool:
+        """Would spending ``tokens`` more stay within the budget?"""
+        return self.spent + tokens <= self.limit
+
+
+@dataclass
+class Facts:
+    """What a judgment may look at: the diagnosis and the measured history of this run."""
+
+    workload: str
+    diagnosis: Diagnosis | None
+    io_fraction: float | None
+    unoverlapped_fraction: float | None
+    kb_prior: dict[str, float] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    budget: Budget = field(default_factory=Budget)
+    #: the bound of every estimate: unoverlapped I/O over process time (%), and why
+    bound_pct: float | None = None
+    bound_reason: str = ""
+
+
+A = TypeVar("A")
+
+
+@dataclass(frozen=True)
+class Accepted(Generic[A]):
+    """A model's answer after its check: the result, and what the check changed (capped, dropped)."""
+
+    answer: A
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Question(Generic[A]):
+    """One typed judgment, whoever answers it (see :mod:`.questions` for the builders).
+
+    ``schema`` is the one tool the model must call; ``accept`` checks a model's answer and turns it
+    into the result (a ``ValueError`` sends the reason back to the model); ``rules`` is the
+    deterministic answer (offline, and the fallback)."""
+
+    name: str
+    schema: type[BaseModel]
+    prompt: str
+    rules: Callable[[], A]
+    accept: Callable[[Any], Accepted[A]]
+    #: a short form of an answer for the decision record
+    brief: Callable[[A], str] = str
+
+
+@dataclass(frozen=True)
+class Judgment(Generic[A]):
+    """An answer and the record of who gave it."""
+
+    answer: A
+    decision: Decision
+
+
+class Reasoner(Protocol):
+    """Every judgment of the tuning graph. New kinds of judgment are new typed questions
+    (see :mod:`.questions`); an implementation answers any question through ``decide``."""
+
+    name: str
+
+    def estimate_impacts(
+        self, proposals: Sequence[Proposal], facts: Facts
+    ) -> Judgment[list[ImpactEstimate]]: ...
+
+    def choose_next(self, options: Sequence[Proposal], facts: Facts) -> Judgment[Choice]: ...
+
+    def summarize(self, facts: Facts, outcome: dict[str, Any]) -> Judgment[str]: ...
+
+    def decide(self, q: Question[A], facts: Facts) -> Judgment[A]:
+        """Any typed question: a new kind of judgment needs a question builder, not a new method."""
+        ...

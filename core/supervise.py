@@ -1,0 +1,350 @@
+"""Who owns the programs dftune starts, so none outlives dftune or spoils the next measurement.
+
+- Every program runs in its own process group (:mod:`core.process`) and, on Linux, under
+  ``PR_SET_PDEATHSIG``: the direct child dies with the thread that started it, even when
+  dftune is killed with SIGKILL.
+- While a driver is :func:`supervised`, dftune is a child subreaper
+  (``PR_SET_CHILD_SUBREAPER``): a grandchild that calls ``setsid`` and loses its parent is
+  re-parented to dftune instead of init, so the sweep after each program still finds it.
+- Every workload carries ``DFTUNE_PROC_TAG=<owner>/<pid>.<n>`` in its environment. After the
+  program ends, :func:`sweep` kills whatever still carries that tag or was adopted from it
+  (a setsid'd grandchild included) and reaps it.
+- Under a run, every group is recorded in the run's ``processes.json`` (:class:`Ledger`); the next
+  driver of that run (start, resume, approve, replay) calls :func:`kill_leftovers` before it
+  measures anything, so what a SIGKILLed dftune left behind is gone first.
+- SIGTERM/SIGINT of a supervised dftune kill every live group and raise
+  :class:`DriverInterrupted`, so a node never completes with a half-killed measurement and the
+  run stays resumable.
+
+Not caught anywhere: on a platform without ``/proc`` and ``prctl`` (not Linux), a grandchild
+that leaves the process group; and, after a SIGKILL of dftune, one that also scrubbed its
+environment (no cgroup is used). Both are named in :data:`LIMITS` and in the README.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from dftune.core.fsio import atomic_write_bytes
+
+TAG_ENV = "DFTUNE_PROC_TAG"
+LEDGER_FILE = "processes.json"
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
+LINUX = sys.platform.startswith("linux")
+#: What this platform cannot guarantee (empty on Linux with /proc).
+LIMITS = (
+    ""
+    if LINUX and Path("/proc/self/stat").exists()
+    else "grandchildren that leave the workload's process group cannot be tracked on this platform"
+)
+
+
+class DriverInterrupted(BaseException):
+    """SIGTERM/SIGINT reached a supervised dftune: its programs were killed, the work left undone.
+
+    A ``BaseException`` (like ``KeyboardInterrupt``) so no ``except Exception`` in a node records a
+    half-killed measurement as a result."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+# --------------------------------------------------------------------------- prctl
+
+
+_libc: Any = None
+
+
+def _prctl_fn() -> Any:
+    """libc's prctl (Linux), loaded on first use; None elsewhere."""
+    global _libc
+    if not LINUX:
+        return None
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(None, use_errno=True)
+        except OSError:
+            return None
+    return getattr(_libc, "prctl", None)
+
+
+def _prctl(option: int, arg: Any) -> bool:
+    fn = _prctl_fn()
+    return fn is not None and int(fn(option, arg, 0, 0, 0)) == 0
+
+
+def is_subreaper() -> bool:
+    value = ctypes.c_int(0)
+    return _prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(value)) and bool(value.value)
+
+
+def child_preexec() -> Callable[[], None] | None:
+    """What the forked child runs before exec: die with the thread that started it (Linux)."""
+    fn = _prctl_fn()  # resolved in the parent, so the child only makes the call
+    if fn is None:
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        fn(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died between fork and prctl
+            os._exit(255)
+
+    return preexec
+
+
+# --------------------------------------------------------------------------- /proc
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    pid: int
+    ppid: int
+    pgrp: int
+    session: int
+    start: int  # clock ticks after boot: with the pid, identifies a process across pid reuse
+    state: str
+
+
+def proc_info(pid: int) -> ProcInfo | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, ValueError):
+        return None
+    rest = raw[raw.rfind(")") + 2 :].split()
+    try:
+        return ProcInfo(pid, int(rest[1]), int(rest[2]), int(rest[3]), int(rest[19]), rest[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def _tag_of(pid: int) -> str | None:
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    key = TAG_ENV.encode() + b"="
+    for item in env.split(b"\0"):
+        if item.startswith(key):
+            return item[len(key) :].decode("utf-8", "replace")
+    return None
+
+
+def _all_pids() -> list[int]:
+    try:
+        return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return []
+
+
+def _kill(pid: int, pgid: int | None = None) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        if pgid is not None:
+            os.killpg(pgid, signal.SIGKILL)
+        os.kill(pid, signal.SIGKILL)
+
+
+def _reap(pids: list[int], wait_s: float = 2.0) -> None:
+    """Wait until killed processes are gone; collect the ones re-parented to us (no zombies left)."""
+    me = os.getpid()
+    deadline = time.monotonic() + wait_s
+    pending = list(pids)
+    while pending and time.monotonic() < deadline:
+        still = []
+        for pid in pending:
+            info = proc_info(pid)
+            if info is not None and info.ppid == me:
+                with suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+                info = proc_info(pid)
+            if info is not None and info.state != "Z":
+                still.append(pid)
+        pending = still
+        if pending:
+            time.sleep(0.02)
+
+
+def sweep(tag: str, *, since: int, pgid: int) -> list[str]:
+    """Kill what a finished program left: its group, anything carrying ``tag``, and anything
+    re-parented to this (subreaper) process from it since clock tick ``since``; return their
+    descriptions (empty almost always)."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    if not LINUX:
+        return []
+    me = os.getpid()
+    mine = proc_info(me)
+    found: list[str] = []
+    killed: list[int] = []
+    for pid in _all_pids():
+        if pid == me:
+            continue
+        info = proc_info(pid)
+        if info is None or info.start < since or info.state == "Z":
+            continue
+        adopted = info.ppid == me and mine is not None and info.pgrp != mine.pgrp and pid not in _STATE.live
+        if adopted or _tag_of(pid) == tag:
+            _kill(pid)
+            killed.append(pid)
+            found.append(f"pid {pid} (session {info.session})")
+    _reap(killed)
+    return found
+
+
+# --------------------------------------------------------------------------- ledger
+
+
+@dataclass
+class Ledger:
+    """A run's process groups on disk (``runs/<id>/processes.json``): what the next driver kills."""
+
+    path: Path
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def entries(self) -> list[dict[str, Any]]:
+        try:
+            data = json.loads(self.path.read_bytes())
+        except (OSError, ValueError):
+            return []
+        return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
+
+    def _write(self, entries: list[dict[str, Any]]) -> None:
+        atomic_write_bytes(self.path, json.dumps(entries, indent=1).encode("utf-8"))
+
+    def add(self, entry: dict[str, Any]) -> None:
+        with self.lock:
+            self._write([*self.entries(), entry])
+
+    def remove(self, pid: int) -> None:
+        with self.lock:
+            self._write([e for e in self.entries() if e.get("pid") != pid])
+
+
+def kill_leftovers(ledger: Ledger, owner: str) -> list[str]:
+    """Kill every process a dead driver of ``owner`` left: recorded groups whose leader is the
+    recorded process (or whose members carry the owner's tag), and anything tagged ``owner/``."""
+    found: list[str] = []
+    killed: list[int] = []
+    prefix = f"{owner}/"
+    recorded = ledger.entries()
+    for e in recorded:
+        pid, pgid, start = int(e.get("pid", 0)), int(e.get("pgid", 0)), int(e.get("start", -1))
+        if pid <= 1 or pgid <= 1:
+            continue
+        info = proc_info(pid)
+        if info is not None and info.start == start and info.state != "Z":
+            _kill(pid, pgid)
+            killed.append(pid)
+            found.append(f"group {pgid} ({e.get('argv0', '?')})")
+    if LINUX:
+        me = os.getpid()
+        for pid in _all_pids():
+            tag = _tag_of(pid) if pid != me else None
+            if tag is not None and tag.startswith(prefix):
+                info = proc_info(pid)
+                _kill(pid)
+                killed.append(pid)
+                found.append(f"pid {pid} (session {info.session if info else '?'})")
+    _reap(killed)
+    if recorded:  # nothing to write when nothing was recorded (a full disk need not stop a resume here)
+        ledger._write([])
+    return found
+
+
+# --------------------------------------------------------------------------- supervision
+
+
+@dataclass
+class _State:
+    owner: str = ""
+    ledger: Ledger | None = None
+    live: dict[int, int] = field(default_factory=dict)  # pid -> pgid of every running program
+    counter: int = 0
+    stopping: int | None = None  # the signal that stopped the driver
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_STATE = _State()
+
+
+def new_tag() -> str:
+    with _STATE.lock:
+        _STATE.counter += 1
+        return f"{_STATE.owner or 'dftune'}/{os.getpid()}.{_STATE.counter}"
+
+
+def started(pid: int, argv0: str, tag: str) -> int:
+    """Record a started program (its group is its pid); returns its start tick."""
+    info = proc_info(pid)
+    start = info.start if info else 0
+    with _STATE.lock:
+        _STATE.live[pid] = pid
+        ledger = _STATE.ledger
+    if ledger is not None:
+        ledger.add({"pid": pid, "pgid": pid, "start": start, "argv0": argv0, "tag": tag})
+    return start
+
+
+def finished(pid: int) -> None:
+    with _STATE.lock:
+        _STATE.live.pop(pid, None)
+        ledger = _STATE.ledger
+    if ledger is not None:
+        ledger.remove(pid)
+
+
+def check_stopping() -> None:
+    """Raise :class:`DriverInterrupted` once a signal stopped the driver (a killed program is no result)."""
+    if _STATE.stopping is not None:
+        raise DriverInterrupted(_STATE.stopping)
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    _STATE.stopping = signum
+    for pgid in list(_STATE.live.values()):
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    raise DriverInterrupted(signum)
+
+
+@contextmanager
+def supervised(owner: str = "", ledger: Path | None = None) -> Iterator[list[str]]:
+    """Drive with dftune as subreaper, programs tagged ``owner`` (and recorded in ``ledger``), and
+    SIGTERM/SIGINT turned into :class:`DriverInterrupted`; yields what :func:`kill_leftovers` found."""
+    book = Ledger(ledger) if ledger is not None else None
+    found = kill_leftovers(book, owner) if book is not None else []
+    was_reaper = is_subreaper()
+    if not was_reaper:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    handlers: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            handlers[sig] = signal.signal(sig, _on_signal)
+    previous = (_STATE.owner, _STATE.ledger)
+    _STATE.owner, _STATE.ledger, _STATE.stopping = owner, book, None
+    try:
+        yield found
+    finally:
+        for signum, old in handlers.items():
+            signal.signal(signum, old)
+        for pid, pgid in list(_STATE.live.items()):
+            _kill(pid, pgid)
+        _STATE.owner, _STATE.ledger = previous
+        _STATE.stopping = None
+        if not was_reaper:
+            _prctl(PR_SET_CHILD_SUBREAPER, 0)

@@ -1,0 +1,84 @@
+"""Credentials stay with dftune: workloads get a scrubbed environment, error texts are redacted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dftune.core.secrets import is_secret, redact, scrubbed_environ
+from dftune.tools.runner.bench import bench
+from dftune.tools.runner.spec import SpecError, load_spec
+
+SECRETS = {
+    "OPENAI_API_KEY": "sk-proj-abcdef0123456789",
+    "ANTHROPIC_API_KEY": "sk-ant-api03-0123456789",
+    "HF_TOKEN": "hf_0123456789abcdefgh",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG",
+    "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
+    "DB_PASSWORD": "hunter2hunter2",
+    "GOOGLE_APPLICATION_CREDENTIALS": "/home/u/creds-0123.json",
+    "DATABASE_URL": "postgres://app:s3cr3t-pw@db.local/app",
+    "MY_TOKEN": "tok-pass-me-please-01",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECRETS))
+def test_credential_variables_are_recognized(name: str) -> None:
+    assert is_secret(name, SECRETS[name])
+
+
+@pytest.mark.parametrize("name", ["PATH", "HOME", "LD_LIBRARY_PATH", "TOKENIZERS_PARALLELISM", "KEYBOARD",
+                                  "OMP_NUM_THREADS", "DFTUNE_OPENAI_BASE_URL", "HTTPS_PROXY", "SLURM_JOB_ID"])  # fmt: skip
+def test_ordinary_variables_are_not(name: str) -> None:
+    assert not is_secret(name, "http://proxy.local:3128" if "PROXY" in name else "1")
+
+
+def test_the_scrubbed_environment_keeps_only_what_the_spec_names() -> None:
+    env = {**SECRETS, "PATH": "/usr/bin"}
+    kept, withheld = scrubbed_environ(env, allow=["MY_TOKEN"])
+    assert kept == {"PATH": "/usr/bin", "MY_TOKEN": SECRETS["MY_TOKEN"]}
+    assert withheld == sorted(set(SECRETS) - {"MY_TOKEN"})
+
+
+def test_redact_replaces_every_credential_value() -> None:
+    text = f"HTTP 401: Incorrect API key provided: {SECRETS['OPENAI_API_KEY']} (db {SECRETS['DATABASE_URL']})"
+    out = redact(text, SECRETS)
+    assert SECRETS["OPENAI_API_KEY"] not in out and "s3cr3t" not in out and out.count("***") == 2
+
+
+def _envdump(tmp_path: Path, extra: str = "") -> Path:
+    (tmp_path / "dump.py").write_text(
+        "import os\nfor k, v in sorted(os.environ.items()):\n    print(f'{k}={v}')\n"
+    )
+    spec = tmp_path / "workload.toml"
+    spec.write_text('name = "envdump"\ncommand = ["{python}", "dump.py"]\nreplicates = 3\n' + extra
+                    + '[metric]\nkind = "wall_time"\n[tracing]\nmode = "off"\n')  # fmt: skip
+    return spec
+
+
+def test_a_workload_that_prints_its_environment_sees_no_credential(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for k, v in SECRETS.items():
+        monkeypatch.setenv(k, v)
+    spec = load_spec(_envdump(tmp_path, 'pass_env = ["MY_TOKEN"]\n'))
+    result = bench(spec, trace=False, workdir=tmp_path / "work")
+    assert result.ok == 3
+    printed = (tmp_path / "work" / "logs" / "r0.out").read_text()
+    assert f"PATH={__import__('os').environ['PATH']}" in printed  # the dump ran, with the usual environment
+    assert f"MY_TOKEN={SECRETS['MY_TOKEN']}" in printed  # asked for by name
+    everything = b"".join(p.read_bytes() for p in (tmp_path / "work").rglob("*") if p.is_file())
+    for name, value in SECRETS.items():
+        if name != "MY_TOKEN":
+            assert value.encode() not in everything, name
+    (note,) = [n for n in result.notes if "withheld" in n]
+    assert "OPENAI_API_KEY" in note and "MY_TOKEN" not in note and SECRETS["OPENAI_API_KEY"] not in note
+
+
+def test_the_spec_asks_for_variables_by_exact_name(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"pass_env: not an environment variable name .*'\*_TOKEN'"):
+        load_spec(_envdump(tmp_path, 'pass_env = ["*_TOKEN"]\n'))
+    with pytest.raises(SpecError, match="pass_env: names must be unique"):
+        load_spec(_envdump(tmp_path, 'pass_env = ["A", "A"]\n'))
+    assert load_spec(_envdump(tmp_path)).pass_env == []

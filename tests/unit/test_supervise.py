@@ -1,0 +1,152 @@
+"""Programs never outlive dftune: PDEATHSIG, the subreaper sweep, the ledger, signals (real processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from dftune.core import supervise
+from dftune.core.process import run_process
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PDEATHSIG and /proc are Linux")
+
+ENV = dict(os.environ)
+
+
+def alive(pid: int) -> bool:
+    info = supervise.proc_info(pid)
+    return info is not None and info.state != "Z"
+
+
+def wait_gone(pid: int, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not alive(pid)
+
+
+def grandchild_program(where: Path, setsid: bool, then_sleep: float) -> list[str]:
+    """A program that starts a long-sleeping grandchild (optionally in its own session) and records it."""
+    code = textwrap.dedent(f"""
+        import os, subprocess, sys, time
+        gc = "import os, time\\n" + ("os.setsid()\\n" if {setsid!r} else "") + "time.sleep(120)\\n"
+        p = subprocess.Popen([sys.executable, "-c", gc])
+        open({str(where)!r}, "w").write(f"{{os.getpid()}} {{p.pid}}")
+        time.sleep({then_sleep})
+    """)
+    return [sys.executable, "-c", code]
+
+
+def wait_for(path: Path, timeout: float = 20.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            time.sleep(0.1)  # the grandchild has called setsid by now
+            return path.read_text()
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never appeared")
+
+
+@pytest.mark.parametrize("setsid", [False, True], ids=["same-group", "setsid"])
+def test_a_grandchild_is_gone_when_run_process_returns(tmp_path: Path, setsid: bool) -> None:
+    rec = tmp_path / "pids"
+    with supervise.supervised("unit-test"):
+        r = run_process(grandchild_program(rec, setsid, 0.3), cwd=tmp_path, env=ENV, timeout_s=30,
+                        log_dir=tmp_path / "logs")  # fmt: skip
+    assert r.status == "ok", r.stderr_tail
+    _main, gc = (int(x) for x in rec.read_text().split())
+    assert wait_gone(gc, 2.0), "the grandchild outlived the workload"
+    assert bool(r.leftovers) == setsid  # one outside the group is named; one inside went with the group
+
+
+def test_a_setsid_grandchild_is_caught_by_its_tag_without_the_subreaper(tmp_path: Path) -> None:
+    rec = tmp_path / "pids"
+    assert not supervise.is_subreaper()
+    r = run_process(grandchild_program(rec, True, 0.3), cwd=tmp_path, env=ENV, timeout_s=30,
+                    log_dir=tmp_path / "logs")  # fmt: skip
+    gc = int(rec.read_text().split()[1])
+    assert wait_gone(gc, 2.0) and r.leftovers
+
+
+def test_wall_time_stops_when_the_program_exits_not_after_the_cleanup(tmp_path: Path) -> None:
+    """Killing a leftover group (up to 0.5 s of grace) is not part of the measured time."""
+    rec = tmp_path / "pids"
+    r = run_process(grandchild_program(rec, False, 0.0), cwd=tmp_path, env=ENV, timeout_s=30,
+                    log_dir=tmp_path / "logs")  # fmt: skip
+    assert r.status == "ok" and r.wall_s < 2.0
+
+
+DRIVER = textwrap.dedent("""
+    import json, os, sys
+    from pathlib import Path
+    from dftune.core import supervise
+    from dftune.core.process import run_process
+    program, ledger = sys.argv[1:3]
+    try:
+        with supervise.supervised("run-x", Path(ledger)):
+            run_process(json.loads(program), cwd=Path(ledger).parent, env=dict(os.environ), timeout_s=120,
+                        log_dir=Path(ledger).parent / "logs")
+    except supervise.DriverInterrupted as exc:
+        print(json.dumps({"interrupted": exc.signum}))
+        sys.exit(128 + exc.signum)
+""")
+
+
+def start_driver(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path]:
+    rec, ledger = tmp_path / "pids", tmp_path / supervise.LEDGER_FILE
+    program = json.dumps(grandchild_program(rec, True, 120))
+    proc = subprocess.Popen([sys.executable, "-c", DRIVER, program, str(ledger)], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)  # fmt: skip
+    return proc, rec, ledger
+
+
+def test_sigkill_of_the_driver_kills_the_direct_child_and_the_next_driver_kills_the_rest(
+    tmp_path: Path,
+) -> None:
+    proc, rec, ledger = start_driver(tmp_path)
+    main, gc = (int(x) for x in wait_for(rec).split())
+    entries = json.loads(ledger.read_text())
+    assert [e["pid"] for e in entries] == [main] and entries[0]["tag"].startswith("run-x/")
+    proc.kill()
+    proc.wait()
+    assert wait_gone(main), "PR_SET_PDEATHSIG did not take the direct child with the driver"
+    assert alive(gc)  # a setsid'd grandchild survives a SIGKILL; the next driver of the run kills it
+    found = supervise.kill_leftovers(supervise.Ledger(ledger), "run-x")
+    assert found and wait_gone(gc, 2.0)
+    assert json.loads(ledger.read_text()) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_sigint_kill_every_program_and_interrupt_the_driver(tmp_path: Path, sig: int) -> None:
+    proc, rec, _ledger = start_driver(tmp_path)
+    main, gc = (int(x) for x in wait_for(rec).split())
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + sig, err
+    assert json.loads(out.strip().splitlines()[-1]) == {"interrupted": sig}
+    assert wait_gone(main, 2.0) and wait_gone(gc, 2.0)
+
+
+def test_leftovers_skip_a_recycled_pid(tmp_path: Path) -> None:
+    """A ledger entry whose pid now belongs to another process (another start time) is not killed."""
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        info = supervise.proc_info(bystander.pid)
+        assert info is not None
+        ledger = supervise.Ledger(tmp_path / supervise.LEDGER_FILE)
+        ledger.add(
+            {"pid": bystander.pid, "pgid": bystander.pid, "start": info.start - 1, "argv0": "x", "tag": "r/1"}
+        )
+        assert supervise.kill_leftovers(ledger, "r") == []
+        assert alive(bystander.pid)
+    finally:
+        bystander.kill()
+        bystander.wait()
