@@ -73,5 +73,5 @@ def test_run_ids_and_run_folders_cannot_lead_outside(tmp_path: Path) -> None:
 
 
 def test_reading_traces_from_anywhere_is_allowed(shared_traces: Path) -> None:
-    doc = m.call("analyze", {"paths": [str(shared_traces / "dlio-legacy-strings")]})
+    doc = m.call("analyze", {"paths": [str(shared_traces / "dlio-unet3d-8ranks-legacy")]})
     assert doc["events"] > 0
