@@ -316,7 +316,8 @@ def _gone(pid: int, within_s: float = 5.0) -> bool:
 
 HELLO = (
     "import os, sys; rank = os.environ.get('SLURM_PROCID', os.environ.get('FLUX_TASK_RANK'));"
-    "print('hello from rank', rank, 'in', os.getcwd()); print('note on stderr', file=sys.stderr)"
+    # one write per rank: the ranks share the output file, and an unbuffered print writes word by word
+    "sys.stdout.write(f'hello from rank {rank} in {os.getcwd()}\\n'); print('note on stderr', file=sys.stderr)"
 )
 
 
