@@ -48,7 +48,7 @@ class DiagnosisRenderer:
                 Col("candidates", wrap=True, min_width=20)]  # fmt: skip
         rows: list[list[object]] = [
             [Text(str(b.score), style=_SCORE_STYLE.get(b.score, "")), b.id, b.category, b.evidence,
-             ", ".join(c.id + ("" if c.cited else " (uncited)") for c in b.candidates[:4]) or "-"]
+             ", ".join(c.id + ("" if c.cited else " (uncited)") for c in b.candidates) or "-"]
             for b in d.bottlenecks
         ]  # fmt: skip
         if rows:
@@ -63,16 +63,10 @@ class DiagnosisRenderer:
             Col("verdict"),
             Col("candidates", wrap=True, min_width=20),
         ]
-        check_rows = [[e.number, e.category, _VERDICT.get(e.verdict, e.verdict), _shown(e.strategies)]
+        check_rows = [[e.number, e.category, _VERDICT.get(e.verdict, e.verdict), ", ".join(e.strategies) or "-"]
                       for e in d.checklist]  # fmt: skip
         parts.append(responsive(self.console, "Optimization checklist (reasons in --json)", check_cols, check_rows,
                                 head=(0, 1)))  # fmt: skip
         for w in d.warnings:
             parts.append(text(f"warning: {w}", "yellow"))
         return Group(*parts)
-
-
-def _shown(strategies: list[str], most: int = 3) -> str:
-    """The first few candidates and how many more (the full list is in --json)."""
-    more = len(strategies) - most
-    return ", ".join(strategies[:most]) + (f" (+{more})" if more > 0 else "") if strategies else "-"

@@ -109,10 +109,14 @@ class RunRenderer:
             Col("time"),
             Col("next"),
             Col("status"),
-            Col("decided (tokens so far)", wrap=True, min_width=16),
         ]
-        cells = [[h["step"], h["checkpoint_id"], h["node"], str(h["time"])[:19], ",".join(h["next"]) or "-",
-                  h["status"], decided_cell(h)] for h in rows]  # fmt: skip
+        cells: list[list[object]] = [[h["step"], h["checkpoint_id"], h["node"], str(h["time"])[:19],
+                                      ",".join(h["next"]) or "-", h["status"]] for h in rows]  # fmt: skip
+        decided = [decided_cell(h) for h in rows]
+        if any(d != "-" for d in decided):  # a run with judgments says who made them, step by step
+            cols.append(Col("decided (tokens so far)", wrap=True, min_width=16))
+            for row, d in zip(cells, decided, strict=True):
+                row.append(d)
         self.console.print(responsive(self.console, "Checkpoints (replay --checkpoint takes the id or the step)",
                                       cols, cells, head=(0, 1)))  # fmt: skip
 

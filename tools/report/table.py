@@ -43,7 +43,7 @@ class Md(str):
 
 #: one-word marks of where a number came from, for narrow tables (the legend says them all)
 SOURCE_MARKS = {"measured": "meas", "kb": "KB", "trace model": "trace", "model": "LLM", "n/a": "n/a"}
-SOURCE_LEGEND = "meas = measured here, KB = measured by an earlier run, trace = trace model, LLM = the model"
+SOURCE_LEGEND = "meas: measured here, KB: by an earlier run, trace: trace model, LLM: the model"
 
 
 def impact_text(pct: float, source: str) -> str:
