@@ -63,6 +63,13 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             open_ = [p for p in state.proposals if p.status == "proposed" and p.change.kind in ACTIONABLE]
     now = searchable(open_, state, ctx.workload_spec)
     waiting = len(open_) - len(now)
+    if not now:  # every value left lies beyond a direction a regression or a refusal closed
+        why = f"the search closed every direction: {waiting} proposal(s) beyond a worse value left untried"
+        return {
+            **update,
+            "status_reason": why,
+            "events": [log("optimizer", why, untried=[p.id for p in open_])],
+        }
     # Overnight, try everything the policy may approve alone before anything that must ask a person.
     alone = [p for p in now if approval_rule(p, state.mode) == "approve"]
     chosen = ctx.reasoner.choose_next(alone or now, facts_of(state))

@@ -192,7 +192,8 @@ def test_bench_traces_inside_the_job_and_times_the_job_not_the_queue(tmp_path: P
         assert traces, f"no trace written inside the job in {rep['trace_dir']}"
         log = Path(doc["workdir"]) / "logs" / f"r{rep['index']}.sbatch"
         assert log.read_text().count("srun ") == 1  # it really went through the batch script
-    analysis = _dftune("analyze", doc["trace_dir"], "--json")
+    # one replicate's traces (the bench folder holds one run per replicate: analyze refuses to merge them)
+    analysis = _dftune("analyze", doc["replicates"][0]["trace_dir"], "--json")
     assert analysis.returncode == 0, analysis.stderr[-2000:]
     assert json.loads(analysis.stdout)["read"]["count"] > 0
 

@@ -159,3 +159,25 @@ def test_ties_break_by_layer_then_plan_order_never_by_name() -> None:
     assert [p.id for p in sorted([a, b, c], key=rank_key)] == ["CHUNK=65536", "CHUNK=262144", "AAA"]
     measured = _p("m", {"CHUNK": "1"}, app_impact_pct=1.0, app_impact_source="measured")
     assert sorted([a, measured], key=rank_key)[0].id == "m"
+
+
+def test_when_every_direction_is_closed_nothing_is_searchable_and_choose_ends_the_search(
+    tmp_path: Any,
+) -> None:
+    from types import SimpleNamespace
+
+    from dftune.agents.context import Context
+    from dftune.agents.optimizer.choose import choose
+    from dftune.tools.session.workspace import Workspace
+
+    # 65536 regressed above the incumbent, 4096 was refused below it: the values beyond them wait
+    ps = [*_chunks(c65536="measured", c4096="measured"), _p("CHUNK=1024", {"CHUNK": "1024"})]
+    ps = [p.model_copy(update={"status": "proposed"}) if p.id == "CHUNK=1024" else p for p in ps]
+    state = _state(ps, [_exp(1, "CHUNK=65536", "regression"), _exp(2, "CHUNK=4096", "rejected")])
+    spec = SPEC.model_copy(update={"knobs": [SPEC.knobs[0].model_copy(
+        update={"values": [1024, *SPEC.knobs[0].values]})]})  # fmt: skip
+    assert searchable([p for p in ps if p.status == "proposed"], state, spec) == []
+    ctx = Context(spec=spec, workspace=Workspace(tmp_path))
+    update = choose(state, SimpleNamespace(context=ctx))  # type: ignore[arg-type]
+    assert update["current"] is None
+    assert "the search closed every direction" in update["status_reason"]

@@ -110,17 +110,18 @@ def _stdout(stdout_path: Path) -> tuple[str | None, str]:
         return None, f"cannot read stdout: {exc}"
 
 
-def _last_number(pattern: str, text: str, what: str) -> tuple[float | None, str]:
+def _last_number(pattern: str, text: str, what: str) -> tuple[float | None, str, str]:
+    """The last match of ``pattern`` as a number, the text it was read from, and why not."""
     matches = list(re.finditer(pattern, text, flags=re.MULTILINE))
     if not matches:
-        return None, f"{what} pattern {pattern!r} not found in stdout"
+        return None, "", f"{what} pattern {pattern!r} not found in stdout"
     last = matches[-1]
     raw = last.group(1) if last.groups() else last.group(0)
     try:
         value = float(raw)
     except ValueError:
-        return None, f"{what} {raw!r} is not a number"
-    return value, ""
+        return None, raw, f"{what} {raw!r} is not a number"
+    return value, raw, ""
 
 
 def extract_metric(spec: WorkloadSpec, result: ProcessResult, stdout_path: Path) -> tuple[float | None, str]:
@@ -131,8 +132,8 @@ def extract_metric(spec: WorkloadSpec, result: ProcessResult, stdout_path: Path)
     text, why = _stdout(stdout_path)
     if text is None:
         return None, why
-    value, why = _last_number(spec.metric.pattern, text, "metric")
-    return (None, why) if value is None else checked_metric(value)
+    value, raw, why = _last_number(spec.metric.pattern, text, "metric")
+    return (None, why) if value is None else checked_metric(value, raw)  # the reason quotes what was printed
 
 
 def checked_metric(value: float, raw: str | None = None) -> tuple[float | None, str]:
@@ -153,7 +154,7 @@ def extract_work(spec: WorkloadSpec, stdout_path: Path) -> tuple[dict[str, float
     out: dict[str, float] = {}
     missing: list[str] = []
     for counter in spec.work:
-        value, _ = _last_number(counter.pattern, text, f"work counter {counter.name}")
+        value, _, _ = _last_number(counter.pattern, text, f"work counter {counter.name}")
         if value is None:
             missing.append(counter.name)
         else:

@@ -75,9 +75,9 @@ class CampaignStore:
 
     @property
     def root(self) -> Path:
-        root = (self._home if self._home is not None else dftune_home()) / CAMPAIGNS_DIRNAME
-        root.mkdir(parents=True, exist_ok=True)
-        return root
+        """Where the campaigns live; made by the first :meth:`create` (reading makes nothing, so a
+        read-only home can still be listed)."""
+        return (self._home if self._home is not None else dftune_home()) / CAMPAIGNS_DIRNAME
 
     def dir(self, campaign_id: str) -> Path:
         return self.root / validate_run_id(campaign_id)
@@ -90,6 +90,7 @@ class CampaignStore:
 
     def create(self, meta: CampaignMeta) -> None:
         path = self.dir(meta.id)
+        self.root.mkdir(parents=True, exist_ok=True)
         try:
             os.mkdir(path)
         except FileExistsError:
@@ -138,7 +139,9 @@ class CampaignStore:
         return out
 
     def list(self) -> list[CampaignMeta]:
-        out = []
+        out: list[CampaignMeta] = []
+        if not self.root.is_dir():
+            return out
         for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
             if entry.is_dir(follow_symlinks=False) and self.exists(entry.name):
                 try:
