@@ -120,3 +120,78 @@ def test_a_model_that_answers_garbage_to_every_action_leaves_the_run_to_the_rule
     assert {d.question for d in state.decisions} >= {"knob_values", "l2_settings", "pace", "explain_verdict"}
     assert all(d.decided_by == "rules" and d.fallback for d in state.decisions)
     assert all(e.explanation == e.verdict_reason for e in state.experiments)
+
+
+# --------------------------------------------------------------------------- drafted patches
+
+WIN = """--- a/toy.py
++++ b/toy.py
+@@ -20,5 +20,6 @@
+ a = ap.parse_args()
+ start = time.perf_counter()
+ for _ in range(a.epochs):
+-    chunks = [range(i, a.items, a.workers) for i in range(a.workers)]
++    n = max(a.workers, 8)  # the same sleeps, spread over eight threads
++    chunks = [range(i, a.items, n) for i in range(n)]
+     threads = [threading.Thread(target=lambda c=c: [time.sleep(a.unit) for _ in c]) for c in chunks]
+"""
+BREAK = """--- a/toy.py
++++ b/toy.py
+@@ -20,3 +20,4 @@
+ a = ap.parse_args()
++raise SystemExit("drafted patch broke the program")
+ start = time.perf_counter()
+ for _ in range(a.epochs):
+"""
+
+
+def _manual() -> Any:
+    from dftune.agents.optimizer import catalog_proposal
+    from dftune.tools.catalog import default_catalog
+
+    p = catalog_proposal(default_catalog().strategies["l1.background_prefetch"], {})
+    assert p.status == "manual"
+    return p
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_drafted_patch_that_wins_is_kept_and_one_that_breaks_the_program_is_reverted(
+    provider: str, api: Any, harness: Any
+) -> None:
+    from dftune.agents.context import Context
+    from dftune.agents.reasoner import make_reasoner
+
+    rec = _manual()
+    api(provider, [by_tool({
+        "L2Settings": [tool_call("L2Settings", {"settings": []})],
+        "PatchDrafts": [tool_call("PatchDrafts", {"patches": [
+            {"recommendation": rec.id, "diff": BREAK, "reason": "start the work sooner"},
+            {"recommendation": rec.id, "diff": WIN, "reason": "overlap the waits"}]})],
+        "ImpactEstimates": [_estimates] * 4,
+        "Choice": [lambda b: _pick(b, "patch-")] * 4,
+        "Pace": [tool_call("Pace", {"action": "continue", "replicates": None, "reason": "go on"})] * 3,
+        "Explanation": [tool_call("Explanation", {"text": "The patch was measured against the incumbent."})] * 3,
+        "Summary": [tool_call("Summary", {"text": "A drafted patch was measured."})],
+    })])  # fmt: skip
+    reasoner = make_reasoner(MODELS[provider], settings=SETTINGS)
+    harness.invoke(harness.state(model=MODELS[provider], max_experiments=2, replicates=3, proposals=[rec]),
+                   Context(workspace=harness.ws, reasoner=reasoner))  # fmt: skip
+    state = harness.values()
+    drafts = [p for p in state.proposals if p.proposed_by.startswith("model:")]
+    assert len(drafts) == 2 and all(p.change.kind == "patch" for p in drafts)
+    by_verdict = {e.verdict: e for e in state.experiments}
+    broke = by_verdict["failed"]
+    assert broke.reverted and not broke.kept and "drafted patch broke" not in state.status_reason
+    won = by_verdict["win"]
+    assert won.kept and won.candidate is not None and won.candidate.source_dir
+    patched = (harness.ws.iteration_dir(harness.run_id, won.iteration) / "source" / "toy.py").read_text()
+    assert (
+        "max(a.workers, 8)" in patched and "max(a.workers, 8)" not in (RANGED.parent / "toy.py").read_text()
+    )
+    assert state.proposal(rec.id).status == "manual"  # the recommendation itself is never applied
+
+
+def _pick(body_text: str, prefix: str) -> Reply:
+    ids = _ids(body_text, "(choose one id):\n", "\u0000")
+    return tool_call("Choice", {"proposal_id": next((i for i in ids if i.startswith(prefix)), ids[0]),
+                                "reason": "the drafted patches first"})  # fmt: skip

@@ -18,7 +18,7 @@ import pytest
 
 from dftune.agents.optimizer.actions import draft_proposal, knob_value_proposal, l2_proposal
 from dftune.agents.reasoner import Budget, Facts, LLMReasoner, make_reasoner
-from dftune.agents.reasoner.protocol import KnobProposal, L2Setting, PatchDraft
+from dftune.agents.reasoner.protocol import L2Setting, PatchDraft
 from dftune.agents.reasoner.questions import (
     draft_question,
     explain_question,
@@ -148,14 +148,17 @@ def test_undeclared_variables_out_of_range_and_unoffered_strategies_are_refused(
 
 # --------------------------------------------------------------------------- a drafted patch
 
-GOOD = """--- a/toy.py
-+++ b/toy.py
-@@ -1,3 +1,4 @@
-+# drafted: nothing else changes
- \"\"\"A toy workload for graph tests: its time is set by its knobs, so verdicts are predictable.
- 
- The work is ``--items`` sleeps of ``--unit`` seconds spread over ``--workers`` threads (more
-"""
+GOOD = "".join(
+    [
+        "--- a/toy.py\n",
+        "+++ b/toy.py\n",
+        "@@ -1,3 +1,4 @@\n",
+        "+# drafted: nothing else changes\n",
+        ' """A toy workload for graph tests: its time is set by its knobs, so verdicts are predictable.\n',
+        " \n",  # a context line: the file's blank line
+        " The work is ``--items`` sleeps of ``--unit`` seconds spread over ``--workers`` threads (more\n",
+    ]
+)
 STALE = GOOD.replace("A toy workload for graph tests", "A workload that is not there")
 
 
