@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dftune.core.citation import Citation, CitedClaim
 from dftune.tools.diagnose.engine import (
@@ -118,6 +118,8 @@ class Change(_Model):
     read_argv: list[str] = Field(default_factory=list)
     rollback_argv: list[str] = Field(default_factory=list)
     instructions: str = ""
+    #: a catalog strategy's parameter values the change was rendered from (a model's L2 settings)
+    params: dict[str, str] = Field(default_factory=dict)
 
 
 class Proposal(_Model):
@@ -145,6 +147,9 @@ class Proposal(_Model):
     retry_of: str | None = None
     #: who gave the estimate: ``rules`` (the trace models and the KB) or the chat model's name
     impact_estimated_by: str = "rules"
+    #: who proposed it: ``plan`` (the spec and the catalog) or ``model:<PROVIDER:MODEL>`` (a model's action,
+    #: checked against the declared ranges and the catalog, and screened and measured like any other)
+    proposed_by: str = "plan"
     citation: CitedClaim | None = None
     status: ProposalStatus = "proposed"
     reason: str = ""
@@ -208,6 +213,8 @@ class Experiment(_Model):
     change_ids: list[str] = Field(default_factory=list)
     #: a person confirmed an inconclusive access-pattern decision (their note), interactive runs only
     confirmed_by: str | None = None
+    #: the verdict in a few checked sentences (the model's, or the rules' reason); prose, never markup
+    explanation: str = ""
 
 
 class GuardRecord(_Model):
@@ -246,6 +253,12 @@ class Approval(_Model):
     reason: str
 
 
+#: The model's actions beyond the three judgments: new knob values, catalog L2 settings, drafted
+#: patches, when to stop or add replicates, and an explanation of each verdict.
+ModelAction = Literal["knob_value", "l2_settings", "draft_patch", "pace", "explain"]
+MODEL_ACTIONS: tuple[ModelAction, ...] = ("knob_value", "l2_settings", "draft_patch", "pace", "explain")
+
+
 class LLMSettings(_Model):
     """How a run talks to its chat model; kept in the state so resume and approve use the same.
 
@@ -259,6 +272,15 @@ class LLMSettings(_Model):
     backoff_s: float = Field(default=1.0, ge=0, le=60)
     #: the answer's size cap (the API's max_tokens); the budget check reserves this much per call
     max_output_tokens: int = Field(default=2048, ge=64, le=64_000)
+    #: what the model may do besides choosing, estimating and summarizing (see agents.reasoner.questions)
+    actions: list[ModelAction] = Field(default_factory=lambda: list(MODEL_ACTIONS))
+
+    @field_validator("actions", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):  # DFTUNE_LLM_ACTIONS=knob_value,l2_settings (or "none")
+            return [] if value.strip() in ("", "none") else [v.strip() for v in value.split(",") if v.strip()]
+        return value
 
 
 class Decision(_Model):
@@ -391,6 +413,8 @@ class TuningState:
     screened: bool = False
     #: the proposal the optimizer chose and that the approval/apply/verify nodes work on
     current: str | None = None
+    #: replicates of the next experiment when the model asked for more (bounded; None: the run's count)
+    next_replicates: int | None = None
     approvals: Annotated[list[Approval], append] = field(default_factory=list)
     #: every judgment the reasoner made, who made it and what it cost (the token budget is their sum)
     decisions: Annotated[list[Decision], append] = field(default_factory=list)

@@ -41,7 +41,8 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     env = {**ref.env, **p.change.env}
     it_source = ctx.workspace.iteration_dir(state.run_id, exp.iteration) / "source"
     source_dir = str(it_source) if p.change.kind == "patch" else ref.source_dir
-    n = state.replicates or spec.replicates  # the baseline's count, whatever an extension added
+    # the baseline's count (whatever an extension added), or more when the model asked for them (bounded)
+    n = state.next_replicates or state.replicates or spec.replicates
     it_dir = ctx.workspace.iteration_dir(state.run_id, exp.iteration)
     update: dict[str, Any] = {}
     joined = joined_baseline(ctx, state.baseline, n)

@@ -58,7 +58,7 @@ def finalize(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     checklist = checklist_verdicts(state) if state.baseline else state.checklist
     state = replace(state, status=status, checklist=checklist)  # the final view; the update carries it
     out = outcome(state, lower_is_better=ctx.workload_spec.metric.lower_is_better)
-    judged = ctx.reasoner.summarize(facts_of(state), out)
+    judged = ctx.reasoner.summarize(facts_of(state, spec=ctx.workload_spec), out)
     summary = judged.answer
     state = replace(state, decisions=[*state.decisions, judged.decision])  # the report shows this one too
     run_dir = ctx.workspace.run_dir(state.run_id)

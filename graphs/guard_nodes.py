@@ -18,6 +18,7 @@ from langgraph.types import interrupt
 from dftune.agents.context import Context
 from dftune.agents.measure import load_analysis
 from dftune.agents.optimizer import journal_for
+from dftune.agents.optimizer.explain import explain_verdict
 from dftune.agents.state import Experiment, GuardRecord, Measurement, Proposal, TuningState, log
 from dftune.graphs.approval import parse_answer
 from dftune.tools.guards import (
@@ -251,6 +252,10 @@ def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                                   "reverted": not keep, "guard_triggered": guard_triggered,
                                   "kb_record_id": rec.id})  # fmt: skip
     p = state.proposal(exp.proposal_id).model_copy(update={"kb_record_id": rec.id})
+    explained = explain_verdict(state, done, ctx)
+    if explained is not None:
+        done = done.model_copy(update={"explanation": explained[0]})
+        update["decisions"] = [explained[1]]
     update["experiments"] = [done]
     update["proposals"] = [*proposals, p]
     update["kb_records"] = [*ids, rec.id, *([system_rec.id] if system_rec else [])]

@@ -1,6 +1,6 @@
 """The tuning graph: five agents, the guard nodes, approvals, and the KB record node.
 
-    installer -> diagnoser -> plan -> literature -> screen -> estimate -> record -> choose
+    installer -> diagnoser -> plan -> literature -> expand (a model's own proposals) -> screen -> estimate -> record -> choose
     choose -> approval -> apply -> verifier -> judge -> record -> choose ...
     choose -> finalize (nothing left, or the budget is spent)
 
@@ -19,6 +19,7 @@ from dftune.agents.diagnoser import diagnoser
 from dftune.agents.installer import installer
 from dftune.agents.literature import literature
 from dftune.agents.optimizer import apply_change, choose, estimate, plan
+from dftune.agents.optimizer.expand import expand
 from dftune.agents.state import TuningState
 from dftune.agents.verifier import verifier
 from dftune.graphs.approval import approval
@@ -48,6 +49,7 @@ def build() -> StateGraph[TuningState, Context, TuningState, TuningState]:
     g.add_node("diagnoser", diagnoser)
     g.add_node("plan", plan)
     g.add_node("literature", literature)
+    g.add_node("expand", expand)
     g.add_node("screen", screen)
     g.add_node("estimate", estimate)
     g.add_node("record", record)
@@ -61,7 +63,8 @@ def build() -> StateGraph[TuningState, Context, TuningState, TuningState]:
     g.add_conditional_edges("installer", after_installer)
     g.add_conditional_edges("diagnoser", after_diagnoser)
     g.add_edge("plan", "literature")
-    g.add_edge("literature", "screen")
+    g.add_edge("literature", "expand")
+    g.add_edge("expand", "screen")
     g.add_edge("screen", "estimate")
     g.add_edge("estimate", "record")
     g.add_edge("record", "choose")

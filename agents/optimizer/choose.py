@@ -15,14 +15,35 @@ from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
 from dftune.agents.optimizer.checklist import checklist_verdicts
+from dftune.agents.optimizer.expand import enabled
 from dftune.agents.optimizer.facts import facts_of
 from dftune.agents.optimizer.impact import judged, renewed, trace_facts
 from dftune.agents.optimizer.search import reopened, searchable
 from dftune.agents.policy import approval_rule
+from dftune.agents.reasoner import Judgment
+from dftune.agents.reasoner.protocol import Pace
+from dftune.agents.reasoner.questions import pace_question
 from dftune.agents.state import TuningState, log, merge_by_id
 
 #: Kinds of change dftune applies and measures by itself.
 ACTIONABLE = ("knob", "env", "command", "patch")
+
+
+#: the most replicates per arm the model may ask for, as a multiple of the run's count
+MAX_REPLICATES_FACTOR = 2
+
+
+def pace(state: TuningState, ctx: Context) -> Judgment[Pace] | None:
+    """Go on, stop, or more replicates: asked of a model only (the rules go on with the run's count).
+    Bounded: at most twice the run's replicates, and none extra under a wall-clock budget (its check
+    before each arm uses the measured cost of the count it was given)."""
+    if not enabled(ctx, "pace"):
+        return None
+    base = state.replicates or ctx.workload_spec.replicates
+    most = base if ctx.budget is not None else base * MAX_REPLICATES_FACTOR
+    left = ctx.budget.deadline.left() if ctx.budget is not None and ctx.budget.deadline is not None else None
+    facts = facts_of(state, spec=ctx.workload_spec, wall_clock_left_s=left)
+    return ctx.reasoner.decide(pace_question(facts, base, most), facts)
 
 
 def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -61,6 +82,15 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             state = replace(state, proposals=merge_by_id(state.proposals, fresh))
             update["proposals"] = fresh
             open_ = [p for p in state.proposals if p.status == "proposed" and p.change.kind in ACTIONABLE]
+    paced = pace(state, ctx) if ran else None
+    if paced is not None:
+        decisions.append(paced.decision)
+        if paced.answer.action == "stop":
+            why = f"the model stopped the run: {paced.answer.reason[:300]}"
+            ctx.progress("optimizer", why)
+            return {**update, "status_reason": f"{why}; {len(open_)} proposal(s) left untried", "decisions": decisions,
+                    "events": [log("optimizer", why, untried=[p.id for p in open_], reasoner=paced.decision.by)]}  # fmt: skip
+        update["next_replicates"] = paced.answer.replicates
     now = searchable(open_, state, ctx.workload_spec)
     waiting = len(open_) - len(now)
     if not now:  # every value left lies beyond a direction a regression or a refusal closed
@@ -72,7 +102,7 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         }
     # Overnight, try everything the policy may approve alone before anything that must ask a person.
     alone = [p for p in now if approval_rule(p, state.mode) == "approve"]
-    chosen = ctx.reasoner.choose_next(alone or now, facts_of(state))
+    chosen = ctx.reasoner.choose_next(alone or now, facts_of(state, spec=ctx.workload_spec))
     choice, decided = chosen.answer, chosen.decision
     ctx.progress("optimizer", f"next: {choice.proposal_id} ({choice.reason})"
                  + (f" [rules: {decided.fallback}]" if decided.fallback else ""))  # fmt: skip

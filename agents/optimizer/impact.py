@@ -117,7 +117,7 @@ def judged(proposals: list[Proposal], state: TuningState, ctx: Context,
     fresh = [p for p in proposals if p.status == "proposed" and p.app_impact_source in ("trace model", "n/a")]
     if not fresh:
         return proposals, None
-    answer = ctx.reasoner.estimate_impacts(fresh, facts_of(state, facts))
+    answer = ctx.reasoner.estimate_impacts(fresh, facts_of(state, facts, spec=ctx.workload_spec))
     d = answer.decision
     if d.decided_by != "model":
         return proposals, d

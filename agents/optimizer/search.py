@@ -110,7 +110,9 @@ def searchable(open_: Sequence[Proposal], state: TuningState, spec: WorkloadSpec
         values = [_number(p.change.settings[knob.name]) for p in props]
         if current is None or not props or any(v is None for v in values):
             continue  # not an ordered knob: every value may be tried
-        gated.update(p.id for p in props)
+        # a model's value is its bet, tried when chosen (the experiment budget bounds it); the listed
+        # values keep the nearest-first walk
+        gated.update(p.id for p in props if p.proposed_by == "plan")
         allowed |= _frontier_of(knob, props, current, closing)
     return [p for p in open_ if p.id not in gated or p.id in allowed]
 

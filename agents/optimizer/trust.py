@@ -11,9 +11,11 @@ experiments derive. A mismatch is refused with the fields named, and nothing is 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from dftune.agents.context import Context
+from dftune.agents.optimizer.actions import draft_path, draft_proposal, knob_value_proposal, l2_proposal
 from dftune.agents.optimizer.plan import catalog_proposal, derivation_context, knob_proposals
 from dftune.agents.state import Measurement, Proposal, TuningState
 from dftune.core.errors import DftuneError
@@ -27,10 +29,37 @@ class TamperedProposal(DftuneError):
     """The checkpoint's proposal (or measured arm) is not what the catalog and the spec derive."""
 
 
-def derive(p: Proposal, spec: WorkloadSpec, ctx: Context, context: dict[str, str]) -> Proposal | None:
+def _derive_model(
+    p: Proposal, spec: WorkloadSpec, ctx: Context, context: dict[str, str], run_dir: Path | None
+) -> Proposal | None:
+    """A model's proposal, built again from its change by the builders that checked it first."""
+    who = p.proposed_by.removeprefix("model:")
+    c = p.change
+    s = ctx.catalog.strategies.get(p.strategy)
+    try:
+        if c.kind == "knob" and len(c.settings) == 1:
+            ((name, value),) = c.settings.items()
+            return knob_value_proposal(spec, ctx.catalog, name, float(value), who)
+        if c.kind == "env" and s is not None:
+            return l2_proposal(s, c.params, context, who)
+        if c.kind == "patch" and s is not None and run_dir is not None:
+            path = Path(c.patch_file)
+            text = path.read_text(encoding="utf-8")
+            if path.resolve() != draft_path(run_dir, s.id, text).resolve():
+                return None  # not a draft of this run, or its text changed since the model drafted it
+            return draft_proposal(s, text, run_dir, run_dir, who, check=False)
+    except (ValueError, OSError):
+        return None
+    return None
+
+
+def derive(p: Proposal, spec: WorkloadSpec, ctx: Context, context: dict[str, str],
+           run_dir: Path | None = None) -> Proposal | None:  # fmt: skip
     """The proposal with ``p``'s id as this run's spec and catalog make it, or None when none does.
     A proposal measured again after a kept change (``retry_of``) derives as the one it repeats."""
     key = p.retry_of or p.id
+    if p.proposed_by.startswith("model:"):
+        return _derive_model(p, spec, ctx, context, run_dir)
     for cand in knob_proposals(spec, ctx.catalog):
         if cand.id == key:
             return cand
@@ -46,7 +75,7 @@ def trusted_proposal(p: Proposal, state: TuningState, ctx: Context) -> Proposal:
     """``p`` when it is exactly what the catalog and the archived spec derive, else :class:`TamperedProposal`."""
     spec = ctx.workload_spec
     context = derivation_context(spec, ctx.workspace.baseline_dir(state.run_id))
-    d = derive(p, spec, ctx, context)
+    d = derive(p, spec, ctx, context, ctx.workspace.run_dir(state.run_id))
     if d is None:
         raise TamperedProposal(
             f"refused {p.id}: no knob, patch or catalog strategy of this run derives it (the checkpoint was "
@@ -82,7 +111,7 @@ def expected_arm(
         if not exp.kept or exp.iteration >= before:
             continue
         p = trusted_proposal(state.proposal(exp.proposal_id), state, ctx)
-        d = derive(p, spec, ctx, context)
+        d = derive(p, spec, ctx, context, ctx.workspace.run_dir(state.run_id))
         assert d is not None  # trusted_proposal derived it
         overrides.update(d.change.settings)
         env.update(d.change.env)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -55,6 +55,64 @@ class Summary(BaseModel):
     text: str = Field(description="a short plain-text summary of the run for its report")
 
 
+class KnobProposal(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    knob: str = Field(description="name of one of the offered knobs")
+    value: float = Field(description="a value inside the knob's declared range that is not in its value list")
+    reason: str
+
+
+class KnobValues(BaseModel):
+    """New values of ranged knobs to measure (none is a fine answer)."""
+
+    model_config = ConfigDict(extra="forbid")
+    values: list[KnobProposal] = Field(max_length=3)
+
+
+class L2Setting(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    strategy: str = Field(description="id of one of the offered L2 strategies")
+    params: dict[str, str] = Field(description="a value for each of the strategy's parameters, by name")
+    reason: str
+
+
+class L2Settings(BaseModel):
+    """Catalog L2 settings to measure, with parameter values (none is a fine answer)."""
+
+    model_config = ConfigDict(extra="forbid")
+    settings: list[L2Setting] = Field(max_length=3)
+
+
+class PatchDraft(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    recommendation: str = Field(description="id of one of the offered manual recommendations")
+    diff: str = Field(description="a unified diff against the source tree shown (paths a/<file> b/<file>)")
+    reason: str
+
+
+class PatchDrafts(BaseModel):
+    """Source patches that implement manual recommendations (none is a fine answer)."""
+
+    model_config = ConfigDict(extra="forbid")
+    patches: list[PatchDraft] = Field(max_length=2)
+
+
+class Pace(BaseModel):
+    """Whether to go on, and with how many replicates."""
+
+    model_config = ConfigDict(extra="forbid")
+    action: Literal["continue", "stop"]
+    replicates: int | None = Field(default=None, description="replicates per arm of the next experiment")
+    reason: str
+
+
+class Explanation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(
+        description="two or three plain sentences explaining the verdict from the numbers given"
+    )
+
+
 # --------------------------------------------------------------------------- inputs
 
 
@@ -84,6 +142,20 @@ class Facts:
     #: the bound of every estimate: unoverlapped I/O over process time (%), and why
     bound_pct: float | None = None
     bound_reason: str = ""
+    #: what the workload is, what is measured and which way is better
+    description: str = ""
+    metric: str = ""
+    lower_is_better: bool = True
+    #: the analysis views that matter (top files and processes, time windows, size histogram), bounded
+    views: dict[str, Any] = field(default_factory=dict)
+    #: every screened proposal's citation and its supporting passage
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    #: experiments left, wall clock left (s, None: no deadline), replicates per arm
+    experiments_left: int | None = None
+    wall_clock_left_s: float | None = None
+    replicates: int | None = None
+    #: the KB's earlier results for this system, software and workload
+    kb_records: list[dict[str, Any]] = field(default_factory=list)
 
 
 A = TypeVar("A")

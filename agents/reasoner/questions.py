@@ -10,16 +10,24 @@ answer; :mod:`.llm` asks any of them the same way.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any, TypeVar
 
 from dftune.agents.reasoner.protocol import (
     Accepted,
     Choice,
+    Explanation,
     Facts,
     ImpactEstimate,
     ImpactEstimates,
+    KnobProposal,
+    KnobValues,
+    L2Setting,
+    L2Settings,
+    Pace,
+    PatchDraft,
+    PatchDrafts,
     Question,
     Summary,
 )
@@ -106,13 +114,131 @@ def option(p: Proposal) -> dict[str, Any]:
             "weighted_score": p.weighted_score, "privilege": p.privilege}  # fmt: skip
 
 
+#: the most characters the facts may take in a prompt (the rest is cut, and the prompt says so)
+FACTS_CHARS = 12_000
+
+
 def facts_json(facts: Facts) -> str:
+    """The facts as the model reads them, bounded in size (lists are cut in :mod:`optimizer.facts`)."""
     diag = facts.diagnosis
+    left = facts.budget.limit - facts.budget.spent
     brief = {
-        "workload": facts.workload, "io_fraction": facts.io_fraction,
-        "unoverlapped_fraction": facts.unoverlapped_fraction,
+        "workload": facts.workload, "description": facts.description,
+        "metric": facts.metric, "direction": "lower is better" if facts.lower_is_better else "higher is better",
+        "io_fraction": facts.io_fraction, "unoverlapped_fraction": facts.unoverlapped_fraction,
         "bottlenecks": [{"category": b.category, "score": b.score, "evidence": b.evidence}
                         for b in (diag.bottlenecks if diag else [])][:8],
-        "shape": diag.shape if diag else None, "kb_prior_pct": facts.kb_prior, "history": facts.history,
+        "shape": diag.shape if diag else None, "views": facts.views, "citations": facts.citations,
+        "kb_prior_pct": facts.kb_prior, "kb_records": facts.kb_records, "history": facts.history,
+        "budget_left": {"experiments": facts.experiments_left, "tokens": left,
+                        "wall_clock_s": facts.wall_clock_left_s, "replicates_per_arm": facts.replicates},
     }  # fmt: skip
-    return json.dumps(brief, indent=1, default=str)
+    text = json.dumps(brief, indent=1, default=str)
+    if len(text) > FACTS_CHARS:
+        text = text[:FACTS_CHARS] + f"\n... cut: {len(text) - FACTS_CHARS} more characters of facts not shown"
+    return text
+
+
+# --------------------------------------------------------------------------- the model's actions
+
+
+def _built(items: Sequence[Any], build: Callable[[Any], Proposal], what: str) -> list[Proposal]:
+    """Every item of an answer through its builder; the first that does not hold sends the answer back."""
+    out: list[Proposal] = []
+    for i, item in enumerate(items):
+        try:
+            p = build(item)
+        except ValueError as exc:
+            raise ValueError(f"{what} {i + 1}: {exc}") from None
+        if any(p.id == q.id for q in out):
+            raise ValueError(f"{what} {i + 1} repeats {p.id}")
+        out.append(p)
+    return out
+
+
+def _ids(ps: list[Proposal]) -> str:
+    return ", ".join(p.id for p in ps) or "none"
+
+
+def knob_value_question(
+    knobs: list[dict[str, Any]], build: Callable[[KnobProposal], Proposal], facts: Facts
+) -> Question[list[Proposal]]:
+    """New values of ranged knobs (inside the declared range, not in the value list). Rules: none."""
+
+    def accept(ans: KnobValues) -> Accepted[list[Proposal]]:
+        return Accepted(_built(ans.values, build, "value"))
+
+    prompt = load_prompt("optimizer", "knob_values").format(
+        facts=facts_json(facts), knobs=json.dumps(knobs, indent=1)
+    )
+    return Question("knob_values", KnobValues, prompt, lambda: [], accept, brief=_ids)
+
+
+def l2_question(
+    strategies: list[dict[str, Any]], build: Callable[[L2Setting], Proposal], facts: Facts
+) -> Question[list[Proposal]]:
+    """Catalog L2 settings with values the catalog declares. Rules: none (the plan has the catalog's own)."""
+
+    def accept(ans: L2Settings) -> Accepted[list[Proposal]]:
+        return Accepted(_built(ans.settings, build, "setting"))
+
+    prompt = load_prompt("optimizer", "l2_settings").format(
+        facts=facts_json(facts), strategies=json.dumps(strategies, indent=1)
+    )
+    return Question("l2_settings", L2Settings, prompt, lambda: [], accept, brief=_ids)
+
+
+def draft_question(
+    recommendations: list[dict[str, Any]], source: str, build: Callable[[PatchDraft], Proposal], facts: Facts
+) -> Question[list[Proposal]]:
+    """Source patches for manual recommendations, each applying cleanly. Rules: none (the rules write no code)."""
+
+    def accept(ans: PatchDrafts) -> Accepted[list[Proposal]]:
+        return Accepted(_built(ans.patches, build, "patch"))
+
+    prompt = load_prompt("optimizer", "draft_patch").format(
+        facts=facts_json(facts), recommendations=json.dumps(recommendations, indent=1), source=source
+    )
+    return Question("draft_patch", PatchDrafts, prompt, lambda: [], accept, brief=_ids)
+
+
+def pace_question(facts: Facts, replicates: int, most: int) -> Question[Pace]:
+    """Go on or stop, and the next experiment's replicates (``replicates`` to ``most``). Rules: go on."""
+
+    def rules() -> Pace:
+        return Pace(action="continue", replicates=None,
+                    reason=f"the rules measure until the budget or the proposals run out, {replicates} replicates")  # fmt: skip
+
+    def accept(ans: Pace) -> Accepted[Pace]:
+        if ans.replicates is not None and not replicates <= ans.replicates <= most:
+            raise ValueError(f"replicates must be between {replicates} and {most} (got {ans.replicates})")
+        return Accepted(
+            ans.model_copy(update={"replicates": None if ans.replicates == replicates else ans.replicates})
+        )
+
+    prompt = load_prompt("optimizer", "pace").format(
+        facts=facts_json(facts), replicates=replicates, most=most
+    )
+    return Question("pace", Pace, prompt, rules, accept,
+                    brief=lambda a: a.action + (f", {a.replicates} replicates" if a.replicates else ""))  # fmt: skip
+
+
+def explain_question(facts: Facts, experiment: dict[str, Any], rules_text: str) -> Question[str]:
+    """A short explanation of one verdict; every number and id it cites is checked against the experiment."""
+    given = {"experiment": json.loads(json.dumps(experiment, default=str))}
+
+    def accept(ans: Explanation) -> Accepted[str]:
+        checked = check_summary(
+            ans.text, given, wins={str(experiment["proposal"])} if experiment.get("kept") else set()
+        )
+        if not checked.kept:
+            raise ValueError("no sentence of the explanation holds up: " + "; ".join(checked.dropped)[:400]
+                             + ". Cite only the numbers and ids of this experiment")  # fmt: skip
+        return Accepted(checked.text[:600], [f"explanation sentence dropped: {d}" for d in checked.dropped])
+
+    prompt = load_prompt("optimizer", "explain_verdict").format(
+        facts=facts_json(facts), experiment=json.dumps(experiment, indent=1, default=str)
+    )
+    return Question(
+        "explain_verdict", Explanation, prompt, lambda: rules_text, accept, brief=lambda t: t[:300]
+    )

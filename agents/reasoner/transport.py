@@ -34,6 +34,7 @@ SETTINGS_ENV = {
     "deadline_s": "DFTUNE_LLM_DEADLINE_S",
     "backoff_s": "DFTUNE_LLM_BACKOFF_S",
     "max_output_tokens": "DFTUNE_LLM_MAX_OUTPUT_TOKENS",
+    "actions": "DFTUNE_LLM_ACTIONS",
 }
 #: a retry-after longer than this is not waited for (the rules decide instead)
 MAX_RETRY_AFTER_S = 120.0

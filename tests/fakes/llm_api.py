@@ -42,6 +42,8 @@ class Reply:
     seconds: float = 600.0
     #: answer every later request the same way (a server that keeps failing)
     forever: bool = False
+    #: kind "route": the replies per forced tool name, in order (a reply, or a function of the request's text)
+    routes: dict[str, list[Any]] = field(default_factory=dict)
 
     def always(self) -> Reply:
         self.forever = True
@@ -59,6 +61,12 @@ def text(content: str, *, usage: bool = True) -> Reply:
 def http_error(status: int, *, retry_after: float | None = None, body: dict[str, Any] | None = None) -> Reply:
     headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
     return Reply("error", status=status, headers=headers, body=body)
+
+
+def by_tool(routes: dict[str, list[Any]]) -> Reply:
+    """Answer every request by the tool it forces: the next reply queued for that tool (a :class:`Reply`,
+    or a function of the request's JSON text returning one). A tool with nothing left is a violation."""
+    return Reply("route", routes={k: list(v) for k, v in routes.items()}, forever=True)
 
 
 def hang(seconds: float = 600.0) -> Reply:
@@ -188,6 +196,14 @@ class _Server:
                 self.violations.append("script exhausted: the test did not expect this request")
                 return 500, self._error_body(500, "script exhausted"), {}
             reply = self.script[0] if self.script[0].forever else self.script.pop(0)
+            if reply.kind == "route":
+                tool = self._forced_tool(body)
+                queue = reply.routes.get(tool) or []
+                if not queue:
+                    self.violations.append(f"no scripted reply left for tool {tool!r}")
+                    return 500, self._error_body(500, "script exhausted"), {}
+                nxt = queue.pop(0)
+                reply = nxt(json.dumps(body)) if callable(nxt) else nxt
         if reply.kind == "hang":
             self._stop.wait(reply.seconds)
             return 0, None, {}
@@ -196,6 +212,12 @@ class _Server:
         return 200, self._message(reply, body), {}
 
     # ------------------------------------------------------------------ per API
+    def _forced_tool(self, body: dict[str, Any]) -> str:
+        choice = body.get("tool_choice") or {}
+        if isinstance(choice, dict):
+            return str(choice.get("name") or (choice.get("function") or {}).get("name") or "")
+        return ""
+
     def _auth(self, headers: dict[str, str]) -> tuple[int, Any, dict[str, str]] | None:
         raise NotImplementedError
 

@@ -25,7 +25,8 @@ from dftune.tools.session.workspace import Workspace
 from tests.fakes.llm_api import KEY, MODELS, SERVERS, hang, http_error, text, tool_call
 from tests.graph.conftest import TOY
 
-FAST = LLMSettings(timeout_s=1.0, retries=2, deadline_s=2.0, backoff_s=0.05)
+#: the three judgments only (the model's actions are scripted in test_model_actions.py)
+FAST = LLMSettings(timeout_s=1.0, retries=2, deadline_s=2.0, backoff_s=0.05, actions=[])
 
 
 def _state(run_id: str) -> Any:
@@ -268,7 +269,7 @@ def test_history_shows_who_decided_at_each_step(api: Any) -> None:
     from dftune.tools.report.console import RunRenderer
 
     api("anthropic", [http_error(500).always()])
-    result = _run("anthropic", llm=LLMSettings(timeout_s=1, retries=0, deadline_s=2))
+    result = _run("anthropic", llm=LLMSettings(timeout_s=1, retries=0, deadline_s=2, actions=[]))
     rows = history(result["run_id"])
     decided = [(r["node"], d) for r in rows for d in r["decisions"]]
     assert [n for n, _ in decided][:2] == ["estimate", "choose"] and decided[-1][0] == "finalize"

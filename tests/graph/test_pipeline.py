@@ -11,7 +11,7 @@ from langgraph.types import Command
 
 from dftune.agents.context import Context
 from dftune.agents.reasoner import LLMReasoner
-from dftune.agents.state import TuningState
+from dftune.agents.state import LLMSettings, TuningState
 from dftune.tools.kb import opt_kb_records
 from tests.fakes.chat import ScriptedChatModel, tool_reply
 from tests.graph.conftest import TOY, Harness
@@ -77,7 +77,7 @@ def test_a_scripted_model_chooses_and_is_reasked_when_it_answers_outside_the_opt
         tool_reply("Choice", {"proposal_id": "WORKERS=4", "reason": "the remaining one"}),
         tool_reply("Summary", {"text": "scripted summary"}),
     ])  # fmt: skip
-    reasoner = LLMReasoner(model, name="fake:scripted")
+    reasoner = LLMReasoner(model, name="fake:scripted", settings=LLMSettings(actions=[]))
     harness.invoke(harness.state(model="fake:scripted"), Context(workspace=harness.ws, reasoner=reasoner))
     state = harness.values()
     assert model.violations == []  # every re-ask kept both APIs' message rules
@@ -107,7 +107,7 @@ def _facts(state: TuningState) -> Any:
 
 def test_token_budget_hands_every_judgment_back_to_the_rules(harness: Harness) -> None:
     model = ScriptedChatModel(script=[tool_reply("ImpactEstimates", {"estimates": []}, tokens=10_000)])
-    reasoner = LLMReasoner(model, name="fake:budget")
+    reasoner = LLMReasoner(model, name="fake:budget", settings=LLMSettings(actions=[]))
     harness.invoke(harness.state(max_experiments=1, token_budget=5_000, model="fake:budget"),
                    Context(workspace=harness.ws, reasoner=reasoner))  # fmt: skip
     state = harness.values()

@@ -90,12 +90,60 @@ class Knob(_Strict):
     default: KnobValue
     #: id in resources/strategies: which optimization this knob implements
     strategy: str | None = None
+    #: the declared range of a numeric knob: values outside ``values`` but inside it may be proposed
+    #: (by a model) and measured; without a range only the listed values are ever run
+    min: int | float | None = None
+    max: int | float | None = None
 
     @model_validator(mode="after")
     def _default_in_values(self) -> Knob:
         if self.default not in self.values:
             raise ValueError(f"default {self.default!r} is not one of values {self.values!r}")
+        if (self.min is not None or self.max is not None) and self.value_type() not in (int, float):
+            raise ValueError("min/max need numeric values (ints or floats, not booleans or text)")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} > max {self.max}")
+        outside = [v for v in self.values if not self.in_range(v)]
+        if outside:
+            raise ValueError(f"values {outside!r} lie outside the declared range [{self.min}, {self.max}]")
         return self
+
+    def value_type(self) -> type:
+        """The declared type: int when every value is an int, float when they are numbers, else str/bool."""
+        kinds = {type(v) for v in self.values}
+        if kinds == {int}:
+            return int
+        if kinds <= {int, float}:
+            return float
+        return bool if kinds == {bool} else str
+
+    @property
+    def ranged(self) -> bool:
+        return self.min is not None and self.max is not None
+
+    def in_range(self, value: KnobValue) -> bool:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return self.min is None and self.max is None
+        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
+    def allows(self, value: KnobValue) -> bool:
+        """A listed value, or (for a ranged knob) a value of the declared type inside the range."""
+        if value in self.values:
+            return True
+        if not self.ranged or isinstance(value, bool):
+            return False
+        kind = self.value_type()
+        return isinstance(value, int if kind is int else int | float) and self.in_range(value)
+
+    def parse(self, raw: str) -> KnobValue:
+        """Text as this knob's value: a listed value by its spelling, else a number of the declared type."""
+        v = _coerce(raw, self)
+        if v is raw and self.ranged:
+            try:
+                return int(raw) if self.value_type() is int else float(raw)
+            except ValueError:
+                return raw
+        return v
 
 
 class Patch(_Strict):
@@ -226,10 +274,11 @@ class WorkloadSpec(_Strict):
         out: dict[str, KnobValue] = {k.name: k.default for k in self.knobs}
         for name, raw in (overrides or {}).items():
             knob = self.knob(name)
-            value = _coerce(raw, knob)
-            if value not in knob.values:
+            value = knob.parse(raw)
+            if not knob.allows(value):
+                where = f" nor inside its range [{knob.min}, {knob.max}]" if knob.ranged else ""
                 raise SpecError(
-                    f"{self.spec_path or self.name}: {name}={raw!r} is not one of {knob.values!r}"
+                    f"{self.spec_path or self.name}: {name}={raw!r} is not one of {knob.values!r}{where}"
                 )
             out[name] = value
         return out
