@@ -330,11 +330,30 @@ def test_context_mismatch_refused_without_touching_anything(
     assert journal.records() == [] and journal.state("l1-bad") is None
 
 
-def test_hunk_at_the_wrong_line_is_refused_with_a_hint(trees: tuple[Path, Path], journal: Journal) -> None:
+def test_a_hunk_whose_lines_stand_elsewhere_applies_at_the_nearest_place(
+    trees: tuple[Path, Path], journal: Journal
+) -> None:
+    """As git apply does: a diff drafted against the original still applies after an earlier patch
+    moved its lines (exact lines only, never fuzz)."""
     _, copy = trees
     diff = "--- a/app.py\n+++ b/app.py\n@@ -10,2 +10,2 @@\n line 4\n-line 5\n+line five\n"
-    with pytest.raises(PatchError, match="the same lines are at line 4"):
-        journal.apply(FilePatch(id="l1-offset", root=copy, diff=diff))
+    journal.apply(FilePatch(id="l1-offset", root=copy, diff=diff))
+    lines = (copy / "app.py").read_text().splitlines()
+    assert lines[3:5] == ["line 4", "line five"]
+
+
+def test_a_hunk_whose_lines_stand_nowhere_or_are_too_few_to_place_is_refused(
+    trees: tuple[Path, Path], journal: Journal
+) -> None:
+    _, copy = trees
+    before = tree_digest(copy)
+    nowhere = "--- a/app.py\n+++ b/app.py\n@@ -10,2 +10,2 @@\n line 4\n-line 55\n+line five\n"
+    with pytest.raises(PatchError, match="context does not match at line 10"):
+        journal.apply(FilePatch(id="l1-nowhere", root=copy, diff=nowhere))
+    one_line = "--- a/app.py\n+++ b/app.py\n@@ -10 +10 @@\n-line 5\n+line five\n"
+    with pytest.raises(PatchError, match="hunk #1"):
+        journal.apply(FilePatch(id="l1-one-line", root=copy, diff=one_line))
+    assert tree_digest(copy) == before
 
 
 @pytest.mark.parametrize(

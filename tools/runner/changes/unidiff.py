@@ -256,8 +256,37 @@ def _show(line: bytes) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
+#: a hunk applies away from the line its header names only with this many lines to match
+MIN_OFFSET_LINES = 2
+
+
+def _nearest(old: list[bytes], block: list[bytes], start: int, pos: int) -> int | None:
+    """Where ``block`` stands exactly, nearest to ``start`` and not before ``pos`` (None: nowhere)."""
+    if len(block) < MIN_OFFSET_LINES:
+        return None
+    places = [j for j in range(pos, len(old) - len(block) + 1) if old[j : j + len(block)] == block]
+    return min(places, key=lambda j: (abs(j - start), j)) if places else None
+
+
+def _mismatch(where: str, old: list[bytes], block: list[bytes], start: int) -> PatchError:
+    if start + len(block) > len(old):
+        wants = f"lines {start + 1}-{start + len(block)}" if block else f"to insert after line {start}"
+        return PatchError(f"{where}: needs {wants} but the file has {len(old)} lines")
+    found = old[start : start + len(block)]
+    k = next(k for k in range(len(block)) if found[k] != block[k])
+    return PatchError(
+        f"{where}: context does not match at line {start + k + 1}: expected {_show(block[k])}, "
+        f"found {_show(found[k])}"
+    )
+
+
 def apply_hunks(before: bytes, fd: FileDiff) -> bytes:
-    """``before`` with the hunks of ``fd`` applied; every hunk must match exactly where it says."""
+    """``before`` with the hunks of ``fd`` applied; every hunk must match exactly.
+
+    As ``git apply`` does, a hunk whose lines (at least :data:`MIN_OFFSET_LINES` of context and
+    removed lines) stand exactly elsewhere after the previous hunk applies at the nearest such
+    place: a diff drafted against the original still applies on top of an earlier kept patch
+    that moved its lines. Nothing is ever applied where the lines differ (no fuzz)."""
     old = split_lines(before)
     out: list[bytes] = []
     pos = 0
@@ -267,21 +296,11 @@ def apply_hunks(before: bytes, fd: FileDiff) -> bytes:
         where = f"{fd.path} hunk #{number} ({hunk.header})"
         if start < pos:
             raise PatchError(f"{where}: overlaps or precedes the previous hunk")
-        if start + len(block) > len(old):
-            wants = f"lines {start + 1}-{start + len(block)}" if block else f"to insert after line {start}"
-            raise PatchError(f"{where}: needs {wants} but the file has {len(old)} lines")
-        found = old[start : start + len(block)]
-        if found != block:
-            k = next(k for k in range(len(block)) if found[k] != block[k])
-            hint = ""
-            for j in range(pos, len(old) - len(block) + 1):
-                if j != start and old[j : j + len(block)] == block:
-                    hint = f" (the same lines are at line {j + 1}: regenerate the diff)"
-                    break
-            raise PatchError(
-                f"{where}: context does not match at line {start + k + 1}: expected {_show(block[k])}, "
-                f"found {_show(found[k])}{hint}"
-            )
+        if start + len(block) > len(old) or old[start : start + len(block)] != block:
+            moved = _nearest(old, block, start, pos)
+            if moved is None:
+                raise _mismatch(where, old, block, start)
+            start = moved
         out.extend(old[pos:start])
         out.extend(hunk.new_block())
         pos = start + len(block)
