@@ -10,13 +10,12 @@ the input is escaped, nothing is loaded from anywhere.
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 from typing import Any
 
 from dftune.core.fsio import atomic_write_bytes
 from dftune.tools.diagnose.engine import Diagnosis, diagnose_analysis
-from dftune.tools.report.html import CSS, e, table
+from dftune.tools.report.html import CSS, e, plots_section, table
 from dftune.tools.report.plots import Plot, _figure, _svg, family_split_plot, plain, xfer_histogram_plot
 from dftune.tools.trace import Analysis, analyze
 
@@ -61,7 +60,7 @@ def render_input_html(label: str, a: Analysis, d: Diagnosis) -> str:
         _findings(d),
         _numbers(a),
         _darshan(a) if a.darshan is not None else "",
-        _plots(build_input_plots(a)),
+        plots_section(build_input_plots(a)),
         _files(a),
         "</main></body></html>",
     ]
@@ -163,20 +162,6 @@ def _files(a: Analysis) -> str:
     body = table(cols, [[e(r.get(c)) for c in cols] for r in rows], num=(1, 2, 3, 4, 5, 6)) if rows \
         else '<p class="note">No file.</p>'  # fmt: skip
     return f'<section id="files"><h2>Files (top {TOP_FILES} by I/O time)</h2>{body}</section>'
-
-
-def _plots(plots: list[Plot]) -> str:
-    out = ['<section id="plots"><h2>Plots</h2>']
-    for p in plots:
-        out.append(f"<figure><h3>{e(p.title)}</h3>")
-        if p.svg:
-            data = base64.b64encode(p.svg.encode("utf-8")).decode("ascii")
-            out.append(f'<img alt="{e(p.title)}" src="data:image/svg+xml;base64,{data}">')
-        else:
-            out.append(f'<p class="note">Not drawn: {e(p.note)}</p>')
-        out.append(f"<figcaption>{e(p.caption)}</figcaption></figure>")
-    out.append("</section>")
-    return "".join(out)
 
 
 def build_input_plots(a: Analysis) -> list[Plot]:

@@ -102,7 +102,7 @@ def render_run_html(doc: dict[str, Any], plots: list[Plot]) -> str:
         "<nav>" + "".join(f'<a href="#{k}">{e(t)}</a>' for k, t in SECTIONS) + "</nav><main>",
         glance_html(doc),
         _outcome(doc),
-        _plots(plots),  # people would rather look than read: the pictures right after the outcome
+        plots_section(plots),  # people would rather look than read: the pictures right after the outcome
         _findings(doc),
         hotspots_html(doc),
         _proposals(doc),
@@ -201,7 +201,8 @@ def _baseline_glance(doc: dict[str, Any]) -> str:
     return "<h3>Baseline trace at a glance</h3>" + table(["metric", "value"], [[e(k), e(v)] for k, v in rows])
 
 
-def _plots(plots: list[Plot]) -> str:
+def plots_section(plots: list[Plot]) -> str:
+    """The plots as embedded SVG figures (or why each was not drawn), shared by the run and input reports."""
     out = ['<section id="plots"><h2>Plots</h2>']
     for p in plots:
         out.append(f'<figure id="plot-{e(p.key)}"><h3>{e(p.title)}</h3>')
