@@ -39,6 +39,8 @@ def pace(state: TuningState, ctx: Context) -> Judgment[Pace] | None:
     before each arm uses the measured cost of the count it was given)."""
     if not enabled(ctx, "pace"):
         return None
+    if sum(d.question == "pace" for d in state.decisions) >= len(state.experiments):
+        return None  # asked once per measured experiment (not again after a decline or on resume)
     base = state.replicates or ctx.workload_spec.replicates
     most = base if ctx.budget is not None else base * MAX_REPLICATES_FACTOR
     left = ctx.budget.deadline.left() if ctx.budget is not None and ctx.budget.deadline is not None else None

@@ -3,6 +3,7 @@ a regression, interacting proposals that come back after a kept change, the KB's
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from dftune.agents.optimizer.prior import apply_prior
@@ -181,3 +182,28 @@ def test_when_every_direction_is_closed_nothing_is_searchable_and_choose_ends_th
     update = choose(state, SimpleNamespace(context=ctx))  # type: ignore[arg-type]
     assert update["current"] is None
     assert "the search closed every direction" in update["status_reason"]
+
+
+def test_the_model_is_asked_to_pace_once_per_measured_experiment(tmp_path: Any) -> None:
+    """Not again when choose runs again for the same experiment count (a decline, a resume): tokens."""
+    from types import SimpleNamespace
+
+    from dftune.agents.context import Context
+    from dftune.agents.optimizer.choose import pace
+    from dftune.agents.state import Decision, LLMSettings
+    from dftune.tools.session.workspace import Workspace
+
+    asked: list[str] = []
+
+    def decide(question: Any, facts: Any) -> Any:
+        asked.append(question.name)
+        return SimpleNamespace(answer=None, decision=None)
+
+    model = SimpleNamespace(name="openai:gpt-test", settings=LLMSettings(), decide=decide)
+    ctx = Context(spec=SPEC, workspace=Workspace(tmp_path), reasoner=model)  # type: ignore[arg-type]
+    ps = _chunks(c65536="measured")
+    state = _state(ps, [_exp(1, "CHUNK=65536", "no_change")])
+    pace(state, ctx)
+    assert asked == ["pace"]
+    once = Decision(question="pace", reasoner="openai:gpt-test", decided_by="model", answer="continue")
+    assert pace(replace(state, decisions=[once]), ctx) is None and asked == ["pace"]
