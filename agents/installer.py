@@ -118,7 +118,8 @@ def check_tracer(work: Path, *, allow_install: bool) -> tuple[TracerFacts, list[
     res = run_process([sys.executable, str(script), str(data)], cwd=work, env=env, timeout_s=120,
                       log_dir=work / "logs", label="smoke")  # fmt: skip
     if res.status != "ok":
-        why = f"the traced smoke program {res.status}: {res.stderr_tail[-300:].strip()}"
+        said = res.stderr_tail[-300:].strip()
+        why = f"the traced smoke program {res.status} ({res.reason})" + (f": {said}" if said else "")
         return facts.model_copy(update={"reason": why}), pitfalls
     seen = traced_names(traces)
     facts = facts.model_copy(update={"smoke_calls_traced": seen})

@@ -116,17 +116,22 @@ def _start(argv: list[str], cwd: Path | None, env: dict[str, str] | None, out: I
     supervise.check_stopping()
     if tag:
         env = {**(env if env is not None else os.environ), supervise.TAG_ENV: tag}
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                            start_new_session=True, preexec_fn=supervise.child_preexec())  # fmt: skip
-    try:
-        start = supervise.started(proc.pid, argv[0], tag)
-    except BaseException as exc:
+    with supervise.spawning():  # registered before any sweep can see it
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                start_new_session=True, preexec_fn=supervise.child_preexec())  # fmt: skip
+        try:
+            start = supervise.started(proc.pid, argv[0], tag)
+        except BaseException as exc:
+            failed: BaseException | None = exc
+        else:
+            failed = None
+    if failed is not None:
         kill_group(proc.pid, grace_s=0.0)
         proc.wait()
         supervise.finished(proc.pid)
-        if isinstance(exc, OSError):  # the run's process ledger, not the program
-            raise storage_error(exc) from exc
-        raise
+        if isinstance(failed, OSError):  # the run's process ledger, not the program
+            raise storage_error(failed) from failed
+        raise failed
     return proc, start
 
 

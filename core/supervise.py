@@ -191,13 +191,16 @@ def sweep(tag: str, *, since: int, pgid: int) -> list[str]:
     mine = proc_info(me)
     found: list[str] = []
     killed: list[int] = []
-    for pid in _all_pids():
+    with _STATE.spawn:  # every direct child another thread started is in `live` by now
+        candidates = _all_pids()
+        live = set(_STATE.live)
+    for pid in candidates:
         if pid == me:
             continue
         info = proc_info(pid)
         if info is None or info.start < since or info.state == "Z":
             continue
-        adopted = info.ppid == me and mine is not None and info.pgrp != mine.pgrp and pid not in _STATE.live
+        adopted = info.ppid == me and mine is not None and info.pgrp != mine.pgrp and pid not in live
         if adopted or _tag_of(pid) == tag:
             _kill(pid)
             killed.append(pid)
@@ -271,30 +274,69 @@ def kill_leftovers(ledger: Ledger, owner: str) -> list[str]:
 
 @dataclass
 class _State:
-    owner: str = ""
-    ledger: Ledger | None = None
-    live: dict[int, int] = field(default_factory=dict)  # pid -> pgid of every running program
+    """What this process supervises. Several drivers may share it (a campaign drives one run per
+    thread), so every program belongs to the owner of the thread that started it, and each driver
+    records, sweeps and kills only its own."""
+
+    #: the owner of threads that did not say (one driver alone: its threads are its own)
+    default_owner: str = ""
+    ledgers: dict[str, Ledger] = field(default_factory=dict)  # owner -> its run's ledger
+    live: dict[int, tuple[int, str]] = field(default_factory=dict)  # pid -> (pgid, owner) of running programs
     counter: int = 0
     stopping: int | None = None  # the signal that stopped the driver
+    active: int = 0  # drivers under supervised(); the subreaper stays on until the last one ends
+    reaper_set: bool = False  # whether supervised() turned the subreaper on (and so turns it off)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: held while a program is started and registered, and while a sweep looks for orphans, so a
+    #: sweep never takes another thread's just-started program for an orphan
+    spawn: threading.Lock = field(default_factory=threading.Lock)
 
 
 _STATE = _State()
+_THREAD = threading.local()
+
+
+def current_owner() -> str:
+    """The owner of this thread's programs: set by :func:`supervised` or :func:`owned_by`."""
+    return getattr(_THREAD, "owner", None) or _STATE.default_owner
+
+
+@contextmanager
+def owned_by(owner: str) -> Iterator[None]:
+    """Programs this thread starts belong to ``owner`` (a worker thread of one run)."""
+    previous = getattr(_THREAD, "owner", None)
+    _THREAD.owner = owner
+    try:
+        yield
+    finally:
+        _THREAD.owner = previous
+
+
+@contextmanager
+def spawning() -> Iterator[None]:
+    """Hold while starting a program and calling :func:`started` (see ``_State.spawn``)."""
+    with _STATE.spawn:
+        yield
 
 
 def new_tag() -> str:
     with _STATE.lock:
         _STATE.counter += 1
-        return f"{_STATE.owner or 'dftune'}/{os.getpid()}.{_STATE.counter}"
+        return f"{current_owner() or 'dftune'}/{os.getpid()}.{_STATE.counter}"
+
+
+def _owner_of(tag: str) -> str:
+    return tag.rsplit("/", 1)[0]
 
 
 def started(pid: int, argv0: str, tag: str) -> int:
     """Record a started program (its group is its pid); returns its start tick."""
     info = proc_info(pid)
     start = info.start if info else 0
+    owner = _owner_of(tag)
     with _STATE.lock:
-        _STATE.live[pid] = pid
-        ledger = _STATE.ledger
+        _STATE.live[pid] = (pid, owner)
+        ledger = _STATE.ledgers.get(owner)
     if ledger is not None:
         ledger.add({"pid": pid, "pgid": pid, "start": start, "argv0": argv0, "tag": tag})
     return start
@@ -302,8 +344,8 @@ def started(pid: int, argv0: str, tag: str) -> int:
 
 def finished(pid: int) -> None:
     with _STATE.lock:
-        _STATE.live.pop(pid, None)
-        ledger = _STATE.ledger
+        _pgid, owner = _STATE.live.pop(pid, (0, ""))
+        ledger = _STATE.ledgers.get(owner)
     if ledger is not None:
         ledger.remove(pid)
 
@@ -316,7 +358,7 @@ def check_stopping() -> None:
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     _STATE.stopping = signum
-    for pgid in list(_STATE.live.values()):
+    for pgid, _owner in list(_STATE.live.values()):
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
     raise DriverInterrupted(signum)
@@ -325,26 +367,42 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 @contextmanager
 def supervised(owner: str = "", ledger: Path | None = None) -> Iterator[list[str]]:
     """Drive with dftune as subreaper, programs tagged ``owner`` (and recorded in ``ledger``), and
-    SIGTERM/SIGINT turned into :class:`DriverInterrupted`; yields what :func:`kill_leftovers` found."""
+    SIGTERM/SIGINT turned into :class:`DriverInterrupted`; yields what :func:`kill_leftovers` found.
+
+    Drivers in other threads of this process (a campaign's runs) keep their own programs: this one
+    records, sweeps and, on the way out, kills only what its owner started."""
     book = Ledger(ledger) if ledger is not None else None
     found = kill_leftovers(book, owner) if book is not None else []
-    was_reaper = is_subreaper()
-    if not was_reaper:
-        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    with _STATE.lock:
+        _STATE.active += 1
+        if _STATE.active == 1:
+            _STATE.reaper_set = not is_subreaper() and _prctl(PR_SET_CHILD_SUBREAPER, 1)
+            _STATE.stopping = None
+        if book is not None:
+            _STATE.ledgers[owner] = book
+        previous_default, _STATE.default_owner = _STATE.default_owner, owner
     handlers: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             handlers[sig] = signal.signal(sig, _on_signal)
-    previous = (_STATE.owner, _STATE.ledger)
-    _STATE.owner, _STATE.ledger, _STATE.stopping = owner, book, None
     try:
-        yield found
+        with owned_by(owner):
+            yield found
     finally:
         for signum, old in handlers.items():
             signal.signal(signum, old)
-        for pid, pgid in list(_STATE.live.items()):
+        with _STATE.lock:
+            mine = [(pid, pgid) for pid, (pgid, who) in _STATE.live.items() if who == owner]
+        for pid, pgid in mine:
             _kill(pid, pgid)
-        _STATE.owner, _STATE.ledger = previous
-        _STATE.stopping = None
-        if not was_reaper:
-            _prctl(PR_SET_CHILD_SUBREAPER, 0)
+        with _STATE.lock:
+            if book is not None and _STATE.ledgers.get(owner) is book:
+                del _STATE.ledgers[owner]
+            if _STATE.default_owner == owner:
+                _STATE.default_owner = previous_default
+            _STATE.active -= 1
+            if _STATE.active == 0:
+                _STATE.stopping = None
+                if _STATE.reaper_set:
+                    _prctl(PR_SET_CHILD_SUBREAPER, 0)
+                    _STATE.reaper_set = False

@@ -150,3 +150,39 @@ def test_leftovers_skip_a_recycled_pid(tmp_path: Path) -> None:
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_drivers_in_two_threads_keep_their_own_programs(tmp_path: Path) -> None:
+    """A campaign drives one run per thread: one run's many short programs (each followed by a
+    sweep for orphans) and its end never kill the other run's program, and each ledger holds only
+    its own run's groups."""
+    import threading
+
+    results: dict[str, object] = {}
+    long_started = threading.Event()
+
+    def long_run() -> None:
+        with supervise.supervised("run-a", tmp_path / "a.json"):
+            long_started.set()
+            results["a"] = run_process([sys.executable, "-c", "import time; time.sleep(3)"], cwd=tmp_path,
+                                       env=ENV, timeout_s=30, log_dir=tmp_path / "a", label="long")  # fmt: skip
+
+    def short_runs() -> None:
+        long_started.wait(10)
+        with supervise.supervised("run-b", tmp_path / "b.json"):
+            for i in range(20):  # each ends with a sweep that looks for orphans of this process
+                run_process([sys.executable, "-c", "pass"], cwd=tmp_path, env=ENV, timeout_s=30,
+                            log_dir=tmp_path / "b", label=f"short{i}")  # fmt: skip
+            seen = json.loads((tmp_path / "a.json").read_text()) if (tmp_path / "a.json").exists() else []
+            results["a_ledger_during_b"] = seen
+        # run-b ended (its supervision exited) while run-a's program still runs
+
+    threads = [threading.Thread(target=long_run), threading.Thread(target=short_runs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    a = results["a"]
+    assert a.status == "ok", a  # type: ignore[attr-defined]
+    assert all("long" in str(e.get("argv0", "")) or e.get("tag", "").startswith("run-a/")
+               for e in results["a_ledger_during_b"])  # type: ignore[union-attr]  # fmt: skip

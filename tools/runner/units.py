@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 
 from dftune.core.errors import DftuneError
 from dftune.core.fsio import atomic_write_bytes
+from dftune.core.supervise import owned_by
 from dftune.tools.runner.bench import BenchError, BenchResult, bench, summary_stats
 from dftune.tools.runner.deadline import Deadline
 from dftune.tools.runner.pool import SlotPool
@@ -205,7 +206,8 @@ class BaselineUnits:
             self._running.add(i)
         start = time.monotonic()
         try:
-            res = bench(spec, replicates=1, first_index=i, trace=self.traced, workdir=self.workdir)
+            with owned_by(self.lane):  # a campaign member's unit: its run sweeps and kills it, no other
+                res = bench(spec, replicates=1, first_index=i, trace=self.traced, workdir=self.workdir)
         finally:
             with self._cond:
                 self._running.discard(i)
