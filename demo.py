@@ -47,8 +47,11 @@ def main() -> int:
         console.print(
             text("HTML report (plots embedded): ") + text(paths.get("html"), "bold"), soft_wrap=True
         )
-    console.print(f"\nEvery saved graph state: [bold]dftune history {result['run_id']}[/bold]; "
-                  f"the knowledge base: [bold]dftune kb lookup --json[/bold]")  # fmt: skip
+    # each command on a line of its own, never folded: it is meant to be copied
+    console.print(text("\nEvery saved graph state:"))
+    console.print(text(f"  dftune history {result['run_id']}", "bold"), soft_wrap=True)
+    console.print(text("The knowledge base:"))
+    console.print(text("  dftune kb lookup --json", "bold"), soft_wrap=True)
     return 0 if result["status"] == "completed" else 1
 
 
