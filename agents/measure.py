@@ -3,9 +3,9 @@
 The diagnoser measures the baseline with :func:`measure`; the verifier measures each experiment
 against a fresh run of the incumbent with :func:`measure_paired` (the two arms interleaved in one
 sitting), so the two arms of a comparison always have the same replicates, tracing, cache policy
-and conditions. The first successful replicate's
-trace is analyzed and saved next to the bench as ``analysis.json``: the no-doing-less guard
-compares those, and the KB record is built from them.
+and conditions. The fullest successful replicate trace (:func:`fullest_trace`: a tracer may lose
+a thread's last events in one replicate) is analyzed and saved next to the bench as
+``analysis.json``: the no-doing-less guard compares those, and the KB record is built from them.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 
 from dftune.agents.context import Context
 from dftune.agents.state import Coverage, Measurement
-from dftune.tools.runner.bench import BenchResult, bench
+from dftune.tools.runner.bench import BenchResult, Replicate, bench
 from dftune.tools.runner.paired import ArmPlan, PairedResult, paired_bench
 from dftune.tools.runner.spec import WorkloadSpec
-from dftune.tools.trace import Analysis, analyze
+from dftune.tools.trace import Analysis, TraceError, analyze
 
 ANALYSIS_FILE = "analysis.json"
 BENCH_FILE = "bench.json"
@@ -94,14 +94,10 @@ def _summarize(
     (workdir / BENCH_FILE).write_text(json.dumps(result.to_json_dict(), indent=1), encoding="utf-8")
     analysis: Analysis | None = None
     analysis_path: Path | None = None
-    if reuse_analysis and (workdir / ANALYSIS_FILE).is_file():  # the first replicate's analysis stands
+    if reuse_analysis and (workdir / ANALYSIS_FILE).is_file():  # the arm's analysis stands
         analysis_path = workdir / ANALYSIS_FILE
         analysis = Analysis.model_validate_json(analysis_path.read_bytes())
-    first_ok = (
-        None
-        if analysis is not None
-        else next((r for r in result.replicates if r.status == "ok" and r.trace_dir), None)
-    )
+    first_ok, trace_notes = (None, []) if analysis is not None or not traced else fullest_trace(result)
     if traced and first_ok is not None and first_ok.trace_dir:
         # the application's I/O: helper processes (a pyenv shim's bash, a launch script) left out
         analysis = analyze([first_ok.trace_dir], views=list(views), profile=True, exclude_helpers=True)
@@ -115,9 +111,41 @@ def _summarize(
         analysis_path=str(analysis_path) if analysis_path else None,
         io_bandwidth=io_bandwidth(analysis), io_time_s=analysis.io_time_s if analysis else None,
         unoverlapped_io_fraction=analysis.unoverlapped_io_fraction if analysis else None,
-        work=work, notes=[*result.notes, *work_notes], stopped_reason=result.stopped_reason,
+        work=work, notes=[*result.notes, *work_notes, *trace_notes], stopped_reason=result.stopped_reason,
     )  # fmt: skip
     return m, analysis, result
+
+
+#: relative difference of I/O bytes between replicate traces that is worth a note
+TRACE_AGREEMENT = 0.001
+#: replicate traces compared before one is analyzed in full (tuning traces are small)
+MAX_TRACES_COMPARED = 5
+
+
+def fullest_trace(result: BenchResult) -> tuple[Replicate | None, list[str]]:
+    """The successful replicate whose trace holds the most I/O (bytes, then calls), and a note when
+    the traces disagree. A tracer that lost a thread's last events in one replicate must not make
+    the program look as if it did less: one that really does less does so in every replicate."""
+    oks = [r for r in result.replicates if r.status == "ok" and r.trace_dir][:MAX_TRACES_COMPARED]
+    if len(oks) <= 1:
+        return (oks[0] if oks else None), []
+    work: dict[int, tuple[int, int]] = {}
+    for r in oks:
+        try:
+            a = analyze([r.trace_dir], exclude_helpers=True)  # type: ignore[list-item]
+        except TraceError:
+            continue
+        work[r.index] = ((a.read.bytes or 0) + (a.write.bytes or 0), a.read.count + a.write.count)
+    if not work:
+        return oks[0], []
+    best = max(oks, key=lambda r: work.get(r.index, (-1, -1)))
+    low = min(work, key=work.__getitem__)
+    top = work[best.index][0]
+    notes = []
+    if top and (top - work[low][0]) / top > TRACE_AGREEMENT:
+        notes.append(f"replicate traces disagree: r{low} holds {100 * (top - work[low][0]) / top:.1f}% fewer "
+                     f"I/O bytes than r{best.index} (events the tracer lost?); r{best.index} is analyzed")  # fmt: skip
+    return best, notes
 
 
 def replicate_work(result: BenchResult) -> tuple[dict[str, float], list[str]]:

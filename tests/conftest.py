@@ -12,8 +12,10 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -351,3 +353,23 @@ def wait_for_traced(jobs: list[tuple[str, Path, subprocess.Popen[str]]], timeout
     if failures:
         pytest.fail("running programs under dftracer failed:\n" + "\n".join(failures))
     return out
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """``api(provider, script, **kw)``: a strict local API server (tests/fakes/llm_api.py) that
+    dftune is pointed at through the environment; stopped (and its rules checked) after the test."""
+    from tests.fakes.llm_api import SERVERS
+
+    servers: list[Any] = []
+
+    def start(provider: str, script: list[Any], **kw: Any) -> Any:
+        server = SERVERS[provider](script, **kw).__enter__()
+        servers.append(server)
+        for k, v in server.env().items():
+            monkeypatch.setenv(k, v)
+        return server
+
+    yield start
+    for s in servers:
+        s.__exit__(None, None, None)

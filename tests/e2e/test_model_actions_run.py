@@ -13,7 +13,6 @@ from __future__ import annotations
 import difflib
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from dftune.agents.optimizer.plan import slug
 from dftune.agents.state import LLMSettings
 from dftune.graphs.runs import load_state, start_run
 from dftune.tools.session.workspace import Workspace
-from tests.fakes.llm_api import MODELS, SERVERS, Reply, by_tool, tool_call
+from tests.fakes.llm_api import MODELS, Reply, by_tool, tool_call
 from tests.graph.test_model_actions import _estimates, _ids, _prompt
 
 pytestmark = pytest.mark.e2e
@@ -69,22 +68,6 @@ def workload(tmp_path: Path) -> Path:
     return toml
 
 
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    started: list[Any] = []
-
-    def start(provider: str, script: list[Reply]) -> Any:
-        s = SERVERS[provider](script).__enter__()
-        started.append(s)
-        for k, v in s.env().items():
-            monkeypatch.setenv(k, v)
-        return s
-
-    yield start
-    for s in started:
-        s.__exit__(None, None, None)
-
-
 def _l2(body_text: str) -> Reply:
     """The first offered L2 strategy, each parameter at its first declared value (or its minimum)."""
     part = _prompt(body_text).split("(their parameters, and the variables they set):\n", 1)[1]
@@ -119,14 +102,14 @@ def _choice(order: list[str]) -> Any:
 
 @pytest.mark.parametrize("provider", ["anthropic"])
 def test_a_model_driven_run_of_a_bundled_workload_takes_new_actions_under_the_guards(
-    provider: str, workload: Path, server: Any
+    provider: str, workload: Path, api: Any
 ) -> None:
     source = (workload.parent / "reader.py").read_text()
     win, less = _diff(source, *OVERLAP), _diff(source, *HALF)
     win_id, less_id = _draft_id(win), _draft_id(less)
     explain = tool_call("Explanation", {"text": "Measured against the incumbent in the same sitting."})
     go_on = tool_call("Pace", {"action": "continue", "replicates": None, "reason": "more to try"})
-    server(provider, [by_tool({
+    api(provider, [by_tool({
         "KnobValues": [tool_call("KnobValues", {"values": [{"knob": "WORKERS", "value": 8, "reason": "8 readers"}]})],
         "L2Settings": [_l2],
         "PatchDrafts": [_drafts(win, less)],

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from dftune.core.home import dftune_home
 from dftune.graphs.runs import RunError, approve_run, history, resume_run, start_run
 from dftune.tools.report.writer import write_reports
 from dftune.tools.session.workspace import Workspace
-from tests.fakes.llm_api import KEY, MODELS, SERVERS, hang, http_error, text, tool_call
+from tests.fakes.llm_api import KEY, MODELS, hang, http_error, text, tool_call
 from tests.graph.conftest import TOY
 
 #: the three judgments only (the model's actions are scripted in test_model_actions.py)
@@ -40,23 +39,6 @@ def _state(run_id: str) -> Any:
         return _as_state(snap.values)
     finally:
         saver.conn.close()
-
-
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """``api(provider, script)``: a local server dftune is pointed at (stopped after the test)."""
-    servers: list[Any] = []
-
-    def start(provider: str, script: list[Any], **kw: Any) -> Any:
-        server = SERVERS[provider](script, **kw).__enter__()
-        servers.append(server)
-        for k, v in server.env().items():
-            monkeypatch.setenv(k, v)
-        return server
-
-    yield start
-    for s in servers:
-        s.__exit__(None, None, None)
 
 
 def _competent(summary: str) -> list[Any]:

@@ -9,7 +9,6 @@ a model that answers garbage leaves the run to the rules, and the decisions say 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ import pytest
 from dftune.agents.state import LLMSettings
 from dftune.graphs.runs import start_run
 from dftune.tools.session.workspace import Workspace
-from tests.fakes.llm_api import MODELS, SERVERS, Reply, by_tool, text, tool_call
+from tests.fakes.llm_api import MODELS, Reply, by_tool, text, tool_call
 from tests.graph.test_llm_runs import _state
 from tests.unit.test_model_actions import RANGED
 
@@ -48,22 +47,6 @@ def _choice(body_text: str) -> Reply:
     ids = _ids(body_text, "(choose one id):\n", "\u0000")
     pick = next((i for i in ("WORKERS=8", L2_ID) if i in ids), ids[0])
     return tool_call("Choice", {"proposal_id": pick, "reason": "the model's plan"})
-
-
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    servers: list[Any] = []
-
-    def start(provider: str, script: list[Any]) -> Any:
-        server = SERVERS[provider](script).__enter__()
-        servers.append(server)
-        for k, v in server.env().items():
-            monkeypatch.setenv(k, v)
-        return server
-
-    yield start
-    for s in servers:
-        s.__exit__(None, None, None)
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
