@@ -160,46 +160,39 @@ def _ids(ps: list[Proposal]) -> str:
     return ", ".join(p.id for p in ps) or "none"
 
 
+def _proposing(name: str, schema: type[Any], items: str, what: str, build: Callable[[Any], Proposal],
+               facts: Facts, **shown: Any) -> Question[list[Proposal]]:  # fmt: skip
+    """A question whose answer is new proposals (``schema.<items>``, each built and checked by
+    ``build``); the rules propose none. ``shown`` fills the prompt (JSON unless already text)."""
+
+    def accept(ans: Any) -> Accepted[list[Proposal]]:
+        return Accepted(_built(getattr(ans, items), build, what))
+
+    fields = {k: v if isinstance(v, str) else json.dumps(v, indent=1) for k, v in shown.items()}
+    prompt = load_prompt("optimizer", name).format(facts=facts_json(facts), **fields)
+    return Question(name, schema, prompt, lambda: [], accept, brief=_ids)
+
+
 def knob_value_question(
     knobs: list[dict[str, Any]], build: Callable[[KnobProposal], Proposal], facts: Facts
 ) -> Question[list[Proposal]]:
     """New values of ranged knobs (inside the declared range, not in the value list). Rules: none."""
-
-    def accept(ans: KnobValues) -> Accepted[list[Proposal]]:
-        return Accepted(_built(ans.values, build, "value"))
-
-    prompt = load_prompt("optimizer", "knob_values").format(
-        facts=facts_json(facts), knobs=json.dumps(knobs, indent=1)
-    )
-    return Question("knob_values", KnobValues, prompt, lambda: [], accept, brief=_ids)
+    return _proposing("knob_values", KnobValues, "values", "value", build, facts, knobs=knobs)
 
 
 def l2_question(
     strategies: list[dict[str, Any]], build: Callable[[L2Setting], Proposal], facts: Facts
 ) -> Question[list[Proposal]]:
     """Catalog L2 settings with values the catalog declares. Rules: none (the plan has the catalog's own)."""
-
-    def accept(ans: L2Settings) -> Accepted[list[Proposal]]:
-        return Accepted(_built(ans.settings, build, "setting"))
-
-    prompt = load_prompt("optimizer", "l2_settings").format(
-        facts=facts_json(facts), strategies=json.dumps(strategies, indent=1)
-    )
-    return Question("l2_settings", L2Settings, prompt, lambda: [], accept, brief=_ids)
+    return _proposing("l2_settings", L2Settings, "settings", "setting", build, facts, strategies=strategies)
 
 
 def draft_question(
     recommendations: list[dict[str, Any]], source: str, build: Callable[[PatchDraft], Proposal], facts: Facts
 ) -> Question[list[Proposal]]:
     """Source patches for manual recommendations, each applying cleanly. Rules: none (the rules write no code)."""
-
-    def accept(ans: PatchDrafts) -> Accepted[list[Proposal]]:
-        return Accepted(_built(ans.patches, build, "patch"))
-
-    prompt = load_prompt("optimizer", "draft_patch").format(
-        facts=facts_json(facts), recommendations=json.dumps(recommendations, indent=1), source=source
-    )
-    return Question("draft_patch", PatchDrafts, prompt, lambda: [], accept, brief=_ids)
+    return _proposing("draft_patch", PatchDrafts, "patches", "patch", build, facts,
+                      recommendations=recommendations, source=source)  # fmt: skip
 
 
 def pace_question(facts: Facts, replicates: int, most: int) -> Question[Pace]:
