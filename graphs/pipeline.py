@@ -79,3 +79,7 @@ def build() -> StateGraph[TuningState, Context, TuningState, TuningState]:
 
 builder = build()
 graph = builder.compile()
+
+
+if __name__ == "__main__":  # the drawing docs/architecture.md carries (tests/unit/test_docs.py)
+    print(graph.get_graph().draw_mermaid(), end="")

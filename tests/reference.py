@@ -30,7 +30,7 @@ Semantics implemented (DESIGN.md, plus the task brief where DESIGN is silent):
   ``args.offset``. consecutive: start == previous access end; sequential: start >= it;
   random: start < it. Accesses with no previous access or an unknown start are
   unclassified; percentages are shares of classified accesses.
-* Processes (README "Helper processes and runs"): per (host key, pid) its complete events,
+* Processes (docs/analyze.md "Helper processes and runs"): per (host key, pid) its complete events,
   lifetime (first ts to last ts + dur), bytes its complete reads/writes moved, I/O calls, I/O
   wall time (union of its I/O call intervals), rank (``args.rank`` or ``-<r>-of-<n>`` in the
   file name) and command (the SH name of its ``start`` event's ``cmd_hash``, any file). A
@@ -39,7 +39,7 @@ Semantics implemented (DESIGN.md, plus the task brief where DESIGN is silent):
   interpreter running a listed script), or has <= 32 events, or lived <= 10% of the longest
   busy process.  ``io_fraction_of_job`` = I/O wall of the others / their summed lifetimes.
   The traces given are taken as one run (the engine's ``merge_runs``).
-* Time view (README "What each number means", time windows): window width ``2**shift`` us for
+* Time view (docs/analyze.md "What each number means", time windows): window width ``2**shift`` us for
   the least ``shift`` at which [first ts, last ts + dur) of the job meets at most ``windows``
   windows aligned on multiples of the width (absolute time); each I/O call counts in the
   window holding its ts; windows are reported clipped to the job, relative to its first ts.

@@ -96,7 +96,7 @@ def process_series(trace_files: list[str], *, windows: int = TIME_WINDOWS) -> tu
     for series, origin, rows, window_s in raw:
         series.width_s = window_s
         for r in rows:
-            # the first and last windows are clipped to the process's span (README: time view)
+            # the first and last windows are clipped to the process's span (docs/analyze.md: time view)
             width = float(r["end_s"]) - float(r["start_s"])
             moved = (r.get("read_bytes") or 0) + (r.get("write_bytes") or 0)
             series.starts.append(origin - t0 + float(r["start_s"]))

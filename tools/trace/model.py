@@ -33,7 +33,7 @@ class FamilyStats(_Model):
     #: small (< 1 MiB) operations among the sized ones, and their time
     small: int = 0
     small_time_s: float = 0.0
-    #: access-pattern counts (read/write only; see README "What each number means")
+    #: access-pattern counts (read/write only; see docs/analyze.md "What each number means")
     consecutive: int = 0
     sequential: int = 0
     random: int = 0
@@ -121,7 +121,7 @@ class HelperProcess(_Model):
 
 
 class RunInfo(_Model):
-    """One run of the traces: processes alive together (see README, "What each number means")."""
+    """One run of the traces: processes alive together (see docs/analyze.md, "What each number means")."""
 
     index: int
     runs: int

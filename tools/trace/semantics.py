@@ -1,7 +1,7 @@
 """The I/O semantics every dftune number rests on (DESIGN.md, "I/O semantics").
 
 Kept as plain data so the SQL that implements them is generated from one place and the
-README can quote them.  Changing anything here changes what users' numbers mean.
+docs/analyze.md can quote them.  Changing anything here changes what users' numbers mean.
 """
 
 from __future__ import annotations

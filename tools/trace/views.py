@@ -4,7 +4,7 @@ Each view is a list of plain rows (JSON-ready), merged exactly from the per-file
 The time view needs no second pass: each file bins its I/O calls on the absolute
 power-of-two grid (``ts >> shift``, the least shift at which its calls span fewer than
 :func:`fine_bins` bins), and the windows are one coarser step of the same grid, chosen here
-once the job's start and end are known (see the README, "What each number means").
+once the job's start and end are known (see docs/analyze.md, "What each number means").
 """
 
 from __future__ import annotations

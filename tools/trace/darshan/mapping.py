@@ -4,7 +4,7 @@ The families count the POSIX and STDIO records, the interfaces the trace reader 
 dftracer trace; MPI-IO, HDF5 and PnetCDF sit above them (their calls end in POSIX) and are
 reported as layers, never added twice.  Every number is a vectorized reduction over the
 record columns of :mod:`job`; where DXT traced every read and write, the position, size and
-per-rank numbers come from DXT instead and are exact (README: "Darshan logs").
+per-rank numbers come from DXT instead and are exact (docs/darshan.md).
 """
 
 from __future__ import annotations
