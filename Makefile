@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint typecheck bench clean venv
+.PHONY: demo test test-e2e test-all lint typecheck bench bench-suite clean venv
 
 venv: $(STAMP)
 
@@ -22,7 +22,16 @@ $(STAMP): pyproject.toml setup.py tools/trace/_fastscan.c
 demo: $(STAMP)
 	$(BIN)/python -m dftune.demo
 
+# The fast tiers: unit (pure functions, the CLI through typer's runner) and graph (fake model,
+# fresh checkpointer). The end-to-end tier (real dftracer, real programs, Slurm, Dask, MPI,
+# Chromium) is `make test-e2e`; `make test-all` runs every tier.
 test: $(STAMP)
+	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_ARGS)
+
+test-e2e: $(STAMP)
+	$(BIN)/python -m pytest -m e2e $(PYTEST_ARGS)
+
+test-all: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -37,6 +46,10 @@ typecheck: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_analyze.py
+
+# How long each test tier takes here, and its slowest tests (benchmarks/README.md)
+bench-suite: $(STAMP)
+	$(BIN)/python benchmarks/bench_suite.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

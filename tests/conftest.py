@@ -373,3 +373,13 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     yield start
     for s in servers:
         s.__exit__(None, None, None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test's tier is where it lives: everything under tests/e2e is ``e2e`` (real dftracer, real
+    programs and services), so `make test` (``-m "not e2e"``) never runs one by accident, even
+    when a new e2e file forgets its ``pytestmark``."""
+    e2e = REPO / "tests" / "e2e"
+    for item in items:
+        if e2e in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.e2e)

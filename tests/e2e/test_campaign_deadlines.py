@@ -3,7 +3,9 @@ starts that cannot finish, the reports state the coverage, and a resumed campaig
 
 The toy workloads run for real (tracing off, so the tests stay quick): ``fast`` has a winning knob,
 ``broken`` fails every replicate, ``slow`` takes 6.4 s a replicate, ``deadline`` offers three
-experiments that each cost as much as its baseline (about 5 s).
+experiments that each cost as much as its baseline (about 5 s). They wait on real programs against
+the wall clock, so they live in the end-to-end tier; the deadline arithmetic itself is tested with
+an injected clock in tests/unit/test_deadline_clock.py.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dftune.graphs.runs import start_run
 from dftune.tools.runner.deadline import Deadline
 from dftune.tools.session.workspace import Workspace
 
-HERE = Path(__file__).parent / "campaign"
+HERE = Path(__file__).parent.parent / "graph" / "campaign"
 
 
 def _member(result: dict, workload: str) -> dict:
