@@ -290,12 +290,10 @@ def test_an_unusable_model_is_refused_before_anything_runs(
 
 
 def test_the_cli_prints_one_line_for_a_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    import subprocess
-    import sys
+    from tests.cli_inproc import dftune
 
-    env = {k: v for k, v in __import__("os").environ.items() if k != "OPENAI_API_KEY"}
-    proc = subprocess.run([sys.executable, "-m", "dftune.cli", "run", str(TOY), "--model", "openai:gpt-test"],
-                          capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    proc = dftune("run", str(TOY), "--model", "openai:gpt-test")
     assert proc.returncode == 2 and proc.stdout == ""
     assert re.fullmatch(r"[^\n]*OPENAI_API_KEY is not set[^\n]*\n", proc.stderr), proc.stderr
 

@@ -1,14 +1,14 @@
-"""The `dftune analyze` command line honours the interface contract (DESIGN.md)."""
+"""The `dftune analyze` command line honours the interface contract (JSON keys, one-line errors, exit codes)."""
 
 from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli_inproc import dftune
 
 FH = '{"name":"FH","cat":"dftracer","type":1,"pid":7,"tid":7,"ph":4,"args":{"hhash":"aa","name":"/data/x","value":"bb"}}'
 HH = '{"name":"HH","cat":"dftracer","type":1,"pid":7,"tid":7,"ph":4,"args":{"hhash":"aa","name":"node1","value":"aa"}}'
@@ -32,9 +32,6 @@ def trace_dir(tmp_path: Path) -> Path:
     return d
 
 
-def dftune(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dftune.cli", *args], capture_output=True, text=True, timeout=120,
-                          check=False)  # fmt: skip
 
 
 def test_json_is_one_document_with_the_contract_keys(trace_dir: Path) -> None:

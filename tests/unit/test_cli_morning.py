@@ -16,13 +16,13 @@ from dftune.tools.report.compare import row
 from dftune.tools.report.console import compare_change
 from dftune.tools.runner.bench import find_mpirun
 from dftune.tools.runner.deadline import BudgetError, Deadline, parse_deadline, parse_duration, resolve
+from tests.cli_inproc import dftune as run_cli
 
 CAMPAIGN = Path(__file__).resolve().parents[1] / "graph" / "campaign"
 
 
 def dftune(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dftune.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, check=False, env={**__import__("os").environ, "COLUMNS": "80"})  # fmt: skip
+    return run_cli(*args, env={"COLUMNS": "80"})
 
 
 def test_bench_prints_why_each_replicate_failed_and_fails_when_none_succeeded() -> None:

@@ -5,22 +5,18 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dftune.tools.trace import TraceError, analyze
 from dftune.tools.trace.darshan.detect import is_darshan_log
+from tests.cli_inproc import dftune
 from tests.darshan_logs import collection, shipped, shipped_logs
 
 GOOD = shipped("ior_hdf5_example.darshan")
 
 
-def dftune(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dftune.cli", *args], capture_output=True, text=True, timeout=300,
-                          check=False, cwd=cwd)  # fmt: skip
 
 
 def test_logs_are_recognised_by_content_not_name(tmp_path: Path) -> None:

@@ -127,12 +127,10 @@ def test_analyze_of_a_trace_with_hostile_file_names(tmp_path: Path) -> None:
 
 
 def test_error_lines_carry_no_escape_sequence(tmp_path: Path) -> None:
-    import subprocess
-    import sys
+    from tests.cli_inproc import dftune
 
     bad = tmp_path / f"missing{ANSI}{TITLE}"
-    res = subprocess.run([sys.executable, "-m", "dftune.cli", "analyze", str(bad)], capture_output=True,
-                         text=True, timeout=120, check=False)  # fmt: skip
+    res = dftune("analyze", str(bad))
     assert res.returncode == 2
     assert "\x1b" not in res.stderr and "\x07" not in res.stderr
     assert "\\x1b[31mRED" in res.stderr and len(res.stderr.strip().splitlines()) == 1

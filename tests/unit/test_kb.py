@@ -375,20 +375,15 @@ def test_render_of_an_empty_kb(tmp_path: Path) -> None:
 
 def test_kb_cli_lookup_and_render(tmp_path: Path) -> None:
     """`dftune kb lookup --json` finds what opt_kb_record stored; `kb render` writes the skill file."""
-    import os
-    import subprocess
-    import sys
+    from tests.cli_inproc import dftune
 
     stored = opt_kb_record(rec(before=10.0, after=8.0, comparison=compare(BASE, scaled(0.8))))
-    env = {**os.environ}
-    run = subprocess.run([sys.executable, "-m", "dftune.cli", "kb", "lookup", "--workload", "reader", "--json"],
-                         capture_output=True, text=True, timeout=120, check=False, env=env)  # fmt: skip
+    run = dftune("kb", "lookup", "--workload", "reader", "--json")
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
     assert [r["id"] for r in doc["workload_findings"]] == [stored.id]
     assert doc["workload_findings"][0]["verdict"] == "win"
     out = tmp_path / "kb.md"
-    render = subprocess.run([sys.executable, "-m", "dftune.cli", "kb", "render", "--path", str(out), "--json"],
-                            capture_output=True, text=True, timeout=120, check=False, env=env)  # fmt: skip
+    render = dftune("kb", "render", "--path", str(out), "--json")
     assert render.returncode == 0, render.stderr
     assert json.loads(render.stdout)["path"] == str(out) and "l1.dataloader_workers" in out.read_text()

@@ -6,8 +6,6 @@ import base64
 import gzip
 import json
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -37,6 +35,7 @@ from dftune.tools.report.writer import ReportError, write_reports
 from dftune.tools.runner.stats import compare as compare_arms
 from dftune.tools.session.workspace import Workspace
 from dftune.tools.trace import analyze
+from tests.cli_inproc import dftune
 
 TOY = Path(__file__).resolve().parents[1] / "graph" / "toy" / "workload.toml"
 HOSTILE = '<script>alert("pwned")</script>'
@@ -251,8 +250,7 @@ def test_write_reports_and_cli(run_dir: Path) -> None:
     make_report(run_dir)
     paths = write_reports(run_dir.name, html=True)
     assert Path(paths["html"]).read_text().startswith("<!DOCTYPE html>")
-    out = subprocess.run([sys.executable, "-m", "dftune.cli", "report", run_dir.name, "--html", "--json"],
-                         capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    out = dftune("report", run_dir.name, "--html", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == {
         "schema": "dftune.report/1",
@@ -270,8 +268,7 @@ def test_report_of_an_unfinished_run_says_how_to_continue() -> None:
     ws.set_status(rid, "awaiting_approval")
     with pytest.raises(ReportError, match=f"dftune approve {rid}"):
         write_reports(rid)
-    out = subprocess.run([sys.executable, "-m", "dftune.cli", "report", "no-such-run"], capture_output=True,
-                         text=True, timeout=120, check=False)  # fmt: skip
+    out = dftune("report", "no-such-run")
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "no run 'no-such-run'" in out.stderr
 
 
@@ -315,8 +312,7 @@ def test_compare_two_runs_and_refuse_mixes(run_dir: Path, tmp_path: Path) -> Non
         compare(run_dir.name, str(tmp_path))
     with pytest.raises(CompareError, match="neither a trace"):
         compare("no-such-run", "no-such-run-either")
-    res = subprocess.run([sys.executable, "-m", "dftune.cli", "compare", run_dir.name, other.name],
-                         capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    res = dftune("compare", run_dir.name, other.name)
     assert res.returncode == 0, res.stderr
     assert "Outcome" in res.stdout and "WORKERS=4 $x$" in res.stdout
 
