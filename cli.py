@@ -7,12 +7,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from dftune.agents.state import RunSettings
 
 app = typer.Typer(
     name="dftune",
@@ -412,6 +415,7 @@ def run(
     One spec is one run; several specs (or a campaign TOML) are one campaign under one deadline."""
     from dftune.agents.reasoner import llm_settings
     from dftune.graphs.campaign import CampaignFile, is_campaign_file, load_campaign_file, start_campaign
+    from dftune.graphs.runs import run_settings_of
     from dftune.tools.runner.deadline import resolve
 
     with user_errors():
@@ -422,25 +426,17 @@ def run(
             file, specs = load_campaign_file(specs[0])
         budget_text = time_budget or (file.time_budget if file and not deadline else None)
         until = resolve(budget_text, deadline or (file.deadline if file and not time_budget else None))
-        settings: dict[str, Any] = {
-            "mode": mode or (file.mode if file else "autonomous"),
-            "max_experiments": max_experiments
-            if max_experiments is not None
-            else (file.max_experiments if file else 6),
-            "model": model or (file.model if file else "rules"),
-            "replicates": replicates if replicates is not None else (file.replicates if file else None),
-            "token_budget": token_budget
-            if token_budget is not None
-            else (file.token_budget if file else 200_000),
-            "allow_install": allow_install,
-            "retry_known": retry_known,
-            "llm": llm,
-        }
+        # the command line wins over the campaign file, which wins over RunSettings' defaults
+        cli_settings = {"mode": mode, "max_experiments": max_experiments, "model": model, "replicates": replicates,
+                        "token_budget": token_budget, "allow_install": allow_install or None,
+                        "retry_known": retry_known or None, "llm": llm}  # fmt: skip
+        settings = run_settings_of(file, {k: v for k, v in cli_settings.items() if v is not None})
         if file is None and len(specs) == 1:
             result = _single_run(specs[0], settings, run_id, until, as_json)
         else:
             result = start_campaign(specs, deadline=until, budget_text=budget_text or "", campaign_id=run_id,
-                                    name=file.name if file else "campaign", progress=_progress(as_json), **settings)  # fmt: skip
+                                    name=file.name if file else "campaign", progress=_progress(as_json),
+                                    settings=settings)  # fmt: skip
     if "campaign_id" in result:
         _show_campaign(result, as_json)
         if all(m["status"] == "failed" for m in result["members"]):
@@ -451,7 +447,7 @@ def run(
         raise typer.Exit(EXIT_RUN_FAILED)
 
 
-def _single_run(spec: Path, settings: dict[str, Any], run_id: str | None, until: float | None,
+def _single_run(spec: Path, settings: RunSettings, run_id: str | None, until: float | None,
                 as_json: bool) -> dict[str, Any]:  # fmt: skip
     from dftune.agents.budget import Budget
     from dftune.graphs.campaign import RUN_RESERVE_S
@@ -459,7 +455,7 @@ def _single_run(spec: Path, settings: dict[str, Any], run_id: str | None, until:
     from dftune.tools.runner.deadline import Deadline
 
     budget = Budget(deadline=Deadline(until, reserve_s=RUN_RESERVE_S)) if until is not None else None
-    return start_run(spec, run_id=run_id, progress=_progress(as_json), budget=budget, **settings)
+    return start_run(spec, settings=settings, run_id=run_id, progress=_progress(as_json), budget=budget)
 
 
 def _show_campaign(result: dict[str, Any], as_json: bool) -> None:

@@ -283,6 +283,56 @@ class LLMSettings(_Model):
         return value
 
 
+
+class RunSettings(_Model):
+    """How one run is driven: the one place a run setting is declared, defaulted and validated.
+
+    The command line, a campaign file, a campaign's members, ``graphs.runs.start_run``, the
+    state's inputs and ``dftune replay --set`` all read these fields; ``layered`` applies the
+    precedence (command line, then file, then these defaults) in one place."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    #: autonomous (overnight: no-sudo L1/L2 changes approved by policy) or interactive
+    mode: Mode = "autonomous"
+    #: experiments per workload
+    max_experiments: int = Field(default=6, ge=0)
+    #: replicates per arm (None: the spec's)
+    replicates: int | None = Field(default=None, ge=1)
+    #: ``rules`` (offline, deterministic) or ``PROVIDER:MODEL``
+    model: str = "rules"
+    #: tokens the chat model may spend in the run before the rules decide (the cost budget)
+    token_budget: int = Field(default=200_000, ge=0)
+    #: the installer may pip-install dftracer when it is missing
+    allow_install: bool = False
+    #: measure again what the knowledge base already measured here without a gain
+    retry_known: bool = False
+    #: the chat model's timeouts, retries and per-decision deadline (unused with ``rules``)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+
+    @classmethod
+    def layered(cls, *layers: BaseModel | dict[str, Any] | None) -> RunSettings:
+        """The settings from ``layers``, first one wins per field (a None value or a missing field
+        falls through to the next layer, then to the default): ``layered(cli, file)``."""
+        names = cls.model_fields
+        merged: dict[str, Any] = {}
+        for layer in reversed(layers):
+            if layer is None:
+                continue
+            values = layer.model_dump(exclude_unset=True) if isinstance(layer, BaseModel) else layer
+            merged.update({k: v for k, v in values.items() if k in names and v is not None})
+        return cls.model_validate(merged)
+
+    @classmethod
+    def check(cls, values: dict[str, Any]) -> None:
+        """Refuse keys that are not run settings (a typo must not vanish into a default)."""
+        unknown = sorted(set(values) - set(cls.model_fields))
+        if unknown:
+            raise ValueError(f"not a run setting: {', '.join(unknown)}")
+
+
+#: Every run setting at its default: the state's inputs take their defaults from here.
+DEFAULT_SETTINGS = RunSettings()
+
 class Decision(_Model):
     """Who made one judgment and what it cost: the run's record of the model and its fallbacks."""
 
@@ -373,21 +423,19 @@ class TuningState:
     # ----- inputs (set at start; ``dftune replay --set`` may change the scalar ones)
     run_id: str
     spec_path: str
-    mode: Mode = "autonomous"
-    max_experiments: int = 6
-    replicates: int | None = None
-    model: str = "rules"
-    #: tokens the chat model may spend in this run before the rules decide (the cost budget)
-    token_budget: int = 200_000
-    #: timeouts, retries and the per-decision deadline of the chat model (unused with ``rules``)
+    # (the run settings: declared, defaulted and validated once, in RunSettings)
+    mode: Mode = DEFAULT_SETTINGS.mode
+    max_experiments: int = DEFAULT_SETTINGS.max_experiments
+    replicates: int | None = DEFAULT_SETTINGS.replicates
+    model: str = DEFAULT_SETTINGS.model
+    token_budget: int = DEFAULT_SETTINGS.token_budget
     llm: LLMSettings = field(default_factory=LLMSettings)
-    allow_install: bool = False
+    allow_install: bool = DEFAULT_SETTINGS.allow_install
     system: str = ""
     workload: str = ""
     #: iterations of this branch are numbered above this (a replayed fork never reuses opt<n> or change ids)
     iteration_floor: int = 0
-    #: measure again what the knowledge base already measured here without a gain
-    retry_known: bool = False
+    retry_known: bool = DEFAULT_SETTINGS.retry_known
     #: the state's shape this run was saved with (see STATE_VERSION); 0 for runs older than it
     state_version: int = 0
 
@@ -430,6 +478,11 @@ class TuningState:
     kb_skill_path: str | None = None
 
     @property
+    def settings(self) -> RunSettings:
+        """The run settings this run was started (or forked) with."""
+        return RunSettings.model_validate({name: getattr(self, name) for name in RunSettings.model_fields})
+
+    @property
     def tokens_spent(self) -> int:
         """Tokens the model spent in this run so far: kept in the checkpoints, so resume and approve keep it."""
         return sum(d.tokens for d in self.decisions)
@@ -442,7 +495,4 @@ class TuningState:
 
 
 #: Scalar inputs ``dftune replay --set FIELD=VALUE`` may change before forking.
-REPLAYABLE_FIELDS: dict[str, type] = {
-    "mode": str, "max_experiments": int, "replicates": int, "model": str, "allow_install": bool,
-    "token_budget": int, "retry_known": bool,
-}  # fmt: skip
+REPLAYABLE_FIELDS: tuple[str, ...] = tuple(f for f in RunSettings.model_fields if f != "llm")

@@ -34,8 +34,17 @@ def _tier(classname: str) -> str:
 def run(tiers: str, extra: list[str]) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="dftune-bench-suite-") as tmp:
         xml = Path(tmp) / "suite.xml"
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
-               *TIERS[tiers], *extra]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={xml}",
+            *TIERS[tiers],
+            *extra,
+        ]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
         wall = time.perf_counter() - t0

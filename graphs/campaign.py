@@ -24,17 +24,17 @@ import threading
 import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from dftune.agents.budget import Budget
 from dftune.agents.context import ProgressFn, silent
-from dftune.agents.state import LLMSettings
+from dftune.agents.state import RunSettings
 from dftune.core.errors import DftuneError, one_line
 from dftune.core.fsio import atomic_write_bytes
 from dftune.graphs.checkpointer import CHECKPOINT_FILE
-from dftune.graphs.runs import ARCHIVED_SPEC, RunError, resume_run, start_run
+from dftune.graphs.runs import ARCHIVED_SPEC, resume_run, run_settings_of, start_run
 from dftune.tools.report.campaign import write_campaign_reports
 from dftune.tools.runner.deadline import Deadline, clock
 from dftune.tools.runner.pool import SlotPool
@@ -57,19 +57,15 @@ class CampaignError(DftuneError):
     """A campaign cannot be started or continued as asked (one line, with the reason)."""
 
 
-class CampaignFile(BaseModel):
-    """A campaign TOML: the specs (relative to the file) and the settings every run shares."""
+class CampaignFile(RunSettings):
+    """A campaign TOML: the specs (relative to the file), its deadline, and the run settings every
+    member shares (any RunSettings field; the command line wins over the file, see cli ``run``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(default="campaign", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     workloads: list[str] = Field(min_length=1)
     time_budget: str | None = None
     deadline: str | None = None
-    mode: Literal["autonomous", "interactive"] = "autonomous"
-    max_experiments: int = Field(default=6, ge=0)
-    replicates: int | None = Field(default=None, ge=1)
-    model: str = "rules"
-    token_budget: int = Field(default=200_000, ge=0)
 
 
 def is_campaign_file(path: Path) -> bool:
@@ -113,28 +109,31 @@ def _spec_of(member: Member, ws: Workspace) -> WorkloadSpec:
     return load_spec(member.spec_path)
 
 
-def start_campaign(spec_paths: list[Path], *, deadline: float | None, budget_text: str = "",
-                   campaign_id: str | None = None, name: str = "campaign", mode: str = "autonomous",
-                   max_experiments: int = 6, replicates: int | None = None, model: str = "rules",
-                   token_budget: int = 200_000, allow_install: bool = False, retry_known: bool = False,
-                   llm: LLMSettings | None = None, progress: ProgressFn = silent,
-                   workspace: Workspace | None = None, store: CampaignStore | None = None) -> dict[str, Any]:  # fmt: skip
+def start_campaign(
+    spec_paths: list[Path],
+    *,
+    deadline: float | None,
+    budget_text: str = "",
+    campaign_id: str | None = None,
+    name: str = "campaign",
+    settings: RunSettings | None = None,
+    progress: ProgressFn = silent,
+    workspace: Workspace | None = None,
+    store: CampaignStore | None = None,
+    **overrides: Any,
+) -> dict[str, Any]:
     """Create the campaign (every spec is validated first) and drive it to its end."""
     ws, store = workspace or Workspace(), store or CampaignStore()
     if not spec_paths:
         raise CampaignError("a campaign needs at least one workload spec")
     specs = [load_spec(p) for p in spec_paths]  # a bad spec fails now, before anything runs
-    if mode not in ("autonomous", "interactive"):
-        raise RunError(f"--mode {mode!r}: choose autonomous or interactive")
+    run_settings = run_settings_of(settings, overrides)
     cid = validate_run_id(campaign_id) if campaign_id else new_run_id(name)
     members = [Member(spec_path=str(Path(p).resolve()), workload=s.name, run_id=new_run_id(s.name))
                for p, s in zip(spec_paths, specs, strict=True)]  # fmt: skip
     meta = CampaignMeta(id=cid, name=name, created=datetime.now(UTC), deadline=deadline, budget=budget_text,
                         members=members, pid=os.getpid(),
-                        settings={"mode": mode, "max_experiments": max_experiments, "replicates": replicates,
-                                  "model": model, "token_budget": token_budget, "allow_install": allow_install,
-                                  "retry_known": retry_known,
-                                  "llm": llm.model_dump() if llm is not None else None})  # fmt: skip
+                        settings=run_settings.model_dump(mode="json"))  # fmt: skip
     store.create(meta)
     store.log(cid, "start", f"campaign of {len(members)} workload(s)"
               + (f", deadline {clock(deadline)}" if deadline else ", no deadline"),
@@ -194,13 +193,8 @@ class _Member:
             if (self.ws.run_dir(m.run_id) / CHECKPOINT_FILE).is_file():
                 self.result = resume_run(m.run_id, progress=self.say, workspace=self.ws, budget=self.budget)
             else:
-                self.result = start_run(m.spec_path, mode=s["mode"], max_experiments=s["max_experiments"],
-                                        run_id=m.run_id, model=s["model"], replicates=s["replicates"],
-                                        allow_install=s["allow_install"], token_budget=s["token_budget"],
-                                        retry_known=bool(s.get("retry_known")),
-                                        llm=LLMSettings.model_validate(s["llm"]) if s.get("llm") else None,
-                                        progress=self.say,
-                                        workspace=self.ws, budget=self.budget)  # fmt: skip
+                self.result = start_run(m.spec_path, settings=RunSettings.layered(s), run_id=m.run_id,
+                                        progress=self.say, workspace=self.ws, budget=self.budget)  # fmt: skip
             m.status, m.reason = self.result["status"], self.result.get("status_reason") or ""
             if m.status == "awaiting_approval":  # the morning reader still gets what was measured
                 pending = self.result.get("pending") or {}

@@ -13,22 +13,28 @@ raised, leaves the run marked ``interrupted`` (a signal, a full or read-only dis
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
+from pydantic import ValidationError
 
 from dftune.agents.budget import Budget
 from dftune.agents.context import Context, ProgressFn, silent
 from dftune.agents.literature import make_evidence, make_search
 from dftune.agents.reasoner import check_model, llm_settings, make_reasoner
-from dftune.agents.state import REPLAYABLE_FIELDS, STATE_VERSION, LLMSettings, Mode, RunStatus, TuningState
+from dftune.agents.state import (
+    REPLAYABLE_FIELDS,
+    STATE_VERSION,
+    RunSettings,
+    RunStatus,
+    TuningState,
+)
 from dftune.core.errors import DftuneError, StorageError, is_storage_error, one_line, storage_error
 from dftune.core.fsio import atomic_write_bytes
 from dftune.core.supervise import LEDGER_FILE, DriverInterrupted, supervised
@@ -223,42 +229,45 @@ def _result(run_id: str, ws: Workspace) -> dict[str, Any]:
 def start_run(
     spec_path: str | Path,
     *,
-    mode: str = "autonomous",
-    max_experiments: int = 6,
+    settings: RunSettings | None = None,
     run_id: str | None = None,
-    model: str = "rules",
-    replicates: int | None = None,
-    allow_install: bool = False,
-    token_budget: int = 200_000,
-    retry_known: bool = False,
-    llm: LLMSettings | None = None,
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
     budget: Budget | None = None,
+    **overrides: Any,
 ) -> dict[str, Any]:
     """Create the run and drive the graph until it ends or waits for a person (or the budget ends it).
 
-    ``llm``: the chat model's timeouts, retries and per-decision deadline (default: DFTUNE_LLM_* or built-in)."""
+    ``settings``: how the run is driven (RunSettings); ``overrides`` are RunSettings fields that win
+    over it (``start_run(spec, max_experiments=2)``), validated the same way."""
     ws = workspace or Workspace()
     path = Path(spec_path).resolve()
     spec = load_spec(path)  # a bad spec fails here, before a run folder exists
-    check_model(model)  # so does an unusable --model: provider, package, key, base URL, before anything runs
-    llm = llm or llm_settings()
-    if mode not in get_args(Mode):
-        raise RunError(f"--mode {mode!r}: choose autonomous or interactive")
-    if max_experiments < 0:
-        raise RunError("--max-experiments must be >= 0")
+    s = run_settings_of(settings, overrides)
+    check_model(s.model)  # so does an unusable --model: provider, package, key, base URL, before anything runs
     check_kb()  # a damaged KB refuses the run before a run folder exists
     meta = ws.create_run(run_id, spec.name)
     with _driving(meta.id, ws, progress):
         atomic_write_bytes(ws.run_dir(meta.id) / ARCHIVED_SPEC, path.read_bytes())
-        state = TuningState(run_id=meta.id, spec_path=str(path), mode=cast(Mode, mode),
-                            state_version=STATE_VERSION, max_experiments=max_experiments, replicates=replicates,
-                            model=model, token_budget=token_budget, llm=llm, allow_install=allow_install,
-                            retry_known=retry_known)  # fmt: skip
+        state = TuningState(run_id=meta.id, spec_path=str(path), state_version=STATE_VERSION, **dict(s))
         with _compiled(meta.id, ws) as (graph, config):
             _drive(graph, config, state, _context(state, ws, progress, budget))
     return _result(meta.id, ws)
+
+
+def run_settings_of(settings: RunSettings | None, overrides: dict[str, Any]) -> RunSettings:
+    """``overrides`` over ``settings`` over the defaults, as one validated RunSettings (one-line errors)."""
+    if settings is None and overrides.get("llm") is None:
+        overrides = {**overrides, "llm": llm_settings()}  # DFTUNE_LLM_* or the built-in defaults
+    try:
+        RunSettings.check(overrides)
+        return RunSettings.layered(overrides, settings)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        if isinstance(exc, ValidationError):
+            err = exc.errors()[0]
+            name = "--" + "-".join(str(x) for x in err["loc"]).replace("_", "-")
+            raise RunError(f"{name} {err.get('input')!r}: {err['msg']}") from None
+        raise RunError(str(exc)) from None
 
 
 def load_state(run_id: str, workspace: Workspace | None = None) -> TuningState:
@@ -344,18 +353,18 @@ def _plain(value: Any) -> dict[str, Any]:
     return value.model_dump(mode="json") if hasattr(value, "model_dump") else dict(value)
 
 
-def _coerce(name: str, raw: str) -> Any:
-    kind = REPLAYABLE_FIELDS.get(name)
-    if kind is None:
-        raise RunError(f"--set {name}: only {', '.join(sorted(REPLAYABLE_FIELDS))} can be changed on replay")
-    if kind is bool:
-        if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
-            raise RunError(f"--set {name}={raw}: expected true or false")
-        return raw.lower() in ("true", "1", "yes")
+def _replay_values(state: TuningState, sets: dict[str, str]) -> dict[str, Any]:
+    """The replay's ``--set`` values, validated as run settings on top of the saved state's."""
+    for name in sets:
+        if name not in REPLAYABLE_FIELDS:
+            raise RunError(f"--set {name}: only {', '.join(sorted(REPLAYABLE_FIELDS))} can be changed on replay")
     try:
-        return kind(json.loads(raw)) if kind is int else raw
-    except (ValueError, TypeError):
-        raise RunError(f"--set {name}={raw}: expected {kind.__name__}") from None
+        settings = RunSettings.layered(dict(sets), state.settings)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0]) if err["loc"] else "?"
+        raise RunError(f"--set {name}={sets.get(name)}: {err['msg']}") from None
+    return {name: getattr(settings, name) for name in sets}
 
 
 def replay_run(run_id: str, checkpoint_id: str, sets: dict[str, str] | None = None, *,
@@ -363,7 +372,6 @@ def replay_run(run_id: str, checkpoint_id: str, sets: dict[str, str] | None = No
     """Fork from a saved state (optionally changing inputs) and run the fork to its end."""
     ws = workspace or Workspace()
     _existing(run_id, ws)
-    values = {k: _coerce(k, v) for k, v in (sets or {}).items()}
     with _driving(run_id, ws, progress), _compiled(run_id, ws) as (graph, _config):
         target: RunnableConfig = {
             "configurable": {"thread_id": run_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
@@ -374,6 +382,7 @@ def replay_run(run_id: str, checkpoint_id: str, sets: dict[str, str] | None = No
                 f"run {run_id} has no checkpoint {checkpoint_id!r} (see dftune history {run_id})"
             )
         state = _current(_as_state(snap.values))
+        values = _replay_values(state, sets or {})
         # the fork numbers its iterations above everything on disk, so it never overwrites the original branch
         values["iteration_floor"] = max(ws.iterations(run_id), default=0)
         fork = graph.update_state(target, values)

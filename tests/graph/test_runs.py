@@ -39,8 +39,10 @@ def test_replay_refuses_unknown_fields_and_checkpoints() -> None:
     cid = history("toy-zero")[1]["checkpoint_id"]
     with pytest.raises(RunError, match="only allow_install, max_experiments"):
         replay_run("toy-zero", cid, {"status": "completed"})
-    with pytest.raises(RunError, match="expected int"):
+    with pytest.raises(RunError, match="max_experiments=many: Input should be a valid integer"):
         replay_run("toy-zero", cid, {"max_experiments": "many"})
+    with pytest.raises(RunError, match="max_experiments=-2: Input should be greater than or equal to 0"):
+        replay_run("toy-zero", cid, {"max_experiments": "-2"})
     with pytest.raises(RunError, match="no checkpoint"):
         replay_run("toy-zero", "1f0-not-a-checkpoint", {})
 
