@@ -44,7 +44,7 @@ ProposalStatus = Literal[
     "known",  # the knowledge base measured it here before (no gain): not re-tried without --retry-known
 ]
 #: Where a number of the proposal table comes from: this run's measurement, the knowledge base's
-#: measurement of the same change on this workload, a trace model (tools/estimates.py), the model
+#: measurement of the same change on this workload, a trace model (agents/optimizer/estimates.py), the model
 #: (an LLM's estimate), or nothing ("n/a": the change does not act on that metric).
 ImpactSource = Literal["measured", "kb", "trace model", "model", "n/a"]
 

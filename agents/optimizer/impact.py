@@ -16,8 +16,8 @@ from dftune.agents.measure import load_analysis
 from dftune.agents.optimizer.facts import facts_of
 from dftune.agents.optimizer.prior import apply_prior
 from dftune.agents.state import Decision, Measurement, Proposal, TuningState
-from dftune.tools import estimates
-from dftune.tools.estimates import Lever, TraceFacts
+from dftune.agents.optimizer import estimates
+from dftune.agents.optimizer.estimates import Lever, TraceFacts
 from dftune.tools.guards import Arm
 from dftune.tools.runner.spec import Knob, WorkloadSpec
 from dftune.tools.trace.model import Analysis

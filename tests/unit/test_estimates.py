@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dftune.tools.estimates import Lever, TraceFacts, estimate, estimate_models
+from dftune.agents.optimizer.estimates import Lever, TraceFacts, estimate, estimate_models
 from dftune.tools.guards import Arm
 from dftune.tools.trace import analyze
 from tests.tracegen import Proc, write_trace

@@ -28,7 +28,7 @@ CHECKLIST_LABELS = {
 
 #: what an estimate's number is, by its source (the seed: never conflate measured and estimated)
 _ESTIMATE_SOURCE = {
-    "trace model": "trace model (tools/estimates.py, from the incumbent's trace)",
+    "trace model": "trace model (agents/optimizer/estimates.py, from the incumbent's trace)",
     "kb": "measured on an earlier run of this workload (knowledge base)",
     "model": "the language model's estimate",
 }
