@@ -711,7 +711,8 @@ def mcp_cmd() -> None:
     """Serve dftune's tools to MCP clients (Claude Code, Codex, ...) over stdio."""
     from dftune.mcp_server import serve
 
-    serve()
+    with user_errors():
+        serve()
 
 
 kb_app = typer.Typer(help="The optimization knowledge base: measured, guarded findings from earlier runs.",

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from dftune.core.errors import one_line
+from dftune.core.extras import require
 from dftune.mcp_server.registry import ToolFailure
 from dftune.mcp_server.toolset import call, tools
 
@@ -17,6 +18,7 @@ SERVER_NAME = "dftune"
 
 def build_server() -> Any:
     """The low-level SDK server with every tool of :func:`registry.tools`."""
+    require("mcp", "mcp", "dftune mcp (the MCP server)")
     import anyio.to_thread
     import mcp.types as types
     from mcp.server import Server
@@ -60,6 +62,7 @@ def build_server() -> Any:
 
 def serve() -> None:
     """Serve over stdio until the client closes stdin."""
+    require("mcp", "mcp", "dftune mcp (the MCP server)")
     import anyio
     from mcp.server.stdio import stdio_server
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from dftune.core.extras import require
 from dftune.tools.trace.errors import TraceError
 
 #: modules whose records are fixed-size structs of (id, rank, [file_rec_id,] counters, fcounters)
@@ -119,10 +120,9 @@ class DarshanLog:
 
 
 def _backend() -> Any:
-    try:
-        from darshan.backend import cffi_backend
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise RuntimeError("reading Darshan logs needs PyDarshan: pip install darshan") from exc
+    require("darshan", "darshan", "reading Darshan logs (PyDarshan)")
+    from darshan.backend import cffi_backend
+
     return cffi_backend
 
 
