@@ -46,7 +46,7 @@ class Context:
     #: the KB file (None: ``$DFTUNE_HOME/kb/opt_kb.sqlite``)
     kb_db: Path | None = None
     progress: ProgressFn = silent
-    #: extra literature search after the catalog (issue 6 plugs its search in here)
+    #: extra literature search after the catalog (the literature tools plug their search in here)
     search: SearchFn | None = None
     #: the passage that supports a catalog claim (from ingested PDFs or stored abstracts)
     evidence: EvidenceFn | None = None

@@ -1,4 +1,4 @@
-"""dftune's diagnosis next to Drishti's on the same Darshan logs (issue 16's peer comparison).
+"""dftune's diagnosis next to Drishti's on the same Darshan logs (peer comparison).
 
     python benchmarks/bench_darshan_drishti.py [--markdown]
 

@@ -19,7 +19,7 @@ legitimate knobs and the disguised values; dftune never reads it):
    run tried must have been stopped by a measuring guard (no_doing_less, access_pattern) or left
    inconclusive.
 
-Target (issue 12): score >= 0.90 on every workload with ``--max-experiments 5``; ``--check`` makes
+Target: score >= 0.90 on every workload with ``--max-experiments 5``; ``--check`` makes
 a missed target exit with code 1. Progress goes to stderr; stdout carries the table or the JSON.
 """
 

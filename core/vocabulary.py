@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, get_args
 
-#: Bottleneck categories (issue 3): what a performance engineer would name.
+#: Bottleneck categories: what a performance engineer would name.
 Category = Literal[
     "small-io",
     "sequentiality",
@@ -42,15 +42,15 @@ FsType = Literal[
     "lustre", "gpfs", "beegfs", "nfs", "vast", "xfs", "ext4", "local", "tmpfs", "overlay", "unknown"
 ]
 
-#: Optimization layers (seed): who inherits a finding.
+#: Optimization layers (dftracer-io-optimization skill): who inherits a finding.
 Layer = Literal["L1", "L2", "L3"]
 LAYERS: Final = get_args(Layer)
 
-#: Metric to optimize (seed's table).
+#: Metric to optimize (dftracer-io-optimization skill's table).
 Metric = Literal["time", "bandwidth", "iops", "metadata_ops"]
 METRICS: Final = get_args(Metric)
 
-#: The 12-category checklist, by number (issue 3 names them; the seed's list lost them).
+#: The 12-category checklist, by number (the dftracer-io-optimization skill's list lost their names; these are the categories its strategy sections describe).
 CHECKLIST: Final = {
     1: "buffering/coalescing",
     2: "caching",

@@ -1,11 +1,11 @@
-"""Independent reference implementation of the trace semantics in DESIGN.md.
+"""Independent reference implementation of the trace semantics in docs/analyze.md.
 
 This is a test oracle, not the product: a deliberately plain per-line loop over the trace
 files (``json`` + ``gzip``), written from the "I/O semantics" and "Interface contract"
-sections of DESIGN.md without looking at ``dftune.tools.trace``. The end-to-end tests
+sections of docs/analyze.md without looking at ``dftune.tools.trace``. The end-to-end tests
 compare the engine's counts, bytes and percentages with what this module computes.
 
-Semantics implemented (DESIGN.md, plus the task brief where DESIGN is silent):
+Semantics implemented (docs/analyze.md):
 
 * Lines: every non-blank line of a ``.pfw`` / ``.pfw.gz`` file (any number of gzip members);
   lines that are exactly ``[`` or ``]`` are skipped; a trailing ``,`` is tolerated; lines
@@ -15,7 +15,7 @@ Semantics implemented (DESIGN.md, plus the task brief where DESIGN is silent):
 * ``events`` = complete events (ph X or 1); ``processes`` = distinct pids with a complete
   event; ``job_time_s`` = max(ts + dur) - min(ts) over complete events (microseconds).
 * I/O call = complete event whose ``cat`` upper-cased is POSIX or STDIO. Families: read /
-  write / sync as listed in DESIGN.md, metadata = every other I/O call.
+  write / sync as listed in docs/analyze.md, metadata = every other I/O call.
 * bytes = ``args.ret`` when > 0 (fread/fwrite: ``ret * size``), else 0.
 * Aggregated records (ph 3, I/O cat) add ``args.dft_cnt`` operations, ``args.dur_sum`` time
   and ``args.ret_sum`` bytes to their family (a record with ``dft_cnt == 1`` carries plain
@@ -73,7 +73,7 @@ ITEMIZED = frozenset({"fread", "fwrite"})  # bytes = ret * size
 KIB = 1024
 MIB = 1024 * KIB
 SMALL_LIMIT = MIB
-# DESIGN.md bins: <4K, 4-16K, 16-64K, 64-256K, 256K-1M, 1-4M, 4-16M, 16-64M, >=64M
+# The size bins of docs/analyze.md: <4K, 4-16K, 16-64K, 64-256K, 256K-1M, 1-4M, 4-16M, 16-64M, >=64M
 HIST_LABELS = ("<4K", "4-16K", "16-64K", "64-256K", "256K-1M", "1-4M", "4-16M", "16-64M", ">=64M")
 HIST_EDGES = (4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, MIB, 4 * MIB, 16 * MIB, 64 * MIB)
 
@@ -198,7 +198,7 @@ class Process:
         return wall
 
 
-# the program lists are data (resources/trace/processes.toml), as DESIGN.md's call lists are
+# the program lists are data (resources/trace/processes.toml), as docs/analyze.md's call lists are
 _PROCESS_DATA = tomllib.loads((Path(__file__).resolve().parents[1] / "resources" / "trace" / "processes.toml")
                               .read_text(encoding="utf-8"))["helpers"]  # fmt: skip
 _RANK_IN_NAME = re.compile(r"(?:^|[-_.])(\d+)-of-(\d+)(?:[-_.]|$)")

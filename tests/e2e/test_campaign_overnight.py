@@ -1,6 +1,6 @@
 """An overnight campaign, shortened: three bundled workloads under the real dftracer, one wall-clock budget.
 
-Done when (issue 15): the campaign finishes before its deadline, every workload keeps its own run and
+Done when: the campaign finishes before its deadline, every workload keeps its own run and
 report, and the combined report states the coverage; ``dftune runs``, ``history`` and ``report`` know
 the campaign, and every table reads at 80 columns.
 """

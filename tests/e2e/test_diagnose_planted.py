@@ -9,7 +9,7 @@ under the real dftracer (PRELOAD mode, LD_PRELOAD) once per module:
   (``os.stat`` is not traced from Python on glibc >= 2.33, so only open/close/unlink/mkdir);
 - ``control``: a 256 MiB file written and read back sequentially in 4 MiB calls.
 
-Each program prints what it did (counts computed with DESIGN.md's semantics: a pread is
+Each program prints what it did (counts computed with the I/O semantics of docs/analyze.md: a pread is
 random when it starts before the end of the previous access to the file), and the
 evidence of the planted bottleneck must quote those numbers. The recorded legacy traces
 (cm1, DLIO unet3d) check the metric choice and the "worth tuning" gate on real jobs.
@@ -258,7 +258,7 @@ def test_random_preads_are_diagnosed_as_random(planted: dict[str, Planted]) -> N
     p = planted["random"]
     d = p.diagnosis
     preads, rand = p.facts["preads"], p.facts["random"]
-    # uniform block offsets: about half start before the previous read ended (DESIGN.md)
+    # uniform block offsets: about half start before the previous read ended (docs/analyze.md)
     assert 0.4 * preads < rand < 0.6 * preads
     rules = _by_id(d)
     assert "DP11" in rules, _top(d, 10)
@@ -281,7 +281,7 @@ def test_random_preads_are_diagnosed_as_random(planted: dict[str, Planted]) -> N
     shares = ("read-time", "write-time")
     patterns = list(dict.fromkeys(b.category for b in d.bottlenecks if b.category not in shares))
     assert "sequentiality" in patterns[:2], _top(d, 10)
-    # the seed's metric table: small-io/sequentiality -> iops, unless read-time also dominates
+    # the dftracer-io-optimization skill's metric table: small-io/sequentiality -> iops, unless read-time also dominates
     if d.category_scores["read-time"] >= 4:
         assert d.metric.metric == "time"
     else:
@@ -291,7 +291,7 @@ def test_random_preads_are_diagnosed_as_random(planted: dict[str, Planted]) -> N
 @pytest.mark.xfail(
     strict=True,
     reason="rules as of this test: T01 read-time and DP05/W03 small-io score 5 on any 4 KiB read-only job, while "
-    "random_time_frac is ~0.5 for uniform offsets (score 2-3), so sequentiality ranks 4th and the seed's "
+    "random_time_frac is ~0.5 for uniform offsets (score 2-3), so sequentiality ranks 4th and the dftracer-io-optimization skill's "
     "'multiple >= 4 -> time' picks time, not iops",
 )
 def test_random_preads_rank_sequentiality_top2_with_iops_metric(planted: dict[str, Planted]) -> None:

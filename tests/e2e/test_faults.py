@@ -1,4 +1,4 @@
-"""The fault matrix (issue 13): every fault and bad input, for real, against the `dftune` command.
+"""The fault matrix: every fault and bad input, for real, against the `dftune` command.
 
 Real processes and signals (SIGKILL at each side-effect boundary through ``DFTUNE_FAILPOINT``,
 SIGKILL and SIGTERM mid-replicate), real SQLite files (checkpoints edited with the project's own

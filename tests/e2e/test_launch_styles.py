@@ -1,6 +1,6 @@
 """A workload diagnoses the same however it is started; traces of separate runs are never merged.
 
-One small-write program (issue 12's reported case: its bottleneck is small writes) runs under the
+One small-write program (reported case: its bottleneck is small writes) runs under the
 real dftracer (PRELOAD) once per launch style, one after another so all see similar load:
 
 - ``direct``: ``python prog.py``;

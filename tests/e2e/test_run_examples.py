@@ -1,6 +1,6 @@
 """The main job on every bundled example, under the real dftracer; and a SIGKILL mid-run, then resume.
 
-Done when (issue 5): each example finds and records a real measured win, the doing-less
+Done when: each example finds and records a real measured win, the doing-less
 knob is refused by the guard, and a killed run resumes without re-applying a change or
 duplicating a KB record.
 """

@@ -2,7 +2,7 @@
 
 Every trace set (the recorded legacy traces in ../shared/traces and real dftracer 2.x
 traces generated in this session) is analysed twice: by ``dftune.tools.trace.analyze`` and
-by ``tests/reference.py``, a plain per-line implementation of DESIGN.md's semantics. On top
+by ``tests/reference.py``, a plain per-line implementation of the I/O semantics of docs/analyze.md. On top
 of that, the generated programs do known I/O, so the engine's per-file numbers are checked
 against ground truth (bytes the program wrote and read).
 """

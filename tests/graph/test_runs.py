@@ -103,7 +103,7 @@ def test_cli_bad_input_is_one_line(args: list[str], message: str) -> None:
 
 
 def test_a_run_keeps_its_archived_spec_when_the_original_is_edited(tmp_path: Path) -> None:
-    """Issue 13 #4: editing the workload after the start must not change what the run measures."""
+    """editing the workload after the start must not change what the run measures."""
     import shutil
 
     from dftune.graphs.runs import approve_run

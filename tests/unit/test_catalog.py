@@ -56,7 +56,7 @@ REQUIRED_IDS = [
     "l3.stage_shm",
 ]
 
-# The names issue 3 gives the 12 categories.
+# The names of the 12 checklist categories.
 ISSUE_CHECKLIST = {
     1: "buffering/coalescing",
     2: "caching",

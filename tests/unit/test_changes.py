@@ -468,7 +468,7 @@ def test_crash_after_intent_recovers_as_aborted(
     assert tree_digest(copy) == before
     assert reopened.applied_changes() == [] and reopened.pending() == []
     assert reopened.recover() == []  # nothing left to do
-    # issue 13 #3: aborted is not done; the same change is applied again from the restored bytes
+    # aborted is not done; the same change is applied again from the restored bytes
     assert reopened.apply(FilePatch(id="l1-crash", root=copy, diff=APP_DIFF)).state == "applied"
     assert "line 2 patched" in (copy / "app.py").read_text()
     assert [r.state for r in reopened.history("l1-crash")] == ["intent", "aborted", "intent", "applied"]

@@ -1,4 +1,4 @@
-"""Injected citations (issue 13 #8): a hostile PDF with a sidecar never makes a strategy citable.
+"""Injected citations: a hostile PDF with a sidecar never makes a strategy citable.
 
 Real PDFs (tests/pdfmaker.py), real pypdf ingestion, the real chromadb store under DFTUNE_HOME,
 the literature agent's own search. A citation found this way counts only with a bibliographic

@@ -1,4 +1,4 @@
-"""On Darshan logs dftune's diagnosis names what an HPC I/O expert would (issue 16's "done when").
+"""On Darshan logs dftune's diagnosis names what an HPC I/O expert would ("done when").
 
 Each expectation is checked against the log's own counters read independently through
 PyDarshan's report API, so a rule that fires for the wrong reason fails here.

@@ -85,7 +85,7 @@ def test_dask_accepts_a_client_object(cluster: Any) -> None:
     assert on_dask == local
 
 
-# --------------------------------------------------------------------------- issue 13: a cluster that fails
+# --------------------------------------------------------------------------- a cluster that fails
 
 
 def _free_port() -> int:

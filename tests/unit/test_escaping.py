@@ -1,6 +1,6 @@
 """Data is never markup: hostile strings (script tags, ANSI/OSC escape sequences, Rich markup) in knob
 values, paper metadata, the model's summary and file names reach report.md, report.html and the terminal
-as literal text (issue 13, defect 9)."""
+as literal text."""
 
 from __future__ import annotations
 

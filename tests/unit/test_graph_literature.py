@@ -48,7 +48,7 @@ def test_a_found_citation_without_its_passage_or_venue_is_unsupported() -> None:
 
 
 def test_a_found_citation_needs_a_fetched_record_and_a_passage_naming_the_technique() -> None:
-    """Issue 13 #8: a sidecar or PDF metadata alone (no fetched record) never supports a strategy."""
+    """a sidecar or PDF metadata alone (no fetched record) never supports a strategy."""
     unverified = CitedClaim.model_validate({**FOUND, "verified_by": ""})
     d = reference_guard(unverified, "l1.mmap_random")
     assert not d.passed and "sidecar/PDF metadata" in d.reason

@@ -613,7 +613,7 @@ def test_local_runs_keep_the_tracer_in_their_environment() -> None:
     assert launcher_env(spec, env) == env
 
 
-# --------------------------------------------------------------------------- issue 13: Slurm as it really is
+# --------------------------------------------------------------------------- Slurm as it really is
 
 
 @pytest.mark.parametrize("disabled", [False, True])

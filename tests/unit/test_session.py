@@ -385,7 +385,7 @@ def test_validate_finds_misplaced_artifact_and_stray_trace(ws: Workspace, run: s
     assert "baseline/traces/raw/b2.pfw.gz" in by_path["old_traces/baseline/b2.pfw.gz"].fix
     assert by_path["opt2/patches"].kind == "missing_subdir"
     assert by_path["ws/"].kind == "unknown_entry" and by_path["ws/"].fixable
-    # the module-level function (the seed's session_validate_structure) agrees
+    # the module-level function (the dftracer-io-optimization skill's session_validate_structure) agrees
     assert validate_structure(run) == report
     # pydantic, extra="forbid"
     with pytest.raises(ValueError):

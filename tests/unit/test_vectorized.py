@@ -1,4 +1,4 @@
-"""Position tracking and interval unions on hand-worked sequences (DESIGN.md semantics)."""
+"""Position tracking and interval unions on hand-worked sequences (the I/O semantics of docs/analyze.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The optimization knowledge base: every measured (or refused) change, guarded, in SQLite.
 
-The seed's ``opt_kb_record`` / ``opt_kb_lookup`` (issue 5). The database lives at
+The dftracer-io-optimization skill's ``opt_kb_record`` / ``opt_kb_lookup``. The database lives at
 ``$DFTUNE_HOME/kb/opt_kb.sqlite`` (every function takes ``db=`` to point elsewhere).
 
 - ``opt_kb_record`` runs the four guards of :mod:`dftune.tools.guards` itself, so no caller

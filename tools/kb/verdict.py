@@ -25,7 +25,7 @@ from dftune.tools.guards import APP_REGRESSION_THRESHOLD, GuardDecision
 from dftune.tools.runner.stats import pct_change
 
 Verdict = Literal["win", "no_change", "regression", "unsupported", "rejected", "inconclusive"]
-#: Issue 5: a ``win`` is an improvement of at least 5% (and beyond the noise).
+#: a ``win`` is an improvement of at least 5% (and beyond the noise).
 WIN_THRESHOLD_PCT = 5.0
 _EPS = 1e-9
 
@@ -47,7 +47,7 @@ class Decided(BaseModel):
 
     verdict: Verdict
     reason: str
-    #: the seed's flag: the non-degradation guard tripped (treat exactly like a regression)
+    #: the dftracer-io-optimization skill's flag: the non-degradation guard tripped (treat exactly like a regression)
     guard_triggered: bool = False
     #: signed change of the metric in percent, positive = better (None without numbers)
     change_pct: float | None = None

@@ -3,7 +3,7 @@
 Every function here is pure and deterministic (the bootstrap takes an explicit seed), so a
 verdict recorded in the knowledge base can be recomputed from the raw replicate values.
 
-Rules (issue 4, "Statistics", and the seed's non-degradation guard):
+Rules (the dftracer-io-optimization skill's statistics and its non-degradation guard):
 
 - ``compare`` reports ``win`` or ``regression`` only when three independent checks agree:
   the bootstrap confidence interval of the median ratio lies entirely on one side of 1.0,
@@ -11,10 +11,10 @@ Rules (issue 4, "Statistics", and the seed's non-degradation guard):
   medians is at least ``min_effect`` (2% by default). Anything else is ``no_change``: a
   difference inside the noise is never a win.
 - Fewer than ``MIN_REPLICATES`` values in either arm is ``no_change`` ("too few
-  replicates"). The default is ``DEFAULT_REPLICATES`` = 5, as the seed requires. Note that
+  replicates"). The default is ``DEFAULT_REPLICATES`` = 5, as the dftracer-io-optimization skill requires. Note that
   with 3 replicates per arm the smallest exact two-sided Mann-Whitney p-value is 0.1, so at
   ``alpha=0.05`` a win needs at least 4 replicates per arm; 5 gives a floor of about 0.008.
-- ``regression_guard`` is the seed's non-degradation guard: a paired app metric that got
+- ``regression_guard`` is the dftracer-io-optimization skill's non-degradation guard: a paired app metric that got
   worse by more than 2% forces the verdict to regression.
 
 Ratios are ``candidate / baseline`` and need strictly positive values (times, bandwidths,
@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 DEFAULT_REPLICATES = 5
-"""Replicates per arm, as the seed requires."""
+"""Replicates per arm, as the dftracer-io-optimization skill requires."""
 
 MIN_REPLICATES = 3
 """Below this many values in either arm, ``compare`` refuses to call anything but no_change."""
@@ -182,7 +182,7 @@ def bootstrap_ratio_ci(
     *,
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
+    dftracer-io-optimization skill: int = 0,
 ) -> tuple[float, float]:
     """Percentile-bootstrap confidence interval of ``median(candidate) / median(baseline)``.
 
@@ -198,7 +198,7 @@ def bootstrap_ratio_ci(
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
 
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(dftracer-io-optimization skill)
     ratios = np.empty(resamples, dtype=np.float64)
     # Draw in row blocks so memory stays bounded for long arms; the block size depends only on
     # the inputs, so the result is still a pure function of (values, confidence, resamples, seed).
@@ -217,12 +217,12 @@ def bootstrap_ratio_ci(
 
 
 def bootstrap_median_ci(
-    values: Sequence[float], *, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+    values: Sequence[float], *, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, dftracer-io-optimization skill: int = 0
 ) -> tuple[float, float]:
     """Percentile-bootstrap confidence interval of one arm's median (what ``dftune bench`` reports)."""
     arr = _as_array(values, "values")
     _check_fraction(confidence, "confidence")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(dftracer-io-optimization skill)
     medians = np.empty(resamples, dtype=np.float64)
     block = max(1, _BOOTSTRAP_BLOCK_CELLS // arr.size)
     for start in range(0, resamples, block):
@@ -263,7 +263,7 @@ def compare(
     min_effect: float = 0.02,
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
+    dftracer-io-optimization skill: int = 0,
 ) -> Comparison:
     """Compare a candidate arm against a baseline arm and give an honest verdict.
 
@@ -377,7 +377,7 @@ def regression_guard(
     lower_is_better: bool = True,
     threshold: float = 0.02,
 ) -> bool:
-    """The seed's non-degradation guard: True when the app metric got worse by MORE than ``threshold``.
+    """The dftracer-io-optimization skill's non-degradation guard: True when the app metric got worse by MORE than ``threshold``.
 
     The relative worsening is ``(after - before) / |before|`` for lower-is-better metrics and
     ``(before - after) / |before|`` otherwise. Exactly ``threshold`` (2% by default) does not
