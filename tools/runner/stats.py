@@ -182,7 +182,7 @@ def bootstrap_ratio_ci(
     *,
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
-    dftracer-io-optimization skill: int = 0,
+    seed: int = 0,
 ) -> tuple[float, float]:
     """Percentile-bootstrap confidence interval of ``median(candidate) / median(baseline)``.
 
@@ -198,7 +198,7 @@ def bootstrap_ratio_ci(
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
 
-    rng = np.random.default_rng(dftracer-io-optimization skill)
+    rng = np.random.default_rng(seed)
     ratios = np.empty(resamples, dtype=np.float64)
     # Draw in row blocks so memory stays bounded for long arms; the block size depends only on
     # the inputs, so the result is still a pure function of (values, confidence, resamples, seed).
@@ -217,12 +217,12 @@ def bootstrap_ratio_ci(
 
 
 def bootstrap_median_ci(
-    values: Sequence[float], *, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, dftracer-io-optimization skill: int = 0
+    values: Sequence[float], *, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
 ) -> tuple[float, float]:
     """Percentile-bootstrap confidence interval of one arm's median (what ``dftune bench`` reports)."""
     arr = _as_array(values, "values")
     _check_fraction(confidence, "confidence")
-    rng = np.random.default_rng(dftracer-io-optimization skill)
+    rng = np.random.default_rng(seed)
     medians = np.empty(resamples, dtype=np.float64)
     block = max(1, _BOOTSTRAP_BLOCK_CELLS // arr.size)
     for start in range(0, resamples, block):
@@ -263,7 +263,7 @@ def compare(
     min_effect: float = 0.02,
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
-    dftracer-io-optimization skill: int = 0,
+    seed: int = 0,
 ) -> Comparison:
     """Compare a candidate arm against a baseline arm and give an honest verdict.
 
