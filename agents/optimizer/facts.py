@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from dftune.agents.measure import load_analysis
+from dftune.agents.optimizer.estimates import TraceFacts
 from dftune.agents.reasoner import Budget, Facts
 from dftune.agents.state import Experiment, TuningState
-from dftune.agents.optimizer.estimates import TraceFacts
 from dftune.tools.runner.spec import WorkloadSpec
 
 #: items per list a prompt shows (top files, processes, KB records, citations, experiments)

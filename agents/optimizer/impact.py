@@ -13,11 +13,11 @@ from collections.abc import Sequence
 
 from dftune.agents.context import Context
 from dftune.agents.measure import load_analysis
+from dftune.agents.optimizer import estimates
+from dftune.agents.optimizer.estimates import Lever, TraceFacts
 from dftune.agents.optimizer.facts import facts_of
 from dftune.agents.optimizer.prior import apply_prior
 from dftune.agents.state import Decision, Measurement, Proposal, TuningState
-from dftune.agents.optimizer import estimates
-from dftune.agents.optimizer.estimates import Lever, TraceFacts
 from dftune.tools.guards import Arm
 from dftune.tools.runner.spec import Knob, WorkloadSpec
 from dftune.tools.trace.model import Analysis
