@@ -283,7 +283,6 @@ class LLMSettings(_Model):
         return value
 
 
-
 class RunSettings(_Model):
     """How one run is driven: the one place a run setting is declared, defaulted and validated.
 
@@ -332,6 +331,7 @@ class RunSettings(_Model):
 
 #: Every run setting at its default: the state's inputs take their defaults from here.
 DEFAULT_SETTINGS = RunSettings()
+
 
 class Decision(_Model):
     """Who made one judgment and what it cost: the run's record of the model and its fallbacks."""

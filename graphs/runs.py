@@ -244,7 +244,8 @@ def start_run(
     path = Path(spec_path).resolve()
     spec = load_spec(path)  # a bad spec fails here, before a run folder exists
     s = run_settings_of(settings, overrides)
-    check_model(s.model)  # so does an unusable --model: provider, package, key, base URL, before anything runs
+    # so does an unusable --model: provider, package, key, base URL, before anything runs
+    check_model(s.model)
     check_kb()  # a damaged KB refuses the run before a run folder exists
     meta = ws.create_run(run_id, spec.name)
     with _driving(meta.id, ws, progress):
@@ -357,7 +358,9 @@ def _replay_values(state: TuningState, sets: dict[str, str]) -> dict[str, Any]:
     """The replay's ``--set`` values, validated as run settings on top of the saved state's."""
     for name in sets:
         if name not in REPLAYABLE_FIELDS:
-            raise RunError(f"--set {name}: only {', '.join(sorted(REPLAYABLE_FIELDS))} can be changed on replay")
+            raise RunError(
+                f"--set {name}: only {', '.join(sorted(REPLAYABLE_FIELDS))} can be changed on replay"
+            )
     try:
         settings = RunSettings.layered(dict(sets), state.settings)
     except ValidationError as exc:

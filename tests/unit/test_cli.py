@@ -32,8 +32,6 @@ def trace_dir(tmp_path: Path) -> Path:
     return d
 
 
-
-
 def test_json_is_one_document_with_the_contract_keys(trace_dir: Path) -> None:
     out = dftune("analyze", str(trace_dir), "--json")
     assert out.returncode == 0, out.stderr

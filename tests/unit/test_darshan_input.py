@@ -17,8 +17,6 @@ from tests.darshan_logs import collection, shipped, shipped_logs
 GOOD = shipped("ior_hdf5_example.darshan")
 
 
-
-
 def test_logs_are_recognised_by_content_not_name(tmp_path: Path) -> None:
     assert all(is_darshan_log(p) for p in shipped_logs())
     renamed = tmp_path / "job_output.bin"

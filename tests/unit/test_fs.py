@@ -560,7 +560,9 @@ def test_real_machine(tmp_path: Path) -> None:
         assert (os.major(st_dev), os.minor(st_dev)) == (major, minor)
 
     stat = shutil.which("stat")
-    if stat:  # `stat -f -c %t` prints f_type in hex, as the dftracer-io-optimization skill's `stat -f` check does
+    if (
+        stat
+    ):  # `stat -f -c %t` prints f_type in hex, as the dftracer-io-optimization skill's `stat -f` check does
         out = subprocess.run([stat, "-f", "-c", "%t", str(tmp_path)], capture_output=True, text=True)
         if out.returncode == 0:
             assert int(out.stdout.strip(), 16) == info.statfs_magic

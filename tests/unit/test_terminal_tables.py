@@ -86,7 +86,9 @@ def test_the_run_result_reads_whole_at_80_and_200_columns(width: int) -> None:
     for row in run["proposal_table"]:
         assert flat(row["description"]) in descriptions  # every description whole
         assert row["strategy"] in text
-    if width >= 200:  # the table: one header line with the dftracer-io-optimization skill's six columns, then one row per proposal
+    if (
+        width >= 200
+    ):  # the table: one header line with the dftracer-io-optimization skill's six columns, then one row per proposal
         header = next(line for line in lines if "Description of Optimization" in line)
         for col in PROPOSAL_COLUMNS:
             assert col in header
