@@ -1,4 +1,4 @@
-"""Slurm and Flux launchers (``tools/runner/schedulers.py``) against fake schedulers.
+"""Slurm and Flux launchers (``tools/runner/schedulers/``) against fake schedulers.
 
 The fakes in ``tests/fakes`` (sbatch, squeue, sacct, scancel, srun, flux) are small
 Python programs that behave like the real commands: sbatch reads the ``#SBATCH`` lines
@@ -26,6 +26,7 @@ from dftune.core.process import ProcessResult
 from dftune.tools.runner import schedulers
 from dftune.tools.runner.schedulers import (
     flux_submit_argv,
+    jobs,
     parse_flux_id,
     parse_flux_result,
     parse_sacct,
@@ -202,20 +203,20 @@ def test_slurm_outcome(state: str, code: int, sig: int, steps: list[tuple[str, s
 
 def test_wall_time_sources(tmp_path: Path) -> None:
     """The job script's clock first, then the scheduler's times; never the submit-to-end span."""
-    watch = schedulers._Watch(submitted=100.0, submitted_epoch=1000.0, first_running=103.0, gone=110.0)
+    watch = jobs._Watch(submitted=100.0, submitted_epoch=1000.0, first_running=103.0, gone=110.0)
     clock = tmp_path / "r.time"
     clock.write_text("start 1002.25\nend 1004.75 0\n")
-    assert schedulers._wall(watch, None, clock) == (2.5, "job script clock around srun (date +%s.%N)", 2.25)
+    assert jobs._wall(watch, None, clock) == (2.5, "job script clock around srun (date +%s.%N)", 2.25)
     clock.write_text("start 1002.25\n")  # killed before the end line
     end = schedulers.JobEnd("failed", 1, "", "scontrol (accounting disabled)", 1000.0, 1003.0, 1009.0)
-    assert schedulers._wall(watch, end, clock) == (
+    assert jobs._wall(watch, end, clock) == (
         6.0,
         "scontrol (accounting disabled) start/end (whole seconds)",
         3.0,
     )
     flux = schedulers.JobEnd("ok", 0, "", "flux jobs", 1000.0, 1001.5, None, runtime_s=0.42)
-    assert schedulers._wall(watch, flux, None) == (0.42, "flux jobs runtime", 1.5)
-    wall, source, queue = schedulers._wall(watch, None, tmp_path / "missing.time")
+    assert jobs._wall(watch, flux, None) == (0.42, "flux jobs runtime", 1.5)
+    wall, source, queue = jobs._wall(watch, None, tmp_path / "missing.time")
     assert (wall, queue) == (7.0, 3.0) and "poll clock" in source
 
 
@@ -484,7 +485,7 @@ def test_sacct_lagging_behind(cluster: Cluster, monkeypatch: pytest.MonkeyPatch)
 
 def test_lost_job_is_reported(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """squeue keeps failing (controller down): give up after a few polls and say so."""
-    monkeypatch.setattr(schedulers, "MAX_QUERY_ERRORS", 2)
+    monkeypatch.setattr(jobs, "MAX_QUERY_ERRORS", 2)
     broken = cluster.tmp / "broken"
     broken.mkdir()
     squeue = broken / "squeue"
@@ -655,7 +656,7 @@ def test_no_accounting_and_a_purged_job(cluster: Cluster, monkeypatch: pytest.Mo
     """After MinJobAge scontrol forgets the job too: say so, do not call it a success or a crash."""
     monkeypatch.setenv("FAKE_SACCT_DISABLED", "1")
     monkeypatch.setenv("FAKE_SQUEUE_MIN_JOB_AGE", "0")
-    monkeypatch.setattr(schedulers, "FINAL_TRIES", 2)
+    monkeypatch.setattr(jobs, "FINAL_TRIES", 2)
     res = cluster.run("slurm", [PY, "-c", "print('fine')"])
     assert res.status == "failed", res
     assert "MinJobAge" in res.reason and "accounting disabled" in res.reason

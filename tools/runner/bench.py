@@ -54,7 +54,7 @@ class Replicate(BaseModel):
     reason: str = ""
     #: the spec's work counters as this replicate printed them
     work: dict[str, float] = {}
-    #: batch jobs: where wall_s came from and which command gave the state (see schedulers.py)
+    #: batch jobs: where wall_s came from and which command gave the state (see tools/runner/schedulers/)
     wall_source: str = ""
     state_source: str = ""
 
