@@ -5,7 +5,7 @@ Needs a reachable Slurm controller: CI starts a single-node one with ``.ci/start
 module is skipped and says why; with ``DFTUNE_REQUIRE_SLURM=1`` (set by ``.ci/run``) a
 missing controller is a failure instead.  What a single node cannot produce (node
 failures, lagging slurmdbd, step lines of sacct) is covered by the fakes in
-tests/unit/test_schedulers.py.
+tests/e2e/test_schedulers_fake.py.
 
 Kept lean: 1-3 replicates, one tuning experiment, tiny programs.  A job that overruns its
 one-minute Slurm time limit is submitted when the module starts and checked at its end,
