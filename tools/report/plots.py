@@ -221,7 +221,7 @@ def heatmap_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "") 
     norm = Normalize(vmin=0.0, vmax=100.0)
     cmap = busy_colormap()
     rows = max(len(series) for _, series in panels)
-    fig = _figure(5.2 * len(panels) + 1.2, 1.6 + 0.32 * rows)
+    fig = _figure(5.2 * len(panels) + 1.2, max(3.2, 1.6 + 0.32 * rows))  # the colour bar's label fits
     # time axis and colour scale shared; each panel names its own processes (pids differ between arms)
     axes = fig.subplots(1, len(panels), squeeze=False, sharex=True)[0]
     mesh = None
