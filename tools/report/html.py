@@ -11,6 +11,7 @@ import base64
 import html
 from typing import Any
 
+from dftune.tools.report.fixes import SEVERITY_CSS, SEVERITY_LEGEND, severity_html, snippet_html
 from dftune.tools.report.glance import GLANCE_CSS, glance_html, hotspots_html
 from dftune.tools.report.htmlkit import ci, e, link, num, table, tag
 from dftune.tools.report.plots import Plot
@@ -23,6 +24,7 @@ from dftune.tools.report.sections import (
     citations,
     coverage_note,
     findings,
+    fix_rows,
     guard_rows,
     proposal_rows,
     reasoning_html,
@@ -94,7 +96,7 @@ def render_run_html(doc: dict[str, Any], plots: list[Plot]) -> str:
         # nothing may load from anywhere: the report is one file, readable offline
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
         "style-src 'unsafe-inline'\">",
-        f"<title>{e(title)}</title><style>{CSS}{GLANCE_CSS}</style></head><body>",
+        f"<title>{e(title)}</title><style>{CSS}{GLANCE_CSS}{SEVERITY_CSS}</style></head><body>",
         f'<header><h1>{e(title)}</h1><div class="meta">run {e(doc.get("run_id"))} · status '
         f"<b>{e(doc.get('status'))}</b>{' (' + e(doc['status_reason']) + ')' if doc.get('status_reason') else ''}"
         f" · system {e(doc.get('system'))} · data filesystem {e(doc.get('fs_type'))} · mode {e(doc.get('mode'))}"
@@ -168,9 +170,12 @@ def _findings(doc: dict[str, Any]) -> str:
         if not subset:
             out.append('<p class="note">none</p>')
             continue
-        out.append(table(["kind", "finding", "score", "detail", "source"],
-                         [[tag(f["kind"], "measured" if kind == "measured" else "estimate"), e(f["finding"]),
-                           e(f["score"]), e(f["detail"]), e(f["source"])] for f in subset], num=(2,)))  # fmt: skip
+        out.append(table(["kind", "severity", "finding", "score", "detail", "source"],
+                         [[tag(f["kind"], "measured" if kind == "measured" else "estimate"),
+                           severity_html(f["severity"]) if f.get("severity") else "", e(f["finding"]),
+                           e(f["score"]), e(f["detail"]), e(f["source"])] for f in subset], num=(3,)))  # fmt: skip
+        if kind == "measured" and any(f.get("severity") for f in subset):
+            out.append(f'<p class="note">{e(SEVERITY_LEGEND)}</p>')
     out.append(_baseline_glance(doc))
     out.append("</section>")
     return "".join(out)
@@ -235,6 +240,12 @@ def _proposals(doc: dict[str, Any]) -> str:
         out.append(table(["proposal", "strategy", "status", "reason"],
                          [[e(p["id"]), f"<code>{e(p['strategy'])}</code>", tag(p["status"]), e(p["reason"])]
                           for p in refused]))  # fmt: skip
+    fixes = fix_rows(doc)
+    if fixes:
+        out.append('<h3 id="fixes">How to apply each fix</h3><p>The change as code or configuration, from the '
+                   "strategy catalog (values are the catalog's recommended ones; where dftune measured the fix, the "
+                   "setting it measured is named).</p>")  # fmt: skip
+        out.extend(snippet_html(snip, applied) for snip, applied in fixes)
     manual = [p for p in props if p["status"] == "manual" and p.get("citation")]
     if manual:
         out.append("<h3>Recommendations dftune does not apply itself</h3>")
