@@ -15,6 +15,14 @@ from typing import Any
 
 from dftune.core.fsio import atomic_write_bytes
 from dftune.tools.diagnose.engine import Diagnosis, diagnose_analysis
+from dftune.tools.report.fixes import (
+    SEVERITY_CSS,
+    SEVERITY_LEGEND,
+    severity,
+    severity_html,
+    snippet_html,
+    snippets,
+)
 from dftune.tools.report.html import CSS, e, plots_section, table
 from dftune.tools.report.plots import (
     Plot,
@@ -36,6 +44,8 @@ HEATMAP_RANKS = 256
 TOP_FILES = 25
 #: rows of the per-process table (ranks in order; the rest are summarized)
 TOP_PROCESSES = 64
+#: candidate fixes shown per bottleneck
+RECOMMENDATIONS = 3
 #: time windows of the timeline and the heatmap
 TIME_WINDOWS = 60
 
@@ -68,7 +78,7 @@ def render_input_html(label: str, a: Analysis, d: Diagnosis) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
         "style-src 'unsafe-inline'\">",
-        f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
+        f"<title>{e(title)}</title><style>{CSS}{SEVERITY_CSS}</style></head><body>",
         f'<header><h1>{e(title)}</h1><div class="meta">{e(label)} · {a.processes:,} process(es) · job time '
         f"{a.job_time_s:,.3f} s · {e(', '.join(f'{k} x{v}' for k, v in a.formats.items()))}</div></header>",
         "<nav>" + "".join(f'<a href="#{k}">{e(t)}</a>' for k, t in sections) + "</nav><main>",
@@ -92,14 +102,50 @@ def _warnings(a: Analysis) -> str:
 
 
 def _findings(d: Diagnosis) -> str:
-    rows = [
-        [e(b.id), e(b.name), e(b.category), e(b.score), e(b.evidence), e(b.provenance)] for b in d.bottlenecks
-    ]
-    body = table(["id", "rule", "category", "score", "evidence", "threshold from"], rows, num=(3,)) if rows \
-        else '<p class="note">No rule fired.</p>'  # fmt: skip
+    rows = [[severity_html(severity(b.score)), e(b.id), e(b.name), e(b.category), e(b.score), e(b.evidence),
+             e(b.provenance)] for b in d.bottlenecks]  # fmt: skip
+    body = table(["severity", "id", "rule", "category", "score", "evidence", "threshold from"], rows, num=(4,)) \
+        if rows else '<p class="note">No rule fired.</p>'  # fmt: skip
+    fired = {b.category for b in d.bottlenecks}
+    ok = [c.category for c in d.checklist if not (set(_checklist_bottlenecks(c.number)) & fired)]
+    ok_line = f"<p>{severity_html('OK')} checked, no rule fired: {e(', '.join(ok))}.</p>" if ok else ""
     gate = f"<p><b>Worth tuning:</b> {e('yes' if d.worth_tuning else 'no')}: {e(d.gate.reason)}</p>"
     metric = f"<p><b>Metric to optimize:</b> {e(d.metric.metric)} ({e(d.metric.rationale)})</p>"
-    return f'<section id="findings"><h2>Bottlenecks</h2>{gate}{metric}{body}</section>'
+    legend = f'<p class="note">{e(SEVERITY_LEGEND)}</p>'
+    return (
+        f'<section id="findings"><h2>Bottlenecks</h2>{gate}{metric}{body}{ok_line}{legend}'
+        f"{_recommendations(d)}</section>"
+    )
+
+
+def _checklist_bottlenecks(number: int) -> list[str]:
+    """The bottleneck categories a checklist category covers (from the catalog's checklist)."""
+    from dftune.tools.catalog import default_catalog
+
+    c = default_catalog().checklist.get(number)
+    return list(c.bottlenecks) if c is not None else []
+
+
+def _recommendations(d: Diagnosis) -> str:
+    """Under each bottleneck (most severe first), its cited candidate fixes with their snippets,
+    each fix shown once: Drishti's 'Recommendations' with a solution example."""
+    shown: set[str] = set()
+    out = []
+    for b in sorted(d.bottlenecks, key=lambda b: -b.score):
+        cands = [c for c in sorted(b.candidates, key=lambda c: not c.cited) if c.id not in shown][
+            :RECOMMENDATIONS
+        ]
+        fixes = snippets(c.id for c in cands)
+        if not fixes:
+            continue
+        shown.update(f["strategy"] for f in fixes)
+        out.append(f"<h3>{severity_html(severity(b.score))} {e(b.id)} {e(b.name)}: {e(b.evidence)}</h3>")
+        out.extend(snippet_html(f) for f in fixes)
+    if not out:
+        return ""
+    return ("<h2 id=\"fixes\">Recommendations</h2><p>Candidate fixes per bottleneck, as code or configuration "
+            "(from the strategy catalog; cited ones first). Measure before keeping any: `dftune run` does.</p>"
+            + "".join(out))  # fmt: skip
 
 
 def _numbers(a: Analysis) -> str:

@@ -23,6 +23,7 @@ SEVERITY_CSS = """
 .tag.sev-INFO { background: #bee3f8; color: #2a4365; }
 pre.snippet { background: #f7fafc; border: 1px solid #e2e8f0; padding: 8px 10px; overflow-x: auto;
   font-size: 12px; white-space: pre-wrap; word-break: break-word; }
+pre.snippet code { padding: 0; background: none; }
 """
 
 SEVERITY_LEGEND = (
