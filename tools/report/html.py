@@ -30,6 +30,7 @@ from dftune.tools.report.sections import (
     reasoning_html,
 )
 from dftune.tools.report.table import EXTRA_COLUMNS, PROPOSAL_COLUMNS
+from dftune.tools.trace.render import human_bytes
 
 SECTIONS = (
     ("glance", "At a glance"),
@@ -170,10 +171,10 @@ def _findings(doc: dict[str, Any]) -> str:
         if not subset:
             out.append('<p class="note">none</p>')
             continue
-        out.append(table(["kind", "severity", "finding", "score", "detail", "source"],
-                         [[tag(f["kind"], "measured" if kind == "measured" else "estimate"),
-                           severity_html(f["severity"]) if f.get("severity") else "", e(f["finding"]),
-                           e(f["score"]), e(f["detail"]), e(f["source"])] for f in subset], num=(3,)))  # fmt: skip
+        out.append(table(["kind", "finding", "score", "detail", "source"],
+                         [[tag(f["kind"], "measured" if kind == "measured" else "estimate"), e(f["finding"]),
+                           (severity_html(f["severity"]) + " " if f.get("severity") else "") + e(f["score"]),
+                           e(f["detail"]), e(f["source"])] for f in subset], num=(2,)))  # fmt: skip
         if kind == "measured" and any(f.get("severity") for f in subset):
             out.append(f'<p class="note">{e(SEVERITY_LEGEND)}</p>')
     out.append(_baseline_glance(doc))
@@ -193,8 +194,8 @@ def _baseline_glance(doc: dict[str, Any]) -> str:
         ("job time", f"{a.job_time_s:.4g} s"),
         ("time in I/O calls (summed)", f"{a.io_time_s:.4g} s"),
         ("unoverlapped I/O time", f"{a.unoverlapped_io_time_s:.4g} s ({100 * a.unoverlapped_io_fraction:.1f}% of job)"),
-        ("read: calls / bytes / time", f"{a.read.count:,} / {a.read.bytes or 0:,} / {a.read.time_s:.4g} s"),
-        ("write: calls / bytes / time", f"{a.write.count:,} / {a.write.bytes or 0:,} / {a.write.time_s:.4g} s"),
+        ("read: calls / bytes / time", f"{a.read.count:,} / {human_bytes(a.read.bytes or 0)} / {a.read.time_s:.4g} s"),
+        ("write: calls / bytes / time", f"{a.write.count:,} / {human_bytes(a.write.bytes or 0)} / {a.write.time_s:.4g} s"),
         ("metadata: calls / time", f"{a.metadata.count:,} / {a.metadata.time_s:.4g} s"),
         ("sync: calls / time", f"{a.sync.count:,} / {a.sync.time_s:.4g} s"),
         ("read / write / metadata share of I/O time",

@@ -56,6 +56,11 @@ def _bytes(n: float) -> str:
     return f"{n:,.0f} B"
 
 
+def _severity_score(f: dict[str, Any]) -> Any:
+    """A diagnosed finding's score with its Drishti level: ``HIGH (5)``."""
+    return f"{f['severity']} ({f['score']})" if f.get("severity") else f["score"]
+
+
 def glance_markdown(doc: dict[str, Any]) -> list[str]:
     """The first screen as a list: one labeled line per question."""
     return [f"- **{label}:** {md_text(text)}" for label, text in headline(doc)]
@@ -125,11 +130,8 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     ]
     lines += [
         *markdown_table(
-            ["kind", "severity", "finding", "score", "detail", "source"],
-            [
-                [f["kind"], f.get("severity") or "", f["finding"], f["score"], f["detail"], f["source"]]
-                for f in findings(s)
-            ],
+            ["kind", "finding", "score", "detail", "source"],
+            [[f["kind"], f["finding"], _severity_score(f), f["detail"], f["source"]] for f in findings(s)],
         ),
         "",
     ]

@@ -189,9 +189,7 @@ def busy_colormap() -> Any:
     """Viridis for 0..100% of a window spent in I/O calls, red above it: the scale means what it says."""
     from matplotlib import colormaps
 
-    cmap = colormaps["viridis"].copy()
-    cmap.set_over(OVER_COLOR)
-    return cmap
+    return colormaps["viridis"].with_extremes(over=OVER_COLOR)
 
 
 def busy_caption(cells: list[float]) -> str:
