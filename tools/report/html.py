@@ -62,7 +62,8 @@ h3 { margin: 20px 0 6px; }
 table { border-collapse: collapse; width: 100%; margin: 8px 0 12px; font-size: 13px; }
 th, td { border: 1px solid var(--line); padding: 5px 8px; text-align: left; vertical-align: top; }
 th { background: var(--bg); }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td { overflow-wrap: anywhere; }  /* a long path or URL wraps instead of pushing the table off the page */
+td.num { text-align: right; font-variant-numeric: tabular-nums; overflow-wrap: normal; }
 .cards { display: flex; gap: 12px; flex-wrap: wrap; margin: 12px 0; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; min-width: 150px; background: var(--bg); }
 .card .v { font-size: 20px; font-weight: 600; }
