@@ -399,7 +399,7 @@ def artists_outside_axes(fig: Any, tolerance_px: float = 1.5) -> list[str]:
             if isinstance(coll, QuadMesh):
                 check(
                     f"{name}: mesh",
-                    coll.get_transform().transform(coll.get_coordinates().reshape(-1, 2)),
+                    coll.get_transform().transform(np.asarray(coll.get_coordinates()).reshape(-1, 2)),
                     box,
                 )
             elif isinstance(coll, LineCollection):
