@@ -339,8 +339,10 @@ def heatmap(a: Analysis) -> Plot:
                        norm=Normalize(0.0, 100.0), extent=extent)  # fmt: skip
         fig.colorbar(im, ax=ax, label="time in I/O calls, % of window", extend="max")
     else:
-        im = ax.imshow(grid / MIB, aspect="auto", interpolation="nearest", cmap="viridis", extent=extent)
-        fig.colorbar(im, ax=ax, label="MiB")
+        unit, size = next(((u, n) for u, n in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+                           if float(grid.max(initial=0.0)) >= n), ("bytes", 1))  # fmt: skip
+        im = ax.imshow(grid / size, aspect="auto", interpolation="nearest", cmap="viridis", extent=extent)
+        fig.colorbar(im, ax=ax, label=f"{unit} per window")
     ax.set_xlabel("seconds since the job started")
     ax.set_ylabel(
         plain("rank" if all(str(r).startswith("rank") or isinstance(r, int) for r in ranks) else "process")
