@@ -151,3 +151,18 @@ def test_severity_follows_drishti_levels_and_snippets_render_as_fenced_code() ->
     (snip,) = snippets(["l1.dataloader_workers", "l1.dataloader_workers"])
     md = snippet_markdown(snip, "WORKERS=4")
     assert md[0].endswith("(dftune measured it as `WORKERS=4`)") and md[2] == "```python"
+
+
+def test_every_plot_of_a_run_report_stays_inside_its_axes() -> None:
+    """The run report's own plots (two traced arms, experiments), built from a report.json."""
+    from dftune.tools.report.plots import build_plots
+    from dftune.tools.session.workspace import Workspace
+    from tests.unit.test_report import make_report
+
+    ws = Workspace()
+    doc = make_report(ws.run_dir(ws.create_run(None, "toy").id))
+    plots = build_plots(doc)
+    drawn = [p for p in plots if p.figure is not None]
+    assert {p.key for p in drawn} == {"heatmap", "timeline", "xfer", "families", "experiments"}
+    for p in drawn:
+        assert artists_outside_axes(p.figure) == [], p.key
