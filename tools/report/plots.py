@@ -200,7 +200,8 @@ def busy_caption(cells: list[float]) -> str:
             "are drawn red")  # fmt: skip
     if over:
         return text + f" ({len(over)} cell(s) here, up to {max(over):.0f}%)."
-    return text + " (none here)."
+    busiest = max(cells, default=0.0)
+    return text + f" (none here; the busiest cell is at {busiest:.1f}%)."
 
 
 def heatmap_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "") -> Plot:
