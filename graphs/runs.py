@@ -271,6 +271,14 @@ def run_settings_of(settings: RunSettings | None, overrides: dict[str, Any]) -> 
         raise RunError(str(exc)) from None
 
 
+def run_result(run_id: str, workspace: Workspace | None = None) -> dict[str, Any]:
+    """The run's result document as start/resume/approve return it (status, pending question, verdicts),
+    read from its saved state, for front ends that look at a run without driving it."""
+    ws = workspace or Workspace()
+    _existing(run_id, ws)
+    return _result(run_id, ws)
+
+
 def load_state(run_id: str, workspace: Workspace | None = None) -> TuningState:
     """The run's last saved graph state (what the benchmarks and the tests read after a run)."""
     ws = workspace or Workspace()

@@ -119,3 +119,48 @@ def session_search_optimization_context_tool(p: ContextSearchIn) -> dict[str, An
     return session_search_optimization_context(p.run_id, p.system, p.workload, iteration=p.iteration,
                                                stack=p.stack, online=p.online, max_results_each=p.max_results_each,
                                                k_local=p.k_local)  # fmt: skip
+
+
+class LocalPapersIn(_In):
+    query: str = Field(min_length=1, description="What to look for, e.g. 'metadata storms small files'.")
+    bottleneck: Bottleneck | None = Field(None, description="Bottleneck category: adds its vocabulary.")
+    k: int = Field(5, ge=1, le=50, description="How many papers.")
+    papers_dir: str | None = Field(
+        None,
+        description="A folder of PDFs to add to the local corpus first (e.g. resources/papers); broken or "
+        "hostile files are named and skipped.",
+    )
+
+
+@box.tool(
+    "session_search_local_papers",
+    LocalPapersIn,
+    """Search only the papers ingested into the local corpus (PDFs: `dftune papers ingest`, or papers_dir
+       here), offline: each with its citation fields, what is missing, and the page that matched. For the
+       reference papers a pipeline must consult when their coverage matches the bottleneck.""",
+)
+def session_search_local_papers_tool(p: LocalPapersIn) -> dict[str, Any]:
+    """The local PDFs alone, so a reference paper is not drowned by catalog entries or remote hits."""
+    from pathlib import Path
+
+    from dftune.tools.literature.corpus import open_store
+    from dftune.tools.literature.search import hit_to_paper, local_query
+
+    store = open_store()
+    ingested: dict[str, Any] | None = None
+    if p.papers_dir is not None:
+        from dftune.tools.literature.remote import metadata_lookup
+        from dftune.vectorstore.ingest import ingest_dir
+
+        folder = Path(p.papers_dir).expanduser()
+        if not folder.is_dir():
+            raise ValueError(f"{folder}: not a directory")
+        ingested = ingest_dir(folder, store, lookup=metadata_lookup).to_json()
+    q = local_query(p.query, p.bottleneck)
+    papers = [hit_to_paper(h).to_json() for h in store.search(q, p.k, sources=["pdf"])]
+    out: dict[str, Any] = {"tool": "session_search_local_papers", "query": q, "papers": papers}
+    if ingested is not None:
+        out["ingested"] = ingested
+    if not papers:
+        out["note"] = "no ingested paper matched: add PDFs with `dftune papers ingest DIR` or papers_dir"
+    return out

@@ -116,6 +116,12 @@ def trim_views(doc: dict[str, Any], max_rows: int) -> dict[str, Any]:
         if isinstance(rows, list) and len(rows) > max_rows:
             view["rows_total"] = len(rows)
             view["rows"] = rows[:max_rows]
+        heat = view.get("heatmap") if isinstance(view, dict) else None
+        if isinstance(heat, dict) and len(heat.get("ranks") or []) > max_rows:  # a row per process
+            for key in ("ranks", "read_bytes", "write_bytes", "io_time_s"):
+                if isinstance(heat.get(key), list):
+                    heat[key] = heat[key][:max_rows]
+            heat["ranks_shown"] = max_rows
     return doc
 
 

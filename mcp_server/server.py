@@ -57,7 +57,8 @@ def build_server() -> Any:
         ver = "0"
     return Server(SERVER_NAME, version=ver, on_list_tools=list_tools, on_call_tool=call_tool,
                   instructions="dftune: analyze and diagnose dftracer traces, search cited optimizations, "
-                               "record guarded results in the knowledge base.")  # fmt: skip
+                               "record guarded results in the knowledge base, and drive tuning runs (run_start "
+                               "with a budget, run_show, run_answer, run_report).")  # fmt: skip
 
 
 def serve() -> None:

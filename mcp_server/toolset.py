@@ -5,14 +5,21 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dftune.mcp_server import kb_tools, literature_tools, session_tools, table_tools, trace_tools
+from dftune.mcp_server import kb_tools, literature_tools, run_tools, session_tools, table_tools, trace_tools
 from dftune.mcp_server.registry import ToolFailure, ToolSpec, run_tool
 
 
 @functools.cache
 def tools() -> dict[str, ToolSpec]:
     """Every tool, by name (assembled on first use from the tool modules, in a stable order)."""
-    boxes = (trace_tools.box, session_tools.box, kb_tools.box, table_tools.box, literature_tools.box)
+    boxes = (
+        trace_tools.box,
+        session_tools.box,
+        kb_tools.box,
+        table_tools.box,
+        literature_tools.box,
+        run_tools.box,
+    )
     out: dict[str, ToolSpec] = {}
     for spec in (s for b in boxes for s in b.specs):
         if spec.name in out:

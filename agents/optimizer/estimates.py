@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dftune.tools.guards.arms import Arm
 from dftune.tools.trace import semantics as S
+from dftune.tools.trace.render import human_bytes
 
 ModelKind = Literal[
     "coalescing", "caching", "overlap_reads", "hide_writes", "metadata", "parallel_reads", "coalescing_shared",
@@ -215,7 +216,7 @@ def _caching(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
         return 0.0, "nothing is read more than once", None
     share = t.reread_bytes / t.read_bytes
     saved = facts.read_time_s * share * facts.critical_share * m.efficiency
-    return saved, (f"{t.reread_bytes:,} of {t.read_bytes:,} bytes read are re-reads: {share:.0%} of {facts.read_time_s:.3g} s "
+    return saved, (f"{human_bytes(t.reread_bytes)} of {human_bytes(t.read_bytes)} read are re-reads: {share:.0%} of {facts.read_time_s:.3g} s "
                    f"of read time x {facts.critical_share:.2f} critical x {m.efficiency:g}"), None  # fmt: skip
 
 

@@ -33,7 +33,8 @@ TOOLS = {
     "analyze", "diagnose", "comparator", "event_count", "reader", "session_analyze_traces",
     "session_validate_structure", "session_reorganize_structure", "opt_kb_lookup", "opt_kb_record",
     "opt_kb_render", "opt_proposal_table", "rag_search", "search_arxiv", "search_papers_combined",
-    "get_arxiv_paper", "session_search_optimization_context",
+    "get_arxiv_paper", "session_search_optimization_context", "session_search_local_papers",
+    "run_start", "run_list", "run_show", "run_answer", "run_resume", "run_report",
 }  # fmt: skip
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import shlex
 from typing import Literal, TypeAlias
 
 from pydantic import (
@@ -145,6 +146,14 @@ class Apply(_Model):
         ]
 
 
+class Snippet(_Model):
+    """The fix as a person would type it (a configuration line, an environment variable, a few
+    lines of code), shown under each recommendation the way Drishti prints a code snippet."""
+
+    language: Literal["python", "c", "shell", "ini", "toml", "text"]
+    code: str = Field(min_length=1)
+
+
 class Rollback(_Model):
     """How to undo an applied strategy. ``capture`` records original values before applying:
     each key becomes a placeholder usable in ``command``."""
@@ -186,6 +195,9 @@ class Strategy(_Model):
     #: (no write buffering for a read-only job); empty: any job.
     io: list[Literal["read", "write"]] = Field(default_factory=list)
     apply: Apply | None = None
+    #: How the fix reads in code or configuration; required where ``apply`` is prose (a source
+    #: patch, a manual step); derived from ``apply`` for environment variables and commands.
+    snippet: Snippet | None = None
     rollback: Rollback | None = None
     parameters: list[Parameter] = Field(default_factory=list)
     citations: list[str] = Field(default_factory=list)
@@ -237,6 +249,10 @@ class Strategy(_Model):
                 )
             if self.citations and self.unsupported_reason:
                 raise ValueError("unsupported_reason is only for strategies without citations")
+            if self.apply.kind in ("source_patch", "manual") and self.snippet is None:
+                raise ValueError(
+                    f"apply kind {self.apply.kind!r} is prose: give [strategy.snippet] language and code"
+                )
             if self.layer in ("L2", "L3") and self.rollback is None:
                 raise ValueError(f"{self.layer} strategies need a rollback")
             if self.privilege == "admin-only" and self.apply.kind != "manual":
@@ -256,6 +272,30 @@ class Strategy(_Model):
                 "forbidden strategies need forbidden_kind (doing_less | access_pattern), and only they"
             )
         return self
+
+    def fix_snippet(self) -> Snippet | None:
+        """The snippet to show: the catalog's, else the environment or command ``apply`` sets, with
+        each parameter at its recommended (else default) value; None for a forbidden strategy."""
+        if self.snippet is not None or self.apply is None:
+            return self.snippet
+        values = {p.name: p.recommended if p.recommended is not None else p.default for p in self.parameters}
+
+        def fill(template: str) -> str:
+            for name, value in values.items():
+                if value is not None:
+                    template = template.replace("{" + name + "}", str(value))
+            return re.sub(r"\{([a-z_][a-z0-9_]*)\}", r"<\1>", template)  # a value only the run knows
+
+        a = self.apply
+        lines = [f"export {k}={shlex.quote(fill(v))}" for k, v in a.env.items()]
+        if a.kind == "hint_file" and a.hint_file:
+            lines.insert(0, f"# {a.hint_file}\n{fill(a.hint_content or '')}".rstrip())
+        if a.command:
+            cmd = shlex.join(fill(x) for x in a.command)
+            lines.append(f"echo {shlex.quote(fill(a.stdin))} | {cmd}" if a.stdin else cmd)
+        if a.launcher:
+            lines.append(shlex.join(fill(x) for x in a.launcher) + " <your command>")
+        return Snippet(language="shell", code="\n".join(lines)) if lines else None
 
     def valid_on(self, fs_type: str) -> bool:
         """True when the strategy may be offered on ``fs_type`` (FS_TYPE gating)."""

@@ -63,6 +63,8 @@ def summary_metrics(a: Analysis) -> dict[str, Any]:
         "read_mean_xfer": a.read.mean_xfer_bytes if a.read.mean_xfer_bytes is not None else float("inf"),
         "write_mean_xfer": a.write.mean_xfer_bytes if a.write.mean_xfer_bytes is not None else float("inf"),
         "read_mean_xfer_kib": (a.read.mean_xfer_bytes or 0) / 1024,
+        "read_mean_xfer_bytes": a.read.mean_xfer_bytes or 0,
+        "write_mean_xfer_bytes": a.write.mean_xfer_bytes or 0,
         "write_mean_xfer_kib": (a.write.mean_xfer_bytes or 0) / 1024,
         "small_read_count": a.read.small,
         "small_write_count": a.write.small,

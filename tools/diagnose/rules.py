@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dftune.core.errors import DftuneError
 from dftune.core.vocabulary import Category
+from dftune.tools.trace.render import human_bytes
 
 
 @functools.cache
@@ -141,7 +142,15 @@ def _holds(cond: Condition, metrics: dict[str, Any], where: str) -> bool:
 
 
 class _SafeFormatter(string.Formatter):
-    """Formats ``{metric:spec}`` fields only: no attribute or index access in templates."""
+    """Formats ``{metric:spec}`` fields only: no attribute or index access in templates.
+
+    ``{x_bytes:size}`` prints a byte count as people read it (binary units, as Darshan's job summary
+    does): 16287.2 KiB reads ``15.9 MiB``."""
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        if format_spec == "size" and isinstance(value, int | float):
+            return human_bytes(value)
+        return super().format_field(value, format_spec)
 
     def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
         if not field_name.isidentifier():

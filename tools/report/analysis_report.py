@@ -15,14 +15,39 @@ from typing import Any
 
 from dftune.core.fsio import atomic_write_bytes
 from dftune.tools.diagnose.engine import Diagnosis, diagnose_analysis
+from dftune.tools.report.fixes import (
+    SEVERITY_CSS,
+    SEVERITY_LEGEND,
+    severity,
+    severity_html,
+    snippet_html,
+    snippets,
+)
 from dftune.tools.report.html import CSS, e, plots_section, table
-from dftune.tools.report.plots import Plot, _figure, _svg, family_split_plot, plain, xfer_histogram_plot
+from dftune.tools.report.plots import (
+    Plot,
+    _figure,
+    _svg,
+    busy_caption,
+    busy_colormap,
+    family_split_plot,
+    fitting_top,
+    plain,
+    xfer_histogram_plot,
+)
 from dftune.tools.trace import Analysis, analyze
+from dftune.tools.trace.render import human_bytes
 
 MIB = float(1 << 20)
 #: rows of the heatmap plot (busiest ranks first) and of the file table
 HEATMAP_RANKS = 256
 TOP_FILES = 25
+#: rows of the per-process table (ranks in order; the rest are summarized)
+TOP_PROCESSES = 64
+#: candidate fixes shown per bottleneck
+RECOMMENDATIONS = 3
+#: time windows of the timeline and the heatmap
+TIME_WINDOWS = 60
 
 
 def default_output(path: str | Path) -> Path:
@@ -33,7 +58,7 @@ def default_output(path: str | Path) -> Path:
 
 def write_input_report(path: str | Path, output: str | Path | None = None) -> dict[str, str]:
     """Analyze ``path`` (with every view), diagnose it, write the HTML; returns ``{"html": path}``."""
-    analysis = analyze([path], views=["file", "proc", "time", "layer"])
+    analysis = analyze([path], views=["file", "proc", "time", "layer"], time_windows=TIME_WINDOWS)
     diagnosis = diagnose_analysis(analysis)
     out = Path(output) if output else default_output(path)
     atomic_write_bytes(out, render_input_html(str(path), analysis, diagnosis).encode("utf-8"))
@@ -43,7 +68,8 @@ def write_input_report(path: str | Path, output: str | Path | None = None) -> di
 def render_input_html(label: str, a: Analysis, d: Diagnosis) -> str:
     kind = "Darshan log" if a.darshan is not None else "dftracer trace"
     title = f"dftune report: {Path(label).name} ({kind})"
-    sections = [("findings", "Bottlenecks"), ("numbers", "Numbers"), ("plots", "Plots"), ("files", "Files")]
+    sections = [("findings", "Bottlenecks"), ("numbers", "Numbers"), ("plots", "Plots"), ("processes", "Processes"),
+                ("files", "Files")]  # fmt: skip
     if a.darshan is not None:
         sections.insert(2, ("darshan", "Darshan log"))
     parts = [
@@ -52,7 +78,7 @@ def render_input_html(label: str, a: Analysis, d: Diagnosis) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
         "style-src 'unsafe-inline'\">",
-        f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
+        f"<title>{e(title)}</title><style>{CSS}{SEVERITY_CSS}</style></head><body>",
         f'<header><h1>{e(title)}</h1><div class="meta">{e(label)} · {a.processes:,} process(es) · job time '
         f"{a.job_time_s:,.3f} s · {e(', '.join(f'{k} x{v}' for k, v in a.formats.items()))}</div></header>",
         "<nav>" + "".join(f'<a href="#{k}">{e(t)}</a>' for k, t in sections) + "</nav><main>",
@@ -61,6 +87,7 @@ def render_input_html(label: str, a: Analysis, d: Diagnosis) -> str:
         _numbers(a),
         _darshan(a) if a.darshan is not None else "",
         plots_section(build_input_plots(a)),
+        _processes(a),
         _files(a),
         "</main></body></html>",
     ]
@@ -75,20 +102,57 @@ def _warnings(a: Analysis) -> str:
 
 
 def _findings(d: Diagnosis) -> str:
-    rows = [
-        [e(b.id), e(b.name), e(b.category), e(b.score), e(b.evidence), e(b.provenance)] for b in d.bottlenecks
-    ]
-    body = table(["id", "rule", "category", "score", "evidence", "threshold from"], rows, num=(3,)) if rows \
-        else '<p class="note">No rule fired.</p>'  # fmt: skip
+    rows = [[severity_html(severity(b.score)), e(b.id), e(b.name), e(b.category), e(b.score), e(b.evidence),
+             e(b.provenance)] for b in d.bottlenecks]  # fmt: skip
+    body = table(["severity", "id", "rule", "category", "score", "evidence", "threshold from"], rows, num=(4,)) \
+        if rows else '<p class="note">No rule fired.</p>'  # fmt: skip
+    fired = {b.category for b in d.bottlenecks}
+    ok = [c.category for c in d.checklist if not (set(_checklist_bottlenecks(c.number)) & fired)]
+    ok_line = f"<p>{severity_html('OK')} checked, no rule fired: {e(', '.join(ok))}.</p>" if ok else ""
     gate = f"<p><b>Worth tuning:</b> {e('yes' if d.worth_tuning else 'no')}: {e(d.gate.reason)}</p>"
     metric = f"<p><b>Metric to optimize:</b> {e(d.metric.metric)} ({e(d.metric.rationale)})</p>"
-    return f'<section id="findings"><h2>Bottlenecks</h2>{gate}{metric}{body}</section>'
+    legend = f'<p class="note">{e(SEVERITY_LEGEND)}</p>'
+    return (
+        f'<section id="findings"><h2>Bottlenecks</h2>{gate}{metric}{body}{ok_line}{legend}'
+        f"{_recommendations(d)}</section>"
+    )
+
+
+def _checklist_bottlenecks(number: int) -> list[str]:
+    """The bottleneck categories a checklist category covers (from the catalog's checklist)."""
+    from dftune.tools.catalog import default_catalog
+
+    c = default_catalog().checklist.get(number)
+    return list(c.bottlenecks) if c is not None else []
+
+
+def _recommendations(d: Diagnosis) -> str:
+    """Under each bottleneck (most severe first), its cited candidate fixes with their snippets,
+    each fix shown once: Drishti's 'Recommendations' with a solution example."""
+    shown: set[str] = set()
+    out = []
+    for b in sorted(d.bottlenecks, key=lambda b: -b.score):
+        cands = [c for c in sorted(b.candidates, key=lambda c: not c.cited) if c.id not in shown][
+            :RECOMMENDATIONS
+        ]
+        fixes = snippets(c.id for c in cands)
+        if not fixes:
+            continue
+        shown.update(f["strategy"] for f in fixes)
+        out.append(f"<h3>{severity_html(severity(b.score))} {e(b.id)} {e(b.name)}: {e(b.evidence)}</h3>")
+        out.extend(snippet_html(f) for f in fixes)
+    if not out:
+        return ""
+    return ("<h2 id=\"fixes\">Recommendations</h2><p>Candidate fixes per bottleneck, as code or configuration "
+            "(from the strategy catalog; cited ones first). Measure before keeping any: `dftune run` does.</p>"
+            + "".join(out))  # fmt: skip
 
 
 def _numbers(a: Analysis) -> str:
     rows = [
-        ("read: calls / bytes / time", f"{a.read.count:,} / {a.read.bytes or 0:,} / {a.read.time_s:.4g} s"),
-        ("write: calls / bytes / time", f"{a.write.count:,} / {a.write.bytes or 0:,} / {a.write.time_s:.4g} s"),
+        ("read: calls / bytes / time", f"{a.read.count:,} / {human_bytes(a.read.bytes or 0)} / {a.read.time_s:.4g} s"),
+        ("write: calls / bytes / time",
+         f"{a.write.count:,} / {human_bytes(a.write.bytes or 0)} / {a.write.time_s:.4g} s"),
         ("metadata: calls / time", f"{a.metadata.count:,} / {a.metadata.time_s:.4g} s"),
         ("sync: calls", f"{a.sync.count:,}"),
         ("read / write / metadata share of I/O time",
@@ -158,10 +222,48 @@ def _darshan(a: Analysis) -> str:
 
 def _files(a: Analysis) -> str:
     rows = (a.views.get("file") or {}).get("rows", [])[:TOP_FILES]
-    cols = ["path", "processes", "read_bytes", "write_bytes", "io_time_s", "seq_pct", "stripe_count"]
-    body = table(cols, [[e(r.get(c)) for c in cols] for r in rows], num=(1, 2, 3, 4, 5, 6)) if rows \
+    cols = ["path", "processes", "read", "written", "I/O time (s)", "sequential %", "stripe count"]
+    body = table(cols, [[e(r.get("path")), e(r.get("processes")), e(human_bytes(r.get("read_bytes") or 0)),
+                         e(human_bytes(r.get("write_bytes") or 0)), e(_g(r.get("io_time_s"))),
+                         e(_g(r.get("seq_pct"))), e(r.get("stripe_count") if r.get("stripe_count") is not None else "-")]
+                        for r in rows], num=(1, 2, 3, 4, 5, 6)) if rows \
         else '<p class="note">No file.</p>'  # fmt: skip
     return f'<section id="files"><h2>Files (top {TOP_FILES} by I/O time)</h2>{body}</section>'
+
+
+def _g(v: Any) -> str:
+    return "-" if v is None else f"{float(v):.4g}"
+
+
+def _processes(a: Analysis) -> str:
+    """One row per process (rank when the trace names it): where each spent its I/O time, and how
+    the slowest compares with the rest, the per-rank table of Darshan's job summary and Drishti."""
+    rows = (a.views.get("proc") or {}).get("rows", [])
+    if not rows:
+        return '<section id="processes"><h2>Processes</h2><p class="note">No process view.</p></section>'
+    ordered = sorted(rows, key=lambda r: (r.get("rank") is None, r.get("rank") or 0, r.get("host") or "",
+                                          r.get("pid") or 0))  # fmt: skip
+    times = sorted(float(r.get("io_time_s") or 0.0) for r in rows)
+    mid = times[len(times) // 2]
+    head = (f"<p>{len(rows):,} process(es). I/O time per process: min {times[0]:.4g} s, median {mid:.4g} s, "
+            f"max {times[-1]:.4g} s (imbalance (max - mean) / max = {a.imbalance.time_max_mean:.2f}; "
+            f"slowest {e(a.imbalance.slowest_process or '-')}). I/O share = I/O time over the process's lifetime "
+            "(its threads summed).</p>")  # fmt: skip
+    body = []
+    for r in ordered[:TOP_PROCESSES]:
+        life = float(r.get("lifetime_s") or 0.0)
+        io = float(r.get("io_time_s") or 0.0)
+        who = f"rank {r['rank']}" if r.get("rank") is not None else f"pid {r.get('pid')}"
+        body.append([e(who), e(r.get("host") or "-"), e(_g(life)), e(_g(io)),
+                     e(f"{100 * io / life:.1f}%" if life > 0 else "-"),
+                     e(human_bytes(r.get("read_bytes") or 0)), e(human_bytes(r.get("write_bytes") or 0)),
+                     e(f"{int(r.get('metadata_count') or 0):,}"), e(_g(r.get("metadata_time_s")))])  # fmt: skip
+    more = (f'<p class="note">{len(ordered) - TOP_PROCESSES:,} more process(es) not listed.</p>'
+            if len(ordered) > TOP_PROCESSES else "")  # fmt: skip
+    cols = ["process", "host", "lifetime (s)", "I/O time (s)", "I/O share", "read", "written", "metadata calls",
+            "metadata time (s)"]  # fmt: skip
+    return ('<section id="processes"><h2>Processes</h2>' + head
+            + table(cols, body, num=(2, 3, 4, 5, 6, 7, 8)) + more + "</section>")  # fmt: skip
 
 
 def build_input_plots(a: Analysis) -> list[Plot]:
@@ -185,35 +287,66 @@ def timeline(a: Analysis) -> Plot:
                 color=color)  # fmt: skip
     ax.set_xlabel("seconds since the job started")
     ax.set_ylabel("MiB/s")
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(
+        0, fitting_top([(r.get(k) or 0) / MIB / width for r in rows for k in ("read_bytes", "write_bytes")])
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return Plot("timeline", title, caption, svg=_svg(fig, "timeline"))
+    return Plot("timeline", title, caption, svg=_svg(fig, "timeline"), figure=fig)
 
 
 def heatmap(a: Analysis) -> Plot:
-    """Ranks x time windows, colour = bytes moved (DXT per operation, or Darshan's runtime heatmap)."""
-    title = "Heatmap: bytes per rank and time window"
+    """Ranks x time windows: for dftracer traces the share of each window a process spent in I/O
+    calls (every file is one process); for Darshan logs the bytes moved (DXT, or the HEATMAP module)."""
     hm: dict[str, Any] = (a.views.get("time") or {}).get("heatmap") or {}
-    caption = (f"Read + write bytes of each rank in each time window (source: {hm.get('source', '-')}); the "
-               f"{HEATMAP_RANKS} busiest ranks at most.")  # fmt: skip
     if not hm or not hm.get("ranks"):
-        return Plot("heatmap", title, caption, note="no DXT trace and no HEATMAP module in the input")
+        why = ("no DXT trace and no HEATMAP module in the log" if a.darshan is not None
+               else "no timed I/O call in the trace")  # fmt: skip
+        return Plot(
+            "heatmap", "Heatmap: ranks x time", "One row per rank, one column per time window.", note=why
+        )
     import numpy as np
 
-    grid = np.asarray(hm["read_bytes"], dtype=float) + np.asarray(hm["write_bytes"], dtype=float)
-    ranks = np.asarray(hm["ranks"])
-    keep = np.argsort(-grid.sum(axis=1), kind="stable")[:HEATMAP_RANKS]
-    keep.sort()
+    busy = "io_time_s" in hm and hm.get("window_span_s")
+    if busy:
+        grid = 100.0 * np.asarray(hm["io_time_s"], dtype=float) / np.asarray(hm["window_span_s"], dtype=float)
+        weight = np.asarray(hm["io_time_s"], dtype=float).sum(axis=1)
+    else:
+        grid = np.asarray(hm["read_bytes"], dtype=float) + np.asarray(hm["write_bytes"], dtype=float)
+        weight = grid.sum(axis=1)
+    ranks = np.asarray(hm["ranks"], dtype=object)
+    keep = np.sort(np.argsort(-weight, kind="stable")[:HEATMAP_RANKS])
     grid, ranks = grid[keep], ranks[keep]
-    fig = _figure(7.5, min(1.5 + 0.05 * len(ranks), 8.0))
+    total = int(hm.get("ranks_total") or len(ranks))
+    shown = f"the {len(ranks)} busiest of {total}" if len(ranks) < total else f"all {total}"
+    if busy:
+        title = "Heatmap: time in I/O calls per process and time window"
+        caption = (f"One row per process ({shown}; rank when the trace names it, else pid), one column per time "
+                   f"window of {float(hm['window_s']):.3g} s (source: {hm.get('source')}). "
+                   + busy_caption(grid.ravel().tolist()))  # fmt: skip
+    else:
+        title = "Heatmap: bytes per rank and time window"
+        caption = (f"Read + write bytes of each rank in each time window (source: {hm.get('source', '-')}); {shown} "
+                   "ranks.")  # fmt: skip
+    fig = _figure(7.5, min(max(3.0, 1.5 + 0.12 * len(ranks)), 9.0))
     ax = fig.subplots()
     width = float(hm.get("window_s") or 1.0)
-    im = ax.imshow(grid / MIB, aspect="auto", interpolation="nearest", cmap="viridis", origin="lower",
-                   extent=(0, width * grid.shape[1], -0.5, len(ranks) - 0.5))  # fmt: skip
+    extent = (0, width * grid.shape[1], len(ranks) - 0.5, -0.5)
+    if busy:
+        from matplotlib.colors import Normalize
+
+        im = ax.imshow(grid, aspect="auto", interpolation="nearest", cmap=busy_colormap(),
+                       norm=Normalize(0.0, 100.0), extent=extent)  # fmt: skip
+        fig.colorbar(im, ax=ax, label="time in I/O calls, % of window", extend="max")
+    else:
+        unit, size = next(((u, n) for u, n in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+                           if float(grid.max(initial=0.0)) >= n), ("bytes", 1))  # fmt: skip
+        im = ax.imshow(grid / size, aspect="auto", interpolation="nearest", cmap="viridis", extent=extent)
+        fig.colorbar(im, ax=ax, label=f"{unit} per window")
     ax.set_xlabel("seconds since the job started")
-    ax.set_ylabel(plain(f"rank ({len(ranks)} shown)"))
-    if len(ranks) <= 16:
-        ax.set_yticks(range(len(ranks)), [str(r) for r in ranks])
-    fig.colorbar(im, ax=ax, label="MiB")
-    return Plot("heatmap", title, caption, svg=_svg(fig, "heatmap"))
+    ax.set_ylabel(
+        plain("rank" if all(str(r).startswith("rank") or isinstance(r, int) for r in ranks) else "process")
+    )
+    step = max(1, len(ranks) // 24)  # at most about 24 labels
+    ax.set_yticks(range(0, len(ranks), step), [plain(str(r)) for r in ranks[::step]], fontsize=7)
+    return Plot("heatmap", title, caption, svg=_svg(fig, "heatmap"), figure=fig)

@@ -11,6 +11,7 @@ import base64
 import html
 from typing import Any
 
+from dftune.tools.report.fixes import SEVERITY_CSS, SEVERITY_LEGEND, severity_html, snippet_html
 from dftune.tools.report.glance import GLANCE_CSS, glance_html, hotspots_html
 from dftune.tools.report.htmlkit import ci, e, link, num, table, tag
 from dftune.tools.report.plots import Plot
@@ -23,11 +24,13 @@ from dftune.tools.report.sections import (
     citations,
     coverage_note,
     findings,
+    fix_rows,
     guard_rows,
     proposal_rows,
     reasoning_html,
 )
 from dftune.tools.report.table import EXTRA_COLUMNS, PROPOSAL_COLUMNS
+from dftune.tools.trace.render import human_bytes
 
 SECTIONS = (
     ("glance", "At a glance"),
@@ -59,7 +62,8 @@ h3 { margin: 20px 0 6px; }
 table { border-collapse: collapse; width: 100%; margin: 8px 0 12px; font-size: 13px; }
 th, td { border: 1px solid var(--line); padding: 5px 8px; text-align: left; vertical-align: top; }
 th { background: var(--bg); }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td { overflow-wrap: anywhere; }  /* a long path or URL wraps instead of pushing the table off the page */
+td.num { text-align: right; font-variant-numeric: tabular-nums; overflow-wrap: normal; }
 .cards { display: flex; gap: 12px; flex-wrap: wrap; margin: 12px 0; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; min-width: 150px; background: var(--bg); }
 .card .v { font-size: 20px; font-weight: 600; }
@@ -94,7 +98,7 @@ def render_run_html(doc: dict[str, Any], plots: list[Plot]) -> str:
         # nothing may load from anywhere: the report is one file, readable offline
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
         "style-src 'unsafe-inline'\">",
-        f"<title>{e(title)}</title><style>{CSS}{GLANCE_CSS}</style></head><body>",
+        f"<title>{e(title)}</title><style>{CSS}{GLANCE_CSS}{SEVERITY_CSS}</style></head><body>",
         f'<header><h1>{e(title)}</h1><div class="meta">run {e(doc.get("run_id"))} · status '
         f"<b>{e(doc.get('status'))}</b>{' (' + e(doc['status_reason']) + ')' if doc.get('status_reason') else ''}"
         f" · system {e(doc.get('system'))} · data filesystem {e(doc.get('fs_type'))} · mode {e(doc.get('mode'))}"
@@ -170,7 +174,10 @@ def _findings(doc: dict[str, Any]) -> str:
             continue
         out.append(table(["kind", "finding", "score", "detail", "source"],
                          [[tag(f["kind"], "measured" if kind == "measured" else "estimate"), e(f["finding"]),
-                           e(f["score"]), e(f["detail"]), e(f["source"])] for f in subset], num=(2,)))  # fmt: skip
+                           (severity_html(f["severity"]) + " " if f.get("severity") else "") + e(f["score"]),
+                           e(f["detail"]), e(f["source"])] for f in subset], num=(2,)))  # fmt: skip
+        if kind == "measured" and any(f.get("severity") for f in subset):
+            out.append(f'<p class="note">{e(SEVERITY_LEGEND)}</p>')
     out.append(_baseline_glance(doc))
     out.append("</section>")
     return "".join(out)
@@ -188,8 +195,8 @@ def _baseline_glance(doc: dict[str, Any]) -> str:
         ("job time", f"{a.job_time_s:.4g} s"),
         ("time in I/O calls (summed)", f"{a.io_time_s:.4g} s"),
         ("unoverlapped I/O time", f"{a.unoverlapped_io_time_s:.4g} s ({100 * a.unoverlapped_io_fraction:.1f}% of job)"),
-        ("read: calls / bytes / time", f"{a.read.count:,} / {a.read.bytes or 0:,} / {a.read.time_s:.4g} s"),
-        ("write: calls / bytes / time", f"{a.write.count:,} / {a.write.bytes or 0:,} / {a.write.time_s:.4g} s"),
+        ("read: calls / bytes / time", f"{a.read.count:,} / {human_bytes(a.read.bytes or 0)} / {a.read.time_s:.4g} s"),
+        ("write: calls / bytes / time", f"{a.write.count:,} / {human_bytes(a.write.bytes or 0)} / {a.write.time_s:.4g} s"),
         ("metadata: calls / time", f"{a.metadata.count:,} / {a.metadata.time_s:.4g} s"),
         ("sync: calls / time", f"{a.sync.count:,} / {a.sync.time_s:.4g} s"),
         ("read / write / metadata share of I/O time",
@@ -235,6 +242,12 @@ def _proposals(doc: dict[str, Any]) -> str:
         out.append(table(["proposal", "strategy", "status", "reason"],
                          [[e(p["id"]), f"<code>{e(p['strategy'])}</code>", tag(p["status"]), e(p["reason"])]
                           for p in refused]))  # fmt: skip
+    fixes = fix_rows(doc)
+    if fixes:
+        out.append('<h3 id="fixes">How to apply each fix</h3><p>The change as code or configuration, from the '
+                   "strategy catalog (values are the catalog's recommended ones; where dftune measured the fix, the "
+                   "setting it measured is named).</p>")  # fmt: skip
+        out.extend(snippet_html(snip, applied) for snip, applied in fixes)
     manual = [p for p in props if p["status"] == "manual" and p.get("citation")]
     if manual:
         out.append("<h3>Recommendations dftune does not apply itself</h3>")

@@ -19,11 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 from dftune.core.safetext import md_code, md_link, md_text
+from dftune.tools.report.fixes import snippet_markdown
 from dftune.tools.report.sections import (
     checklist_label,
     citations,
     coverage_note,
     findings,
+    fix_rows,
     guard_rows,
     headline,
     hotspots,
@@ -52,6 +54,11 @@ def _bytes(n: float) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n:,.0f} B"
+
+
+def _severity_score(f: dict[str, Any]) -> Any:
+    """A diagnosed finding's score with its Drishti level: ``HIGH (5)``."""
+    return f"{f['severity']} ({f['score']})" if f.get("severity") else f["score"]
 
 
 def glance_markdown(doc: dict[str, Any]) -> list[str]:
@@ -124,7 +131,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     lines += [
         *markdown_table(
             ["kind", "finding", "score", "detail", "source"],
-            [[f["kind"], f["finding"], f["score"], f["detail"], f["source"]] for f in findings(s)],
+            [[f["kind"], f["finding"], _severity_score(f), f["detail"], f["source"]] for f in findings(s)],
         ),
         "",
     ]
@@ -140,6 +147,11 @@ def render_run_markdown(s: dict[str, Any]) -> str:
         lines += ["", "Refused before anything was applied:", ""]
         lines += [f"- {md_code(p['id'])} ({md_text(p['strategy'])}): **{md_text(p['status'])}**: {md_text(p['reason'])}"
                   for p in refused]  # fmt: skip
+    fixes = fix_rows(s)
+    if fixes:
+        lines += ["", "### How to apply each fix", ""]
+        for snip, applied in fixes:
+            lines += snippet_markdown(snip, applied)
     manual = [p for p in s.get("proposals", []) if p["status"] == "manual" and p.get("citation")]
     if manual:
         lines += ["", "Recommendations dftune does not apply itself:", ""]

@@ -10,6 +10,7 @@ instead of an image, so the report still renders.
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,8 @@ class Plot:
     caption: str
     svg: str | None = None
     note: str = ""
+    #: the matplotlib figure the SVG was drawn from (kept so a check can measure what was drawn)
+    figure: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -161,32 +164,63 @@ def timeline_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "")
         bottom.set_xlabel("seconds since the first process started")
         for ax in (top, bottom):
             ax.grid(alpha=0.3)
-            ax.set_ylim(bottom=0)
         if len(series) <= 8:
             top.legend(fontsize=7, loc="upper right")
-    return Plot("timeline", title, caption, svg=_svg(fig, "timeline"), note=note)
+    # one scale per row that fits every arm (set once all arms are drawn: a limit set while only the
+    # baseline was drawn cut the best kept arm's higher curve off at the top)
+    for row, values in ((0, [v for _, ss in panels for s in ss for v in s.mib_s]),
+                        (1, [v for _, ss in panels for s in ss for v in s.busy_pct])):  # fmt: skip
+        axes[row][0].set_ylim(0, fitting_top(values))
+    return Plot("timeline", title, caption, svg=_svg(fig, "timeline"), note=note, figure=fig)
+
+
+def fitting_top(values: list[float]) -> float:
+    """An upper axis limit above every value, with a little headroom (1 when there is nothing to show)."""
+    finite = [v for v in values if math.isfinite(v)]
+    top = max(finite, default=0.0)
+    return top * 1.08 if top > 0 else 1.0
+
+
+#: colour for heatmap cells above 100% of the window (several threads of one process inside I/O at once)
+OVER_COLOR = "#e53e3e"
+
+
+def busy_colormap() -> Any:
+    """Viridis for 0..100% of a window spent in I/O calls, red above it: the scale means what it says."""
+    from matplotlib import colormaps
+
+    return colormaps["viridis"].with_extremes(over=OVER_COLOR)
+
+
+def busy_caption(cells: list[float]) -> str:
+    """What the heatmap's colour sums, and how many cells passed 100%."""
+    over = [v for v in cells if v > 100.0]
+    text = ("Colour: the share of the window the process spent inside I/O calls, 0-100%. A process's threads are "
+            "summed, so a cell passes 100% when several of its threads were inside I/O calls at once; such cells "
+            "are drawn red")  # fmt: skip
+    if over:
+        return text + f" ({len(over)} cell(s) here, up to {max(over):.0f}%)."
+    busiest = max(cells, default=0.0)
+    return text + f" (none here; the busiest cell is at {busiest:.1f}%)."
 
 
 def heatmap_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "") -> Plot:
     """Darshan DXT-style heatmap: one row per process (rank), time across, colour = share of the
-    window spent in I/O calls; the baseline and best-kept panels share both axes and the colour scale."""
+    window spent in I/O calls on a fixed 0-100% scale (above it: red), the same for every panel."""
     title = "I/O activity: process x time heatmap"
-    caption = ("Each row is one process (rank when the trace names it), each cell one time window; the colour is "
-               "the share of that window the process spent inside I/O calls (threads summed, so it can pass 100%). "
-               "Panels share the time axis, the row count and the colour scale, so the best kept arm can be read "
-               "against the baseline directly.")  # fmt: skip
     panels = [(name, s) for name, s in panels if s]
+    cells = [v for _, series in panels for s in series for v in s.busy_pct]
+    caption = ("Each row is one process (rank when the trace names it), each cell one time window. "
+               + busy_caption(cells) + " Panels share the time axis, the row count and the colour scale, so the "
+               "best kept arm can be read against the baseline directly.")  # fmt: skip
     if not panels:
         return Plot("heatmap", title, caption, note=note or "no traced measurement with I/O events")
-    from matplotlib import colormaps
     from matplotlib.colors import Normalize
 
-    vmax = (
-        max(max((max(s.busy_pct, default=0.0) for s in series), default=0.0) for _, series in panels) or 1.0
-    )
-    norm = Normalize(vmin=0.0, vmax=vmax)
+    norm = Normalize(vmin=0.0, vmax=100.0)
+    cmap = busy_colormap()
     rows = max(len(series) for _, series in panels)
-    fig = _figure(5.2 * len(panels) + 1.2, 1.6 + 0.32 * rows)
+    fig = _figure(5.2 * len(panels) + 1.2, max(3.2, 1.6 + 0.32 * rows))  # the colour bar's label fits
     # time axis and colour scale shared; each panel names its own processes (pids differ between arms)
     axes = fig.subplots(1, len(panels), squeeze=False, sharex=True)[0]
     mesh = None
@@ -195,16 +229,14 @@ def heatmap_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "") 
             if not s.starts:
                 continue
             edges = [*s.starts, s.starts[-1] + (s.width_s or 0.0)]
-            mesh = ax.pcolormesh(
-                edges, [y, y + 1], [s.busy_pct], cmap=colormaps["viridis"], norm=norm, shading="flat"
-            )
+            mesh = ax.pcolormesh(edges, [y, y + 1], [s.busy_pct], cmap=cmap, norm=norm, shading="flat")
         ax.set_yticks([y + 0.5 for y in range(len(series))], [plain(s.label) for s in series], fontsize=7)
         ax.set_ylim(rows, 0)
         ax.set_title(plain(name), fontsize=10)
         ax.set_xlabel("seconds since the first process started")
     if mesh is not None:
-        fig.colorbar(mesh, ax=list(axes), label="I/O time, % of window", shrink=0.9)
-    return Plot("heatmap", title, caption, svg=_svg(fig, "heatmap"), note=note)
+        fig.colorbar(mesh, ax=list(axes), label="time in I/O calls, % of window", shrink=0.9, extend="max")
+    return Plot("heatmap", title, caption, svg=_svg(fig, "heatmap"), note=note, figure=fig)
 
 
 def xfer_histogram_plot(analysis: Analysis | None) -> Plot:
@@ -230,7 +262,7 @@ def xfer_histogram_plot(analysis: Analysis | None) -> Plot:
     ax.set_xlabel("transfer size (bytes, K = KiB, M = MiB); dashed line: 1 MiB")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    return Plot("xfer", title, caption, svg=_svg(fig, "xfer"))
+    return Plot("xfer", title, caption, svg=_svg(fig, "xfer"), figure=fig)
 
 
 def family_split_plot(arms: list[tuple[str, Analysis]]) -> Plot:
@@ -259,7 +291,7 @@ def family_split_plot(arms: list[tuple[str, Analysis]]) -> Plot:
     ax.set_xlabel("seconds in I/O calls")
     ax.grid(axis="x", alpha=0.3)
     fig.legend(fontsize=8, ncols=4, loc="outside upper center")  # above the bars, never over them
-    return Plot("families", title, caption, svg=_svg(fig, "families"))
+    return Plot("families", title, caption, svg=_svg(fig, "families"), figure=fig)
 
 
 def experiments_plot(experiments: list[dict[str, Any]]) -> Plot:
@@ -292,7 +324,7 @@ def experiments_plot(experiments: list[dict[str, Any]]) -> Plot:
     ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
-    return Plot("experiments", title, caption, svg=_svg(fig, "experiments"))
+    return Plot("experiments", title, caption, svg=_svg(fig, "experiments"), figure=fig)
 
 
 def build_plots(doc: dict[str, Any]) -> list[Plot]:
@@ -318,3 +350,68 @@ def build_plots(doc: dict[str, Any]) -> list[Plot]:
         family_split_plot(arms),
         experiments_plot(doc.get("experiments", [])),
     ]
+
+
+def artists_outside_axes(fig: Any, tolerance_px: float = 1.5) -> list[str]:
+    """What a figure draws outside where it can be seen: data (lines, bars, meshes, dots) past its
+    axes' box, which the axes clip silently, and labels or text past the figure's edge, which the
+    saved image cuts. Empty for a figure a reader can trust; each entry names the axes and artist."""
+    import numpy as np
+    from matplotlib.collections import LineCollection, PathCollection, QuadMesh
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+
+    fig.canvas.draw()  # settle the layout first (constrained layout moves the axes)
+    renderer = fig.canvas.get_renderer()
+    out: list[str] = []
+
+    def check(where: str, points: Any, box: Any) -> None:
+        pts = np.asarray(points, dtype=float).reshape(-1, 2)
+        pts = pts[np.isfinite(pts).all(axis=1)]
+        if not len(pts):
+            return
+        lo, hi = pts.min(axis=0), pts.max(axis=0)
+        if (lo[0] < box.x0 - tolerance_px or hi[0] > box.x1 + tolerance_px
+                or lo[1] < box.y0 - tolerance_px or hi[1] > box.y1 + tolerance_px):  # fmt: skip
+            out.append(f"{where}: drawn at x {lo[0]:.0f}..{hi[0]:.0f}, y {lo[1]:.0f}..{hi[1]:.0f} px, "
+                       f"axes box x {box.x0:.0f}..{box.x1:.0f}, y {box.y0:.0f}..{box.y1:.0f} px")  # fmt: skip
+
+    for i, ax in enumerate(fig.axes):
+        if ax.get_label() == "<colorbar>":
+            continue
+        name = f"axes {i} ({ax.get_title() or ax.get_ylabel() or '-'})"
+        box = ax.bbox
+        for line in ax.lines:
+            if (
+                isinstance(line, Line2D)
+                and line.get_visible()
+                and line.get_transform().contains_branch(ax.transData)
+            ):
+                check(
+                    f"{name}: line {line.get_label()}", line.get_transform().transform(line.get_xydata()), box
+                )
+        for patch in ax.patches:
+            if isinstance(patch, Rectangle) and patch.get_visible():
+                ext = patch.get_window_extent(renderer)
+                check(f"{name}: bar", [[ext.x0, ext.y0], [ext.x1, ext.y1]], box)
+        for coll in ax.collections:
+            if not coll.get_visible():
+                continue
+            if isinstance(coll, QuadMesh):
+                check(
+                    f"{name}: mesh",
+                    coll.get_transform().transform(np.asarray(coll.get_coordinates()).reshape(-1, 2)),
+                    box,
+                )
+            elif isinstance(coll, LineCollection):
+                for seg in coll.get_segments():
+                    check(f"{name}: error bar", coll.get_transform().transform(seg), box)
+            elif isinstance(coll, PathCollection):
+                check(f"{name}: dots", coll.get_offset_transform().transform(coll.get_offsets()), box)
+    tight = fig.get_tightbbox(renderer)  # inches: every label, tick, title and legend
+    page = fig.bbox_inches
+    slack = tolerance_px / fig.dpi
+    if (tight.x0 < page.x0 - slack or tight.y0 < page.y0 - slack or tight.x1 > page.x1 + slack
+            or tight.y1 > page.y1 + slack):  # fmt: skip
+        out.append(f"figure: text or labels reach past the figure's edge ({tight} vs {page})")
+    return out

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from dftune.core.safetext import md_prose
+from dftune.tools.report.fixes import severity, snippets
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.stats import compare as compare_arms
 from dftune.tools.runner.stats import pct_change
@@ -50,6 +51,7 @@ def findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
     for b in (doc.get("diagnosis") or {}).get("bottlenecks", []):
         out.append({
             "kind": MEASURED, "finding": b.get("category") or b.get("name"), "score": b.get("score"),
+            "severity": severity(b.get("score")),
             "detail": b.get("evidence", ""),
             "source": f"baseline trace ({reps}), rule {b.get('name')} ({b.get('rule_source', 'dftune')})",
         })  # fmt: skip
@@ -111,6 +113,22 @@ def coverage_note(doc: dict[str, Any]) -> tuple[bool, str]:
         return True, (f"Partial coverage: this report covers {len(included)} of {cov.get('units_total')} units "
                       f"({', '.join(included) or 'none'}); not covered: {', '.join(missing)}.")  # fmt: skip
     return False, f"Coverage: all {cov.get('units_total')} units included ({', '.join(included)})."
+
+
+def fix_rows(doc: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """A fix snippet per strategy of the proposal table (the measured ones first, then table order),
+    each with the change(s) dftune measured for it, so a reader can apply it elsewhere."""
+    measured: dict[str, list[str]] = {}
+    for p in doc.get("proposals", []):
+        if p.get("status") in ("measured", "kept", "applied") or any(
+            x.get("proposal_id") == p["id"] for x in doc.get("experiments", [])
+        ):
+            measured.setdefault(p["strategy"], []).append(str(p["id"]))
+    out = []
+    order = [*measured, *(r["strategy"] for r in proposal_rows(doc))]  # what was measured first
+    for snip in snippets(order):
+        out.append((snip, ", ".join(dict.fromkeys(measured.get(snip["strategy"], [])))))
+    return out
 
 
 def proposal_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:

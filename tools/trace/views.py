@@ -23,6 +23,9 @@ US = 1_000_000.0
 MIB = float(1 << 20)
 #: Rows kept in the file view (largest I/O time first); the total is reported alongside.
 FILE_VIEW_LIMIT = 1000
+#: The time view's process x window heatmap: at most this many processes (the busiest) and windows.
+HEATMAP_MAX_PROCESSES = 256
+HEATMAP_MAX_WINDOWS = 400
 
 _FAMILY_SUMS = """
   sum(read_count) AS read_count, sum(read_bytes) AS read_bytes, sum(read_time_us) / 1e6 AS read_time_s,
@@ -172,11 +175,10 @@ def _time_view(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], wind
     )
     first = origin >> shift
     tables = []
-    for p in binned:  # each file's bins, one exact coarsening away from the windows' grid
+    for fi, p in enumerate(binned):  # each file's bins, one exact coarsening away from the windows' grid
         t = p.tables["time"]
-        tables.append(
-            t.append_column("up", pa.array([shift - int(p.scalars["time_shift"])] * t.num_rows, pa.int64()))
-        )
+        t = t.append_column("up", pa.array([shift - int(p.scalars["time_shift"])] * t.num_rows, pa.int64()))
+        tables.append(t.append_column("fi", pa.array([fi] * t.num_rows, pa.int64())))
     table = concat_partials([FilePartial(path="", tables={"time": t}) for t in tables], "time")
     names, raw = query_rows(con, table, f"""
         SELECT least((bin >> up) - {first}, {nwin - 1}) AS w,
@@ -197,7 +199,56 @@ def _time_view(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], wind
         moved = (r["read_bytes"] or 0) + (r["write_bytes"] or 0)
         rows.append({"start_s": round((lo - origin) / US, 6), "end_s": round((hi - origin) / US, 6), **r,
                      "bandwidth_mib_s": round(moved / MIB / ((hi - lo) / US), 3) if hi > lo else None})  # fmt: skip
-    return {"origin_us": origin, "window_s": (1 << shift) / US, "windows": nwin, "shift": shift, "rows": rows}
+    out: dict[str, Any] = {"origin_us": origin, "window_s": (1 << shift) / US, "windows": nwin, "shift": shift,
+                           "rows": rows}  # fmt: skip
+    if 0 < nwin <= HEATMAP_MAX_WINDOWS and binned:
+        out["heatmap"] = _process_heatmap(con, table, binned, first, nwin, shift, origin, end)
+    return out
+
+
+def _process_heatmap(con: duckdb.DuckDBPyConnection, table: pa.Table | None, binned: list[FilePartial],
+                     first: int, nwin: int, shift: int, origin: int, end: int) -> dict[str, Any]:  # fmt: skip
+    """Process x window grids (bytes read, bytes written, seconds inside I/O calls), the dftracer
+    counterpart of Darshan's DXT heatmap: dftracer writes one trace file per process, so each file's
+    bins are one process's row. Rows are the busiest :data:`HEATMAP_MAX_PROCESSES` by I/O time, in
+    rank (else pid) order; ``window_span_s`` is each window's length (the first and last are clipped
+    to the job), so a cell's I/O time over its span is the share of that window spent in I/O calls."""
+    _, raw = query_rows(con, table, f"""
+        SELECT fi, least((bin >> up) - {first}, {nwin - 1}) AS w,
+               COALESCE(sum(bytes) FILTER (WHERE fam = 'read'), 0), COALESCE(sum(bytes) FILTER (WHERE fam = 'write'), 0),
+               sum(time_us) FROM t GROUP BY 1, 2""")  # fmt: skip
+    n = len(binned)
+    grids = {k: [[0] * nwin for _ in range(n)] for k in ("read_bytes", "write_bytes", "io_time_us")}
+    for fi, w, rb, wb, us in raw:
+        grids["read_bytes"][fi][w] += int(rb or 0)
+        grids["write_bytes"][fi][w] += int(wb or 0)
+        grids["io_time_us"][fi][w] += int(us or 0)
+    busy = sorted(range(n), key=lambda i: -sum(grids["io_time_us"][i]))[:HEATMAP_MAX_PROCESSES]
+    who = [_file_process(p) for p in binned]
+    keep = sorted(busy, key=lambda i: who[i][0])
+    spans = [round((min((first + w + 1) << shift, end) - max((first + w) << shift, origin)) / US, 6)
+             for w in range(nwin)]  # fmt: skip
+    return {
+        "source": "dftracer: one trace file per process",
+        "window_s": (1 << shift) / US, "windows": nwin, "window_span_s": spans,
+        "ranks": [who[i][1] for i in keep], "ranks_total": n,
+        "read_bytes": [grids["read_bytes"][i] for i in keep],
+        "write_bytes": [grids["write_bytes"][i] for i in keep],
+        "io_time_s": [[round(us / US, 6) for us in grids["io_time_us"][i]] for i in keep],
+    }  # fmt: skip
+
+
+def _file_process(p: FilePartial) -> tuple[tuple[int, int, str], str]:
+    """(sort key, label) of the process a trace file holds: its MPI rank when known, else its pid."""
+    proc = p.tables.get("proc")
+    rows = proc.to_pylist() if proc is not None else []
+    if len(rows) == 1:
+        r = rows[0]
+        if r.get("rank") is not None:
+            return (0, int(r["rank"]), ""), f"rank {r['rank']}"
+        return (1, int(r.get("pid") or 0), ""), f"pid {r.get('pid')}"
+    name = p.path.rsplit("/", 1)[-1]
+    return (2, 0, name), f"{name} ({len(rows)} processes)"
 
 
 def _layer_view(
