@@ -27,6 +27,7 @@ from dftune.core.process import ProcessResult, Status, run_process
 from dftune.core.secrets import scrubbed_environ
 from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
 from dftune.tools.runner.stats import MIN_REPLICATES, bootstrap_median_ci, summarize
+from dftune.tools.trace import selftrace
 from dftune.tools.trace.tracer import TracerUnavailable, trace_env
 
 SCHEMA = "dftune.bench/1"
@@ -224,6 +225,36 @@ def _run(
                          launcher=spec.launcher)  # fmt: skip
 
 
+def _gather_trace(
+    spec: WorkloadSpec,
+    rep_trace: Path,
+    since: float,
+    settings: dict[str, KnobValue],
+    *,
+    workdir: Path,
+    cwd: Path,
+    self_traced: bool,
+) -> str:
+    """Collect a self-tracing program's own trace files into ``rep_trace``; why the trace is unusable.
+
+    Where the program writes them: the spec's ``[tracing] output`` (folders, files, globs); without
+    one, anything new under the run's folder and the workdir (DLIO writes into its output folder).
+    An empty result is said in one line, never left as a silent 0-byte trace.
+    """
+    declared = spec.render(spec.tracing.output, settings, workdir=workdir, trace_dir=rep_trace)
+    sources = selftrace.expand(declared, spec.base_dir)
+    if self_traced and not declared:
+        sources = [cwd, workdir]
+    selftrace.collect(sources, rep_trace, since, exclude=[rep_trace.parent])
+    if selftrace.has_events(rep_trace):
+        return ""
+    where = f" (looked in {', '.join(declared)})" if declared else ""
+    return (
+        f"traced run left no events in {rep_trace}{where}: if the program writes its own dftracer traces, "
+        "name where in [tracing] output"
+    )
+
+
 def summary_stats(values: list[float]) -> tuple[float | None, float | None, list[float] | None]:
     """Median, p95 and (from MIN_REPLICATES runs on) the bootstrap 95% CI of the median."""
     if not values:
@@ -290,10 +321,20 @@ def bench(
     trace_root = workdir / "traces" / "raw" if traced else None
     # --trace on a spec whose tracing is off: trace the unmodified program (PRELOAD)
     trace_mode = spec.tracing.mode if spec.tracing.mode != "off" else "preload"
+    own_tracer = selftrace.detect(argv, cwd, base_env) if traced else selftrace.SelfTracing()
+    if own_tracer and trace_mode == "preload":
+        trace_mode = "function"
+    if own_tracer:
+        notes.append(
+            f"self-tracing program: {own_tracer.reason}; traced in FUNCTION mode without the "
+            "preload library, its own trace files collected into each replicate's trace folder"
+        )
     results: list[Replicate] = []
     failures_in_row = 0
     stopped: str | None = None
-    for i in range(first_index, first_index + n):
+    i = first_index
+    retried_in_function_mode = False
+    while i < first_index + n:
         env = dict(base_env)
         rep_trace: Path | None = None
         if traced:
@@ -306,15 +347,36 @@ def bench(
                 env.update(trace_env(rep_trace / "trace", data_dir=spec.tracing.data_dir, mode=trace_mode))
             except TracerUnavailable as exc:
                 raise BenchError(f"{spec.spec_path}: tracing requested but {exc}") from None
+        folder = rep_trace if rep_trace is not None else workdir / "untraced" / f"r{i}"
+        folder.mkdir(parents=True, exist_ok=True)
+        rep_argv = spec.render(spec.command, settings, workdir=workdir, trace_dir=folder)
+        since = selftrace.now()
         if cache_policy == "drop_caches" and i > first_index:  # the probe above dropped it for the first run
             drop_page_cache()
         label = f"r{i}"
-        res = _run(spec, argv, cwd=cwd, env=env, log_dir=logs, label=label)
+        res = _run(spec, rep_argv, cwd=cwd, env=env, log_dir=logs, label=label)
+        trace_why = ""
+        if rep_trace is not None:
+            trace_why = _gather_trace(
+                spec, rep_trace, since, settings, workdir=workdir, cwd=cwd, self_traced=bool(own_tracer)
+            )
+            if trace_why and trace_mode == "preload" and not retried_in_function_mode:
+                # the first empty preload trace: the program may initialize dftracer itself
+                retried_in_function_mode = True
+                trace_mode = "function"
+                own_tracer = selftrace.SelfTracing(f"replicate r{i}'s preload trace was empty")
+                notes.append(
+                    f"replicate r{i} left an empty preload trace ({trace_why}); "
+                    "re-run in FUNCTION mode, collecting the program's own trace files"
+                )
+                continue
         metric, why = (None, "") if res.status != "ok" else extract_metric(spec, res, logs / f"{label}.out")
         work, work_why = extract_work(spec, logs / f"{label}.out") if res.status == "ok" else ({}, "")
         if work_why and metric is not None:  # the work cannot be checked: not a usable replicate
             metric, why = None, work_why
         status: Status = res.status if (res.status != "ok" or metric is not None) else "failed"
+        if trace_why and status == "ok":
+            status, metric, why = "failed", None, trace_why
         reason = res.reason or why
         if res.status != "ok" and res.stderr_tail:
             reason += f": {res.stderr_tail.strip().splitlines()[-1][-300:]}"
@@ -331,6 +393,7 @@ def bench(
         if failures_in_row >= MAX_CONSECUTIVE_FAILURES:
             stopped = f"stopped after {failures_in_row} failed replicates in a row; last: {status} ({reason})"
             break
+        i += 1
 
     values = ok_values(results)
     median, p95, ci95 = summary_stats(values)
