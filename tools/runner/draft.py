@@ -83,6 +83,10 @@ class Draft:
     tracing_output: str | None = None
     data_dir: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: the command as the user gave it
+    source: list[str] = field(default_factory=list)
+    #: a number the program prints about its own speed: (regex, lower_is_better)
+    metric: tuple[str, bool] | None = None
 
     @property
     def tunables(self) -> list[Setting]:
@@ -136,6 +140,13 @@ def _values(candidates: tuple[Any, ...], default: Any) -> list[Any]:
     out: list[Any] = []
     if isinstance(default, bool):
         out = [default, not default]
+    elif (
+        isinstance(default, int)
+        and default in (0, 1)
+        and candidates
+        and all(isinstance(v, bool) for v in candidates)
+    ):
+        out = [default, 1 - default]  # an on/off setting the program takes as 0/1
     elif isinstance(default, int) and all(isinstance(v, int) and not isinstance(v, bool) for v in candidates):
         out = [default, *(v for v in candidates if v != default)]
     elif default is not None and candidates and all(isinstance(v, str) for v in candidates):
@@ -249,6 +260,7 @@ def draft_dlio(argv: list[str], cwd: Path, rules: list[Rule]) -> Draft:
     return Draft(
         name=f"dlio-{name}",
         kind="dlio",
+        source=argv,
         command=_with_knobs(command, settings),
         settings=settings,
         setup=setup,
@@ -313,12 +325,12 @@ def python_settings(source: str, filename: str) -> tuple[list[Setting], dict[str
         elif fname == "DataLoader":
             for k in node.keywords:
                 if k.arg in DATALOADER_ARGS:
-                    value = k.value
-                    attr = value.attr if isinstance(value, ast.Attribute) else None
-                    if attr:
-                        loader_from[k.arg] = attr
+                    # num_workers=args.workers, or inside an expression (args.prefetch if workers else None)
+                    attrs = [n.attr for n in ast.walk(k.value) if isinstance(n, ast.Attribute)]
+                    if attrs:
+                        loader_from[k.arg] = next((a for a in attrs if a == k.arg), attrs[0])
                     loader[k.arg] = Setting(
-                        name=k.arg, source=f"{filename} (DataLoader)", default=_literal(value)
+                        name=k.arg, source=f"{filename} (DataLoader)", default=_literal(k.value)
                     )
     settings: list[Setting] = []
     used_options: set[str] = set()
@@ -435,6 +447,9 @@ def draft_spec(argv: list[str], cwd: Path, *, help_text: str | None = None) -> D
     if script is not None:
         kind = "python"
         source = script.read_text(encoding="utf-8", errors="replace")
+    else:
+        source = ""
+    if script is not None:
         found, _ = python_settings(source, script.name)
         settings = [classify(s, rules) for s in found]
         if "DataLoader" in source:
@@ -447,8 +462,28 @@ def draft_spec(argv: list[str], cwd: Path, *, help_text: str | None = None) -> D
         settings = help_settings(text, Path(argv[0]).name, rules)
         if re.search(r"\bior\b|IOR", Path(argv[0]).name + text[:400]):
             kind = "ior"
-    command = _with_knobs(argv, settings)
-    return Draft(name=name, kind=kind, command=command, settings=settings, notes=notes)
+    metric = printed_metric(source) if script is not None else None
+    head = ["{python}"] if Path(argv[0]).name.startswith("python") and script is not None else argv[:1]
+    command = _with_knobs([*head, *argv[1:]], settings)
+    return Draft(
+        name=name, kind=kind, command=command, settings=settings, notes=notes, source=argv, metric=metric
+    )
+
+
+_PRINTED = re.compile(r"""print\(\s*f?["']([A-Za-z_]*(?:time|throughput|seconds|_s)\b[A-Za-z_]*)([ =:]+)\{""")
+
+
+def printed_metric(source: str) -> tuple[str, bool] | None:
+    """The program's own timing line (``print(f"train_time_s {t}")``) as a metric regex.
+
+    A time is better lower, a throughput higher; the program's own number excludes its start-up
+    (imports, worker launch), which wall time would count.
+    """
+    m = _PRINTED.search(source)
+    if not m:
+        return None
+    name, sep = m.group(1), m.group(2)
+    return f"{re.escape(name)}{sep}([0-9.eE+-]+)", "throughput" not in name
 
 
 def _with_knobs(argv: list[str], settings: list[Setting]) -> list[str]:
@@ -484,14 +519,21 @@ def _toml_list(items: list[Any]) -> str:
 
 def render_toml(draft: Draft) -> str:
     """The draft as a workload spec with comments that say why each setting is in or out."""
-    lines = [f"# Drafted by `dftune spec init` from: {shlex.join(draft.command)}"[:400]]
+    lines = [f"# Drafted by `dftune spec init` from: {shlex.join(draft.source or draft.command)}"[:400]]
     lines += [f"# {n}" for n in draft.notes]
     lines += [f'name = "{draft.name}"', f"command = {_toml_list(draft.command)}"]
     if draft.setup:
         lines.append(f"setup = {_toml_list(draft.setup)}")
     if draft.data_dir:
         lines.append(f"data_dir = {_toml_value(draft.data_dir)}")
-    lines += ["replicates = 5", "timeout_s = 600", "", "[metric]", 'kind = "wall_time"', "", "[tracing]",
+    lines += ["replicates = 5", "timeout_s = 600", "", "[metric]"]
+    if draft.metric:
+        lines += ["# the program prints its own time: start-up (imports, workers) stays out of the metric",
+                  'kind = "stdout_regex"', f"pattern = '{draft.metric[0]}'",
+                  f"lower_is_better = {_toml_value(draft.metric[1])}"]  # fmt: skip
+    else:
+        lines.append('kind = "wall_time"')
+    lines += ["", "[tracing]",
               'mode = "preload"   # a self-tracing program is switched to FUNCTION mode by dftune']  # fmt: skip
     if draft.tracing_output:
         lines.append(f"output = {_toml_value(draft.tracing_output)}")
