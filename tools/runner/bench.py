@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +29,7 @@ from dftune.core.secrets import scrubbed_environ
 from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
 from dftune.tools.runner.stats import MIN_REPLICATES, bootstrap_median_ci, summarize
 from dftune.tools.trace import selftrace
+from dftune.tools.trace.startup import StartUp, startup
 from dftune.tools.trace.tracer import TracerUnavailable, trace_env
 
 SCHEMA = "dftune.bench/1"
@@ -58,6 +60,10 @@ class Replicate(BaseModel):
     #: batch jobs: where wall_s came from and which command gave the state (see schedulers.py)
     wall_source: str = ""
     state_source: str = ""
+    #: seconds before the first data I/O (imports, framework and worker start-up), from the trace
+    startup_s: float | None = None
+    #: that as a share of the replicate's wall time
+    startup_share: float | None = None
 
 
 class BenchResult(BaseModel):
@@ -225,6 +231,16 @@ def _run(
                          launcher=spec.launcher)  # fmt: skip
 
 
+#: Traces larger than this are not scanned for the start-up share (it would cost more than the run).
+STARTUP_SCAN_LIMIT = 64 << 20
+
+
+def _startup(rep_trace: Path, run_started: float, wall_s: float, data_dir: str) -> StartUp | None:
+    """The replicate's start-up from its trace, or None (no data I/O seen, or too large to scan cheaply)."""
+    size = sum(p.stat().st_size for p in rep_trace.rglob("*") if p.is_file())
+    return startup(rep_trace, run_started, wall_s, data_dir) if size <= STARTUP_SCAN_LIMIT else None
+
+
 def _gather_trace(
     spec: WorkloadSpec,
     rep_trace: Path,
@@ -295,6 +311,7 @@ def bench(
     inherited, withheld = scrubbed_environ(allow=spec.pass_env)
     base_env = {**inherited, **spec.env, **(env or {}), **spec.knob_env(settings)}
     argv = spec.render(spec.command, settings, workdir=workdir)
+    data_dir = str(spec.placeholder_values(settings, workdir=workdir)["data_dir"])
     notes: list[str] = []
     if withheld:
         notes.append(f"{len(withheld)} credential variable(s) withheld from the workload ({', '.join(withheld)}); "
@@ -354,6 +371,7 @@ def bench(
         if cache_policy == "drop_caches" and i > first_index:  # the probe above dropped it for the first run
             drop_page_cache()
         label = f"r{i}"
+        run_started = time.time()
         res = _run(spec, rep_argv, cwd=cwd, env=env, log_dir=logs, label=label)
         trace_why = ""
         if rep_trace is not None:
@@ -380,9 +398,14 @@ def bench(
         reason = res.reason or why
         if res.status != "ok" and res.stderr_tail:
             reason += f": {res.stderr_tail.strip().splitlines()[-1][-300:]}"
+        start_up = (
+            _startup(rep_trace, run_started, res.wall_s, data_dir) if rep_trace and not trace_why else None
+        )
         rep = Replicate(index=i, status=status, wall_s=round(res.wall_s, 6), exit_code=res.exit_code, metric=metric,
                         traced=traced, trace_dir=str(rep_trace) if rep_trace else None, reason=reason,
-                        work=work, wall_source=res.wall_source, state_source=res.state_source)  # fmt: skip
+                        work=work, wall_source=res.wall_source, state_source=res.state_source,
+                        startup_s=start_up.seconds if start_up else None,
+                        startup_share=start_up.share if start_up else None)  # fmt: skip
         results.append(rep)
         if res.leftovers:
             notes.append(f"replicate r{i} left {len(res.leftovers)} process(es) outside its process group, "
@@ -397,6 +420,12 @@ def bench(
 
     values = ok_values(results)
     median, p95, ci95 = summary_stats(values)
+    shares = sorted(r.startup_share for r in results if r.startup_share is not None)
+    if shares:
+        notes.append(
+            f"start-up (before the first data I/O) was {100 * shares[len(shares) // 2]:.0f}% of each run "
+            f"(median of {len(shares)} traced replicate(s)): a change to the data path cannot move it"
+        )
     if len(values) < MIN_REPLICATES:
         notes.append(f"only {len(values)} successful replicate(s): no confidence interval")
     return BenchResult(

@@ -228,6 +228,25 @@ DLIO_DEFAULTS = {"reader.read_threads": 1, "reader.prefetch_size": 2, "reader.co
 DLIO_SECTIONS = ("dataset.", "reader.", "train.", "checkpoint.")
 
 
+_HYDRA_OPTIONS = ("--config-dir", "-cd", "--config-name", "-cn", "--config-path", "-cp")
+
+
+def _dlio_options_first(argv: list[str]) -> list[str]:
+    """Hydra's options before its overrides: argparse takes the overrides as one trailing list."""
+    n = 3 if len(argv) > 2 and argv[1] == "-m" else 1  # python -m dlio_benchmark.main ...
+    head, options, overrides = argv[:n], [], []
+    i = n
+    while i < len(argv):
+        a = argv[i]
+        if a in _HYDRA_OPTIONS and i + 1 < len(argv):
+            options += [a, argv[i + 1]]
+            i += 2
+            continue
+        (options if a.startswith("-") else overrides).append(a)
+        i += 1
+    return [*head, *options, *overrides]
+
+
 def draft_dlio(argv: list[str], cwd: Path, rules: list[Rule]) -> Draft:
     import yaml
 
@@ -247,11 +266,15 @@ def draft_dlio(argv: list[str], cwd: Path, rules: list[Rule]) -> Draft:
         value = overrides.get(f"workload.{key}", value)
         s = classify(Setting(name=key, source=path.name, default=value, flag=f"++workload.{key}"), rules)
         settings.append(s)
-    base = [
-        a
-        for a in argv
-        if not a.startswith(("++workload.workflow.", "++workload.output.", "++workload.dataset.data_folder"))
-    ]
+    base = _dlio_options_first(
+        [
+            a
+            for a in argv
+            if not a.startswith(
+                ("++workload.workflow.", "++workload.output.", "++workload.dataset.data_folder")
+            )
+        ]
+    )
     command = [*base, "++workload.dataset.data_folder={data_dir}", "++workload.output.folder={trace_dir}",
                *DLIO_TRAIN_ONLY]  # fmt: skip
     setup = [*base, "++workload.dataset.data_folder={data_dir}", "++workload.output.folder={workdir}/generate",
