@@ -486,11 +486,41 @@ def draft_spec(argv: list[str], cwd: Path, *, help_text: str | None = None) -> D
         if re.search(r"\bior\b|IOR", Path(argv[0]).name + text[:400]):
             kind = "ior"
     metric = printed_metric(source) if script is not None else None
+    setup = _setup_command(argv, settings)
     head = ["{python}"] if Path(argv[0]).name.startswith("python") and script is not None else argv[:1]
     command = _with_knobs([*head, *argv[1:]], settings)
     return Draft(
-        name=name, kind=kind, command=command, settings=settings, notes=notes, source=argv, metric=metric
+        name=name,
+        kind=kind,
+        command=command,
+        settings=settings,
+        notes=notes,
+        source=argv,
+        metric=metric,
+        setup=setup,
     )
+
+
+_SETUP_FLAG = re.compile(
+    r"^(setup_only|generate(_data)?(_only)?|prepare(_only)?|make_data|create_data|write_data)$"
+)
+
+
+def _setup_command(argv: list[str], settings: list[Setting]) -> list[str] | None:
+    """The program's own data-preparation run (an option like ``--setup-only``): the spec's setup.
+
+    The setup runs once per experiment, so replicates reuse the data set it writes instead of
+    generating it again (the start-up a program with a data phase would otherwise pay every run).
+    """
+    for s in settings:
+        if _SETUP_FLAG.match(_unified(s.name)) and s.flag and isinstance(s.default, bool):
+            s.role, s.why = (
+                "workload",
+                "the program's data-generation phase: dftune runs it once as the setup",
+            )
+            head = ["{python}"] if Path(argv[0]).name.startswith("python") else argv[:1]
+            return [*head, *argv[1:], s.flag]
+    return None
 
 
 _PRINTED = re.compile(r"""print\(\s*f?["']([A-Za-z_]*(?:time|throughput|seconds|_s)\b[A-Za-z_]*)([ =:]+)\{""")
