@@ -15,6 +15,7 @@ import ast
 import re
 import shlex
 import subprocess
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -65,6 +66,8 @@ class Setting:
     why: str = ""
     strategy: str | None = None
     values: list[Any] = field(default_factory=list)
+    #: the values the program accepts (argparse ``choices``): what is tried, whatever the rule says
+    choices: list[Any] = field(default_factory=list)
 
     @property
     def knob_name(self) -> str:
@@ -127,6 +130,9 @@ def classify(setting: Setting, rules: list[Rule]) -> Setting:
             setting.role, setting.why, setting.strategy = rule.role, rule.why, rule.strategy
             if rule.role == "tunable":
                 setting.values = _values(rule.values, setting.default)
+                if setting.choices:  # the program's own accepted values win over the rule's
+                    first = [setting.default] if setting.default in setting.choices else []
+                    setting.values = first + [c for c in setting.choices if c not in first]
             return setting
     setting.role, setting.why = (
         "unknown",
@@ -207,8 +213,10 @@ def dlio_workload_yaml(argv: list[str], cwd: Path) -> Path:
         for candidate in (d / "workload" / f"{name}.yaml", d / f"{name}.yaml"):
             if candidate.is_file():
                 return candidate
-    raise DraftError(f"DLIO workload config {name}.yaml not found (looked in {', '.join(map(str, dirs)) or 'nowhere'}):"
-                     " pass --config-dir DIR holding workload/<name>.yaml")  # fmt: skip
+    raise DraftError(
+        f"DLIO workload config {name}.yaml not found (looked in {', '.join(map(str, dirs)) or 'nowhere'}):"
+        " pass --config-dir DIR holding workload/<name>.yaml"
+    )
 
 
 def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -275,10 +283,18 @@ def draft_dlio(argv: list[str], cwd: Path, rules: list[Rule]) -> Draft:
             )
         ]
     )
-    command = [*base, "++workload.dataset.data_folder={data_dir}", "++workload.output.folder={trace_dir}",
-               *DLIO_TRAIN_ONLY]  # fmt: skip
-    setup = [*base, "++workload.dataset.data_folder={data_dir}", "++workload.output.folder={workdir}/generate",
-             *DLIO_GENERATE_ONLY]  # fmt: skip
+    command = [
+        *base,
+        "++workload.dataset.data_folder={data_dir}",
+        "++workload.output.folder={trace_dir}",
+        *DLIO_TRAIN_ONLY,
+    ]
+    setup = [
+        *base,
+        "++workload.dataset.data_folder={data_dir}",
+        "++workload.output.folder={workdir}/generate",
+        *DLIO_GENERATE_ONLY,
+    ]
     name = overrides.get("workload", "dlio")
     return Draft(
         name=f"dlio-{name}",
@@ -309,11 +325,12 @@ def _literal(node: ast.AST | None) -> Any:
         return None
 
 
-def python_settings(source: str, filename: str) -> tuple[list[Setting], dict[str, str]]:
+def python_settings(source: str, filename: str) -> tuple[list[Setting], bool]:
     """DataLoader keyword arguments and argparse options in a Python program's source.
 
-    Returns the settings and, for each DataLoader argument that comes from an option
-    (``num_workers=args.workers``), the option's name, so the knob is passed on the command line.
+    A DataLoader argument that comes from an option (``num_workers=args.workers``) takes the
+    option's flag and default, so the knob is passed on the command line.  Also returns whether
+    some options are named at run time (then only the program's ``--help`` lists them).
     """
     try:
         tree = ast.parse(source, filename=filename)
@@ -322,6 +339,8 @@ def python_settings(source: str, filename: str) -> tuple[list[Setting], dict[str
             f"{filename}: not valid Python (line {exc.lineno}): cannot read its settings"
         ) from None
     options: dict[str, Setting] = {}
+    option_choices: dict[str, list[Any]] = {}
+    dynamic = False
     loader_from: dict[str, str] = {}
     loader: dict[str, Setting] = {}
     for node in ast.walk(tree):
@@ -334,6 +353,9 @@ def python_settings(source: str, filename: str) -> tuple[list[Setting], dict[str
         if fname == "add_argument":
             flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
             longs = [f for f in flags if f.startswith("--")] or flags
+            if not longs and node.args:
+                dynamic = True  # an option named at run time (a loop over hint names): --help shows it
+                continue
             if not longs or not longs[0].startswith("-"):
                 continue
             kw = {k.arg: k.value for k in node.keywords if k.arg}
@@ -345,6 +367,9 @@ def python_settings(source: str, filename: str) -> tuple[list[Setting], dict[str
             options[dest] = Setting(
                 name=dest, source=f"{filename} (argparse)", default=default, flag=longs[0]
             )
+            choices = _literal(kw.get("choices"))
+            if isinstance(choices, list | tuple) and choices:
+                option_choices[dest] = list(choices)
         elif fname == "DataLoader":
             for k in node.keywords:
                 if k.arg in DATALOADER_ARGS:
@@ -365,7 +390,11 @@ def python_settings(source: str, filename: str) -> tuple[list[Setting], dict[str
             used_options.add(dest)
         settings.append(s)
     settings.extend(s for d, s in options.items() if d not in used_options)
-    return settings, loader_from
+    for s in settings:
+        dest = loader_from.get(s.name, s.name)
+        if dest in option_choices:
+            s.choices = option_choices[dest]
+    return settings, dynamic
 
 
 def _script(argv: list[str], cwd: Path) -> Path | None:
@@ -379,7 +408,7 @@ def _script(argv: list[str], cwd: Path) -> Path | None:
 
 # ------------------------------------------------------------------ any program's --help
 _HELP_LINE = re.compile(
-    r"^\s{1,12}(?:(-[A-Za-z0-9])(?:[ =]([A-Z][A-Z_]*|\S+))?(?:,\s*)?)?\s*(--[A-Za-z0-9][\w.-]*)?(?:[ =]([^\s]+))?\s{2,}(.+)$"
+    r"^\s{1,12}(?:(-[A-Za-z0-9])(?:[ =]([A-Z][A-Z_]*|\S+))?(?:,\s*)?)?\s*(--[A-Za-z0-9][\w.-]*)?(?:[ =]([^\s]+))?(?:\s{2,}(.+))?$"
 )
 
 
@@ -397,6 +426,9 @@ def help_settings(text: str, program: str, rules: list[Rule]) -> list[Setting]:
         if not m or not (m.group(1) or m.group(3)):
             continue
         short, short_val, long_, long_val, desc = m.groups()
+        desc = desc or ""
+        if (long_ or short) in ("-h", "--help"):
+            continue
         flag = long_ or short
         named = re.match(r"([A-Za-z][\w.]*)\s+--\s", desc)
         name = named.group(1) if named else (long_ or short).lstrip("-")
@@ -407,8 +439,12 @@ def help_settings(text: str, program: str, rules: list[Rule]) -> list[Setting]:
             continue
         seen.add(name)
         s = classify(Setting(name=name, source=f"{program} --help", default=default, flag=flag), rules)
-        if s.role == "unknown" and raw is None and default is None:
-            s.why = "a flag without a value: no rule matches it"
+        if raw is None and default is None:  # a flag without a value: on or off by its presence
+            if s.role == "tunable":
+                s.values = []
+                s.why += " (a flag without a value: add it to the command to try it)"
+            elif s.role == "unknown":
+                s.why = "a flag without a value: no rule matches it"
         out.append(s)
     return out
 
@@ -429,9 +465,19 @@ def _number(text: str | None) -> Any:
 
 def run_help(argv: list[str], cwd: Path, timeout_s: float = HELP_TIMEOUT_S) -> str:
     """The program's ``--help`` (stdout and stderr), or "" when it has none or cannot start."""
+    head = argv[: _program_end(argv)]
+    if head[0] in ("python", "python3", "{python}"):  # the interpreter dftune runs ({python} in a spec)
+        head = [sys.executable, *head[1:]]
     try:
-        res = subprocess.run([*argv[:_program_end(argv)], "--help"], cwd=cwd, capture_output=True, text=True,
-                             timeout=timeout_s, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+        res = subprocess.run(
+            [*head, "--help"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return res.stdout + "\n" + res.stderr
@@ -473,7 +519,11 @@ def draft_spec(argv: list[str], cwd: Path, *, help_text: str | None = None) -> D
     else:
         source = ""
     if script is not None:
-        found, _ = python_settings(source, script.name)
+        found, dynamic = python_settings(source, script.name)
+        if dynamic:
+            known = {s.flag for s in found if s.flag}
+            text = help_text if help_text is not None else run_help(argv, cwd)
+            found += [s for s in help_settings(text, script.name, rules) if s.flag not in known]
         settings = [classify(s, rules) for s in found]
         if "DataLoader" in source:
             kind = "pytorch"
@@ -532,9 +582,12 @@ def printed_metric(source: str) -> tuple[str, bool] | None:
     A time is better lower, a throughput higher; the program's own number excludes its start-up
     (imports, worker launch), which wall time would count.
     """
-    m = _PRINTED.search(source)
-    if not m:
+    found = list(_PRINTED.finditer(source))
+    if not found:
         return None
+    # a total the program reports (io_time_s = write + read) rather than one of its parts
+    total = [m for m in found if re.search(r"total|io_time|train|elapsed|epoch|run", m.group(1))]
+    m = (total or found)[-1]
     name, sep = m.group(1), m.group(2)
     return f"{re.escape(name)}{sep}([0-9.eE+-]+)", "throughput" not in name
 
@@ -581,13 +634,19 @@ def render_toml(draft: Draft) -> str:
         lines.append(f"data_dir = {_toml_value(draft.data_dir)}")
     lines += ["replicates = 5", "timeout_s = 600", "", "[metric]"]
     if draft.metric:
-        lines += ["# the program prints its own time: start-up (imports, workers) stays out of the metric",
-                  'kind = "stdout_regex"', f"pattern = '{draft.metric[0]}'",
-                  f"lower_is_better = {_toml_value(draft.metric[1])}"]  # fmt: skip
+        lines += [
+            "# the program prints its own time: start-up (imports, workers) stays out of the metric",
+            'kind = "stdout_regex"',
+            f"pattern = '{draft.metric[0]}'",
+            f"lower_is_better = {_toml_value(draft.metric[1])}",
+        ]
     else:
         lines.append('kind = "wall_time"')
-    lines += ["", "[tracing]",
-              'mode = "preload"   # a self-tracing program is switched to FUNCTION mode by dftune']  # fmt: skip
+    lines += [
+        "",
+        "[tracing]",
+        'mode = "preload"   # a self-tracing program is switched to FUNCTION mode by dftune',
+    ]
     if draft.tracing_output:
         lines.append(f"output = {_toml_value(draft.tracing_output)}")
     if draft.workload:
@@ -603,8 +662,13 @@ def render_toml(draft: Draft) -> str:
         if not s.values or not s.flag:
             lines.append("#   (no values or option to pass it: listed for the reader only)")
             continue
-        lines += ["[[knobs]]", f'name = "{s.knob_name}"', 'kind = "arg"', f"values = {_toml_list(s.values)}",
-                  f"default = {_toml_value(s.values[0])}"]  # fmt: skip
+        lines += [
+            "[[knobs]]",
+            f'name = "{s.knob_name}"',
+            'kind = "arg"',
+            f"values = {_toml_list(s.values)}",
+            f"default = {_toml_value(s.values[0])}",
+        ]
         if s.strategy:
             lines.append(f'strategy = "{s.strategy}"')
     return "\n".join(lines) + "\n"

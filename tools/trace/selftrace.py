@@ -21,7 +21,7 @@ from pathlib import Path
 
 #: Source text that means the program initializes dftracer itself.
 _SELF_TRACING_SOURCE = re.compile(
-    r"^\s*(?:from|import)\s+(?:dftracer|pydftracer|dlio_benchmark)\b|\binitialize_log\s*\(",
+    r"^[ \t]*(?:from|import)[ \t]+(?:dftracer|pydftracer|dlio_benchmark)\b|\binitialize_log\s*\(",
     re.MULTILINE,
 )
 #: Executables of dftracer-annotated applications (DLIO's console scripts).

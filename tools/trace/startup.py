@@ -21,13 +21,27 @@ from typing import Any
 from dftune.tools.trace.selftrace import is_trace_file
 
 _READ_WRITE = {
-    "read", "pread", "pread64", "readv", "preadv", "preadv2", "fread",
-    "write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev2", "fwrite",
-}  # fmt: skip
+    "read",
+    "pread",
+    "pread64",
+    "readv",
+    "preadv",
+    "preadv2",
+    "fread",
+    "write",
+    "pwrite",
+    "pwrite64",
+    "writev",
+    "pwritev",
+    "pwritev2",
+    "fwrite",
+}
 _NOT_DATA_SUFFIX = (".py", ".pyc", ".so", ".pth", ".yaml", ".yml", ".json", ".cfg", ".toml", ".txt", ".log")
 _NOT_DATA_PREFIX = ("/proc/", "/sys/", "/dev/", "/etc/", "/usr/", "/lib", "pipe:", "socket:")
-_CANDIDATE = re.compile(r'"(?:FH|read|pread|pread64|readv|preadv|preadv2|fread|write|pwrite|pwrite64|writev|'
-                        r'pwritev|pwritev2|fwrite)"')  # fmt: skip
+_CANDIDATE = re.compile(
+    r'"(?:FH|read|pread|pread64|readv|preadv|preadv2|fread|write|pwrite|pwrite64|writev|'
+    r'pwritev|pwritev2|fwrite)"'
+)
 #: A trace whose times lie further than this from the run's start is not stamped in epoch time.
 EPOCH_TOLERANCE_S = 86_400.0
 
