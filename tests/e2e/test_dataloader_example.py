@@ -20,7 +20,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "resources" / "workloads" / "dat
 
 
 def test_bare_spec_traces_and_reports_start_up(tmp_path: Path) -> None:
-    spec = load_spec(EXAMPLE / "workload.toml")
+    spec = load_spec(EXAMPLE / "bare.toml")
     result = bench(spec, replicates=1, trace=True, workdir=tmp_path)
     assert result.ok == 1, [r.reason for r in result.replicates]
     rep = result.replicates[0]
