@@ -124,3 +124,14 @@ def test_expand_globs_relative_to_the_spec(tmp_path: Path) -> None:
 def test_reason_names_the_line(tmp_path: Path) -> None:
     _script(tmp_path, "import sys\n\nfrom dftracer.python import dft_fn\n")
     assert "app.py:3" in selftrace.detect(["python", "app.py"], tmp_path, {}).reason
+
+
+def test_installer_names_a_self_tracing_workload(tmp_path: Path) -> None:
+    from dftune.agents.installer import workload_traces_itself
+    from dftune.tools.runner.spec import load_spec
+
+    _script(tmp_path, "from dftracer.python import dftracer\n")
+    (tmp_path / "w.toml").write_text('name = "w"\ncommand = ["{python}", "app.py", "{data_dir}"]\n')
+    assert workload_traces_itself(load_spec(tmp_path / "w.toml")).reason.startswith("app.py:1")
+    (tmp_path / "app.py").write_text("print(1)\n")
+    assert not workload_traces_itself(load_spec(tmp_path / "w.toml"))
