@@ -126,3 +126,14 @@ def test_trace_dir_placeholder_points_the_program_at_its_replicate_folder(tmp_pa
     assert result.ok == 2, [r.reason for r in result.replicates]
     names = [p.name for p in Path(result.replicates[1].trace_dir).iterdir()]
     assert any(n.startswith("trace-0-of-1") and n.endswith(".pfw.gz") for n in names), names
+
+
+def test_later_calls_in_the_workdir_start_in_function_mode(tmp_path: Path) -> None:
+    """Interleaved arms run one replicate per call: the empty preload trace is paid once, not per call."""
+    spec = load_spec(_spec(tmp_path, HIDDEN, "{workdir}/app_out"))
+    first = bench(spec, replicates=1, trace=True, workdir=tmp_path / "run")
+    assert any("left an empty preload trace" in n for n in first.notes)
+    later = bench(spec, replicates=1, trace=True, workdir=tmp_path / "run", first_index=1, prepare=False)
+    assert later.ok == 1, [r.reason for r in later.replicates]
+    assert not any("left an empty preload trace" in n for n in later.notes), later.notes
+    assert any("r0's preload trace was empty" in n for n in later.notes), later.notes

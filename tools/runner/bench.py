@@ -9,6 +9,7 @@ failures in a row stop the experiment with the reason.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -231,6 +232,29 @@ def _run(
                          launcher=spec.launcher)  # fmt: skip
 
 
+#: Left in the workdir when a replicate's empty preload trace showed the program traces itself, so the
+#: next replicates of the experiment (interleaved arms call bench once per replicate) start in FUNCTION mode.
+SELF_TRACING_NOTE = "self-tracing.txt"
+#: Written into a reusable data set once its setup succeeded: the setup command that made it.
+SETUP_STAMP = ".dftune-setup.json"
+
+
+def _setup_stamp(spec: WorkloadSpec, setup_argv: list[str], data_dir: Path, workdir: Path) -> Path | None:
+    """Where a reusable data set records its setup; None when it cannot be reused (per-workdir data)."""
+    if not (spec.setup_reuse and setup_argv):
+        return None
+    if data_dir.resolve() == workdir.resolve() or workdir.resolve() in data_dir.resolve().parents:
+        return None
+    return data_dir / SETUP_STAMP
+
+
+def _stamp_matches(stamp: Path, setup_argv: list[str]) -> bool:
+    try:
+        return bool(json.loads(stamp.read_text(encoding="utf-8")) == setup_argv)
+    except (OSError, ValueError):
+        return False
+
+
 #: Traces larger than this are not scanned for the start-up share (it would cost more than the run).
 STARTUP_SCAN_LIMIT = 64 << 20
 
@@ -317,13 +341,20 @@ def bench(
         notes.append(f"{len(withheld)} credential variable(s) withheld from the workload ({', '.join(withheld)}); "
                      "name one in the spec's pass_env to pass it")  # fmt: skip
 
-    if spec.setup and prepare:
-        setup = _run(spec, spec.render(spec.setup, settings, workdir=workdir), cwd=cwd, env=base_env, log_dir=logs,
-                     label="setup")  # fmt: skip
+    setup_argv = spec.render(spec.setup, settings, workdir=workdir) if spec.setup else []
+    stamp = _setup_stamp(spec, setup_argv, Path(data_dir), workdir)
+    if spec.setup and prepare and stamp is not None and _stamp_matches(stamp, setup_argv):
+        notes.append(
+            f"data set in {data_dir} reused: prepared by an earlier experiment with the same setup command"
+        )
+    elif spec.setup and prepare:
+        setup = _run(spec, setup_argv, cwd=cwd, env=base_env, log_dir=logs, label="setup")
         if setup.status != "ok":
             raise BenchError(
                 f"{spec.spec_path}: setup {setup.status} ({setup.reason}): {setup.stderr_tail[-300:].strip()}"
             )
+        if stamp is not None:
+            stamp.write_text(json.dumps(setup_argv), encoding="utf-8")
 
     cache_policy: Literal["drop_caches", "warm_up"] = "drop_caches" if drop_page_cache() else "warm_up"
     if not prepare:
@@ -339,6 +370,9 @@ def bench(
     # --trace on a spec whose tracing is off: trace the unmodified program (PRELOAD)
     trace_mode = spec.tracing.mode if spec.tracing.mode != "off" else "preload"
     own_tracer = selftrace.detect(argv, cwd, base_env) if traced else selftrace.SelfTracing()
+    found_earlier = workdir / "traces" / SELF_TRACING_NOTE
+    if traced and not own_tracer and found_earlier.is_file():  # an earlier call's empty preload trace
+        own_tracer = selftrace.SelfTracing(found_earlier.read_text(encoding="utf-8").strip())
     if own_tracer and trace_mode == "preload":
         trace_mode = "function"
     if own_tracer:
@@ -383,6 +417,7 @@ def bench(
                 retried_in_function_mode = True
                 trace_mode = "function"
                 own_tracer = selftrace.SelfTracing(f"replicate r{i}'s preload trace was empty")
+                found_earlier.write_text(own_tracer.reason + "\n", encoding="utf-8")
                 notes.append(
                     f"replicate r{i} left an empty preload trace ({trace_why}); "
                     "re-run in FUNCTION mode, collecting the program's own trace files"

@@ -188,6 +188,9 @@ class WorkloadSpec(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     command: list[str] = Field(min_length=1)
     setup: list[str] | None = None
+    #: the setup writes a data set the workload only reads: when data_dir lies outside the workdir,
+    #: prepare it once and reuse it in later experiments while the setup command stays the same
+    setup_reuse: bool = False
     cwd: str = "."
     source_dir: str = "."
     data_dir: str = "{workdir}/data"
