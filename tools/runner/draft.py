@@ -242,7 +242,7 @@ _HYDRA_OPTIONS = ("--config-dir", "-cd", "--config-name", "-cn", "--config-path"
 def _dlio_options_first(argv: list[str]) -> list[str]:
     """Hydra's options before its overrides: argparse takes the overrides as one trailing list."""
     n = 3 if len(argv) > 2 and argv[1] == "-m" else 1  # python -m dlio_benchmark.main ...
-    head, options, overrides = argv[:n], [], []
+    head, options, overrides = argv[:n], list[str](), list[str]()
     i = n
     while i < len(argv):
         a = argv[i]
