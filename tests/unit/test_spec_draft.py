@@ -209,3 +209,8 @@ def test_mpiio_program_hints_from_its_help(tmp_path: Path) -> None:
     assert draft.metric is not None and draft.metric[0].startswith("io_time_s")
     (tmp_path / "spec.toml").write_text(render_toml(draft))
     load_spec(tmp_path / "spec.toml")
+
+
+def test_missing_program_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(DraftError, match="no_such_program_here: no such program"):
+        draft_spec(["no_such_program_here", "--x"], tmp_path)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -529,6 +530,8 @@ def draft_spec(argv: list[str], cwd: Path, *, help_text: str | None = None) -> D
             kind = "pytorch"
             notes.append(f"{script.name} builds a PyTorch DataLoader: its loader arguments are the tunables")
     else:
+        if help_text is None and shutil.which(argv[0]) is None and not (cwd / argv[0]).is_file():
+            raise DraftError(f"{argv[0]}: no such program (not a file, not on PATH)")
         text = help_text if help_text is not None else run_help(argv, cwd)
         if not text.strip():
             notes.append(f"{argv[0]} printed no --help: no settings found; add knobs by hand")
