@@ -151,3 +151,22 @@ def test_dlio_workload_yaml_drafts_without_running(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "#   dataset.num_files_train = 16" in done.stdout
     assert 'name = "READ_THREADS"' in done.stdout
+
+
+def test_dlio_bare_spec_traces_are_collected_from_hydras_output(dlio: Path, tmp_path: Path) -> None:
+    """A bare spec names no output folder: DLIO writes under Hydra's outputs/ in the run's folder."""
+    (tmp_path / "cfg" / "workload").mkdir(parents=True)
+    (tmp_path / "cfg" / "workload" / "unet3d_mini.yaml").write_text(MINI)
+    toml = tmp_path / "bare.toml"
+    toml.write_text(
+        f'name = "dlio-bare"\ncommand = ["{dlio}", "--config-dir", "cfg", "workload=unet3d_mini", '
+        '"++workload.dataset.data_folder={data_dir}", "++workload.workflow.generate_data=True"]\n'
+        "timeout_s = 600\n"
+    )
+    result = bench(load_spec(toml), replicates=1, trace=True, workdir=tmp_path / "run")
+    rep = result.replicates[0]
+    assert result.ok == 1 and rep.exit_code == 0, rep.reason
+    traces = [p for p in Path(rep.trace_dir).iterdir() if ".pfw" in p.name]
+    assert traces and all(p.stat().st_size > 0 for p in traces), traces
+    assert not list((tmp_path / "outputs").rglob("*.pfw*"))  # moved into the replicate's folder
+    assert rep.startup_share is not None and 0 < rep.startup_share < 1
