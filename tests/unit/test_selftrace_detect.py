@@ -26,6 +26,8 @@ def _script(tmp_path: Path, text: str, name: str = "app.py") -> Path:
         "import pydftracer\n",
         "from dlio_benchmark.main import main\n",
         "log = PerfTrace.initialize_log(logfile='x.pfw', data_dir=None, process_id=0)\n",
+        "os.environ['DFTRACER_ENABLE'] = '1'\n",
+        'os.environ.setdefault("DFTRACER_INIT", "FUNCTION")\n',
     ],
 )
 def test_source_that_initializes_dftracer_is_self_tracing(tmp_path: Path, source: str) -> None:

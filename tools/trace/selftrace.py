@@ -21,7 +21,8 @@ from pathlib import Path
 
 #: Source text that means the program initializes dftracer itself.
 _SELF_TRACING_SOURCE = re.compile(
-    r"^[ \t]*(?:from|import)[ \t]+(?:dftracer|pydftracer|dlio_benchmark)\b|\binitialize_log\s*\(",
+    r"^[ \t]*(?:from|import)[ \t]+(?:dftracer|pydftracer|dlio_benchmark)\b|\binitialize_log\s*\("
+    r"|environ(?:\.setdefault\(|\[)\s*[\"']DFTRACER_(?:ENABLE|INIT|LOG_FILE)[\"']",
     re.MULTILINE,
 )
 #: Executables of dftracer-annotated applications (DLIO's console scripts).
@@ -67,7 +68,8 @@ def detect(argv: list[str], cwd: Path, env: Mapping[str, str] | None = None) -> 
 
     Looks at what can be seen before running it: the program's name (DLIO's scripts), a
     ``-m`` module of a dftracer-annotated package, imports of dftracer / pydftracer /
-    dlio_benchmark or a call of ``initialize_log`` in the script it runs, and a spec that sets
+    dlio_benchmark, a call of ``initialize_log`` or a program setting its own ``DFTRACER_*``
+    variables (``os.environ["DFTRACER_ENABLE"] = ...``) in the script it runs, and a spec that sets
     ``DFTRACER_INIT=FUNCTION`` itself.  A program that escapes this is caught after its first
     replicate by an empty preload trace (:func:`has_events`).
     """
