@@ -885,6 +885,29 @@ def papers_search(
         out.print(text(note, "dim"))
 
 
+spec_app = typer.Typer(help="Workload specs: draft one from a command.", no_args_is_help=True)
+app.add_typer(spec_app, name="spec")
+
+
+@spec_app.command("init", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def spec_init(
+    ctx: typer.Context,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the drafted TOML here (default: stdout).")
+    ] = None,
+) -> None:
+    """Draft a workload spec from a command: dftune spec init [--out FILE] -- COMMAND..."""
+    from dftune.tools.runner.draft import draft_spec, render_toml
+
+    with user_errors():
+        text = render_toml(draft_spec(list(ctx.args), Path.cwd()))
+        if out is None:
+            sys.stdout.write(text)
+        else:
+            out.write_text(text, encoding="utf-8")
+            sys.stderr.write(f"dftune: drafted spec written to {out}\n")
+
+
 def main() -> None:  # pragma: no cover - console entry point
     """Console entry: any unexpected failure is still one line on stderr (traceback with DFTUNE_DEBUG=1)."""
     import os

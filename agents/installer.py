@@ -21,6 +21,8 @@ from langgraph.runtime import Runtime
 from dftune.agents.context import Context
 from dftune.agents.state import Pitfall, TracerFacts, TuningState, log
 from dftune.core.process import run_command, run_process
+from dftune.tools.runner.spec import WorkloadSpec
+from dftune.tools.trace.selftrace import SelfTracing, detect
 from dftune.tools.trace.tracer import TracerUnavailable, preload_library, trace_env
 
 #: What the smoke program calls, by the name dftracer would record.
@@ -146,6 +148,13 @@ def _base_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("DFTRACER_", "LD_PRELOAD"))}
 
 
+def workload_traces_itself(spec: WorkloadSpec) -> SelfTracing:
+    """Whether the workload's program initializes dftracer on its own (DLIO, annotated apps)."""
+    with tempfile.TemporaryDirectory(prefix="dftune-probe-") as scratch:
+        argv = spec.render(spec.command, spec.settings(), workdir=Path(scratch))
+    return detect(argv, spec.resolve(spec.cwd), spec.env)
+
+
 def installer(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: check the tracer once per run; a run that needs traces stops here when it is unusable."""
     ctx = runtime.context
@@ -158,6 +167,15 @@ def installer(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     events += [log("installer", p.message) for p in pitfalls]
     update: dict[str, Any] = {"tracer": facts, "pitfalls": pitfalls, "events": events}
     spec = ctx.workload_spec
+    own = workload_traces_itself(spec)
+    if own and spec.tracing.mode != "off":
+        events.append(
+            log(
+                "installer",
+                f"the workload initializes dftracer itself ({own.reason}): it is traced in "
+                "FUNCTION mode without the preload library, its own trace files collected",
+            )
+        )
     if not facts.usable and spec.tracing.mode != "off":
         update.update(
             status="failed", status_reason=f"tracing is required ({spec.tracing.mode}) but {facts.reason}"

@@ -9,11 +9,13 @@ failures in a row stop the experiment with the reason.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
 import shutil
 import sys
+import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +29,8 @@ from dftune.core.process import ProcessResult, Status, run_process
 from dftune.core.secrets import scrubbed_environ
 from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
 from dftune.tools.runner.stats import MIN_REPLICATES, bootstrap_median_ci, summarize
+from dftune.tools.trace import selftrace
+from dftune.tools.trace.startup import StartUp, startup
 from dftune.tools.trace.tracer import TracerUnavailable, trace_env
 
 SCHEMA = "dftune.bench/1"
@@ -57,6 +61,10 @@ class Replicate(BaseModel):
     #: batch jobs: where wall_s came from and which command gave the state (see tools/runner/schedulers/)
     wall_source: str = ""
     state_source: str = ""
+    #: seconds before the first data I/O (imports, framework and worker start-up), from the trace
+    startup_s: float | None = None
+    #: that as a share of the replicate's wall time
+    startup_share: float | None = None
 
 
 class BenchResult(BaseModel):
@@ -224,6 +232,69 @@ def _run(
                          launcher=spec.launcher)  # fmt: skip
 
 
+#: Left in the workdir when a replicate's empty preload trace showed the program traces itself, so the
+#: next replicates of the experiment (interleaved arms call bench once per replicate) start in FUNCTION mode.
+SELF_TRACING_NOTE = "self-tracing.txt"
+#: Written into a reusable data set once its setup succeeded: the setup command that made it.
+SETUP_STAMP = ".dftune-setup.json"
+
+
+def _setup_stamp(spec: WorkloadSpec, setup_argv: list[str], data_dir: Path, workdir: Path) -> Path | None:
+    """Where a reusable data set records its setup; None when it cannot be reused (per-workdir data)."""
+    if not (spec.setup_reuse and setup_argv):
+        return None
+    if data_dir.resolve() == workdir.resolve() or workdir.resolve() in data_dir.resolve().parents:
+        return None
+    return data_dir / SETUP_STAMP
+
+
+def _stamp_matches(stamp: Path, setup_argv: list[str]) -> bool:
+    try:
+        return bool(json.loads(stamp.read_text(encoding="utf-8")) == setup_argv)
+    except (OSError, ValueError):
+        return False
+
+
+#: Traces larger than this are not scanned for the start-up share (it would cost more than the run).
+STARTUP_SCAN_LIMIT = 64 << 20
+
+
+def _startup(rep_trace: Path, run_started: float, wall_s: float, data_dir: str) -> StartUp | None:
+    """The replicate's start-up from its trace, or None (no data I/O seen, or too large to scan cheaply)."""
+    size = sum(p.stat().st_size for p in rep_trace.rglob("*") if p.is_file())
+    return startup(rep_trace, run_started, wall_s, data_dir) if size <= STARTUP_SCAN_LIMIT else None
+
+
+def _gather_trace(
+    spec: WorkloadSpec,
+    rep_trace: Path,
+    since: float,
+    settings: dict[str, KnobValue],
+    *,
+    workdir: Path,
+    cwd: Path,
+    self_traced: bool,
+) -> str:
+    """Collect a self-tracing program's own trace files into ``rep_trace``; why the trace is unusable.
+
+    Where the program writes them: the spec's ``[tracing] output`` (folders, files, globs); without
+    one, anything new under the run's folder and the workdir (DLIO writes into its output folder).
+    An empty result is said in one line, never left as a silent 0-byte trace.
+    """
+    declared = spec.render(spec.tracing.output, settings, workdir=workdir, trace_dir=rep_trace)
+    sources = selftrace.expand(declared, spec.base_dir)
+    if self_traced and not declared:
+        sources = [cwd, workdir]
+    selftrace.collect(sources, rep_trace, since, exclude=[rep_trace.parent])
+    if selftrace.has_events(rep_trace):
+        return ""
+    where = f" (looked in {', '.join(declared)})" if declared else ""
+    return (
+        f"traced run left no events in {rep_trace}{where}: if the program writes its own dftracer traces, "
+        "name where in [tracing] output"
+    )
+
+
 def summary_stats(values: list[float]) -> tuple[float | None, float | None, list[float] | None]:
     """Median, p95 and (from MIN_REPLICATES runs on) the bootstrap 95% CI of the median."""
     if not values:
@@ -264,18 +335,26 @@ def bench(
     inherited, withheld = scrubbed_environ(allow=spec.pass_env)
     base_env = {**inherited, **spec.env, **(env or {}), **spec.knob_env(settings)}
     argv = spec.render(spec.command, settings, workdir=workdir)
+    data_dir = str(spec.placeholder_values(settings, workdir=workdir)["data_dir"])
     notes: list[str] = []
     if withheld:
         notes.append(f"{len(withheld)} credential variable(s) withheld from the workload ({', '.join(withheld)}); "
                      "name one in the spec's pass_env to pass it")  # fmt: skip
 
-    if spec.setup and prepare:
-        setup = _run(spec, spec.render(spec.setup, settings, workdir=workdir), cwd=cwd, env=base_env, log_dir=logs,
-                     label="setup")  # fmt: skip
+    setup_argv = spec.render(spec.setup, settings, workdir=workdir) if spec.setup else []
+    stamp = _setup_stamp(spec, setup_argv, Path(data_dir), workdir)
+    if spec.setup and prepare and stamp is not None and _stamp_matches(stamp, setup_argv):
+        notes.append(
+            f"data set in {data_dir} reused: prepared by an earlier experiment with the same setup command"
+        )
+    elif spec.setup and prepare:
+        setup = _run(spec, setup_argv, cwd=cwd, env=base_env, log_dir=logs, label="setup")
         if setup.status != "ok":
             raise BenchError(
                 f"{spec.spec_path}: setup {setup.status} ({setup.reason}): {setup.stderr_tail[-300:].strip()}"
             )
+        if stamp is not None:
+            stamp.write_text(json.dumps(setup_argv), encoding="utf-8")
 
     cache_policy: Literal["drop_caches", "warm_up"] = "drop_caches" if drop_page_cache() else "warm_up"
     if not prepare:
@@ -290,10 +369,23 @@ def bench(
     trace_root = workdir / "traces" / "raw" if traced else None
     # --trace on a spec whose tracing is off: trace the unmodified program (PRELOAD)
     trace_mode = spec.tracing.mode if spec.tracing.mode != "off" else "preload"
+    own_tracer = selftrace.detect(argv, cwd, base_env) if traced else selftrace.SelfTracing()
+    found_earlier = workdir / "traces" / SELF_TRACING_NOTE
+    if traced and not own_tracer and found_earlier.is_file():  # an earlier call's empty preload trace
+        own_tracer = selftrace.SelfTracing(found_earlier.read_text(encoding="utf-8").strip())
+    if own_tracer and trace_mode == "preload":
+        trace_mode = "function"
+    if own_tracer:
+        notes.append(
+            f"self-tracing program: {own_tracer.reason}; traced in FUNCTION mode without the "
+            "preload library, its own trace files collected into each replicate's trace folder"
+        )
     results: list[Replicate] = []
     failures_in_row = 0
     stopped: str | None = None
-    for i in range(first_index, first_index + n):
+    i = first_index
+    retried_in_function_mode = False
+    while i < first_index + n:
         env = dict(base_env)
         rep_trace: Path | None = None
         if traced:
@@ -306,21 +398,49 @@ def bench(
                 env.update(trace_env(rep_trace / "trace", data_dir=spec.tracing.data_dir, mode=trace_mode))
             except TracerUnavailable as exc:
                 raise BenchError(f"{spec.spec_path}: tracing requested but {exc}") from None
+        folder = rep_trace if rep_trace is not None else workdir / "untraced" / f"r{i}"
+        folder.mkdir(parents=True, exist_ok=True)
+        rep_argv = spec.render(spec.command, settings, workdir=workdir, trace_dir=folder)
+        since = selftrace.now()
         if cache_policy == "drop_caches" and i > first_index:  # the probe above dropped it for the first run
             drop_page_cache()
         label = f"r{i}"
-        res = _run(spec, argv, cwd=cwd, env=env, log_dir=logs, label=label)
+        run_started = time.time()
+        res = _run(spec, rep_argv, cwd=cwd, env=env, log_dir=logs, label=label)
+        trace_why = ""
+        if rep_trace is not None:
+            trace_why = _gather_trace(
+                spec, rep_trace, since, settings, workdir=workdir, cwd=cwd, self_traced=bool(own_tracer)
+            )
+            if trace_why and trace_mode == "preload" and not retried_in_function_mode:
+                # the first empty preload trace: the program may initialize dftracer itself
+                retried_in_function_mode = True
+                trace_mode = "function"
+                own_tracer = selftrace.SelfTracing(f"replicate r{i}'s preload trace was empty")
+                found_earlier.write_text(own_tracer.reason + "\n", encoding="utf-8")
+                notes.append(
+                    f"replicate r{i} left an empty preload trace ({trace_why}); "
+                    "re-run in FUNCTION mode, collecting the program's own trace files"
+                )
+                continue
         metric, why = (None, "") if res.status != "ok" else extract_metric(spec, res, logs / f"{label}.out")
         work, work_why = extract_work(spec, logs / f"{label}.out") if res.status == "ok" else ({}, "")
         if work_why and metric is not None:  # the work cannot be checked: not a usable replicate
             metric, why = None, work_why
         status: Status = res.status if (res.status != "ok" or metric is not None) else "failed"
+        if trace_why and status == "ok":
+            status, metric, why = "failed", None, trace_why
         reason = res.reason or why
         if res.status != "ok" and res.stderr_tail:
             reason += f": {res.stderr_tail.strip().splitlines()[-1][-300:]}"
+        start_up = (
+            _startup(rep_trace, run_started, res.wall_s, data_dir) if rep_trace and not trace_why else None
+        )
         rep = Replicate(index=i, status=status, wall_s=round(res.wall_s, 6), exit_code=res.exit_code, metric=metric,
                         traced=traced, trace_dir=str(rep_trace) if rep_trace else None, reason=reason,
-                        work=work, wall_source=res.wall_source, state_source=res.state_source)  # fmt: skip
+                        work=work, wall_source=res.wall_source, state_source=res.state_source,
+                        startup_s=start_up.seconds if start_up else None,
+                        startup_share=start_up.share if start_up else None)  # fmt: skip
         results.append(rep)
         if res.leftovers:
             notes.append(f"replicate r{i} left {len(res.leftovers)} process(es) outside its process group, "
@@ -331,9 +451,16 @@ def bench(
         if failures_in_row >= MAX_CONSECUTIVE_FAILURES:
             stopped = f"stopped after {failures_in_row} failed replicates in a row; last: {status} ({reason})"
             break
+        i += 1
 
     values = ok_values(results)
     median, p95, ci95 = summary_stats(values)
+    shares = sorted(r.startup_share for r in results if r.startup_share is not None)
+    if shares:
+        notes.append(
+            f"start-up (before the first data I/O) was {100 * shares[len(shares) // 2]:.0f}% of each run "
+            f"(median of {len(shares)} traced replicate(s)): a change to the data path cannot move it"
+        )
     if len(values) < MIN_REPLICATES:
         notes.append(f"only {len(values)} successful replicate(s): no confidence interval")
     return BenchResult(

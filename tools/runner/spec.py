@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from dftune.core.errors import DftuneError
 
 #: Placeholders every command may use besides the knob names.
-BUILTIN_PLACEHOLDERS = ("data_dir", "workdir", "source_dir", "ranks", "python")
+BUILTIN_PLACEHOLDERS = ("data_dir", "workdir", "source_dir", "ranks", "python", "trace_dir", "app_python")
 KnobValue = str | int | float | bool
 
 
@@ -79,6 +79,14 @@ class Tracing(_Strict):
     mode: Literal["preload", "function", "off"] = "preload"
     #: DFTRACER_DATA_DIR: "all", or a path prefix to trace only the dataset
     data_dir: str = "all"
+    #: where a program that traces itself (DLIO, dftracer-annotated apps) writes its trace files:
+    #: folders, files or globs, relative to the TOML file; placeholders as in the command
+    output: list[str] = []
+
+    @field_validator("output", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
 
 
 class Knob(_Strict):
@@ -180,6 +188,9 @@ class WorkloadSpec(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     command: list[str] = Field(min_length=1)
     setup: list[str] | None = None
+    #: the setup writes a data set the workload only reads: when data_dir lies outside the workdir,
+    #: prepare it once and reuse it in later experiments while the setup command stays the same
+    setup_reuse: bool = False
     cwd: str = "."
     source_dir: str = "."
     data_dir: str = "{workdir}/data"
@@ -198,6 +209,9 @@ class WorkloadSpec(_Strict):
     #: *_API_KEY, *_TOKEN, *SECRET*, password or credential variable is withheld from it
     pass_env: list[str] = []
     description: str = ""
+    #: the interpreter ``{app_python}`` stands for: a program installed in another environment
+    #: (a venv's folder or its python); default: the interpreter running dftune, like ``{python}``
+    app_python: str | None = None
     #: filled by :func:`load_spec`: the TOML file this came from
     spec_path: str = ""
 
@@ -230,6 +244,7 @@ class WorkloadSpec(_Strict):
             ("command", self.command),
             ("setup", self.setup or []),
             ("data_dir", [self.data_dir]),
+            ("tracing.output", self.tracing.output),
         ):
             for item in items:
                 for name in _placeholders_in(item):
@@ -283,14 +298,32 @@ class WorkloadSpec(_Strict):
             out[name] = value
         return out
 
-    def render(self, items: list[str], settings: dict[str, KnobValue], *, workdir: Path) -> list[str]:
-        """Fill placeholders in an argv list."""
-        values = self.placeholder_values(settings, workdir=workdir)
+    def render(
+        self,
+        items: list[str],
+        settings: dict[str, KnobValue],
+        *,
+        workdir: Path,
+        trace_dir: Path | None = None,
+    ) -> list[str]:
+        """Fill placeholders in an argv list (``{trace_dir}``: this replicate's trace folder)."""
+        values = self.placeholder_values(settings, workdir=workdir, trace_dir=trace_dir)
         return [string.Formatter().vformat(i, (), values) for i in items]
 
-    def placeholder_values(self, settings: dict[str, KnobValue], *, workdir: Path) -> dict[str, Any]:
+    def app_interpreter(self) -> str:
+        """What ``{app_python}`` stands for: the spec's other environment, else this interpreter."""
+        if not self.app_python:
+            return sys.executable
+        p = self.resolve(self.app_python)
+        return str(p / "bin" / "python") if p.is_dir() else str(p)
+
+    def placeholder_values(
+        self, settings: dict[str, KnobValue], *, workdir: Path, trace_dir: Path | None = None
+    ) -> dict[str, Any]:
         base: dict[str, Any] = {"workdir": str(workdir), "source_dir": str(self.resolve(self.source_dir)),
                                 "ranks": self.launcher.ranks, "python": sys.executable,
+                                "app_python": self.app_interpreter(),
+                                "trace_dir": str(trace_dir if trace_dir is not None else workdir / "traces"),
                                 **{k: _text(v) for k, v in settings.items()}}  # fmt: skip
         data = string.Formatter().vformat(self.data_dir, (), base)
         base["data_dir"] = str(self.resolve(data)) if not Path(data).is_absolute() else data

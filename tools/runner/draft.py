@@ -1,0 +1,677 @@
+"""Draft a workload spec from a command: which of the program's settings are tunables, which define it.
+
+Users bring programs they did not write and rarely know which settings matter; STELLAR reads a
+file system's manual for its tunables, this reads the program's own configuration: DLIO's Hydra
+workload YAML, PyTorch ``DataLoader`` arguments and ``argparse`` options in its source, MPI-IO
+hints, and any program's ``--help``.  Each setting is classified by the rules in
+``resources/drafting/settings.toml``: a tunable (values to try, a catalog strategy) or part of
+the workload's definition (dataset size, epochs, record/transfer size, number of files), which is
+never offered.  Pure rules: no model is needed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from dftune.core.errors import DftuneError
+
+HELP_TIMEOUT_S = 15.0
+#: What a Python program's ``DataLoader(...)`` call takes that decides its I/O.
+DATALOADER_ARGS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
+#: DLIO's workflow overrides that run only the training phase (data generated once, in setup).
+DLIO_TRAIN_ONLY = (
+    "++workload.workflow.generate_data=False",
+    "++workload.workflow.train=True",
+    "++workload.workflow.checkpoint=False",
+)
+DLIO_GENERATE_ONLY = (
+    "++workload.workflow.generate_data=True",
+    "++workload.workflow.train=False",
+    "++workload.workflow.checkpoint=False",
+)
+
+
+class DraftError(DftuneError):
+    """The command cannot be drafted (no such program, unreadable config): one line."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    match: re.Pattern[str]
+    role: str
+    why: str
+    strategy: str | None = None
+    values: tuple[Any, ...] = ()
+
+
+@dataclass
+class Setting:
+    """One setting of the program, where it came from and what dftune makes of it."""
+
+    name: str
+    source: str
+    default: Any = None
+    #: how the program receives it: an option (``--num-workers``), a Hydra key, an env variable
+    flag: str = ""
+    role: str = "unknown"
+    why: str = ""
+    strategy: str | None = None
+    values: list[Any] = field(default_factory=list)
+    #: the values the program accepts (argparse ``choices``): what is tried, whatever the rule says
+    choices: list[Any] = field(default_factory=list)
+
+    @property
+    def knob_name(self) -> str:
+        return re.sub(r"[^A-Za-z0-9]+", "_", self.name.split(".")[-1]).strip("_").upper() or "KNOB"
+
+
+@dataclass
+class Draft:
+    """A drafted spec: the command with placeholders, its settings, and notes for the reader."""
+
+    name: str
+    kind: str
+    command: list[str]
+    settings: list[Setting]
+    setup: list[str] | None = None
+    tracing_output: str | None = None
+    data_dir: str | None = None
+    notes: list[str] = field(default_factory=list)
+    #: the command as the user gave it
+    source: list[str] = field(default_factory=list)
+    #: a number the program prints about its own speed: (regex, lower_is_better)
+    metric: tuple[str, bool] | None = None
+
+    @property
+    def tunables(self) -> list[Setting]:
+        return [s for s in self.settings if s.role == "tunable"]
+
+    @property
+    def workload(self) -> list[Setting]:
+        return [s for s in self.settings if s.role == "workload"]
+
+
+def load_rules() -> list[Rule]:
+    text = (resources.files("dftune.resources") / "drafting" / "settings.toml").read_text("utf-8")
+    return [
+        Rule(
+            re.compile(r["match"], re.IGNORECASE),
+            r["role"],
+            r["why"],
+            r.get("strategy"),
+            tuple(r.get("values", ())),
+        )
+        for r in tomllib.loads(text)["rule"]
+    ]
+
+
+def _unified(name: str) -> str:
+    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)  # camelCase (IOR's blockSize) -> block_size
+    return re.sub(r"[-.\s]+", "_", name).lower()
+
+
+def classify(setting: Setting, rules: list[Rule]) -> Setting:
+    """The first rule matching the setting's last name component (or its whole name) decides."""
+    leaf = _unified(setting.name.split(".")[-1])
+    whole = _unified(setting.name)
+    for rule in rules:
+        if rule.match.search(leaf) or (
+            leaf != whole and rule.match.search(whole) and rule.role == "workload"
+        ):
+            setting.role, setting.why, setting.strategy = rule.role, rule.why, rule.strategy
+            if rule.role == "tunable":
+                setting.values = _values(rule.values, setting.default)
+                if setting.choices:  # the program's own accepted values win over the rule's
+                    first = [setting.default] if setting.default in setting.choices else []
+                    setting.values = first + [c for c in setting.choices if c not in first]
+            return setting
+    setting.role, setting.why = (
+        "unknown",
+        "no rule matches it: neither offered nor known to define the workload",
+    )
+    return setting
+
+
+def _values(candidates: tuple[Any, ...], default: Any) -> list[Any]:
+    """The rule's values to try, in the default's type, with the default first."""
+    out: list[Any] = []
+    if isinstance(default, bool):
+        out = [default, not default]
+    elif (
+        isinstance(default, int)
+        and default in (0, 1)
+        and candidates
+        and all(isinstance(v, bool) for v in candidates)
+    ):
+        out = [default, 1 - default]  # an on/off setting the program takes as 0/1
+    elif isinstance(default, int) and all(isinstance(v, int) and not isinstance(v, bool) for v in candidates):
+        out = [default, *(v for v in candidates if v != default)]
+    elif default is not None and candidates and all(isinstance(v, str) for v in candidates):
+        out = [str(default), *(v for v in candidates if v != str(default))]
+    else:
+        out = list(candidates)
+    return out
+
+
+# ------------------------------------------------------------------ DLIO (Hydra workload YAML)
+def _is_dlio(argv: list[str]) -> bool:
+    return any(Path(a).name.startswith("dlio_benchmark") for a in argv) or "dlio_benchmark.main" in argv
+
+
+def _hydra_overrides(argv: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for a in argv:
+        if "=" in a and not a.startswith("-"):
+            key, value = a.split("=", 1)
+            out[key.lstrip("+")] = value
+    return out
+
+
+def _option(argv: list[str], *names: str) -> str | None:
+    for i, a in enumerate(argv):
+        for n in names:
+            if a == n and i + 1 < len(argv):
+                return argv[i + 1]
+            if a.startswith(n + "="):
+                return a.split("=", 1)[1]
+    return None
+
+
+def dlio_workload_yaml(argv: list[str], cwd: Path) -> Path:
+    """The workload YAML a DLIO command reads: ``--config-dir`` or the installed package's configs."""
+    overrides = _hydra_overrides(argv)
+    name = overrides.get("workload", "default")
+    dirs: list[Path] = []
+    cd = _option(argv, "--config-dir", "-cd")
+    if cd:
+        dirs.append(Path(cd) if Path(cd).is_absolute() else cwd / cd)
+    for a in argv:  # a console script or interpreter of another environment: its site-packages
+        p = Path(a)
+        if p.parent.name == "bin" and (p.parent.parent / "lib").is_dir():
+            dirs.extend(
+                sorted((p.parent.parent / "lib").glob("python3*/site-packages/dlio_benchmark/configs"))
+            )
+    spec = None
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("dlio_benchmark")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        dirs.append(Path(next(iter(spec.submodule_search_locations))) / "configs")
+    for d in dirs:
+        for candidate in (d / "workload" / f"{name}.yaml", d / f"{name}.yaml"):
+            if candidate.is_file():
+                return candidate
+    raise DraftError(
+        f"DLIO workload config {name}.yaml not found (looked in {', '.join(map(str, dirs)) or 'nowhere'}):"
+        " pass --config-dir DIR holding workload/<name>.yaml"
+    )
+
+
+def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        full = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, full + "."))
+        else:
+            out[full] = value
+    return out
+
+
+#: DLIO settings that are tunables but absent from most workload configs (DLIO's own defaults).
+DLIO_DEFAULTS = {"reader.read_threads": 1, "reader.prefetch_size": 2, "reader.computation_threads": 1}
+#: Sections of a DLIO workload whose keys are settings of the run, not its identity.
+DLIO_SECTIONS = ("dataset.", "reader.", "train.", "checkpoint.")
+
+
+_HYDRA_OPTIONS = ("--config-dir", "-cd", "--config-name", "-cn", "--config-path", "-cp")
+
+
+def _dlio_options_first(argv: list[str]) -> list[str]:
+    """Hydra's options before its overrides: argparse takes the overrides as one trailing list."""
+    n = 3 if len(argv) > 2 and argv[1] == "-m" else 1  # python -m dlio_benchmark.main ...
+    head, options, overrides = argv[:n], list[str](), list[str]()
+    i = n
+    while i < len(argv):
+        a = argv[i]
+        if a in _HYDRA_OPTIONS and i + 1 < len(argv):
+            options += [a, argv[i + 1]]
+            i += 2
+            continue
+        (options if a.startswith("-") else overrides).append(a)
+        i += 1
+    return [*head, *options, *overrides]
+
+
+def draft_dlio(argv: list[str], cwd: Path, rules: list[Rule]) -> Draft:
+    import yaml
+
+    path = dlio_workload_yaml(argv, cwd)
+    try:
+        tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise DraftError(f"{path}: not a readable DLIO workload YAML: {exc}") from None
+    if not isinstance(tree, dict):
+        raise DraftError(f"{path}: a DLIO workload YAML is a mapping of sections")
+    flat = {**DLIO_DEFAULTS, **_flatten(tree)}
+    overrides = _hydra_overrides(argv)
+    settings: list[Setting] = []
+    for key, value in flat.items():
+        if not key.startswith(DLIO_SECTIONS):
+            continue
+        value = overrides.get(f"workload.{key}", value)
+        s = classify(Setting(name=key, source=path.name, default=value, flag=f"++workload.{key}"), rules)
+        settings.append(s)
+    base = _dlio_options_first(
+        [
+            a
+            for a in argv
+            if not a.startswith(
+                ("++workload.workflow.", "++workload.output.", "++workload.dataset.data_folder")
+            )
+        ]
+    )
+    command = [
+        *base,
+        "++workload.dataset.data_folder={data_dir}",
+        "++workload.output.folder={trace_dir}",
+        *DLIO_TRAIN_ONLY,
+    ]
+    setup = [
+        *base,
+        "++workload.dataset.data_folder={data_dir}",
+        "++workload.output.folder={workdir}/generate",
+        *DLIO_GENERATE_ONLY,
+    ]
+    name = overrides.get("workload", "dlio")
+    return Draft(
+        name=f"dlio-{name}",
+        kind="dlio",
+        source=argv,
+        command=_with_knobs(command, settings),
+        settings=settings,
+        setup=setup,
+        tracing_output="{trace_dir}",
+        data_dir="{workdir}/data",
+        notes=[
+            f"DLIO workload config: {path}",
+            "the setup generates the dataset once; every replicate runs only the training phase "
+            "(workflow.generate_data=False, train=True, checkpoint=False)",
+            "DLIO initializes dftracer itself: dftune traces it in FUNCTION mode and collects "
+            "trace-<rank>-of-<size>.pfw from workload.output.folder = {trace_dir}",
+        ],
+    )
+
+
+# ------------------------------------------------------------------ Python source (DataLoader, argparse)
+def _literal(node: ast.AST | None) -> Any:
+    if node is None:
+        return None
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError):
+        return None
+
+
+def python_settings(source: str, filename: str) -> tuple[list[Setting], bool]:
+    """DataLoader keyword arguments and argparse options in a Python program's source.
+
+    A DataLoader argument that comes from an option (``num_workers=args.workers``) takes the
+    option's flag and default, so the knob is passed on the command line.  Also returns whether
+    some options are named at run time (then only the program's ``--help`` lists them).
+    """
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise DraftError(
+            f"{filename}: not valid Python (line {exc.lineno}): cannot read its settings"
+        ) from None
+    options: dict[str, Setting] = {}
+    option_choices: dict[str, list[Any]] = {}
+    dynamic = False
+    loader_from: dict[str, str] = {}
+    loader: dict[str, Setting] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        fname = (
+            func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        )
+        if fname == "add_argument":
+            flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            longs = [f for f in flags if f.startswith("--")] or flags
+            if not longs and node.args:
+                dynamic = True  # an option named at run time (a loop over hint names): --help shows it
+                continue
+            if not longs or not longs[0].startswith("-"):
+                continue
+            kw = {k.arg: k.value for k in node.keywords if k.arg}
+            dest = _literal(kw.get("dest")) or longs[0].lstrip("-").replace("-", "_")
+            default = _literal(kw.get("default"))
+            action = _literal(kw.get("action"))
+            if action in ("store_true", "store_false"):
+                default = action == "store_false" if default is None else default
+            options[dest] = Setting(
+                name=dest, source=f"{filename} (argparse)", default=default, flag=longs[0]
+            )
+            choices = _literal(kw.get("choices"))
+            if isinstance(choices, list | tuple) and choices:
+                option_choices[dest] = list(choices)
+        elif fname == "DataLoader":
+            for k in node.keywords:
+                if k.arg in DATALOADER_ARGS:
+                    # num_workers=args.workers, or inside an expression (args.prefetch if workers else None)
+                    attrs = [n.attr for n in ast.walk(k.value) if isinstance(n, ast.Attribute)]
+                    if attrs:
+                        loader_from[k.arg] = next((a for a in attrs if a == k.arg), attrs[0])
+                    loader[k.arg] = Setting(
+                        name=k.arg, source=f"{filename} (DataLoader)", default=_literal(k.value)
+                    )
+    settings: list[Setting] = []
+    used_options: set[str] = set()
+    for arg, s in loader.items():
+        dest = loader_from.get(arg)
+        if dest and dest in options:
+            opt = options[dest]
+            s.flag, s.default = opt.flag, opt.default
+            used_options.add(dest)
+        settings.append(s)
+    settings.extend(s for d, s in options.items() if d not in used_options)
+    for s in settings:
+        dest = loader_from.get(s.name, s.name)
+        if dest in option_choices:
+            s.choices = option_choices[dest]
+    return settings, dynamic
+
+
+def _script(argv: list[str], cwd: Path) -> Path | None:
+    for a in argv:
+        if a.endswith(".py"):
+            p = Path(a) if Path(a).is_absolute() else cwd / a
+            if p.is_file():
+                return p
+    return None
+
+
+# ------------------------------------------------------------------ any program's --help
+_HELP_LINE = re.compile(
+    r"^\s{1,12}(?:(-[A-Za-z0-9])(?:[ =]([A-Z][A-Z_]*|\S+))?(?:,\s*)?)?\s*(--[A-Za-z0-9][\w.-]*)?(?:[ =]([^\s]+))?(?:\s{2,}(.+))?$"
+)
+
+
+def help_settings(text: str, program: str, rules: list[Rule]) -> list[Setting]:
+    """Options of a ``--help`` text: ``-x VALUE``/``--long=VALUE`` lines with a description.
+
+    The name is the word before `` -- `` in the description when there is one (IOR writes
+    ``blockSize -- contiguous bytes ...``), else the long option, else the short one.  A default
+    is read from ``=VALUE`` when it is a number or from ``(default: X)``.
+    """
+    out: list[Setting] = []
+    seen: set[str] = set()
+    for line in text.splitlines():
+        m = _HELP_LINE.match(line)
+        if not m or not (m.group(1) or m.group(3)):
+            continue
+        short, short_val, long_, long_val, desc = m.groups()
+        desc = desc or ""
+        if (long_ or short) in ("-h", "--help"):
+            continue
+        flag = long_ or short
+        named = re.match(r"([A-Za-z][\w.]*)\s+--\s", desc)
+        name = named.group(1) if named else (long_ or short).lstrip("-")
+        raw = long_val or short_val
+        d = re.search(r"\(default:?\s*([^)]+)\)", desc)
+        default: Any = _number(d.group(1).strip()) if d else _number(raw) if raw else None
+        if name in seen:
+            continue
+        seen.add(name)
+        s = classify(Setting(name=name, source=f"{program} --help", default=default, flag=flag), rules)
+        if raw is None and default is None:  # a flag without a value: on or off by its presence
+            if s.role == "tunable":
+                s.values = []
+                s.why += " (a flag without a value: add it to the command to try it)"
+            elif s.role == "unknown":
+                s.why = "a flag without a value: no rule matches it"
+        out.append(s)
+    return out
+
+
+def _number(text: str | None) -> Any:
+    if text is None:
+        return None
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return None if text.isupper() else text
+
+
+def run_help(argv: list[str], cwd: Path, timeout_s: float = HELP_TIMEOUT_S) -> str:
+    """The program's ``--help`` (stdout and stderr), or "" when it has none or cannot start."""
+    head = argv[: _program_end(argv)]
+    if head[0] in ("python", "python3", "{python}"):  # the interpreter dftune runs ({python} in a spec)
+        head = [sys.executable, *head[1:]]
+    try:
+        res = subprocess.run(
+            [*head, "--help"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return res.stdout + "\n" + res.stderr
+
+
+def _program_end(argv: list[str]) -> int:
+    """How many leading arguments name the program (``python script.py``, ``mpirun -n 2 ior``)."""
+    for i, a in enumerate(argv):
+        if a.endswith(".py"):
+            return i + 1
+    if Path(argv[0]).name in ("mpirun", "mpiexec", "srun"):
+        i = 1
+        while i < len(argv) and argv[i].startswith("-"):
+            i += 2
+        return min(i + 1, len(argv))
+    return 1
+
+
+# ------------------------------------------------------------------ the draft
+def draft_spec(argv: list[str], cwd: Path, *, help_text: str | None = None) -> Draft:
+    """Classify the settings of ``argv``'s program and draft a workload spec for it.
+
+    ``help_text``: the program's ``--help`` already captured (tests, or a program that must not
+    be started); else it is run for programs that are neither DLIO nor a Python script.
+    """
+    if not argv:
+        raise DraftError("spec init needs a command after --")
+    rules = load_rules()
+    if _is_dlio(argv):
+        return draft_dlio(argv, cwd, rules)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(_script(argv, cwd) or argv[0]).stem).strip("-") or "workload"
+    script = _script(argv, cwd)
+    settings: list[Setting] = []
+    kind = "program"
+    notes: list[str] = []
+    if script is not None:
+        kind = "python"
+        source = script.read_text(encoding="utf-8", errors="replace")
+    else:
+        source = ""
+    if script is not None:
+        found, dynamic = python_settings(source, script.name)
+        if dynamic:
+            known = {s.flag for s in found if s.flag}
+            text = help_text if help_text is not None else run_help(argv, cwd)
+            found += [s for s in help_settings(text, script.name, rules) if s.flag not in known]
+        settings = [classify(s, rules) for s in found]
+        if "DataLoader" in source:
+            kind = "pytorch"
+            notes.append(f"{script.name} builds a PyTorch DataLoader: its loader arguments are the tunables")
+    else:
+        if help_text is None and shutil.which(argv[0]) is None and not (cwd / argv[0]).is_file():
+            raise DraftError(f"{argv[0]}: no such program (not a file, not on PATH)")
+        text = help_text if help_text is not None else run_help(argv, cwd)
+        if not text.strip():
+            notes.append(f"{argv[0]} printed no --help: no settings found; add knobs by hand")
+        settings = help_settings(text, Path(argv[0]).name, rules)
+        if re.search(r"\bior\b|IOR", Path(argv[0]).name + text[:400]):
+            kind = "ior"
+    metric = printed_metric(source) if script is not None else None
+    setup = _setup_command(argv, settings)
+    head = ["{python}"] if Path(argv[0]).name.startswith("python") and script is not None else argv[:1]
+    command = _with_knobs([*head, *argv[1:]], settings)
+    return Draft(
+        name=name,
+        kind=kind,
+        command=command,
+        settings=settings,
+        notes=notes,
+        source=argv,
+        metric=metric,
+        setup=setup,
+    )
+
+
+_SETUP_FLAG = re.compile(
+    r"^(setup_only|generate(_data)?(_only)?|prepare(_only)?|make_data|create_data|write_data)$"
+)
+
+
+def _setup_command(argv: list[str], settings: list[Setting]) -> list[str] | None:
+    """The program's own data-preparation run (an option like ``--setup-only``): the spec's setup.
+
+    The setup runs once per experiment, so replicates reuse the data set it writes instead of
+    generating it again (the start-up a program with a data phase would otherwise pay every run).
+    """
+    for s in settings:
+        if _SETUP_FLAG.match(_unified(s.name)) and s.flag and isinstance(s.default, bool):
+            s.role, s.why = (
+                "workload",
+                "the program's data-generation phase: dftune runs it once as the setup",
+            )
+            head = ["{python}"] if Path(argv[0]).name.startswith("python") else argv[:1]
+            return [*head, *argv[1:], s.flag]
+    return None
+
+
+_PRINTED = re.compile(r"""print\(\s*f?["']([A-Za-z_]*(?:time|throughput|seconds|_s)\b[A-Za-z_]*)([ =:]+)\{""")
+
+
+def printed_metric(source: str) -> tuple[str, bool] | None:
+    """The program's own timing line (``print(f"train_time_s {t}")``) as a metric regex.
+
+    A time is better lower, a throughput higher; the program's own number excludes its start-up
+    (imports, worker launch), which wall time would count.
+    """
+    found = list(_PRINTED.finditer(source))
+    if not found:
+        return None
+    # a total the program reports (io_time_s = write + read) rather than one of its parts
+    total = [m for m in found if re.search(r"total|io_time|train|elapsed|epoch|run", m.group(1))]
+    m = (total or found)[-1]
+    name, sep = m.group(1), m.group(2)
+    return f"{re.escape(name)}{sep}([0-9.eE+-]+)", "throughput" not in name
+
+
+def _with_knobs(argv: list[str], settings: list[Setting]) -> list[str]:
+    """The command with each tunable option's value replaced by its knob placeholder (or appended)."""
+    out = list(argv)
+    for s in settings:
+        if s.role != "tunable" or not s.flag or not s.values:
+            continue
+        ph = "{" + s.knob_name + "}"
+        for i, a in enumerate(out):
+            if a == s.flag and i + 1 < len(out):
+                out[i + 1] = ph
+                break
+            if a.startswith(s.flag + "="):
+                out[i] = f"{s.flag}={ph}"
+                break
+        else:
+            out += [s.flag, ph] if not s.flag.startswith("++") else [f"{s.flag}={ph}"]
+    return out
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _toml_list(items: list[Any]) -> str:
+    return "[" + ", ".join(_toml_value(v) for v in items) + "]"
+
+
+def render_toml(draft: Draft) -> str:
+    """The draft as a workload spec with comments that say why each setting is in or out."""
+    lines = [f"# Drafted by `dftune spec init` from: {shlex.join(draft.source or draft.command)}"[:400]]
+    lines += [f"# {n}" for n in draft.notes]
+    lines += [f'name = "{draft.name}"', f"command = {_toml_list(draft.command)}"]
+    if draft.setup:
+        lines.append(f"setup = {_toml_list(draft.setup)}")
+    if draft.data_dir:
+        lines.append(f"data_dir = {_toml_value(draft.data_dir)}")
+    lines += ["replicates = 5", "timeout_s = 600", "", "[metric]"]
+    if draft.metric:
+        lines += [
+            "# the program prints its own time: start-up (imports, workers) stays out of the metric",
+            'kind = "stdout_regex"',
+            f"pattern = '{draft.metric[0]}'",
+            f"lower_is_better = {_toml_value(draft.metric[1])}",
+        ]
+    else:
+        lines.append('kind = "wall_time"')
+    lines += [
+        "",
+        "[tracing]",
+        'mode = "preload"   # a self-tracing program is switched to FUNCTION mode by dftune',
+    ]
+    if draft.tracing_output:
+        lines.append(f"output = {_toml_value(draft.tracing_output)}")
+    if draft.workload:
+        lines += ["", "# Part of the workload's definition (never offered as a tunable):"]
+        lines += [f"#   {s.name} = {s.default!r}: {s.why}" for s in draft.workload]
+    unknown = [s for s in draft.settings if s.role == "unknown"]
+    if unknown:
+        lines += ["", "# Not classified (add a knob by hand if it changes how the I/O is done):"]
+        lines += [f"#   {s.name} = {s.default!r}" for s in unknown]
+    for s in draft.tunables:
+        lines.append("")
+        lines.append(f"# {s.name} ({s.source}): {s.why}")
+        if not s.values or not s.flag:
+            lines.append("#   (no values or option to pass it: listed for the reader only)")
+            continue
+        lines += [
+            "[[knobs]]",
+            f'name = "{s.knob_name}"',
+            'kind = "arg"',
+            f"values = {_toml_list(s.values)}",
+            f"default = {_toml_value(s.values[0])}",
+        ]
+        if s.strategy:
+            lines.append(f'strategy = "{s.strategy}"')
+    return "\n".join(lines) + "\n"
