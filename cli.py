@@ -63,6 +63,12 @@ def _bar(label: str, quiet: bool) -> Iterator[Any]:
         yield tick
 
 
+def refuse_early(message: str | None) -> None:
+    """Refuse a missing path or run id before the command imports its engine (one line, fast)."""
+    if message:
+        fail(message)
+
+
 def parse_sets(items: list[str] | None) -> dict[str, str]:
     """``--set NAME=VALUE`` options as a dict (one-line error on a malformed one)."""
     out: dict[str, str] = {}
@@ -122,6 +128,9 @@ def analyze(
     ] = False,
 ) -> None:
     """Read dftracer traces or Darshan logs exactly and summarize their I/O (counts, bytes, time, pattern)."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.missing_input(paths))
     from functools import partial
 
     from dftune.tools.trace import analyze, analyze_runs
@@ -191,6 +200,9 @@ def diagnose(
     ] = False,
 ) -> None:
     """Name the I/O bottlenecks (rules as data), pick the metric, gate whether tuning pays off."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.missing_input(paths) or preflight.bad_data_dir(data_dir or []))
     from dftune.tools.diagnose.engine import diagnose as run_diagnosis
     from dftune.tools.diagnose.engine import diagnose_runs
     from dftune.tools.diagnose.render import DiagnosisRenderer
@@ -232,6 +244,9 @@ def bench(
     ] = False,
 ) -> None:
     """Run a workload's replicates (one condition) and report median, p95 and a 95% CI."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.missing_spec([workload]))
     from dftune.tools.runner.bench import bench as run_bench
     from dftune.tools.runner.spec import load_spec
 
@@ -410,6 +425,9 @@ def run(
     """Tune workloads: baseline, diagnosis, cited proposals, one guarded experiment at a time, report.
 
     One spec is one run; several specs (or a campaign TOML) are one campaign under one deadline."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.missing_spec(workloads))
     from dftune.agents.reasoner import llm_settings
     from dftune.graphs.campaign import CampaignFile, is_campaign_file, load_campaign_file, start_campaign
     from dftune.tools.runner.deadline import resolve
@@ -479,6 +497,9 @@ def resume(
     as_json: JsonOpt = False,
 ) -> None:
     """Continue a run or a campaign after a crash, a kill or its deadline, from its last saved state."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.unknown_run(run_id, checkpoints=True))
     from dftune.graphs.campaign import RUN_RESERVE_S, is_campaign, resume_campaign
     from dftune.graphs.runs import resume_run
     from dftune.tools.runner.deadline import Deadline, resolve
@@ -504,6 +525,9 @@ def approve(
     as_json: JsonOpt = False,
 ) -> None:
     """Answer the change a run is waiting for, and let it continue."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.unknown_run(run_id, campaigns=False, checkpoints=True))
     from dftune.graphs.runs import approve_run
 
     with user_errors():
@@ -516,6 +540,9 @@ def history_cmd(
     run_id: Annotated[str, typer.Argument(help="Run id or campaign id.")], as_json: JsonOpt = False
 ) -> None:
     """The run's saved graph states (checkpoints), oldest first; a campaign's events."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.unknown_run(run_id, checkpoints=True))
     from dftune.graphs.campaign import campaign_history, is_campaign
     from dftune.graphs.runs import history
 
@@ -552,6 +579,9 @@ def replay(
     as_json: JsonOpt = False,
 ) -> None:
     """Fork the run from a saved state (optionally with changed inputs) and run the fork."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.unknown_run(run_id, campaigns=False, checkpoints=True))
     from dftune.graphs.runs import replay_run
     from dftune.graphs.steps import resolve_checkpoint
 
@@ -579,6 +609,10 @@ def report(
 ) -> None:
     """Write a finished run's (or campaign's) report.md (and report.html with --html), or the HTML
     report of one Darshan log or trace (analysis, diagnosis, plots); print its first screen."""
+    from dftune.tools.session import preflight
+
+    if not Path(run_id).exists():
+        refuse_early(preflight.unknown_run(run_id))
     from dftune.core.terminal import text
     from dftune.graphs.campaign import campaign_reports, is_campaign
     from dftune.tools.report.writer import load_report, write_reports

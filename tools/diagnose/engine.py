@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core.errors import DftuneError
 from dftune.core.vocabulary import CATEGORIES, CHECKLIST
 from dftune.tools.catalog import Strategy, default_catalog, strategies_for
 from dftune.tools.diagnose.metrics import (
@@ -29,6 +30,10 @@ from dftune.tools.trace import Analysis, analyze, analyze_runs
 from dftune.tools.trace.model import HelperProcess, RunInfo
 
 SCHEMA = "dftune.diagnosis/1"
+
+
+class DataDirError(DftuneError, ValueError):
+    """A ``--data-dir`` that is not an existing folder."""
 
 
 class _Model(BaseModel):
@@ -287,6 +292,7 @@ def diagnose(
     through a wrapper diagnoses as when started directly; several runs raise
     :class:`~dftune.tools.trace.MultipleRunsError` (see :func:`diagnose_runs`).
     """
+    data_dirs = check_data_dirs(data_dirs)
     rulesets = load_rulesets()
     analysis = analyze(list(paths), skip_bad=skip_bad, views=_views(rulesets), exclude_helpers=True, **kwargs)
     return diagnose_analysis(analysis, data_dirs=data_dirs, rulesets=rulesets)
@@ -300,6 +306,7 @@ def diagnose_runs(
     **kwargs: Any,
 ) -> list[Diagnosis]:
     """One diagnosis per run the traces hold (one pass over the files)."""
+    data_dirs = check_data_dirs(data_dirs)
     rulesets = load_rulesets()
     analyses = analyze_runs(
         list(paths), skip_bad=skip_bad, views=_views(rulesets), exclude_helpers=True, **kwargs
@@ -313,6 +320,18 @@ def _views(rulesets: list[RuleSet]) -> list[str]:
     if any(rule.view == "time" for rs in rulesets for rule in rs.rules):
         views.append("time")
     return views
+
+
+def check_data_dirs(data_dirs: Iterable[str | Path]) -> list[str | Path]:
+    """The folders asked about, each an existing directory: a typo is not a filesystem
+    (``dftune doctor`` refuses it the same way). A run's own data folder is not checked here:
+    it may legitimately be missing before the workload's setup."""
+    dirs = list(data_dirs)
+    for d in dirs:
+        if not Path(d).is_dir():
+            what = "not a directory" if Path(d).exists() else "no such file or directory"
+            raise DataDirError(f"--data-dir {d}: {what}")
+    return dirs
 
 
 def _filesystems(data_dirs: Iterable[str | Path]) -> list[FsSummary]:
