@@ -307,26 +307,31 @@ def _progress(as_json: bool) -> Any:
 
     if as_json:
         return silent
-    from rich.text import Text
+    from dftune.tools.report.progress_console import ProgressPrinter
 
-    from dftune.core.safetext import one_line_text
-
-    err = Console(stderr=True)
-    return lambda node, message: err.print(
-        Text(f"{node:>10}", style="dim") + Text(" " + one_line_text(message))
-    )
+    _printers.append(ProgressPrinter(Console(stderr=True)))
+    return _printers[-1]
 
 
-def _show_run(result: dict[str, Any], as_json: bool) -> None:
+#: the progress printers of this command: their moving line is cleared before the result prints
+_printers: list[Any] = []
+
+
+def _show_run(result: dict[str, Any], as_json: bool, table: bool = False) -> None:
+    for printer in _printers:
+        printer.clear()
     if as_json:
         emit_json(result)
         return
     from dftune.tools.report.console import RunRenderer
 
-    RunRenderer(Console()).render(result)
+    RunRenderer(Console()).render(result, table=table)
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (schema dftune.run/1).")]
+TableOpt = Annotated[
+    bool, typer.Option("--table", help="Also print the full proposal table, every experiment and refusal.")
+]
 
 
 BudgetOpt = Annotated[
@@ -421,6 +426,7 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document (dftune.run/1, or dftune.campaign/1).")
     ] = False,
+    table: TableOpt = False,
 ) -> None:
     """Tune workloads: baseline, diagnosis, cited proposals, one guarded experiment at a time, report.
 
@@ -464,7 +470,7 @@ def run(
         if all(m["status"] == "failed" for m in result["members"]):
             raise typer.Exit(EXIT_RUN_FAILED)
         return
-    _show_run(result, as_json)
+    _show_run(result, as_json, table)
     if result["status"] == "failed":
         raise typer.Exit(EXIT_RUN_FAILED)
 
@@ -495,6 +501,7 @@ def resume(
     time_budget: BudgetOpt = None,
     deadline: DeadlineOpt = None,
     as_json: JsonOpt = False,
+    table: TableOpt = False,
 ) -> None:
     """Continue a run or a campaign after a crash, a kill or its deadline, from its last saved state."""
     from dftune.tools.session import preflight
@@ -514,7 +521,7 @@ def resume(
 
         budget = Budget(deadline=Deadline(until, reserve_s=RUN_RESERVE_S)) if until is not None else None
         result = resume_run(run_id, progress=_progress(as_json), budget=budget)
-    _show_run(result, as_json)
+    _show_run(result, as_json, table)
 
 
 @app.command()
@@ -523,6 +530,7 @@ def approve(
     reject: Annotated[bool, typer.Option("--reject", help="Refuse the pending change instead.")] = False,
     reason: Annotated[str, typer.Option("--reason", help="Why (kept in the run's record).")] = "",
     as_json: JsonOpt = False,
+    table: TableOpt = False,
 ) -> None:
     """Answer the change a run is waiting for, and let it continue."""
     from dftune.tools.session import preflight
@@ -532,7 +540,7 @@ def approve(
 
     with user_errors():
         result = approve_run(run_id, reject=reject, reason=reason, progress=_progress(as_json))
-    _show_run(result, as_json)
+    _show_run(result, as_json, table)
 
 
 @app.command("history")
@@ -577,6 +585,7 @@ def replay(
         typer.Option("--set", help="Change an input before forking: FIELD=VALUE (repeatable)."),
     ] = None,
     as_json: JsonOpt = False,
+    table: TableOpt = False,
 ) -> None:
     """Fork the run from a saved state (optionally with changed inputs) and run the fork."""
     from dftune.tools.session import preflight
@@ -588,7 +597,7 @@ def replay(
     sets = parse_sets(set_)
     with user_errors():
         result = replay_run(run_id, resolve_checkpoint(run_id, checkpoint), sets, progress=_progress(as_json))
-    _show_run(result, as_json)
+    _show_run(result, as_json, table)
 
 
 @app.command()
@@ -606,6 +615,7 @@ def report(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document with the paths.")] = False,
+    table: Annotated[bool, typer.Option("--table", help="Also print the run's full proposal table.")] = False,
 ) -> None:
     """Write a finished run's (or campaign's) report.md (and report.html with --html), or the HTML
     report of one Darshan log or trace (analysis, diagnosis, plots); print its first screen."""
@@ -646,6 +656,8 @@ def report(
         with user_errors():
             _, doc = load_report(run_id)
         RunRenderer(out).render_glance(headline(doc))
+        if table:
+            RunRenderer(out).render_table(doc.get("proposal_table") or [])
     for kind, path in paths.items():
         out.print(text(f"{kind}: {path}"), soft_wrap=True)
 

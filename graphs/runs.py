@@ -32,7 +32,7 @@ from dftune.agents.state import REPLAYABLE_FIELDS, STATE_VERSION, LLMSettings, M
 from dftune.core.errors import DftuneError, StorageError, is_storage_error, one_line, storage_error
 from dftune.core.fsio import atomic_write_bytes
 from dftune.core.supervise import LEDGER_FILE, DriverInterrupted, supervised
-from dftune.graphs.approval import ApprovalAnswer
+from dftune.graphs.approval import ApprovalAnswer, receipt
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
 from dftune.graphs.finalize import state_json
 from dftune.graphs.pipeline import builder
@@ -163,6 +163,8 @@ def _drive(graph: CompiledStateGraph, config: RunnableConfig, payload: Any, ctx:
     snap = graph.get_state({"configurable": {"thread_id": run_id}})
     if any(t.interrupts for t in snap.tasks):
         ctx.workspace.set_status(run_id, "awaiting_approval", next_step=f"dftune approve {run_id} [--reject]")
+        # said here, once the graph has stopped, not in the node (a resumed node runs again)
+        ctx.progress("approval", f"waiting for a person: dftune approve {run_id} [--reject]")
     elif snap.next:
         ctx.workspace.set_status(run_id, "interrupted", reason="the graph stopped with work left",
                                  next_step=f"dftune resume {run_id}")  # fmt: skip
@@ -216,8 +218,27 @@ def _result(run_id: str, ws: Workspace) -> dict[str, Any]:
         "kb_records": state.kb_records, "report": state.report_path, "kb_skill": state.kb_skill_path,
         "baseline_median": state.baseline.median if state.baseline else None,
         "best_median": state.incumbent.median if state.incumbent else None,
-        "run_dir": str(ws.run_dir(run_id)),
+        "run_dir": str(ws.run_dir(run_id)), "metric": _metric(state, ws),
     }  # fmt: skip
+
+
+def _metric(state: TuningState, ws: Workspace) -> dict[str, Any] | None:
+    """The run's metric with its unit and direction (from its archived spec)."""
+    from dftune.tools.report.sections import metric_info
+
+    try:
+        return metric_info(load_spec(ws.run_dir(state.run_id) / ARCHIVED_SPEC, located_at=state.spec_path))
+    except DftuneError:
+        return None
+
+
+def _where(run_id: str, snap: Any, state: TuningState) -> str:
+    """Where a run stands at a saved state: step, checkpoint, time, what runs next, experiments so far."""
+    meta = snap.metadata or {}
+    cid = snap.config["configurable"].get("checkpoint_id", "?")
+    nxt = ", ".join(snap.next) or "nothing (it has ended)"
+    return (f"run {run_id} at step {meta.get('step', '?')} (checkpoint {cid}, saved {str(snap.created_at)[:19]}): "
+            f"next {nxt}; {len(state.experiments)} experiment(s) so far")  # fmt: skip
 
 
 def start_run(
@@ -290,7 +311,10 @@ def resume_run(
         if any(t.interrupts for t in snap.tasks):
             raise RunRefused(f"run {run_id} waits for approval: dftune approve {run_id} [--reject]")
         if snap.next:
+            progress("resume", "resuming " + _where(run_id, snap, state))
             _drive(graph, config, None, _context(state, ws, progress, budget))
+        else:
+            progress("resume", f"nothing to resume: {_where(run_id, snap, state)}")
     return _result(run_id, ws)
 
 
@@ -305,6 +329,8 @@ def approve_run(run_id: str, *, reject: bool = False, reason: str = "", progress
         _current(state)
         if not any(t.interrupts for t in snap.tasks):
             raise RunRefused(f"run {run_id} is not waiting for an approval (status {state.status})")
+        asked = next(i.value for t in snap.tasks for i in t.interrupts)
+        progress("approve", receipt(asked, answer) + f"; continuing {_where(run_id, snap, state)}")
         _drive(graph, config, Command(resume=answer.model_dump()), _context(state, ws, progress))
     return _result(run_id, ws)
 
@@ -376,6 +402,9 @@ def replay_run(run_id: str, checkpoint_id: str, sets: dict[str, str] | None = No
         state = _current(_as_state(snap.values))
         # the fork numbers its iterations above everything on disk, so it never overwrites the original branch
         values["iteration_floor"] = max(ws.iterations(run_id), default=0)
+        changed = ", ".join(f"{k}={v}" for k, v in (sets or {}).items()) or "no input changed"
+        progress("replay", f"forking {_where(run_id, snap, state)}; {changed}; the fork's experiments are "
+                           f"opt{values['iteration_floor'] + 1} on")  # fmt: skip
         fork = graph.update_state(target, values)
         _drive(graph, fork, None, _context(_as_state({**state.__dict__, **values}), ws, progress))
     return _result(run_id, ws)

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dftune.core.terminal import Col, responsive, text
+from dftune.tools.report.run_glance import change_lines, glance_rows, next_commands
 from dftune.tools.report.sections import gain_text
 from dftune.tools.report.table import SOURCE_LEGEND, TERMINAL_COLUMNS, terminal_cells
 
@@ -50,26 +51,47 @@ class RunRenderer:
     def __init__(self, console: Console) -> None:
         self.console = console
 
-    def render(self, r: dict[str, Any]) -> None:
+    def render(self, r: dict[str, Any], *, table: bool = False, dftune: str | None = None,
+               next_steps: bool = True) -> None:  # fmt: skip
+        """The run's result: at a glance and the next commands; ``table``: also the proposal table,
+        the experiments and every refusal (as before the glance existed)."""
         c = self.console
         c.print(_line(("run ", "bold"), (r["run_id"], "bold"), (f" ({r['workload']}): ", ""),
                       (r["status"], "bold"), ((" - " + r["status_reason"]) if r.get("status_reason") else "", "")))  # fmt: skip
+        if table:
+            self._details(r)
+        self.render_glance(glance_rows(r))
+        if r.get("pending"):
+            p = r["pending"]
+            what = p.get("description") or p.get("question") or ""
+            c.print(_line(("waiting for approval", "bold yellow"),
+                          (f": {p.get('proposal_id')} ({p.get('strategy') or p.get('kind')}, "
+                           f"{p.get('privilege') or 'a question'}): {what}", "")))  # fmt: skip
+            for line in change_lines(p.get("change")):
+                c.print(text(f"  {line}"), soft_wrap=True)
+        if r.get("report"):
+            path_line(c, "report", r["report"])
+        if next_steps:
+            self.render_next(r, dftune)
+
+    def render_next(self, r: dict[str, Any], dftune: str | None = None) -> None:
+        """The next commands, each on a line of its own, never folded: they are meant to be pasted."""
+        c = self.console
+        c.print(text("Next:", "bold"))
+        for what, cmd in next_commands(r, dftune):
+            if len(cmd) + len(what) + 6 <= c.width:
+                c.print(text(f"  {cmd}") + text(f"  # {what}", "dim"), soft_wrap=True)
+            else:
+                c.print(text(f"  # {what}", "dim"))
+                c.print(text(f"  {cmd}"), soft_wrap=True)
+
+    def _details(self, r: dict[str, Any]) -> None:
+        c = self.console
         if r.get("baseline_median") is not None:
             best = r.get("best_median")
             c.print(text(f"baseline median {r['baseline_median']:.4g} -> best kept "
                          f"{best:.4g}" if best is not None else f"baseline median {r['baseline_median']:.4g}"))  # fmt: skip
-        if r["proposal_table"]:
-            rows = [terminal_cells(row) for row in r["proposal_table"]]
-            c.print(
-                responsive(
-                    c,
-                    "Proposal table (sorted by weighted score)",
-                    TERMINAL_COLUMNS,
-                    rows,
-                    head=(0, 1),
-                    caption=SOURCE_LEGEND,
-                )
-            )
+        self.render_table(r["proposal_table"])
         if r["verdicts"]:
             cols = [Col("opt", justify="right"), Col("proposal"), Col("verdict"), Col("change", justify="right"),
                     Col("kept"), Col("KB record", justify="right")]  # fmt: skip
@@ -84,13 +106,13 @@ class RunRenderer:
                     (f"{x['proposal']} ({x['strategy']}): {x['status']}: {x['reason']}", ""),
                 )
             )
-        if r.get("pending"):
-            p = r["pending"]
-            c.print(_line(("waiting for approval", "bold yellow"),
-                          (f": {p['proposal_id']} ({p['strategy']}, {p['privilege']}): {p['description']}", "")))  # fmt: skip
-            c.print(text(f"  {p['resume_with']}"))
-        if r.get("report"):
-            path_line(c, "report", r["report"])
+
+    def render_table(self, table_rows: list[dict[str, Any]]) -> None:
+        """The full proposal table (measured rows first, then by weighted score)."""
+        if table_rows:
+            rows = [terminal_cells(row) for row in table_rows]
+            self.console.print(responsive(self.console, "Proposal table (measured first, then by weighted score)",
+                                          TERMINAL_COLUMNS, rows, head=(0, 1), caption=SOURCE_LEGEND))  # fmt: skip
 
     def render_glance(self, lines: list[tuple[str, str]]) -> None:
         """The report's first screen in the terminal: one labeled answer per line (the answers wrap)."""

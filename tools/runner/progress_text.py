@@ -9,6 +9,11 @@ from dftune.tools.runner.bench import Replicate
 from dftune.tools.runner.spec import WorkloadSpec
 
 
+class Transient(str):
+    """A progress line the next one replaces on a terminal (a replicate, a pair): the count moves
+    in place instead of scrolling the screen away. Off a terminal it is an ordinary line."""
+
+
 def metric_text(spec: WorkloadSpec, value: float | None) -> str:
     """A metric value with its unit (wall time in seconds; a printed number as printed)."""
     if value is None:
@@ -29,16 +34,18 @@ def baseline_start(spec: WorkloadSpec, replicates: int, traced: bool) -> str:
 
 
 def replicate_line(spec: WorkloadSpec, done: int, total: int, rep: Replicate, what: str = "baseline") -> str:
-    return f"{what} replicate {done}/{total}: {_outcome(spec, rep)}"
+    return Transient(f"{what} replicate {done}/{total}: {_outcome(spec, rep)}")
 
 
 def sitting_start(iteration: int, change: str, pairs: int) -> str:
     """The plan of a paired sitting, with the counts it can really end at."""
-    return (f"opt{iteration}: {pairs} interleaved pair(s) of the incumbent and {change} "
-            f"(fewer once the numbers decide; up to {2 * pairs} if a large effect stays unclear)")  # fmt: skip
+    return Transient(f"opt{iteration}: {pairs} interleaved pair(s) of the incumbent and {change} "
+                     f"(fewer once the numbers decide; up to {2 * pairs} if a large effect stays unclear)")  # fmt: skip
 
 
 def pair_line(
     spec: WorkloadSpec, iteration: int, done: int, planned: int, ref: Replicate, cand: Replicate
 ) -> str:
-    return f"opt{iteration}: pair {done}/{planned}: incumbent {_outcome(spec, ref)}, candidate {_outcome(spec, cand)}"
+    return Transient(
+        f"opt{iteration}: pair {done}/{planned}: incumbent {_outcome(spec, ref)}, candidate {_outcome(spec, cand)}"
+    )
