@@ -361,9 +361,39 @@ def history(run_id: str, *, workspace: Workspace | None = None) -> list[dict[str
             # the judgments this step made: who decided (model or rules, and why), tokens, latency
             "decisions": decisions[decided.get(parent, 0) if parent else 0:],
             "tokens_spent": sum(int(d.get("tokens") or 0) for d in decisions),
+            "experiment": _experiment_label(values),
         })  # fmt: skip
         previous_next = tuple(s.next)
-    return out
+    return _branches(out)
+
+
+def _experiment_label(values: dict[str, Any]) -> str:
+    """The experiment a step belongs to: ``opt2 WORKERS=4``, or the proposal about to become one."""
+    exps = values.get("experiments") or []
+    last = _plain(exps[-1]) if exps else None
+    current = values.get("current")
+    if current and (last is None or last.get("proposal_id") != current):
+        return f"next: {current}"
+    return f"opt{last['iteration']} {last['proposal_id']}" if last else ""
+
+
+def _branches(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mark each step's branch: ``main``, or ``fork 1 (from step 12)`` for a replay's fork and what follows it."""
+    children: dict[str | None, list[str]] = {}
+    for r in rows:
+        children.setdefault(r["parent_id"], []).append(r["checkpoint_id"])
+    step_of = {r["checkpoint_id"]: r["step"] for r in rows}
+    branch: dict[str, str] = {}
+    forks = 0
+    for r in rows:
+        parent = r["parent_id"]
+        if parent in branch and children[parent][0] != r["checkpoint_id"]:
+            forks += 1
+            branch[r["checkpoint_id"]] = f"fork {forks} (from step {step_of.get(parent)})"
+        else:
+            branch[r["checkpoint_id"]] = branch.get(parent, "main") if parent else "main"
+        r["branch"] = branch[r["checkpoint_id"]]
+    return rows
 
 
 def _plain(value: Any) -> dict[str, Any]:

@@ -134,6 +134,16 @@ class RunRenderer:
         ]
         cells: list[list[object]] = [[h["step"], h["checkpoint_id"], h["node"], str(h["time"])[:19],
                                       ",".join(h["next"]) or "-", h["status"]] for h in rows]  # fmt: skip
+        experiments = [h.get("experiment") or "-" for h in rows]
+        if any(e != "-" for e in experiments):  # which experiment (opt2 WORKERS=4) each step belongs to
+            cols.insert(3, Col("experiment"))
+            for row, e in zip(cells, experiments, strict=True):
+                row.insert(3, e)
+        branches = [h.get("branch") or "main" for h in rows]
+        if any(b != "main" for b in branches):  # a replay's fork, and the steps that follow it
+            cols.append(Col("branch"))
+            for row, b in zip(cells, branches, strict=True):
+                row.append(b)
         decided = [decided_cell(h) for h in rows]
         if any(d != "-" for d in decided):  # a run with judgments says who made them, step by step
             cols.append(Col("decided (tokens so far)", wrap=True, min_width=16))
