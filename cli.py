@@ -743,10 +743,11 @@ def doctor(
 def runs(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False) -> None:
     """Every run (and campaign) under $DFTUNE_HOME with its status."""
     from dftune.graphs.campaign import list_campaigns
+    from dftune.tools.report.run_glance import run_result
     from dftune.tools.session.workspace import Workspace
 
     with user_errors():
-        rows = [r.model_dump(mode="json") for r in Workspace().list_runs()]
+        rows = [{**r.model_dump(mode="json"), "result": run_result(r.path)} for r in Workspace().list_runs()]
         campaigns = list_campaigns()
     if as_json:
         emit_json({"schema": "dftune.runs/1", "runs": rows, "campaigns": campaigns})
@@ -792,15 +793,14 @@ def kb_lookup(
         emit_json(found.model_dump(mode="json"))
         return
     from dftune.core.terminal import text
-    from dftune.tools.report.sections import gain_text
+    from dftune.tools.report.kb_lines import finding_line
 
     out = Console()
     for title, rows in (("system (L3)", found.system_findings), ("software (L2)", found.software_findings),
                         ("workload (L1)", found.workload_findings)):  # fmt: skip
         out.print(text(f"{title}: {len(rows)} finding(s)", "bold"))
         for r in rows:
-            out.print(text(f"  {r.strategy} on {r.workload}@{r.system}: {r.verdict} ({gain_text(r.change_pct)} {r.metric})"
-                           if r.change_pct is not None else f"  {r.strategy} on {r.workload}@{r.system}: {r.verdict}"))  # fmt: skip
+            out.print(text(f"  {finding_line(r)}"))
 
 
 @kb_app.command("render")

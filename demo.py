@@ -22,8 +22,8 @@ from dftune.tools.runner.spec import SpecError
 from dftune.tools.session.workspace import WorkspaceError
 
 PLAN = (
-    "[bold]dftune demo[/bold]: tune the bundled example [bold]small_reads[/bold] offline (about 2-5 min)\n"
-    "baseline -> diagnosis -> cited proposals -> one measured change at a time -> report"
+    "[bold]dftune demo[/bold]: tune the bundled example [bold]small_reads[/bold] offline (2-5 min)\n"
+    "baseline -> diagnosis -> cited proposals -> measured changes -> report"
 )
 #: the nodes whose lines stay on screen; the others count in place (on a terminal) or are left out
 MILESTONES = frozenset({"installer", "diagnoser", "guards", "kb"})

@@ -57,4 +57,8 @@ def test_a_spec_without_metric_says_it_measures_wall_time(tmp_path: Path) -> Non
             BASE + "[metric]\nkind = 'stdout_regex'\npattern = 'MB/s (\\\\S+)'\nlower_is_better = false\n",
         )
     )
-    assert "higher is better" in printed.metric_label() and "MB/s" in printed.metric_label()
+    assert printed.metric_label() == "the number as the program prints it, higher is better"
+    named_regex = load_spec(
+        _spec(tmp_path, BASE + "[metric]\nkind = 'stdout_regex'\npattern = 'epoch_time_s ([0-9.]+)'\n")
+    )
+    assert named_regex.metric_label() == "epoch_time_s as the program prints it, lower is better"

@@ -159,10 +159,11 @@ class RunRenderer:
             Col("status", wrap=True, min_width=16),
             Col("created"),
             Col("iterations", justify="right"),
+            Col("result", wrap=True, min_width=20),
             Col("next"),
         ]
         cells = [[r["id"], r["workload"], run_status(r), str(r["created"])[:19], len(r["iterations"]),
-                  r.get("next_step") or ""] for r in runs]  # fmt: skip
+                  r.get("result") or "-", r.get("next_step") or ""] for r in runs]  # fmt: skip
         self.console.print(responsive(self.console, "Runs", cols, cells))
         if campaigns:
             cols = [

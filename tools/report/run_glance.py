@@ -145,3 +145,24 @@ def change_lines(change: dict[str, Any] | None) -> list[str]:
     if c.get("instructions"):
         out.append(f"by hand: {c['instructions']}")
     return out
+
+
+def run_result(run_dir: str | Path) -> str:
+    """A finished run's result in one phrase (``dftune runs``): baseline -> best kept, from its report.json."""
+    import json
+
+    path = Path(run_dir) / "report.json"
+    try:
+        doc = json.loads(path.read_bytes())
+        out, metric = doc.get("outcome") or {}, doc.get("metric") or {}
+    except (OSError, ValueError, AttributeError):
+        return "-"
+    unit = metric.get("unit") or ""
+    base, best = out.get("baseline_median"), out.get("best_median")
+    if base is None:
+        return "no baseline measured"
+    n = out.get("experiments", 0)
+    if out.get("wins") and best is not None:
+        return (f"{metric.get('name', 'metric')} {with_unit(base, unit)} -> {with_unit(best, unit)} "
+                f"({gain_text(out.get('overall_pct'))}), {len(out['wins'])} of {n} kept")  # fmt: skip
+    return f"{metric.get('name', 'metric')} {with_unit(base, unit)}, none of {n} experiment(s) kept"

@@ -214,7 +214,9 @@ class WorkloadSpec(_Strict):
             default = " (the spec has no [metric] table)" if self.metric_is_default else ""
             return f"wall time in seconds, lower is better{default}"
         better = "lower" if self.metric.lower_is_better else "higher"
-        return f"the number matching {self.metric.pattern!r} in its output, {better} is better"
+        word = (self.metric.pattern or "").split(" ", 1)[0].strip("^'\"")
+        what = word if word.replace("_", "").isalnum() else "the number"
+        return f"{what} as the program prints it, {better} is better"
 
     @field_validator("knobs")
     @classmethod
