@@ -180,13 +180,49 @@ def uses_mpi(analysis: Analysis) -> bool:
     return any(h in t.lower() for t in texts for h in _MPI_HINTS)
 
 
+#: The trace evidence of an I/O library (Darshan's module names, dftracer's categories, the files a
+#: job opens: its data files' extensions and the shared libraries it loads), as Drishti narrows its
+#: recommendations to the modules a log holds.
+_LIBRARY_EVIDENCE = {
+    "hdf5": ("H5F", "H5D", "HDF5", ".h5", ".hdf5", ".he5", "libhdf5", "h5py"),
+    "netcdf": ("PNETCDF", "NETCDF", ".nc", ".nc4", ".cdf", "libnetcdf", "libpnetcdf", "netcdf4"),
+    "mpi-io": ("MPI-IO", "MPIIO", "MPI_FILE", "romio", "mca_io_", "ompio", "libmpiio"),
+}
+
+
+def library_evidence(analysis: Analysis) -> set[str]:
+    """Which of HDF5, netCDF, MPI-IO and STDIO the trace shows the job using."""
+    cats = [layer.cat for layer in analysis.layers if layer.count]
+    cats += [f"{e.cat} {e.name}" for e in analysis.app_events[:200]]
+    paths = [str(f.get("path") or "").lower() for f in (analysis.views.get("file") or {}).get("rows", [])]
+    found = {"stdio"} if any(c.upper() == "STDIO" for c in cats) else set()
+    for lib, hints in _LIBRARY_EVIDENCE.items():
+        upper = [h for h in hints if h.isupper() or "-" in h]
+        lower = [h.lower() for h in hints if h not in upper]
+        if any(h in c.upper() for c in cats for h in upper) or any(
+            p.endswith(h) or h in p for p in paths for h in lower
+        ):
+            found.add(lib)
+    return found
+
+
 def misfit(s: Strategy, analysis: Analysis) -> str | None:
-    """Why a strategy does not fit this job (it acts on I/O the job does not do, or presumes MPI), or None."""
+    """Why a strategy does not fit this job (it acts on I/O the job does not do, presumes MPI, or an
+    I/O library or interface the trace does not show), or None."""
     does = {"read": analysis.read.count > 0, "write": analysis.write.count > 0}
     if s.io and not any(does[f] for f in s.io):
         return f"acts on {' or '.join(s.io)}s, and the trace has none"
     if any("mpi" in r.lower() for r in s.requires) and not uses_mpi(analysis):
         return "presumes MPI, and the trace shows no MPI (no ranks, no MPI library opened)"
+    seen: set[str] | None = None
+    for need in s.requires:
+        text = need.lower()
+        # tuning ROMIO presumes MPI-IO calls; a fix that moves an MPI program to MPI-IO only presumes MPI
+        for lib, word in (("stdio", "stdio"), ("hdf5", "hdf5"), ("netcdf", "netcdf"), ("mpi-io", "romio")):
+            if word in text:
+                seen = library_evidence(analysis) if seen is None else seen
+                if lib not in seen:
+                    return f"presumes {need}, and the trace shows no {lib.upper()} (no such calls, files or library)"
     return None
 
 
