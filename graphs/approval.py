@@ -35,6 +35,8 @@ class ApprovalAnswer(BaseModel):
 
     decision: Literal["approve", "reject"]
     reason: str = Field("", max_length=2000)
+    #: who answered (the account running ``dftune approve``; kept in the run's record and report)
+    user: str = Field("", max_length=200)
 
 
 def parse_answer(raw: Any) -> tuple[ApprovalAnswer | None, str]:
@@ -67,7 +69,8 @@ def receipt(asked: dict[str, Any], answer: ApprovalAnswer) -> str:
         what += f" ({asked['strategy']}, {asked.get('privilege') or 'no-sudo'})"
     done = "approved" if answer.decision == "approve" else "rejected"
     why = f" because {answer.reason!r}" if answer.reason else ""
-    return f"{done} {what}{why}"
+    who = f" by {answer.user}" if answer.user else ""
+    return f"{done} {what}{who}{why}"
 
 
 def approval(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -94,7 +97,7 @@ def approval(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     while answer is None:  # each refused answer is one more interrupt: the run keeps waiting
         answer, why = parse_answer(interrupt({**request(p, state.run_id), "refused": why}))
     approved = answer.decision == "approve"
-    entry = Approval(proposal_id=p.id, approved=approved, by="person",
+    entry = Approval(proposal_id=p.id, approved=approved, by="person", user=answer.user,
                      reason=answer.reason or ("approved" if approved else "rejected"))  # fmt: skip
     if approved:
         return {"approvals": [entry], "events": [log("approval", f"{p.id} approved by a person")]}

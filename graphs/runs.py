@@ -232,6 +232,16 @@ def _metric(state: TuningState, ws: Workspace) -> dict[str, Any] | None:
         return None
 
 
+def _user() -> str:
+    """The account answering (recorded with the answer); empty when the system cannot say."""
+    import getpass
+
+    try:
+        return getpass.getuser()[:200]
+    except (OSError, KeyError):
+        return ""
+
+
 def _where(run_id: str, snap: Any, state: TuningState) -> str:
     """Where a run stands at a saved state: step, checkpoint, time, what runs next, experiments so far."""
     meta = snap.metadata or {}
@@ -323,7 +333,7 @@ def approve_run(run_id: str, *, reject: bool = False, reason: str = "", progress
     """Answer the pending approval and continue the run."""
     ws = workspace or Workspace()
     _existing(run_id, ws)
-    answer = ApprovalAnswer(decision="reject" if reject else "approve", reason=reason)
+    answer = ApprovalAnswer(decision="reject" if reject else "approve", reason=reason, user=_user())
     with _driving(run_id, ws, progress), _compiled(run_id, ws) as (graph, config):
         state, snap = _snapshot_state(graph, config)
         _current(state)
