@@ -37,6 +37,8 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """One line on stderr, non-zero exit: the contract for every error (data in it cannot drive the terminal)."""
     from dftune.core.safetext import one_line_text
 
+    for printer in _printers:  # a progress line counting in place ends before the error
+        printer.clear()
     sys.stderr.write(f"dftune: error: {one_line_text(message)}\n")
     raise typer.Exit(code)
 

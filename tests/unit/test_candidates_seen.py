@@ -48,6 +48,13 @@ def test_what_the_trace_shows_is_offered(tmp_path: Path) -> None:
     assert "MPI" in (_fits("l2.romio_cb", t) or "")
 
 
+def test_a_few_stdio_calls_of_a_runtime_are_no_stdio_workload(tmp_path: Path) -> None:
+    t = _trace(tmp_path, [("STDIO", "fopen", "/etc/conf"), ("STDIO", "fgets", "/etc/conf")]
+               + [("POSIX", "read", "/d/a.bin")] * 40)  # fmt: skip
+    assert "stdio" not in library_evidence(analyze([t], views=["file"]))
+    assert "STDIO" in (_fits("l1.stdio_to_lower_level", t) or "")
+
+
 def test_romio_tuning_needs_mpi_io_not_just_mpi(tmp_path: Path) -> None:
     mpi = [
         ("POSIX", "open", "/usr/lib/libmpi.so.40"),

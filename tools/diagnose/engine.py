@@ -190,12 +190,24 @@ _LIBRARY_EVIDENCE = {
 }
 
 
+#: STDIO's share of the POSIX + STDIO call time from which a STDIO fix fits
+STDIO_SHARE = 0.10
+
+
 def library_evidence(analysis: Analysis) -> set[str]:
     """Which of HDF5, netCDF, MPI-IO and STDIO the trace shows the job using."""
     cats = [layer.cat for layer in analysis.layers if layer.count]
     cats += [f"{e.cat} {e.name}" for e in analysis.app_events[:200]]
     paths = [str(f.get("path") or "").lower() for f in (analysis.views.get("file") or {}).get("rows", [])]
-    found = {"stdio"} if any(c.upper() == "STDIO" for c in cats) else set()
+    io_layers = {
+        layer.cat.upper(): layer.time_s
+        for layer in analysis.layers
+        if layer.cat.upper() in ("POSIX", "STDIO")
+    }
+    io_time = sum(io_layers.values())
+    # a STDIO fix needs STDIO to carry a real share (Drishti's "high STDIO usage": over 10%), not
+    # the few fopen/fgets of a runtime reading its configuration
+    found = {"stdio"} if io_time > 0 and io_layers.get("STDIO", 0.0) / io_time >= STDIO_SHARE else set()
     for lib, hints in _LIBRARY_EVIDENCE.items():
         upper = [h for h in hints if h.isupper() or "-" in h]
         lower = [h.lower() for h in hints if h not in upper]
