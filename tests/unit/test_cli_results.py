@@ -41,6 +41,10 @@ def test_a_finding_names_the_exact_change_and_its_numbers() -> None:
     assert finding_line(r) == (
         "l2.lustre_striping STRIPES=4,8 (was STRIPES=1) on w@vm: win, epoch_time_s 0.8476 -> 0.4495 (+47.0% better)"
     )
+    bandwidth = SimpleNamespace(
+        **{**vars(r), "metric": "io_bandwidth_bytes_per_s", "before": 5.343e7, "after": 6.036e7}
+    )
+    assert "io_bandwidth_bytes_per_s 51.0 MiB/s -> 57.6 MiB/s" in finding_line(bandwidth)
     assert change_text({"env": {"OMP_NUM_THREADS": "4"}}) == "env OMP_NUM_THREADS=4"
     assert change_text({"argv": ["sudo", "-n", "sysctl", "vm.x=1"]}) == "runs: sudo -n sysctl vm.x=1"
     no_numbers = SimpleNamespace(**{**vars(r), "change_pct": None, "verdict": "unsupported", "change": {}})

@@ -29,8 +29,12 @@ def _against(change: dict[str, Any]) -> str:
     return f" (was {', '.join(was)})" if was else ""
 
 
-def _num(v: float | None) -> str:
-    return "-" if v is None else f"{v:.4g}"
+def _num(v: float | None, metric: str = "") -> str:
+    if v is None:
+        return "-"
+    if metric.endswith("bytes_per_s"):  # a bandwidth reads in MiB/s, not as a raw byte count
+        return f"{v / 2**20:,.1f} MiB/s"
+    return f"{v:.4g}"
 
 
 def finding_line(r: Any) -> str:
@@ -39,4 +43,4 @@ def finding_line(r: Any) -> str:
     head = f"{r.strategy} {change_text(change)}{_against(change)} on {r.workload}@{r.system}: {r.verdict}"
     if r.change_pct is None:
         return head
-    return f"{head}, {r.metric} {_num(r.before)} -> {_num(r.after)} ({gain_text(r.change_pct)})"
+    return f"{head}, {r.metric} {_num(r.before, r.metric)} -> {_num(r.after, r.metric)} ({gain_text(r.change_pct)})"
