@@ -12,11 +12,21 @@ venv: $(STAMP)
 # Re-install only when the project metadata or the native trace reader changes.
 $(STAMP): pyproject.toml setup.py tools/trace/_fastscan.c
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "[1/2] upgrading pip in $(VENV)"
+	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@rm -f tools/trace/_fastscan*.so  # a failed (optional) rebuild must not leave a stale extension
-	@echo "installing dftune and its dependencies into $(VENV) (log: $(VENV)/install.log)"
-	@$(BIN)/python -m pip install --quiet -e '.[dev]' > $(VENV)/install.log 2>&1 \
-		|| { cat $(VENV)/install.log; echo "pip install failed (log: $(VENV)/install.log)"; exit 1; }
+	@echo "[2/2] installing dftune and its dependencies into $(VENV): LangGraph, chromadb, SciPy,"
+	@echo "      DuckDB, dftracer and the test tools (about 3-6 min on a fresh machine, a line every"
+	@echo "      20 s; the whole pip output is kept in $(VENV)/install.log)"
+	@start=$$(date +%s); \
+	$(BIN)/python -m pip install --progress-bar off -e '.[dev]' > $(VENV)/install.log 2>&1 & pid=$$!; \
+	n=0; while kill -0 $$pid 2>/dev/null; do \
+		sleep 1; n=$$((n + 1)); [ $$((n % 20)) -eq 0 ] || continue; \
+		echo "      $$(( $$(date +%s) - start )) s: $$(grep -c '^Collecting' $(VENV)/install.log) package(s) resolved," \
+		     "$$(grep -ci '^ *Downloading' $(VENV)/install.log) downloaded"; \
+	done; \
+	wait $$pid || { tail -n 40 $(VENV)/install.log; echo "pip install failed (whole log: $(VENV)/install.log)"; exit 1; }; \
+	echo "      done in $$(( $$(date +%s) - start )) s: $$(grep -c '^Collecting' $(VENV)/install.log) package(s) (log: $(VENV)/install.log)"
 	@touch $(STAMP)
 
 demo: $(STAMP)

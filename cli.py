@@ -40,6 +40,8 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """One line on stderr, non-zero exit: the contract for every error (data in it cannot drive the terminal)."""
     from dftune.core.safetext import one_line_text
 
+    for printer in _printers:  # a progress line counting in place ends before the error
+        printer.clear()
     sys.stderr.write(f"dftune: error: {one_line_text(message)}\n")
     raise typer.Exit(code)
 
@@ -64,6 +66,12 @@ def _bar(label: str, quiet: bool) -> Iterator[Any]:
             bar.update(task, completed=done, total=total, description=str(getattr(what, "status", what))[:40])
 
         yield tick
+
+
+def refuse_early(message: str | None) -> None:
+    """Refuse a missing path or run id before the command imports its engine (one line, fast)."""
+    if message:
+        fail(message)
 
 
 def parse_sets(items: list[str] | None) -> dict[str, str]:
@@ -125,6 +133,9 @@ def analyze(
     ] = False,
 ) -> None:
     """Read dftracer traces or Darshan logs exactly and summarize their I/O (counts, bytes, time, pattern)."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.missing_input(paths))
     from functools import partial
 
     from dftune.tools.trace import analyze, analyze_runs
@@ -194,6 +205,9 @@ def diagnose(
     ] = False,
 ) -> None:
     """Name the I/O bottlenecks (rules as data), pick the metric, gate whether tuning pays off."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.missing_input(paths) or preflight.bad_data_dir(data_dir or []))
     from dftune.tools.diagnose.engine import diagnose as run_diagnosis
     from dftune.tools.diagnose.engine import diagnose_runs
     from dftune.tools.diagnose.render import DiagnosisRenderer
@@ -235,6 +249,9 @@ def bench(
     ] = False,
 ) -> None:
     """Run a workload's replicates (one condition) and report median, p95 and a 95% CI."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.missing_spec([workload]))
     from dftune.tools.runner.bench import bench as run_bench
     from dftune.tools.runner.spec import load_spec
 
@@ -295,26 +312,31 @@ def _progress(as_json: bool) -> Any:
 
     if as_json:
         return silent
-    from rich.text import Text
+    from dftune.tools.report.progress_console import ProgressPrinter
 
-    from dftune.core.safetext import one_line_text
-
-    err = Console(stderr=True)
-    return lambda node, message: err.print(
-        Text(f"{node:>10}", style="dim") + Text(" " + one_line_text(message))
-    )
+    _printers.append(ProgressPrinter(Console(stderr=True)))
+    return _printers[-1]
 
 
-def _show_run(result: dict[str, Any], as_json: bool) -> None:
+#: the progress printers of this command: their moving line is cleared before the result prints
+_printers: list[Any] = []
+
+
+def _show_run(result: dict[str, Any], as_json: bool, table: bool = False) -> None:
+    for printer in _printers:
+        printer.clear()
     if as_json:
         emit_json(result)
         return
     from dftune.tools.report.console import RunRenderer
 
-    RunRenderer(Console()).render(result)
+    RunRenderer(Console()).render(result, table=table)
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (schema dftune.run/1).")]
+TableOpt = Annotated[
+    bool, typer.Option("--table", help="Also print the full proposal table, every experiment and refusal.")
+]
 
 
 BudgetOpt = Annotated[
@@ -409,10 +431,14 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document (dftune.run/1, or dftune.campaign/1).")
     ] = False,
+    table: TableOpt = False,
 ) -> None:
     """Tune workloads: baseline, diagnosis, cited proposals, one guarded experiment at a time, report.
 
     One spec is one run; several specs (or a campaign TOML) are one campaign under one deadline."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.missing_spec(workloads))
     from dftune.agents.reasoner import llm_settings
     from dftune.graphs.campaign import CampaignFile, is_campaign_file, load_campaign_file, start_campaign
     from dftune.graphs.runs import run_settings_of
@@ -442,7 +468,7 @@ def run(
         if all(m["status"] == "failed" for m in result["members"]):
             raise typer.Exit(EXIT_RUN_FAILED)
         return
-    _show_run(result, as_json)
+    _show_run(result, as_json, table)
     if result["status"] == "failed":
         raise typer.Exit(EXIT_RUN_FAILED)
 
@@ -473,8 +499,12 @@ def resume(
     time_budget: BudgetOpt = None,
     deadline: DeadlineOpt = None,
     as_json: JsonOpt = False,
+    table: TableOpt = False,
 ) -> None:
     """Continue a run or a campaign after a crash, a kill or its deadline, from its last saved state."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.unknown_run(run_id, checkpoints=True))
     from dftune.graphs.campaign import RUN_RESERVE_S, is_campaign, resume_campaign
     from dftune.graphs.runs import resume_run
     from dftune.tools.runner.deadline import Deadline, resolve
@@ -489,7 +519,7 @@ def resume(
 
         budget = Budget(deadline=Deadline(until, reserve_s=RUN_RESERVE_S)) if until is not None else None
         result = resume_run(run_id, progress=_progress(as_json), budget=budget)
-    _show_run(result, as_json)
+    _show_run(result, as_json, table)
 
 
 @app.command()
@@ -498,13 +528,17 @@ def approve(
     reject: Annotated[bool, typer.Option("--reject", help="Refuse the pending change instead.")] = False,
     reason: Annotated[str, typer.Option("--reason", help="Why (kept in the run's record).")] = "",
     as_json: JsonOpt = False,
+    table: TableOpt = False,
 ) -> None:
     """Answer the change a run is waiting for, and let it continue."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.unknown_run(run_id, campaigns=False, checkpoints=True))
     from dftune.graphs.runs import approve_run
 
     with user_errors():
         result = approve_run(run_id, reject=reject, reason=reason, progress=_progress(as_json))
-    _show_run(result, as_json)
+    _show_run(result, as_json, table)
 
 
 @app.command("history")
@@ -512,6 +546,9 @@ def history_cmd(
     run_id: Annotated[str, typer.Argument(help="Run id or campaign id.")], as_json: JsonOpt = False
 ) -> None:
     """The run's saved graph states (checkpoints), oldest first; a campaign's events."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.unknown_run(run_id, checkpoints=True))
     from dftune.graphs.campaign import campaign_history, is_campaign
     from dftune.graphs.runs import history
 
@@ -546,15 +583,19 @@ def replay(
         typer.Option("--set", help="Change an input before forking: FIELD=VALUE (repeatable)."),
     ] = None,
     as_json: JsonOpt = False,
+    table: TableOpt = False,
 ) -> None:
     """Fork the run from a saved state (optionally with changed inputs) and run the fork."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.unknown_run(run_id, campaigns=False, checkpoints=True))
     from dftune.graphs.runs import replay_run
     from dftune.graphs.steps import resolve_checkpoint
 
     sets = parse_sets(set_)
     with user_errors():
         result = replay_run(run_id, resolve_checkpoint(run_id, checkpoint), sets, progress=_progress(as_json))
-    _show_run(result, as_json)
+    _show_run(result, as_json, table)
 
 
 @app.command()
@@ -572,9 +613,14 @@ def report(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document with the paths.")] = False,
+    table: Annotated[bool, typer.Option("--table", help="Also print the run's full proposal table.")] = False,
 ) -> None:
     """Write a finished run's (or campaign's) report.md (and report.html with --html), or the HTML
     report of one Darshan log or trace (analysis, diagnosis, plots); print its first screen."""
+    from dftune.tools.session import preflight
+
+    if not Path(run_id).exists():
+        refuse_early(preflight.unknown_run(run_id))
     from dftune.core.terminal import text
     from dftune.graphs.campaign import campaign_reports, is_campaign
     from dftune.tools.report.writer import load_report, write_reports
@@ -608,6 +654,8 @@ def report(
         with user_errors():
             _, doc = load_report(run_id)
         RunRenderer(out).render_glance(headline(doc))
+        if table:
+            RunRenderer(out).render_table(doc.get("proposal_table") or [])
     for kind, path in paths.items():
         out.print(text(f"{kind}: {path}"), soft_wrap=True)
 
@@ -693,10 +741,11 @@ def doctor(
 def runs(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False) -> None:
     """Every run (and campaign) under $DFTUNE_HOME with its status."""
     from dftune.graphs.campaign import list_campaigns
+    from dftune.tools.report.run_glance import run_result
     from dftune.tools.session.workspace import Workspace
 
     with user_errors():
-        rows = [r.model_dump(mode="json") for r in Workspace().list_runs()]
+        rows = [{**r.model_dump(mode="json"), "result": run_result(r.path)} for r in Workspace().list_runs()]
         campaigns = list_campaigns()
     if as_json:
         emit_json({"schema": "dftune.runs/1", "runs": rows, "campaigns": campaigns})
@@ -743,15 +792,14 @@ def kb_lookup(
         emit_json(found.model_dump(mode="json"))
         return
     from dftune.core.terminal import text
-    from dftune.tools.report.sections import gain_text
+    from dftune.tools.report.kb_lines import finding_line
 
     out = Console()
     for title, rows in (("system (L3)", found.system_findings), ("software (L2)", found.software_findings),
                         ("workload (L1)", found.workload_findings)):  # fmt: skip
         out.print(text(f"{title}: {len(rows)} finding(s)", "bold"))
         for r in rows:
-            out.print(text(f"  {r.strategy} on {r.workload}@{r.system}: {r.verdict} ({gain_text(r.change_pct)} {r.metric})"
-                           if r.change_pct is not None else f"  {r.strategy} on {r.workload}@{r.system}: {r.verdict}"))  # fmt: skip
+            out.print(text(f"  {finding_line(r)}"))
 
 
 @kb_app.command("render")

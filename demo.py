@@ -2,6 +2,8 @@
 
 installer -> diagnoser -> literature -> optimizer -> verifier, with the guards in front of
 every knowledge-base record, the rules reasoner (no LLM, no network) and the real dftracer.
+What it prints after the install fits one 80x40 screen: a line per milestone (the replicates
+and pairs count in place on a terminal), then the run at a glance and the next commands.
 """
 
 from __future__ import annotations
@@ -13,16 +15,18 @@ from rich.console import Console
 
 from dftune.core.terminal import text
 from dftune.graphs.runs import RunError, start_run
-from dftune.tools.report.console import RunRenderer
+from dftune.tools.report.console import RunRenderer, path_line
+from dftune.tools.report.progress_console import ProgressPrinter
 from dftune.tools.runner.bench import BenchError
 from dftune.tools.runner.spec import SpecError
 from dftune.tools.session.workspace import WorkspaceError
 
-PLAN = """[bold]dftune demo[/bold]: a full offline tuning run of the bundled example [bold]small_reads[/bold]
-installer (is dftracer usable, what can it not see) -> diagnoser (traced baseline, bottlenecks)
--> literature (a verified citation per candidate) -> optimizer (proposal table, one change at a time)
--> verifier (same replicates, statistics) -> guards -> knowledge base -> report.
-"""
+PLAN = (
+    "[bold]dftune demo[/bold]: tune the bundled example [bold]small_reads[/bold] offline (2-5 min)\n"
+    "baseline -> diagnosis -> cited proposals -> measured changes -> report"
+)
+#: the nodes whose lines stay on screen; the others count in place (on a terminal) or are left out
+MILESTONES = frozenset({"installer", "diagnoser", "guards", "kb"})
 
 
 def main() -> int:
@@ -30,28 +34,26 @@ def main() -> int:
     err = Console(stderr=True)
     console.print(PLAN)
     spec = resources.files("dftune.resources") / "workloads" / "small_reads" / "workload.toml"
+    progress = ProgressPrinter(err, fit=True, keep_transient=False, milestones=MILESTONES)
     try:
-        result = start_run(
-            str(spec),
-            mode="autonomous",
-            progress=lambda node, msg: err.print(text(f"{node:>10}", "dim") + text(f" {msg}")),
-        )
+        result = start_run(str(spec), mode="autonomous", progress=progress)
     except (RunError, SpecError, BenchError, WorkspaceError) as exc:
+        progress.clear()
         console.print(text(f"dftune demo: {exc}", "red"))
         return 2
-    RunRenderer(console).render(result)
+    progress.clear()
     if result["status"] == "completed":
         from dftune.tools.report.writer import write_reports
 
-        paths = write_reports(result["run_id"], html=True)
-        console.print(
-            text("HTML report (plots embedded): ") + text(paths.get("html"), "bold"), soft_wrap=True
-        )
-    # each command on a line of its own, never folded: it is meant to be copied
-    console.print(text("\nEvery saved graph state:"))
-    console.print(text(f"  dftune history {result['run_id']}", "bold"), soft_wrap=True)
-    console.print(text("The knowledge base:"))
-    console.print(text("  dftune kb lookup --json", "bold"), soft_wrap=True)
+        html = write_reports(result["run_id"], html=True).get("html")
+        result = {**result, "report_html": html}
+    renderer = RunRenderer(console)
+    renderer.render({k: v for k, v in result.items() if k != "report"}, table=False, next_steps=False)
+    if result.get("report"):
+        path_line(console, "report", result["report"])
+    if result.get("report_html"):
+        path_line(console, "with plots", result["report_html"])
+    renderer.render_next(result)
     return 0 if result["status"] == "completed" else 1
 
 

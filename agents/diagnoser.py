@@ -17,6 +17,7 @@ from dftune.agents.context import Context
 from dftune.agents.measure import coverage_of, measure_baseline
 from dftune.agents.state import TuningState, log
 from dftune.tools.diagnose.engine import diagnose_analysis
+from dftune.tools.runner import progress_text
 from dftune.tools.runner.bench import BenchError
 
 #: Software layers dftune recognizes in a trace or a spec, for the KB's software scope.
@@ -55,10 +56,13 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     n = state.replicates or spec.replicates
     traced = spec.tracing.mode != "off"
     workdir = ctx.workspace.baseline_dir(state.run_id)
-    ctx.progress("diagnoser", f"baseline: {n} replicate(s) of {spec.name}{' traced' if traced else ''}")
+    ctx.progress("diagnoser", progress_text.baseline_start(spec, n, traced))
     try:
-        baseline, analysis, result = measure_baseline(ctx, state.run_id, spec, workdir=workdir, replicates=n,
-                                                      traced=traced)  # fmt: skip
+        baseline, analysis, result = measure_baseline(
+            ctx, state.run_id, spec, workdir=workdir, replicates=n, traced=traced,
+            progress=lambda done, total, rep: ctx.progress("diagnoser",
+                                                           progress_text.replicate_line(spec, done, total, rep)),
+        )  # fmt: skip
     except BenchError as exc:
         return {"status": "failed", "status_reason": f"baseline could not run: {exc}",
                 "events": [log("diagnoser", f"baseline failed: {exc}")]}  # fmt: skip

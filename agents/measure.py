@@ -17,8 +17,8 @@ from typing import Any
 
 from dftune.agents.context import Context
 from dftune.agents.state import Coverage, Measurement
-from dftune.tools.runner.bench import BenchResult, Replicate, bench
-from dftune.tools.runner.paired import ArmPlan, PairedResult, paired_bench
+from dftune.tools.runner.bench import BenchResult, Progress, Replicate, bench
+from dftune.tools.runner.paired import ArmPlan, PairedResult, PairProgress, paired_bench
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.trace import Analysis, TraceError, analyze
 
@@ -36,11 +36,11 @@ def measure(
     traced: bool,
     views: tuple[str, ...] = ("file", "proc"),
     source_dir: str | None = None,
+    progress: Progress | None = None,
 ) -> tuple[Measurement, Analysis | None, BenchResult]:
     run_spec = spec.relocated(Path(source_dir)) if source_dir else spec
-    result = bench(
-        run_spec, overrides=overrides, replicates=replicates, trace=traced, workdir=workdir, env=env
-    )
+    result = bench(run_spec, overrides=overrides, replicates=replicates, trace=traced, workdir=workdir, env=env,
+                   progress=progress)  # fmt: skip
     m, analysis, result = _summarize(result, workdir, env, traced, views, reuse_analysis=False)
     data_dir = run_spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
     return (
@@ -61,6 +61,7 @@ def measure_paired(
     replicates: int,
     source_dir: str | None = None,
     extend_at_pct: float = 5.0,
+    progress: PairProgress | None = None,
 ) -> tuple[Measurement, Measurement, PairedResult]:
     """The incumbent (``reference``'s condition) and the candidate, interleaved in one sitting, each
     traced as the reference was and summarized as :func:`measure` would (its own analysis)."""
@@ -70,7 +71,8 @@ def measure_paired(
                        reference.traced)  # fmt: skip
     cand_plan = ArmPlan(cand_spec, workdir, overrides, env, reference.traced)
     sitting = paired_bench(ref_plan, cand_plan, max_pairs=replicates, extra_pairs=replicates,
-                           lower_is_better=spec.metric.lower_is_better, extend_at_pct=extend_at_pct)  # fmt: skip
+                           lower_is_better=spec.metric.lower_is_better, extend_at_pct=extend_at_pct,
+                           progress=progress)  # fmt: skip
     out = []
     for plan, result, src in ((ref_plan, sitting.reference, reference.source_dir),
                               (cand_plan, sitting.candidate, source_dir)):  # fmt: skip
@@ -160,7 +162,8 @@ def replicate_work(result: BenchResult) -> tuple[dict[str, float], list[str]]:
 
 
 def measure_baseline(ctx: Context, run_id: str, spec: WorkloadSpec, *, workdir: Path, replicates: int,
-                     traced: bool) -> tuple[Measurement, Analysis | None, BenchResult]:  # fmt: skip
+                     traced: bool, progress: Progress | None = None,
+                     ) -> tuple[Measurement, Analysis | None, BenchResult]:  # fmt: skip
     """The baseline arm: measured here, or (in a campaign) collected from its independent units.
 
     With units, this returns as soon as enough of them succeeded (the rest join later, see
@@ -168,7 +171,8 @@ def measure_baseline(ctx: Context, run_id: str, spec: WorkloadSpec, *, workdir: 
     deadline comes first (the run stays resumable and keeps the units already measured)."""
     budget = ctx.budget
     if budget is None:
-        return measure(spec, workdir=workdir, overrides={}, env={}, replicates=replicates, traced=traced)
+        return measure(spec, workdir=workdir, overrides={}, env={}, replicates=replicates, traced=traced,
+                       progress=progress)  # fmt: skip
     run_dir = ctx.workspace.run_dir(run_id)
     if budget.units is not None:
         result = budget.units.wait_ready()
@@ -181,7 +185,8 @@ def measure_baseline(ctx: Context, run_id: str, spec: WorkloadSpec, *, workdir: 
         data_dir = spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
         return m.model_copy(update={"data_dir": str(data_dir) if data_dir else None}), analysis, result
     with budget.job(run_dir, "the baseline", spec, kind="baseline") as capped:
-        return measure(capped, workdir=workdir, overrides={}, env={}, replicates=replicates, traced=traced)
+        return measure(capped, workdir=workdir, overrides={}, env={}, replicates=replicates, traced=traced,
+                       progress=progress)  # fmt: skip
 
 
 def coverage_of(result: BenchResult, replicates: int) -> Coverage:

@@ -251,6 +251,8 @@ class Approval(_Model):
     approved: bool
     by: Literal["person", "policy"]
     reason: str
+    #: the account that answered (a person's answer), as the answering process saw it
+    user: str = ""
 
 
 #: The model's actions beyond the three judgments: new knob values, catalog L2 settings, drafted

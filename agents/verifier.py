@@ -20,7 +20,8 @@ from dftune.agents.measure import joined_baseline, measure_paired
 from dftune.agents.optimizer.trust import TamperedProposal, trusted_arm, trusted_proposal
 from dftune.agents.state import TuningState, log
 from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT, decide
-from dftune.tools.runner.bench import BenchError
+from dftune.tools.runner import progress_text
+from dftune.tools.runner.bench import BenchError, Replicate
 from dftune.tools.runner.stats import MIN_REPLICATES, compare, pct_change
 
 
@@ -48,14 +49,21 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     joined = joined_baseline(ctx, state.baseline, n)
     if joined is not None:  # baseline units that finished since the diagnosis join the baseline now
         update.update(baseline=joined[0], coverage=joined[1])
-    ctx.progress("verifier", f"opt{exp.iteration}: up to {n} interleaved pair(s) of the incumbent and {p.id}")
+    ctx.progress("verifier", progress_text.sitting_start(exp.iteration, p.id, n))
+
+    def each_pair(done: int, planned: int, ref_rep: Replicate, cand_rep: Replicate) -> None:
+        ctx.progress(
+            "verifier", progress_text.pair_line(spec, exp.iteration, done, planned, ref_rep, cand_rep)
+        )
+
     run_dir = ctx.workspace.run_dir(state.run_id)
     try:
         with (ctx.budget.job(run_dir, f"opt{exp.iteration} ({p.id})", spec) if ctx.budget
               else nullcontext(spec)) as arm_spec:  # a slot, and refused when it cannot finish in time  # fmt: skip
             ref, cand, sitting = measure_paired(arm_spec, reference=ref, ref_workdir=it_dir / "incumbent",
                                                 workdir=it_dir, overrides=overrides, env=env, replicates=n,
-                                                source_dir=source_dir, extend_at_pct=WIN_THRESHOLD_PCT)  # fmt: skip
+                                                source_dir=source_dir, extend_at_pct=WIN_THRESHOLD_PCT,
+                                                progress=each_pair)  # fmt: skip
     except OutOfTime as exc:  # not tried: the proposal stays open, the change is reverted by record
         ctx.progress("verifier", f"opt{exp.iteration}: {exc}")
         return {**update, "experiments": [exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],

@@ -35,6 +35,8 @@ class ApprovalAnswer(BaseModel):
 
     decision: Literal["approve", "reject"]
     reason: str = Field("", max_length=2000)
+    #: who answered (the account running ``dftune approve``; kept in the run's record and report)
+    user: str = Field("", max_length=200)
 
 
 def parse_answer(raw: Any) -> tuple[ApprovalAnswer | None, str]:
@@ -60,6 +62,17 @@ def request(p: Proposal, run_id: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def receipt(asked: dict[str, Any], answer: ApprovalAnswer) -> str:
+    """What was answered, to what, said back before anything else runs."""
+    what = asked.get("proposal_id") or "the pending question"
+    if asked.get("strategy"):
+        what += f" ({asked['strategy']}, {asked.get('privilege') or 'no-sudo'})"
+    done = "approved" if answer.decision == "approve" else "rejected"
+    why = f" because {answer.reason!r}" if answer.reason else ""
+    who = f" by {answer.user}" if answer.user else ""
+    return f"{done} {what}{who}{why}"
+
+
 def approval(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: approve by policy, or interrupt and wait for ``dftune approve RUN_ID [--reject]``."""
     assert state.current is not None
@@ -80,12 +93,11 @@ def approval(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         why = f"autonomous mode: a no-sudo {p.layer} change"
         return {"approvals": [Approval(proposal_id=p.id, approved=True, by="policy", reason=why)],
                 "events": [log("approval", f"{p.id} approved by policy ({why})")]}  # fmt: skip
-    runtime.context.progress("approval", f"waiting for a person: dftune approve {state.run_id} [--reject]")
     answer, why = parse_answer(interrupt(request(p, state.run_id)))
     while answer is None:  # each refused answer is one more interrupt: the run keeps waiting
         answer, why = parse_answer(interrupt({**request(p, state.run_id), "refused": why}))
     approved = answer.decision == "approve"
-    entry = Approval(proposal_id=p.id, approved=approved, by="person",
+    entry = Approval(proposal_id=p.id, approved=approved, by="person", user=answer.user,
                      reason=answer.reason or ("approved" if approved else "rejected"))  # fmt: skip
     if approved:
         return {"approvals": [entry], "events": [log("approval", f"{p.id} approved by a person")]}

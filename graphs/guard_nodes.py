@@ -261,7 +261,9 @@ def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     update["kb_records"] = [*ids, rec.id, *([system_rec.id] if system_rec else [])]
     if keep:
         update["incumbent"] = exp.candidate
-    ctx.progress("kb", f"opt{exp.iteration}: {verdict}{' (kept)' if keep else ''} -> KB record {rec.id}")
+    change = f" ({rec.change_pct:+.1f}%)" if rec.change_pct is not None else ""
+    ctx.progress("kb", f"opt{exp.iteration} {exp.proposal_id}: {verdict}{change}{' (kept)' if keep else ''} "
+                       f"-> KB record {rec.id}")  # fmt: skip
     update["events"].append(log("kb", f"opt{exp.iteration}: {verdict}: {rec.verdict_reason}", record=rec.id,
                                 system_record=system_rec.id if system_rec else None, kept=keep))  # fmt: skip
     return update

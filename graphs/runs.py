@@ -38,7 +38,7 @@ from dftune.agents.state import (
 from dftune.core.errors import DftuneError, StorageError, is_storage_error, one_line, storage_error
 from dftune.core.fsio import atomic_write_bytes
 from dftune.core.supervise import LEDGER_FILE, DriverInterrupted, supervised
-from dftune.graphs.approval import ApprovalAnswer
+from dftune.graphs.approval import ApprovalAnswer, receipt
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
 from dftune.graphs.finalize import state_json
 from dftune.graphs.pipeline import builder
@@ -169,6 +169,8 @@ def _drive(graph: CompiledStateGraph, config: RunnableConfig, payload: Any, ctx:
     snap = graph.get_state({"configurable": {"thread_id": run_id}})
     if any(t.interrupts for t in snap.tasks):
         ctx.workspace.set_status(run_id, "awaiting_approval", next_step=f"dftune approve {run_id} [--reject]")
+        # said here, once the graph has stopped, not in the node (a resumed node runs again)
+        ctx.progress("approval", f"waiting for a person: dftune approve {run_id} [--reject]")
     elif snap.next:
         ctx.workspace.set_status(run_id, "interrupted", reason="the graph stopped with work left",
                                  next_step=f"dftune resume {run_id}")  # fmt: skip
@@ -222,8 +224,37 @@ def _result(run_id: str, ws: Workspace) -> dict[str, Any]:
         "kb_records": state.kb_records, "report": state.report_path, "kb_skill": state.kb_skill_path,
         "baseline_median": state.baseline.median if state.baseline else None,
         "best_median": state.incumbent.median if state.incumbent else None,
-        "run_dir": str(ws.run_dir(run_id)),
+        "run_dir": str(ws.run_dir(run_id)), "metric": _metric(state, ws),
     }  # fmt: skip
+
+
+def _metric(state: TuningState, ws: Workspace) -> dict[str, Any] | None:
+    """The run's metric with its unit and direction (from its archived spec)."""
+    from dftune.tools.report.sections import metric_info
+
+    try:
+        return metric_info(load_spec(ws.run_dir(state.run_id) / ARCHIVED_SPEC, located_at=state.spec_path))
+    except DftuneError:
+        return None
+
+
+def _user() -> str:
+    """The account answering (recorded with the answer); empty when the system cannot say."""
+    import getpass
+
+    try:
+        return getpass.getuser()[:200]
+    except (OSError, KeyError):
+        return ""
+
+
+def _where(run_id: str, snap: Any, state: TuningState) -> str:
+    """Where a run stands at a saved state: step, checkpoint, time, what runs next, experiments so far."""
+    meta = snap.metadata or {}
+    cid = snap.config["configurable"].get("checkpoint_id", "?")
+    nxt = ", ".join(snap.next) or "nothing (it has ended)"
+    return (f"run {run_id} at step {meta.get('step', '?')} (checkpoint {cid}, saved {str(snap.created_at)[:19]}): "
+            f"next {nxt}; {len(state.experiments)} experiment(s) so far")  # fmt: skip
 
 
 def start_run(
@@ -308,7 +339,10 @@ def resume_run(
         if any(t.interrupts for t in snap.tasks):
             raise RunRefused(f"run {run_id} waits for approval: dftune approve {run_id} [--reject]")
         if snap.next:
+            progress("resume", "resuming " + _where(run_id, snap, state))
             _drive(graph, config, None, _context(state, ws, progress, budget))
+        else:
+            progress("resume", f"nothing to resume: {_where(run_id, snap, state)}")
     return _result(run_id, ws)
 
 
@@ -317,12 +351,14 @@ def approve_run(run_id: str, *, reject: bool = False, reason: str = "", progress
     """Answer the pending approval and continue the run."""
     ws = workspace or Workspace()
     _existing(run_id, ws)
-    answer = ApprovalAnswer(decision="reject" if reject else "approve", reason=reason)
+    answer = ApprovalAnswer(decision="reject" if reject else "approve", reason=reason, user=_user())
     with _driving(run_id, ws, progress), _compiled(run_id, ws) as (graph, config):
         state, snap = _snapshot_state(graph, config)
         _current(state)
         if not any(t.interrupts for t in snap.tasks):
             raise RunRefused(f"run {run_id} is not waiting for an approval (status {state.status})")
+        asked = next(i.value for t in snap.tasks for i in t.interrupts)
+        progress("approve", receipt(asked, answer) + f"; continuing {_where(run_id, snap, state)}")
         _drive(graph, config, Command(resume=answer.model_dump()), _context(state, ws, progress))
     return _result(run_id, ws)
 
@@ -353,9 +389,39 @@ def history(run_id: str, *, workspace: Workspace | None = None) -> list[dict[str
             # the judgments this step made: who decided (model or rules, and why), tokens, latency
             "decisions": decisions[decided.get(parent, 0) if parent else 0:],
             "tokens_spent": sum(int(d.get("tokens") or 0) for d in decisions),
+            "experiment": _experiment_label(values),
         })  # fmt: skip
         previous_next = tuple(s.next)
-    return out
+    return _branches(out)
+
+
+def _experiment_label(values: dict[str, Any]) -> str:
+    """The experiment a step belongs to: ``opt2 WORKERS=4``, or the proposal about to become one."""
+    exps = values.get("experiments") or []
+    last = _plain(exps[-1]) if exps else None
+    current = values.get("current")
+    if current and (last is None or last.get("proposal_id") != current):
+        return f"next: {current}"
+    return f"opt{last['iteration']} {last['proposal_id']}" if last else ""
+
+
+def _branches(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mark each step's branch: ``main``, or ``fork 1 (from step 12)`` for a replay's fork and what follows it."""
+    children: dict[str | None, list[str]] = {}
+    for r in rows:
+        children.setdefault(r["parent_id"], []).append(r["checkpoint_id"])
+    step_of = {r["checkpoint_id"]: r["step"] for r in rows}
+    branch: dict[str, str] = {}
+    forks = 0
+    for r in rows:
+        parent = r["parent_id"]
+        if parent in branch and children[parent][0] != r["checkpoint_id"]:
+            forks += 1
+            branch[r["checkpoint_id"]] = f"fork {forks} (from step {step_of.get(parent)})"
+        else:
+            branch[r["checkpoint_id"]] = branch.get(parent, "main") if parent else "main"
+        r["branch"] = branch[r["checkpoint_id"]]
+    return rows
 
 
 def _plain(value: Any) -> dict[str, Any]:
@@ -396,6 +462,9 @@ def replay_run(run_id: str, checkpoint_id: str, sets: dict[str, str] | None = No
         values = _replay_values(state, sets or {})
         # the fork numbers its iterations above everything on disk, so it never overwrites the original branch
         values["iteration_floor"] = max(ws.iterations(run_id), default=0)
+        changed = ", ".join(f"{k}={v}" for k, v in (sets or {}).items()) or "no input changed"
+        progress("replay", f"forking {_where(run_id, snap, state)}; {changed}; the fork's experiments are "
+                           f"opt{values['iteration_floor'] + 1} on")  # fmt: skip
         fork = graph.update_state(target, values)
         _drive(graph, fork, None, _context(_as_state({**state.__dict__, **values}), ws, progress))
     return _result(run_id, ws)

@@ -14,7 +14,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from dftune.agents.optimizer.plan import slug
+from dftune.agents.optimizer.plan import knob_id, slug
 from dftune.agents.state import Change, Proposal
 from dftune.tools.catalog import Catalog, Strategy
 from dftune.tools.catalog.models import CONTEXT_VARS, Parameter, placeholders
@@ -54,7 +54,7 @@ def knob_value_proposal(
     s = catalog.strategies.get(knob.strategy or "")
     if s is None:
         raise ValueError(f"knob {knob_name} names no catalog strategy: nothing cites a new value of it")
-    return Proposal(id=slug(f"{knob_name}={v}"), **_base(s, who),
+    return Proposal(id=knob_id(knob_name, v), **_base(s, who),
                     description=f"{s.name}: {knob_name}={v} instead of {knob.default} (a value the model proposed "
                                 f"inside the declared range [{knob.min}, {knob.max}])",
                     change=Change(kind="knob", settings={knob_name: str(v)}))  # fmt: skip

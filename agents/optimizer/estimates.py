@@ -75,6 +75,8 @@ class Lever:
 
     factor: float | None = None
     target_bytes: float | None = None
+    #: the I/O the fix acts on (its catalog entry's ``io``): a read buffer saves nothing on writes
+    directions: tuple[str, ...] = ("read", "write")
 
 
 class TraceFacts:
@@ -166,7 +168,7 @@ def _coalesce(facts: TraceFacts, lever: Lever, m: EstimateModels, *, shared_only
     target = lever.target_bytes or m.default_target_bytes
     saved_calls = 0.0
     parts = []
-    for direction in ("read", "write"):
+    for direction in lever.directions:
         bins = facts.bins(direction, shared_only=shared_only)
         small = [(b, t) for lab, (b, t) in bins.items() if _BIN_LO[lab] < min(target, m.large_call_bytes)]
         t_small, b_small = sum(t for _, t in small), sum(b for b, _ in small)

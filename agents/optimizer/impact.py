@@ -18,6 +18,7 @@ from dftune.agents.optimizer.estimates import Lever, TraceFacts
 from dftune.agents.optimizer.facts import facts_of
 from dftune.agents.optimizer.prior import apply_prior
 from dftune.agents.state import Decision, Measurement, Proposal, TuningState
+from dftune.tools.catalog import Strategy
 from dftune.tools.guards import Arm
 from dftune.tools.runner.spec import Knob, WorkloadSpec
 from dftune.tools.trace.model import Analysis
@@ -34,8 +35,31 @@ def _number(value: object) -> float | None:
         return None
 
 
-def lever_of(p: Proposal, spec: WorkloadSpec, incumbent: Measurement | None) -> Lever:
-    """What a knob proposal turns, from its value and the value the incumbent runs with."""
+def lever_of(p: Proposal, spec: WorkloadSpec, incumbent: Measurement | None,
+             strategy: Strategy | None = None) -> Lever:  # fmt: skip
+    """What a proposal turns: a knob's value against the incumbent's, else its catalog entry's
+    parameters (a buffer or chunk size, a depth), on the I/O its entry says it acts on."""
+    lever = _knob_lever(p, spec, incumbent)
+    if strategy is None:
+        return lever
+    directions = tuple(strategy.io) or lever.directions
+    if lever.factor is None and lever.target_bytes is None and not p.change.settings:
+        for param in strategy.parameters:
+            value = _number(param.recommended if param.recommended is not None else param.default)
+            if value is None:
+                continue
+            if (
+                p.checklist in _SIZE_LEVERS
+                and value >= 512
+                and ("size" in param.name or "bytes" in param.name)
+            ):
+                return Lever(target_bytes=value, directions=directions)
+            if p.checklist in _COUNT_LEVERS and value > 1:
+                return Lever(factor=value, directions=directions)
+    return Lever(factor=lever.factor, target_bytes=lever.target_bytes, directions=directions)
+
+
+def _knob_lever(p: Proposal, spec: WorkloadSpec, incumbent: Measurement | None) -> Lever:
     if len(p.change.settings) != 1:
         return Lever()
     ((name, raw),) = p.change.settings.items()
@@ -96,7 +120,8 @@ def estimate_proposals(
                                      "impact_reason": "n/a: no trace of the incumbent to estimate from (tracing off)",
                                      "system_reason": "n/a: no trace"})  # fmt: skip
         else:
-            e = estimates.estimate(p.checklist, facts, lever_of(p, ctx.workload_spec, state.incumbent))
+            lever = lever_of(p, ctx.workload_spec, state.incumbent, ctx.catalog.strategies.get(p.strategy))
+            e = estimates.estimate(p.checklist, facts, lever)
             p = p.model_copy(update={
                 "app_impact_pct": e.app_pct, "app_impact_source": "trace model", "impact_reason": e.reason,
                 "impact_estimated_by": "rules",

@@ -25,6 +25,11 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "-", text).strip("-")[:80]
 
 
+def knob_id(name: str, value: object) -> str:
+    """A knob proposal's id: the setting as written, commas kept (``STRIPES=4,8``, not ``STRIPES=4-8``)."""
+    return re.sub(r"[^A-Za-z0-9_.=,-]+", "-", f"{name}={value}").strip("-")[:80]
+
+
 def knob_proposals(spec: WorkloadSpec, catalog: Catalog) -> list[Proposal]:
     """Every non-default value of every knob the workload exposes, and every patch it offers: one proposal each."""
     out = []
@@ -34,7 +39,7 @@ def knob_proposals(spec: WorkloadSpec, catalog: Catalog) -> list[Proposal]:
             if value == knob.default:
                 continue
             out.append(Proposal(
-                id=slug(f"{knob.name}={value}"), strategy=knob.strategy or "l1.unknown",
+                id=knob_id(knob.name, value), strategy=knob.strategy or "l1.unknown",
                 strategy_name=s.name if s else knob.name, layer=s.layer if s else "L1",
                 checklist=s.checklist if s else 1,
                 description=f"{s.name if s else knob.name}: {knob.name}={value} instead of {knob.default}",

@@ -77,7 +77,7 @@ def snapshot(name: str, text: str) -> None:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_run_result_reads_whole_at_80_and_200_columns(width: int) -> None:
     run: dict[str, Any] = RECORDED["run"]
-    text = render(width, lambda c: RunRenderer(c).render(run))
+    text = render(width, lambda c: RunRenderer(c).render(run, table=True, dftune="dftune"))
     check_fits(text, width)
     snapshot(f"run_{width}.txt", text)
     lines = text.splitlines()

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core.errors import DftuneError
 from dftune.core.vocabulary import CATEGORIES, CHECKLIST
 from dftune.tools.catalog import Strategy, default_catalog, strategies_for
 from dftune.tools.diagnose.metrics import (
@@ -29,6 +30,10 @@ from dftune.tools.trace import Analysis, analyze, analyze_runs
 from dftune.tools.trace.model import HelperProcess, RunInfo
 
 SCHEMA = "dftune.diagnosis/1"
+
+
+class DataDirError(DftuneError, ValueError):
+    """A ``--data-dir`` that is not an existing folder."""
 
 
 class _Model(BaseModel):
@@ -175,13 +180,61 @@ def uses_mpi(analysis: Analysis) -> bool:
     return any(h in t.lower() for t in texts for h in _MPI_HINTS)
 
 
+#: The trace evidence of an I/O library (Darshan's module names, dftracer's categories, the files a
+#: job opens: its data files' extensions and the shared libraries it loads), as Drishti narrows its
+#: recommendations to the modules a log holds.
+_LIBRARY_EVIDENCE = {
+    "hdf5": ("H5F", "H5D", "HDF5", ".h5", ".hdf5", ".he5", "libhdf5", "h5py"),
+    "netcdf": ("PNETCDF", "NETCDF", ".nc", ".nc4", ".cdf", "libnetcdf", "libpnetcdf", "netcdf4"),
+    "mpi-io": ("MPI-IO", "MPIIO", "MPI_FILE", "romio", "mca_io_", "ompio", "libmpiio"),
+}
+
+
+#: STDIO's share of the POSIX + STDIO call time from which a STDIO fix fits
+STDIO_SHARE = 0.10
+
+
+def library_evidence(analysis: Analysis) -> set[str]:
+    """Which of HDF5, netCDF, MPI-IO and STDIO the trace shows the job using."""
+    cats = [layer.cat for layer in analysis.layers if layer.count]
+    cats += [f"{e.cat} {e.name}" for e in analysis.app_events[:200]]
+    paths = [str(f.get("path") or "").lower() for f in (analysis.views.get("file") or {}).get("rows", [])]
+    io_layers = {
+        layer.cat.upper(): layer.time_s
+        for layer in analysis.layers
+        if layer.cat.upper() in ("POSIX", "STDIO")
+    }
+    io_time = sum(io_layers.values())
+    # a STDIO fix needs STDIO to carry a real share (Drishti's "high STDIO usage": over 10%), not
+    # the few fopen/fgets of a runtime reading its configuration
+    found = {"stdio"} if io_time > 0 and io_layers.get("STDIO", 0.0) / io_time >= STDIO_SHARE else set()
+    for lib, hints in _LIBRARY_EVIDENCE.items():
+        upper = [h for h in hints if h.isupper() or "-" in h]
+        lower = [h.lower() for h in hints if h not in upper]
+        if any(h in c.upper() for c in cats for h in upper) or any(
+            p.endswith(h) or h in p for p in paths for h in lower
+        ):
+            found.add(lib)
+    return found
+
+
 def misfit(s: Strategy, analysis: Analysis) -> str | None:
-    """Why a strategy does not fit this job (it acts on I/O the job does not do, or presumes MPI), or None."""
+    """Why a strategy does not fit this job (it acts on I/O the job does not do, presumes MPI, or an
+    I/O library or interface the trace does not show), or None."""
     does = {"read": analysis.read.count > 0, "write": analysis.write.count > 0}
     if s.io and not any(does[f] for f in s.io):
         return f"acts on {' or '.join(s.io)}s, and the trace has none"
     if any("mpi" in r.lower() for r in s.requires) and not uses_mpi(analysis):
         return "presumes MPI, and the trace shows no MPI (no ranks, no MPI library opened)"
+    seen: set[str] | None = None
+    for need in s.requires:
+        text = need.lower()
+        # tuning ROMIO presumes MPI-IO calls; a fix that moves an MPI program to MPI-IO only presumes MPI
+        for lib, word in (("stdio", "stdio"), ("hdf5", "hdf5"), ("netcdf", "netcdf"), ("mpi-io", "romio")):
+            if word in text:
+                seen = library_evidence(analysis) if seen is None else seen
+                if lib not in seen:
+                    return f"presumes {need}, and the trace shows no {lib.upper()} (no such calls, files or library)"
     return None
 
 
@@ -287,6 +340,7 @@ def diagnose(
     through a wrapper diagnoses as when started directly; several runs raise
     :class:`~dftune.tools.trace.MultipleRunsError` (see :func:`diagnose_runs`).
     """
+    data_dirs = check_data_dirs(data_dirs)
     rulesets = load_rulesets()
     analysis = analyze(list(paths), skip_bad=skip_bad, views=_views(rulesets), exclude_helpers=True, **kwargs)
     return diagnose_analysis(analysis, data_dirs=data_dirs, rulesets=rulesets)
@@ -300,6 +354,7 @@ def diagnose_runs(
     **kwargs: Any,
 ) -> list[Diagnosis]:
     """One diagnosis per run the traces hold (one pass over the files)."""
+    data_dirs = check_data_dirs(data_dirs)
     rulesets = load_rulesets()
     analyses = analyze_runs(
         list(paths), skip_bad=skip_bad, views=_views(rulesets), exclude_helpers=True, **kwargs
@@ -313,6 +368,18 @@ def _views(rulesets: list[RuleSet]) -> list[str]:
     if any(rule.view == "time" for rs in rulesets for rule in rs.rules):
         views.append("time")
     return views
+
+
+def check_data_dirs(data_dirs: Iterable[str | Path]) -> list[str | Path]:
+    """The folders asked about, each an existing directory: a typo is not a filesystem
+    (``dftune doctor`` refuses it the same way). A run's own data folder is not checked here:
+    it may legitimately be missing before the workload's setup."""
+    dirs = list(data_dirs)
+    for d in dirs:
+        if not Path(d).is_dir():
+            what = "not a directory" if Path(d).exists() else "no such file or directory"
+            raise DataDirError(f"--data-dir {d}: {what}")
+    return dirs
 
 
 def _filesystems(data_dirs: Iterable[str | Path]) -> list[FsSummary]:

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dftune.core.terminal import Col, responsive, text
+from dftune.tools.report.run_glance import change_lines, glance_rows, next_commands
 from dftune.tools.report.sections import gain_text
 from dftune.tools.report.table import SOURCE_LEGEND, TERMINAL_COLUMNS, terminal_cells
 
@@ -50,26 +51,47 @@ class RunRenderer:
     def __init__(self, console: Console) -> None:
         self.console = console
 
-    def render(self, r: dict[str, Any]) -> None:
+    def render(self, r: dict[str, Any], *, table: bool = False, dftune: str | None = None,
+               next_steps: bool = True) -> None:  # fmt: skip
+        """The run's result: at a glance and the next commands; ``table``: also the proposal table,
+        the experiments and every refusal (as before the glance existed)."""
         c = self.console
         c.print(_line(("run ", "bold"), (r["run_id"], "bold"), (f" ({r['workload']}): ", ""),
                       (r["status"], "bold"), ((" - " + r["status_reason"]) if r.get("status_reason") else "", "")))  # fmt: skip
+        if table:
+            self._details(r)
+        self.render_glance(glance_rows(r))
+        if r.get("pending"):
+            p = r["pending"]
+            what = p.get("description") or p.get("question") or ""
+            c.print(_line(("waiting for approval", "bold yellow"),
+                          (f": {p.get('proposal_id')} ({p.get('strategy') or p.get('kind')}, "
+                           f"{p.get('privilege') or 'a question'}): {what}", "")))  # fmt: skip
+            for line in change_lines(p.get("change")):
+                c.print(text(f"  {line}"), soft_wrap=True)
+        if r.get("report"):
+            path_line(c, "report", r["report"])
+        if next_steps:
+            self.render_next(r, dftune)
+
+    def render_next(self, r: dict[str, Any], dftune: str | None = None) -> None:
+        """The next commands, each on a line of its own, never folded: they are meant to be pasted."""
+        c = self.console
+        c.print(text("Next:", "bold"))
+        for what, cmd in next_commands(r, dftune):
+            if len(cmd) + len(what) + 6 <= c.width:
+                c.print(text(f"  {cmd}") + text(f"  # {what}", "dim"), soft_wrap=True)
+            else:
+                c.print(text(f"  # {what}", "dim"))
+                c.print(text(f"  {cmd}"), soft_wrap=True)
+
+    def _details(self, r: dict[str, Any]) -> None:
+        c = self.console
         if r.get("baseline_median") is not None:
             best = r.get("best_median")
             c.print(text(f"baseline median {r['baseline_median']:.4g} -> best kept "
                          f"{best:.4g}" if best is not None else f"baseline median {r['baseline_median']:.4g}"))  # fmt: skip
-        if r["proposal_table"]:
-            rows = [terminal_cells(row) for row in r["proposal_table"]]
-            c.print(
-                responsive(
-                    c,
-                    "Proposal table (sorted by weighted score)",
-                    TERMINAL_COLUMNS,
-                    rows,
-                    head=(0, 1),
-                    caption=SOURCE_LEGEND,
-                )
-            )
+        self.render_table(r["proposal_table"])
         if r["verdicts"]:
             cols = [Col("opt", justify="right"), Col("proposal"), Col("verdict"), Col("change", justify="right"),
                     Col("kept"), Col("KB record", justify="right")]  # fmt: skip
@@ -84,13 +106,13 @@ class RunRenderer:
                     (f"{x['proposal']} ({x['strategy']}): {x['status']}: {x['reason']}", ""),
                 )
             )
-        if r.get("pending"):
-            p = r["pending"]
-            c.print(_line(("waiting for approval", "bold yellow"),
-                          (f": {p['proposal_id']} ({p['strategy']}, {p['privilege']}): {p['description']}", "")))  # fmt: skip
-            c.print(text(f"  {p['resume_with']}"))
-        if r.get("report"):
-            path_line(c, "report", r["report"])
+
+    def render_table(self, table_rows: list[dict[str, Any]]) -> None:
+        """The full proposal table (measured rows first, then by weighted score)."""
+        if table_rows:
+            rows = [terminal_cells(row) for row in table_rows]
+            self.console.print(responsive(self.console, "Proposal table (measured first, then by weighted score)",
+                                          TERMINAL_COLUMNS, rows, head=(0, 1), caption=SOURCE_LEGEND))  # fmt: skip
 
     def render_glance(self, lines: list[tuple[str, str]]) -> None:
         """The report's first screen in the terminal: one labeled answer per line (the answers wrap)."""
@@ -112,6 +134,16 @@ class RunRenderer:
         ]
         cells: list[list[object]] = [[h["step"], h["checkpoint_id"], h["node"], str(h["time"])[:19],
                                       ",".join(h["next"]) or "-", h["status"]] for h in rows]  # fmt: skip
+        experiments = [h.get("experiment") or "-" for h in rows]
+        if any(e != "-" for e in experiments):  # which experiment (opt2 WORKERS=4) each step belongs to
+            cols.insert(3, Col("experiment"))
+            for row, e in zip(cells, experiments, strict=True):
+                row.insert(3, e)
+        branches = [h.get("branch") or "main" for h in rows]
+        if any(b != "main" for b in branches):  # a replay's fork, and the steps that follow it
+            cols.append(Col("branch"))
+            for row, b in zip(cells, branches, strict=True):
+                row.append(b)
         decided = [decided_cell(h) for h in rows]
         if any(d != "-" for d in decided):  # a run with judgments says who made them, step by step
             cols.append(Col("decided (tokens so far)", wrap=True, min_width=16))
@@ -127,10 +159,11 @@ class RunRenderer:
             Col("status", wrap=True, min_width=16),
             Col("created"),
             Col("iterations", justify="right"),
+            Col("result", wrap=True, min_width=20),
             Col("next"),
         ]
         cells = [[r["id"], r["workload"], run_status(r), str(r["created"])[:19], len(r["iterations"]),
-                  r.get("next_step") or ""] for r in runs]  # fmt: skip
+                  r.get("result") or "-", r.get("next_step") or ""] for r in runs]  # fmt: skip
         self.console.print(responsive(self.console, "Runs", cols, cells))
         if campaigns:
             cols = [

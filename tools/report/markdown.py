@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from dftune.core.safetext import md_code, md_link, md_text
+from dftune.tools.report.approvals import approvals_markdown
 from dftune.tools.report.fixes import snippet_markdown
 from dftune.tools.report.sections import (
     checklist_label,
@@ -196,6 +197,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
                         [[g["proposal"], g["guard"], "passed" if g["passed"] else "FAILED", g["reason"]]
                          for g in screen])  # fmt: skip
         lines.append("")
+    lines += approvals_markdown(s)
     lines += reasoning_markdown(s)
     cites = citations(s)
     if cites:

@@ -12,12 +12,16 @@ may end the sitting: the verdict is already clear, or the effect cannot reach th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dftune.tools.runner.bench import MAX_CONSECUTIVE_FAILURES, BenchResult, Replicate, bench, summary_stats
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.stats import MIN_REPLICATES, compare, early_stop
+
+#: told after every pair: (pairs done, pairs planned now, the reference's replicate, the candidate's)
+PairProgress = Callable[[int, int, Replicate, Replicate], None]
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ def paired_bench(
     lower_is_better: bool,
     extra_pairs: int = 0,
     extend_at_pct: float = 5.0,
+    progress: PairProgress | None = None,
 ) -> PairedResult:
     """Alternate one replicate of ``reference`` and one of ``candidate`` until the data decide or
     ``max_pairs`` pairs ran. A comparison still inconclusive then, with an effect of at least the
@@ -82,6 +87,8 @@ def paired_bench(
                 stopped[side] = (f"stopped after {failures[side]} failed replicates in a row; last: {rep.status} "
                                  f"({rep.reason})")  # fmt: skip
         k += 1
+        if progress:
+            progress(k, limit, reps[0][-1], reps[1][-1])
         if any(stopped):
             break
         ok = [[r.metric for r in side if r.status == "ok" and r.metric is not None] for side in reps]

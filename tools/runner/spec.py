@@ -6,10 +6,12 @@ strategy missing from the catalog is a one-line error naming the file and the ke
 
 from __future__ import annotations
 
+import difflib
 import re
 import string
 import sys
 import tomllib
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -215,6 +217,21 @@ class WorkloadSpec(_Strict):
     #: filled by :func:`load_spec`: the TOML file this came from
     spec_path: str = ""
 
+    @property
+    def metric_is_default(self) -> bool:
+        """The spec has no ``[metric]`` table: each run's wall time is what is measured."""
+        return "metric" not in self.model_fields_set
+
+    def metric_label(self) -> str:
+        """What is measured, with its unit, as a person reads it."""
+        if self.metric.kind == "wall_time":
+            default = " (the spec has no [metric] table)" if self.metric_is_default else ""
+            return f"wall time in seconds, lower is better{default}"
+        better = "lower" if self.metric.lower_is_better else "higher"
+        word = (self.metric.pattern or "").split(" ", 1)[0].strip("^'\"")
+        what = word if word.replace("_", "").isalnum() else "the number"
+        return f"{what} as the program prints it, {better} is better"
+
     @field_validator("knobs")
     @classmethod
     def _unique_knobs(cls, knobs: list[Knob]) -> list[Knob]:
@@ -382,12 +399,40 @@ def load_spec(path: str | Path, *, located_at: str | Path | None = None) -> Work
 
 
 def _describe(exc: ValidationError) -> str:
-    err = exc.errors()[0]
+    errors = exc.errors()
+    # a misspelt key is also a missing one: name the typo, the cause
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     where = ".".join(str(x) for x in err["loc"])
     if err["type"] == "extra_forbidden":
-        return f"unknown key '{where}'"
+        return f"unknown key '{where}'{_did_you_mean(err['loc'])}"
     msg = str(err["msg"]).removeprefix("Value error, ")
     return f"{where}: {msg}" if where else msg
+
+
+def _did_you_mean(loc: tuple[int | str, ...]) -> str:
+    """`` (did you mean 'metric'?)`` for a misspelt key: the nearest key the table accepts."""
+    model: Any = WorkloadSpec
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        model = _model_of(field.annotation) if field is not None else None
+        if model is None:
+            return ""
+    known = [name for name in model.model_fields if name != "spec_path"]
+    near = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+    return f" (did you mean '{near[0]}'?)" if near else ""
+
+
+def _model_of(annotation: Any) -> Any:
+    """The table model inside ``Model``, ``list[Model]`` or ``Model | None``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def _check_strategies(spec: WorkloadSpec, path: Path) -> None:

@@ -30,7 +30,7 @@ VIEW_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
              ("write_count", "writes"), ("write_bytes", "written"), ("metadata_count", "meta ops"),
              ("io_time_s", "I/O s"), ("bandwidth_mib_s", "MiB/s")),
     "layer": (("cat", "category"), ("count", "events"), ("time_s", "time s"), ("mean_ms", "mean ms"),
-              ("share_of_job_pct", "% of job")),
+              ("share_of_job_pct", "% of process-time")),
 }  # fmt: skip
 _BYTE_COLUMNS = {"read_bytes", "write_bytes"}
 _TEXT_COLUMNS = {"path", "host", "cmd", "cat"}
@@ -135,7 +135,10 @@ class AnalysisRenderer:
             ]
             rows = [[layer.cat, _num(layer.count), _num(layer.time_s, 3), _num(layer.mean_ms, 3),
                      _num(layer.share_of_job_pct, 1)] for layer in a.layers[:15]]  # fmt: skip
-            parts.append(responsive(self.console, "Layers (application categories)", cols, rows))
+            caption = layer_share_caption([layer.share_of_job_pct for layer in a.layers])
+            parts.append(
+                responsive(self.console, "Layers (application categories)", cols, rows, caption=caption)
+            )
         if a.helper_processes:
             cols = [Col("process"), Col("command", wrap=True, min_width=16), Col("events", justify="right"),
                     Col("lifetime s", justify="right"), Col("why", wrap=True, min_width=16)]  # fmt: skip
@@ -166,7 +169,19 @@ class AnalysisRenderer:
         cells = [[human_bytes(row[k]) if k in _BYTE_COLUMNS else row[k] if k in _TEXT_COLUMNS else _num(row[k], 3)
                   for k, _ in columns] for row in rows[:limit]]  # fmt: skip
         heads = tuple(i for i in _HEADS.get(name, (0,)) if i < len(cols))
-        return responsive(self.console, title, cols, cells, head=heads)
+        caption = (
+            layer_share_caption([float(r.get("share_of_job_pct") or 0) for r in rows])
+            if name == "layer"
+            else None
+        )
+        return responsive(self.console, title, cols, cells, head=heads, caption=caption)
+
+
+def layer_share_caption(shares: list[float]) -> str:
+    """What the layer shares sum, so a column past 100% is read as what it is."""
+    out = ("% of process-time: a category's call time summed over every thread, over job time x processes; "
+           "categories nest (a reader's time holds its POSIX calls), so the column does not add to 100%")  # fmt: skip
+    return out + ("; above 100%: threads of one process overlap" if max(shares, default=0.0) > 100.0 else "")
 
 
 def _bytes_cell(st: FamilyStats, name: str) -> str:
