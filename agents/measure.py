@@ -211,7 +211,7 @@ def joined_baseline(
 
 
 def io_bandwidth(a: Analysis | None) -> float | None:
-    """The trace-derived system-metric proxy (dftracer-io-optimization skill): bytes moved per second of I/O wall time, from the trace."""
+    """Trace-derived system-metric proxy (dftracer-io-optimization skill): bytes per second of I/O time."""
     if a is None:
         return None
     moved = (a.read.bytes or 0) + (a.write.bytes or 0)

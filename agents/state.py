@@ -84,7 +84,7 @@ class TracerFacts(_Model):
 
 
 class PriorResult(_Model):
-    """One earlier KB finding that applies to this run (dftracer-io-optimization skill: look the KB up first)."""
+    """An earlier KB finding that applies to this run (dftracer-io-optimization skill: KB lookup first)."""
 
     id: int
     strategy: str

@@ -1,4 +1,4 @@
-"""The per-iteration artifacts the dftracer-io-optimization skill names: the shared context, the layer's results, the papers."""
+"""Per-iteration artifacts (dftracer-io-optimization skill): shared context, the layer's results, papers."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def write_layer_artifacts(ctx: Context, state: TuningState, p: Proposal, n: int)
     })  # fmt: skip
     ws.write_json_artifact(state.run_id, n, "optimization_papers.json",
                            {"citations": [c.model_dump() for c in state.citations]})  # fmt: skip
-    try:  # dftracer-io-optimization skill: once per iteration, every detected layer, local first (remote only when online)
+    try:  # once per iteration, every detected layer, local first, remote only when online (the skill)
         from dftune.tools.literature import session_search_optimization_context
 
         session_search_optimization_context(state.run_id, state.system, state.workload, iteration=n,

@@ -1,4 +1,4 @@
-"""The proposal table of the dftracer-io-optimization skill: cited proposals only, sorted by the 50/50 weighted score.
+"""The dftracer-io-optimization skill's proposal table: cited proposals only, sorted by the 50/50 score.
 
 Also builds a proposal from a row a client hands in (the MCP ``opt_proposal_table`` tool): the
 row must carry a verifiable citation (a catalog id, or authors/title/venue/year/URL), or it

@@ -116,7 +116,7 @@ def _data(name: str) -> dict[str, Any]:
 
 
 def choose_metric(scores: dict[str, int], table: dict[str, Any] | None = None) -> MetricChoice:
-    """The metric-selection table (dftracer-io-optimization skill): dominant categories (score >= 4) pick the metric."""
+    """Metric-selection table (dftracer-io-optimization skill): dominant categories (score >= 4) pick it."""
     t = table or _data("metric_choice.toml")
     dominant = sorted((c for c, s in scores.items() if s >= t["dominant_score"]), key=lambda c: -scores[c])
     by_category = {c: choice for choice in t["choice"] for c in choice["categories"]}

@@ -23,7 +23,7 @@ from dftune.tools.runner.stats import Verdict as StatsVerdict
 Scope = Literal["system", "software", "workload"]
 MetricScope = Literal["app", "system"]
 
-#: Who inherits a finding, by the strategy's layer ("Scope decides transferability", dftracer-io-optimization skill).
+#: Who inherits a finding, by its layer ("Scope decides transferability", dftracer-io-optimization skill).
 SCOPE_OF_LAYER: dict[str, Scope] = {"L3": "system", "L2": "software", "L1": "workload"}
 
 
@@ -270,7 +270,7 @@ class KbRecord(BaseModel):
 
 
 class KbLookup(BaseModel):
-    """The ``opt_kb_lookup`` answer (dftracer-io-optimization skill): measured findings partitioned by scope, newest first."""
+    """``opt_kb_lookup`` answer (dftracer-io-optimization skill): measured findings by scope, newest first."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,4 +1,4 @@
-"""The literature search of the dftracer-io-optimization skill, in its order: papers already in the run's context, then the
+"""The dftracer-io-optimization skill's literature search, in order: papers in the run's context, then the
 local corpus (:func:`rag_search`), then arXiv, then the combined remote search.
 
 :class:`LiteratureSearch` keeps the skill's rule: per bottleneck at most ten search attempts;
@@ -26,7 +26,7 @@ from dftune.tools.literature.remote import (
 from dftune.vectorstore.store import Hit, PaperStore
 from dftune.vectorstore.text import tokens
 
-#: The dftracer-io-optimization skill: "If no paper is found after 10 search attempts, mark the proposal as UNSUPPORTED".
+#: "If no paper is found after 10 search attempts, mark the proposal as UNSUPPORTED" (the skill).
 MAX_ATTEMPTS = 10
 
 SystemConfig = str | Mapping[str, Any] | None

@@ -27,7 +27,7 @@ CHECKLIST_LABELS = {
     "not_applicable": "Not applicable",
 }
 
-#: what an estimate's number is, by its source (dftracer-io-optimization skill: never conflate measured and estimated)
+#: what an estimate's number is, by its source (the skill: never conflate measured and estimated)
 _ESTIMATE_SOURCE = {
     "trace model": "trace model (agents/optimizer/estimates.py, from the incumbent's trace)",
     "kb": "measured on an earlier run of this workload (knowledge base)",
@@ -132,7 +132,7 @@ def fix_rows(doc: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
 
 
 def proposal_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The proposal table (dftracer-io-optimization skill), sorted by weighted score (descending), as ``report.json`` holds it."""
+    """Proposal table (dftracer-io-optimization skill), by weighted score descending, as in report.json."""
     return sorted(doc.get("proposal_table", []), key=lambda r: (-r["weighted_score"], r["#"]))
 
 

@@ -1,4 +1,4 @@
-"""The proposal table of the dftracer-io-optimization skill: its columns and how a row reads, for every renderer.
+"""The dftracer-io-optimization skill's proposal table: its columns and how a row reads, for every renderer.
 
 The Markdown report, the HTML report, the terminal and the MCP ``opt_proposal_table`` tool
 all show the same six columns (#, Strategy, Description of Optimization, App Impact, System

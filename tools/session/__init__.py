@@ -1,1 +1,1 @@
-"""Session workspace: runs/<run_id>/opt<n>/... and the per-iteration artifacts of the dftracer-io-optimization skill."""
+"""Session workspace: runs/<run_id>/opt<n>/... and the dftracer-io-optimization skill's artifacts."""

@@ -1,4 +1,4 @@
-"""The dftracer-io-optimization skill's ``session_validate_structure`` / ``session_reorganize_structure`` for one run folder.
+"""``session_validate_structure`` / ``session_reorganize_structure`` (dftracer-io-optimization skill).
 
 :func:`validate_run` finds what is out of place (nothing is changed); :func:`reorganize_run`
 moves it back, never overwriting anything: a move whose target exists is reported as a
