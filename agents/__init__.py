@@ -1,1 +1,1 @@
-"""dftune.agents (see DESIGN layout)."""
+"""dftune.agents: the five agents and the typed state they share (see docs/architecture.md)."""

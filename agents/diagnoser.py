@@ -3,7 +3,7 @@
 The baseline runs the workload's replicates exactly as every later experiment will (same
 count, same tracing). The diagnosis covers the replicates that finished; failed or
 timed-out ones are recorded as such, so every report can state partial coverage instead of
-passing a partial result off as the complete picture (the seed's partial baselines).
+passing a partial result off as the complete picture (partial baselines, dftracer-io-optimization skill).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The literature-searcher agent: a verifiable citation for every candidate strategy.
 
-Search order (the seed's): the knowledge base's measured results and the built-in citation
+Search order (dftracer-io-optimization skill): the knowledge base's measured results and the built-in citation
 catalog (offline, claims checked against the source), then whatever search the context
 provides (the local paper store and remote sources of the literature tools). At most
 :data:`MAX_ATTEMPTS` searches per strategy; a strategy still without a citation stays
@@ -20,7 +20,7 @@ from dftune.core.citation import CitedClaim
 from dftune.tools.catalog import Catalog
 from dftune.tools.guards import names_technique
 
-#: The seed: "If no paper is found after 10 search attempts, mark the proposal as UNSUPPORTED".
+#: "If no paper is found after 10 search attempts, mark the proposal as UNSUPPORTED" (the skill).
 MAX_ATTEMPTS = 10
 
 

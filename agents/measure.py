@@ -216,7 +216,7 @@ def joined_baseline(
 
 
 def io_bandwidth(a: Analysis | None) -> float | None:
-    """The seed's system-metric proxy: bytes moved per second of I/O wall time, from the trace."""
+    """Trace-derived system-metric proxy (dftracer-io-optimization skill): bytes per second of I/O time."""
     if a is None:
         return None
     moved = (a.read.bytes or 0) + (a.write.bytes or 0)

@@ -84,7 +84,7 @@ class TracerFacts(_Model):
 
 
 class PriorResult(_Model):
-    """One earlier KB finding that applies to this run (the seed: look the KB up first)."""
+    """An earlier KB finding that applies to this run (dftracer-io-optimization skill: KB lookup first)."""
 
     id: int
     strategy: str
@@ -159,7 +159,7 @@ class Proposal(_Model):
 
     @property
     def weighted_score(self) -> float:
-        """The seed's 50/50 weighting of application and system impact."""
+        """The 50/50 weighting of application and system impact (dftracer-io-optimization skill)."""
         return round(0.5 * self.app_impact_pct + 0.5 * self.system_impact_pct, 3)
 
 
@@ -180,7 +180,7 @@ class Measurement(_Model):
     trace_dir: str | None = None
     #: the analysis of the first successful replicate's trace (written next to the bench)
     analysis_path: str | None = None
-    #: aggregate I/O bandwidth of that trace, bytes/s (the seed's system-metric proxy)
+    #: aggregate I/O bandwidth of that trace, bytes/s (the skill's trace-derived system-metric proxy)
     io_bandwidth: float | None = None
     io_time_s: float | None = None
     #: share of job time spent in I/O not hidden behind compute (bounds any I/O fix's gain)
@@ -234,7 +234,7 @@ class ChecklistVerdict(_Model):
 
 
 class Coverage(_Model):
-    """Which units a diagnosis pass covered (the seed's partial baselines)."""
+    """Which units a diagnosis pass covered (partial baselines, dftracer-io-optimization skill)."""
 
     units_total: int
     units_included: list[str]

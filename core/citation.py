@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-#: The fields a complete citation needs (the seed: authors, title, venue/year, and a URL).
+#: Fields a complete citation needs (dftracer-io-optimization skill: authors, title, venue/year, a URL).
 REQUIRED = ("authors", "title", "venue", "year", "url")
 #: Schemes a citation's URL may use: anything else (javascript:, data:, file:) is refused.
 URL_SCHEMES = ("https://", "http://")

@@ -5,7 +5,7 @@ A front end beside the CLI. By job: ``registry`` (how a tool is declared and cal
 ``run_tools`` (start, show, answer, resume and report a tuning run; each drive runs in a detached ``dftune`` process)
 (the tools, each a pydantic input model and a thin call), ``server`` (the stdio server).
 
-The seed's pipeline calls its tools by these names (``analyze``, ``diagnose``, ``comparator``,
+The dftracer I/O pipeline's skills call its tools by these names (``analyze``, ``diagnose``, ``comparator``,
 ``opt_kb_record``, ...); serving them here lets any MCP client drive dftune without a wrapper.
 
 Each tool is a pydantic input model (the JSON schema clients see, every field described) and

@@ -49,7 +49,7 @@ class ArxivIn(_In):
        (DFTUNE_OFFLINE=1 or no network) it returns at once with skipped=true.""",
 )
 def search_arxiv_tool(p: ArxivIn) -> dict[str, Any]:
-    """Remote step of the seed's citation search when the local corpus has nothing."""
+    """Remote step of the citation search (dftracer-io-optimization skill) when the local corpus is empty."""
     from dftune.tools.literature import search_arxiv
 
     return search_arxiv(p.query, p.max_results, p.category).to_json()

@@ -62,7 +62,7 @@ class RunIn(_In):
        iteration); reports each problem and whether session_reorganize_structure can fix it. Changes nothing.""",
 )
 def session_validate_structure_tool(p: RunIn) -> dict[str, Any]:
-    """The seed calls it before each iteration so artifacts never land in hand-built paths."""
+    """The dftracer-io-optimization skill calls it before each iteration: no artifact in a hand-built path."""
     from dftune.tools.session.workspace import validate_structure
 
     return validate_structure(p.run_id).model_dump(mode="json")

@@ -1,4 +1,4 @@
-"""The seed's proposal table as a tool: uncited rows are an error, never dropped."""
+"""The proposal table (dftracer-io-optimization skill) as a tool: uncited rows are an error, never dropped."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def _proposal(i: int, row: ProposalRowIn) -> Any:
 @box.tool(
     "opt_proposal_table",
     ProposalTableIn,
-    """Render proposals as the seed's table: #, Strategy, Description of
+    """Render proposals as the skill's table: #, Strategy, Description of
        Optimization, App Impact, System Impact, Weighted Score (50/50 of app and system impact), sorted by score
        descending, each row with its citation. A row without a verifiable citation is rejected with an error.""",
 )

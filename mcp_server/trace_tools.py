@@ -47,7 +47,7 @@ class AnalyzeIn(_In):
        adds a `darshan` section: header, partial modules, MPI-IO, Lustre, and which numbers are DXT-exact).""",
 )
 def analyze_tool(p: AnalyzeIn) -> dict[str, Any]:
-    """The seed's first tool: the numbers every later step reasons from."""
+    """The pipeline's first tool: the numbers every later step reasons from."""
     from dftune.tools.trace import analyze, analyze_runs
 
     if p.split_runs:

@@ -1,1 +1,1 @@
-"""dftune.prompts (see DESIGN layout)."""
+"""dftune.prompts: the reasoner's prompt files, one folder per agent (see docs/architecture.md)."""

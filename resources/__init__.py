@@ -1,1 +1,1 @@
-"""dftune.resources (see DESIGN layout)."""
+"""dftune.resources: the data the code reads (rules, strategies, citations; see docs/architecture.md)."""

@@ -93,7 +93,7 @@ def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any
     except TamperedProposal as exc:
         ctx.progress("optimizer", str(exc))
         return _refused(state, n, exc)
-    keep_layout(ctx, state.run_id)  # the seed: validate before a new iteration, fix what is fixable
+    keep_layout(ctx, state.run_id)  # validate and fix before each iteration (dftracer-io-optimization skill)
     it_dir = ctx.workspace.iteration_dir(state.run_id, n)
     for sub in ITERATION_SUBDIRS:
         (it_dir / sub).mkdir(parents=True, exist_ok=True)

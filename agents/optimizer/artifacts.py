@@ -1,4 +1,4 @@
-"""The seed's per-iteration artifacts: the shared context, the layer's results, the papers."""
+"""Per-iteration artifacts (dftracer-io-optimization skill): shared context, the layer's results, papers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dftune.agents.state import Proposal, TuningState
 
 
 def write_layer_artifacts(ctx: Context, state: TuningState, p: Proposal, n: int) -> None:
-    """The seed's per-iteration artifacts: context, the layer's results file."""
+    """The per-iteration artifacts (dftracer-io-optimization skill): context, the layer's results file."""
     ws = ctx.workspace
     ws.write_json_artifact(state.run_id, n, "optimization_context.json", {
         "metric": state.diagnosis.metric.model_dump() if state.diagnosis else None,
@@ -28,7 +28,7 @@ def write_layer_artifacts(ctx: Context, state: TuningState, p: Proposal, n: int)
     })  # fmt: skip
     ws.write_json_artifact(state.run_id, n, "optimization_papers.json",
                            {"citations": [c.model_dump() for c in state.citations]})  # fmt: skip
-    try:  # the seed: once per iteration, every detected layer, local first (remote only when online)
+    try:  # once per iteration, every detected layer, local first, remote only when online (the skill)
         from dftune.tools.literature import session_search_optimization_context
 
         session_search_optimization_context(state.run_id, state.system, state.workload, iteration=n,

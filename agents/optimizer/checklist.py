@@ -1,4 +1,4 @@
-"""The seed's 12-category checklist: a verdict for EACH category, every loop, with a concrete reason."""
+"""The 12-category checklist (dftracer-io-optimization skill): a verdict for EACH category, every loop."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ def _change_of(e: Experiment) -> float:
 
 
 def checklist_verdicts(state: TuningState) -> list[ChecklistVerdict]:
-    """The seed: a verdict for EACH of the 12 categories, every loop, with a concrete reason."""
+    """A verdict for EACH of the 12 categories, every loop, with a concrete reason (the skill's rule)."""
     diag_list = {c.number: c for c in state.diagnosis.checklist} if state.diagnosis else {}
     by_cat: dict[int, list[Proposal]] = {}
     for p in state.proposals:

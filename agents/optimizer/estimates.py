@@ -144,7 +144,7 @@ def estimate(category: int, facts: TraceFacts, lever: Lever | None = None) -> Es
 
 
 def _bandwidth(facts: TraceFacts, saved_critical_s: float) -> tuple[float | None, str]:
-    """Bytes per second of I/O wall time after the saving (the seed's system-metric proxy)."""
+    """Bytes per second of I/O time after the saving (system-metric proxy, dftracer-io-optimization skill)."""
     if facts.io_wall_s <= 0:
         return None, "n/a: no I/O wall time in the trace"
     wall_saved = min(saved_critical_s, facts.io_wall_s * 0.95)

@@ -1,6 +1,6 @@
 """What the knowledge base already knows here, and what it means for each proposal.
 
-The seed: look the KB up before proposing. A change measured on this workload before (the
+The dftracer-io-optimization skill looks the KB up first. A change measured on this workload before (the
 same strategy and the same settings) takes its measured number instead of an estimate: a
 known win is confirmed first; a known no-gain (no_change, regression, rejected, inconclusive)
 is not tried again against the same incumbent unless the run says ``--retry-known``.

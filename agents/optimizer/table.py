@@ -1,4 +1,4 @@
-"""The seed's proposal table: cited proposals only, sorted by the 50/50 weighted score.
+"""The dftracer-io-optimization skill's proposal table: cited proposals only, sorted by the 50/50 score.
 
 Also builds a proposal from a row a client hands in (the MCP ``opt_proposal_table`` tool): the
 row must carry a verifiable citation (a catalog id, or authors/title/venue/year/URL), or it
@@ -33,7 +33,7 @@ def table_order(p: Proposal) -> tuple[int, int, float, int, int]:
 
 
 def proposal_table(proposals: list[Proposal]) -> list[dict[str, Any]]:
-    """The seed's table: #, Strategy, Description, App Impact, System Impact, Weighted Score (sorted)."""
+    """The skill's table: #, Strategy, Description, App Impact, System Impact, Weighted Score (sorted)."""
     rows = [p for p in proposals if p.status in ("proposed", "measured", "known", "declined", "failed", "manual")
             and p.citation is not None]  # fmt: skip
     rows.sort(key=table_order)

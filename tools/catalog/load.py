@@ -169,7 +169,7 @@ class Catalog:
         ]
 
     def is_supported(self, strategy_id: str) -> bool:
-        """True when at least one cited claim for the strategy was verified (the seed's rule:
+        """True when at least one cited claim for the strategy was verified (dftracer-io-optimization skill:
         a proposal without a verifiable citation is UNSUPPORTED)."""
         return bool(self.verified_claims(strategy_id))
 

@@ -71,7 +71,7 @@ class Parameter(_Model):
     max: StrictInt | StrictFloat | None = None
     #: The library / OS default when it is known (the value before tuning).
     default: Scalar | None = None
-    #: The value the seed or the cited source suggests; may be an expression such as
+    #: The value the dftracer-io-optimization skill or the cited source suggests; may be an expression such as
     #: ``"cpu_count // 2"`` when it depends on the machine.
     recommended: Scalar | None = None
     unit: str | None = None
@@ -205,11 +205,11 @@ class Strategy(_Model):
     forbidden: bool = False
     forbidden_reason: str | None = None
     #: which guard rejects it: doing less (fewer bytes/events/epochs/checkpoints) or an
-    #: access-pattern / transfer-size change (the seed's Rule 5)
+    #: access-pattern / transfer-size change (Rule 5 of the dftracer-optimization-kb skill)
     forbidden_kind: Literal["doing_less", "access_pattern"] | None = None
     description: str = Field(min_length=1)
     notes: list[str] = Field(default_factory=list)
-    #: The seed section (or other source) the entry comes from.
+    #: The skill section (or other source) the entry comes from.
     source: str = Field(min_length=1)
 
     @model_validator(mode="after")

@@ -70,7 +70,7 @@ class CandidateStrategy(_Model):
     checklist: int
     description: str = ""
     #: a verified citation backs it; uncited candidates stay UNSUPPORTED until the
-    #: literature search finds one (the seed: no proposal is applied without a citation)
+    #: literature search finds one (dftracer-io-optimization skill: no proposal is applied without a citation)
     cited: bool = False
 
 
@@ -121,7 +121,7 @@ def _data(name: str) -> dict[str, Any]:
 
 
 def choose_metric(scores: dict[str, int], table: dict[str, Any] | None = None) -> MetricChoice:
-    """The seed's metric table: dominant categories (score >= 4) pick the metric."""
+    """Metric-selection table (dftracer-io-optimization skill): dominant categories (score >= 4) pick it."""
     t = table or _data("metric_choice.toml")
     dominant = sorted((c for c, s in scores.items() if s >= t["dominant_score"]), key=lambda c: -scores[c])
     by_category = {c: choice for choice in t["choice"] for c in choice["categories"]}
@@ -261,7 +261,7 @@ def _candidates(
 def _checklist(bottlenecks: list[Bottleneck]) -> list[ChecklistEntry]:
     """Before any experiment every category is applicable-not-measured, with why.
 
-    The seed forbids "not applicable" before the literature search for that category
+    The dftracer-io-optimization skill forbids "not applicable" before the literature search for that category
     has run; the optimizer upgrades these verdicts as it searches and measures.
     """
     by_number: dict[int, list[tuple[str, str]]] = {n: [] for n in CHECKLIST}

@@ -1,6 +1,6 @@
 """Which filesystem does a workload's data directory live on?
 
-The seed's "Step 8-PRE" check, done the way an HPC engineer would by hand with
+The "Step 8-PRE" check of the dftracer-pipeline skill, done the way an HPC engineer would by hand with
 ``stat -f DIR`` and ``df -T DIR``, but without a subprocess:
 
 1. Make the path absolute and, if it does not exist yet (a data dir the setup step will
@@ -37,7 +37,7 @@ Mapping onto :data:`~dftune.core.vocabulary.FS_TYPES`:
 - ``local``: other local block filesystems (btrfs, zfs, f2fs, ext2, ext3, jfs, bcachefs, ...).
 - ``unknown``: everything else (proc, autofs, fuse.*, cifs, ceph, WEKA, ...).
 
-``warning`` is set (one line, naming the path and mount and what to do) for NFS — the seed
+``warning`` is set (one line: the path, the mount, what to do) for NFS — the dftracer-io-optimization skill
 forbids performance analysis of an NFS-resident dataset — and, more softly, for
 single-server network filesystems outside the vocabulary (CIFS/SMB, sshfs, 9p), for
 overlay (results measure the container layer) and for tmpfs (results measure RAM).

@@ -20,7 +20,7 @@ class GuardDecision(BaseModel):
     reason: str
     #: what the verdict becomes when the guard fails
     verdict: GuardVerdict | None = None
-    #: the seed's flag for a non-degradation trip (treated exactly like a regression)
+    #: the dftracer-io-optimization skill's flag for a non-degradation trip (treated like a regression)
     guard_triggered: bool = False
     details: dict[str, Any] = Field(default_factory=dict)
 

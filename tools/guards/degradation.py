@@ -7,7 +7,7 @@ from typing import Literal
 from dftune.tools.guards.decision import GuardDecision
 from dftune.tools.runner.stats import pct_change, regression_guard
 
-#: The seed's non-degradation threshold: an app metric more than 2% worse is a regression.
+#: Non-degradation threshold (dftracer-io-optimization skill): an app metric > 2% worse is a regression.
 APP_REGRESSION_THRESHOLD = 0.02
 
 

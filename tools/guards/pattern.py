@@ -23,7 +23,7 @@ from dftune.tools.trace.model import FileAccess
 
 
 def pattern_by_definition(strategy: Strategy) -> GuardDecision:
-    """The seed's Rule 5 before anything runs: a strategy the catalog marks as a pattern change is refused."""
+    """Rule 5 (dftracer-optimization-kb skill) before a run: a strategy marked a pattern change is refused."""
     if strategy.forbidden_kind == "access_pattern":
         return GuardDecision(guard="access_pattern", passed=False, verdict="rejected",
                              reason=f"{strategy.id} changes the access pattern or transfer size: "

@@ -23,7 +23,7 @@ from dftune.tools.runner.stats import Verdict as StatsVerdict
 Scope = Literal["system", "software", "workload"]
 MetricScope = Literal["app", "system"]
 
-#: Who inherits a finding, by the strategy's layer (the seed's "Scope decides transferability").
+#: Who inherits a finding, by its layer ("Scope decides transferability", dftracer-io-optimization skill).
 SCOPE_OF_LAYER: dict[str, Scope] = {"L3": "system", "L2": "software", "L1": "workload"}
 
 
@@ -188,7 +188,7 @@ class KbRecordIn(BaseModel):
                 raise ValueError(
                     f"metric_scope='system' needs the paired app metric for the same change "
                     f"(missing: {', '.join(missing)}): a system-level result is only kept when the "
-                    "application did not pay for it (the seed's non-degradation guard)"
+                    "application did not pay for it (the non-degradation guard)"
                 )
         pct = pct_change(self.before, self.after, lower_is_better=self.lower_is_better)
         if (
@@ -253,7 +253,7 @@ class KbRecord(BaseModel):
     app_change_pct: float | None
     verdict: Verdict
     verdict_reason: str
-    #: the seed's flag: the non-degradation guard tripped (treat exactly like a regression: revert)
+    #: the skill's flag: the non-degradation guard tripped (treat exactly like a regression: revert)
     guard_triggered: bool
     #: every guard decision, in the order citation, access_pattern, no_doing_less, non_degradation
     guards: list[GuardDecision]
@@ -270,7 +270,7 @@ class KbRecord(BaseModel):
 
 
 class KbLookup(BaseModel):
-    """The seed's ``opt_kb_lookup`` answer: measured findings partitioned by scope, newest first."""
+    """``opt_kb_lookup`` answer (dftracer-io-optimization skill): measured findings by scope, newest first."""
 
     model_config = ConfigDict(extra="forbid")
 

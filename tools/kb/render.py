@@ -1,4 +1,4 @@
-"""Publish the optimization knowledge base as a markdown skill file (the seed's ``opt_kb_render``).
+"""Publish the optimization KB as a markdown skill file (``opt_kb_render``, dftracer-io-optimization skill).
 
 One section per scope (System-centric L3, Software-centric L2, Workload-centric L1), one table
 row per record: wins, no-ops, regressions, rejected and unsupported changes alike, each

@@ -1,6 +1,6 @@
-"""Literature search: the seed's tools, local first, remote when there is a network.
+"""Literature search: the dftracer-io-optimization skill's tools, local first, remote when there is a network.
 
-Search order (seed): papers already in the run's context, :func:`rag_search` (local),
+Search order (the skill's): papers already in the run's context, :func:`rag_search` (local),
 :func:`search_arxiv`, :func:`search_papers_combined`, :func:`get_arxiv_paper`.
 """
 

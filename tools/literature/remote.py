@@ -123,7 +123,7 @@ def _from_arxiv(r: Any) -> Paper:
 
 def search_arxiv(query: str, max_results: int = 5, category: str | None = "cs.DC", *,
                  remote: Remote | None = None) -> SearchResult:  # fmt: skip
-    """arXiv search (the seed's ``search_arxiv``): relevance order, optionally one category."""
+    """arXiv search (``search_arxiv``, dftracer-io-optimization skill): by relevance, maybe one category."""
     import arxiv
 
     rem = remote or default_remote()

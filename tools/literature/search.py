@@ -1,7 +1,7 @@
-"""The seed's literature search, in its order: papers already in the run's context, then the
+"""The dftracer-io-optimization skill's literature search, in order: papers in the run's context, then the
 local corpus (:func:`rag_search`), then arXiv, then the combined remote search.
 
-:class:`LiteratureSearch` keeps the seed's rule: per bottleneck at most ten search attempts;
+:class:`LiteratureSearch` keeps the skill's rule: per bottleneck at most ten search attempts;
 if none yields a complete citation with a supporting passage, the proposal is UNSUPPORTED
 and must not be applied.
 """
@@ -26,7 +26,7 @@ from dftune.tools.literature.remote import (
 from dftune.vectorstore.store import Hit, PaperStore
 from dftune.vectorstore.text import tokens
 
-#: The seed: "If no paper is found after 10 search attempts, mark the proposal as UNSUPPORTED".
+#: "If no paper is found after 10 search attempts, mark the proposal as UNSUPPORTED" (the skill).
 MAX_ATTEMPTS = 10
 
 SystemConfig = str | Mapping[str, Any] | None
@@ -108,7 +108,7 @@ def _context_matches(papers: Iterable[Paper], query: str) -> list[Paper]:
 
 
 class LiteratureSearch:
-    """One run's literature search: the seed's order, ten attempts per bottleneck at most.
+    """One run's literature search: the skill's order, ten attempts per bottleneck at most.
 
     ``context_papers`` are papers the run already holds (optimization_context.json,
     context_opportunities.json); ``online=False`` skips every remote step at once."""

@@ -226,7 +226,8 @@ def plots_section(plots: list[Plot]) -> str:
 
 def _proposals(doc: dict[str, Any]) -> str:
     out = ['<section id="proposals"><h2>Proposal table</h2>',
-           "<p>The seed's columns, sorted by the weighted score (50% app impact, 50% system impact). Every row "
+           "<p>Columns of the dftracer-io-optimization skill's proposal table, sorted by the weighted score "
+           "(50% app impact, 50% system impact). Every row "
            "carries a checked citation; every impact says where it came from (measured here, the KB, a trace model, the model) or n/a.</p>"]  # fmt: skip
     rows = [[e(r["#"]), f"<code>{e(r['strategy'])}</code> ({e(r.get('layer'))})", e(r["description"]),
              _impact(r["app_impact_pct"], r["app_impact_source"]),

@@ -1,7 +1,7 @@
 """The run report as Markdown, from the final graph state (as a plain JSON document).
 
 It opens with the morning view (what is slow, what fixed it, by how much, what next, and the
-coverage), then follows the seed: measured findings apart from literature estimates (each
+coverage), then follows the dftracer-io-optimization skill: measured findings apart from estimates (each
 labeled with its source), hotspots, the proposal table (every row cited), the 12-category
 checklist, every experiment with its replicates, median, confidence interval and verdict, the
 guard decisions with their reasons, and full citations.

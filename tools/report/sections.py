@@ -1,7 +1,7 @@
 """What the Markdown and HTML reports share: the rows of each section, built from ``report.json``.
 
 Both renderers call these so the two formats never disagree about what was measured and what
-was only estimated from the literature (the seed: "never conflate the two").
+was only estimated from the literature (dftracer-io-optimization skill: "never conflate the two").
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ CHECKLIST_LABELS = {
     "not_applicable": "Not applicable",
 }
 
-#: what an estimate's number is, by its source (the seed: never conflate measured and estimated)
+#: what an estimate's number is, by its source (the skill: never conflate measured and estimated)
 _ESTIMATE_SOURCE = {
     "trace model": "trace model (agents/optimizer/estimates.py, from the incumbent's trace)",
     "kb": "measured on an earlier run of this workload (knowledge base)",
@@ -132,7 +132,7 @@ def fix_rows(doc: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
 
 
 def proposal_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The seed's proposal table, sorted by weighted score (descending), as ``report.json`` holds it."""
+    """Proposal table (dftracer-io-optimization skill), by weighted score descending, as in report.json."""
     return sorted(doc.get("proposal_table", []), key=lambda r: (-r["weighted_score"], r["#"]))
 
 

@@ -1,4 +1,4 @@
-"""The seed's proposal table: its columns and how a row reads, for every renderer.
+"""The dftracer-io-optimization skill's proposal table: its columns and how a row reads, for every renderer.
 
 The Markdown report, the HTML report, the terminal and the MCP ``opt_proposal_table`` tool
 all show the same six columns (#, Strategy, Description of Optimization, App Impact, System
@@ -14,7 +14,7 @@ from typing import Any
 from dftune.core.safetext import md_link, md_text
 from dftune.core.terminal import Col
 
-#: The seed's proposal-table columns, in its order.
+#: The skill's proposal-table columns, in its order.
 PROPOSAL_COLUMNS = (
     "#",
     "Strategy",
@@ -23,9 +23,9 @@ PROPOSAL_COLUMNS = (
     "System Impact",
     "Weighted Score",
 )
-#: What the reports add to the seed's columns.
+#: What the reports add to the skill's columns.
 EXTRA_COLUMNS = ("Status", "Citation")
-#: The terminal's columns: the seed's six and the status (the citation is in the reports).
+#: The terminal's columns: the skill's six and the status (the citation is in the reports).
 TERMINAL_COLUMNS = (
     Col("#", justify="right"),
     Col("Strategy"),

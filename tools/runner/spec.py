@@ -1,4 +1,4 @@
-"""Workload specs: the TOML a user writes to point dftune at an application (DESIGN.md).
+"""Workload specs: the TOML a user writes to point dftune at an application (docs/specs.md).
 
 Validated strictly: an unknown key, a wrong type, a placeholder nobody defines or a knob
 strategy missing from the catalog is a one-line error naming the file and the key.
@@ -185,7 +185,7 @@ class Launcher(_Strict):
 
 
 class WorkloadSpec(_Strict):
-    """A workload as DESIGN.md's TOML describes it (paths resolved relative to the file)."""
+    """A workload as its spec TOML describes it (paths resolved relative to the file)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     command: list[str] = Field(min_length=1)

@@ -1,6 +1,6 @@
 """Partial baselines: each replicate of a workload's baseline is its own job (a unit).
 
-The seed: when a multi-workload or multi-replicate baseline is only partly complete, start on
+dftracer-io-optimization skill: when a multi-workload or multi-replicate baseline is partly done, start on
 what is ready, do not block on the slowest or broken unit, feed pending units in as they
 finish without re-running what is done, and state the coverage everywhere. So:
 

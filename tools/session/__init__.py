@@ -1,1 +1,1 @@
-"""Session workspace: runs/<run_id>/opt<n>/... and the seed's artifacts."""
+"""Session workspace: runs/<run_id>/opt<n>/... and the dftracer-io-optimization skill's artifacts."""

@@ -1,6 +1,6 @@
 """The session layout: where a run keeps its iterations, artifacts and traces, and its ids.
 
-Layout under ``$DFTUNE_HOME/runs/<run_id>/`` (the seed's "session layout")::
+Layout under ``$DFTUNE_HOME/runs/<run_id>/`` (the "session layout" of the dftracer-io-optimization skill)::
 
     run.json                      run metadata: id, created, workload, status
     baseline/traces/{raw,compact}/
@@ -35,7 +35,7 @@ TRACE_KINDS: Final = ("raw", "compact")
 ITERATION_SUBDIRS: Final = ("source", "patches", "scripts", "traces", "traces/raw", "traces/compact")
 BASELINE_SUBDIRS: Final = ("traces", "traces/raw", "traces/compact")
 
-#: The seed's per-iteration artifacts (the only names :meth:`Workspace.artifact_path` accepts).
+#: The skill's per-iteration artifacts (the only names :meth:`Workspace.artifact_path` accepts).
 ARTIFACTS: Final = frozenset(
     {
         "optimization_context.json",  # metric, bottlenecks, papers: shared context
@@ -100,7 +100,7 @@ class RunExists(WorkspaceError):
 
 
 class UnknownArtifact(WorkspaceError, ValueError):
-    """Not one of the seed's artifact names (or the wrong kind for the call)."""
+    """Not one of the skill's artifact names (or the wrong kind for the call)."""
 
 
 class IterationNotFound(WorkspaceError, LookupError):

@@ -1,4 +1,4 @@
-"""The seed's ``session_validate_structure`` / ``session_reorganize_structure`` for one run folder.
+"""``session_validate_structure`` / ``session_reorganize_structure`` (dftracer-io-optimization skill).
 
 :func:`validate_run` finds what is out of place (nothing is changed); :func:`reorganize_run`
 moves it back, never overwriting anything: a move whose target exists is reported as a
@@ -148,7 +148,7 @@ def validate_run(run: Path, run_id: str) -> StructureReport:
     """Check a run folder against the layout; nothing is changed.
 
     Problems: a missing or invalid ``run.json``; missing required sub-folders of the
-    baseline or an iteration (or a file where a folder belongs); seed artifacts outside
+    baseline or an iteration (or a file where a folder belongs); the skill's per-iteration artifacts outside
     their ``opt<n>/`` folder; traces outside ``traces/raw`` or ``traces/compact``;
     unknown entries at the run root.  Each says whether reorganize can fix it.
     Gaps in iteration numbers and unknown files inside an iteration are notes only."""

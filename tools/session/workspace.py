@@ -105,7 +105,7 @@ class Workspace:
         return base / "traces" / kind
 
     def artifact_path(self, run_id: str, n: int, name: str) -> Path:
-        """Where artifact ``name`` of iteration ``n`` lives; only the seed's names are accepted."""
+        """Where artifact ``name`` of iteration ``n`` lives; only the skill's artifact names pass."""
         if name not in ARTIFACTS:
             raise UnknownArtifact(f"unknown artifact {name!r}; known: {', '.join(sorted(ARTIFACTS))}")
         return self.iteration_dir(run_id, n) / name
@@ -307,11 +307,11 @@ class Workspace:
     # ----- structure
 
     def validate_structure(self, run_id: str) -> StructureReport:
-        """The seed's ``session_validate_structure`` (see :func:`structure.validate_run`)."""
+        """``session_validate_structure`` (dftracer-io-optimization skill; see :func:`structure.validate_run`)."""
         return validate_run(self._require_run(run_id), run_id)
 
     def reorganize_structure(self, run_id: str, dry_run: bool = True) -> list[Move]:
-        """The seed's ``session_reorganize_structure`` (see :func:`structure.reorganize_run`)."""
+        """The skill's ``session_reorganize_structure`` (see :func:`structure.reorganize_run`)."""
         return reorganize_run(self._require_run(run_id), run_id, dry_run)
 
 

@@ -68,7 +68,7 @@ def _lookup(field: int, default: str) -> str:
 
 
 def _io_sql() -> str:
-    """I/O calls with family, bytes, size bin and position role (DESIGN.md "I/O semantics").
+    """I/O calls with family, bytes, size bin and position role (docs/analyze.md, "What each number means").
 
     CASE lookups generated from :func:`_call_rows` classify each call; unlike a join with a
     table of calls they keep the rows in trace-file order, which the position pass relies on

@@ -1,4 +1,4 @@
-"""The I/O semantics every dftune number rests on (DESIGN.md, "I/O semantics").
+"""The I/O semantics every dftune number rests on (docs/analyze.md, "What each number means").
 
 Kept as plain data so the SQL that implements them is generated from one place and the
 docs/analyze.md can quote them.  Changing anything here changes what users' numbers mean.

@@ -1,4 +1,4 @@
-"""How to run a program under the real dftracer (DESIGN.md, "dftracer facts").
+"""How to run a program under the real dftracer (per the dftracer documentation).
 
 Two modes, never mixed in one process (that yields a 0-byte trace): PRELOAD traces an
 unmodified program through ``LD_PRELOAD``; FUNCTION is for programs that use

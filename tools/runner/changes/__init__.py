@@ -4,7 +4,7 @@ The package, by job: ``models`` (the changes and the journal's records), ``effec
 kind of change does, and file helpers), ``envfile`` (L2), ``unidiff`` and ``patch`` (L1),
 ``command`` (L3), ``journal``.
 
-Three kinds of change, one per level of the seed's L1/L2/L3 ladder:
+One kind of change per level of the L1/L2/L3 ladder (workload, software, system; dftracer-io-optimization):
 
 - :class:`EnvChange` (L2) sets environment variables. They go into the iteration's
   ``opt_l2_env.sh`` (``export NAME='value'`` lines, sourced before every run) and, through
