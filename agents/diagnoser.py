@@ -83,6 +83,7 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                         launcher=spec.launcher.kind, analysis=analysis, mpi_beside=Path(sys.executable).parent)  # fmt: skip
     update["software"] = sorted({*detect_software(_program_text(spec), analysis), *stack.software()})
     if stack.evidence:
+        ctx.progress("diagnoser", f"stack: {', '.join(stack.software())} ({'; '.join(stack.evidence)[:300]})")
         events.append(log("diagnoser", f"stack: {', '.join(stack.software())}", evidence=stack.evidence))
     if analysis is None:
         events.append(log("diagnoser", "no trace (tracing off): the spec's knobs are the only levers; "

@@ -90,6 +90,8 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         return {**update, "experiments": [refused_exp],
                 "proposals": [p.model_copy(update={"status": "rejected", "reason": refused})],
                 "events": [log("verifier", f"opt{exp.iteration}: {refused}")]}  # fmt: skip
+    if in_effect:
+        ctx.progress("verifier", f"opt{exp.iteration}: {in_effect}")
     cmp = compare(ref.values, cand.values, lower_is_better=lib)
     app_pct = pct_change(ref.median, cand.median, lower_is_better=lib)
     sys_pct = pct_change(ref.io_bandwidth, cand.io_bandwidth, lower_is_better=False)

@@ -169,7 +169,11 @@ def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     context = derivation_context(spec, ctx.workspace.baseline_dir(state.run_id))
     run_dir = ctx.workspace.run_dir(state.run_id)
     stack = hint_proposals(ctx.catalog, state.software, ranks_of(spec), run_dir)
-    before = [log("optimizer", hints_before(spec, run_dir))] if stack else []
+    before = []
+    if stack:  # the hints in effect before any change, as ROMIO reports them
+        said = hints_before(spec, run_dir)
+        ctx.progress("optimizer", said)
+        before.append(log("optimizer", said))
     proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context, state.software, stack)
     # the plan's order breaks ties between equal estimates (estimates come after the screen)
     out = [p.model_copy(update={"order": i}) for i, p in enumerate(proposals)]
