@@ -159,3 +159,16 @@ def test_an_overridden_hint_is_not_counted(tmp_path: Path) -> None:
     assert override_check(knob, tmp_path) == (None, "")
     (tmp_path / "logs" / "r0.out").write_text("write_time_s 0.1\n")
     assert override_check(ok, tmp_path)[1].startswith("hints in effect unknown")
+
+
+def test_a_knob_of_the_spec_takes_the_place_of_the_hint_set_of_its_strategy(tmp_path: Path) -> None:
+    from dftune.agents.optimizer.plan import plan_proposals
+
+    cat = default_catalog()
+    spec = WorkloadSpec(name="w", command=["./a.out", "--ds", "{DS}"], launcher={"kind": "mpirun", "ranks": 2},
+                        knobs=[{"name": "DS", "kind": "arg", "values": ["automatic", "disable"],
+                                "default": "automatic", "strategy": "l2.romio_ds"}])  # fmt: skip
+    stack = hint_proposals(cat, ["mpi-io", "romio"], ranks_of(spec), tmp_path)
+    out = plan_proposals(spec, None, cat, {}, ["mpi-io", "romio"], stack)
+    assert out[0].id == "DS=disable"  # the user's lever first
+    assert [p.strategy for p in out[1:]] == ["l2.romio_cb", "l2.romio_cb", "l2.romio_cb", "l2.romio_cb_nodes"]
