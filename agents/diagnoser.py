@@ -9,6 +9,8 @@ passing a partial result off as the complete picture (partial baselines, dftrace
 from __future__ import annotations
 
 import platform
+import sys
+from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -17,6 +19,7 @@ from dftune.agents.context import Context
 from dftune.agents.measure import coverage_of, measure_baseline
 from dftune.agents.state import TuningState, log
 from dftune.tools.diagnose.engine import diagnose_analysis
+from dftune.tools.diagnose.stack import infer_stack
 from dftune.tools.runner import progress_text
 from dftune.tools.runner.bench import BenchError
 
@@ -80,7 +83,12 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             + (f" (first failure: {why})" if (why := _first_failure(result)) else "")))  # fmt: skip
         return {**update, "events": events}
     data_dir = spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
-    update["software"] = detect_software(_program_text(spec), analysis)
+    stack = infer_stack(spec.render(spec.command, result.settings, workdir=workdir), cwd=spec.resolve(spec.cwd),
+                        launcher=spec.launcher.kind, analysis=analysis, mpi_beside=Path(sys.executable).parent)  # fmt: skip
+    update["software"] = sorted({*detect_software(_program_text(spec), analysis), *stack.software()})
+    if stack.evidence:
+        ctx.progress("diagnoser", f"stack: {', '.join(stack.software())} ({'; '.join(stack.evidence)[:300]})")
+        events.append(log("diagnoser", f"stack: {', '.join(stack.software())}", evidence=stack.evidence))
     if analysis is None:
         events.append(log("diagnoser", "no trace (tracing off): the spec's knobs are the only levers; "
                                        "the no-doing-less guard cannot run"))  # fmt: skip

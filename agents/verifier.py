@@ -10,6 +10,7 @@ regression on these two arms; the guards and the KB come next.
 from __future__ import annotations
 
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -17,6 +18,7 @@ from langgraph.runtime import Runtime
 from dftune.agents.budget import OutOfTime
 from dftune.agents.context import Context
 from dftune.agents.measure import joined_baseline, measure_paired
+from dftune.agents.optimizer.hints import override_check
 from dftune.agents.optimizer.trust import TamperedProposal, trusted_arm, trusted_proposal
 from dftune.agents.state import TuningState, log
 from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT, decide
@@ -88,6 +90,16 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                                         "verdict_reason": why})  # fmt: skip
         return {"experiments": [failed], "proposals": [p.model_copy(update={"status": "failed", "reason": why})],
                 "events": [log("verifier", f"opt{exp.iteration}: {why}")]}  # fmt: skip
+    refused, in_effect = override_check(p, Path(cand.workdir))
+    if refused:  # the program's own hints won: what ran is not the change
+        refused_exp = exp.model_copy(update={"reference": ref, "candidate": cand, "verdict": "failed",
+                                             "verdict_reason": refused})  # fmt: skip
+        ctx.progress("verifier", f"opt{exp.iteration}: {refused}")
+        return {**update, "experiments": [refused_exp],
+                "proposals": [p.model_copy(update={"status": "rejected", "reason": refused})],
+                "events": [log("verifier", f"opt{exp.iteration}: {refused}")]}  # fmt: skip
+    if in_effect:
+        ctx.progress("verifier", f"opt{exp.iteration}: {in_effect}")
     cmp = compare(ref.values, cand.values, lower_is_better=lib)
     app_pct = pct_change(ref.median, cand.median, lower_is_better=lib)
     sys_pct = pct_change(ref.io_bandwidth, cand.io_bandwidth, lower_is_better=False)
@@ -108,4 +120,5 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     return {**update, "experiments": [done], "proposals": [measured],
             "events": [log("verifier", f"opt{exp.iteration}: {cmp.reason}", ratio_ci95=list(cmp.ci95),
+                           **({"hints_in_effect": in_effect} if in_effect else {}),
                            p_value=cmp.p_value, pairs=sitting.pairs, stopped_early=sitting.stopped_early)]}  # fmt: skip

@@ -14,6 +14,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
+from dftune.agents.optimizer.hints import hint_proposals, hints_before, ranks_of
 from dftune.agents.state import Change, Proposal, TuningState, log
 from dftune.tools.catalog import Catalog, Strategy
 from dftune.tools.catalog.models import placeholders
@@ -135,10 +136,14 @@ def requirement_gap(s: Strategy, software: list[str]) -> str | None:
 
 
 def plan_proposals(spec: WorkloadSpec, diagnosis: Diagnosis | None, catalog: Catalog,
-                   context: dict[str, str], software: list[str] | None = None) -> list[Proposal]:  # fmt: skip
-    """Knob proposals first (the user's levers), then every candidate of the diagnosis not already covered."""
+                   context: dict[str, str], software: list[str] | None = None,
+                   stack: list[Proposal] | None = None) -> list[Proposal]:  # fmt: skip
+    """Knob proposals first (the user's levers), then the settings the stack reads that no knob covers
+    (``stack``: ROMIO hints, see hints.py), then every candidate of the diagnosis not already covered."""
     proposals = knob_proposals(spec, catalog)
     covered = {p.strategy for p in proposals}
+    proposals += [p for p in stack or [] if p.strategy not in covered]
+    covered |= {p.strategy for p in proposals}
     for b in diagnosis.bottlenecks if diagnosis else []:
         for cand in b.candidates:
             sid = cand.id
@@ -167,10 +172,17 @@ def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = runtime.context
     spec = ctx.workload_spec
     context = derivation_context(spec, ctx.workspace.baseline_dir(state.run_id))
-    proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context, state.software)
+    run_dir = ctx.workspace.run_dir(state.run_id)
+    stack = hint_proposals(ctx.catalog, state.software, ranks_of(spec), run_dir)
+    before = []
+    if stack:  # the hints in effect before any change, as ROMIO reports them
+        said = hints_before(spec, run_dir)
+        ctx.progress("optimizer", said)
+        before.append(log("optimizer", said))
+    proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context, state.software, stack)
     # the plan's order breaks ties between equal estimates (estimates come after the screen)
     out = [p.model_copy(update={"order": i}) for i, p in enumerate(proposals)]
     ctx.progress("optimizer", f"{len(out)} candidate change(s): {sum(p.status == 'proposed' for p in out)} "
                               "dftune can apply itself")  # fmt: skip
-    return {"proposals": out, "events": [log("optimizer", f"planned {len(out)} candidate(s)",
-                                             ids=[p.id for p in out])]}  # fmt: skip
+    return {"proposals": out, "events": [*before, log("optimizer", f"planned {len(out)} candidate(s)",
+                                                      ids=[p.id for p in out])]}  # fmt: skip

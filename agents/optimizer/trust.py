@@ -16,6 +16,7 @@ from typing import Any
 
 from dftune.agents.context import Context
 from dftune.agents.optimizer.actions import draft_path, draft_proposal, knob_value_proposal, l2_proposal
+from dftune.agents.optimizer.hints import hint_proposals, ranks_of
 from dftune.agents.optimizer.plan import catalog_proposal, derivation_context, knob_proposals
 from dftune.agents.state import Measurement, Proposal, TuningState
 from dftune.core.errors import DftuneError
@@ -54,7 +55,7 @@ def _derive_model(
 
 
 def derive(p: Proposal, spec: WorkloadSpec, ctx: Context, context: dict[str, str],
-           run_dir: Path | None = None) -> Proposal | None:  # fmt: skip
+           run_dir: Path | None = None, software: list[str] | None = None) -> Proposal | None:  # fmt: skip
     """The proposal with ``p``'s id as this run's spec and catalog make it, or None when none does.
     A proposal measured again after a kept change (``retry_of``) derives as the one it repeats."""
     key = p.retry_of or p.id
@@ -63,6 +64,10 @@ def derive(p: Proposal, spec: WorkloadSpec, ctx: Context, context: dict[str, str
     for cand in knob_proposals(spec, ctx.catalog):
         if cand.id == key:
             return cand
+    if run_dir is not None and software:  # the stack's ROMIO hints (agents/optimizer/hints.py)
+        for cand in hint_proposals(ctx.catalog, software, ranks_of(spec), run_dir, write=False):
+            if cand.id == key:
+                return cand
     s = ctx.catalog.strategies.get(p.strategy)
     if s is not None and not s.forbidden and s.apply is not None:
         cand = catalog_proposal(s, context)
@@ -75,7 +80,7 @@ def trusted_proposal(p: Proposal, state: TuningState, ctx: Context) -> Proposal:
     """``p`` when it is exactly what the catalog and the archived spec derive, else :class:`TamperedProposal`."""
     spec = ctx.workload_spec
     context = derivation_context(spec, ctx.workspace.baseline_dir(state.run_id))
-    d = derive(p, spec, ctx, context, ctx.workspace.run_dir(state.run_id))
+    d = derive(p, spec, ctx, context, ctx.workspace.run_dir(state.run_id), state.software)
     if d is None:
         raise TamperedProposal(
             f"refused {p.id}: no knob, patch or catalog strategy of this run derives it (the checkpoint was "
@@ -111,7 +116,7 @@ def expected_arm(
         if not exp.kept or exp.iteration >= before:
             continue
         p = trusted_proposal(state.proposal(exp.proposal_id), state, ctx)
-        d = derive(p, spec, ctx, context, ctx.workspace.run_dir(state.run_id))
+        d = derive(p, spec, ctx, context, ctx.workspace.run_dir(state.run_id), state.software)
         assert d is not None  # trusted_proposal derived it
         overrides.update(d.change.settings)
         env.update(d.change.env)

@@ -27,6 +27,15 @@ from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
 from dftune.core.process import ProcessResult, Status, run_process
 from dftune.core.secrets import scrubbed_environ
+from dftune.tools.runner.metrics import (
+    MetricNotFound,
+    combined,
+    csv_values,
+    dlio_value,
+    ior_value,
+    json_values,
+    last_number,
+)
 from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
 from dftune.tools.runner.stats import MIN_REPLICATES, bootstrap_median_ci, summarize
 from dftune.tools.trace import selftrace
@@ -132,16 +141,65 @@ def _last_number(pattern: str, text: str, what: str) -> tuple[float | None, str,
     return value, raw, ""
 
 
-def extract_metric(spec: WorkloadSpec, result: ProcessResult, stdout_path: Path) -> tuple[float | None, str]:
-    """The replicate's metric: wall time, or the number the program printed."""
-    if spec.metric.kind == "wall_time":
+def _streams(stdout_path: Path, names: tuple[str, ...]) -> tuple[str | None, str]:
+    """The named streams of a replicate (``label.out``, ``label.err``) as one text."""
+    texts = []
+    for name in names:
+        path = stdout_path if name == "stdout" else stdout_path.with_suffix(".err")
+        text, why = _stdout(path)
+        if text is None:
+            return None, why.replace("stdout", name)
+        texts.append(text)
+    return "\n".join(texts), ""
+
+
+def metric_path(spec: WorkloadSpec, settings: dict[str, KnobValue], workdir: Path) -> Path | None:
+    """The file the metric is read from (kind file, or DLIO's summary.json), placeholders filled."""
+    if not spec.metric.path:
+        return None
+    p = Path(spec.render([spec.metric.path], settings, workdir=workdir)[0]).expanduser()
+    return p if p.is_absolute() else spec.resolve(spec.cwd) / p
+
+
+def extract_metric(
+    spec: WorkloadSpec, result: ProcessResult, stdout_path: Path, metric_file: Path | None = None
+) -> tuple[float | None, str]:
+    """The replicate's metric: wall time, or the number the program reported (see tools/runner/metrics.py)."""
+    m = spec.metric
+    if m.kind == "wall_time":
         return checked_metric(result.wall_s)
-    assert spec.metric.pattern is not None
-    text, why = _stdout(stdout_path)
-    if text is None:
-        return None, why
-    value, raw, why = _last_number(spec.metric.pattern, text, "metric")
-    return (None, why) if value is None else checked_metric(value, raw)  # the reason quotes what was printed
+    streams = m.streams()
+    where = " and ".join(streams)
+    try:
+        if m.kind == "file" or (m.kind == "dlio" and metric_file is not None):
+            assert metric_file is not None
+            try:
+                text = metric_file.read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                return None, f"metric file {metric_file} not readable: {exc.strerror or exc}"
+            where = str(metric_file)
+            if m.kind == "dlio":
+                values = [dlio_value(text, f, where, summary_json=True) for f in m.names("field")]
+            elif m.names("key"):
+                values = json_values(text, m.names("key"), where)
+            else:
+                values = csv_values(text, m.names("column"), where)
+        else:
+            text_or_none, why = _streams(stdout_path, streams)
+            if text_or_none is None:
+                return None, why
+            text = text_or_none
+            if m.kind == "ior":
+                values = [ior_value(text, f, where) for f in m.names("field")]
+            elif m.kind == "dlio":
+                values = [dlio_value(text, f, where) for f in m.names("field")]
+            else:
+                values = [last_number(p, text, where) for p in m.regexes()]
+    except MetricNotFound as exc:
+        return None, f"metric: {exc}"
+    value = combined(values, m.combine)
+    raw = str(values[0]) if len(values) == 1 else f"{m.combine}({', '.join(map(str, values))})"
+    return checked_metric(value, raw)  # the reason quotes what was reported
 
 
 def checked_metric(value: float, raw: str | None = None) -> tuple[float | None, str]:
@@ -295,6 +353,21 @@ def _gather_trace(
     )
 
 
+def make_data_dir(spec: WorkloadSpec, settings: dict[str, KnobValue], workdir: Path) -> Path | None:
+    """The spec's data folder when it lies under the run's workdir and is missing: created (programs such
+    as IOR call statvfs on it before they create anything). Returns it when it had to be created."""
+    raw = spec.placeholder_values(settings, workdir=workdir)["data_dir"]
+    path = Path(raw)
+    try:
+        path.resolve().relative_to(workdir.resolve())
+    except ValueError:
+        return None  # the user's own dataset: never created or touched by dftune
+    if path.exists():
+        return None
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def summary_stats(values: list[float]) -> tuple[float | None, float | None, list[float] | None]:
     """Median, p95 and (from MIN_REPLICATES runs on) the bootstrap 95% CI of the median."""
     if not values:
@@ -336,7 +409,11 @@ def bench(
     base_env = {**inherited, **spec.env, **(env or {}), **spec.knob_env(settings)}
     argv = spec.render(spec.command, settings, workdir=workdir)
     data_dir = str(spec.placeholder_values(settings, workdir=workdir)["data_dir"])
+    metric_file = metric_path(spec, settings, workdir)
     notes: list[str] = []
+    created = make_data_dir(spec, settings, workdir)
+    if created:
+        notes.append(f"created the data folder {created} (absent before the first run)")
     if withheld:
         notes.append(f"{len(withheld)} credential variable(s) withheld from the workload ({', '.join(withheld)}); "
                      "name one in the spec's pass_env to pass it")  # fmt: skip
@@ -405,6 +482,8 @@ def bench(
         if cache_policy == "drop_caches" and i > first_index:  # the probe above dropped it for the first run
             drop_page_cache()
         label = f"r{i}"
+        if metric_file is not None:  # a metric file left by an earlier run must never be read as this one's
+            metric_file.unlink(missing_ok=True)
         run_started = time.time()
         res = _run(spec, rep_argv, cwd=cwd, env=env, log_dir=logs, label=label)
         trace_why = ""
@@ -423,7 +502,11 @@ def bench(
                     "re-run in FUNCTION mode, collecting the program's own trace files"
                 )
                 continue
-        metric, why = (None, "") if res.status != "ok" else extract_metric(spec, res, logs / f"{label}.out")
+        metric, why = (
+            (None, "")
+            if res.status != "ok"
+            else extract_metric(spec, res, logs / f"{label}.out", metric_file)
+        )
         work, work_why = extract_work(spec, logs / f"{label}.out") if res.status == "ok" else ({}, "")
         if work_why and metric is not None:  # the work cannot be checked: not a usable replicate
             metric, why = None, work_why

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from dftune.core.errors import DftuneError
+from dftune.tools.runner.metrics import DLIO_FIELDS, IOR_FIELDS, higher_is_better
 
 #: Placeholders every command may use besides the knob names.
 BUILTIN_PLACEHOLDERS = ("data_dir", "workdir", "source_dir", "ranks", "python", "trace_dir", "app_python")
@@ -33,25 +34,98 @@ class _Strict(BaseModel):
 
 
 class Metric(_Strict):
-    """What is measured: wall time, or a number the program prints."""
+    """What is measured: wall time, or a number the program reports (see tools/runner/metrics.py).
 
-    kind: Literal["wall_time", "stdout_regex"] = "wall_time"
-    #: for stdout_regex: the first capture group (or the whole match) must parse as a float
+    - ``stdout_regex`` / ``regex``: the last match of ``pattern`` (or of each of ``patterns``,
+      combined) in ``stream`` (stdout by default for ``stdout_regex``, both streams for ``regex``);
+    - ``file``: a JSON ``key`` path or a CSV ``column`` (or several) of the file at ``path``,
+      which the program writes during the replicate (removed before each one);
+    - ``ior``: IOR's summary (``field`` = max_write, max_read, write_time, read_time);
+    - ``dlio``: DLIO's ``[METRIC]`` lines, or its summary.json when ``path`` names it
+      (``field`` = train_throughput, train_io, train_au, eval_throughput, eval_au).
+    """
+
+    kind: Literal["wall_time", "stdout_regex", "regex", "file", "ior", "dlio"] = "wall_time"
+    #: for stdout_regex / regex: the first capture group (or the whole match) must parse as a float
     pattern: str | None = None
+    #: several patterns whose numbers are combined (``combine``)
+    patterns: list[str] = []
+    stream: Literal["stdout", "stderr", "both"] | None = None
+    #: kind file (and dlio's summary.json): relative to the run's cwd; placeholders such as {data_dir} allowed
+    path: str | None = None
+    key: str | list[str] | None = None
+    column: str | list[str] | None = None
+    field: str | list[str] | None = None
+    combine: Literal["sum", "mean", "max", "min"] = "sum"
     lower_is_better: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _direction(cls, data: Any) -> Any:
+        """A benchmark field says its direction (IOR's MiB/s, DLIO's samples/s: higher is better)."""
+        if isinstance(data, dict) and "lower_is_better" not in data and data.get("kind") in ("ior", "dlio"):
+            fields = data.get("field")
+            names = [fields] if isinstance(fields, str) else fields if isinstance(fields, list) else []
+            higher = higher_is_better(str(data["kind"]), [str(f) for f in names])
+            if higher is not None:
+                data = {**data, "lower_is_better": not higher}
+        return data
 
     @model_validator(mode="after")
     def _pattern(self) -> Metric:
-        if self.kind == "stdout_regex":
-            if not self.pattern:
-                raise ValueError("kind = 'stdout_regex' needs a pattern")
+        k = self.kind
+        regexes = self.regexes()
+        for p in regexes:
             try:
-                re.compile(self.pattern)
+                re.compile(p)
             except re.error as exc:
                 raise ValueError(f"pattern is not a valid regular expression: {exc}") from None
-        elif self.pattern:
-            raise ValueError("pattern is only used with kind = 'stdout_regex'")
+        if k in ("stdout_regex", "regex") and not regexes:
+            raise ValueError(f"kind = '{k}' needs a pattern (or patterns)")
+        if regexes and k not in ("stdout_regex", "regex"):
+            raise ValueError("pattern/patterns are only used with kind = 'stdout_regex' or 'regex'")
+        if self.pattern and self.patterns:
+            raise ValueError("give pattern or patterns, not both")
+        if k == "stdout_regex" and self.stream not in (None, "stdout"):
+            raise ValueError("kind = 'stdout_regex' reads stdout; use kind = 'regex' with stream = "
+                             f"'{self.stream}'")  # fmt: skip
+        if self.stream is not None and k not in ("stdout_regex", "regex", "ior", "dlio"):
+            raise ValueError(f"stream is not used with kind = '{k}'")
+        if k == "file":
+            if not self.path:
+                raise ValueError("kind = 'file' needs a path (the file the program writes)")
+            if bool(self.names("key")) == bool(self.names("column")):
+                raise ValueError("kind = 'file' needs a key (JSON) or a column (CSV), not both")
+        elif self.key is not None or self.column is not None:
+            raise ValueError("key/column are only used with kind = 'file'")
+        if self.path is not None and k not in ("file", "dlio"):
+            raise ValueError("path is only used with kind = 'file' or 'dlio'")
+        if k in ("ior", "dlio"):
+            known = IOR_FIELDS if k == "ior" else DLIO_FIELDS
+            fields = self.names("field")
+            if not fields:
+                raise ValueError(f"kind = '{k}' needs a field: one of {', '.join(known)}")
+            bad = [f for f in fields if f not in known]
+            if bad:
+                raise ValueError(f"field {bad[0]!r} is not one of {', '.join(known)}")
+            if k == "ior" and higher_is_better(k, fields) is None:
+                raise ValueError("fields mix MiB/s and seconds: combine only times or only bandwidths")
+        elif self.field is not None:
+            raise ValueError("field is only used with kind = 'ior' or 'dlio'")
         return self
+
+    def regexes(self) -> list[str]:
+        return [self.pattern] if self.pattern else list(self.patterns)
+
+    def names(self, attr: Literal["key", "column", "field"]) -> list[str]:
+        value = getattr(self, attr)
+        return [] if value is None else [value] if isinstance(value, str) else list(value)
+
+    def streams(self) -> tuple[str, ...]:
+        """Which of the replicate's streams hold the metric (DLIO logs to stderr, IOR to stdout)."""
+        default = "stdout" if self.kind in ("stdout_regex", "ior") else "both"
+        s = self.stream or default
+        return ("stdout", "stderr") if s == "both" else (s,)
 
 
 class WorkCounter(_Strict):
@@ -262,6 +336,7 @@ class WorkloadSpec(_Strict):
             ("setup", self.setup or []),
             ("data_dir", [self.data_dir]),
             ("tracing.output", self.tracing.output),
+            ("metric.path", [self.metric.path] if self.metric.path else []),
         ):
             for item in items:
                 for name in _placeholders_in(item):

@@ -66,6 +66,7 @@ ALLOWED_ROOT_ENTRIES: Final = frozenset(
         "report.md",
         "report.json",
         "logs",
+        "hints",  # ROMIO hint files of the run's proposals and the hints in effect before any change
     }
 )
 

@@ -1,0 +1,158 @@
+"""Reading a replicate's metric where the program puts it: a regex over stdout, stderr or both, a
+JSON or CSV file it writes, or the summary of a benchmark dftune knows (IOR, DLIO).
+
+Pure functions over text: the runner reads the streams and the file, these pick the number.
+Several values (patterns, keys, columns, fields) are combined with ``sum``, ``mean``, ``max`` or
+``min``: IOR's write time plus its read time is one metric of a write-then-read job.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+#: How several values become one metric.
+COMBINE: dict[str, Callable[[list[float]], float]] = {
+    "sum": lambda v: math.fsum(v),
+    "mean": lambda v: math.fsum(v) / len(v),
+    "max": max,
+    "min": min,
+}
+
+
+class MetricNotFound(ValueError):
+    """The replicate's output does not hold the metric; ``str()`` says what was looked for and where."""
+
+
+def last_number(pattern: str, text: str, where: str) -> float:
+    """The last match of ``pattern`` (its first group, or the whole match) as a number."""
+    matches = list(re.finditer(pattern, text, flags=re.MULTILINE))
+    if not matches:
+        raise MetricNotFound(f"pattern {pattern!r} not found in {where}")
+    last = matches[-1]
+    raw = last.group(1) if last.groups() else last.group(0)
+    try:
+        return float(raw)
+    except ValueError:
+        raise MetricNotFound(f"{raw!r} (pattern {pattern!r} in {where}) is not a number") from None
+
+
+def combined(values: Sequence[float], how: str) -> float:
+    return COMBINE[how](list(values))
+
+
+# --------------------------------------------------------------------------- JSON and CSV files
+
+
+def json_value(doc: Any, key: str, where: str) -> float:
+    """``key`` as a dotted path (``metric.train_io_mean_MB_per_second``; a number indexes a list)."""
+    node = doc
+    for part in key.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and re.fullmatch(r"-?\d+", part) and -len(node) <= int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise MetricNotFound(f"key {key!r} not found in {where} (no {part!r})")
+    if isinstance(node, bool) or not isinstance(node, int | float | str):
+        raise MetricNotFound(f"key {key!r} in {where} is not a number: {str(node)[:60]!r}")
+    try:
+        return float(node)
+    except ValueError:
+        raise MetricNotFound(f"key {key!r} in {where} is not a number: {node!r}") from None
+
+
+def json_values(text: str, keys: Sequence[str], where: str) -> list[float]:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MetricNotFound(f"{where} is not JSON: {exc}") from None
+    return [json_value(doc, k, where) for k in keys]
+
+
+def csv_values(text: str, columns: Sequence[str], where: str) -> list[float]:
+    """The named columns of the last data row of a CSV file with a header line."""
+    rows = [r for r in csv.DictReader(io.StringIO(text)) if any((v or "").strip() for v in r.values())]
+    if not rows:
+        raise MetricNotFound(f"{where} has no data row under a header line")
+    out = []
+    for col in columns:
+        if col not in rows[-1]:
+            raise MetricNotFound(f"column {col!r} not found in {where} (columns: {', '.join(rows[-1])})")
+        raw = (rows[-1][col] or "").strip()
+        try:
+            out.append(float(raw))
+        except ValueError:
+            raise MetricNotFound(
+                f"column {col!r} of the last row of {where} is not a number: {raw!r}"
+            ) from None
+    return out
+
+
+# --------------------------------------------------------------------------- IOR
+
+#: IOR's fields: its summary's "Max Write"/"Max Read" (MiB/s, higher is better) and the mean over
+#: iterations of the total(s) column of its results table for each access (seconds, lower is better).
+IOR_FIELDS = {"max_write": False, "max_read": False, "write_time": True, "read_time": True}
+_IOR_MAX = {
+    "max_write": r"^Max Write:\s+([0-9.eE+-]+)\s+MiB/sec",
+    "max_read": r"^Max Read:\s+([0-9.eE+-]+)\s+MiB/sec",
+}
+#: "access bw(MiB/s) IOPS Latency(s) block(KiB) xfer(KiB) open(s) wr/rd(s) close(s) total(s) iter"
+_IOR_ROW = re.compile(r"^(write|read)\s+((?:[0-9.eE+-]+\s+){9})(\d+)\s*$", re.MULTILINE)
+_IOR_TOTAL_COLUMN = 8  # total(s), counted from bw(MiB/s)
+
+
+def ior_value(text: str, field: str, where: str) -> float:
+    """One field of IOR's output (see :data:`IOR_FIELDS`)."""
+    if field in _IOR_MAX:
+        return last_number(_IOR_MAX[field], text, f"{where} (IOR's summary)")
+    access = field.removesuffix("_time")
+    totals = [
+        float(m.group(2).split()[_IOR_TOTAL_COLUMN]) for m in _IOR_ROW.finditer(text) if m.group(1) == access
+    ]
+    if not totals:
+        raise MetricNotFound(f"no {access} row in IOR's results table in {where}")
+    return math.fsum(totals) / len(totals)
+
+
+# --------------------------------------------------------------------------- DLIO
+
+#: DLIO's fields (all higher-is-better): its ``[METRIC]`` lines at the end of a run, and the same
+#: numbers under ``metric`` in the summary.json of its output folder.
+DLIO_FIELDS = {
+    "train_au": ("Training Accelerator Utilization [AU] (%)", "train_au_mean_percentage"),
+    "train_throughput": ("Training Throughput (samples/second)", "train_throughput_mean_samples_per_second"),
+    "train_io": ("Training I/O Throughput (MB/second)", "train_io_mean_MB_per_second"),
+    "eval_au": ("Eval Accelerator Utilization [AU] (%)", "eval_au_mean_percentage"),
+    "eval_throughput": ("Eval Throughput (samples/second)", "eval_throughput_mean_samples_per_second"),
+}
+
+
+def dlio_value(text: str, field: str, where: str, *, summary_json: bool = False) -> float:
+    """One field of DLIO's summary: from its log lines, or from its summary.json text."""
+    label, key = DLIO_FIELDS[field]
+    if summary_json:
+        return json_values(text, [f"metric.{key}"], where)[0]
+    return last_number(
+        r"\[METRIC\] " + re.escape(label) + r":\s+([0-9.eE+-]+)", text, f"{where} (DLIO's [METRIC] lines)"
+    )
+
+
+def higher_is_better(kind: str, fields: Sequence[str]) -> bool | None:
+    """The direction a benchmark's field implies (None: the field does not say)."""
+    if kind == "ior" and fields:
+        lower = {IOR_FIELDS[f] for f in fields if f in IOR_FIELDS}
+        return None if len(lower) != 1 else not lower.pop()
+    if kind == "dlio" and fields:
+        return True
+    return None
+
+
+__all__ = ["COMBINE", "DLIO_FIELDS", "IOR_FIELDS", "MetricNotFound", "combined", "csv_values", "dlio_value",
+           "higher_is_better", "ior_value", "json_value", "json_values", "last_number"]  # fmt: skip
