@@ -1,14 +1,18 @@
 """The access-pattern guard: changing what the application does is not an optimization.
 
-Measured from the traces, whatever the strategy id says: per data file, the experiment must
-touch the same files and byte ranges as the incumbent, keep the order class within files and
-the order files are visited in, and keep the transfer sizes of its calls, except where the
-strategy's checklist category allows a change (``resources/guards.toml``). The one case POSIX
-events cannot settle alone is larger calls over the same ranges: coalescing (allowed to a
-buffering strategy) looks exactly like a larger application record. It is settled by the
-application's own evidence (the work counters it prints, or application events with sizes
-in the trace), or, for files read whole front to back, by the file being the request; without
-any of these the decision is ``inconclusive`` and the change is never kept on its own.
+Measured from the traces, whatever the strategy id says. The pattern that must not change is
+the application's *logical* pattern (:mod:`logical`): the data files and byte ranges it touches,
+the sizes of the requests it makes, and the order class of each of its streams (a thread of a
+process), judged on a grid of blocks that survives coalescing. How many threads or processes
+serve the requests, and how they are aggregated or split into calls, are not the pattern,
+within what the strategy's checklist category allows (``resources/guards.toml``).
+
+Larger requests over the same ranges are coalescing (allowed to a buffering strategy) or a
+larger application record (a pattern change). They are settled by the application's own
+evidence: the work counters it prints, application events with sizes, a shuffled request
+sequence the larger requests follow block by block, or files read whole front to back (the
+file is the request). Without any of these the decision is ``inconclusive`` and carries the
+one question a person can answer; the change is never kept on its own.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from collections.abc import Callable
 from dftune.tools.catalog import Strategy
 from dftune.tools.guards.arms import Arm
 from dftune.tools.guards.decision import GuardDecision, not_run
+from dftune.tools.guards.logical import Direction, compare, order_changed
 from dftune.tools.guards.rules import Allowed, GuardRules, guard_rules
 from dftune.tools.trace.model import FileAccess
 
@@ -68,6 +73,13 @@ class _Comparison:
         self.tol = rules.tolerance
         #: files whose ranges differ by a negligible share of the data moved (listed, not judged)
         self.negligible: list[str] = []
+        #: the logical comparison per direction (empty: an arm has no request log)
+        self.logical: dict[str, Direction] = {}
+        before, after = inc.request_log, exp.request_log
+        if before is not None and after is not None and before.streams and after.streams:
+            for direction in ("read", "write"):
+                if (d := compare(before, after, inc.data_keys, exp.data_keys, direction)) is not None:
+                    self.logical[direction] = d
 
     def decide(self) -> GuardDecision:
         checks: list[Callable[[], str | None]] = [self._work_counters, self._files, self._ranges, self._order,
@@ -134,17 +146,35 @@ class _Comparison:
         return None
 
     def _order(self) -> str | None:
+        if self.allowed.reorder:
+            return None  # aggregators and read-modify-write reorder the calls of the same accesses
+        if self.logical:
+            return self._stream_order()
         before, after = self.inc.totals.random_share, self.exp.totals.random_share
         if before is None or after is None or abs(after - before) <= self.rules.order_tolerance:
             return None
-        if self.allowed.reorder:
-            return None  # aggregators and read-modify-write reorder the calls of the same accesses
         if self.allowed.serve_rereads and after < before:
             return None  # re-reads served from memory leave fewer out-of-order accesses
         return (f"the order within files changed: {100 * before:.0f}% -> {100 * after:.0f}% of the positioned "
                 "accesses go backwards (random)")  # fmt: skip
 
+    def _stream_order(self) -> str | None:
+        """Each stream's order class on the blocks both arms' requests share."""
+        for direction, d in self.logical.items():
+            b, a = d.order_before, d.order_after
+            if not order_changed(b, a):
+                continue
+            if self.allowed.serve_rereads and (a.share or 0) < (b.share or 0):
+                continue  # re-reads served from memory leave fewer backward steps
+            return (f"the {direction} requests are visited in another order: {100 * (b.share or 0):.0f}% -> "
+                    f"{100 * (a.share or 0):.0f}% of each stream's steps go backwards in (file, offset) order "
+                    f"({b.label} -> {a.label}; {b.streams} -> {a.streams} stream(s), {d.grid.blocks:,} blocks "
+                    "that both arms' requests share)")  # fmt: skip
+        return None
+
     def _visit_order(self) -> str | None:
+        if self.logical:
+            return None  # the order across files is part of each stream's order
         n = self.rules.min_files_for_order
         before, after = self.inc.visit_order(n), self.exp.visit_order(n)
         if before is None or after is None or abs(after - before) <= self.rules.visit_order_tolerance:
@@ -162,7 +192,7 @@ class _Comparison:
         lo, hi = self.rules.size_ratio
         larger: list[str] = []
         for direction in ("read", "write"):
-            before, after = self.inc.mean_call_bytes(direction), self.exp.mean_call_bytes(direction)
+            before, after = self._mean_request(direction)
             if before is None or after is None or before == 0:
                 continue
             if direction == "read" and all(self._library_read(n) for arm in (self.inc, self.exp)
@@ -173,6 +203,8 @@ class _Comparison:
             if ratio < lo and self.allowed.larger_calls and self._records_pinned():
                 larger.append(direction)  # the same records, aggregated differently (work counters pin them)
                 continue
+            if ratio < lo and self._follows(direction):
+                continue  # the same shuffled requests, each split into smaller calls
             if ratio < lo:
                 return self._rejected(f"the calls got smaller ({moved}): splitting requests changes what the "
                                       "application asks for")  # fmt: skip
@@ -187,8 +219,36 @@ class _Comparison:
                                 f"{self.inc.label}")  # fmt: skip
         return self._coalescing(larger)
 
+    def _mean_request(self, direction: str) -> tuple[float | None, float | None]:
+        """Mean request size of each arm: from the request log (the highest layer traced) when both
+        arms have one, else the mean call size of the data files."""
+        d = self.logical.get(direction)
+        if d is not None:
+            return d.before.mean_size, d.after.mean_size
+        if self.logical:
+            return None, None  # the log has no request in this direction in one of the arms
+        return self.inc.mean_call_bytes(direction), self.exp.mean_call_bytes(direction)
+
+    def _follows(self, direction: str) -> bool:
+        """The coarser arm touches the blocks in the finer arm's shuffled order: the same requests."""
+        d = self.logical.get(direction)
+        return d is not None and d.follow is not None and d.follow.follows
+
+    def _question(self, directions: list[str]) -> str:
+        """The one question that settles larger requests the trace cannot tell apart."""
+        parts = []
+        for d in directions:
+            before, after = self._mean_request(d)
+            parts.append(f"{d}s {_kib(before)} -> {_kib(after)}")
+        d0 = directions[0]
+        before, after = self._mean_request(d0)
+        return (f"The {' and '.join(parts)} per call over the same byte ranges. Does the program still "
+                f"{d0} records of {_kib(before)} and only group them into larger calls (buffering or "
+                f"chunking: keep it), or does each of its records now hold {_kib(after)} (a different "
+                "application request: refuse it)?")  # fmt: skip
+
     def _coalescing(self, directions: list[str]) -> GuardDecision:
-        moved = "; ".join(f"{d} {_kib(self.inc.mean_call_bytes(d))} -> {_kib(self.exp.mean_call_bytes(d))}"
+        moved = "; ".join(f"{d} {_kib(self._mean_request(d)[0])} -> {_kib(self._mean_request(d)[1])}"
                           for d in directions)  # fmt: skip
         same_ranges = f"larger calls ({moved} on average) over the same byte ranges"
         if self._records_pinned():
@@ -201,15 +261,30 @@ class _Comparison:
                 return self._rejected(f"{same_ranges}, but the application's own events changed: {events}")
             return self._passed(f"coalescing: {same_ranges}, and the application's own events (with their "
                                 "sizes) are unchanged")  # fmt: skip
+        if all(self._follows(d) for d in directions):
+            f = self.logical[directions[0]].follow
+            assert f is not None
+            return self._passed(f"coalescing: {same_ranges}, touching {f.blocks:,} blocks in the shuffled order "
+                                f"of the smaller requests (rank correlation {f.with_finer:+.2f}): the same "
+                                "requests served by larger calls")  # fmt: skip
         if directions == ["read"] and self._read_whole():
             return self._passed(f"read buffering: {same_ranges}; every file is read whole, front to back, so "
                                 "the request is the file and only the calls that serve it changed")  # fmt: skip
+        details = self._details()
+        details["question"] = self._question(directions)
+        departs = [d for d in directions if (x := self.logical.get(d)) is not None and x.follow is not None
+                   and x.follow.departs]  # fmt: skip
+        seen = (
+            "the larger requests come in an order of their own (a new sequence, or one that is not seeded)"
+            if departs
+            else "the requests come in file order, which any request size follows"
+        )
         return GuardDecision(
-            guard="access_pattern", passed=False, verdict="inconclusive", details=self._details(),
+            guard="access_pattern", passed=False, verdict="inconclusive", details=details,
             reason=f"inconclusive: {same_ranges}; the trace cannot tell coalescing (allowed) from a larger "
-                   "application record (an access-pattern change): it has no application-level evidence (work "
-                   "counters in the workload spec, or application events with sizes). Not kept without a "
-                   "person's confirmation",
+                   f"application record (an access-pattern change): {seen}, and there is no application-level "
+                   "evidence (work counters in the workload spec, or application events with sizes). Not kept "
+                   f"without a person's confirmation. {details['question']}",
         )  # fmt: skip
 
     def _app_event_change(self) -> str | None:
@@ -251,6 +326,7 @@ class _Comparison:
                            "mean_write_bytes": self.exp.mean_call_bytes("write")},
             "allowed": self.allowed.model_dump(),
             "negligible_range_changes": self.negligible[:20],
+            "logical": {d: x.details() for d, x in self.logical.items()},
         }  # fmt: skip
 
     def _rejected(self, why: str) -> GuardDecision:
