@@ -42,7 +42,7 @@ ORDER_FLOOR = 0.02
 #: fewest blocks both arms touch before "the coarser arm follows the finer arm's order" is evidence
 MIN_FOLLOW_BLOCKS = 8
 #: rank correlation of the two arms' first-touch orders that counts as the same sequence
-FOLLOWS = 0.8
+FOLLOWS = 0.9
 #: largest rank correlation of the finer arm's first-touch order with the file order for its
 #: sequence to count as distinctive (a walk in file order is followed by any coarser walk)
 DISTINCTIVE = 0.5
@@ -97,6 +97,8 @@ class Grid:
     blocks: int
     of_a: I64
     of_b: I64
+    #: the file (rank of its name) each block belongs to
+    file_of_block: I64
 
 
 def common_grid(a: Requests, b: Requests, rank: Mapping[int, int]) -> Grid:
@@ -111,7 +113,7 @@ def common_grid(a: Requests, b: Requests, rank: Mapping[int, int]) -> Grid:
     out = np.full(len(file), -1, dtype=np.int64)
     idx = np.flatnonzero(pos)
     if len(idx) == 0:
-        return Grid(0, out[:n_a], out[n_a:])
+        return Grid(0, out[:n_a], out[n_a:], np.zeros(0, dtype=np.int64))
     frank = np.array([rank[int(f)] for f in file[idx]], dtype=np.int64)
     order = np.lexsort((lo[idx], frank))
     r, s, e = frank[order], lo[idx][order], hi[idx][order]
@@ -127,7 +129,7 @@ def common_grid(a: Requests, b: Requests, rank: Mapping[int, int]) -> Grid:
     mapped = np.empty(len(idx), dtype=np.int64)
     mapped[order] = block
     out[idx] = mapped
-    return Grid(int(block[-1]) + 1, out[:n_a], out[n_a:])
+    return Grid(int(block[-1]) + 1, out[:n_a], out[n_a:], r[np.flatnonzero(new)])
 
 
 @dataclass(frozen=True)
@@ -178,7 +180,7 @@ def order_changed(before: Order, after: Order) -> bool | None:
 
 @dataclass(frozen=True)
 class Follow:
-    """Do the coarser arm's blocks come in the finer arm's order? (rank correlations)"""
+    """Do the coarser arm's blocks come in the finer arm's order? (rank correlations within files)"""
 
     blocks: int
     with_finer: float | None
@@ -218,18 +220,36 @@ def _spearman(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> float |
     return float(1.0 - 6.0 * float((d * d).sum()) / (n * (n * n - 1)))
 
 
+def _within_files(
+    x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], files: I64
+) -> tuple[float | None, int]:
+    """Rank correlation of ``x`` and ``y`` within each file, averaged with the files' block counts
+    as weights (files of fewer than 3 blocks say nothing about an order), and the blocks counted."""
+    total = weight = 0.0
+    counted = 0
+    for f in np.unique(files):
+        sel = files == f
+        if int(sel.sum()) < 3:
+            continue
+        rho = _spearman(x[sel], y[sel])
+        if rho is None:
+            continue
+        n = float(sel.sum())
+        total, weight, counted = total + rho * n, weight + n, counted + int(n)
+    return (total / weight if weight else None), counted
+
+
 def follows(finer: Requests, coarser: Requests, grid: Grid, finer_is_a: bool) -> Follow:
-    """Compare the order in which both arms first touch each block they share."""
+    """Compare the order in which both arms first touch the blocks of each file they share (an
+    interleaving over files, e.g. rows written round-robin, is followed by records of any size,
+    so only the order within files counts)."""
     fb, cb = (grid.of_a, grid.of_b) if finer_is_a else (grid.of_b, grid.of_a)
     f_first, c_first = _first_touch(finer, fb, grid.blocks), _first_touch(coarser, cb, grid.blocks)
     both = np.flatnonzero(np.isfinite(f_first) & np.isfinite(c_first))
-    if len(both) < 3:
-        return Follow(len(both), None, None)
-    return Follow(
-        len(both),
-        _spearman(f_first[both], c_first[both]),
-        _spearman(f_first[both], both.astype(np.float64)),
-    )
+    files = grid.file_of_block[both]
+    with_finer, counted = _within_files(f_first[both], c_first[both], files)
+    with_order, _ = _within_files(f_first[both], both.astype(np.float64), files)
+    return Follow(counted, with_finer, with_order)
 
 
 @dataclass(frozen=True)

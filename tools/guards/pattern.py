@@ -247,6 +247,20 @@ class _Comparison:
                 f"chunking: keep it), or does each of its records now hold {_kib(after)} (a different "
                 "application request: refuse it)?")  # fmt: skip
 
+    def _order_evidence(self, directions: list[str]) -> str:
+        """What the order of the blocks says about larger requests (it did not settle them)."""
+        follows = [x.follow for d in directions if (x := self.logical.get(d)) is not None and x.follow is not None]
+        if not follows:
+            return "the trace has no request log to compare the order of the requests"
+        f = follows[0]
+        if not f.distinctive:
+            return "the requests come in file order, which requests of any size follow"
+        if f.departs:
+            return (f"the larger requests come in an order of their own (rank correlation {f.with_finer:+.2f} with "
+                    "the smaller requests' shuffled order: a new sequence, or one that is not seeded)")  # fmt: skip
+        return (f"the larger requests only partly follow the smaller requests' shuffled order (rank correlation "
+                f"{f.with_finer:+.2f})")  # fmt: skip
+
     def _coalescing(self, directions: list[str]) -> GuardDecision:
         moved = "; ".join(f"{d} {_kib(self._mean_request(d)[0])} -> {_kib(self._mean_request(d)[1])}"
                           for d in directions)  # fmt: skip
@@ -272,13 +286,7 @@ class _Comparison:
                                 "the request is the file and only the calls that serve it changed")  # fmt: skip
         details = self._details()
         details["question"] = self._question(directions)
-        departs = [d for d in directions if (x := self.logical.get(d)) is not None and x.follow is not None
-                   and x.follow.departs]  # fmt: skip
-        seen = (
-            "the larger requests come in an order of their own (a new sequence, or one that is not seeded)"
-            if departs
-            else "the requests come in file order, which any request size follows"
-        )
+        seen = self._order_evidence(directions)
         return GuardDecision(
             guard="access_pattern", passed=False, verdict="inconclusive", details=details,
             reason=f"inconclusive: {same_ranges}; the trace cannot tell coalescing (allowed) from a larger "
