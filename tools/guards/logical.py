@@ -67,7 +67,9 @@ class Requests:
         return float(self.size.mean()) if len(self.size) else None
 
 
-def requests(log: RequestLog, keys: Mapping[str, str], file_index: dict[str, int], direction: str) -> Requests:
+def requests(
+    log: RequestLog, keys: Mapping[str, str], file_index: dict[str, int], direction: str
+) -> Requests:
     """Expand the log's runs of one direction on the data files (``keys``: path -> data-file key;
     ``file_index`` gives each key its rank in name order and grows with new keys)."""
     want = int(direction == "write")
@@ -86,8 +88,13 @@ def requests(log: RequestLog, keys: Mapping[str, str], file_index: dict[str, int
     step = np.arange(int(calls.sum()), dtype=np.int64) - head  # index of each request within its run
     start = np.repeat(r[:, 2], calls)
     size = np.repeat(r[:, 3], calls)
-    return Requests(np.repeat(r[:, 0], calls), np.repeat(r[:, 1], calls),
-                    np.where(start >= 0, start + step * size, -1), size, np.repeat(r[:, 5], calls))  # fmt: skip
+    return Requests(
+        np.repeat(r[:, 0], calls),
+        np.repeat(r[:, 1], calls),
+        np.where(start >= 0, start + step * size, -1),
+        size,
+        np.repeat(r[:, 5], calls),
+    )
 
 
 @dataclass(frozen=True)
@@ -162,7 +169,7 @@ def stream_order(req: Requests, block: I64) -> Order:
     same_stream = s[1:] == s[:-1]
     moved = same_stream & (b[1:] != b[:-1])
     # collapse repeated visits: a step is taken from the previous distinct block of the stream
-    return Order(int((moved & (b[1:] < b[:-1])).sum()), int(moved.sum()), int(len(np.unique(s))))
+    return Order(int((moved & (b[1:] < b[:-1])).sum()), int(moved.sum()), len(np.unique(s)))
 
 
 def order_changed(before: Order, after: Order) -> bool | None:
@@ -277,9 +284,12 @@ class Direction:
             "transitions": [self.order_before.transitions, self.order_after.transitions],
             "follows": None
             if self.follow is None
-            else {"blocks": self.follow.blocks, "with_finer": r(self.follow.with_finer),
-                  "finer_with_file_order": r(self.follow.finer_with_file_order)},
-        }  # fmt: skip
+            else {
+                "blocks": self.follow.blocks,
+                "with_finer": r(self.follow.with_finer),
+                "finer_with_file_order": r(self.follow.finer_with_file_order),
+            },
+        }
 
 
 def compare(

@@ -166,10 +166,12 @@ class _Comparison:
                 continue
             if self.allowed.serve_rereads and (a.share or 0) < (b.share or 0):
                 continue  # re-reads served from memory leave fewer backward steps
-            return (f"the {direction} requests are visited in another order: {100 * (b.share or 0):.0f}% -> "
-                    f"{100 * (a.share or 0):.0f}% of each stream's steps go backwards in (file, offset) order "
-                    f"({b.label} -> {a.label}; {b.streams} -> {a.streams} stream(s), {d.grid.blocks:,} blocks "
-                    "that both arms' requests share)")  # fmt: skip
+            return (
+                f"the {direction} requests are visited in another order: {100 * (b.share or 0):.0f}% -> "
+                f"{100 * (a.share or 0):.0f}% of each stream's steps go backwards in (file, offset) order "
+                f"({b.label} -> {a.label}; {b.streams} -> {a.streams} stream(s), {d.grid.blocks:,} blocks "
+                "that both arms' requests share)"
+            )
         return None
 
     def _visit_order(self) -> str | None:
@@ -242,24 +244,32 @@ class _Comparison:
             parts.append(f"{d}s {_kib(before)} -> {_kib(after)}")
         d0 = directions[0]
         before, after = self._mean_request(d0)
-        return (f"The {' and '.join(parts)} per call over the same byte ranges. Does the program still "
-                f"{d0} records of {_kib(before)} and only group them into larger calls (buffering or "
-                f"chunking: keep it), or does each of its records now hold {_kib(after)} (a different "
-                "application request: refuse it)?")  # fmt: skip
+        return (
+            f"The {' and '.join(parts)} per call over the same byte ranges. Does the program still "
+            f"{d0} records of {_kib(before)} and only group them into larger calls (buffering or "
+            f"chunking: keep it), or does each of its records now hold {_kib(after)} (a different "
+            "application request: refuse it)?"
+        )
 
     def _order_evidence(self, directions: list[str]) -> str:
         """What the order of the blocks says about larger requests (it did not settle them)."""
-        follows = [x.follow for d in directions if (x := self.logical.get(d)) is not None and x.follow is not None]
+        follows = [
+            x.follow for d in directions if (x := self.logical.get(d)) is not None and x.follow is not None
+        ]
         if not follows:
             return "the trace has no request log to compare the order of the requests"
         f = follows[0]
         if not f.distinctive:
             return "the requests come in file order, which requests of any size follow"
         if f.departs:
-            return (f"the larger requests come in an order of their own (rank correlation {f.with_finer:+.2f} with "
-                    "the smaller requests' shuffled order: a new sequence, or one that is not seeded)")  # fmt: skip
-        return (f"the larger requests only partly follow the smaller requests' shuffled order (rank correlation "
-                f"{f.with_finer:+.2f})")  # fmt: skip
+            return (
+                f"the larger requests come in an order of their own (rank correlation {f.with_finer:+.2f} with "
+                "the smaller requests' shuffled order: a new sequence, or one that is not seeded)"
+            )
+        return (
+            f"the larger requests only partly follow the smaller requests' shuffled order (rank correlation "
+            f"{f.with_finer:+.2f})"
+        )
 
     def _coalescing(self, directions: list[str]) -> GuardDecision:
         moved = "; ".join(f"{d} {_kib(self._mean_request(d)[0])} -> {_kib(self._mean_request(d)[1])}"
@@ -278,9 +288,11 @@ class _Comparison:
         if all(self._follows(d) for d in directions):
             f = self.logical[directions[0]].follow
             assert f is not None
-            return self._passed(f"coalescing: {same_ranges}, touching {f.blocks:,} blocks in the shuffled order "
-                                f"of the smaller requests (rank correlation {f.with_finer:+.2f}): the same "
-                                "requests served by larger calls")  # fmt: skip
+            return self._passed(
+                f"coalescing: {same_ranges}, touching {f.blocks:,} blocks in the shuffled order "
+                f"of the smaller requests (rank correlation {f.with_finer:+.2f}): the same "
+                "requests served by larger calls"
+            )
         if directions == ["read"] and self._read_whole():
             return self._passed(f"read buffering: {same_ranges}; every file is read whole, front to back, so "
                                 "the request is the file and only the calls that serve it changed")  # fmt: skip

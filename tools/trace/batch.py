@@ -273,8 +273,12 @@ class BatchReducer:
             if self.time_bins:
                 self._add_time_bins(con)
             # in the profile, each thread is a stream of its own (see _profile_rows)
-            streams = ("hash(hkey, pid, tid, fkey) AS g_tfile, hash(hkey, pid, tid) AS g_stream, "
-                       "iface = 'STDIO' AS stdio, " if self.profile else "")  # fmt: skip
+            streams = (
+                "hash(hkey, pid, tid, fkey) AS g_tfile, hash(hkey, pid, tid) AS g_stream, "
+                "iface = 'STDIO' AS stdio, "
+                if self.profile
+                else ""
+            )
             self.positions.append(con.execute(
                 f"SELECT {streams}g_file, ts, pkind, COALESCE(nbytes, -1) AS nbytes, COALESCE(off, -1) AS off, "
                 f"setpos, fk, fam = 'write' AS is_write, dur FROM io WHERE pkind <> {V.OTHER}").fetchnumpy())  # fmt: skip
@@ -581,11 +585,23 @@ class BatchReducer:
         at = np.where(own >= 0, own, start)
         keep = (cols["pkind"] != V.SETTER) & (cols["nbytes"] > 0)
         order = np.lexsort((cols["ts"][keep], cols["g_stream"][keep]))
-        self.con.register("preq_rows", pa.table({
-            name: cols[key][keep][order] if key != "start" else at[keep][order]
-            for name, key in (("fk", "fk"), ("is_write", "is_write"), ("stream", "g_stream"), ("stdio", "stdio"),
-                              ("ts", "ts"), ("start", "start"), ("nbytes", "nbytes"))
-        }))  # fmt: skip
+        self.con.register(
+            "preq_rows",
+            pa.table(
+                {
+                    name: cols[key][keep][order] if key != "start" else at[keep][order]
+                    for name, key in (
+                        ("fk", "fk"),
+                        ("is_write", "is_write"),
+                        ("stream", "g_stream"),
+                        ("stdio", "stdio"),
+                        ("ts", "ts"),
+                        ("start", "start"),
+                        ("nbytes", "nbytes"),
+                    )
+                }
+            ),
+        )
         self.con.execute("CREATE TEMP TABLE preq AS SELECT * FROM preq_rows")
         self.con.unregister("preq_rows")
 
@@ -594,7 +610,9 @@ class BatchReducer:
         touched (already merged into disjoint segments), call counts, bytes, first access and
         transfer sizes; application events; and which path each file key names."""
         con = self.con
-        out = {name: _fetch_arrow(con.sql(f"SELECT * FROM {name}")) for name in ("pseg", "pacc", "psize", "preq")}
+        out = {
+            name: _fetch_arrow(con.sql(f"SELECT * FROM {name}")) for name in ("pseg", "pacc", "psize", "preq")
+        }
         con.register("b_papp_all", pa.concat_tables(self.parts.get("papp") or [_fetch_arrow(con.sql(
             "SELECT NULL::VARCHAR AS cat, NULL::VARCHAR AS name, 0::BIGINT AS count, 0::HUGEINT AS size_sum, "
             "0::BIGINT AS sized WHERE false"))], promote_options="permissive"))  # fmt: skip

@@ -96,7 +96,9 @@ def _build(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> Acces
         )
         for path, f in sorted(files.items())
     ]
-    return AccessProfile(files=out, app_events=_app_events(con, partials), requests=_requests(con, partials, paths))
+    return AccessProfile(
+        files=out, app_events=_app_events(con, partials), requests=_requests(con, partials, paths)
+    )
 
 
 def _ranges(
@@ -158,7 +160,9 @@ def _app_events(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> 
     ]
 
 
-def _requests(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], paths: dict[int, str]) -> RequestLog:
+def _requests(
+    con: duckdb.DuckDBPyConnection, partials: list[FilePartial], paths: dict[int, str]
+) -> RequestLog:
     """Each stream's requests as runs of equal, back-to-back requests (see :class:`RequestLog`).
 
     A file with STDIO requests is logged from them alone: the POSIX calls beneath a ``fread`` are
@@ -190,8 +194,14 @@ def _requests(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], paths
     file_ix = np.array([index[paths.get(int(k), f"fk:{int(k)}")] for k in fk], dtype=np.int64)
     new = np.ones(len(fk), dtype=bool)
     if len(fk) > 1:
-        new[1:] = ((stream[1:] != stream[:-1]) | (file_ix[1:] != file_ix[:-1]) | (is_write[1:] != is_write[:-1])
-                   | (size[1:] != size[:-1]) | (start[1:] < 0) | (start[1:] != start[:-1] + size[:-1]))  # fmt: skip
+        new[1:] = (
+            (stream[1:] != stream[:-1])
+            | (file_ix[1:] != file_ix[:-1])
+            | (is_write[1:] != is_write[:-1])
+            | (size[1:] != size[:-1])
+            | (start[1:] < 0)
+            | (start[1:] != start[:-1] + size[:-1])
+        )
     heads = np.flatnonzero(new)
     calls = np.diff(np.r_[heads, len(fk)])
     streams: list[RequestStream] = []
@@ -199,6 +209,9 @@ def _requests(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], paths
         sid = f"{int(stream[h]):x}"
         if not streams or streams[-1].stream != sid:
             streams.append(RequestStream(stream=sid))
-        streams[-1].runs.append((int(file_ix[h]), int(is_write[h]), int(start[h]), int(size[h]), int(n), int(ts[h])))
-    return RequestLog(paths=names, streams=streams, requests=int(len(fk)), truncated=truncated,
-                      stdio_files=int(len(stdio_fks)))  # fmt: skip
+        streams[-1].runs.append(
+            (int(file_ix[h]), int(is_write[h]), int(start[h]), int(size[h]), int(n), int(ts[h]))
+        )
+    return RequestLog(
+        paths=names, streams=streams, requests=len(fk), truncated=truncated, stdio_files=len(stdio_fks)
+    )

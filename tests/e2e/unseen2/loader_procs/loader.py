@@ -90,8 +90,15 @@ def main() -> None:
             w = max(1, args.workers)
             per = -(-len(order) // w)
             shards = [order[k * per : (k + 1) * per] for k in range(w)]
-            order = [p for group in zip(*[[s[i : i + args.batch] for i in range(0, len(s), args.batch)]
-                                           for s in shards], strict=False) for b in group for p in b]
+            order = [
+                p
+                for group in zip(
+                    *[[s[i : i + args.batch] for i in range(0, len(s), args.batch)] for s in shards],
+                    strict=False,
+                )
+                for b in group
+                for p in b
+            ]
         batches = [(order[b : b + args.batch], size) for b in range(0, len(order), args.batch)]
         results = pool.imap(load_batch, batches) if pool else map(load_batch, batches)
         for (batch, _), got in zip(batches, results, strict=True):
