@@ -71,7 +71,7 @@ def requests(
     log: RequestLog, keys: Mapping[str, str], file_index: dict[str, int], direction: str
 ) -> Requests:
     """Expand the log's runs of one direction on the data files (``keys``: path -> data-file key;
-    ``file_index`` gives each key its rank in name order and grows with new keys)."""
+    ``file_index`` numbers the keys as they are met, shared by both arms, and grows with new keys)."""
     want = int(direction == "write")
     rows: list[tuple[int, int, int, int, int, int]] = []
     for s_ix, stream in enumerate(log.streams):
@@ -83,17 +83,17 @@ def requests(
         empty = np.zeros(0, dtype=np.int64)
         return Requests(empty, empty, empty, empty, empty)
     r = np.asarray(rows, dtype=np.int64)
-    calls = r[:, 4]
-    head = np.repeat(np.cumsum(calls) - calls, calls)
-    step = np.arange(int(calls.sum()), dtype=np.int64) - head  # index of each request within its run
-    start = np.repeat(r[:, 2], calls)
-    size = np.repeat(r[:, 3], calls)
+    n = r[:, 4]
+    head = np.repeat(np.cumsum(n) - n, n)
+    step = np.arange(int(n.sum()), dtype=np.int64) - head  # index of each request within its run
+    first = np.repeat(r[:, 2], n)
+    sizes = np.repeat(r[:, 3], n)
     return Requests(
-        np.repeat(r[:, 0], calls),
-        np.repeat(r[:, 1], calls),
-        np.where(start >= 0, start + step * size, -1),
-        size,
-        np.repeat(r[:, 5], calls),
+        np.repeat(r[:, 0], n),
+        np.repeat(r[:, 1], n),
+        np.where(first >= 0, first + step * sizes, -1),
+        sizes,
+        np.repeat(r[:, 5], n),
     )
 
 
