@@ -160,16 +160,28 @@ class Order:
         return "in file order" if share <= ORDER_FLOOR else "out of file order"
 
 
-def stream_order(req: Requests, block: I64) -> Order:
-    """Per stream, consecutive requests in the same block are one visit; count backward steps."""
+#: the two levels of a stream's order: the steps within a file, and the moves from file to file
+LEVELS = ("within files", "across files")
+
+
+def stream_order(req: Requests, block: I64, file_of_block: I64) -> dict[str, Order]:
+    """Per stream, consecutive requests in the same block are one visit; count the backward steps
+    within files and across files apart (a shuffle of files read front to back has all of its
+    backward steps across files, diluted by the forward ones inside each file if counted together)."""
     keep = block >= 0
     s, b = req.stream[keep], block[keep]
+    streams = len(np.unique(s))
     if len(s) < 2:
-        return Order(0, 0, len(np.unique(s)))
-    same_stream = s[1:] == s[:-1]
-    moved = same_stream & (b[1:] != b[:-1])
+        return {level: Order(0, 0, streams) for level in LEVELS}
+    f = file_of_block[b]
     # collapse repeated visits: a step is taken from the previous distinct block of the stream
-    return Order(int((moved & (b[1:] < b[:-1])).sum()), int(moved.sum()), len(np.unique(s)))
+    moved = (s[1:] == s[:-1]) & (b[1:] != b[:-1])
+    back = moved & (b[1:] < b[:-1])
+    same_file = f[1:] == f[:-1]
+    return {
+        level: Order(int((back & where).sum()), int((moved & where).sum()), streams)
+        for level, where in zip(LEVELS, (same_file, ~same_file), strict=True)
+    }
 
 
 def order_changed(before: Order, after: Order) -> bool | None:
@@ -267,8 +279,8 @@ class Direction:
     before: Requests
     after: Requests
     grid: Grid
-    order_before: Order
-    order_after: Order
+    #: each level's order class (:data:`LEVELS`): (before, after)
+    orders: dict[str, tuple[Order, Order]]
     follow: Follow | None
 
     def details(self) -> dict[str, object]:
@@ -278,10 +290,10 @@ class Direction:
         return {
             "requests": [self.before.count, self.after.count],
             "mean_request_bytes": [r(self.before.mean_size), r(self.after.mean_size)],
-            "streams": [self.order_before.streams, self.order_after.streams],
+            "streams": [self.orders[LEVELS[0]][0].streams, self.orders[LEVELS[0]][1].streams],
             "blocks": self.grid.blocks,
-            "backward_share": [r(self.order_before.share), r(self.order_after.share)],
-            "transitions": [self.order_before.transitions, self.order_after.transitions],
+            "backward_share": {k: [r(b.share), r(a.share)] for k, (b, a) in self.orders.items()},
+            "transitions": {k: [b.transitions, a.transitions] for k, (b, a) in self.orders.items()},
             "follows": None
             if self.follow is None
             else {
@@ -313,4 +325,7 @@ def compare(
     if sa != sb:
         finer_is_a = sa < sb
         follow = follows(a if finer_is_a else b, b if finer_is_a else a, grid, finer_is_a)
-    return Direction(direction, a, b, grid, stream_order(a, grid.of_a), stream_order(b, grid.of_b), follow)
+    before_order = stream_order(a, grid.of_a, grid.file_of_block)
+    after_order = stream_order(b, grid.of_b, grid.file_of_block)
+    orders = {level: (before_order[level], after_order[level]) for level in LEVELS}
+    return Direction(direction, a, b, grid, orders, follow)

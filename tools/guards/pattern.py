@@ -161,17 +161,17 @@ class _Comparison:
     def _stream_order(self) -> str | None:
         """Each stream's order class on the blocks both arms' requests share."""
         for direction, d in self.logical.items():
-            b, a = d.order_before, d.order_after
-            if not order_changed(b, a):
-                continue
-            if self.allowed.serve_rereads and (a.share or 0) < (b.share or 0):
-                continue  # re-reads served from memory leave fewer backward steps
-            return (
-                f"the {direction} requests are visited in another order: {100 * (b.share or 0):.0f}% -> "
-                f"{100 * (a.share or 0):.0f}% of each stream's steps go backwards in (file, offset) order "
-                f"({b.label} -> {a.label}; {b.streams} -> {a.streams} stream(s), {d.grid.blocks:,} blocks "
-                "that both arms' requests share)"
-            )
+            for level, (b, a) in d.orders.items():
+                if not order_changed(b, a):
+                    continue
+                if self.allowed.serve_rereads and (a.share or 0) < (b.share or 0):
+                    continue  # re-reads served from memory leave fewer backward steps
+                return (
+                    f"the {direction} requests are visited in another order {level}: {100 * (b.share or 0):.0f}% "
+                    f"-> {100 * (a.share or 0):.0f}% of each stream's steps {level} go backwards in (file, offset) "
+                    f"order ({b.label} -> {a.label}; {b.streams} -> {a.streams} stream(s), {d.grid.blocks:,} "
+                    "blocks that both arms' requests share)"
+                )
         return None
 
     def _visit_order(self) -> str | None:
