@@ -153,3 +153,20 @@ def test_the_application_layer_decides_the_request_size(tmp_path: Path) -> None:
     d = access_pattern_guard(CAT.strategies["l1.write_buffering"], small, large)
     assert d.passed, d.reason
     assert small.request_log is not None and small.request_log.stdio_files == 1
+
+
+def test_after_a_kept_coalescing_the_baselines_requests_still_decide(tmp_path: Path) -> None:
+    """The incumbent reads 64 KiB chunks (kept: they follow the baseline's shuffled 16 KiB samples);
+    an experiment reading 64 KiB records in a sequence of their own looks the same size as the
+    incumbent, but no longer serves the baseline's requests."""
+    base = _arm(tmp_path, "base", lambda: _threads(ORDER, 1))
+    chunks = _arm(tmp_path, "chunks", lambda: _chunked(ORDER))
+    records = random.Random(99).sample(range(N // 4), N // 4)
+    larger = _arm(tmp_path, "larger", lambda: _threads(records, 1, size=64 * KIB))
+    strategy = CAT.strategies["l1.read_chunk_size"]
+    assert access_pattern_guard(strategy, chunks, larger).passed  # the incumbent alone cannot tell
+    d = access_pattern_guard(strategy, chunks, larger, baseline=base)
+    assert not d.passed and d.verdict == "inconclusive", d.reason
+    assert "records of 16.0 KiB" in str(d.details["question"])
+    again = _arm(tmp_path, "again", lambda: _chunked(ORDER))
+    assert access_pattern_guard(strategy, chunks, again, baseline=base).passed

@@ -39,18 +39,70 @@ def pattern_by_definition(strategy: Strategy) -> GuardDecision:
 
 
 def access_pattern_guard(
-    strategy: Strategy, incumbent: Arm | None = None, experiment: Arm | None = None
+    strategy: Strategy,
+    incumbent: Arm | None = None,
+    experiment: Arm | None = None,
+    *,
+    baseline: Arm | None = None,
 ) -> GuardDecision:
-    """The definition check alone (no arms), or the measured comparison of two traced arms."""
+    """The definition check alone (no arms), or the measured comparison of two traced arms; with the
+    ``baseline``, larger requests the incumbent kept are also checked to still serve the baseline's."""
     declared = pattern_by_definition(strategy)
     if not declared.passed or incumbent is None or experiment is None:
         return declared
     if not (incumbent.profiled and experiment.profiled):
         return not_run("access_pattern", "the arms have no access profile (untraced?), so the byte ranges, "
                        "order and transfer sizes were NOT compared")  # fmt: skip
-    return _Comparison(
+    decision = _Comparison(
         guard_rules(), guard_rules().allowed(strategy.checklist), incumbent, experiment
     ).decide()
+    if decision.passed and baseline is not None and baseline is not incumbent and baseline.profiled:
+        return _still_the_baselines_requests(baseline, incumbent, experiment, decision)
+    return decision
+
+
+def _still_the_baselines_requests(base: Arm, inc: Arm, exp: Arm, decision: GuardDecision) -> GuardDecision:
+    """A kept coalescing hides the application's request size from the incumbent's trace: the
+    incumbent's larger requests were shown to follow the baseline's shuffled requests block by
+    block; an experiment with requests as large as the incumbent's must still follow them, or its
+    larger requests may be larger application records (a new sequence of its own)."""
+    logs = (base.request_log, inc.request_log, exp.request_log)
+    if any(log is None or not log.streams for log in logs):
+        return decision
+    for direction in ("read", "write"):
+        kept = compare(base.request_log, inc.request_log, base.data_keys, inc.data_keys, direction)  # type: ignore[arg-type]
+        now = compare(base.request_log, exp.request_log, base.data_keys, exp.data_keys, direction)  # type: ignore[arg-type]
+        if kept is None or now is None or kept.follow is None or now.follow is None:
+            continue
+        if not kept.follow.follows or now.follow.follows:
+            continue
+        small, large = _kib(now.before.mean_size), _kib(now.after.mean_size)
+        question = (
+            f"The baseline {direction}s requests of {small}; the {inc.label} serves them with {direction}s "
+            f"of {_kib(kept.after.mean_size)} in the same order, the experiment with {direction}s of "
+            f"{large} in another order. Does the program still {direction} records of {small} (keep "
+            f"it), or does each of its records now hold {large} (a different application request: "
+            "refuse it)?"
+        )
+        details = {
+            **decision.details,
+            "question": question,
+            "baseline_follows": {
+                "incumbent": kept.details()["follows"],
+                "experiment": now.details()["follows"],
+            },
+        }
+        return GuardDecision(
+            guard="access_pattern",
+            passed=False,
+            verdict="inconclusive",
+            details=details,
+            reason=f"inconclusive: the {inc.label}'s {direction}s follow the baseline's shuffled {small} requests "
+            f"block by block (rank correlation {kept.follow.with_finer:+.2f}), the experiment's do not "
+            f"({now.follow.with_finer:+.2f}): its {large} requests may be larger application records. Not "
+            f"kept without a person's confirmation. {question}",
+        )
+    return decision
 
 
 def _differing_bytes(f: FileAccess, g: FileAccess, direction: str) -> int:
