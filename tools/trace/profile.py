@@ -24,7 +24,7 @@ from dftune.tools.trace.reader import FilePartial
 
 _DIRECTIONS = ("read", "write")
 #: requests kept in the request log (the earliest ones; tuning traces hold far fewer)
-MAX_LOGGED_REQUESTS = 2_000_000
+MAX_LOGGED_REQUESTS = 500_000
 _PER_BIN = ("sizes", "size_bytes", "size_time_s")
 
 
