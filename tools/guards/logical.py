@@ -121,7 +121,9 @@ def common_grid(a: Requests, b: Requests, rank: Mapping[int, int]) -> Grid:
     idx = np.flatnonzero(pos)
     if len(idx) == 0:
         return Grid(0, out[:n_a], out[n_a:], np.zeros(0, dtype=np.int64))
-    frank = np.array([rank[int(f)] for f in file[idx]], dtype=np.int64)
+    lookup = np.zeros(max(rank, default=-1) + 1, dtype=np.int64)
+    lookup[list(rank)] = list(rank.values())
+    frank = lookup[file[idx]]
     order = np.lexsort((lo[idx], frank))
     r, s, e = frank[order], lo[idx][order], hi[idx][order]
     new = np.ones(len(r), dtype=bool)
