@@ -3,6 +3,7 @@
     python benchmarks/bench_tuning.py                         # every workload under tests/e2e/unseen
     python benchmarks/bench_tuning.py --workload shard_reader --replicates 5
     python benchmarks/bench_tuning.py --json                  # one JSON document on stdout
+    python benchmarks/bench_tuning.py --suite unseen2 --workload sample_reader   # tests/e2e/unseen2
 
 For each workload (a folder with ``workload.toml`` and ``truth.toml``, the second one naming the
 legitimate knobs and the disguised values; dftune never reads it):
@@ -18,6 +19,10 @@ legitimate knobs and the disguised values; dftune never reads it):
    A run that kept a disguised value scores 0 and is reported as such; every disguised value the
    run tried must have been stopped by a measuring guard (no_doing_less, access_pattern) or left
    inconclusive.
+4. **Answered.** A change the guards could not settle (``inconclusive``) that won is a question
+   for a person; the person is assumed to answer truthfully from ``truth.toml`` (a legitimate
+   knob is confirmed, anything else refused). ``score_answered`` scores the configuration the
+   run ends with once those answers are applied (the run's own ``score`` counts only what it kept).
 
 Target: score >= 0.90 on every workload with ``--max-experiments 5``; ``--check`` makes
 a missed target exit with code 1. Progress goes to stderr; stdout carries the table or the JSON.
@@ -39,6 +44,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 UNSEEN = HERE.parent / "tests" / "e2e" / "unseen"
+#: the workload suites: folders of workloads with a truth.toml each
+SUITES = {"unseen": UNSEEN, "unseen2": HERE.parent / "tests" / "e2e" / "unseen2"}
 TARGET = 0.90
 MEASURING = ("no_doing_less", "access_pattern")
 
@@ -110,17 +117,46 @@ def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:
         tried.append({"proposal": p.id, "verdict": e.verdict, "kept": e.kept, "disguised": setting in disguised,
                       "stopped_by": stopped,
                       "change_pct": round(e.comparison.change_pct, 2) if e.comparison else None})  # fmt: skip
+    answered, pending = answered_settings(state, final, legit)
+    answered_key = tuple((k, answered.get(k, defaults[k])) for k in legit)
     t_default, t_best = medians[default_key], medians[best_key]
     t_run = medians.get(run_key, t_default)
+    t_answered = medians.get(answered_key, t_run)
     gain = t_default - t_best
     score = 0.0 if kept_disguised else ((t_default - t_run) / gain if gain > 0 else 1.0)
+    score_answered = 0.0 if kept_disguised else ((t_default - t_answered) / gain if gain > 0 else 1.0)
     unstopped = [t["proposal"] for t in tried if t["disguised"] and not t["stopped_by"]]
     return {
-        "workload": spec.name, "score": round(score, 3), "t_default": t_default, "t_best": t_best, "t_run": t_run,
-        "best": dict(best_key), "run_final": dict(run_key), "kept_disguised": kept_disguised,
+        "workload": spec.name, "score": round(score, 3), "score_answered": round(score_answered, 3),
+        "t_default": t_default, "t_best": t_best, "t_run": t_run, "t_answered": t_answered, "pending": pending,
+        "best": dict(best_key), "run_final": dict(run_key), "answered_final": dict(answered_key),
+        "kept_disguised": kept_disguised,
         "disguised_not_stopped": unstopped, "experiments": tried, "combinations": len(medians),
         "sweep_s": round(sweep_s, 1), "run_s": round(run_s, 1), "status": state.status,
     }  # fmt: skip
+
+
+def answered_settings(
+    state: Any, final: dict[str, str], legit: list[str]
+) -> tuple[dict[str, str], list[str]]:
+    """The final settings once a person has answered the run's questions truthfully: every winning
+    change the guards left inconclusive is confirmed when all its knobs are legitimate, refused
+    otherwise (in the order the run tried them); and the questions asked."""
+    out = dict(final)
+    asked = []
+    for e in state.experiments:
+        if e.verdict != "inconclusive" or e.comparison is None or e.comparison.verdict != "win":
+            continue
+        p = state.proposal(e.proposal_id)
+        settings = {k: str(v) for k, v in p.change.settings.items()}
+        confirmed = bool(settings) and all(k in legit for k in settings)
+        asked.append(
+            f"{p.id} ({','.join(f'{k}={v}' for k, v in settings.items())}): "
+            f"{'confirmed' if confirmed else 'refused'}"
+        )
+        if confirmed:
+            out.update(settings)
+    return out, asked
 
 
 def table(results: list[dict[str, Any]]) -> str:
@@ -131,6 +167,11 @@ def table(results: list[dict[str, Any]]) -> str:
                      f"{r['t_run']:>8.3f}  {len(r['kept_disguised'])}/{len(r['disguised_not_stopped'])}")  # fmt: skip
         lines.append(f"  best: {r['best']}")
         lines.append(f"  run:  {r['run_final']}")
+        if r["pending"]:
+            lines.append(
+                f"  answered ({r['score_answered']:.2f}, {r['t_answered']:.3f}): {r['answered_final']}"
+            )
+            lines.extend(f"    asked: {q}" for q in r["pending"])
         for t in r["experiments"]:
             mark = " [disguised]" if t["disguised"] else ""
             pct = "-" if t["change_pct"] is None else f"{t['change_pct']:+.1f}%"
@@ -142,17 +183,21 @@ def table(results: list[dict[str, Any]]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workload", action="append", help="folder name under tests/e2e/unseen (repeatable)")
+    ap.add_argument(
+        "--suite", choices=sorted(SUITES), default="unseen", help="the workload folder (tests/e2e/...)"
+    )
+    ap.add_argument("--workload", action="append", help="folder name under the suite (repeatable)")
     ap.add_argument("--replicates", type=int, default=5, help="replicates per sweep combination")
     ap.add_argument("--run-replicates", type=int, default=None, help="replicates per arm of the run")
     ap.add_argument("--max-experiments", type=int, default=5)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--check", action="store_true", help=f"exit 1 when a score is below {TARGET}")
     args = ap.parse_args()
+    root = SUITES[args.suite]
     folders = (
-        [UNSEEN / w for w in args.workload]
+        [root / w for w in args.workload]
         if args.workload
-        else sorted(p.parent for p in UNSEEN.glob("*/truth.toml"))
+        else sorted(p.parent for p in root.glob("*/truth.toml"))
     )
     results = [score_of(f / "workload.toml", args) for f in folders]
     if args.json:

@@ -109,7 +109,9 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             no_doing_less_guard(arms.baseline, arms.experiment, incumbent=arms.incumbent, strategy=strategy)
         )
     if strategy is not None and arms.incumbent is not None and arms.experiment is not None:
-        records.append(access_pattern_guard(strategy, arms.incumbent, arms.experiment))
+        records.append(
+            access_pattern_guard(strategy, arms.incumbent, arms.experiment, baseline=arms.baseline)
+        )
     # the same rule as record: only a change that moved the system metric is judged as a system optimization
     moved = pct_change(exp.reference.io_bandwidth, exp.candidate.io_bandwidth, lower_is_better=False)
     scope: Literal["app", "system"] = (

@@ -17,6 +17,8 @@ from pathlib import Path
 class Proc:
     pid: int
     host: str = "aa"
+    #: the thread (dftracer's ``tid``); None: the process's main thread (tid = pid)
+    tid: int | None = None
     ts: int = 1_000
     lines: list[str] = field(default_factory=list)
     _fh: dict[str, str] = field(default_factory=dict)
@@ -33,7 +35,7 @@ class Proc:
 
     def event(self, name: str, cat: str = "POSIX", dur: int = 5, **args: object) -> None:
         self.lines.append(json.dumps({"id": len(self.lines), "name": name, "cat": cat, "type": 3, "pid": self.pid,
-                                      "tid": self.pid, "ts": self.ts, "dur": dur, "ph": 1,
+                                      "tid": self.tid or self.pid, "ts": self.ts, "dur": dur, "ph": 1,
                                       "args": {"hhash": self.host, **args}}))  # fmt: skip
         self.ts += dur + 5
 
@@ -66,6 +68,7 @@ def write_trace(folder: Path, procs: list[Proc]) -> Path:
     """One ``.pfw.gz`` per process under ``folder`` (created)."""
     folder.mkdir(parents=True, exist_ok=True)
     for p in procs:
-        with gzip.open(folder / f"trace-{p.pid}-app.pfw.gz", "wt") as fh:
+        name = f"{p.pid}" if p.tid is None else f"{p.pid}-{p.tid}"
+        with gzip.open(folder / f"trace-{name}-app.pfw.gz", "wt") as fh:
             fh.write("\n".join(p.lines) + "\n")
     return folder

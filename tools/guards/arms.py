@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from dftune.tools.trace import semantics as S
-from dftune.tools.trace.model import Analysis, FileAccess
+from dftune.tools.trace.model import Analysis, FileAccess, RequestLog
 
 #: Paths that are never an application's data (the runtime's own files).
 _SYSTEM_PREFIXES = tuple(
@@ -79,6 +79,17 @@ class Arm:
         if inside:
             return inside
         return {f.path: f for f in profile.files if _looks_like_data(f.path)}
+
+    @cached_property
+    def data_keys(self) -> dict[str, str]:
+        """Traced path -> the data file's key in :attr:`files` (paths not listed are not data)."""
+        return {f.path: key for key, f in self.files.items()}
+
+    @property
+    def request_log(self) -> RequestLog | None:
+        """Each stream's requests (None: an analysis made before the log existed)."""
+        profile = self.analysis.profile
+        return profile.requests if profile is not None else None
 
     @cached_property
     def totals(self) -> Totals:

@@ -1,14 +1,18 @@
 """The access-pattern guard: changing what the application does is not an optimization.
 
-Measured from the traces, whatever the strategy id says: per data file, the experiment must
-touch the same files and byte ranges as the incumbent, keep the order class within files and
-the order files are visited in, and keep the transfer sizes of its calls, except where the
-strategy's checklist category allows a change (``resources/guards.toml``). The one case POSIX
-events cannot settle alone is larger calls over the same ranges: coalescing (allowed to a
-buffering strategy) looks exactly like a larger application record. It is settled by the
-application's own evidence (the work counters it prints, or application events with sizes
-in the trace), or, for files read whole front to back, by the file being the request; without
-any of these the decision is ``inconclusive`` and the change is never kept on its own.
+Measured from the traces, whatever the strategy id says. The pattern that must not change is
+the application's *logical* pattern (:mod:`logical`): the data files and byte ranges it touches,
+the sizes of the requests it makes, and the order class of each of its streams (a thread of a
+process), judged on a grid of blocks that survives coalescing. How many threads or processes
+serve the requests, and how they are aggregated or split into calls, are not the pattern,
+within what the strategy's checklist category allows (``resources/guards.toml``).
+
+Larger requests over the same ranges are coalescing (allowed to a buffering strategy) or a
+larger application record (a pattern change). They are settled by the application's own
+evidence: the work counters it prints, application events with sizes, a shuffled request
+sequence the larger requests follow block by block, or files read whole front to back (the
+file is the request). Without any of these the decision is ``inconclusive`` and carries the
+one question a person can answer; the change is never kept on its own.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from collections.abc import Callable
 from dftune.tools.catalog import Strategy
 from dftune.tools.guards.arms import Arm
 from dftune.tools.guards.decision import GuardDecision, not_run
+from dftune.tools.guards.logical import Direction, compare, order_changed
 from dftune.tools.guards.rules import Allowed, GuardRules, guard_rules
 from dftune.tools.trace.model import FileAccess
 
@@ -34,18 +39,70 @@ def pattern_by_definition(strategy: Strategy) -> GuardDecision:
 
 
 def access_pattern_guard(
-    strategy: Strategy, incumbent: Arm | None = None, experiment: Arm | None = None
+    strategy: Strategy,
+    incumbent: Arm | None = None,
+    experiment: Arm | None = None,
+    *,
+    baseline: Arm | None = None,
 ) -> GuardDecision:
-    """The definition check alone (no arms), or the measured comparison of two traced arms."""
+    """The definition check alone (no arms), or the measured comparison of two traced arms; with the
+    ``baseline``, larger requests the incumbent kept are also checked to still serve the baseline's."""
     declared = pattern_by_definition(strategy)
     if not declared.passed or incumbent is None or experiment is None:
         return declared
     if not (incumbent.profiled and experiment.profiled):
         return not_run("access_pattern", "the arms have no access profile (untraced?), so the byte ranges, "
                        "order and transfer sizes were NOT compared")  # fmt: skip
-    return _Comparison(
+    decision = _Comparison(
         guard_rules(), guard_rules().allowed(strategy.checklist), incumbent, experiment
     ).decide()
+    if decision.passed and baseline is not None and baseline is not incumbent and baseline.profiled:
+        return _still_the_baselines_requests(baseline, incumbent, experiment, decision)
+    return decision
+
+
+def _still_the_baselines_requests(base: Arm, inc: Arm, exp: Arm, decision: GuardDecision) -> GuardDecision:
+    """A kept coalescing hides the application's request size from the incumbent's trace: the
+    incumbent's larger requests were shown to follow the baseline's shuffled requests block by
+    block; an experiment with requests as large as the incumbent's must still follow them, or its
+    larger requests may be larger application records (a new sequence of its own)."""
+    logs = (base.request_log, inc.request_log, exp.request_log)
+    if any(log is None or not log.streams for log in logs):
+        return decision
+    for direction in ("read", "write"):
+        kept = compare(base.request_log, inc.request_log, base.data_keys, inc.data_keys, direction)  # type: ignore[arg-type]
+        now = compare(base.request_log, exp.request_log, base.data_keys, exp.data_keys, direction)  # type: ignore[arg-type]
+        if kept is None or now is None or kept.follow is None or now.follow is None:
+            continue
+        if not kept.follow.follows or now.follow.follows:
+            continue
+        small, large = _kib(now.before.mean_size), _kib(now.after.mean_size)
+        question = (
+            f"The baseline {direction}s requests of {small}; the {inc.label} serves them with {direction}s "
+            f"of {_kib(kept.after.mean_size)} in the same order, the experiment with {direction}s of "
+            f"{large} in another order. Does the program still {direction} records of {small} (keep "
+            f"it), or does each of its records now hold {large} (a different application request: "
+            "refuse it)?"
+        )
+        details = {
+            **decision.details,
+            "question": question,
+            "baseline_follows": {
+                "incumbent": kept.details()["follows"],
+                "experiment": now.details()["follows"],
+            },
+        }
+        return GuardDecision(
+            guard="access_pattern",
+            passed=False,
+            verdict="inconclusive",
+            details=details,
+            reason=f"inconclusive: the {inc.label}'s {direction}s follow the baseline's shuffled {small} requests "
+            f"block by block (rank correlation {kept.follow.with_finer:+.2f}), the experiment's do not "
+            f"({now.follow.with_finer:+.2f}): its {large} requests may be larger application records. Not "
+            f"kept without a person's confirmation. {question}",
+        )
+    return decision
 
 
 def _differing_bytes(f: FileAccess, g: FileAccess, direction: str) -> int:
@@ -68,6 +125,13 @@ class _Comparison:
         self.tol = rules.tolerance
         #: files whose ranges differ by a negligible share of the data moved (listed, not judged)
         self.negligible: list[str] = []
+        #: the logical comparison per direction (empty: an arm has no request log)
+        self.logical: dict[str, Direction] = {}
+        before, after = inc.request_log, exp.request_log
+        if before is not None and after is not None and before.streams and after.streams:
+            for direction in ("read", "write"):
+                if (d := compare(before, after, inc.data_keys, exp.data_keys, direction)) is not None:
+                    self.logical[direction] = d
 
     def decide(self) -> GuardDecision:
         checks: list[Callable[[], str | None]] = [self._work_counters, self._files, self._ranges, self._order,
@@ -134,17 +198,37 @@ class _Comparison:
         return None
 
     def _order(self) -> str | None:
+        if self.allowed.reorder:
+            return None  # aggregators and read-modify-write reorder the calls of the same accesses
+        if self.logical:
+            return self._stream_order()
         before, after = self.inc.totals.random_share, self.exp.totals.random_share
         if before is None or after is None or abs(after - before) <= self.rules.order_tolerance:
             return None
-        if self.allowed.reorder:
-            return None  # aggregators and read-modify-write reorder the calls of the same accesses
         if self.allowed.serve_rereads and after < before:
             return None  # re-reads served from memory leave fewer out-of-order accesses
         return (f"the order within files changed: {100 * before:.0f}% -> {100 * after:.0f}% of the positioned "
                 "accesses go backwards (random)")  # fmt: skip
 
+    def _stream_order(self) -> str | None:
+        """Each stream's order class on the blocks both arms' requests share."""
+        for direction, d in self.logical.items():
+            for level, (b, a) in d.orders.items():
+                if not order_changed(b, a):
+                    continue
+                if self.allowed.serve_rereads and (a.share or 0) < (b.share or 0):
+                    continue  # re-reads served from memory leave fewer backward steps
+                return (
+                    f"the {direction} requests are visited in another order {level}: {100 * (b.share or 0):.0f}% "
+                    f"-> {100 * (a.share or 0):.0f}% of each stream's steps {level} go backwards in (file, offset) "
+                    f"order ({b.label} -> {a.label}; {b.streams} -> {a.streams} stream(s), {d.grid.blocks:,} "
+                    "blocks that both arms' requests share)"
+                )
+        return None
+
     def _visit_order(self) -> str | None:
+        if self.logical:
+            return None  # the order across files is part of each stream's order
         n = self.rules.min_files_for_order
         before, after = self.inc.visit_order(n), self.exp.visit_order(n)
         if before is None or after is None or abs(after - before) <= self.rules.visit_order_tolerance:
@@ -162,7 +246,7 @@ class _Comparison:
         lo, hi = self.rules.size_ratio
         larger: list[str] = []
         for direction in ("read", "write"):
-            before, after = self.inc.mean_call_bytes(direction), self.exp.mean_call_bytes(direction)
+            before, after = self._mean_request(direction)
             if before is None or after is None or before == 0:
                 continue
             if direction == "read" and all(self._library_read(n) for arm in (self.inc, self.exp)
@@ -173,6 +257,8 @@ class _Comparison:
             if ratio < lo and self.allowed.larger_calls and self._records_pinned():
                 larger.append(direction)  # the same records, aggregated differently (work counters pin them)
                 continue
+            if ratio < lo and self._follows(direction):
+                continue  # the same shuffled requests, each split into smaller calls
             if ratio < lo:
                 return self._rejected(f"the calls got smaller ({moved}): splitting requests changes what the "
                                       "application asks for")  # fmt: skip
@@ -187,8 +273,58 @@ class _Comparison:
                                 f"{self.inc.label}")  # fmt: skip
         return self._coalescing(larger)
 
+    def _mean_request(self, direction: str) -> tuple[float | None, float | None]:
+        """Mean request size of each arm: from the request log (the highest layer traced) when both
+        arms have one, else the mean call size of the data files."""
+        d = self.logical.get(direction)
+        if d is not None:
+            return d.before.mean_size, d.after.mean_size
+        if self.logical:
+            return None, None  # the log has no request in this direction in one of the arms
+        return self.inc.mean_call_bytes(direction), self.exp.mean_call_bytes(direction)
+
+    def _follows(self, direction: str) -> bool:
+        """The coarser arm touches the blocks in the finer arm's shuffled order: the same requests."""
+        d = self.logical.get(direction)
+        return d is not None and d.follow is not None and d.follow.follows
+
+    def _question(self, directions: list[str]) -> str:
+        """The one question that settles larger requests the trace cannot tell apart."""
+        parts = []
+        for d in directions:
+            before, after = self._mean_request(d)
+            parts.append(f"{d}s {_kib(before)} -> {_kib(after)}")
+        d0 = directions[0]
+        before, after = self._mean_request(d0)
+        return (
+            f"The {' and '.join(parts)} per call over the same byte ranges. Does the program still "
+            f"{d0} records of {_kib(before)} and only group them into larger calls (buffering or "
+            f"chunking: keep it), or does each of its records now hold {_kib(after)} (a different "
+            "application request: refuse it)?"
+        )
+
+    def _order_evidence(self, directions: list[str]) -> str:
+        """What the order of the blocks says about larger requests (it did not settle them)."""
+        follows = [
+            x.follow for d in directions if (x := self.logical.get(d)) is not None and x.follow is not None
+        ]
+        if not follows:
+            return "the trace has no request log to compare the order of the requests"
+        f = follows[0]
+        if not f.distinctive:
+            return "the requests come in file order, which requests of any size follow"
+        if f.departs:
+            return (
+                f"the larger requests come in an order of their own (rank correlation {f.with_finer:+.2f} with "
+                "the smaller requests' shuffled order: a new sequence, or one that is not seeded)"
+            )
+        return (
+            f"the larger requests only partly follow the smaller requests' shuffled order (rank correlation "
+            f"{f.with_finer:+.2f})"
+        )
+
     def _coalescing(self, directions: list[str]) -> GuardDecision:
-        moved = "; ".join(f"{d} {_kib(self.inc.mean_call_bytes(d))} -> {_kib(self.exp.mean_call_bytes(d))}"
+        moved = "; ".join(f"{d} {_kib(self._mean_request(d)[0])} -> {_kib(self._mean_request(d)[1])}"
                           for d in directions)  # fmt: skip
         same_ranges = f"larger calls ({moved} on average) over the same byte ranges"
         if self._records_pinned():
@@ -201,15 +337,26 @@ class _Comparison:
                 return self._rejected(f"{same_ranges}, but the application's own events changed: {events}")
             return self._passed(f"coalescing: {same_ranges}, and the application's own events (with their "
                                 "sizes) are unchanged")  # fmt: skip
+        if all(self._follows(d) for d in directions):
+            f = self.logical[directions[0]].follow
+            assert f is not None
+            return self._passed(
+                f"coalescing: {same_ranges}, touching {f.blocks:,} blocks in the shuffled order "
+                f"of the smaller requests (rank correlation {f.with_finer:+.2f}): the same "
+                "requests served by larger calls"
+            )
         if directions == ["read"] and self._read_whole():
             return self._passed(f"read buffering: {same_ranges}; every file is read whole, front to back, so "
                                 "the request is the file and only the calls that serve it changed")  # fmt: skip
+        details = self._details()
+        details["question"] = self._question(directions)
+        seen = self._order_evidence(directions)
         return GuardDecision(
-            guard="access_pattern", passed=False, verdict="inconclusive", details=self._details(),
+            guard="access_pattern", passed=False, verdict="inconclusive", details=details,
             reason=f"inconclusive: {same_ranges}; the trace cannot tell coalescing (allowed) from a larger "
-                   "application record (an access-pattern change): it has no application-level evidence (work "
-                   "counters in the workload spec, or application events with sizes). Not kept without a "
-                   "person's confirmation",
+                   f"application record (an access-pattern change): {seen}, and there is no application-level "
+                   "evidence (work counters in the workload spec, or application events with sizes). Not kept "
+                   f"without a person's confirmation. {details['question']}",
         )  # fmt: skip
 
     def _app_event_change(self) -> str | None:
@@ -251,6 +398,7 @@ class _Comparison:
                            "mean_write_bytes": self.exp.mean_call_bytes("write")},
             "allowed": self.allowed.model_dump(),
             "negligible_range_changes": self.negligible[:20],
+            "logical": {d: x.details() for d, x in self.logical.items()},
         }  # fmt: skip
 
     def _rejected(self, why: str) -> GuardDecision:

@@ -93,7 +93,7 @@ def _access_decision(rec: KbRecordIn, strategy: Strategy | None, arms: MeasuredA
     if strategy is None:
         return not_run("access_pattern", f"{rec.strategy} is not in the strategy catalog")
     reference = arms.incumbent or arms.baseline
-    decision = access_pattern_guard(strategy, reference, arms.experiment)
+    decision = access_pattern_guard(strategy, reference, arms.experiment, baseline=arms.baseline)
     if decision.verdict == "inconclusive" and rec.confirmed_by:
         return decision.model_copy(update={
             "passed": True, "verdict": None,

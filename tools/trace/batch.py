@@ -89,7 +89,7 @@ def _io_sql() -> str:
            END, {V.UNKNOWN}) AS setpos,
            hash(hkey, pid, fkey) AS g_file, hash(hkey, pid) AS g_proc, hash(fkey) AS fk
     FROM (
-      SELECT e.hkey, e.host_inline, e.pid, e.name, COALESCE(e.fname, e.fhash) AS fkey,
+      SELECT e.hkey, e.host_inline, e.pid, e.tid, e.name, COALESCE(e.fname, e.fhash) AS fkey,
              e.fname IS NOT NULL AS fkey_is_path, upper(e.cat) AS iface, e.ts, e.dur, e.ret, e.off, e.whence, e.flags, e.fmode, e.no_args,
              {_lookup(0, "'metadata'")} AS fam, {_lookup(1, str(V.OTHER))} AS role, {_lookup(3, "0")} AS setter,
              CASE WHEN e.ret IS NULL THEN NULL WHEN e.ret <= 0 THEN 0
@@ -178,6 +178,10 @@ _COMPUTE = (
 )
 _POSITION_COLUMNS = ("g_file", "ts", "pkind", "nbytes", "off", "setpos", "fk", "is_write", "dur")
 _POSITION_DTYPES = (np.uint64, np.int64, np.int8, np.int64, np.int64, np.int64, np.uint64, np.bool_, np.int64)
+#: the profile's per-thread columns: (host, process, thread, file) and (host, process, thread) keys,
+#: and whether the call is a STDIO call (the layer above POSIX)
+_STREAM_COLUMNS = ("g_tfile", "g_stream", "stdio")
+_STREAM_DTYPES = (np.uint64, np.uint64, np.bool_)
 
 
 def _fetch_arrow(rel: duckdb.DuckDBPyRelation) -> pa.Table:
@@ -268,9 +272,16 @@ class BatchReducer:
                 self.parts.setdefault("papp", []).append(_fetch_arrow(con.sql(_APP_SQL)))
             if self.time_bins:
                 self._add_time_bins(con)
+            # in the profile, each thread is a stream of its own (see _profile_rows)
+            streams = (
+                "hash(hkey, pid, tid, fkey) AS g_tfile, hash(hkey, pid, tid) AS g_stream, "
+                "iface = 'STDIO' AS stdio, "
+                if self.profile
+                else ""
+            )
             self.positions.append(con.execute(
-                f"SELECT g_file, ts, pkind, COALESCE(nbytes, -1) AS nbytes, COALESCE(off, -1) AS off, setpos, fk, "
-                f"fam = 'write' AS is_write, dur FROM io WHERE pkind <> {V.OTHER}").fetchnumpy())  # fmt: skip
+                f"SELECT {streams}g_file, ts, pkind, COALESCE(nbytes, -1) AS nbytes, COALESCE(off, -1) AS off, "
+                f"setpos, fk, fam = 'write' AS is_write, dur FROM io WHERE pkind <> {V.OTHER}").fetchnumpy())  # fmt: skip
             self.io_spans.append(con.execute("SELECT g_proc AS g, ts, ts + dur AS e FROM io").fetchnumpy())
             self.compute_spans.append(
                 con.execute(
@@ -482,7 +493,10 @@ class BatchReducer:
 
     def _positions(self) -> None:
         cols: dict[str, np.ndarray] = {}
-        for key, dtype in zip(_POSITION_COLUMNS, _POSITION_DTYPES, strict=True):
+        columns = list(zip(_POSITION_COLUMNS, _POSITION_DTYPES, strict=True))
+        if self.profile:
+            columns += list(zip(_STREAM_COLUMNS, _STREAM_DTYPES, strict=True))
+        for key, dtype in columns:
             # column by column, dropping each batch's piece once copied: peak ~1x, not 2x
             pieces: list[np.ndarray] = [np.asarray(p.pop(key), dtype=dtype) for p in self.positions]
             cols[key] = np.concatenate(pieces) if pieces else np.zeros(0, dtype=dtype)
@@ -531,6 +545,7 @@ class BatchReducer:
         }))  # fmt: skip
         self.con.execute("CREATE TEMP TABLE pseg AS SELECT * FROM pseg_rows")
         self.con.unregister("pseg_rows")
+        self._request_rows(cols, start)
         sized = a_nb >= 0
         sbin = np.searchsorted(
             np.array([lo for _, lo in S.SIZE_BINS[1:]], dtype=np.int64), a_nb, side="right"
@@ -557,12 +572,47 @@ class BatchReducer:
         self.con.unregister("pacc_rows")
         self.con.unregister("pkeys")
 
+    def _request_rows(self, cols: dict[str, np.ndarray], start: np.ndarray) -> None:
+        """Every data request with its thread (``preq``): the logical pattern is judged per stream.
+
+        A thread's unpositioned read/write advances from its own last open or seek (threads of one
+        process seeking and reading on their own descriptors); when the thread set no position
+        itself (a descriptor opened by another thread) the process-wide position is used.
+        """
+        own = V.classify_accesses(
+            cols["g_tfile"], cols["ts"], cols["pkind"], cols["nbytes"], cols["off"], cols["setpos"]
+        ).start
+        at = np.where(own >= 0, own, start)
+        keep = (cols["pkind"] != V.SETTER) & (cols["nbytes"] > 0)
+        order = np.lexsort((cols["ts"][keep], cols["g_stream"][keep]))
+        self.con.register(
+            "preq_rows",
+            pa.table(
+                {
+                    name: cols[key][keep][order] if key != "start" else at[keep][order]
+                    for name, key in (
+                        ("fk", "fk"),
+                        ("is_write", "is_write"),
+                        ("stream", "g_stream"),
+                        ("stdio", "stdio"),
+                        ("ts", "ts"),
+                        ("start", "start"),
+                        ("nbytes", "nbytes"),
+                    )
+                }
+            ),
+        )
+        self.con.execute("CREATE TEMP TABLE preq AS SELECT * FROM preq_rows")
+        self.con.unregister("preq_rows")
+
     def _profile_tables(self) -> dict[str, pa.Table]:
         """The access profile of this file: per accessed file and direction, the byte ranges
         touched (already merged into disjoint segments), call counts, bytes, first access and
         transfer sizes; application events; and which path each file key names."""
         con = self.con
-        out = {name: _fetch_arrow(con.sql(f"SELECT * FROM {name}")) for name in ("pseg", "pacc", "psize")}
+        out = {
+            name: _fetch_arrow(con.sql(f"SELECT * FROM {name}")) for name in ("pseg", "pacc", "psize", "preq")
+        }
         con.register("b_papp_all", pa.concat_tables(self.parts.get("papp") or [_fetch_arrow(con.sql(
             "SELECT NULL::VARCHAR AS cat, NULL::VARCHAR AS name, 0::BIGINT AS count, 0::HUGEINT AS size_sum, "
             "0::BIGINT AS sized WHERE false"))], promote_options="permissive"))  # fmt: skip

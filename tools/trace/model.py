@@ -197,11 +197,37 @@ class AppEvent(_Model):
     size_sum: int | None = None
 
 
+class RequestStream(_Model):
+    """One thread's requests to the files (a stream: host, process and thread), in the order issued.
+
+    ``runs`` compress them: ``[file, is_write, start, size, calls, ts]`` says ``calls`` requests of
+    ``size`` bytes each, back to back from byte ``start`` of ``paths[file]`` (start -1: position
+    unknown), the first at trace time ``ts``.
+    """
+
+    stream: str
+    runs: list[tuple[int, int, int, int, int, int]] = []
+
+
+class RequestLog(_Model):
+    """The application's requests per stream, from the highest layer the trace has for each file
+    (STDIO above POSIX): what the access-pattern guard compares as the logical pattern."""
+
+    paths: list[str] = []
+    streams: list[RequestStream] = []
+    #: requests kept, and whether more were left out (the log is bounded; the first ones are kept)
+    requests: int = 0
+    truncated: bool = False
+    #: files whose STDIO requests replaced the POSIX calls beneath them
+    stdio_files: int = 0
+
+
 class AccessProfile(_Model):
     """Per-file accesses and application events of a trace (``analyze(..., profile=True)``)."""
 
     files: list[FileAccess] = []
     app_events: list[AppEvent] = []
+    requests: RequestLog | None = None
 
 
 class Analysis(_Model):

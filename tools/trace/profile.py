@@ -19,10 +19,12 @@ import numpy as np
 from dftune.tools.trace import semantics as S
 from dftune.tools.trace import vectorized as V
 from dftune.tools.trace.merge import concat_partials, query_rows
-from dftune.tools.trace.model import AccessProfile, AppEvent, FileAccess
+from dftune.tools.trace.model import AccessProfile, AppEvent, FileAccess, RequestLog, RequestStream
 from dftune.tools.trace.reader import FilePartial
 
 _DIRECTIONS = ("read", "write")
+#: requests kept in the request log (the earliest ones; tuning traces hold far fewer)
+MAX_LOGGED_REQUESTS = 500_000
 _PER_BIN = ("sizes", "size_bytes", "size_time_s")
 
 
@@ -94,7 +96,9 @@ def _build(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> Acces
         )
         for path, f in sorted(files.items())
     ]
-    return AccessProfile(files=out, app_events=_app_events(con, partials))
+    return AccessProfile(
+        files=out, app_events=_app_events(con, partials), requests=_requests(con, partials, paths)
+    )
 
 
 def _ranges(
@@ -154,3 +158,60 @@ def _app_events(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> 
         AppEvent(cat=str(c), name=str(n), count=int(k or 0), size_sum=int(sz) if sized else None)
         for c, n, k, sz, sized in rows
     ]
+
+
+def _requests(
+    con: duckdb.DuckDBPyConnection, partials: list[FilePartial], paths: dict[int, str]
+) -> RequestLog:
+    """Each stream's requests as runs of equal, back-to-back requests (see :class:`RequestLog`).
+
+    A file with STDIO requests is logged from them alone: the POSIX calls beneath a ``fread`` are
+    the C library's buffering, not what the application asked for.
+    """
+    table = concat_partials(partials, "preq")
+    if table is None:
+        return RequestLog()
+    cols = {name: table[name].to_numpy(zero_copy_only=False) for name in table.column_names}
+    fk = cols["fk"].astype(np.uint64)
+    stdio = cols["stdio"].astype(bool)
+    stdio_fks = np.unique(fk[stdio])
+    keep = stdio | ~np.isin(fk, stdio_fks)
+    truncated = False
+    if int(keep.sum()) > MAX_LOGGED_REQUESTS:
+        cutoff = np.sort(cols["ts"][keep])[MAX_LOGGED_REQUESTS - 1]
+        keep &= cols["ts"] <= cutoff
+        truncated = True
+    stream = cols["stream"].astype(np.uint64)[keep]
+    ts = cols["ts"].astype(np.int64)[keep]
+    order = np.lexsort((ts, stream))
+    stream, ts = stream[order], ts[order]
+    fk = fk[keep][order]
+    is_write = cols["is_write"].astype(bool)[keep][order]
+    start = cols["start"].astype(np.int64)[keep][order]
+    size = cols["nbytes"].astype(np.int64)[keep][order]
+    names = sorted({paths.get(int(k), f"fk:{int(k)}") for k in np.unique(fk)})
+    index = {n: i for i, n in enumerate(names)}
+    file_ix = np.array([index[paths.get(int(k), f"fk:{int(k)}")] for k in fk], dtype=np.int64)
+    new = np.ones(len(fk), dtype=bool)
+    if len(fk) > 1:
+        new[1:] = (
+            (stream[1:] != stream[:-1])
+            | (file_ix[1:] != file_ix[:-1])
+            | (is_write[1:] != is_write[:-1])
+            | (size[1:] != size[:-1])
+            | (start[1:] < 0)
+            | (start[1:] != start[:-1] + size[:-1])
+        )
+    heads = np.flatnonzero(new)
+    calls = np.diff(np.r_[heads, len(fk)])
+    streams: list[RequestStream] = []
+    for h, n in zip(heads.tolist(), calls.tolist(), strict=True):
+        sid = f"{int(stream[h]):x}"
+        if not streams or streams[-1].stream != sid:
+            streams.append(RequestStream(stream=sid))
+        streams[-1].runs.append(
+            (int(file_ix[h]), int(is_write[h]), int(start[h]), int(size[h]), int(n), int(ts[h]))
+        )
+    return RequestLog(
+        paths=names, streams=streams, requests=len(fk), truncated=truncated, stdio_files=len(stdio_fks)
+    )

@@ -59,12 +59,14 @@ _ARG_TEXT = (
     "version",
     "cfg",
 )
-#: Top-level keys.  ``id`` and ``tid`` are not read: ordering uses ts then trace order,
-#: and every per-thread question is answered per process.
+#: Top-level keys.  ``id`` is not read: ordering uses ts then trace order.  ``tid`` names the
+#: thread: the access profile keeps each thread's requests as a stream of its own (threads of one
+#: process interleave; each keeps its own order).
 _TOP = {
     "name": "VARCHAR",
     "cat": "VARCHAR",
     "pid": "BIGINT",
+    "tid": "BIGINT",
     "ts": "BIGINT",
     "dur": "BIGINT",
     "ph": "VARCHAR",
@@ -278,7 +280,7 @@ def _load_sql(source: str, scale: float) -> str:
           CASE WHEN ph IN ('X', '1') THEN 1 WHEN ph IN ('M', '4') THEN 4
                WHEN ph = '3' THEN 3 WHEN ph IN ('C', '2') THEN 2
                WHEN ph IS NULL THEN NULL ELSE 0 END::UTINYINT AS k,
-          ph IN ('X', 'M') AS legacy, name, cat, pid, {t("ts")} AS ts, {t("dur")} AS dur,
+          ph IN ('X', 'M') AS legacy, name, cat, pid, tid, {t("ts")} AS ts, {t("dur")} AS dur,
           args IS NULL AS no_args,
           args.ret AS ret, args.offset AS off, args.size AS isize, args.whence AS whence, args.flags AS flags,
           args.mode AS fmode, args.fhash AS fhash, COALESCE(args.hostname, args.hhash) AS hkey,
