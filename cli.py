@@ -120,6 +120,9 @@ def analyze(
     app_only: Annotated[
         bool, typer.Option("--app-only", help="Leave files holding only helper processes out of every total.")
     ] = False,
+    system_paths: Annotated[
+        bool, typer.Option("--include-system-paths", help="Keep /proc, /sys, /dev files in the file view.")
+    ] = False,
 ) -> None:
     """Read dftracer traces or Darshan logs exactly and summarize their I/O (counts, bytes, time, pattern)."""
     from functools import partial
@@ -128,7 +131,9 @@ def analyze(
     from dftune.tools.trace.render import AnalysisRenderer
     from dftune.tools.trace.views import VIEWS
 
-    run_analysis: Any = partial(analyze_runs if split_runs else analyze, exclude_helpers=app_only)
+    run_analysis: Any = partial(
+        analyze_runs if split_runs else analyze, exclude_helpers=app_only, include_system_paths=system_paths
+    )
 
     views = view or ["summary"]
     for v in views:
@@ -189,6 +194,9 @@ def diagnose(
     split_runs: Annotated[
         bool, typer.Option("--split-runs", help="Traces of several runs: diagnose each run on its own.")
     ] = False,
+    system_paths: Annotated[
+        bool, typer.Option("--include-system-paths", help="Judge /proc, /sys, /dev files too.")
+    ] = False,
 ) -> None:
     """Name the I/O bottlenecks (rules as data), pick the metric, gate whether tuning pays off."""
     from dftune.tools.diagnose.engine import diagnose as run_diagnosis
@@ -197,7 +205,13 @@ def diagnose(
 
     if split_runs:
         with user_errors():
-            results = diagnose_runs(paths, data_dirs=data_dir or [], skip_bad=skip_bad, scheduler=scheduler)
+            results = diagnose_runs(
+                paths,
+                data_dirs=data_dir or [],
+                skip_bad=skip_bad,
+                scheduler=scheduler,
+                include_system_paths=system_paths,
+            )
         if as_json:
             emit_json({"schema": "dftune.diagnosis.runs/1", "runs": [d.to_json_dict() for d in results]})
             return
@@ -207,7 +221,13 @@ def diagnose(
             DiagnosisRenderer(out).render(d)
         return
     with user_errors():
-        result = run_diagnosis(paths, data_dirs=data_dir or [], skip_bad=skip_bad, scheduler=scheduler)
+        result = run_diagnosis(
+            paths,
+            data_dirs=data_dir or [],
+            skip_bad=skip_bad,
+            scheduler=scheduler,
+            include_system_paths=system_paths,
+        )
     if as_json:
         emit_json(result.to_json_dict())
         return

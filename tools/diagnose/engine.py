@@ -25,6 +25,7 @@ from dftune.tools.diagnose.metrics import (
     time_metrics,
 )
 from dftune.tools.diagnose.rules import Finding, RuleSet, evaluate, load_rulesets
+from dftune.tools.diagnose.scope import SetApart, data_rows, data_summary, describe, judged_io_time, set_apart
 from dftune.tools.trace import Analysis, analyze, analyze_runs
 from dftune.tools.trace.model import HelperProcess, RunInfo
 
@@ -103,6 +104,9 @@ class Diagnosis(_Model):
     helper_processes: list[HelperProcess] = []
     run: RunInfo | None = None
     warnings: list[str] = []
+    #: I/O the diagnosis does not judge (system paths, the runtime's start-up reads), with why
+    set_apart: list[SetApart] = []
+    notes: list[str] = []
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -238,11 +242,17 @@ def diagnose_analysis(
     rulesets: list[RuleSet] | None = None,
 ) -> Diagnosis:
     """Diagnose an existing analysis (with the file view, when available)."""
-    summary = summary_metrics(analysis)
-    total = summary["io_time_s"]
+    # the program's data I/O: system paths and (for a program with data I/O of its own) the
+    # runtime's start-up reads are set apart (tools/diagnose/scope.py)
+    everything = summary_metrics(analysis)
+    summary = data_summary(everything, analysis)
+    total = everything["io_time_s"]  # process and time rows cannot be split by path: shares of all I/O
+    file_total = judged_io_time(analysis) or summary["io_time_s"]  # shares of the files judged: they sum to <= 100%
     rows: dict[str, list[dict[str, Any]]] = {}
     if "file" in analysis.views:
-        rows["file"] = [file_metrics(r, total) for r in analysis.views["file"].get("rows", [])]
+        rows["file"] = [
+            file_metrics(r, file_total) for r in data_rows(analysis.views["file"].get("rows", []), analysis)
+        ]
     if "proc" in analysis.views:
         rows["proc"] = [proc_metrics(r, total) for r in analysis.views["proc"].get("rows", [])]
     rows["layer"] = [layer_metrics(layer.model_dump()) for layer in analysis.layers]
@@ -257,6 +267,7 @@ def diagnose_analysis(
         b = Bottleneck(**f.model_dump())
         b.candidates = _candidates(f.category, fs_type, g.allowed_layers, analysis)
         bottlenecks.append(b)
+    apart = set_apart(analysis)
     scores = {c: 0 for c in CATEGORIES}
     for b in bottlenecks:
         scores[b.category] = max(scores[b.category], b.score)
@@ -271,6 +282,7 @@ def diagnose_analysis(
         shape=analysis.shape.kind, shape_reason=analysis.shape.reason, worth_tuning=g.worth_tuning, gate=g,
         checklist=_checklist(bottlenecks), app_processes=analysis.app_processes,
         helper_processes=list(analysis.helper_processes), run=analysis.run, warnings=warnings + list(analysis.warnings),
+        set_apart=apart, notes=describe(apart),
     )  # fmt: skip
 
 

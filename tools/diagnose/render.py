@@ -67,6 +67,8 @@ class DiagnosisRenderer:
                       for e in d.checklist]  # fmt: skip
         parts.append(responsive(self.console, "Optimization checklist (reasons in --json)", check_cols, check_rows,
                                 head=(0, 1)))  # fmt: skip
+        for n in d.notes:
+            parts.append(text(f"note: {n}", "dim"))
         for w in d.warnings:
             parts.append(text(f"warning: {w}", "yellow"))
         return Group(*parts)

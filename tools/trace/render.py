@@ -166,7 +166,15 @@ class AnalysisRenderer:
         cells = [[human_bytes(row[k]) if k in _BYTE_COLUMNS else row[k] if k in _TEXT_COLUMNS else _num(row[k], 3)
                   for k, _ in columns] for row in rows[:limit]]  # fmt: skip
         heads = tuple(i for i in _HEADS.get(name, (0,)) if i < len(cols))
-        return responsive(self.console, title, cols, cells, head=heads)
+        table = responsive(self.console, title, cols, cells, head=heads)
+        system = view.get("system_paths") or {}
+        if name == "file" and system.get("files") and not system.get("included"):
+            note = (
+                f"{system['files']:,} system file(s) (/proc, /sys, /dev; {system['io_time_s']:.3g} s of I/O) "
+                "left out; --include-system-paths shows them"
+            )
+            return Group(table, text(note, "dim"))
+        return table
 
 
 def _bytes_cell(st: FamilyStats, name: str) -> str:
