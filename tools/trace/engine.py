@@ -30,7 +30,7 @@ from dftune.tools.trace.errors import MultipleRunsError
 from dftune.tools.trace.merge import merge
 from dftune.tools.trace.model import Analysis, RunInfo, SkippedLine
 from dftune.tools.trace.paths import SYSTEM, path_class_totals, split_file_view
-from dftune.tools.trace.processes import Accounting, Run, account, classify, rules
+from dftune.tools.trace.processes import Accounting, Run, account, assign_groups, classify, rules
 from dftune.tools.trace.profile import build_profile
 from dftune.tools.trace.reader import FilePartial, ReadOptions, read_file, read_file_native
 from dftune.tools.trace.views import VIEWS, build_view, fine_bins
@@ -207,6 +207,7 @@ def _one_run(acc: Accounting) -> Run:
     """Every process as one run (``merge_runs``), helpers judged over all of them."""
     run = Run(procs=acc.procs, files={f for r in acc.runs for f in r.files})
     classify(run.procs, rules())
+    assign_groups(run.procs, rules())
     return run
 
 
