@@ -394,6 +394,10 @@ def run(
             "without a gain (against the same incumbent).",
         ),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Tune even when the worth-tuning gate says I/O cannot pay off here."),
+    ] = False,
     llm_timeout: Annotated[
         float | None,
         typer.Option(
@@ -454,6 +458,7 @@ def run(
             else (file.token_budget if file else 200_000),
             "allow_install": allow_install,
             "retry_known": retry_known,
+            "force": force or (file.force if file else False),
             "llm": llm,
         }
         if file is None and len(specs) == 1:

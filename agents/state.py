@@ -388,6 +388,8 @@ class TuningState:
     iteration_floor: int = 0
     #: measure again what the knowledge base already measured here without a gain
     retry_known: bool = False
+    #: tune even when the worth-tuning gate says I/O cannot pay off (``dftune run --force``)
+    force: bool = False
     #: the state's shape this run was saved with (see STATE_VERSION); 0 for runs older than it
     state_version: int = 0
 
@@ -444,5 +446,5 @@ class TuningState:
 #: Scalar inputs ``dftune replay --set FIELD=VALUE`` may change before forking.
 REPLAYABLE_FIELDS: dict[str, type] = {
     "mode": str, "max_experiments": int, "replicates": int, "model": str, "allow_install": bool,
-    "token_budget": int, "retry_known": bool,
+    "token_budget": int, "retry_known": bool, "force": bool,
 }  # fmt: skip

@@ -70,6 +70,8 @@ class CampaignFile(BaseModel):
     replicates: int | None = Field(default=None, ge=1)
     model: str = "rules"
     token_budget: int = Field(default=200_000, ge=0)
+    #: tune every member even when the worth-tuning gate says no
+    force: bool = False
 
 
 def is_campaign_file(path: Path) -> bool:
@@ -117,7 +119,7 @@ def start_campaign(spec_paths: list[Path], *, deadline: float | None, budget_tex
                    campaign_id: str | None = None, name: str = "campaign", mode: str = "autonomous",
                    max_experiments: int = 6, replicates: int | None = None, model: str = "rules",
                    token_budget: int = 200_000, allow_install: bool = False, retry_known: bool = False,
-                   llm: LLMSettings | None = None, progress: ProgressFn = silent,
+                   force: bool = False, llm: LLMSettings | None = None, progress: ProgressFn = silent,
                    workspace: Workspace | None = None, store: CampaignStore | None = None) -> dict[str, Any]:  # fmt: skip
     """Create the campaign (every spec is validated first) and drive it to its end."""
     ws, store = workspace or Workspace(), store or CampaignStore()
@@ -133,7 +135,7 @@ def start_campaign(spec_paths: list[Path], *, deadline: float | None, budget_tex
                         members=members, pid=os.getpid(),
                         settings={"mode": mode, "max_experiments": max_experiments, "replicates": replicates,
                                   "model": model, "token_budget": token_budget, "allow_install": allow_install,
-                                  "retry_known": retry_known,
+                                  "retry_known": retry_known, "force": force,
                                   "llm": llm.model_dump() if llm is not None else None})  # fmt: skip
     store.create(meta)
     store.log(cid, "start", f"campaign of {len(members)} workload(s)"
@@ -197,7 +199,7 @@ class _Member:
                 self.result = start_run(m.spec_path, mode=s["mode"], max_experiments=s["max_experiments"],
                                         run_id=m.run_id, model=s["model"], replicates=s["replicates"],
                                         allow_install=s["allow_install"], token_budget=s["token_budget"],
-                                        retry_known=bool(s.get("retry_known")),
+                                        retry_known=bool(s.get("retry_known")), force=bool(s.get("force")),
                                         llm=LLMSettings.model_validate(s["llm"]) if s.get("llm") else None,
                                         progress=self.say,
                                         workspace=self.ws, budget=self.budget)  # fmt: skip

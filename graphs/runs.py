@@ -235,6 +235,7 @@ def start_run(
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
     budget: Budget | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Create the run and drive the graph until it ends or waits for a person (or the budget ends it).
 
@@ -255,7 +256,7 @@ def start_run(
         state = TuningState(run_id=meta.id, spec_path=str(path), mode=cast(Mode, mode),
                             state_version=STATE_VERSION, max_experiments=max_experiments, replicates=replicates,
                             model=model, token_budget=token_budget, llm=llm, allow_install=allow_install,
-                            retry_known=retry_known)  # fmt: skip
+                            retry_known=retry_known, force=force)  # fmt: skip
         with _compiled(meta.id, ws) as (graph, config):
             _drive(graph, config, state, _context(state, ws, progress, budget))
     return _result(meta.id, ws)

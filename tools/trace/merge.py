@@ -374,6 +374,7 @@ def _rank_groups(
     by_key = {p.key: p for p in accounted}
     sums: dict[str, list[Any]] = {}
     members: dict[str, list[str]] = {}
+    lifetimes = {_key(row): float(row[11] or 0) / US for row in app}
     for row in app:
         key = (str(row[0] or ""), None if row[1] is None else int(row[1]))
         proc = by_key.get(key)
@@ -389,7 +390,8 @@ def _rank_groups(
     for label, acc in sums.items():
         main = f"{acc[0]}:{acc[1]}"
         out.append((RankGroup(label=label, rank=acc[2], main=main, workers=sorted(m for m in members[label] if m != main),
-                              bytes=acc[6], io_calls=acc[5], io_time_s=acc[7] / US), tuple(acc)))  # fmt: skip
+                              bytes=acc[6], io_calls=acc[5], io_time_s=acc[7] / US,
+                              lifetime_s=lifetimes.get((str(acc[0] or ""), acc[1]), 0.0)), tuple(acc)))  # fmt: skip
     return sorted(out, key=lambda g: (g[0].rank is None, g[0].rank or 0, g[0].label))
 
 

@@ -214,6 +214,8 @@ class RankGroup(_Model):
     bytes: int = 0
     io_calls: int = 0
     io_time_s: float = 0.0
+    #: the main process's lifetime (first event to last)
+    lifetime_s: float = 0.0
 
 
 class PathClassStats(_Model):
