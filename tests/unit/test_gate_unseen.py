@@ -53,7 +53,9 @@ def test_mpi_ranks_on_their_own_files_need_mpiio_in_the_program(tmp_path: Path) 
     from dftune.tools.diagnose.engine import diagnose_analysis
     from dftune.tools.trace import analyze
 
-    a = analyze([_ranks(tmp_path / "nn", rank=True, shared=False)], views=["file", "proc"], exclude_helpers=True)
+    a = analyze(
+        [_ranks(tmp_path / "nn", rank=True, shared=False)], views=["file", "proc"], exclude_helpers=True
+    )
     assert not diagnose_analysis(a).worth_tuning  # file per rank, nothing says MPI-IO
     forced = diagnose_analysis(a, mpiio_program=True)  # the program's source calls MPI.File
     assert forced.worth_tuning and "the program calls MPI-IO" in forced.gate.reason

@@ -25,7 +25,15 @@ from dftune.tools.diagnose.metrics import (
     time_metrics,
 )
 from dftune.tools.diagnose.rules import Finding, RuleSet, evaluate, load_rulesets
-from dftune.tools.diagnose.scope import SetApart, data_rows, data_summary, describe, judged_io_time, set_apart
+from dftune.tools.diagnose.scope import (
+    SetApart,
+    data_rows,
+    data_summary,
+    describe,
+    judged_io_time,
+    set_apart,
+    unattributed,
+)
 from dftune.tools.diagnose.unseen import PossiblyIo, app_waits, mpi_time
 from dftune.tools.trace import Analysis, analyze, analyze_runs
 from dftune.tools.trace.model import HelperProcess, RunInfo
@@ -294,8 +302,13 @@ def diagnose_analysis(
     )  # shares of the files judged: they sum to <= 100%
     rows: dict[str, list[dict[str, Any]]] = {}
     if "file" in analysis.views:
+        ranks = summary["processes"]  # a file shared within one rank group is not shared between ranks
         rows["file"] = [
-            file_metrics(r, file_total) for r in data_rows(analysis.views["file"].get("rows", []), analysis)
+            {**m, "processes": min(m["processes"], ranks)}
+            for m in (
+                file_metrics(r, file_total)
+                for r in data_rows(analysis.views["file"].get("rows", []), analysis)
+            )
         ]
     if "proc" in analysis.views:
         rows["proc"] = [proc_metrics(r, total) for r in analysis.views["proc"].get("rows", [])]
@@ -328,7 +341,7 @@ def diagnose_analysis(
         shape=analysis.shape.kind, shape_reason=analysis.shape.reason, worth_tuning=g.worth_tuning, gate=g,
         checklist=_checklist(bottlenecks), app_processes=analysis.app_processes,
         helper_processes=list(analysis.helper_processes), run=analysis.run, warnings=warnings + list(analysis.warnings),
-        set_apart=apart, notes=describe(apart),
+        set_apart=apart, notes=describe(apart) + [n for n in [unattributed(everything, analysis)] if n],
     )  # fmt: skip
 
 

@@ -80,25 +80,23 @@ def _frac(part: float, whole: float) -> float:
 
 
 def data_summary(summary: dict[str, Any], analysis: Analysis) -> dict[str, Any]:
-    """The summary metrics with the excluded classes' calls, bytes and times taken out.
+    """The summary metrics of the files judged: the judged classes' calls, bytes and times.
 
-    Exact for counts, bytes, times and their shares (the per-path tables hold them); the
-    size-bin and alignment counts have no per-path split and still include every path."""
-    gone = [analysis.path_classes[c] for c in excluded_classes(analysis)]
-    if not gone:
+    Calls on no file (a parent's ``waitpid`` on its workers, pipes, sockets) are no file I/O, as
+    Darshan counts none; the excluded classes' calls are set apart.  Exact for counts, bytes,
+    times and their shares (the per-path tables hold them); the size-bin and alignment counts
+    have no per-path split and still include every call."""
+    classes = analysis.path_classes
+    if not classes:
         return summary
+    gone = set(excluded_classes(analysis))
+    kept = [s for c, s in classes.items() if c not in gone]
     out = dict(summary)
-
-    def less(key: str, attr: str, scale: float = 1.0) -> None:
-        out[key] = max(0.0, float(out[key]) - scale * sum(float(getattr(s, attr)) for s in gone))
-
     for fam in ("read", "write", "metadata"):
-        less(f"{fam}_count", f"{fam}_count")
-        less(f"{fam}_time_s", f"{fam}_time_s")
+        out[f"{fam}_count"] = sum(getattr(s, f"{fam}_count") for s in kept)
+        out[f"{fam}_time_s"] = sum(getattr(s, f"{fam}_time_s") for s in kept)
     for fam in ("read", "write"):
-        less(f"{fam}_bytes", f"{fam}_bytes")
-    for key in ("read_count", "write_count", "metadata_count", "read_bytes", "write_bytes"):
-        out[key] = int(out[key])
+        out[f"{fam}_bytes"] = sum(getattr(s, f"{fam}_bytes") for s in kept)
     rwm = out["read_time_s"] + out["write_time_s"] + out["metadata_time_s"]
     out["io_time_s"] = rwm
     for fam in ("read", "write", "metadata"):
@@ -107,12 +105,29 @@ def data_summary(summary: dict[str, Any], analysis: Analysis) -> dict[str, Any]:
         mean = _frac(out[f"{fam}_bytes"], out[f"{fam}_count"]) if out[f"{fam}_count"] else None
         out[f"{fam}_mean_xfer"] = mean if mean is not None else float("inf")
         out[f"{fam}_mean_xfer_kib"] = (mean or 0.0) / 1024
-    seq_gone = sum(s.sequential for s in gone)
-    rand_gone = sum(s.random for s in gone)
-    out["random_count"] = max(0, int(out["random_count"]) - rand_gone)
-    out["classified"] = max(0, int(out["classified"]) - seq_gone - rand_gone)
+    out["random_count"] = sum(s.random for s in kept)
+    out["classified"] = sum(s.sequential + s.random for s in kept)
     out["rand_frac"] = _frac(out["random_count"], out["classified"])
     return out
+
+
+def unattributed(summary: dict[str, Any], analysis: Analysis) -> str | None:
+    """A note on the calls on no file (left out of the judged totals), or None."""
+    classes = analysis.path_classes.values()
+    if not classes:
+        return None
+    calls = sum(int(summary[f"{f}_count"]) for f in ("read", "write", "metadata")) - sum(
+        s.read_count + s.write_count + s.metadata_count for s in classes
+    )
+    secs = sum(float(summary[f"{f}_time_s"]) for f in ("read", "write", "metadata")) - sum(
+        s.read_time_s + s.write_time_s + s.metadata_time_s for s in classes
+    )
+    if calls <= 0:
+        return None
+    return (
+        f"{calls:,} calls on no file ({max(secs, 0.0):.3g} s: waitpid on child processes, pipes, sockets) "
+        "are not file I/O and are not judged"
+    )
 
 
 def data_rows(rows: list[dict[str, Any]], analysis: Analysis) -> list[dict[str, Any]]:

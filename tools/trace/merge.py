@@ -206,7 +206,9 @@ def _merge(
     compute_life_us = sum(float(p[11] or 0) for p in procs if (p[10] or 0) > 0)
     process_time_us = sum(float(p[11] or 0) for p in procs)
     groups = _rank_groups(app, accounted)
-    imbalance = _imbalance([g[1] for g in groups])
+    # peers are compared only when they do data I/O (a resource tracker that only imports is no peer)
+    movers = [g for g in groups if g[0].data_io is not False]
+    imbalance = _imbalance([g[1] for g in (movers or groups)])
     # I/O hidden behind compute is judged per rank group: a worker that only reads while its main
     # process computes is not "unoverlapped" because it computes nothing itself
     fed = _fed_workers(groups, app)
@@ -375,6 +377,7 @@ def _rank_groups(
     sums: dict[str, list[Any]] = {}
     members: dict[str, list[str]] = {}
     lifetimes = {_key(row): float(row[11] or 0) / US for row in app}
+    moves: dict[str, bool | None] = {}
     for row in app:
         key = (str(row[0] or ""), None if row[1] is None else int(row[1]))
         proc = by_key.get(key)
@@ -386,12 +389,16 @@ def _rank_groups(
             acc[i] += int(row[i] or 0)
         acc[7] += float(row[7] or 0)
         members.setdefault(label, []).append(f"{key[0]}:{key[1]}")
+        mine = proc.data_io if proc is not None else None
+        moves[label] = (mine if label not in moves else
+                        None if mine is None and not moves[label] else bool(moves[label]) or bool(mine))  # fmt: skip
     out = []
     for label, acc in sums.items():
         main = f"{acc[0]}:{acc[1]}"
         out.append((RankGroup(label=label, rank=acc[2], main=main, workers=sorted(m for m in members[label] if m != main),
                               bytes=acc[6], io_calls=acc[5], io_time_s=acc[7] / US,
-                              lifetime_s=lifetimes.get((str(acc[0] or ""), acc[1]), 0.0)), tuple(acc)))  # fmt: skip
+                              lifetime_s=lifetimes.get((str(acc[0] or ""), acc[1]), 0.0),
+                              data_io=moves.get(label)), tuple(acc)))  # fmt: skip
     return sorted(out, key=lambda g: (g[0].rank is None, g[0].rank or 0, g[0].label))
 
 

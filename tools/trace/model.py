@@ -216,6 +216,8 @@ class RankGroup(_Model):
     io_time_s: float = 0.0
     #: the main process's lifetime (first event to last)
     lifetime_s: float = 0.0
+    #: a member reads or writes a data file (None: unknown, no per-path tables)
+    data_io: bool | None = None
 
 
 class PathClassStats(_Model):

@@ -160,3 +160,29 @@ def split_file_view(
         view["rows"] = [r for r in rows if r["path_class"] != SYSTEM]
         if "total" in view:
             view["total"] = max(len(view["rows"]), int(view["total"]) - files)
+
+
+def data_processes(
+    partials: list[FilePartial], rules: PathRules | None = None
+) -> set[tuple[str, int | None]] | None:
+    """(host, pid) of the processes that read or write a data file (None: the partials hold no
+    per-path tables).  dftracer writes one trace file per process, so a file's paths are its
+    process's; a process touching only its runtime's and the system's files does no data I/O."""
+    if not any("path" in p.tables for p in partials):
+        return None
+    out: set[tuple[str, int | None]] = set()
+    for part in partials:
+        paths, procs = part.tables.get("path"), part.tables.get("proc")
+        if paths is None or procs is None or not paths.num_rows:
+            continue
+        moved = any(
+            classify(str(row.get("path") or ""), rules) == DATA
+            and int(row.get("read_count") or 0) + int(row.get("write_count") or 0) > 0
+            for row in paths.select(["path", "read_count", "write_count"]).to_pylist()
+        )
+        if moved:
+            out |= {
+                (str(r.get("host") or ""), None if r.get("pid") is None else int(r["pid"]))
+                for r in procs.select(["host", "pid"]).to_pylist()
+            }
+    return out

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from dftune.tools.trace.paths import data_processes
 from dftune.tools.trace.reader import FilePartial
 
 US = 1_000_000.0
@@ -72,6 +73,8 @@ class Proc:
     helper: str | None = None
     #: the application process whose rank group this one belongs to (None: it leads its own)
     parent: Proc | None = None
+    #: reads or writes a data file (not only its runtime's and the system's files); None: unknown
+    data_io: bool | None = None
 
     @property
     def key(self) -> tuple[str, int | None]:
@@ -244,6 +247,9 @@ def account(partials: list[FilePartial], r: Rules | None = None) -> Accounting:
     """Roles and runs of the processes in ``partials``."""
     r = r or rules()
     procs = gather(partials)
+    movers = data_processes(partials)
+    for p in procs:
+        p.data_io = None if movers is None else p.key in movers
     runs = _runs(procs, r, len(partials))
     for run in runs:  # helpers are judged within their run (its busiest process, its lifetimes)
         classify(run.procs, r)
@@ -260,7 +266,8 @@ def assign_groups(procs: list[Proc], r: Rules) -> None:
 
     A worker is an application process without a rank whose lifetime lies within another
     application process's on the same host, starting ``worker_min_start_delay_s`` or more after
-    it; its parent is the innermost such process, and a worker's worker belongs to the same root."""
+    it; its parent is the outermost such process (the earliest started), so a worker's worker
+    belongs to the same root."""
     app = [p for p in procs if p.helper is None and p.first_ts is not None and p.last_end is not None]
     delay = r.worker_min_start_delay_s * US
     for p in procs:
@@ -272,8 +279,8 @@ def assign_groups(procs: list[Proc], r: Rules) -> None:
         hosts = [q for q in app if q is not p and q.host == p.host]
         around = [q for q in hosts if q.first_ts is not None and q.last_end is not None
                   and p.first_ts - q.first_ts >= delay and q.last_end >= p.last_end]  # fmt: skip
-        if around:
-            p.parent = max(around, key=lambda q: (q.first_ts or 0, q.key))
+        if around:  # the outermost: a process a worker outlives (a resource tracker) is never its parent
+            p.parent = min(around, key=lambda q: (q.first_ts or 0, q.key))
 
 
 def root(p: Proc) -> Proc:
