@@ -30,6 +30,7 @@ from dftune.tools.diagnose.scope import (
     data_rows,
     data_summary,
     describe,
+    excluded_classes,
     judged_io_time,
     set_apart,
     unattributed,
@@ -154,6 +155,11 @@ def gate(
     t = table or _data("gate.toml")
     floor = t["min_io_fraction"]
     frac = analysis.io_fraction_of_job
+    # the start-up reads of the runtime's own files and system files are not the program's I/O
+    apart_s = sum(analysis.path_classes[c].io_time_s for c in excluded_classes(analysis))
+    life = analysis.app_process_time_s
+    if apart_s and life:
+        frac = max(0.0, frac * life - apart_s) / life
     shape = analysis.shape.kind
     layers = list(t["layers"].get(shape, ["L1", "L2", "L3"]))
     possibly = sorted(possibly or [], key=lambda p: -p.fraction)
@@ -167,6 +173,8 @@ def gate(
         whose = f"the application's process time ({analysis.app_processes} processes" + (
             f"; {helpers} helper processes left out)" if helpers else ")"
         )
+    if apart_s and life:
+        whose += f", start-up and system file I/O ({apart_s:.3g} s) set apart"
     if frac < floor and slowest is not None and slowest >= floor:
         reason = (f"I/O is {frac:.1%} of process time on average but {slowest:.1%} of the job time for the slowest "
                   f"rank (Darshan agg_time_by_slowest), which the job waits for; {t['reasons'].get(shape, '')}")  # fmt: skip
