@@ -29,11 +29,11 @@ from dftune.tools.trace.discover import discover
 from dftune.tools.trace.errors import MultipleRunsError
 from dftune.tools.trace.merge import merge
 from dftune.tools.trace.model import Analysis, RunInfo, SkippedLine
-from dftune.tools.trace.paths import SYSTEM, path_class_totals, split_file_view
+from dftune.tools.trace.paths import SYSTEM, split_file_view
 from dftune.tools.trace.processes import Accounting, Run, account, assign_groups, classify, rules
 from dftune.tools.trace.profile import build_profile
 from dftune.tools.trace.reader import FilePartial, ReadOptions, read_file, read_file_native
-from dftune.tools.trace.views import VIEWS, build_view, fine_bins
+from dftune.tools.trace.views import VIEWS, build_view, fine_bins, path_class_totals
 
 #: Called after each file is read: (files done, files total, path).
 Progress = Callable[[int, int, str], None]
