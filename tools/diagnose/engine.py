@@ -28,6 +28,7 @@ from dftune.tools.diagnose.rules import Finding, RuleSet, evaluate, load_ruleset
 from dftune.tools.diagnose.scope import (
     SetApart,
     data_rows,
+    data_shape,
     data_summary,
     describe,
     excluded_classes,
@@ -149,7 +150,10 @@ def choose_metric(scores: dict[str, int], table: dict[str, Any] | None = None) -
 
 
 def gate(
-    analysis: Analysis, table: dict[str, Any] | None = None, possibly: list[PossiblyIo] | None = None
+    analysis: Analysis,
+    table: dict[str, Any] | None = None,
+    possibly: list[PossiblyIo] | None = None,
+    shape: str | None = None,
 ) -> Gate:
     """Is I/O (traced, or possibly I/O the trace cannot show) a meaningful share of the job?"""
     t = table or _data("gate.toml")
@@ -160,7 +164,7 @@ def gate(
     life = analysis.app_process_time_s
     if apart_s and life:
         frac = max(0.0, frac * life - apart_s) / life
-    shape = analysis.shape.kind
+    shape = shape or analysis.shape.kind
     layers = list(t["layers"].get(shape, ["L1", "L2", "L3"]))
     possibly = sorted(possibly or [], key=lambda p: -p.fraction)
     unseen = next((p for p in possibly if p.fraction >= floor), None)
@@ -324,8 +328,11 @@ def diagnose_analysis(
     if "time" in analysis.views:
         rows["time"] = [time_metrics(r, total) for r in analysis.views["time"].get("rows", [])]
     findings: list[Finding] = evaluate(rulesets or load_rulesets(), summary, rows)
+    shape = data_shape(summary, analysis)
     g = gate(
-        analysis, possibly=possibly_io(analysis, mpiio_program=mpiio_program) + list(reported_waits or [])
+        analysis,
+        possibly=possibly_io(analysis, mpiio_program=mpiio_program) + list(reported_waits or []),
+        shape=shape.kind,
     )
     fs_list = _filesystems(data_dirs)
     fs_type = fs_list[0].fs_type if fs_list else "unknown"
@@ -346,7 +353,7 @@ def diagnose_analysis(
         schema_=SCHEMA,
         trace_files=analysis.files, events=analysis.events, bottlenecks=bottlenecks, category_scores=scores,
         metric=choose_metric(scores), fs_type=fs_type, data_dirs=fs_list, io_fraction=g.io_fraction,
-        shape=analysis.shape.kind, shape_reason=analysis.shape.reason, worth_tuning=g.worth_tuning, gate=g,
+        shape=shape.kind, shape_reason=shape.reason, worth_tuning=g.worth_tuning, gate=g,
         checklist=_checklist(bottlenecks), app_processes=analysis.app_processes,
         helper_processes=list(analysis.helper_processes), run=analysis.run, warnings=warnings + list(analysis.warnings),
         set_apart=apart, notes=describe(apart) + [n for n in [unattributed(everything, analysis)] if n],

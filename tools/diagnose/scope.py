@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from dftune.tools.trace.model import Analysis, PathClassStats
+from dftune.tools.trace import semantics as S
+from dftune.tools.trace.model import Analysis, PathClassStats, Shape
 from dftune.tools.trace.paths import DATA, RUNTIME, SYSTEM
 
 _WHY = {
@@ -127,6 +128,31 @@ def unattributed(summary: dict[str, Any], analysis: Analysis) -> str | None:
     return (
         f"{calls:,} calls on no file ({max(secs, 0.0):.3g} s: waitpid on child processes, pipes, sockets) "
         "are not file I/O and are not judged"
+    )
+
+
+def data_shape(summary: dict[str, Any], analysis: Analysis) -> Shape:
+    """The I/O shape of the files judged (a writer's 1 MiB blocks are not averaged with the 8 KiB
+    reads of its interpreter's start-up), or the analysis's own shape when nothing is set apart."""
+    if not excluded_classes(analysis):
+        return analysis.shape
+    ops = int(summary["read_count"]) + int(summary["write_count"])
+    nbytes = int(summary["read_bytes"]) + int(summary["write_bytes"])
+    if not ops:
+        return Shape(kind="none", reason="no read/write operation on the program's own files")
+    mean = nbytes / ops
+    if mean < S.OP_COUNT_BOUND_BYTES:
+        kind, why = "op-count-bound", f"mean transfer {mean:,.0f} B < {S.OP_COUNT_BOUND_BYTES // 1024} KiB"
+    elif mean >= S.BANDWIDTH_BOUND_BYTES:
+        kind, why = "bandwidth-bound", f"mean transfer {mean / (1 << 20):,.1f} MiB >= 1 MiB"
+    else:
+        kind, why = "mixed", f"mean transfer {mean / 1024:,.0f} KiB between 64 KiB and 1 MiB"
+    return Shape(
+        kind=kind,
+        ops=ops,
+        bytes=nbytes,
+        mean_xfer_bytes=mean,
+        reason=f"{why} on the program's own files (start-up and system file I/O set apart)",
     )
 
 
