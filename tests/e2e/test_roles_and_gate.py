@@ -193,5 +193,5 @@ def test_mpiio_program_whose_time_is_in_collectives_passes_the_gate(base: Path) 
     assert d.worth_tuning, d.gate.reason
     mpi = next(p for p in d.gate.possibly_io if p.source == "mpi-collectives")
     assert mpi.fraction >= d.gate.min_io_fraction > d.io_fraction  # the traced I/O alone would stop it
-    assert "mpi-collectives" in d.gate.reason and "shared by several ranks" in d.gate.reason
+    assert "mpi-collectives" in d.gate.reason and "written by all 2 ranks" in d.gate.reason
     assert "start-up and system file I/O" in d.gate.reason  # mpi4py's and numpy's imports are no data I/O

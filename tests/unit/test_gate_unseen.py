@@ -39,7 +39,7 @@ def test_mpi_ranks_on_a_shared_file_pass_the_gate_and_say_why(tmp_path: Path) ->
     assert d.worth_tuning, d.gate.reason
     sources = {p.source: p for p in d.gate.possibly_io}
     assert sources["mpi-collectives"].fraction > 0.9
-    assert "mpi-collectives" in d.gate.reason and "shared by several ranks" in d.gate.reason
+    assert "mpi-collectives" in d.gate.reason and "written by all 2 ranks" in d.gate.reason
 
 
 def test_processes_without_mpi_are_still_gated(tmp_path: Path) -> None:

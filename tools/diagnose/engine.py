@@ -207,7 +207,12 @@ def possibly_io(
         named = any(
             "mpi" in f"{e.cat} {e.name}".lower() and "file" in e.name.lower() for e in analysis.app_events
         )
-        got = mpi_time(analysis, uses_mpi=uses_mpi(analysis), mpiio_program=mpiio_program or named)
+        got = mpi_time(
+            analysis,
+            uses_mpi=uses_mpi(analysis),
+            mpiio_program=mpiio_program or named,
+            markers=list(t.get("mpiio_markers", [])),
+        )
         if got is not None:
             out.append(got)
     waits = app_waits(analysis, list(t.get("app_wait_names", [])))

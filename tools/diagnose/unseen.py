@@ -39,11 +39,14 @@ def _frac(part: float, whole: float) -> float:
     return part / whole if whole else 0.0
 
 
-def mpi_time(analysis: Analysis, *, uses_mpi: bool, mpiio_program: bool) -> PossiblyIo | None:
+def mpi_time(
+    analysis: Analysis, *, uses_mpi: bool, mpiio_program: bool, markers: list[str] | None = None
+) -> PossiblyIo | None:
     """The MPI ranks' time outside traced I/O and compute, when their data files are MPI-IO files.
 
-    Data files are MPI-IO files when the program calls MPI-IO (``mpiio_program``: its source or
-    its trace names it) or a data file is shared by several ranks (N-1 I/O, what MPI-IO is for)."""
+    Data files are MPI-IO files when the program calls MPI-IO (``mpiio_program``: its source
+    names it), the trace opens an MPI-IO implementation's files (``markers``), or a data file is
+    written by every rank (N-1 I/O, what MPI-IO is for; a file two of 48 ranks write is not)."""
     if not uses_mpi:
         return None
     rows = (analysis.views.get("proc") or {}).get("rows", [])
@@ -51,18 +54,34 @@ def mpi_time(analysis: Analysis, *, uses_mpi: bool, mpiio_program: bool) -> Poss
     ranks = [r for r in rows if (str(r.get("host") or ""), r.get("pid")) not in helpers]
     if not ranks:
         return None
+    files = (analysis.views.get("file") or {}).get("rows", [])
+    nranks = max(2, len([g for g in analysis.rank_groups if g.data_io is not False]) or len(ranks))
     shared = [
         f
-        for f in (analysis.views.get("file") or {}).get("rows", [])
-        if f.get("path_class", "data") == "data" and int(f.get("processes") or 0) > 1
+        for f in files
+        if f.get("path_class", "data") == "data"
+        and int(f.get("processes") or 0) >= nranks
+        and int(f.get("write_count") or 0) > 0
     ]
-    if not (mpiio_program or shared):
+    named = next(
+        (
+            str(f["path"])
+            for f in files
+            if any(fnmatch.fnmatchcase(str(f.get("path")), m) for m in markers or [])
+        ),
+        None,
+    )
+    if not (mpiio_program or shared or named):
         return None
     life = sum(float(r.get("lifetime_s") or 0.0) for r in ranks)
     seen = sum(float(r.get("io_wall_s") or 0.0) + float(r.get("compute_wall_s") or 0.0) for r in ranks)
     unseen = max(0.0, life - seen)
     why = (
-        "the program calls MPI-IO" if mpiio_program else f"{len(shared)} data file(s) shared by several ranks"
+        "the program calls MPI-IO"
+        if mpiio_program
+        else f"{len(shared)} data file(s) written by all {nranks} ranks"
+        if shared
+        else f"the MPI-IO implementation's {str(named).rsplit('/', 1)[-1]} is loaded"
     )
     return PossiblyIo(
         source="mpi-collectives",

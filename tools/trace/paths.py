@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -23,7 +24,7 @@ from dftune.tools.trace.reader import FilePartial
 
 #: The classes, in the order a path is tested against them (the first match wins; data is the rest).
 SYSTEM, RUNTIME, DATA = "system", "runtime", "data"
-_ORDER = (("data_overrides", DATA), ("system", SYSTEM), ("runtime", RUNTIME))
+_ORDER = (("shm_system", SYSTEM), ("data_overrides", DATA), ("system", SYSTEM), ("runtime", RUNTIME))
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,17 @@ def data_processes(
     """(host, pid) of the processes that read or write a data file (None: the partials hold no
     per-path tables).  dftracer writes one trace file per process, so a file's paths are its
     process's; a process touching only its runtime's and the system's files does no data I/O."""
+    return processes_touching(
+        partials,
+        lambda path, moved: moved and classify(path, rules) == DATA,
+    )
+
+
+def processes_touching(
+    partials: list[FilePartial], test: Callable[[str, bool], bool]
+) -> set[tuple[str, int | None]] | None:
+    """(host, pid) of the processes whose trace file names a path for which ``test(path, moved
+    bytes)`` holds (None: the partials hold no per-path tables)."""
     if not any("path" in p.tables for p in partials):
         return None
     out: set[tuple[str, int | None]] = set()
@@ -111,12 +123,14 @@ def data_processes(
         paths, procs = part.tables.get("path"), part.tables.get("proc")
         if paths is None or procs is None or not paths.num_rows:
             continue
-        moved = any(
-            classify(str(row.get("path") or ""), rules) == DATA
-            and int(row.get("read_count") or 0) + int(row.get("write_count") or 0) > 0
+        hit = any(
+            test(
+                str(row.get("path") or ""),
+                int(row.get("read_count") or 0) + int(row.get("write_count") or 0) > 0,
+            )
             for row in paths.select(["path", "read_count", "write_count"]).to_pylist()
         )
-        if moved:
+        if hit:
             out |= {
                 (str(r.get("host") or ""), None if r.get("pid") is None else int(r["pid"]))
                 for r in procs.select(["host", "pid"]).to_pylist()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from dftune.tools.trace.paths import data_processes
+from dftune.tools.trace.paths import data_processes, processes_touching
 from dftune.tools.trace.reader import FilePartial
 
 US = 1_000_000.0
@@ -38,6 +38,7 @@ class Rules:
     min_gap_s: float
     far_gap_ratio: float
     worker_min_start_delay_s: float = 0.02
+    rank_markers: tuple[str, ...] = ()
 
 
 @functools.cache
@@ -50,6 +51,7 @@ def rules() -> Rules:
         max_lifetime_share=float(h["max_lifetime_share"]), commands=tuple(h["commands"]),
         interpreters=tuple(h["interpreters"]), min_gap_s=float(r["min_gap_s"]), far_gap_ratio=float(r["far_gap_ratio"]),
         worker_min_start_delay_s=float(data.get("roles", {}).get("worker_min_start_delay_s", 0.02)),
+        rank_markers=tuple(data.get("roles", {}).get("rank_markers", [])),
     )  # fmt: skip
 
 
@@ -75,6 +77,8 @@ class Proc:
     parent: Proc | None = None
     #: reads or writes a data file (not only its runtime's and the system's files); None: unknown
     data_io: bool | None = None
+    #: opens its MPI library's files: an MPI rank (a peer) even when the trace records no rank
+    mpi: bool = False
 
     @property
     def key(self) -> tuple[str, int | None]:
@@ -248,8 +252,12 @@ def account(partials: list[FilePartial], r: Rules | None = None) -> Accounting:
     r = r or rules()
     procs = gather(partials)
     movers = data_processes(partials)
+    ranks = processes_touching(
+        partials, lambda path, _moved: any(fnmatch.fnmatchcase(path, m) for m in r.rank_markers)
+    )
     for p in procs:
         p.data_io = None if movers is None else p.key in movers
+        p.mpi = ranks is not None and p.key in ranks
     runs = _runs(procs, r, len(partials))
     for run in runs:  # helpers are judged within their run (its busiest process, its lifetimes)
         classify(run.procs, r)
@@ -264,7 +272,8 @@ def account(partials: list[FilePartial], r: Rules | None = None) -> Accounting:
 def assign_groups(procs: list[Proc], r: Rules) -> None:
     """Attach each worker process to the rank (or lone main process) it belongs to (:attr:`Proc.parent`).
 
-    A worker is an application process without a rank whose lifetime lies within another
+    A worker is an application process without a rank (recorded, or shown by its opening the MPI
+    library's files) whose lifetime lies within another
     application process's on the same host, starting ``worker_min_start_delay_s`` or more after
     it; its parent is the outermost such process (the earliest started), so a worker's worker
     belongs to the same root."""
@@ -273,7 +282,7 @@ def assign_groups(procs: list[Proc], r: Rules) -> None:
     for p in procs:
         p.parent = None
     for p in app:
-        if p.rank is not None:
+        if p.rank is not None or p.mpi:
             continue
         assert p.first_ts is not None and p.last_end is not None
         hosts = [q for q in app if q is not p and q.host == p.host]
