@@ -131,3 +131,17 @@ def test_path_classes() -> None:
     assert classify("/etc/ld.so.cache") == "runtime"
     assert classify("/scratch/data/train-00001.tfrecord") == "data"
     assert classify("fhash:0123abcd") == "data"
+
+
+def test_calls_naming_no_file_are_judged_when_they_are_most_of_the_io(tmp_path: Path) -> None:
+    """A trace whose reads name no file (no metadata for them) is not judged on the few that do."""
+    p = Proc(pid=9)
+    for _ in range(50):
+        p.event("read", dur=1_000, ret=65536, count=65536)  # no fhash: the trace names no file
+    p.open("/usr/lib/x.so")
+    p.read("/usr/lib/x.so", 4096, dur=10)
+    p.open("/scratch/out.bin")
+    p.write("/scratch/out.bin", 4096, offset=0, dur=10)
+    d = diagnose([write_trace(tmp_path / "n", [p])])
+    assert d.bottlenecks[0].category == "read-time", [b.evidence for b in d.bottlenecks]
+    assert [s.path_class for s in d.set_apart] == ["runtime"]

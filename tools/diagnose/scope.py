@@ -76,6 +76,11 @@ def set_apart(analysis: Analysis) -> list[SetApart]:
     return out
 
 
+#: Below this share of calls naming a file, the per-path totals do not stand for the job's I/O
+#: (dftracer's aggregated records name none): the excluded classes are subtracted instead.
+MOSTLY_NAMED = 0.5
+
+
 def _frac(part: float, whole: float) -> float:
     return part / whole if whole else 0.0
 
@@ -93,11 +98,24 @@ def data_summary(summary: dict[str, Any], analysis: Analysis) -> dict[str, Any]:
     gone = set(excluded_classes(analysis))
     kept = [s for c, s in classes.items() if c not in gone]
     out = dict(summary)
-    for fam in ("read", "write", "metadata"):
-        out[f"{fam}_count"] = sum(getattr(s, f"{fam}_count") for s in kept)
-        out[f"{fam}_time_s"] = sum(getattr(s, f"{fam}_time_s") for s in kept)
-    for fam in ("read", "write"):
-        out[f"{fam}_bytes"] = sum(getattr(s, f"{fam}_bytes") for s in kept)
+    named = sum(s.read_count + s.write_count + s.metadata_count for s in classes.values())
+    calls = sum(int(summary[f"{f}_count"]) for f in ("read", "write", "metadata"))
+    if named < MOSTLY_NAMED * calls:  # most calls name no file (aggregated records): take the excluded out
+        families = {
+            "read": ("count", "time_s", "bytes"),
+            "write": ("count", "time_s", "bytes"),
+            "metadata": ("count", "time_s"),
+        }
+        for fam, keys in families.items():
+            for k in keys:
+                less = sum(getattr(s, f"{fam}_{k}") for c, s in classes.items() if c in gone)
+                out[f"{fam}_{k}"] = max(0, out[f"{fam}_{k}"] - less)
+    else:
+        for fam in ("read", "write", "metadata"):
+            out[f"{fam}_count"] = sum(getattr(s, f"{fam}_count") for s in kept)
+            out[f"{fam}_time_s"] = sum(getattr(s, f"{fam}_time_s") for s in kept)
+        for fam in ("read", "write"):
+            out[f"{fam}_bytes"] = sum(getattr(s, f"{fam}_bytes") for s in kept)
     rwm = out["read_time_s"] + out["write_time_s"] + out["metadata_time_s"]
     out["io_time_s"] = rwm
     for fam in ("read", "write", "metadata"):
