@@ -82,9 +82,12 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         events.append(log("diagnoser", "no trace (tracing off): the spec's knobs are the only levers; "
                                        "the no-doing-less guard cannot run"))  # fmt: skip
         return {**update, "events": events}
-    diagnosis = diagnose_analysis(analysis, data_dirs=[data_dir] if data_dir else [],
-                                  mpiio_program="mpi-io" in update["software"],
-                                  reported_waits=_reported_waits(spec, baseline, result))  # fmt: skip
+    diagnosis = diagnose_analysis(
+        analysis,
+        data_dirs=[data_dir] if data_dir else [],
+        mpiio_program="mpi-io" in update["software"],
+        reported_waits=_reported_waits(spec, baseline, result),
+    )
     update["diagnosis"] = diagnosis
     update["fs_type"] = diagnosis.fs_type
     names = ", ".join(sorted({b.category for b in diagnosis.bottlenecks})) or "none"
@@ -96,11 +99,18 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                                        f"not covered: {', '.join(failed + pending)}"))  # fmt: skip
     if not diagnosis.worth_tuning and state.force:
         diagnosis.gate.forced = True
-        events.append(log("diagnoser", f"the gate says not worth tuning ({diagnosis.gate.reason}); tuning anyway, "
-                                       "as --force asks"))  # fmt: skip
+        events.append(
+            log(
+                "diagnoser",
+                f"the gate says not worth tuning ({diagnosis.gate.reason}); tuning anyway, as --force asks",
+            )
+        )
     elif not diagnosis.worth_tuning:
-        update.update(status="not_worth_tuning", status_reason=f"{diagnosis.gate.reason} (to tune it anyway: "
-                      f"dftune run --force {spec_arg(state)})")  # fmt: skip
+        update.update(
+            status="not_worth_tuning",
+            status_reason=f"{diagnosis.gate.reason} (to tune it anyway: "
+            f"dftune run --force {spec_arg(state)})",
+        )
     return {**update, "events": events}
 
 

@@ -185,14 +185,18 @@ def gate(
     elif frac >= floor:
         reason = f"I/O is {frac:.1%} of {whose} (>= {floor:.0%}); {t['reasons'].get(shape, '')}"
     elif unseen is not None:
-        reason = (f"traced I/O is only {frac:.2%} of {whose}, but time the trace cannot show as I/O may be I/O "
-                  f"({unseen.source}): {unseen.evidence} (>= {floor:.0%}); {t['reasons'].get(shape, '')}")  # fmt: skip
+        reason = (
+            f"traced I/O is only {frac:.2%} of {whose}, but time the trace cannot show as I/O may be I/O "
+            f"({unseen.source}): {unseen.evidence} (>= {floor:.0%}); {t['reasons'].get(shape, '')}"
+        )
     else:
         checked = "; ".join(f"{p.source}: {p.evidence}" for p in possibly) or (
             "no MPI-IO, no wait events of the program, no I/O-time metric"
         )
-        reason = (f"I/O is only {frac:.2%} of {whose} (< {floor:.0%}): even removing it all would save at most that, "
-                  f"and no time the trace cannot see reaches {floor:.0%} ({checked}); {t['reasons'].get(shape, '')}")  # fmt: skip
+        reason = (
+            f"I/O is only {frac:.2%} of {whose} (< {floor:.0%}): even removing it all would save at most that, "
+            f"and no time the trace cannot see reaches {floor:.0%} ({checked}); {t['reasons'].get(shape, '')}"
+        )
     return Gate(worth_tuning=worth, io_fraction=round(frac, 6), min_io_fraction=floor, shape=shape,
                 allowed_layers=layers, reason=reason, possibly_io=possibly)  # fmt: skip
 

@@ -29,6 +29,7 @@ from dftune.tools.trace.discover import discover
 from dftune.tools.trace.errors import MultipleRunsError
 from dftune.tools.trace.merge import merge
 from dftune.tools.trace.model import Analysis, RunInfo, SkippedLine
+from dftune.tools.trace.overlap import group_overlap
 from dftune.tools.trace.paths import SYSTEM, split_file_view
 from dftune.tools.trace.processes import Accounting, Run, account, assign_groups, classify, rules
 from dftune.tools.trace.profile import build_profile
@@ -188,7 +189,12 @@ def _build(
             holders.setdefault(f, []).append(p.helper is not None)
     keep = [f for f in sorted(run.files) if not (exclude_helpers and holders.get(f) and all(holders[f]))]
     mine = [partials[f] for f in keep]
-    analysis = merge(mine, accounting=Accounting(runs=[run]), helpers_excluded=exclude_helpers)
+    analysis = merge(
+        mine,
+        accounting=Accounting(runs=[run]),
+        helpers_excluded=exclude_helpers,
+        group_overlap=group_overlap(partials, run.procs),
+    )
     analysis.run = _run_info(run, index, runs)
     for view in views:
         if view != "summary":

@@ -70,6 +70,7 @@ def merge(
     *,
     accounting: Accounting | None = None,
     helpers_excluded: bool = False,
+    group_overlap: dict[str, tuple[int, int]] | None = None,
 ) -> Analysis:
     """Combine per-file partials into the final analysis (views are added by :mod:`views`).
 
@@ -80,7 +81,7 @@ def merge(
     acc = accounting or account(partials)
     con = connection()  # a cursor of the process's database: a fresh database costs ~13 ms
     try:
-        return _merge(con, partials, list(warnings or []), acc.procs, helpers_excluded)
+        return _merge(con, partials, list(warnings or []), acc.procs, helpers_excluded, group_overlap or {})
     finally:
         con.close()
 
@@ -109,6 +110,7 @@ def _merge(
     warnings: list[str],
     accounted: list[Proc],
     helpers_excluded: bool,
+    group_overlap: dict[str, tuple[int, int]],
 ) -> Analysis:
     sc = [p.scalars for p in partials]
     events = sum(s.get("events", 0) for s in sc)
@@ -211,12 +213,21 @@ def _merge(
     imbalance = _imbalance([g[1] for g in (movers or groups)])
     # I/O hidden behind compute is judged per rank group: a worker that only reads while its main
     # process computes is not "unoverlapped" because it computes nothing itself
-    fed = _fed_workers(groups, app)
-    unover_us = sum(float(p[9] or 0) for p in procs if _key(p) not in fed)
-    judged_io_wall_us = sum(float(p[8] or 0) for p in procs if _key(p) not in fed)
+    # groups whose overlap was measured across their processes (tools/trace/overlap.py) count as
+    # one; elsewhere a worker that computes nothing while its group's main process computes is not
+    # counted as unhidden (its overlap is not measured)
+    measured = {p.key for p in accounted if p.helper is None and group_label(p) in group_overlap}
+    fed = _fed_workers([g for g in groups if g[0].label not in group_overlap], app)
+    apart = measured | fed
+    unover_us = sum(float(p[9] or 0) for p in procs if _key(p) not in apart)
+    unover_us += sum(u for _, u in group_overlap.values())
+    judged_io_wall_us = sum(float(p[8] or 0) for p in procs if _key(p) not in apart)
+    judged_io_wall_us += sum(w for w, _ in group_overlap.values())
     if fed:
-        warnings.append(f"{len(fed)} worker process(es) do I/O for a process of their rank group that computes: "
-                        "their I/O is not counted as unhidden (overlap across processes is not measured)")  # fmt: skip
+        warnings.append(
+            f"{len(fed)} worker process(es) do I/O for a process of their rank group that computes: "
+            "their I/O is not counted as unhidden (overlap across processes is not measured)"
+        )
 
     layer_rows = _query(
         con,
@@ -390,15 +401,32 @@ def _rank_groups(
         acc[7] += float(row[7] or 0)
         members.setdefault(label, []).append(f"{key[0]}:{key[1]}")
         mine = proc.data_io if proc is not None else None
-        moves[label] = (mine if label not in moves else
-                        None if mine is None and not moves[label] else bool(moves[label]) or bool(mine))  # fmt: skip
+        moves[label] = (
+            mine
+            if label not in moves
+            else None
+            if mine is None and not moves[label]
+            else bool(moves[label]) or bool(mine)
+        )
     out = []
     for label, acc in sums.items():
         main = f"{acc[0]}:{acc[1]}"
-        out.append((RankGroup(label=label, rank=acc[2], main=main, workers=sorted(m for m in members[label] if m != main),
-                              bytes=acc[6], io_calls=acc[5], io_time_s=acc[7] / US,
-                              lifetime_s=lifetimes.get((str(acc[0] or ""), acc[1]), 0.0),
-                              data_io=moves.get(label)), tuple(acc)))  # fmt: skip
+        out.append(
+            (
+                RankGroup(
+                    label=label,
+                    rank=acc[2],
+                    main=main,
+                    workers=sorted(m for m in members[label] if m != main),
+                    bytes=acc[6],
+                    io_calls=acc[5],
+                    io_time_s=acc[7] / US,
+                    lifetime_s=lifetimes.get((str(acc[0] or ""), acc[1]), 0.0),
+                    data_io=moves.get(label),
+                ),
+                tuple(acc),
+            )
+        )
     return sorted(out, key=lambda g: (g[0].rank is None, g[0].rank or 0, g[0].label))
 
 
@@ -410,9 +438,16 @@ def _epoch_spreads(
     A group's epoch lasts from the first to the last event any of its processes tags with it;
     helpers are left out, and workers count with the rank they serve."""
     keys = [(p.host, p.pid, group_label(p)) for p in accounted if p.helper is None and p.pid is not None]
-    con.register("groups", pa.table({"host": pa.array([h for h, _, _ in keys], pa.string()),
-                                     "pid": pa.array([p for _, p, _ in keys], pa.int64()),
-                                     "grp": pa.array([g for _, _, g in keys], pa.string())}))  # fmt: skip
+    con.register(
+        "groups",
+        pa.table(
+            {
+                "host": pa.array([h for h, _, _ in keys], pa.string()),
+                "pid": pa.array([p for _, p, _ in keys], pa.int64()),
+                "grp": pa.array([g for _, _, g in keys], pa.string()),
+            }
+        ),
+    )
     try:
         rows = _query(
             con,

@@ -286,8 +286,14 @@ def assign_groups(procs: list[Proc], r: Rules) -> None:
             continue
         assert p.first_ts is not None and p.last_end is not None
         hosts = [q for q in app if q is not p and q.host == p.host]
-        around = [q for q in hosts if q.first_ts is not None and q.last_end is not None
-                  and p.first_ts - q.first_ts >= delay and q.last_end >= p.last_end]  # fmt: skip
+        around = [
+            q
+            for q in hosts
+            if q.first_ts is not None
+            and q.last_end is not None
+            and p.first_ts - q.first_ts >= delay
+            and q.last_end >= p.last_end
+        ]
         if around:  # the outermost: a process a worker outlives (a resource tracker) is never its parent
             p.parent = min(around, key=lambda q: (q.first_ts or 0, q.key))
 
