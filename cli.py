@@ -131,6 +131,9 @@ def analyze(
     app_only: Annotated[
         bool, typer.Option("--app-only", help="Leave files holding only helper processes out of every total.")
     ] = False,
+    system_paths: Annotated[
+        bool, typer.Option("--include-system-paths", help="Keep /proc, /sys, /dev files in the file view.")
+    ] = False,
 ) -> None:
     """Read dftracer traces or Darshan logs exactly and summarize their I/O (counts, bytes, time, pattern)."""
     from dftune.tools.session import preflight
@@ -142,7 +145,9 @@ def analyze(
     from dftune.tools.trace.render import AnalysisRenderer
     from dftune.tools.trace.views import VIEWS
 
-    run_analysis: Any = partial(analyze_runs if split_runs else analyze, exclude_helpers=app_only)
+    run_analysis: Any = partial(
+        analyze_runs if split_runs else analyze, exclude_helpers=app_only, include_system_paths=system_paths
+    )
 
     views = view or ["summary"]
     for v in views:
@@ -203,6 +208,9 @@ def diagnose(
     split_runs: Annotated[
         bool, typer.Option("--split-runs", help="Traces of several runs: diagnose each run on its own.")
     ] = False,
+    system_paths: Annotated[
+        bool, typer.Option("--include-system-paths", help="Judge /proc, /sys, /dev files too.")
+    ] = False,
 ) -> None:
     """Name the I/O bottlenecks (rules as data), pick the metric, gate whether tuning pays off."""
     from dftune.tools.session import preflight
@@ -214,7 +222,13 @@ def diagnose(
 
     if split_runs:
         with user_errors():
-            results = diagnose_runs(paths, data_dirs=data_dir or [], skip_bad=skip_bad, scheduler=scheduler)
+            results = diagnose_runs(
+                paths,
+                data_dirs=data_dir or [],
+                skip_bad=skip_bad,
+                scheduler=scheduler,
+                include_system_paths=system_paths,
+            )
         if as_json:
             emit_json({"schema": "dftune.diagnosis.runs/1", "runs": [d.to_json_dict() for d in results]})
             return
@@ -224,7 +238,13 @@ def diagnose(
             DiagnosisRenderer(out).render(d)
         return
     with user_errors():
-        result = run_diagnosis(paths, data_dirs=data_dir or [], skip_bad=skip_bad, scheduler=scheduler)
+        result = run_diagnosis(
+            paths,
+            data_dirs=data_dir or [],
+            skip_bad=skip_bad,
+            scheduler=scheduler,
+            include_system_paths=system_paths,
+        )
     if as_json:
         emit_json(result.to_json_dict())
         return
@@ -399,6 +419,10 @@ def run(
             "without a gain (against the same incumbent).",
         ),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Tune even when the worth-tuning gate says I/O cannot pay off here."),
+    ] = False,
     llm_timeout: Annotated[
         float | None,
         typer.Option(
@@ -455,7 +479,7 @@ def run(
         # the command line wins over the campaign file, which wins over RunSettings' defaults
         cli_settings = {"mode": mode, "max_experiments": max_experiments, "model": model, "replicates": replicates,
                         "token_budget": token_budget, "allow_install": allow_install or None,
-                        "retry_known": retry_known or None, "llm": llm}  # fmt: skip
+                        "retry_known": retry_known or None, "force": force or None, "llm": llm}  # fmt: skip
         settings = run_settings_of(file, {k: v for k, v in cli_settings.items() if v is not None})
         if file is None and len(specs) == 1:
             result = _single_run(specs[0], settings, run_id, until, as_json)

@@ -18,8 +18,9 @@ from langgraph.runtime import Runtime
 from dftune.agents.context import Context
 from dftune.agents.measure import coverage_of, measure_baseline
 from dftune.agents.state import TuningState, log
-from dftune.tools.diagnose.engine import diagnose_analysis
+from dftune.tools.diagnose.engine import diagnose_analysis, metric_wait_patterns
 from dftune.tools.diagnose.stack import infer_stack
+from dftune.tools.diagnose.unseen import PossiblyIo, metric_wait
 from dftune.tools.runner import progress_text
 from dftune.tools.runner.bench import BenchError
 
@@ -93,7 +94,12 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         events.append(log("diagnoser", "no trace (tracing off): the spec's knobs are the only levers; "
                                        "the no-doing-less guard cannot run"))  # fmt: skip
         return {**update, "events": events}
-    diagnosis = diagnose_analysis(analysis, data_dirs=[data_dir] if data_dir else [])
+    diagnosis = diagnose_analysis(
+        analysis,
+        data_dirs=[data_dir] if data_dir else [],
+        mpiio_program="mpi-io" in update["software"],
+        reported_waits=_reported_waits(spec, baseline, result),
+    )
     update["diagnosis"] = diagnosis
     update["fs_type"] = diagnosis.fs_type
     names = ", ".join(sorted({b.category for b in diagnosis.bottlenecks})) or "none"
@@ -103,9 +109,34 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     if coverage.partial:
         events.append(log("diagnoser", f"partial baseline: diagnosis covers {', '.join(included)}; "
                                        f"not covered: {', '.join(failed + pending)}"))  # fmt: skip
-    if not diagnosis.worth_tuning:
-        update.update(status="not_worth_tuning", status_reason=diagnosis.gate.reason)
+    if not diagnosis.worth_tuning and state.force:
+        diagnosis.gate.forced = True
+        events.append(
+            log(
+                "diagnoser",
+                f"the gate says not worth tuning ({diagnosis.gate.reason}); tuning anyway, as --force asks",
+            )
+        )
+    elif not diagnosis.worth_tuning:
+        update.update(
+            status="not_worth_tuning",
+            status_reason=f"{diagnosis.gate.reason} (to tune it anyway: "
+            f"dftune run --force {spec_arg(state)})",
+        )
     return {**update, "events": events}
+
+
+def spec_arg(state: TuningState) -> str:
+    """The spec as the person would pass it again (its path)."""
+    return state.spec_path
+
+
+def _reported_waits(spec: Any, baseline: Any, result: Any) -> list[PossiblyIo]:
+    """The program's own I/O or wait time, when its metric is one (see tools/diagnose/unseen.py)."""
+    walls = sorted(r.wall_s for r in result.replicates if r.status == "ok" and r.wall_s)
+    wall = walls[len(walls) // 2] if walls else None
+    got = metric_wait(spec.metric, baseline.median, wall, metric_wait_patterns())
+    return [got] if got is not None else []
 
 
 def _first_failure(result: Any) -> str:

@@ -307,6 +307,8 @@ class RunSettings(_Model):
     allow_install: bool = False
     #: measure again what the knowledge base already measured here without a gain
     retry_known: bool = False
+    #: tune even when the worth-tuning gate says I/O cannot pay off (``dftune run --force``)
+    force: bool = False
     #: the chat model's timeouts, retries and per-decision deadline (unused with ``rules``)
     llm: LLMSettings = Field(default_factory=LLMSettings)
 
@@ -438,6 +440,7 @@ class TuningState:
     #: iterations of this branch are numbered above this (a replayed fork never reuses opt<n> or change ids)
     iteration_floor: int = 0
     retry_known: bool = DEFAULT_SETTINGS.retry_known
+    force: bool = DEFAULT_SETTINGS.force
     #: the state's shape this run was saved with (see STATE_VERSION); 0 for runs older than it
     state_version: int = 0
 

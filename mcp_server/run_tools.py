@@ -164,6 +164,9 @@ class RunStartIn(_In):
     replicates: int | None = Field(None, ge=1, le=50, description="Replicates per arm (default: the spec's).")
     run_id: str | None = Field(None, description="The run's id (default: a new one from time and workload).")
     model: str = Field("rules", description="'rules' (no LLM) or PROVIDER:MODEL, as `dftune run --model`.")
+    force: bool = Field(
+        False, description="Tune even when the worth-tuning gate says I/O cannot pay off (dftune run --force)."
+    )
     wait_s: int = WaitS
 
 
@@ -199,6 +202,8 @@ def run_start_tool(p: RunStartIn) -> dict[str, Any]:
         args += ["--time-budget", p.time_budget]
     if p.replicates is not None:
         args += ["--replicates", str(p.replicates)]
+    if p.force:
+        args.append("--force")
     _spawn(run_id, args)
     return {**_waited(run_id, p.wait_s), "started": True}
 

@@ -36,6 +36,10 @@ class AnalyzeIn(_In):
         False,
         description="Traces of several runs (other hosts, far apart, other commands): one analysis per run.",
     )
+    include_system_paths: bool = Field(
+        False,
+        description="Keep /proc, /sys and /dev files (left out of the file view and diagnosis by default).",
+    )
 
 
 @box.tool(
@@ -51,12 +55,24 @@ def analyze_tool(p: AnalyzeIn) -> dict[str, Any]:
     from dftune.tools.trace import analyze, analyze_runs
 
     if p.split_runs:
-        runs = analyze_runs(p.paths, skip_bad=p.skip_bad, views=p.views, time_windows=p.time_windows)
+        runs = analyze_runs(
+            p.paths,
+            skip_bad=p.skip_bad,
+            views=p.views,
+            time_windows=p.time_windows,
+            include_system_paths=p.include_system_paths,
+        )
         return {
             "schema": "dftune.analysis.runs/1",
             "runs": [trim_views(a.to_json_dict(), p.max_rows) for a in runs],
         }
-    result = analyze(p.paths, skip_bad=p.skip_bad, views=p.views, time_windows=p.time_windows)
+    result = analyze(
+        p.paths,
+        skip_bad=p.skip_bad,
+        views=p.views,
+        time_windows=p.time_windows,
+        include_system_paths=p.include_system_paths,
+    )
     return trim_views(result.to_json_dict(), p.max_rows)
 
 
@@ -67,6 +83,10 @@ class DiagnoseIn(_In):
     )
     skip_bad: bool = SkipBad
     split_runs: bool = Field(False, description="Traces of several runs: one diagnosis per run.")
+    include_system_paths: bool = Field(
+        False,
+        description="Keep /proc, /sys and /dev files (left out of the file view and diagnosis by default).",
+    )
 
 
 @box.tool(
@@ -81,9 +101,13 @@ def diagnose_tool(p: DiagnoseIn) -> dict[str, Any]:
     from dftune.tools.diagnose.engine import diagnose, diagnose_runs
 
     if p.split_runs:
-        runs = diagnose_runs(p.paths, data_dirs=p.data_dirs, skip_bad=p.skip_bad)
+        runs = diagnose_runs(
+            p.paths, data_dirs=p.data_dirs, skip_bad=p.skip_bad, include_system_paths=p.include_system_paths
+        )
         return {"schema": "dftune.diagnosis.runs/1", "runs": [d.to_json_dict() for d in runs]}
-    return diagnose(p.paths, data_dirs=p.data_dirs, skip_bad=p.skip_bad).to_json_dict()
+    return diagnose(
+        p.paths, data_dirs=p.data_dirs, skip_bad=p.skip_bad, include_system_paths=p.include_system_paths
+    ).to_json_dict()
 
 
 class TraceSource(_In):

@@ -26,6 +26,18 @@ from dftune.tools.diagnose.metrics import (
     time_metrics,
 )
 from dftune.tools.diagnose.rules import Finding, RuleSet, evaluate, load_rulesets
+from dftune.tools.diagnose.scope import (
+    SetApart,
+    data_rows,
+    data_shape,
+    data_summary,
+    describe,
+    excluded_classes,
+    judged_io_time,
+    set_apart,
+    unattributed,
+)
+from dftune.tools.diagnose.unseen import PossiblyIo, app_waits, mpi_time
 from dftune.tools.trace import Analysis, analyze, analyze_runs
 from dftune.tools.trace.model import HelperProcess, RunInfo
 
@@ -55,6 +67,10 @@ class Gate(_Model):
     shape: str
     allowed_layers: list[str]
     reason: str
+    #: time the trace cannot show as I/O that may be I/O (MPI collectives, the program's own waits)
+    possibly_io: list[PossiblyIo] = []
+    #: the run went on although the gate said no (``dftune run --force``)
+    forced: bool = False
 
 
 class FsSummary(_Model):
@@ -108,6 +124,9 @@ class Diagnosis(_Model):
     helper_processes: list[HelperProcess] = []
     run: RunInfo | None = None
     warnings: list[str] = []
+    #: I/O the diagnosis does not judge (system paths, the runtime's start-up reads), with why
+    set_apart: list[SetApart] = []
+    notes: list[str] = []
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -135,33 +154,84 @@ def choose_metric(scores: dict[str, int], table: dict[str, Any] | None = None) -
     return MetricChoice(metric=t["default"], rationale=t["fallback_rationale"], dominant=[])
 
 
-def gate(analysis: Analysis, table: dict[str, Any] | None = None) -> Gate:
-    """Is I/O a meaningful share of the job, and is it op-count- or bandwidth-bound?"""
+def gate(
+    analysis: Analysis,
+    table: dict[str, Any] | None = None,
+    possibly: list[PossiblyIo] | None = None,
+    shape: str | None = None,
+) -> Gate:
+    """Is I/O (traced, or possibly I/O the trace cannot show) a meaningful share of the job?"""
     t = table or _data("gate.toml")
+    floor = t["min_io_fraction"]
     frac = analysis.io_fraction_of_job
-    shape = analysis.shape.kind
+    # the start-up reads of the runtime's own files and system files are not the program's I/O
+    apart_s = sum(analysis.path_classes[c].io_time_s for c in excluded_classes(analysis))
+    life = analysis.app_process_time_s
+    if apart_s and life:
+        frac = max(0.0, frac * life - apart_s) / life
+    shape = shape or analysis.shape.kind
     layers = list(t["layers"].get(shape, ["L1", "L2", "L3"]))
+    possibly = sorted(possibly or [], key=lambda p: -p.fraction)
+    unseen = next((p for p in possibly if p.fraction >= floor), None)
     # Darshan: the job waits for its slowest rank, whose I/O share the per-process mean can hide
     slowest = analysis.darshan.perf.slowest_io_fraction if analysis.darshan is not None else None
-    worth = frac >= t["min_io_fraction"] or (slowest is not None and slowest >= t["min_io_fraction"])
+    worth = frac >= floor or (slowest is not None and slowest >= floor) or unseen is not None
     helpers = len(analysis.helper_processes)
     whose = "process time"  # a Darshan log has no process accounting
     if analysis.app_processes:
         whose = f"the application's process time ({analysis.app_processes} processes" + (
             f"; {helpers} helper processes left out)" if helpers else ")"
         )
-    if worth and frac < t["min_io_fraction"] and slowest is not None:
+    if apart_s and life:
+        whose += f", start-up and system file I/O ({apart_s:.3g} s) set apart"
+    if frac < floor and slowest is not None and slowest >= floor:
         reason = (f"I/O is {frac:.1%} of process time on average but {slowest:.1%} of the job time for the slowest "
                   f"rank (Darshan agg_time_by_slowest), which the job waits for; {t['reasons'].get(shape, '')}")  # fmt: skip
-    elif worth:
+    elif frac >= floor:
+        reason = f"I/O is {frac:.1%} of {whose} (>= {floor:.0%}); {t['reasons'].get(shape, '')}"
+    elif unseen is not None:
         reason = (
-            f"I/O is {frac:.1%} of {whose} (>= {t['min_io_fraction']:.0%}); {t['reasons'].get(shape, '')}"
+            f"traced I/O is only {frac:.2%} of {whose}, but time the trace cannot show as I/O may be I/O "
+            f"({unseen.source}): {unseen.evidence} (>= {floor:.0%}); {t['reasons'].get(shape, '')}"
         )
     else:
-        reason = (f"I/O is only {frac:.2%} of {whose} (< {t['min_io_fraction']:.0%}): even removing it all would "
-                  f"save at most that; {t['reasons'].get(shape, '')}")  # fmt: skip
-    return Gate(worth_tuning=worth, io_fraction=round(frac, 6), min_io_fraction=t["min_io_fraction"], shape=shape,
-                allowed_layers=layers, reason=reason)  # fmt: skip
+        checked = "; ".join(f"{p.source}: {p.evidence}" for p in possibly) or (
+            "no MPI-IO, no wait events of the program, no I/O-time metric"
+        )
+        reason = (
+            f"I/O is only {frac:.2%} of {whose} (< {floor:.0%}): even removing it all would save at most that, "
+            f"and no time the trace cannot see reaches {floor:.0%} ({checked}); {t['reasons'].get(shape, '')}"
+        )
+    return Gate(worth_tuning=worth, io_fraction=round(frac, 6), min_io_fraction=floor, shape=shape,
+                allowed_layers=layers, reason=reason, possibly_io=possibly)  # fmt: skip
+
+
+def possibly_io(
+    analysis: Analysis, *, mpiio_program: bool = False, table: dict[str, Any] | None = None
+) -> list[PossiblyIo]:
+    """What the trace cannot show as I/O but may be (resources/diagnosis/gate.toml ``[possibly_io]``)."""
+    t = (table or _data("gate.toml")).get("possibly_io", {})
+    out: list[PossiblyIo] = []
+    if t.get("mpi", True):
+        named = any(
+            "mpi" in f"{e.cat} {e.name}".lower() and "file" in e.name.lower() for e in analysis.app_events
+        )
+        got = mpi_time(
+            analysis,
+            uses_mpi=uses_mpi(analysis),
+            mpiio_program=mpiio_program or named,
+            markers=list(t.get("mpiio_markers", [])),
+        )
+        if got is not None:
+            out.append(got)
+    waits = app_waits(analysis, list(t.get("app_wait_names", [])))
+    if waits is not None:
+        out.append(waits)
+    return out
+
+
+def metric_wait_patterns(table: dict[str, Any] | None = None) -> list[str]:
+    return list((table or _data("gate.toml")).get("possibly_io", {}).get("metric_wait_patterns", []))
 
 
 #: Trace evidence that a job uses MPI (file names of the MPI library or its Python binding, launcher
@@ -289,20 +359,43 @@ def diagnose_analysis(
     *,
     data_dirs: Iterable[str | Path] = (),
     rulesets: list[RuleSet] | None = None,
+    mpiio_program: bool = False,
+    reported_waits: list[PossiblyIo] | None = None,
 ) -> Diagnosis:
-    """Diagnose an existing analysis (with the file view, when available)."""
-    summary = summary_metrics(analysis)
-    total = summary["io_time_s"]
+    """Diagnose an existing analysis (with the file view, when available).
+
+    ``mpiio_program``: the program's source calls MPI-IO; ``reported_waits``: waits the program
+    reports outside the trace (a stdout metric that is its I/O time); both feed the gate."""
+    # the program's data I/O: system paths and (for a program with data I/O of its own) the
+    # runtime's start-up reads are set apart (tools/diagnose/scope.py)
+    everything = summary_metrics(analysis)
+    summary = data_summary(everything, analysis)
+    total = everything["io_time_s"]  # process and time rows cannot be split by path: shares of all I/O
+    file_total = (
+        judged_io_time(analysis) or summary["io_time_s"]
+    )  # shares of the files judged: they sum to <= 100%
     rows: dict[str, list[dict[str, Any]]] = {}
     if "file" in analysis.views:
-        rows["file"] = [file_metrics(r, total) for r in analysis.views["file"].get("rows", [])]
+        ranks = summary["processes"]  # a file shared within one rank group is not shared between ranks
+        rows["file"] = [
+            {**m, "processes": min(m["processes"], ranks)}
+            for m in (
+                file_metrics(r, file_total)
+                for r in data_rows(analysis.views["file"].get("rows", []), analysis)
+            )
+        ]
     if "proc" in analysis.views:
         rows["proc"] = [proc_metrics(r, total) for r in analysis.views["proc"].get("rows", [])]
     rows["layer"] = [layer_metrics(layer.model_dump()) for layer in analysis.layers]
     if "time" in analysis.views:
         rows["time"] = [time_metrics(r, total) for r in analysis.views["time"].get("rows", [])]
     findings: list[Finding] = evaluate(rulesets or load_rulesets(), summary, rows)
-    g = gate(analysis)
+    shape = data_shape(summary, analysis)
+    g = gate(
+        analysis,
+        possibly=possibly_io(analysis, mpiio_program=mpiio_program) + list(reported_waits or []),
+        shape=shape.kind,
+    )
     fs_list = _filesystems(data_dirs)
     fs_type = fs_list[0].fs_type if fs_list else "unknown"
     bottlenecks = []
@@ -310,6 +403,7 @@ def diagnose_analysis(
         b = Bottleneck(**f.model_dump())
         b.candidates = _candidates(f.category, fs_type, g.allowed_layers, analysis)
         bottlenecks.append(b)
+    apart = set_apart(analysis)
     scores = {c: 0 for c in CATEGORIES}
     for b in bottlenecks:
         scores[b.category] = max(scores[b.category], b.score)
@@ -321,9 +415,10 @@ def diagnose_analysis(
         schema_=SCHEMA,
         trace_files=analysis.files, events=analysis.events, bottlenecks=bottlenecks, category_scores=scores,
         metric=choose_metric(scores), fs_type=fs_type, data_dirs=fs_list, io_fraction=g.io_fraction,
-        shape=analysis.shape.kind, shape_reason=analysis.shape.reason, worth_tuning=g.worth_tuning, gate=g,
+        shape=shape.kind, shape_reason=shape.reason, worth_tuning=g.worth_tuning, gate=g,
         checklist=_checklist(bottlenecks), app_processes=analysis.app_processes,
         helper_processes=list(analysis.helper_processes), run=analysis.run, warnings=warnings + list(analysis.warnings),
+        set_apart=apart, notes=describe(apart) + [n for n in [unattributed(everything, analysis)] if n],
     )  # fmt: skip
 
 

@@ -44,7 +44,10 @@ def summary_metrics(a: Analysis) -> dict[str, Any]:
         "files": a.files,
         "events": a.events,
         # the application's processes (helpers left out): imbalance and straggler rules need > 1
-        "processes": a.app_processes or a.processes,
+        # ... compared as rank groups: a rank (or lone main process) with its worker processes
+        "processes": len([g for g in a.rank_groups if g.data_io is not False])
+        or a.app_processes
+        or a.processes,
         "job_time_s": a.job_time_s,
         "io_time_s": rwm,
         "io_wall_time_s": a.io_wall_time_s,

@@ -35,6 +35,10 @@ class DiagnosisRenderer:
         head.add_column(overflow="fold")
         verdict = Text("yes", style="green") if d.worth_tuning else Text("no", style="yellow")
         head.add_row("worth tuning I/O", verdict + text(f": {d.gate.reason}"))
+        if d.gate.forced:
+            head.add_row("", text("tuned anyway, as --force asked"))
+        for p in d.gate.possibly_io:
+            head.add_row("possibly I/O", text(f"{p.source}: {p.evidence}"))
         head.add_row("metric to optimize", text(f"{d.metric.metric} ({d.metric.rationale})"))
         head.add_row("I/O shape", text(f"{d.shape}: {d.shape_reason}"))
         mounts = "".join(f"  ({f.path} on {f.mount_point})" for f in d.data_dirs)
@@ -67,6 +71,8 @@ class DiagnosisRenderer:
                       for e in d.checklist]  # fmt: skip
         parts.append(responsive(self.console, "Optimization checklist (reasons in --json)", check_cols, check_rows,
                                 head=(0, 1)))  # fmt: skip
+        for n in d.notes:
+            parts.append(text(f"note: {n}", "dim"))
         for w in d.warnings:
             parts.append(text(f"warning: {w}", "yellow"))
         return Group(*parts)

@@ -228,6 +228,12 @@ def _files(a: Analysis) -> str:
                          e(_g(r.get("seq_pct"))), e(r.get("stripe_count") if r.get("stripe_count") is not None else "-")]
                         for r in rows], num=(1, 2, 3, 4, 5, 6)) if rows \
         else '<p class="note">No file.</p>'  # fmt: skip
+    system = (a.views.get("file") or {}).get("system_paths") or {}
+    if system.get("files") and not system.get("included"):
+        body += (
+            f'<p class="note">{system["files"]:,} system files (/proc, /sys, /dev; {system["io_time_s"]:.3g} s '
+            "of I/O) left out; dftune analyze --include-system-paths shows them.</p>"
+        )
     return f'<section id="files"><h2>Files (top {TOP_FILES} by I/O time)</h2>{body}</section>'
 
 

@@ -223,6 +223,8 @@ class BatchReducer:
 
     #: set by :meth:`add_native`: the access and overlap tables came from the C scanner
     native: bool = False
+    #: also keep each process's merged I/O and compute intervals (the ``spans`` table)
+    spans: bool = False
 
     def __post_init__(self) -> None:
         self.con = _connection()
@@ -455,6 +457,14 @@ class BatchReducer:
             tables[name] = _fetch_arrow(con.sql(sql))
         if self.parts.get("fks"):
             tables["fks"] = _fetch_arrow(con.sql("SELECT DISTINCT fk FROM b_fks"))
+        if self.spans and "spans_rows" in self._held:
+            tables["spans"] = _fetch_arrow(
+                con.sql(
+                    f"SELECT {host} AS host, t.pid, r.kind, r.s, r.e FROM spans_rows r "
+                    f"JOIN (SELECT DISTINCT hkey, pid, host_inline FROM b_proctot) t ON r.g = hash(t.hkey, t.pid) "
+                    f"{host_join}"
+                )
+            )
         if self.profile:
             tables.update(self._profile_tables())
         if self.parts.get("time"):
@@ -638,6 +648,32 @@ class BatchReducer:
             cat(self.compute_spans, "g", np.uint64), cat(self.compute_spans, "ts", np.int64),
             cat(self.compute_spans, "e", np.int64),
         )  # fmt: skip
+        if self.spans:
+            rows = [
+                (g, 0, s, e)
+                for g, s, e in _islands(
+                    cat(self.io_spans, "g", np.uint64),
+                    cat(self.io_spans, "ts", np.int64),
+                    cat(self.io_spans, "e", np.int64),
+                )
+            ]
+            rows += [
+                (g, 1, s, e)
+                for g, s, e in _islands(
+                    cat(self.compute_spans, "g", np.uint64),
+                    cat(self.compute_spans, "ts", np.int64),
+                    cat(self.compute_spans, "e", np.int64),
+                )
+            ]
+            table = pa.table(
+                {
+                    "g": pa.array([r[0] for r in rows], pa.uint64()),
+                    "kind": pa.array([r[1] for r in rows], pa.int8()),
+                    "s": pa.array([r[2] for r in rows], pa.int64()),
+                    "e": pa.array([r[3] for r in rows], pa.int64()),
+                }
+            )
+            self._hold("spans_rows", table)
         self.io_spans.clear()
         self.compute_spans.clear()
         keys = list(per)
@@ -650,3 +686,23 @@ class BatchReducer:
         self.con.register("ovl_rows", ovl)
         self.con.execute("CREATE TEMP TABLE ovl AS SELECT * FROM ovl_rows")
         self.con.unregister("ovl_rows")
+
+
+def _islands(g: np.ndarray, s: np.ndarray, e: np.ndarray) -> list[tuple[int, int, int]]:
+    """Disjoint intervals of the union of [s, e) per group g: (g, start, end), touching ones merged."""
+    out: list[tuple[int, int, int]] = []
+    if not len(g):
+        return out
+    order = np.lexsort((s, g))
+    cur_g, cur_s, cur_e = None, 0, 0
+    for i in order:
+        gi, si, ei = int(g[i]), int(s[i]), int(e[i])
+        if gi != cur_g or si > cur_e:
+            if cur_g is not None:
+                out.append((cur_g, cur_s, cur_e))
+            cur_g, cur_s, cur_e = gi, si, ei
+        else:
+            cur_e = max(cur_e, ei)
+    assert cur_g is not None
+    out.append((cur_g, cur_s, cur_e))
+    return out

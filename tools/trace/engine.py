@@ -29,10 +29,12 @@ from dftune.tools.trace.discover import discover
 from dftune.tools.trace.errors import MultipleRunsError
 from dftune.tools.trace.merge import merge
 from dftune.tools.trace.model import Analysis, RunInfo, SkippedLine
-from dftune.tools.trace.processes import Accounting, Run, account, classify, rules
+from dftune.tools.trace.overlap import group_overlap
+from dftune.tools.trace.paths import SYSTEM, split_file_view
+from dftune.tools.trace.processes import Accounting, Run, account, assign_groups, classify, rules
 from dftune.tools.trace.profile import build_profile
 from dftune.tools.trace.reader import FilePartial, ReadOptions, read_file, read_file_native
-from dftune.tools.trace.views import VIEWS, build_view, fine_bins
+from dftune.tools.trace.views import VIEWS, build_view, fine_bins, path_class_totals
 
 #: Called after each file is read: (files done, files total, path).
 Progress = Callable[[int, int, str], None]
@@ -53,6 +55,7 @@ def analyze(
     profile: bool = False,
     exclude_helpers: bool = False,
     merge_runs: bool = False,
+    include_system_paths: bool = False,
 ) -> Analysis:
     """Analyze dftracer traces or Darshan logs (files or directories) into one :class:`Analysis`.
 
@@ -61,7 +64,9 @@ def analyze(
     files that hold only helper processes out of every total (what ``diagnose`` judges).
     ``profile``: also build the per-file access profile (byte ranges, calls, sizes, the
     application's own events) that the guards and the estimates compare; it is read on the
-    DuckDB path, which keeps per-access rows (the traces of tuning runs are small)."""
+    DuckDB path, which keeps per-access rows (the traces of tuning runs are small).
+    System paths (``/proc``, ``/sys``, ``/dev``: :mod:`paths`) are left out of the file view
+    unless ``include_system_paths``; the view says how many were."""
     paths = list(paths)
     logs = _darshan(paths, skip_bad, views, time_windows, progress)
     if logs is not None:
@@ -72,7 +77,10 @@ def analyze(
     if len(acc.runs) > 1 and not merge_runs:
         raise MultipleRunsError(_runs_message(acc), len(acc.runs))
     run = acc.runs[0] if len(acc.runs) == 1 else _one_run(acc)
-    return _noted(_build(partials, run, 1, 1, views, time_windows, exclude_helpers, profile), unreadable)
+    return _noted(
+        _build(partials, run, 1, 1, views, time_windows, exclude_helpers, profile, include_system_paths),
+        unreadable,
+    )
 
 
 def analyze_runs(
@@ -86,6 +94,7 @@ def analyze_runs(
     progress: Progress | None = None,
     profile: bool = False,
     exclude_helpers: bool = False,
+    include_system_paths: bool = False,
 ) -> list[Analysis]:
     """One :class:`Analysis` per run the traces hold, in time order (one pass over the files)."""
     paths = list(paths)
@@ -97,7 +106,10 @@ def analyze_runs(
     )
     n = len(acc.runs)
     return [
-        _noted(_build(partials, run, i, n, views, time_windows, exclude_helpers, profile), unreadable)
+        _noted(
+            _build(partials, run, i, n, views, time_windows, exclude_helpers, profile, include_system_paths),
+            unreadable,
+        )
         for i, run in enumerate(acc.runs, 1)
     ]
 
@@ -168,6 +180,7 @@ def _build(
     time_windows: int,
     exclude_helpers: bool,
     profile: bool,
+    include_system_paths: bool = False,
 ) -> Analysis:
     """The analysis of one run: its files (less those holding only helpers, when asked), merged."""
     holders: dict[int, list[bool]] = {}
@@ -176,11 +189,21 @@ def _build(
             holders.setdefault(f, []).append(p.helper is not None)
     keep = [f for f in sorted(run.files) if not (exclude_helpers and holders.get(f) and all(holders[f]))]
     mine = [partials[f] for f in keep]
-    analysis = merge(mine, accounting=Accounting(runs=[run]), helpers_excluded=exclude_helpers)
+    analysis = merge(
+        mine,
+        accounting=Accounting(runs=[run]),
+        helpers_excluded=exclude_helpers,
+        group_overlap=group_overlap(partials, run.procs),
+    )
     analysis.run = _run_info(run, index, runs)
     for view in views:
         if view != "summary":
             analysis.views[view] = build_view(view, mine, analysis, time_windows=time_windows)
+    if "file" in views or profile:  # the partials hold per-path tables: the classes' totals are exact
+        analysis.path_classes = path_class_totals(mine)
+        analysis.system_paths_included = include_system_paths
+    if "file" in analysis.views:
+        split_file_view(analysis.views["file"], include_system_paths, analysis.path_classes.get(SYSTEM))
     if profile:
         analysis.profile = build_profile(mine)
     return analysis
@@ -190,6 +213,7 @@ def _one_run(acc: Accounting) -> Run:
     """Every process as one run (``merge_runs``), helpers judged over all of them."""
     run = Run(procs=acc.procs, files={f for r in acc.runs for f in r.files})
     classify(run.procs, rules())
+    assign_groups(run.procs, rules())
     return run
 
 

@@ -25,10 +25,11 @@ from dftune.tools.trace.model import (
     Imbalance,
     InterfaceStats,
     LayerStats,
+    RankGroup,
     Shape,
     SkippedLine,
 )
-from dftune.tools.trace.processes import Accounting, Proc, account
+from dftune.tools.trace.processes import Accounting, Proc, account, group_label, root
 from dftune.tools.trace.reader import FilePartial
 
 US = 1_000_000.0
@@ -69,6 +70,7 @@ def merge(
     *,
     accounting: Accounting | None = None,
     helpers_excluded: bool = False,
+    group_overlap: dict[str, tuple[int, int]] | None = None,
 ) -> Analysis:
     """Combine per-file partials into the final analysis (views are added by :mod:`views`).
 
@@ -79,7 +81,7 @@ def merge(
     acc = accounting or account(partials)
     con = connection()  # a cursor of the process's database: a fresh database costs ~13 ms
     try:
-        return _merge(con, partials, list(warnings or []), acc.procs, helpers_excluded)
+        return _merge(con, partials, list(warnings or []), acc.procs, helpers_excluded, group_overlap or {})
     finally:
         con.close()
 
@@ -108,6 +110,7 @@ def _merge(
     warnings: list[str],
     accounted: list[Proc],
     helpers_excluded: bool,
+    group_overlap: dict[str, tuple[int, int]],
 ) -> Analysis:
     sc = [p.scalars for p in partials]
     events = sum(s.get("events", 0) for s in sc)
@@ -204,8 +207,27 @@ def _merge(
     compute_procs = sum(1 for p in procs if (p[10] or 0) > 0)
     compute_life_us = sum(float(p[11] or 0) for p in procs if (p[10] or 0) > 0)
     process_time_us = sum(float(p[11] or 0) for p in procs)
-    unover_us = sum(float(p[9] or 0) for p in procs)
-    imbalance = _imbalance(app)
+    groups = _rank_groups(app, accounted)
+    # peers are compared only when they do data I/O (a resource tracker that only imports is no peer)
+    movers = [g for g in groups if g[0].data_io is not False]
+    imbalance = _imbalance([g[1] for g in (movers or groups)])
+    # I/O hidden behind compute is judged per rank group: a worker that only reads while its main
+    # process computes is not "unoverlapped" because it computes nothing itself
+    # groups whose overlap was measured across their processes (tools/trace/overlap.py) count as
+    # one; elsewhere a worker that computes nothing while its group's main process computes is not
+    # counted as unhidden (its overlap is not measured)
+    measured = {p.key for p in accounted if p.helper is None and group_label(p) in group_overlap}
+    fed = _fed_workers([g for g in groups if g[0].label not in group_overlap], app)
+    apart = measured | fed
+    unover_us = sum(float(p[9] or 0) for p in procs if _key(p) not in apart)
+    unover_us += sum(u for _, u in group_overlap.values())
+    judged_io_wall_us = sum(float(p[8] or 0) for p in procs if _key(p) not in apart)
+    judged_io_wall_us += sum(w for w, _ in group_overlap.values())
+    if fed:
+        warnings.append(
+            f"{len(fed)} worker process(es) do I/O for a process of their rank group that computes: "
+            "their I/O is not counted as unhidden (overlap across processes is not measured)"
+        )
 
     layer_rows = _query(
         con,
@@ -291,14 +313,14 @@ def _merge(
         compute_process_time_s=compute_life_us / US,
         process_time_s=process_time_us / US,
         app_events=_app_events(con, partials),
-        epoch_spreads=_epoch_spreads(con, partials, helper_keys),
+        epoch_spreads=_epoch_spreads(con, partials, accounted),
         misaligned_pct=_pct(
             fams["read"].misaligned + fams["write"].misaligned,
             fams["read"].positioned + fams["write"].positioned,
         ),
         interfaces=_interfaces(con, partials),
         io_fraction_of_job=round(app_io_wall_us / app_life_us, 6) if app_life_us else 0.0,
-        unoverlapped_io_fraction=round(unover_us / io_wall_us, 6) if io_wall_us else 0.0,
+        unoverlapped_io_fraction=round(unover_us / judged_io_wall_us, 6) if judged_io_wall_us else 0.0,
         bw_job_mib_s=(rw_bytes / MIB / job_s) if job_s and rw_bytes else None,
         files_accessed=files_accessed,
         imbalance=imbalance,
@@ -311,6 +333,7 @@ def _merge(
         time_metric=next((s["time_metric"] for s in sc if s.get("time_metric")), "US"),
         tracer_config=_first_config(sc),
         app_processes=len(app),
+        rank_groups=[g[0] for g in groups],
         app_process_time_s=app_life_us / US,
         helper_processes=[_helper(p) for p in sorted(helpers, key=lambda p: (p.first_ts or 0, p.key))],
         helpers_excluded=helpers_excluded,
@@ -333,26 +356,111 @@ def _helper_warning(helpers: list[Proc], excluded: bool) -> list[str]:
             + ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")]  # fmt: skip
 
 
+def _key(row: tuple[Any, ...]) -> tuple[str, int | None]:
+    return (str(row[0] or ""), None if row[1] is None else int(row[1]))
+
+
+def _fed_workers(
+    groups: list[tuple[RankGroup, tuple[Any, ...]]], app: list[tuple[Any, ...]]
+) -> set[tuple[str, int | None]]:
+    """Members of a rank group that compute nothing themselves while another member computes."""
+    compute = {_key(p): float(p[10] or 0) for p in app}
+    out: set[tuple[str, int | None]] = set()
+    for group, _ in groups:
+        members = [group.main, *group.workers]
+        keys = [
+            (m.rsplit(":", 1)[0], int(m.rsplit(":", 1)[1]) if m.rsplit(":", 1)[1].isdigit() else None)
+            for m in members
+        ]
+        if len(keys) > 1 and any(compute.get(k, 0) > 0 for k in keys):
+            out |= {k for k in keys if compute.get(k, 0) == 0}
+    return out
+
+
+def _rank_groups(
+    app: list[tuple[Any, ...]], accounted: list[Proc]
+) -> list[tuple[RankGroup, tuple[Any, ...]]]:
+    """The application's processes summed per rank group (a rank or lone main process with its workers).
+
+    Each group comes with a row shaped like the proc query's (host, pid, rank, cmd, events, ops,
+    bytes, time) so imbalance compares groups exactly as it compared processes."""
+    by_key = {p.key: p for p in accounted}
+    sums: dict[str, list[Any]] = {}
+    members: dict[str, list[str]] = {}
+    lifetimes = {_key(row): float(row[11] or 0) / US for row in app}
+    moves: dict[str, bool | None] = {}
+    for row in app:
+        key = (str(row[0] or ""), None if row[1] is None else int(row[1]))
+        proc = by_key.get(key)
+        lead = root(proc) if proc is not None else None
+        label = group_label(proc) if proc is not None else f"{key[0]}:{key[1]}"
+        head = (lead.host, lead.pid, lead.rank) if lead is not None else (row[0], row[1], row[2])
+        acc = sums.setdefault(label, [*head, None, 0, 0, 0, 0.0])
+        for i in (4, 5, 6):
+            acc[i] += int(row[i] or 0)
+        acc[7] += float(row[7] or 0)
+        members.setdefault(label, []).append(f"{key[0]}:{key[1]}")
+        mine = proc.data_io if proc is not None else None
+        moves[label] = (
+            mine
+            if label not in moves
+            else None
+            if mine is None and not moves[label]
+            else bool(moves[label]) or bool(mine)
+        )
+    out = []
+    for label, acc in sums.items():
+        main = f"{acc[0]}:{acc[1]}"
+        out.append(
+            (
+                RankGroup(
+                    label=label,
+                    rank=acc[2],
+                    main=main,
+                    workers=sorted(m for m in members[label] if m != main),
+                    bytes=acc[6],
+                    io_calls=acc[5],
+                    io_time_s=acc[7] / US,
+                    lifetime_s=lifetimes.get((str(acc[0] or ""), acc[1]), 0.0),
+                    data_io=moves.get(label),
+                ),
+                tuple(acc),
+            )
+        )
+    return sorted(out, key=lambda g: (g[0].rank is None, g[0].rank or 0, g[0].label))
+
+
 def _epoch_spreads(
-    con: duckdb.DuckDBPyConnection, partials: list[FilePartial], helpers: set[tuple[str, int | None]]
+    con: duckdb.DuckDBPyConnection, partials: list[FilePartial], accounted: list[Proc]
 ) -> list[EpochSpread]:
-    """Per epoch, per-process duration spread of the application's processes (epoch stragglers)."""
-    keys = sorted((h, p) for h, p in helpers if p is not None)
-    con.register("helpers", pa.table({"host": pa.array([h for h, _ in keys], pa.string()),
-                                      "pid": pa.array([p for _, p in keys], pa.int64())}))  # fmt: skip
+    """Per epoch, the duration spread of the application's rank groups (epoch stragglers).
+
+    A group's epoch lasts from the first to the last event any of its processes tags with it;
+    helpers are left out, and workers count with the rank they serve."""
+    keys = [(p.host, p.pid, group_label(p)) for p in accounted if p.helper is None and p.pid is not None]
+    con.register(
+        "groups",
+        pa.table(
+            {
+                "host": pa.array([h for h, _, _ in keys], pa.string()),
+                "pid": pa.array([p for _, p, _ in keys], pa.int64()),
+                "grp": pa.array([g for _, _, g in keys], pa.string()),
+            }
+        ),
+    )
     try:
         rows = _query(
             con,
             concat_partials(partials, "epochspan"),
             """
-            WITH p AS (SELECT epoch, host, pid, (max(last_end) - min(first_ts)) / 1e6 AS secs
-                       FROM t ANTI JOIN helpers h ON h.host = t.host AND h.pid = t.pid GROUP BY epoch, host, pid)
-            SELECT epoch, count(*), min(secs), median(secs), max(secs), arg_max(host || ':' || pid, secs)
+            WITH p AS (SELECT epoch, g.grp, (max(last_end) - min(first_ts)) / 1e6 AS secs
+                       FROM t JOIN groups g ON g.host = t.host AND g.pid = t.pid GROUP BY epoch, g.grp)
+            SELECT epoch, count(*), min(secs), median(secs), max(secs), arg_max(grp, secs)
             FROM p GROUP BY epoch HAVING count(*) > 1 ORDER BY epoch
             """,
         )
     finally:
-        con.unregister("helpers")
+        con.unregister("groups")
     out = []
     for epoch, n, lo, med, hi, slowest in rows:
         if not str(epoch).isdigit():  # DLIO tags set-up with epoch -1 and phases with names

@@ -230,6 +230,46 @@ class AccessProfile(_Model):
     requests: RequestLog | None = None
 
 
+class RankGroup(_Model):
+    """One rank (or a main process without a rank) and the worker processes that belong to it."""
+
+    label: str
+    rank: int | None = None
+    main: str
+    workers: list[str] = []
+    bytes: int = 0
+    io_calls: int = 0
+    io_time_s: float = 0.0
+    #: the main process's lifetime (first event to last)
+    lifetime_s: float = 0.0
+    #: a member reads or writes a data file (None: unknown, no per-path tables)
+    data_io: bool | None = None
+
+
+class PathClassStats(_Model):
+    """I/O on the accessed files of one path class (system, runtime, data: tools/trace/paths.py)."""
+
+    files: int = 0
+    read_count: int = 0
+    read_bytes: int = 0
+    read_time_s: float = 0.0
+    write_count: int = 0
+    write_bytes: int = 0
+    write_time_s: float = 0.0
+    metadata_count: int = 0
+    metadata_time_s: float = 0.0
+    sync_count: int = 0
+    sync_time_s: float = 0.0
+    sequential: int = 0
+    random: int = 0
+    #: the file of the class with the most I/O time
+    example: str | None = None
+
+    @property
+    def io_time_s(self) -> float:
+        return self.read_time_s + self.write_time_s + self.metadata_time_s + self.sync_time_s
+
+
 class Analysis(_Model):
     """Everything ``dftune analyze`` reports; views are filled only when requested."""
 
@@ -302,6 +342,13 @@ class Analysis(_Model):
     helper_processes: list[HelperProcess] = []
     helpers_excluded: bool = False
     run: RunInfo | None = None
+    #: I/O per path class (system pseudo-files, the runtime's own files, data), when the file
+    #: view was read; system paths are left out of the file view unless included
+    path_classes: dict[str, PathClassStats] = {}
+    system_paths_included: bool = False
+    #: rank groups: each rank (or lone main process) with its worker processes; imbalance,
+    #: stragglers and overlap are judged per group (tools/trace/processes.py)
+    rank_groups: list[RankGroup] = []
     warnings: list[str] = []
     views: dict[str, Any] = {}
     #: per-file accesses and application events, when asked for (the guards and estimates use it)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from dftune.tools.trace.paths import data_processes, processes_touching
 from dftune.tools.trace.reader import FilePartial
 
 US = 1_000_000.0
@@ -36,6 +37,8 @@ class Rules:
     interpreters: tuple[str, ...]
     min_gap_s: float
     far_gap_ratio: float
+    worker_min_start_delay_s: float = 0.02
+    rank_markers: tuple[str, ...] = ()
 
 
 @functools.cache
@@ -47,6 +50,8 @@ def rules() -> Rules:
         max_data_share=float(h["max_data_share"]), max_events=int(h["max_events"]),
         max_lifetime_share=float(h["max_lifetime_share"]), commands=tuple(h["commands"]),
         interpreters=tuple(h["interpreters"]), min_gap_s=float(r["min_gap_s"]), far_gap_ratio=float(r["far_gap_ratio"]),
+        worker_min_start_delay_s=float(data.get("roles", {}).get("worker_min_start_delay_s", 0.02)),
+        rank_markers=tuple(data.get("roles", {}).get("rank_markers", [])),
     )  # fmt: skip
 
 
@@ -68,6 +73,12 @@ class Proc:
     files: set[int] = field(default_factory=set)
     #: why it is a helper (None: an application process)
     helper: str | None = None
+    #: the application process whose rank group this one belongs to (None: it leads its own)
+    parent: Proc | None = None
+    #: reads or writes a data file (not only its runtime's and the system's files); None: unknown
+    data_io: bool | None = None
+    #: opens its MPI library's files: an MPI rank (a peer) even when the trace records no rank
+    mpi: bool = False
 
     @property
     def key(self) -> tuple[str, int | None]:
@@ -240,10 +251,65 @@ def account(partials: list[FilePartial], r: Rules | None = None) -> Accounting:
     """Roles and runs of the processes in ``partials``."""
     r = r or rules()
     procs = gather(partials)
+    movers = data_processes(partials)
+    ranks = processes_touching(
+        partials, lambda path, _moved: any(fnmatch.fnmatchcase(path, m) for m in r.rank_markers)
+    )
+    for p in procs:
+        p.data_io = None if movers is None else p.key in movers
+        p.mpi = ranks is not None and p.key in ranks
     runs = _runs(procs, r, len(partials))
     for run in runs:  # helpers are judged within their run (its busiest process, its lifetimes)
         classify(run.procs, r)
+        assign_groups(run.procs, r)
     return Accounting(runs=runs)
+
+
+# ------------------------------------------------------------------------------------------
+# rank groups
+
+
+def assign_groups(procs: list[Proc], r: Rules) -> None:
+    """Attach each worker process to the rank (or lone main process) it belongs to (:attr:`Proc.parent`).
+
+    A worker is an application process without a rank (recorded, or shown by its opening the MPI
+    library's files) whose lifetime lies within another
+    application process's on the same host, starting ``worker_min_start_delay_s`` or more after
+    it; its parent is the outermost such process (the earliest started), so a worker's worker
+    belongs to the same root."""
+    app = [p for p in procs if p.helper is None and p.first_ts is not None and p.last_end is not None]
+    delay = r.worker_min_start_delay_s * US
+    for p in procs:
+        p.parent = None
+    for p in app:
+        if p.rank is not None or p.mpi:
+            continue
+        assert p.first_ts is not None and p.last_end is not None
+        hosts = [q for q in app if q is not p and q.host == p.host]
+        around = [
+            q
+            for q in hosts
+            if q.first_ts is not None
+            and q.last_end is not None
+            and p.first_ts - q.first_ts >= delay
+            and q.last_end >= p.last_end
+        ]
+        if around:  # the outermost: a process a worker outlives (a resource tracker) is never its parent
+            p.parent = min(around, key=lambda q: (q.first_ts or 0, q.key))
+
+
+def root(p: Proc) -> Proc:
+    """The process leading ``p``'s rank group (``p`` itself for a rank or a lone main process)."""
+    seen = {id(p)}
+    while p.parent is not None and id(p.parent) not in seen:
+        p = p.parent
+        seen.add(id(p))
+    return p
+
+
+def group_label(p: Proc) -> str:
+    lead = root(p)
+    return f"rank {lead.rank}" if lead.rank is not None else lead.label
 
 
 def _stretches(procs: list[Proc], r: Rules) -> list[list[Proc]]:

@@ -117,6 +117,9 @@ class ReadOptions:
     #: Per-file access profile tables (byte ranges, calls, sizes, app events) for the guards
     #: and the estimates (:mod:`profile`); computed on the DuckDB path, which keeps per-access rows.
     profile: bool = False
+    #: The merged I/O and compute intervals of each process (``spans``), so the overlap of a rank
+    #: group's processes can be measured across them; computed on the DuckDB path.
+    spans: bool = False
 
 
 def read_file(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePartial:
@@ -127,7 +130,7 @@ def read_file(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePar
         partial.scalars.update(_empty_scalars(), empty=True)
         return partial
     metric = head_time_metric(p)
-    if options.native and not options.profile and native.enabled():
+    if options.native and not options.profile and not options.spans and native.enabled():
         try:
             return _native(p, options, metric)
         except native.Fallback:
@@ -175,7 +178,7 @@ def read_file_native(path: str | Path, options: ReadOptions = ReadOptions()) -> 
 
 def _stream(path: Path, source: str, options: ReadOptions, metric: str, *, trusted: bool) -> FilePartial:
     """Parse ``source`` batch by batch and reduce it; ``trusted`` sources were cleaned already."""
-    reducer = BatchReducer(time_bins=options.time_bins, file_view=options.file_view or options.profile,
+    reducer = BatchReducer(time_bins=options.time_bins, file_view=options.file_view or options.profile, spans=options.spans,
                            profile=options.profile)  # fmt: skip
     con = duckdb.connect(config={"threads": 1})
     try:

@@ -174,7 +174,15 @@ class AnalysisRenderer:
             if name == "layer"
             else None
         )
-        return responsive(self.console, title, cols, cells, head=heads, caption=caption)
+        table = responsive(self.console, title, cols, cells, head=heads, caption=caption)
+        system = view.get("system_paths") or {}
+        if name == "file" and system.get("files") and not system.get("included"):
+            note = (
+                f"{system['files']:,} system file(s) (/proc, /sys, /dev; {system['io_time_s']:.3g} s of I/O) "
+                "left out; --include-system-paths shows them"
+            )
+            return Group(table, text(note, "dim"))
+        return table
 
 
 def layer_share_caption(shares: list[float]) -> str:

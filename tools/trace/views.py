@@ -15,7 +15,8 @@ import duckdb
 import pyarrow as pa
 
 from dftune.tools.trace.merge import concat_partials, connection, query_rows
-from dftune.tools.trace.model import Analysis
+from dftune.tools.trace.model import Analysis, PathClassStats
+from dftune.tools.trace.paths import class_sql
 from dftune.tools.trace.reader import FilePartial
 
 VIEWS = ("summary", "file", "proc", "time", "layer")
@@ -255,3 +256,61 @@ def _layer_view(
     con: duckdb.DuckDBPyConnection, partials: list[FilePartial], analysis: Analysis
 ) -> dict[str, Any]:
     return {"rows": [layer.model_dump() for layer in analysis.layers]}
+
+
+def path_class_totals(partials: list[FilePartial]) -> dict[str, PathClassStats]:
+    """I/O per path class over every accessed file of ``partials`` (their ``path`` tables)."""
+    con = connection()
+    try:
+        return class_totals(con, partials)
+    finally:
+        con.close()
+
+
+def class_totals(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> dict[str, PathClassStats]:
+    """I/O per path class over every accessed file of ``partials`` (their ``path`` tables)."""
+    table = concat_partials(partials, "path")
+    names, rows = query_rows(
+        con,
+        table,
+        f"""
+        WITH f AS (SELECT pkey, COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')), min(path)) AS path,
+                          sum(read_count) AS rc, sum(read_bytes) AS rb, sum(read_time_us) AS rt,
+                          sum(write_count) AS wc, sum(write_bytes) AS wb, sum(write_time_us) AS wt,
+                          sum(metadata_count) AS mc, sum(metadata_time_us) AS mt,
+                          sum(sync_count) AS sc, sum(sync_time_us) AS st,
+                          sum(sequential) AS sq, sum(random) AS rn
+                   FROM t GROUP BY pkey)
+        SELECT {class_sql("path")} AS cls, count(*) AS files,
+               sum(rc), sum(rb), sum(rt), sum(wc), sum(wb), sum(wt), sum(mc), sum(mt), sum(sc), sum(st),
+               sum(sq), sum(rn), arg_max(path, COALESCE(rt, 0) + COALESCE(wt, 0) + COALESCE(mt, 0)) AS top
+        FROM f GROUP BY 1""",
+    )
+    out: dict[str, PathClassStats] = {}
+    for row in rows:
+        _cls, files, rc, rb, rt, wc, wb, wt, mc, mt, sc, st, sq, rn = (_num(v) for v in row[:-1])
+        top = row[-1]
+        out[str(row[0])] = PathClassStats(
+            files=int(files),
+            read_count=int(rc),
+            read_bytes=int(rb),
+            read_time_s=rt / 1e6,
+            write_count=int(wc),
+            write_bytes=int(wb),
+            write_time_s=wt / 1e6,
+            metadata_count=int(mc),
+            metadata_time_s=mt / 1e6,
+            sync_count=int(sc),
+            sync_time_s=st / 1e6,
+            sequential=int(sq),
+            random=int(rn),
+            example=None if top is None else str(top),
+        )
+    del names
+    return out
+
+
+def _num(value: Any) -> Any:
+    if isinstance(value, str):
+        return value
+    return 0 if value is None else float(value)
