@@ -37,7 +37,7 @@ def test_history_lists_checkpoints_and_replay_forks_without_touching_the_origina
 def test_replay_refuses_unknown_fields_and_checkpoints() -> None:
     start_run(TOY, max_experiments=0, run_id="toy-zero")
     cid = history("toy-zero")[1]["checkpoint_id"]
-    with pytest.raises(RunError, match="only allow_install, max_experiments"):
+    with pytest.raises(RunError, match="only allow_install, force, max_experiments"):
         replay_run("toy-zero", cid, {"status": "completed"})
     with pytest.raises(RunError, match="max_experiments=many: Input should be a valid integer"):
         replay_run("toy-zero", cid, {"max_experiments": "many"})
