@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dftune.tools.trace import TraceError, analyze
-from dftune.tools.trace import limits
+from dftune.tools.trace import TraceError, analyze, limits
 from dftune.tools.trace.linescan import bounded_lines
 
 pytestmark = pytest.mark.usefixtures("read_path")

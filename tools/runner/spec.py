@@ -232,6 +232,8 @@ class WorkloadSpec(_Strict):
             ("data_dir", [self.data_dir]),
         ):
             for item in items:
+                if (why := placeholder_problem(item)) is not None:
+                    raise ValueError(f"{field}: {item!r}: {why}")
                 for name in _placeholders_in(item):
                     if name not in known:
                         raise ValueError(
@@ -286,19 +288,54 @@ class WorkloadSpec(_Strict):
     def render(self, items: list[str], settings: dict[str, KnobValue], *, workdir: Path) -> list[str]:
         """Fill placeholders in an argv list."""
         values = self.placeholder_values(settings, workdir=workdir)
-        return [string.Formatter().vformat(i, (), values) for i in items]
+        return [fill_placeholders(i, values) for i in items]
 
     def placeholder_values(self, settings: dict[str, KnobValue], *, workdir: Path) -> dict[str, Any]:
         base: dict[str, Any] = {"workdir": str(workdir), "source_dir": str(self.resolve(self.source_dir)),
                                 "ranks": self.launcher.ranks, "python": sys.executable,
                                 **{k: _text(v) for k, v in settings.items()}}  # fmt: skip
-        data = string.Formatter().vformat(self.data_dir, (), base)
+        data = fill_placeholders(self.data_dir, base)
         base["data_dir"] = str(self.resolve(data)) if not Path(data).is_absolute() else data
         return base
 
     def knob_env(self, settings: dict[str, KnobValue]) -> dict[str, str]:
         """Environment variables set by env-kind knobs."""
         return {k.name: _text(settings[k.name]) for k in self.knobs if k.kind == "env"}
+
+
+def placeholder_problem(text: str) -> str | None:
+    """Why ``text`` holds something other than plain ``{name}`` placeholders, or None.
+
+    Only a plain name is filled in: an empty ``{}`` has no value to name, a format spec
+    (``{ranks:0300000000d}``) can ask for a gigabyte of padding, a conversion (``{data_dir!r}``)
+    or an attribute or index (``{python.__class__}``) hands the program a Python repr or object.
+    ``{{`` and ``}}`` stay literal braces."""
+    try:
+        parts = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        return f"not a valid placeholder template ({exc}); write {{{{ and }}}} for literal braces"
+    for _, name, spec, conversion in parts:
+        if name is None:
+            continue
+        shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        if not name:
+            return f"empty placeholder {shown}: only plain {{name}} placeholders are valid"
+        if conversion or spec or not _PLAIN_NAME.fullmatch(name):
+            return f"placeholder {shown} is not a plain {{name}}: conversions, format specs, attributes and indexes are refused"
+    return None
+
+
+_PLAIN_NAME = re.compile(r"(?!\d+$)[A-Za-z0-9_][A-Za-z0-9_-]*")
+
+
+def fill_placeholders(text: str, values: dict[str, Any]) -> str:
+    """``text`` with each plain ``{name}`` replaced by ``str(values[name])`` (no format mini-language)."""
+    out = []
+    for literal, name, _, _ in string.Formatter().parse(text):
+        out.append(literal)
+        if name is not None:
+            out.append(str(values[name]))
+    return "".join(out)
 
 
 def _placeholders_in(text: str) -> list[str]:
