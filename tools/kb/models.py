@@ -8,11 +8,12 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from dftune.core.citation import CitedClaim
 from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
+from dftune.core.model import StrictModel
 from dftune.core.vocabulary import FsType, Layer
 from dftune.tools.catalog.models import STRATEGY_ID
 from dftune.tools.guards import GuardDecision
@@ -36,7 +37,7 @@ def default_db_path() -> Path:
     return dftune_home() / "kb" / "opt_kb.sqlite"
 
 
-class ComparisonSummary(BaseModel):
+class ComparisonSummary(StrictModel):
     """The part of a :class:`~dftune.tools.runner.stats.Comparison` the KB needs, when the
     caller does not have the full dump."""
 
@@ -74,7 +75,7 @@ def _layer_of(strategy_id: str) -> Layer:
     return "L3"
 
 
-class KbRecordIn(BaseModel):
+class KbRecordIn(StrictModel):
     """One measured (or refused) change, as the verifier hands it to ``opt_kb_record``."""
 
     model_config = ConfigDict(extra="forbid")
@@ -211,7 +212,7 @@ class KbRecordIn(BaseModel):
         return self
 
 
-class KbRecord(BaseModel):
+class KbRecord(StrictModel):
     """One immutable knowledge-base record, as stored."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -269,7 +270,7 @@ class KbRecord(BaseModel):
     dedup_key: str | None
 
 
-class KbLookup(BaseModel):
+class KbLookup(StrictModel):
     """The seed's ``opt_kb_lookup`` answer: measured findings partitioned by scope, newest first."""
 
     model_config = ConfigDict(extra="forbid")
