@@ -253,7 +253,7 @@ def _number(value: Any) -> Any:
 def from_row(row: sqlite3.Row) -> KbRecord:
     """The record of a row; a non-finite number in it reads as unknown (None), so one poisoned row
     never breaks a lookup or a JSON answer."""
-    row = {k: _number(row[k]) for k in row.keys()}  # type: ignore[assignment]
+    row = {k: _number(row[k]) for k in row.keys()}  # type: ignore[assignment]  # noqa: SIM118 (a Row iterates values)
     return KbRecord(
         id=row["id"],
         created=row["created"],
