@@ -9,6 +9,7 @@ unknown fields and bad values fail where the update is made.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
@@ -19,7 +20,7 @@ class StrictModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Self:
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy with ``update`` applied, validated as if the record were built anew.
 
         Nested records already built are taken as they are (they were validated when made);

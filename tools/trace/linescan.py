@@ -155,7 +155,7 @@ def bounded_lines(stream: io.BufferedIOBase, limit: int) -> Iterator[tuple[bytes
 
 def open_bytes(path: Path) -> io.BufferedIOBase:
     """A .pfw or .pfw.gz as a byte stream (gzip decompressed on the fly)."""
-    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")  # type: ignore[return-value]
+    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
 
 
 def scan(path: Path, clean_out: Path | None = None, scale: float = 1.0) -> ScanResult:
