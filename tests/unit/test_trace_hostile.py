@@ -127,3 +127,13 @@ def test_special_files_are_skipped_by_name_in_a_folder_and_refused_directly(tmp_
     for name, kind in (("pipe.pfw", "a FIFO"), ("zero.pfw", "a character device")):
         with pytest.raises(TraceError, match=f"{name}: {kind}"):
             analyze([folder / name])
+
+
+def test_mcp_analyze_names_the_line_and_counts_it_with_skip_bad(tmp_path: Path) -> None:
+    from dftune.mcp_server.registry import ToolFailure
+    from dftune.mcp_server.toolset import call
+
+    path = trace(tmp_path / "t.pfw", HOSTILE["ret-int64-max"][0])
+    with pytest.raises(ToolFailure, match=rf"t\.pfw:{GOOD + 3}: 'args\.ret'"):
+        call("analyze", {"paths": [str(path)]})
+    assert call("analyze", {"paths": [str(path)], "skip_bad": True})["skipped_lines"] == 1
