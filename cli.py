@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,8 +46,10 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
 
 
 def emit_json(doc: object) -> None:
-    """``--json``: one document on stdout and nothing else there."""
-    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    """``--json``: one document on stdout and nothing else there (strict JSON: no NaN/Infinity)."""
+    from dftune.core import strictjson
+
+    sys.stdout.write(strictjson.dumps(doc, indent=2) + "\n")
 
 
 @contextmanager

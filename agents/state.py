@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dftune.core.citation import Citation, CitedClaim
+from dftune.core.model import StrictModel
 from dftune.tools.diagnose.engine import (
     Bottleneck,
     CandidateStrategy,
@@ -49,8 +50,8 @@ ProposalStatus = Literal[
 ImpactSource = Literal["measured", "kb", "trace model", "model", "n/a"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(StrictModel):
+    """Strict on creation and on ``model_copy(update=...)`` (core/model.py)."""
 
 
 class LogEntry(_Model):

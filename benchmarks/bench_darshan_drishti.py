@@ -33,8 +33,8 @@ COLLECTION = sorted(
 #: Drishti issue code -> (dftune rules that name the same problem, why dftune does not when none fires)
 SAME: dict[str, tuple[tuple[str, ...], str]] = {
     "S01": (("DS01",), "same threshold (STDIO > 10% of bytes)"),
-    "P05": (("DP05",), "same thresholds; dftune does not count exactly-1-MiB reads as small"),
-    "P06": (("DP06",), "same thresholds; dftune does not count exactly-1-MiB writes as small"),
+    "P05": (("DP05", "DA04"), "same thresholds; dftune does not count exactly-1-MiB reads as small"),
+    "P06": (("DP06", "DA05"), "same thresholds; dftune does not count exactly-1-MiB writes as small"),
     "P07": (("DD07",), "same threshold (misaligned memory > 10%)"),
     "P08": (
         ("DP07",),
@@ -57,8 +57,8 @@ SAME: dict[str, tuple[tuple[str, ...], str]] = {
         "as random when it starts at offset 0)",
     ),
     "P13": (("DP13", "W02"), "dftune leaves each rank's first access to a file unclassified"),
-    "P15": (("DD15",), "same thresholds"),
-    "P16": (("DD16",), "same thresholds"),
+    "P15": (("DD15", "DA04"), "same thresholds"),
+    "P16": (("DD16", "DA05"), "same thresholds"),
     "P17": (
         ("DP17",),
         "dftune checks each rank's own records; Drishti also counts a shared record, whose "
@@ -81,7 +81,7 @@ SAME: dict[str, tuple[tuple[str, ...], str]] = {
     "M09": ((), "needs the node count, which Drishti asks Slurm for (sacct)"),
 }
 #: Darshan-only problems dftune names that Drishti has no trigger for (resources/rules/darshan_*.toml)
-DFTUNE_ONLY = {"DA01", "DA02", "DA03", "DL01"}
+DFTUNE_ONLY = {"DA01", "DA02", "DA03", "DA04", "DA05", "DL01"}
 NOT_ISSUES = {"P01", "P02", "P03", "P04", "P12", "P14", "M04", "M05", "M10"}
 
 
@@ -103,6 +103,9 @@ def why_not(code: str, why: str, a: Analysis) -> str:
     if code in ("P05", "P06", "P15", "P16") and d is not None and d.exact_1mib_ops:
         return (f"{d.exact_1mib_ops:,} operations are exactly 1 MiB: Darshan's 100K-1M bin includes 1 MiB, so Drishti "
                 "counts them as small; dftune (small = < 1 MiB) takes them out with the POSIX_ACCESS* counters")  # fmt: skip
+    if code == "P17" and d is not None and d.nprocs > 1:
+        return (f"{why}: here {a.metadata.time_s:,.1f} s of metadata summed over {d.nprocs:,} ranks, "
+                f"{a.metadata.time_s / d.nprocs:,.2f} s per rank on average")  # fmt: skip
     if code == "P08" and d is not None:
         return f"{why} (here {d.file_not_aligned:,})"
     return why

@@ -16,9 +16,15 @@
   :class:`DriverInterrupted`, so a node never completes with a half-killed measurement and the
   run stays resumable.
 
+- A guardian process (:mod:`core.guardian`) outlives a SIGKILLed dftune just long enough to
+  SIGKILL every program group still registered and every process carrying this dftune's tags:
+  a grandchild that ignores SIGTERM and stays in the workload's group is gone at once, not only
+  at the next start.
+
 Not caught anywhere: on a platform without ``/proc`` and ``prctl`` (not Linux), a grandchild
-that leaves the process group; and, after a SIGKILL of dftune, one that also scrubbed its
-environment (no cgroup is used). Both are named in :data:`LIMITS` and in the README.
+that leaves the process group; after a SIGKILL of dftune, one that left the group and also
+scrubbed its environment (no cgroup is used); and anything, if the guardian is killed together
+with dftune. They are named in :data:`LIMITS` and in docs/limits.md.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from types import FrameType
 from typing import Any
 
 from dftune.core.fsio import atomic_write_bytes
+from dftune.core.guardian import Guardian
 
 TAG_ENV = "DFTUNE_PROC_TAG"
 LEDGER_FILE = "processes.json"
@@ -45,6 +52,8 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 LINUX = sys.platform.startswith("linux")
+#: Kills every program group still registered when this process dies, SIGKILL included.
+GUARDIAN = Guardian(TAG_ENV)
 #: What this platform cannot guarantee (empty on Linux with /proc).
 LIMITS = (
     ""
@@ -189,13 +198,14 @@ def sweep(tag: str, *, since: int, pgid: int) -> list[str]:
         return []
     me = os.getpid()
     mine = proc_info(me)
+    guardian = GUARDIAN.pid()
     found: list[str] = []
     killed: list[int] = []
     with _STATE.spawn:  # every direct child another thread started is in `live` by now
         candidates = _all_pids()
         live = set(_STATE.live)
     for pid in candidates:
-        if pid == me:
+        if pid in (me, guardian):
             continue
         info = proc_info(pid)
         if info is None or info.start < since or info.state == "Z":
@@ -334,6 +344,7 @@ def started(pid: int, argv0: str, tag: str) -> int:
     info = proc_info(pid)
     start = info.start if info else 0
     owner = _owner_of(tag)
+    GUARDIAN.watch(pid)
     with _STATE.lock:
         _STATE.live[pid] = (pid, owner)
         ledger = _STATE.ledgers.get(owner)
@@ -343,6 +354,7 @@ def started(pid: int, argv0: str, tag: str) -> int:
 
 
 def finished(pid: int) -> None:
+    GUARDIAN.release(pid)
     with _STATE.lock:
         _pgid, owner = _STATE.live.pop(pid, (0, ""))
         ledger = _STATE.ledgers.get(owner)

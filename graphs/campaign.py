@@ -31,6 +31,7 @@ from pydantic import ConfigDict, Field, ValidationError
 from dftune.agents.budget import Budget
 from dftune.agents.context import ProgressFn, silent
 from dftune.agents.state import RunSettings
+from dftune.core import strictjson
 from dftune.core.errors import DftuneError, one_line
 from dftune.core.fsio import atomic_write_bytes
 from dftune.graphs.checkpointer import CHECKPOINT_FILE
@@ -338,7 +339,6 @@ def list_campaigns(store: CampaignStore | None = None) -> list[dict[str, Any]]:
 def interim_report(run_id: str, ws: Workspace, spec: WorkloadSpec, reason: str) -> None:
     """report.json/report.md of a run that waits for an approval: everything measured so far (finalize
     rewrites them when the run ends)."""
-    import json
 
     from dftune.graphs.checkpointer import open_checkpointer
     from dftune.graphs.finalize import outcome, state_json
@@ -358,5 +358,5 @@ def interim_report(run_id: str, ws: Workspace, spec: WorkloadSpec, reason: str) 
     doc = {**state_json(state), "status": "awaiting_approval", "status_reason": reason, "summary": "",
            "outcome": outcome(state, lower_is_better=spec.metric.lower_is_better), "metric": metric_info(spec)}  # fmt: skip
     run_dir = ws.run_dir(run_id)
-    atomic_write_bytes(run_dir / "report.json", json.dumps(doc, indent=1, default=str).encode("utf-8"))
+    atomic_write_bytes(run_dir / "report.json", strictjson.dumps(doc, indent=1, default=str).encode("utf-8"))
     atomic_write_bytes(run_dir / "report.md", render_run_markdown(doc).encode("utf-8"))

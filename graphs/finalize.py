@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any
 
@@ -12,6 +11,7 @@ from dftune.agents.context import Context
 from dftune.agents.measure import joined_baseline
 from dftune.agents.optimizer import checklist_verdicts, facts_of, proposal_table
 from dftune.agents.state import TuningState, log
+from dftune.core import strictjson
 from dftune.core.fsio import atomic_write_bytes
 from dftune.tools.kb import opt_kb_render
 from dftune.tools.report import render_run_markdown
@@ -65,7 +65,7 @@ def finalize(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     skill = opt_kb_render(db=ctx.kb_db) if state.kb_records else None
     state = replace(state, kb_skill_path=str(skill) if skill else None)
     doc = {**state_json(state), "summary": summary, "outcome": out, "metric": metric_info(ctx.workload_spec)}
-    atomic_write_bytes(run_dir / "report.json", json.dumps(doc, indent=1, default=str).encode("utf-8"))
+    atomic_write_bytes(run_dir / "report.json", strictjson.dumps(doc, indent=1, default=str).encode("utf-8"))
     report = run_dir / "report.md"
     atomic_write_bytes(report, render_run_markdown(doc).encode("utf-8"))
     ctx.workspace.set_status(state.run_id, status, reason=state.status_reason)

@@ -7,6 +7,7 @@ import logging
 import sys
 from typing import Any
 
+from dftune.core import strictjson
 from dftune.core.errors import one_line
 from dftune.core.extras import require
 from dftune.mcp_server.registry import ToolFailure
@@ -42,7 +43,7 @@ def build_server() -> Any:
         except Exception as exc:  # a bug, not the caller's input: one line to the client, traceback to stderr
             log.exception("%s raised", params.name)
             return _error_result(f"{params.name}: internal error: {type(exc).__name__}: {one_line(exc)}")
-        text = json.dumps(doc, allow_nan=False, default=str)
+        text = strictjson.dumps(doc, default=str)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=json.loads(text))  # fmt: skip
 

@@ -12,6 +12,7 @@ finishes it correctly.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -86,6 +87,18 @@ def one_line_error(res: subprocess.CompletedProcess[str], *needles: str) -> str:
 def alive(pid: int) -> bool:
     info = proc_info(pid)
     return info is not None and info.state != "Z"
+
+
+def guardians_of(pid: int) -> list[int]:
+    """The guardian process(es) of dftune process ``pid`` (core/guardian.py)."""
+    found = []
+    for name in os.listdir("/proc"):
+        info = proc_info(int(name)) if name.isdigit() else None
+        if info is not None and info.ppid == pid:
+            with contextlib.suppress(OSError):
+                if b"DFTUNE_PROC_TAG" in Path(f"/proc/{name}/cmdline").read_bytes():
+                    found.append(info.pid)
+    return found
 
 
 def wait_gone(pid: int, timeout: float = 5.0) -> bool:
@@ -170,6 +183,9 @@ def test_killing_dftune_mid_replicate_leaves_no_process_and_a_resumable_run(tmp_
     env = {"FAULTY_DIR": str(rec), "FAULTY_CHILD": "setsid", "FAULTY_HOLD": str(hold)}
     proc = start("run", str(KNOB), "--max-experiments", "1", "--run-id", rid, env=env)
     main, gc = wait_for_pid(rec, "main"), wait_for_pid(rec, "gc")
+    if sig == signal.SIGKILL:  # dftune and its guardian killed together: only the next driver cleans up
+        for pid in guardians_of(proc.pid):
+            os.kill(pid, signal.SIGKILL)
     proc.send_signal(sig)
     _out, err = proc.communicate(timeout=60)
     assert wait_gone(main), "the workload outlived dftune"

@@ -8,11 +8,12 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from dftune.core.citation import CitedClaim
 from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
+from dftune.core.model import StrictModel
 from dftune.core.vocabulary import FsType, Layer
 from dftune.tools.catalog.models import STRATEGY_ID
 from dftune.tools.guards import GuardDecision
@@ -36,7 +37,7 @@ def default_db_path() -> Path:
     return dftune_home() / "kb" / "opt_kb.sqlite"
 
 
-class ComparisonSummary(BaseModel):
+class ComparisonSummary(StrictModel):
     """The part of a :class:`~dftune.tools.runner.stats.Comparison` the KB needs, when the
     caller does not have the full dump."""
 
@@ -50,17 +51,31 @@ class ComparisonSummary(BaseModel):
     lower_is_better: bool | None = None
 
 
+#: The largest metric value a record may hold: every metric dftune measures (seconds, bytes,
+#: bytes or operations per second) is non-negative and far below this; 1e308 is not a measurement.
+MAX_METRIC_VALUE = 1e18
+
+
 def _finite(name: str, value: float | None) -> None:
     if value is not None and not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value}")
+
+
+def _measured(name: str, value: float | None) -> None:
+    """A metric's median or CI bound: finite, not negative (no time or rate is), not absurd."""
+    _finite(name, value)
+    if value is not None and not 0 <= value <= MAX_METRIC_VALUE:
+        raise ValueError(
+            f"{name}={value:g} is not a measurement: metrics are between 0 and {MAX_METRIC_VALUE:g}"
+        )
 
 
 def _interval(name: str, ci: tuple[float, float] | None) -> None:
     if ci is None:
         return
     lo, hi = ci
-    _finite(f"{name}[0]", lo)
-    _finite(f"{name}[1]", hi)
+    _measured(f"{name}[0]", lo)
+    _measured(f"{name}[1]", hi)
     if lo > hi:
         raise ValueError(f"{name} must be (low, high) with low <= high, got {ci}")
 
@@ -74,7 +89,7 @@ def _layer_of(strategy_id: str) -> Layer:
     return "L3"
 
 
-class KbRecordIn(BaseModel):
+class KbRecordIn(StrictModel):
     """One measured (or refused) change, as the verifier hands it to ``opt_kb_record``."""
 
     model_config = ConfigDict(extra="forbid")
@@ -163,7 +178,7 @@ class KbRecordIn(BaseModel):
                     f"comparison.lower_is_better={lib} contradicts lower_is_better={self.lower_is_better}"
                 )
         for name in ("before", "after", "app_before", "app_after", "system_before", "system_after"):
-            _finite(name, getattr(self, name))
+            _measured(name, getattr(self, name))
         _interval("before_ci", self.before_ci)
         _interval("after_ci", self.after_ci)
         if self.comparison is not None and self.comparison.ci95 is not None:
@@ -191,6 +206,10 @@ class KbRecordIn(BaseModel):
                     "application did not pay for it (the non-degradation guard)"
                 )
         pct = pct_change(self.before, self.after, lower_is_better=self.lower_is_better)
+        app_pct = pct_change(self.app_before, self.app_after, lower_is_better=self.app_lower_is_better)
+        for name, value in (("the change", pct), ("the app metric's change", app_pct)):
+            if value is not None and not math.isfinite(value):
+                raise ValueError(f"{name} is not a finite percentage ({value}): check before and after")
         if (
             self.comparison is not None
             and pct is not None
@@ -211,7 +230,7 @@ class KbRecordIn(BaseModel):
         return self
 
 
-class KbRecord(BaseModel):
+class KbRecord(StrictModel):
     """One immutable knowledge-base record, as stored."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -269,7 +288,7 @@ class KbRecord(BaseModel):
     dedup_key: str | None
 
 
-class KbLookup(BaseModel):
+class KbLookup(StrictModel):
     """``opt_kb_lookup`` answer (dftracer-io-optimization skill): measured findings by scope, newest first."""
 
     model_config = ConfigDict(extra="forbid")

@@ -8,6 +8,7 @@ recreated empty; a full or read-only disk is a :class:`~dftune.core.errors.Stora
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -244,7 +245,15 @@ def _pair(lo: float | None, hi: float | None) -> tuple[float, float] | None:
     return (lo, hi) if lo is not None and hi is not None else None
 
 
+def _number(value: Any) -> Any:
+    """A stored number as read: a non-finite one (only an older version could store it) is unknown."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def from_row(row: sqlite3.Row) -> KbRecord:
+    """The record of a row; a non-finite number in it reads as unknown (None), so one poisoned row
+    never breaks a lookup or a JSON answer."""
+    row = {k: _number(row[k]) for k in row.keys()}  # type: ignore[assignment]  # noqa: SIM118 (a Row iterates values)
     return KbRecord(
         id=row["id"],
         created=row["created"],

@@ -339,6 +339,8 @@ class WorkloadSpec(_Strict):
             ("metric.path", [self.metric.path] if self.metric.path else []),
         ):
             for item in items:
+                if (why := placeholder_problem(item)) is not None:
+                    raise ValueError(f"{field}: {item!r}: {why}")
                 for name in _placeholders_in(item):
                     if name not in known:
                         raise ValueError(
@@ -400,7 +402,7 @@ class WorkloadSpec(_Strict):
     ) -> list[str]:
         """Fill placeholders in an argv list (``{trace_dir}``: this replicate's trace folder)."""
         values = self.placeholder_values(settings, workdir=workdir, trace_dir=trace_dir)
-        return [string.Formatter().vformat(i, (), values) for i in items]
+        return [fill_placeholders(i, values) for i in items]
 
     def app_interpreter(self) -> str:
         """What ``{app_python}`` stands for: the spec's other environment, else this interpreter."""
@@ -417,13 +419,48 @@ class WorkloadSpec(_Strict):
                                 "app_python": self.app_interpreter(),
                                 "trace_dir": str(trace_dir if trace_dir is not None else workdir / "traces"),
                                 **{k: _text(v) for k, v in settings.items()}}  # fmt: skip
-        data = string.Formatter().vformat(self.data_dir, (), base)
+        data = fill_placeholders(self.data_dir, base)
         base["data_dir"] = str(self.resolve(data)) if not Path(data).is_absolute() else data
         return base
 
     def knob_env(self, settings: dict[str, KnobValue]) -> dict[str, str]:
         """Environment variables set by env-kind knobs."""
         return {k.name: _text(settings[k.name]) for k in self.knobs if k.kind == "env"}
+
+
+def placeholder_problem(text: str) -> str | None:
+    """Why ``text`` holds something other than plain ``{name}`` placeholders, or None.
+
+    Only a plain name is filled in: an empty ``{}`` has no value to name, a format spec
+    (``{ranks:0300000000d}``) can ask for a gigabyte of padding, a conversion (``{data_dir!r}``)
+    or an attribute or index (``{python.__class__}``) hands the program a Python repr or object.
+    ``{{`` and ``}}`` stay literal braces."""
+    try:
+        parts = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        return f"not a valid placeholder template ({exc}); write {{{{ and }}}} for literal braces"
+    for _, name, spec, conversion in parts:
+        if name is None:
+            continue
+        shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        if not name:
+            return f"empty placeholder {shown}: only plain {{name}} placeholders are valid"
+        if conversion or spec or not _PLAIN_NAME.fullmatch(name):
+            return f"placeholder {shown} is not a plain {{name}}: conversions, format specs, attributes and indexes are refused"
+    return None
+
+
+_PLAIN_NAME = re.compile(r"(?!\d+$)[A-Za-z0-9_][A-Za-z0-9_-]*")
+
+
+def fill_placeholders(text: str, values: dict[str, Any]) -> str:
+    """``text`` with each plain ``{name}`` replaced by ``str(values[name])`` (no format mini-language)."""
+    out = []
+    for literal, name, _, _ in string.Formatter().parse(text):
+        out.append(literal)
+        if name is not None:
+            out.append(str(values[name]))
+    return "".join(out)
 
 
 def _placeholders_in(text: str) -> list[str]:

@@ -309,6 +309,8 @@ typedef struct {
     int nbins;
     int64_t small;
     int64_t o_append, seek_set, align;
+    int64_t max_ts, max_value; /* number limits (limits.py): larger values take the DuckDB path */
+    size_t max_line;           /* longest line held in memory (limits.py) */
 } Config;
 
 /* ------------------------------------------------------------------------------ */
@@ -1672,6 +1674,13 @@ static NOINL int process_event(St *st, Ev *ev) {
     if (ev->dur.set && !scale_time(st->scale, &ev->dur.v)) FAILWITH(FAIL_OVERFLOW);
     if (k == 1 && (!ev->ts.set || !ev->dur.set || ev->dur.v < 0))
         FAILWITH("a complete event without a usable ts or dur");
+    if ((ev->ts.set && (ev->ts.v < -c->max_ts || ev->ts.v > c->max_ts)) ||
+        (ev->dur.set && (ev->dur.v < 0 || ev->dur.v > c->max_value)) ||
+        (ev->pid.set && (ev->pid.v < -c->max_value || ev->pid.v > c->max_value)))
+        FAILWITH("a number outside the trace limits");
+    for (int i = 0; i < N_AINT; i++)
+        if (ev->ai[i].set && (ev->ai[i].v < -c->max_value || ev->ai[i].v > c->max_value))
+            FAILWITH("a number outside the trace limits");
     st->rows++;
     if (legacy) st->legacy_rows++;
     else st->v2_rows++;
@@ -2306,7 +2315,17 @@ static ptrdiff_t handle_lines(St *st, const char *buf, size_t len) {
     const char *p = buf, *e = buf + len;
     for (;;) {
         const char *nl = memchr(p, '\n', (size_t)(e - p));
-        if (!nl) break;
+        if (!nl) {
+            if ((size_t)(e - p) > st->cfg->max_line) {
+                st->why = "a line longer than the line-length limit";
+                return -1;
+            }
+            break;
+        }
+        if ((size_t)(nl - p) > st->cfg->max_line) {
+            st->why = "a line longer than the line-length limit";
+            return -1;
+        }
         if (!handle_line(st, p, nl)) return -1;
         p = nl + 1;
     }
@@ -2317,7 +2336,6 @@ static ptrdiff_t handle_lines(St *st, const char *buf, size_t len) {
 #ifndef BUF_START
 #define BUF_START (1 << 22)
 #endif
-#define LINE_LIMIT ((size_t)16 << 20) /* DuckDB's maximum_object_size in reader.py */
 #define BUF_PAD 64                     /* zeroed bytes after the line buffer for wide loads */
 
 /* gzip inflate, one member at a time: ISA-L's igzip when the build found it (about 3x
@@ -2433,8 +2451,8 @@ static int run_file(St *st, const char *path) {
         len -= (size_t)used;
         if (input_done) break;
         if (len == cap) {
-            if (cap >= LINE_LIMIT) {
-                st->why = "a line longer than 16 MiB";
+            if (cap >= st->cfg->max_line) {
+                st->why = "a line longer than the line-length limit";
                 goto out;
             }
             char *nb = realloc(buf, cap * 2 + BUF_PAD);
@@ -3066,11 +3084,15 @@ static int copy_name(char *dst, size_t cap, PyObject *o) {
 static int parse_config(PyObject *o, Config *c) {
     PyObject *calls, *io, *comp, *bins;
     PyObject *sub;
-    long long small, o_append, seek_set, align;
+    long long small, o_append, seek_set, align, max_ts, max_value, max_line;
     memset(c, 0, sizeof(*c));
-    if (!PyArg_ParseTuple(o, "O!O!O!UO!LLLL", &PyTuple_Type, &calls, &PyTuple_Type, &io, &PyTuple_Type, &comp,
-                          &sub, &PyTuple_Type, &bins, &small, &o_append, &seek_set, &align))
+    if (!PyArg_ParseTuple(o, "O!O!O!UO!LLLLLLL", &PyTuple_Type, &calls, &PyTuple_Type, &io, &PyTuple_Type,
+                          &comp, &sub, &PyTuple_Type, &bins, &small, &o_append, &seek_set, &align, &max_ts,
+                          &max_value, &max_line))
         return 0;
+    c->max_ts = max_ts;
+    c->max_value = max_value;
+    c->max_line = max_line > 0 ? (size_t)max_line : 1;
     c->ncalls = (size_t)PyTuple_GET_SIZE(calls);
     c->calls = calloc(c->ncalls ? c->ncalls : 1, sizeof(Call));
     if (!c->calls) {

@@ -27,7 +27,8 @@ _IO = S.sql_list(S.IO_CATEGORIES)
 _HEALTH_SQL = """
 SELECT count(*) FILTER (WHERE k IS NULL AND name IS NULL) AS nulls,
        count(*) FILTER (WHERE (k IS NULL AND name IS NOT NULL) OR (k IS NOT NULL AND name IS NULL)
-                         OR (k = 1 AND (ts IS NULL OR dur IS NULL OR dur < 0))) AS semantic_bad,
+                         OR (k = 1 AND (ts IS NULL OR dur IS NULL OR dur < 0)) OR (k IN (2, 3) AND ts IS NULL)
+                         OR bad_num) AS semantic_bad,
        count(*) FILTER (WHERE k IS NOT NULL) AS rows, count(*) FILTER (WHERE k = 1) AS events,
        count(*) FILTER (WHERE k = 4) AS metadata_lines, count(*) FILTER (WHERE k = 2) AS counter_events,
        count(*) FILTER (WHERE k = 3) AS aggregated_events,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -28,12 +29,35 @@ def _unreadable_link(path: Path) -> str | None:
     return None
 
 
-def discover(paths: Iterable[str | Path], unreadable: list[tuple[str, str]] | None = None) -> list[Path]:
+def _special(path: Path) -> str | None:
+    """What a path is when it exists but is no regular file (reading a FIFO blocks forever,
+    /dev/zero never ends), or None for a regular file or directory."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "a special file")  # fmt: skip
+    via = f" (a link to {os.readlink(path)})" if path.is_symlink() else ""
+    return f"{kind}{via}, not a regular file: not read"
+
+
+def discover(
+    paths: Iterable[str | Path],
+    unreadable: list[tuple[str, str]] | None = None,
+    *,
+    strict: bool | None = None,
+) -> list[Path]:
     """Files given explicitly are taken as they are; directories are searched recursively
     for ``*.pfw`` and ``*.pfw.gz``.  Order is stable (sorted) so results are reproducible.
 
     A trace-named link that cannot be followed (a loop, a dangling link) is an error naming it;
-    with ``unreadable`` (``--skip-bad``) it is appended there as (path, reason) instead."""
+    with ``unreadable`` and not ``strict`` (``--skip-bad``) it is appended there as (path, reason)
+    instead.  A trace-named FIFO, device or socket inside a directory is never read: it goes to
+    ``unreadable`` (or, without that list, is an error); named directly it is an error."""
+    strict = unreadable is None if strict is None else strict
     found: list[Path] = []
     seen: set[Path] = set()
     for raw in paths:
@@ -42,9 +66,17 @@ def discover(paths: Iterable[str | Path], unreadable: list[tuple[str, str]] | No
             raise TraceError(str(p), why)
         if not p.exists():
             raise TraceError(str(p), "no such file or directory")
+        if (kind := _special(p)) is not None:
+            raise TraceError(str(p), kind)
         if p.is_dir():
             for f in sorted(p.rglob("*")):
-                if _is_trace_name(f) and (why := _unreadable_link(f)) is not None:
+                if not _is_trace_name(f):
+                    continue
+                if (why := _unreadable_link(f)) is not None:
+                    if strict or unreadable is None:
+                        raise TraceError(str(f), why)
+                    unreadable.append((str(f), why))
+                elif (why := _special(f)) is not None:
                     if unreadable is None:
                         raise TraceError(str(f), why)
                     unreadable.append((str(f), why))

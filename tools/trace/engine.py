@@ -158,8 +158,8 @@ def _read(
     profile: bool,
 ) -> tuple[list[FilePartial], Accounting, list[tuple[str, str]]]:
     _check_views(views)
-    unreadable: list[tuple[str, str]] | None = [] if skip_bad else None
-    files = discover(paths, unreadable)
+    unreadable: list[tuple[str, str]] = []
+    files = discover(paths, unreadable, strict=not skip_bad)
     # every view comes from this one pass: the time view's fine bins need no global start or end
     options = ReadOptions(
         skip_bad=skip_bad,
@@ -168,7 +168,7 @@ def _read(
         profile=profile,
     )
     partials = _map(files, options, scheduler, workers, progress)
-    return partials, account(partials), unreadable or []
+    return partials, account(partials), unreadable
 
 
 def _build(

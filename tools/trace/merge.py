@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from dftune.core.errors import DftuneError
 from dftune.tools.trace import semantics as S
 from dftune.tools.trace.batch import _connection as connection
 from dftune.tools.trace.model import (
@@ -40,7 +41,21 @@ def concat_partials(partials: list[FilePartial], name: str) -> pa.Table | None:
     tables = [p.tables[name] for p in partials if name in p.tables and p.tables[name].num_rows]
     if not tables:
         return None
-    return pa.concat_tables([_normalize(t) for t in tables], promote_options="permissive")
+    try:
+        return pa.concat_tables([_normalize(t) for t in tables], promote_options="permissive")
+    except pa.ArrowInvalid as exc:
+        raise TotalsOverflow(name) from exc
+
+
+class TotalsOverflow(DftuneError):
+    """A total over the traces does not fit 64 bits: every event is within the trace limits
+    (limits.py), but so many maximal values add up past 2^63."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"the {what} totals of these traces exceed 64-bit integers: their numbers are within "
+            "DFTUNE_TRACE_MAX_VALUE, but too many maximal ones add up; lower the limit to refuse them by line"
+        )
 
 
 def _normalize(table: pa.Table) -> pa.Table:
@@ -96,6 +111,8 @@ def query_rows(
     try:
         cur = con.execute(sql)
         return [d[0] for d in cur.description], cur.fetchall()
+    except duckdb.OutOfRangeException as exc:
+        raise TotalsOverflow("merged") from exc
     finally:
         con.unregister("t")
 

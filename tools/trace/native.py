@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dftune.tools.trace import limits
 from dftune.tools.trace import semantics as S
 from dftune.tools.trace import vectorized as V
 
@@ -51,8 +52,13 @@ def enabled() -> bool:
     )
 
 
-@cache
 def _config() -> tuple[Any, ...]:
+    """Semantics and the trace limits (read per scan: they are settings) as the C code reads them."""
+    return (*_semantics(), limits.max_ts(), limits.max_value(), limits.max_line_bytes())
+
+
+@cache
+def _semantics() -> tuple[Any, ...]:
     """Semantics (semantics.py and batch.py's call table) in the shape the C code reads."""
     from dftune.tools.trace.batch import _call_rows
 

@@ -22,7 +22,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from dftune.tools.trace import native
+from dftune.tools.trace import limits, native
 from dftune.tools.trace.batch import BatchReducer
 from dftune.tools.trace.errors import TraceError
 from dftune.tools.trace.linescan import STRUCTURAL_LINES, BadLine, first_line, head_time_metric, scan
@@ -74,7 +74,9 @@ _TOP = {
 
 
 def _columns_literal() -> str:
-    args = ", ".join([f'"{k}" BIGINT' for k in _ARG_INTS] + [f'"{k}" VARCHAR' for k in _ARG_TEXT])
+    # DOUBLE, not BIGINT: a number BIGINT cannot hold (NaN, 1e30, 2^64-1) would read as a silent
+    # NULL; as a double it stays visible to the range check (every accepted value is < 2^53, exact)
+    args = ", ".join([f'"{k}" DOUBLE' for k in _ARG_INTS] + [f'"{k}" VARCHAR' for k in _ARG_TEXT])
     top = ", ".join(f"'{k}': '{t}'" for k, t in _TOP.items())
     return "{" + top + f", 'args': 'STRUCT({args})'" + "}"
 
@@ -142,7 +144,7 @@ def read_file(path: str | Path, options: ReadOptions = ReadOptions()) -> FilePar
     # Slow path: find the bad lines by number, then parse only the good ones.
     with tempfile.TemporaryDirectory(prefix="dftune-clean-") as tmp:
         cleaned = Path(tmp) / "clean.ndjson"
-        result = scan(p, cleaned)
+        result = scan(p, cleaned, _TIME_SCALE.get(metric, 1.0))
         if result.truncated and not options.skip_bad:
             raise TraceError(str(p), result.truncated_reason)
         if result.bad_count and not options.skip_bad:
@@ -194,6 +196,8 @@ def _stream(path: Path, source: str, options: ReadOptions, metric: str, *, trust
             nulls += int(health["nulls"] or 0)
             reducer.add(batch, health)
         if nulls and not trusted and nulls > _structural_lines(con, path, nulls):
+            raise _Unhealthy
+        if not trusted and _has_long_line(con, path):
             raise _Unhealthy
         tables, extra = reducer.finish(_rank_from_filename(path.name))
     finally:
@@ -263,6 +267,22 @@ def _structural_lines(con: duckdb.DuckDBPyConnection, path: Path, nulls: int) ->
     return int(row[0][0]) if row else 0
 
 
+def _has_long_line(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+    """Whether a line is longer than the line limit.  DuckDB's JSON reader holds lines up to its
+    own 32 MiB buffer whatever the limit, so this C-speed pass (which stops at the first long
+    line) keeps both readers refusing the same lines."""
+    src = str(path).replace("'", "''")
+    try:
+        con.execute(
+            f"""SELECT count(*) FROM read_csv('{src}', columns = {{'l': 'VARCHAR'}}, delim = chr(1), quote = '',
+                         escape = '', header = false, auto_detect = false, strict_mode = false,
+                         max_line_size = {limits.max_line_bytes()})"""
+        ).fetchall()
+    except duckdb.Error:
+        return True
+    return False
+
+
 def _empty_scalars() -> dict[str, Any]:
     return {
         "rows": 0, "events": 0, "metadata_lines": 0, "counter_events": 0, "aggregated_events": 0,
@@ -277,6 +297,16 @@ def _load_sql(source: str, scale: float) -> str:
 
     def t(col: str) -> str:  # normalize the trace's time unit to microseconds
         return col if scale == 1.0 else f"CAST(round({col} * {scale}) AS BIGINT)"
+
+    top, max_ts = limits.max_value(), limits.max_ts()
+    # a number no real run produces (limits.py) marks the row: the validator then names the line
+    out_of_range = " OR ".join(
+        [f"NOT (abs(args.\"{k}\") <= {top})" for k in _ARG_INTS]
+        + [f"NOT (abs({t('ts')}) <= {max_ts})", f"NOT ({t('dur')} BETWEEN 0 AND {top})",
+           f"NOT (abs(pid) <= {top})"]
+    )  # fmt: skip
+    ints = ", ".join(f'"{k}" := TRY_CAST(args."{k}" AS BIGINT)' for k in _ARG_INTS)
+    text = ", ".join(f'"{k}" := args."{k}"' for k in _ARG_TEXT)
 
     return f"""
         SELECT
@@ -295,8 +325,11 @@ def _load_sql(source: str, scale: float) -> str:
           args.dft_cnt AS agg_cnt, {t("COALESCE(args.dur_sum, args.dur)")} AS agg_dur,
           COALESCE(args.ret_sum, args.ret) AS agg_ret,
           COALESCE(args.size_min, args.size) AS agg_size_min, COALESCE(args.size_max, args.size) AS agg_size_max
-        FROM read_json('{src}', format = 'newline_delimited', ignore_errors = true,
-                       maximum_object_size = 16777216, columns = {_COLUMNS})
+          , bad_num
+        FROM (SELECT name, cat, pid, ts, dur, ph, COALESCE({out_of_range}, false) AS bad_num,
+                     CASE WHEN args IS NULL THEN NULL ELSE struct_pack({ints}, {text}) END AS args
+              FROM read_json('{src}', format = 'newline_delimited', ignore_errors = true,
+                             maximum_object_size = {limits.max_line_bytes()}, columns = {_COLUMNS}))
     """
 
 

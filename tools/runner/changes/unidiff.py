@@ -53,6 +53,28 @@ _GIT_REFUSED = (
 _GIT_IGNORED = (b"index ", b"similarity index ", b"dissimilarity index ")
 
 
+#: The file modes git writes for a regular file; a patch creates or deletes nothing else.
+_REGULAR_MODES = (0o100644, 0o100755)
+_MODE_KINDS = {0o120000: "symbolic links", 0o160000: "submodules (gitlinks)", 0o040000: "directories"}
+
+
+def _regular_mode(line: bytes, lineno: int) -> int:
+    """The mode of a git 'new/deleted file mode' line when it is a regular file's; otherwise
+    the patch is refused: a symbolic link (mode 120000) would be written as a regular file
+    holding the link target, and a link can point anywhere outside the tree."""
+    word = line.split()[-1] if line.split() else b""
+    try:
+        mode = int(word, 8)
+    except ValueError:
+        raise PatchError(f"patch line {lineno}: unreadable file mode {word!r}") from None
+    if mode not in _REGULAR_MODES:
+        what = _MODE_KINDS.get(mode & 0o170000, f"file mode {mode:o}")
+        raise PatchError(
+            f"patch line {lineno}: {what} are not supported (only regular files: 100644, 100755)"
+        )
+    return mode
+
+
 def split_lines(data: bytes) -> list[bytes]:
     """Split after every b'\\n' (a lone '\\r' is not a line end); keep the line ends."""
     lines = data.split(b"\n")
@@ -125,8 +147,9 @@ def parse_unified_diff(text: str, strip: int = 1) -> list[FileDiff]:
                         raise PatchError(f"patch line {i + 1}: {what} are not supported")
                 if ext.startswith(b"new file mode "):
                     create = True
-                    new_mode = int(ext.split()[-1], 8) & 0o777
+                    new_mode = _regular_mode(ext, i + 1) & 0o777
                 elif ext.startswith(b"deleted file mode "):
+                    _regular_mode(ext, i + 1)
                     delete = True
                 elif not ext.startswith(_GIT_IGNORED):
                     raise PatchError(f"patch line {i + 1}: unexpected git header line {ext!r}")

@@ -50,6 +50,8 @@ def split_inputs(paths: Iterable[str | Path]) -> tuple[list[Path], bool]:
                      or any(f.name.endswith(s) for s in TRACE_SUFFIXES)]  # fmt: skip
         elif p.is_file():
             files = [p]
+        elif p.exists() or p.is_symlink():
+            continue  # a FIFO, a device, a broken link: the trace reader names what it is
         else:
             raise TraceError(str(p), "no such file or directory")
         for f in files:

@@ -22,6 +22,8 @@ SIGNAL_DEFAULTS: dict[str, Any] = {
     "mpiio_time_s": 0.0, "mpiio_posix_time_s": 0.0, "mpiio_slowest_s": 0.0, "posix_slowest_s": 0.0,
     "mpiio_posix_time_ratio": 0.0, "mpiio_skew_frac": 0.0,
     "mpiio_read_time_frac": 0.0, "mpiio_write_time_frac": 0.0,
+    "mpiio_small_reads": 0, "mpiio_small_writes": 0, "mpiio_small_read_frac": 0.0, "mpiio_small_write_frac": 0.0,
+    "mpiio_small_read_time_frac": 0.0, "mpiio_small_write_time_frac": 0.0,
     "mem_misaligned_count": 0, "mem_misaligned_frac": 0.0, "mem_misaligned_time_frac": 0.0,
     "shared_reads": 0, "shared_small_reads": 0, "shared_small_read_frac": 0.0,
     "shared_writes": 0, "shared_small_writes": 0, "shared_small_write_frac": 0.0, "shared_small_time_frac": 0.0,
@@ -119,7 +121,50 @@ def _mpiio(job: Job, total_t: float) -> dict[str, Any]:
         "mpiio_skew_frac": max(0.0, 1.0 - _frac(p_slow, m_slow)) if m_slow else 0.0,
         "mpiio_read_time_frac": _frac(f("MPIIO_F_READ_TIME"), total_t + m_time),
         "mpiio_write_time_frac": _frac(f("MPIIO_F_WRITE_TIME"), total_t + m_time),
+        **_mpiio_small(t, c, f, total_t + m_time),
     }  # fmt: skip
+
+
+#: MPI-IO's size bins under 1 MiB (MPIIO_SIZE_{READ,WRITE}_AGG_*): the sizes of the application's own calls
+_MPIIO_SMALL_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")
+ONE_MIB = 1 << 20
+
+
+def _mpiio_small(t: Any, c: Any, f: Any, total_t: float) -> dict[str, Any]:
+    """Small requests as the application issues them to MPI-IO, before ROMIO's collective
+    buffering merges them: POSIX may see only 1 MiB aggregator writes while the program made a
+    million tiny calls, each paying MPI-IO's per-call cost (Drishti's small-request thresholds
+    applied one layer up).  Calls of exactly 1 MiB sit in the 100K_1M bin; the MPIIO_ACCESS*
+    counters (shared by reads and writes) take them out of the direction with more calls."""
+    small: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    for kind, word in (("read", "READ"), ("write", "WRITE")):
+        names = [f"MPIIO_SIZE_{word}_AGG_{b}" for b in _MPIIO_SMALL_BINS]
+        if not all(n in t.names for n in names):
+            return {}
+        small[kind] = sum(c(n) for n in names)
+        calls[kind] = sum(
+            c(f"MPIIO_{m}_{word}S")
+            for m in ("INDEP", "COLL", "SPLIT", "NB")
+            if f"MPIIO_{m}_{word}S" in t.names
+        )
+    exact = 0
+    for i in range(1, 5):
+        if f"MPIIO_ACCESS{i}_ACCESS" in t.names:
+            exact += int(
+                np.clip(t.c(f"MPIIO_ACCESS{i}_COUNT"), 0, None)[
+                    t.c(f"MPIIO_ACCESS{i}_ACCESS") == ONE_MIB
+                ].sum()
+            )
+    more = "write" if calls["write"] >= calls["read"] else "read"
+    small[more] = max(0, small[more] - exact)
+    out: dict[str, Any] = {}
+    for kind, time_name in (("read", "MPIIO_F_READ_TIME"), ("write", "MPIIO_F_WRITE_TIME")):
+        share = _frac(small[kind], calls[kind])
+        out[f"mpiio_small_{kind}s"] = small[kind]
+        out[f"mpiio_small_{kind}_frac"] = share
+        out[f"mpiio_small_{kind}_time_frac"] = _frac(f(time_name) * share, total_t)
+    return out
 
 
 def _slow_ost(
