@@ -42,11 +42,16 @@ def state_json(state: TuningState) -> dict[str, Any]:
 def outcome(state: TuningState, *, lower_is_better: bool) -> dict[str, Any]:
     lib = lower_is_better
     wins = [{"strategy": e.strategy, "proposal": e.proposal_id, "iteration": e.iteration,
-             "change_pct": e.comparison.change_pct if e.comparison else 0.0} for e in state.experiments if e.kept]  # fmt: skip
+             "change_pct": e.comparison.change_pct if e.comparison else 0.0} for e in state.experiments
+            if e.kept and e.verdict == "win"]  # fmt: skip
+    # kept on trial: the best configuration includes them until a person answers
+    pending = [{"strategy": e.strategy, "proposal": e.proposal_id, "iteration": e.iteration,
+                "change_pct": e.comparison.change_pct if e.comparison else 0.0, "question": e.question}
+               for e in state.pending]  # fmt: skip
     base = state.baseline.median if state.baseline else None
     best = state.incumbent.median if state.incumbent else None
     return {"status": state.status, "status_reason": state.status_reason, "experiments": len(state.experiments),
-            "wins": wins, "baseline_median": base, "best_median": best,
+            "wins": wins, "pending": pending, "baseline_median": base, "best_median": best,
             "overall_pct": pct_change(base, best, lower_is_better=lib) or 0.0}  # fmt: skip
 
 
