@@ -79,7 +79,10 @@ def test_interactive_runs_ask_and_keep_only_what_a_person_confirms(spec: Path, c
     assert result["status"] == "awaiting_approval"
     result = approve_run(run_id, workspace=ws)  # apply BUF=262144
     assert result["status"] == "awaiting_approval"
-    assert result["pending"]["kind"] == "confirm_pattern" and "inconclusive" in result["pending"]["question"]
+    assert (
+        result["pending"][0]["kind"] == "confirm_pattern"
+        and "inconclusive" in result["pending"][0]["question"]
+    )
     result = approve_run(
         run_id, reject=not confirm, reason="the program buffers, I read its code", workspace=ws
     )

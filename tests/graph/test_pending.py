@@ -41,7 +41,9 @@ class InOrder(RulesReasoner):
         self.order = list(order)
 
     def choose_next(self, options: Sequence[Proposal], facts: Facts) -> Choice:
-        ranked = sorted(options, key=lambda p: self.order.index(p.id) if p.id in self.order else len(self.order))
+        ranked = sorted(
+            options, key=lambda p: self.order.index(p.id) if p.id in self.order else len(self.order)
+        )
         return Choice(proposal_id=ranked[0].id, reason="scripted order")
 
 
@@ -131,7 +133,11 @@ def test_a_refusal_records_the_reason_and_measures_again_what_stood_on_it(run: R
     run.start()
     state = run.answer("reject", "the format needs 1 KiB records on disk")
     buf, workers, again = state.experiments
-    assert buf.verdict == "rejected" and not buf.kept and buf.refused_by == "the format needs 1 KiB records on disk"
+    assert (
+        buf.verdict == "rejected"
+        and not buf.kept
+        and buf.refused_by == "the format needs 1 KiB records on disk"
+    )
     refusal = opt_kb_get(buf.kb_record_id or 0)
     assert refusal is not None and refusal.verdict == "rejected" and "1 KiB records" in refusal.verdict_reason
     # the win measured on top of the refused buffer no longer stands; it is measured again without it

@@ -54,6 +54,13 @@ class RunRenderer:
         c = self.console
         c.print(_line(("run ", "bold"), (r["run_id"], "bold"), (f" ({r['workload']}): ", ""),
                       (r["status"], "bold"), ((" - " + r["status_reason"]) if r.get("status_reason") else "", "")))  # fmt: skip
+        for p in r.get("pending") or []:  # what waits for a person comes first
+            what = "waiting for approval" if p.get("kind") != "confirm_pending" else "pending confirmation"
+            pct = f" ({p['change_pct']:+.1f}%)" if p.get("change_pct") is not None else ""
+            c.print(
+                _line((what, "bold yellow"), (f": {p['proposal_id']}{pct}: {p.get('question') or ''}", ""))
+            )
+            c.print(text(f"  {p.get('resume_with', '')}"))
         if r.get("baseline_median") is not None:
             best = r.get("best_median")
             c.print(text(f"baseline median {r['baseline_median']:.4g} -> best kept "
@@ -84,11 +91,6 @@ class RunRenderer:
                     (f"{x['proposal']} ({x['strategy']}): {x['status']}: {x['reason']}", ""),
                 )
             )
-        if r.get("pending"):
-            p = r["pending"]
-            c.print(_line(("waiting for approval", "bold yellow"),
-                          (f": {p['proposal_id']} ({p['strategy']}, {p['privilege']}): {p['description']}", "")))  # fmt: skip
-            c.print(text(f"  {p['resume_with']}"))
         if r.get("report"):
             path_line(c, "report", r["report"])
 

@@ -32,7 +32,7 @@ for t in threads:
     t.join()
 fd = os.open(os.path.join(a.out, "records.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 staged = bytearray()
-for i in range(a.records):
+for _ in range(a.records):
     record = payload[: a.record]
     if a.buffer:
         staged += record
