@@ -503,7 +503,8 @@ def approve(
     reason: Annotated[str, typer.Option("--reason", help="Why (kept in the run's record).")] = "",
     as_json: JsonOpt = False,
 ) -> None:
-    """Answer the change a run is waiting for, and let it continue."""
+    """Answer the first thing a run waits for (an approval, else the oldest change kept on trial), and let it
+    continue; also after the run finished."""
     from dftune.graphs.runs import approve_run
 
     with user_errors():
@@ -755,6 +756,8 @@ def kb_lookup(
         for r in rows:
             out.print(text(f"  {r.strategy} on {r.workload}@{r.system}: {r.verdict} ({gain_text(r.change_pct)} {r.metric})"
                            if r.change_pct is not None else f"  {r.strategy} on {r.workload}@{r.system}: {r.verdict}"))  # fmt: skip
+            if r.verdict == "pending":
+                out.print(text(f"    waits for a person's confirmation: dftune approve {r.run_id} [--reject]"))
 
 
 @kb_app.command("render")
