@@ -757,7 +757,9 @@ def kb_lookup(
             out.print(text(f"  {r.strategy} on {r.workload}@{r.system}: {r.verdict} ({gain_text(r.change_pct)} {r.metric})"
                            if r.change_pct is not None else f"  {r.strategy} on {r.workload}@{r.system}: {r.verdict}"))  # fmt: skip
             if r.verdict == "pending":
-                out.print(text(f"    waits for a person's confirmation: dftune approve {r.run_id} [--reject]"))
+                out.print(
+                    text(f"    waits for a person's confirmation: dftune approve {r.run_id} [--reject]")
+                )
 
 
 @kb_app.command("render")
