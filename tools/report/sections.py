@@ -247,8 +247,8 @@ def pending_lines(doc: dict[str, Any]) -> list[str]:
     name = metric_of(doc).get("name", "metric")
     pct = lambda x: "?" if x is None else f"{x:+.1f}%"  # noqa: E731
     return [f"{p['proposal']} ({p['strategy']}, opt{p['iteration']}): {pct(p['pct'])} on {name}, kept on trial "
-            f"until you answer. {p['question']} Answer: dftune approve {run} (legitimate) or dftune approve {run} "
-            "--reject --reason TEXT" for p in pending_changes(doc)]  # fmt: skip
+            f"until you answer. {p['question'].rstrip('. ')}. Answer: dftune approve {run} (legitimate) or "
+            f"dftune approve {run} --reject --reason TEXT" for p in pending_changes(doc)]  # fmt: skip
 
 
 def settings_changed(doc: dict[str, Any]) -> dict[str, Any]:
@@ -312,6 +312,11 @@ def headline(doc: dict[str, Any]) -> list[tuple[str, str]]:
         settings = ", ".join(f"{k}={v}" for k, v in settings_changed(doc).items()) or "the kept changes"
         rows.append(("Overall", f"{name} {with_unit(total['before'], unit)} -> {with_unit(total['after'], unit)}: "
                                 f"{gain_text(total['pct'], total['ci'])} with {settings} kept"))  # fmt: skip
+    elif base.get("median") is not None and pending_changes(doc):
+        inc = (doc.get("incumbent") or {}).get("median")
+        rows.append(("Best change", f"none confirmed yet: {len(pending_changes(doc))} change(s) kept on trial (see "
+                                    f"Pending); {name} {with_unit(base['median'], unit)} -> {with_unit(inc, unit)} "
+                                    "with them"))  # fmt: skip
     elif base.get("median") is not None:
         rows.append(("Best change", f"none kept: {name} stays at the baseline median {with_unit(base['median'], unit)}"
                                     f" ({sum(x.get('candidate') is not None for x in doc.get('experiments', []))} "
