@@ -21,12 +21,21 @@ had just run), and :func:`settle` applies it: thin, checkpointed and replayable 
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
-from dftune.agents.state import Experiment, PendingAnswer, Proposal, TuningState, log
+from dftune.agents.state import (
+    Experiment,
+    PendingAnswer,
+    Proposal,
+    TuningState,
+    log,
+    merge_by_id,
+    merge_experiments,
+)
 from dftune.graphs.guard_nodes import record_experiment, revert
 
 #: verdicts that came from the numbers of a sitting (they depend on the incumbent it ran against)
@@ -62,16 +71,18 @@ def pending_items(state: TuningState, interrupts: list[dict[str, Any]]) -> list[
     return items + [pending_item(state.run_id, e, state.proposal(e.proposal_id)) for e in state.pending]
 
 
-def answer_for(state: TuningState, decision: str, reason: str) -> PendingAnswer:
+def answer_for(state: TuningState, decision: Literal["approve", "reject"], reason: str) -> PendingAnswer:
     """The answer to the first change on trial (ValueError when none waits)."""
     if not state.pending:
         raise ValueError(f"run {state.run_id} has no change waiting for confirmation")
     first = state.pending[0]
-    return PendingAnswer(iteration=first.iteration, proposal_id=first.proposal_id, decision=decision,  # type: ignore[arg-type]
+    return PendingAnswer(iteration=first.iteration, proposal_id=first.proposal_id, decision=decision,
                          reason=reason)  # fmt: skip
 
 
-def answer_first(graph: Any, config: Any, state: TuningState, decision: str, reason: str) -> Any:
+def answer_first(
+    graph: Any, config: Any, state: TuningState, decision: Literal["approve", "reject"], reason: str
+) -> Any:
     """Hand a person's answer to the oldest change on trial to a stopped run's graph; returns the config
     to stream from (``None`` as input). The answer enters as if the record node had just run, so the
     settle node applies it and choose goes on (a refusal measures again what stood on the change)."""
@@ -102,10 +113,6 @@ def settle(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
 
 def _applied(state: TuningState, step: dict[str, Any]) -> TuningState:
     """The state with one answer's update (the next answer sees it)."""
-    from dataclasses import replace
-
-    from dftune.agents.state import merge_by_id, merge_experiments
-
     return replace(state, experiments=merge_experiments(state.experiments, step.get("experiments")),
                    proposals=merge_by_id(state.proposals, step.get("proposals")),
                    incumbent=step.get("incumbent", state.incumbent))  # fmt: skip

@@ -14,7 +14,7 @@ import textwrap
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -66,7 +66,7 @@ class Run:
         self.graph.invoke(state, self.config, context=self.ctx(), durability="sync")
         return self.state()
 
-    def answer(self, decision: str, reason: str) -> TuningState:
+    def answer(self, decision: Literal["approve", "reject"], reason: str) -> TuningState:
         fork = answer_first(self.graph, self.config, self.state(), decision, reason)
         self.graph.invoke(None, fork, context=self.ctx(), durability="sync")
         return self.state()
