@@ -73,7 +73,13 @@ def finalize(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     atomic_write_bytes(run_dir / "report.json", json.dumps(doc, indent=1, default=str).encode("utf-8"))
     report = run_dir / "report.md"
     atomic_write_bytes(report, render_run_markdown(doc).encode("utf-8"))
-    ctx.workspace.set_status(state.run_id, status, reason=state.status_reason)
+    waiting = len(state.pending)  # the run is over; its changes on trial still wait for a person
+    ask = (
+        f"dftune approve {state.run_id} [--reject] ({waiting} change(s) pending confirmation)"
+        if waiting
+        else None
+    )
+    ctx.workspace.set_status(state.run_id, status, reason=state.status_reason, next_step=ask)
     ctx.progress("report", f"report: {report}")
     return {**late, "status": status, "checklist": checklist, "report_path": str(report),
             "decisions": [judged.decision],
