@@ -5,7 +5,8 @@ UNSUPPORTED), the access-pattern guard and the doing-less-by-definition check (f
 strategies -> rejected). ``judge`` runs after an experiment: the no-doing-less guard on the
 two traces and the non-degradation guard on the paired application metric. ``record`` hands
 every decided item to ``opt_kb_record`` (which runs the same guards again, so no caller can
-bypass them), keeps a win, and reverts anything else.
+bypass them), keeps a win, keeps a win the traces cannot settle on trial until a person answers
+(:mod:`graphs.pending`), and reverts anything else.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def measured_arms(state: TuningState, exp: Experiment) -> MeasuredArms:
 def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Guard node after an experiment: the same work, the same access pattern, and did the application
     pay for it? A pattern the traces cannot settle is asked of a person in interactive mode (the
-    node computes before it asks and has no side effect, so re-running it on resume is safe)."""
+    node computes before it asks and has no side effect, so re-running it on resume is safe); an
+    autonomous run records a win it cannot settle as pending and asks in the morning."""
     ctx = runtime.context
     exp = state.experiments[-1]
     if exp.verdict == "failed" or exp.candidate is None or state.baseline is None:
