@@ -32,7 +32,7 @@ from dftune.tools.guards import (
     non_degradation_guard,
     reference_guard,
 )
-from dftune.tools.kb import KbRecord, opt_kb_record, opt_kb_standing
+from dftune.tools.kb import KbRecord, opt_kb_of_experiment, opt_kb_record
 from dftune.tools.kb.store import MeasuredArms
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.stats import pct_change
@@ -184,16 +184,20 @@ def _record_screened(
 def record_experiment(
     state: TuningState, spec: WorkloadSpec, ctx: Context, exp: Experiment, settles: int | None = None
 ) -> tuple[KbRecord, KbRecord | None]:
-    """The experiment's KB record (and its system-level one). ``settles``: the iteration whose standing
-    records these settle (a pending change's own, when a person answers; a voided one, measured again)."""
+    """The experiment's KB record (and its system-level one). ``settles``: the iteration whose records
+    these settle (a pending change's own, when a person answers; a voided one, measured again)."""
     assert exp.candidate is not None and exp.comparison is not None and state.baseline is not None
     p = state.proposal(exp.proposal_id)
     lib = spec.metric.lower_is_better
     cmp = exp.comparison
     arms = measured_arms(state, exp)
-    earlier = opt_kb_standing(state.run_id, settles, db=ctx.kb_db) if settles is not None else []
-    app_earlier = next((r.id for r in earlier if r.metric_scope == "app"), None)
-    system_earlier = next((r.id for r in earlier if r.metric_scope == "system"), None)
+    earlier = opt_kb_of_experiment(state.run_id, settles, db=ctx.kb_db) if settles is not None else []
+    if settles == exp.iteration:  # a person's answer settles this very experiment's pending records
+        earlier = [r for r in earlier if r.verdict == "pending"]
+    # chosen from what is on disk whatever settled it since, so a node re-run after a crash records the
+    # same input again (the KB returns the record it already has instead of adding one)
+    app_earlier = max((r.id for r in earlier if r.metric_scope == "app"), default=None)
+    system_earlier = max((r.id for r in earlier if r.metric_scope == "system"), default=None)
     common = {**_base_record(state, spec, p), "iteration": exp.iteration, "confirmed_by": exp.confirmed_by,
               "refused_by": exp.refused_by}  # fmt: skip
     # what the change was measured against: a later run re-tries a known no_change only against another one

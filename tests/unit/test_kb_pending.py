@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from dftune.tools.guards import Arm, GuardDecision
-from dftune.tools.kb import decide, opt_kb_lookup, opt_kb_record, opt_kb_records, opt_kb_standing
+from dftune.tools.kb import decide, opt_kb_lookup, opt_kb_of_experiment, opt_kb_record, opt_kb_records
 from dftune.tools.kb.schema import MIGRATIONS, SCHEMA_VERSION, connect, now
 from dftune.tools.kb.store import MeasuredArms
 from dftune.tools.runner.stats import compare
@@ -72,7 +72,12 @@ def test_a_pending_record_is_settled_by_the_persons_answer(tmp_path: Path) -> No
     assert win.verdict == "win" and win.supersedes == pending.id
     assert [r.id for r in opt_kb_lookup(workload="writer").workload_findings] == [win.id]
     assert {r.id: r.superseded_by for r in opt_kb_records()} == {pending.id: win.id, win.id: None}
-    assert [r.id for r in opt_kb_standing("r1", 1)] == [win.id]
+    assert [(r.id, r.superseded_by) for r in opt_kb_of_experiment("r1", 1)] == [
+        (pending.id, win.id),
+        (win.id, None),
+    ]
+    again = _writer_record(tmp_path, confirmed_by="it buffers", supersedes=pending.id)
+    assert again.id == win.id  # the same answer recorded again (a re-run after a crash) adds nothing
 
 
 def test_a_refusal_is_a_rejection_with_the_persons_reason(tmp_path: Path) -> None:

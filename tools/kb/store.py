@@ -267,12 +267,12 @@ def opt_kb_get(record_id: int, *, db: Path | str | None = None) -> KbRecord | No
         return _settled(conn, [from_row(row)])[0] if row is not None else None
 
 
-def opt_kb_standing(run_id: str, iteration: int, *, db: Path | str | None = None) -> list[KbRecord]:
-    """The records of one experiment of one run that no later record settles, oldest first."""
+def opt_kb_of_experiment(run_id: str, iteration: int, *, db: Path | str | None = None) -> list[KbRecord]:
+    """Every record of one experiment of one run, oldest first (``superseded_by`` says which stand)."""
     with connect(db) as conn:
         rows = conn.execute("SELECT * FROM records WHERE run_id = ? AND iteration = ? ORDER BY id",
                             (run_id, iteration)).fetchall()  # fmt: skip
-        return [r for r in _settled(conn, [from_row(x) for x in rows]) if r.superseded_by is None]
+        return _settled(conn, [from_row(x) for x in rows])
 
 
 def _software_items(software: str | Sequence[str] | None) -> list[str]:
