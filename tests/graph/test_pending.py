@@ -146,8 +146,8 @@ def test_a_refusal_records_the_reason_and_measures_again_what_stood_on_it(run: R
     assert again.verdict == "win" and again.kept
     assert state.incumbent is not None
     assert {k: str(v) for k, v in state.incumbent.settings.items()} == {"BUF": "0", "WORKERS": "4"}
-    verdicts = _lookup_verdicts(state)
-    assert verdicts == {"l1.write_buffering": "rejected", "l1.dataloader_workers": "win"}
+    verdicts = _lookup_verdicts(state)  # (and whatever the diagnosis refused on the way, unapplied)
+    assert verdicts["l1.write_buffering"] == "rejected" and verdicts["l1.dataloader_workers"] == "win"
     redone = opt_kb_get(again.kb_record_id or 0)
     assert redone is not None and redone.supersedes == workers.kb_record_id
     assert not state.pending and state.status == "completed"
