@@ -88,14 +88,14 @@ def test_a_held_out_buffered_writer_ends_pending_and_approve_makes_it_a_kb_win(
     assert item["change_pct"] > 0 and "coalescing" in item["question"]
     (verdict,) = doc["verdicts"]  # type: ignore[misc]
     assert verdict["verdict"] == "pending" and verdict["kept"]
-    found = opt_kb_lookup(workload="held-out-log-writer").workload_findings
+    found = opt_kb_lookup(workload="held-out-log-writer", strategy="l1.write_buffering").workload_findings
     assert [r.verdict for r in found if r.metric_scope == "app"] == ["pending"]
 
     answered = _dftune(home, "approve", str(doc["run_id"]), "--reason", "it stages whole lines")
     assert answered["pending"] == [] and answered["status"] == "completed"
     (verdict,) = answered["verdicts"]  # type: ignore[misc]
     assert verdict["verdict"] == "win" and verdict["kept"]
-    found = opt_kb_lookup(workload="held-out-log-writer").workload_findings
+    found = opt_kb_lookup(workload="held-out-log-writer", strategy="l1.write_buffering").workload_findings
     (win,) = [r for r in found if r.metric_scope == "app"]
     assert win.verdict == "win" and win.supersedes is not None
     assert any("confirmed by a person (it stages whole lines)" in g.reason for g in win.guards)
