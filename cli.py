@@ -555,7 +555,8 @@ def approve(
     as_json: JsonOpt = False,
     table: TableOpt = False,
 ) -> None:
-    """Answer the change a run is waiting for, and let it continue."""
+    """Answer the first thing a run waits for (an approval, else the oldest change kept on trial), and let it
+    continue; also after the run finished."""
     from dftune.tools.session import preflight
 
     refuse_early(preflight.unknown_run(run_id, campaigns=False, checkpoints=True))
@@ -825,6 +826,10 @@ def kb_lookup(
         out.print(text(f"{title}: {len(rows)} finding(s)", "bold"))
         for r in rows:
             out.print(text(f"  {finding_line(r)}"))
+            if r.verdict == "pending":
+                out.print(
+                    text(f"    waits for a person's confirmation: dftune approve {r.run_id} [--reject]")
+                )
 
 
 @kb_app.command("render")

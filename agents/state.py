@@ -157,6 +157,8 @@ class Proposal(_Model):
     #: the experiment (iteration number) that measured it
     iteration: int | None = None
     kb_record_id: int | None = None
+    #: the experiment this proposal measures again: it stood on a change a person refused
+    remeasures: int | None = Field(default=None, ge=1)
 
     @property
     def weighted_score(self) -> float:
@@ -204,7 +206,10 @@ class Experiment(_Model):
     candidate: Measurement | None = None
     comparison: Comparison | None = None
     verdict: (
-        Literal["win", "no_change", "regression", "unsupported", "rejected", "inconclusive", "failed"] | None
+        Literal[
+            "win", "no_change", "regression", "unsupported", "rejected", "inconclusive", "pending", "failed"
+        ]
+        | None
     ) = None
     verdict_reason: str = ""
     guard_triggered: bool = False
@@ -212,8 +217,15 @@ class Experiment(_Model):
     reverted: bool = False
     kb_record_id: int | None = None
     change_ids: list[str] = Field(default_factory=list)
-    #: a person confirmed an inconclusive access-pattern decision (their note), interactive runs only
+    #: a person confirmed an inconclusive access-pattern decision (their note)
     confirmed_by: str | None = None
+    #: a person refused a change the traces could not settle (their reason)
+    refused_by: str | None = None
+    #: verdict ``pending``: the question a person must answer (kept on the incumbent until then)
+    question: str = ""
+    #: measured on top of opt<n>, a pending change a person then refused: it no longer stands and
+    #: is measured again without it
+    voided_by: int | None = Field(default=None, ge=1)
     #: the verdict in a few checked sentences (the model's, or the rules' reason); prose, never markup
     explanation: str = ""
 
@@ -245,6 +257,15 @@ class Coverage(_Model):
     @property
     def partial(self) -> bool:
         return bool(self.units_pending or self.units_failed)
+
+
+class PendingAnswer(_Model):
+    """A person's answer to a pending confirmation (``dftune approve RUN_ID [--reject]``)."""
+
+    iteration: int = Field(ge=1)
+    proposal_id: str = Field(min_length=1)
+    decision: Literal["approve", "reject"]
+    reason: str = Field(default="", max_length=2000)
 
 
 class Approval(_Model):
@@ -371,8 +392,8 @@ class Decision(_Model):
 #: Exactly the classes the checkpointer's serializer may load back.
 STATE_MODELS: tuple[type[BaseModel], ...] = (
     LogEntry, Pitfall, TracerFacts, PriorResult, KbPrior, Citation, CitedClaim, Change, Proposal, Measurement,
-    Experiment, GuardRecord, ChecklistVerdict, Coverage, Approval, LLMSettings, Decision, GuardDecision,
-    Comparison, ArmStats,
+    Experiment, GuardRecord, ChecklistVerdict, Coverage, Approval, PendingAnswer, LLMSettings, Decision,
+    GuardDecision, Comparison, ArmStats,
     Diagnosis, Bottleneck, Finding, CandidateStrategy, MetricChoice, Gate, FsSummary, ChecklistEntry,
 )  # fmt: skip
 #: Bumped when the state's shape changes; a run saved under another version is refused with a
@@ -470,6 +491,8 @@ class TuningState:
     #: replicates of the next experiment when the model asked for more (bounded; None: the run's count)
     next_replicates: int | None = None
     approvals: Annotated[list[Approval], append] = field(default_factory=list)
+    #: a person's answers to pending confirmations, oldest first (the settle node applies each once)
+    answers: Annotated[list[PendingAnswer], append] = field(default_factory=list)
     #: every judgment the reasoner made, who made it and what it cost (the token budget is their sum)
     decisions: Annotated[list[Decision], append] = field(default_factory=list)
 
@@ -492,6 +515,11 @@ class TuningState:
     def tokens_spent(self) -> int:
         """Tokens the model spent in this run so far: kept in the checkpoints, so resume and approve keep it."""
         return sum(d.tokens for d in self.decisions)
+
+    @property
+    def pending(self) -> list[Experiment]:
+        """Changes kept on trial that wait for a person's confirmation, oldest first."""
+        return [e for e in self.experiments if e.verdict == "pending" and e.kept]
 
     def proposal(self, proposal_id: str) -> Proposal:
         for p in self.proposals:

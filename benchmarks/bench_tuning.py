@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -75,13 +76,25 @@ def sweep(
     return {c: statistics.median(v) for c, v in values.items() if v}
 
 
-def tuned(toml: Path, max_experiments: int, replicates: int | None) -> Any:
-    from dftune.graphs.runs import load_state, start_run
+def tuned(toml: Path, max_experiments: int, replicates: int | None, disguised: Collection[str] = ()) -> Any:
+    """An autonomous run, then a person answering its pending questions truthfully (a disguised change
+    is refused, a legitimate one confirmed), as the morning after an overnight run."""
+    from dftune.graphs.runs import approve_run, load_state, start_run
     from dftune.tools.session.workspace import Workspace
 
     ws = Workspace()
     result = start_run(toml, mode="autonomous", max_experiments=max_experiments, replicates=replicates,
                        workspace=ws)  # fmt: skip
+    for _ in range(4 * max_experiments):  # each answer settles one; a refusal may raise new ones
+        waiting = result["pending"]
+        if not waiting or waiting[0].get("kind") != "confirm_pending":
+            break  # approve answers the first item: an approval the run waits at is not the truth's to give
+        setting = ",".join(f"{k}={v}" for k, v in waiting[0]["settings"].items())
+        log(
+            f"  a person answers {waiting[0]['proposal_id']}: {'refused' if setting in disguised else 'confirmed'}"
+        )
+        result = approve_run(result["run_id"], reject=setting in disguised, reason="answered by the benchmark's truth",
+                             workspace=ws)  # fmt: skip
     return load_state(result["run_id"], ws)
 
 
@@ -100,7 +113,7 @@ def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:
         sweep_s = time.perf_counter() - t0
         log(f"{spec.name}: autonomous run, {args.max_experiments} experiment(s)")
         t1 = time.perf_counter()
-        state = tuned(toml, args.max_experiments, args.run_replicates)
+        state = tuned(toml, args.max_experiments, args.run_replicates, disguised)
         run_s = time.perf_counter() - t1
     defaults = {k.name: str(k.default) for k in spec.knobs}
     default_key = tuple((k, defaults[k]) for k in legit)

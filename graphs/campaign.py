@@ -197,8 +197,9 @@ class _Member:
                 self.result = start_run(m.spec_path, settings=RunSettings.layered(s), run_id=m.run_id,
                                         progress=self.say, workspace=self.ws, budget=self.budget)  # fmt: skip
             m.status, m.reason = self.result["status"], self.result.get("status_reason") or ""
+            m.pending = list(self.result.get("pending") or [])  # approvals and changes kept on trial
             if m.status == "awaiting_approval":  # the morning reader still gets what was measured
-                pending = self.result.get("pending") or {}
+                pending = m.pending[0] if m.pending else {}
                 m.reason = (
                     f"{pending.get('proposal_id')} waits for a person: dftune approve {m.run_id} [--reject]"
                 )

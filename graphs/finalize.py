@@ -42,11 +42,16 @@ def state_json(state: TuningState) -> dict[str, Any]:
 def outcome(state: TuningState, *, lower_is_better: bool) -> dict[str, Any]:
     lib = lower_is_better
     wins = [{"strategy": e.strategy, "proposal": e.proposal_id, "iteration": e.iteration,
-             "change_pct": e.comparison.change_pct if e.comparison else 0.0} for e in state.experiments if e.kept]  # fmt: skip
+             "change_pct": e.comparison.change_pct if e.comparison else 0.0} for e in state.experiments
+            if e.kept and e.verdict == "win"]  # fmt: skip
+    # kept on trial: the best configuration includes them until a person answers
+    pending = [{"strategy": e.strategy, "proposal": e.proposal_id, "iteration": e.iteration,
+                "change_pct": e.comparison.change_pct if e.comparison else 0.0, "question": e.question}
+               for e in state.pending]  # fmt: skip
     base = state.baseline.median if state.baseline else None
     best = state.incumbent.median if state.incumbent else None
     return {"status": state.status, "status_reason": state.status_reason, "experiments": len(state.experiments),
-            "wins": wins, "baseline_median": base, "best_median": best,
+            "wins": wins, "pending": pending, "baseline_median": base, "best_median": best,
             "overall_pct": pct_change(base, best, lower_is_better=lib) or 0.0}  # fmt: skip
 
 
@@ -68,7 +73,13 @@ def finalize(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     atomic_write_bytes(run_dir / "report.json", strictjson.dumps(doc, indent=1, default=str).encode("utf-8"))
     report = run_dir / "report.md"
     atomic_write_bytes(report, render_run_markdown(doc).encode("utf-8"))
-    ctx.workspace.set_status(state.run_id, status, reason=state.status_reason)
+    waiting = len(state.pending)  # the run is over; its changes on trial still wait for a person
+    ask = (
+        f"dftune approve {state.run_id} [--reject] ({waiting} change(s) pending confirmation)"
+        if waiting
+        else None
+    )
+    ctx.workspace.set_status(state.run_id, status, reason=state.status_reason, next_step=ask)
     ctx.progress("report", f"report: {report}")
     return {**late, "status": status, "checklist": checklist, "report_path": str(report),
             "decisions": [judged.decision],

@@ -5,7 +5,8 @@ UNSUPPORTED), the access-pattern guard and the doing-less-by-definition check (f
 strategies -> rejected). ``judge`` runs after an experiment: the no-doing-less guard on the
 two traces and the non-degradation guard on the paired application metric. ``record`` hands
 every decided item to ``opt_kb_record`` (which runs the same guards again, so no caller can
-bypass them), keeps a win, and reverts anything else.
+bypass them), keeps a win, keeps a win the traces cannot settle on trial until a person answers
+(:mod:`graphs.pending`), and reverts anything else.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from dftune.tools.guards import (
     non_degradation_guard,
     reference_guard,
 )
-from dftune.tools.kb import KbRecord, opt_kb_record
+from dftune.tools.kb import KbRecord, opt_kb_of_experiment, opt_kb_record
 from dftune.tools.kb.store import MeasuredArms
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.stats import pct_change
@@ -95,7 +96,8 @@ def measured_arms(state: TuningState, exp: Experiment) -> MeasuredArms:
 def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Guard node after an experiment: the same work, the same access pattern, and did the application
     pay for it? A pattern the traces cannot settle is asked of a person in interactive mode (the
-    node computes before it asks and has no side effect, so re-running it on resume is safe)."""
+    node computes before it asks and has no side effect, so re-running it on resume is safe); an
+    autonomous run records a win it cannot settle as pending and asks in the morning."""
     ctx = runtime.context
     exp = state.experiments[-1]
     if exp.verdict == "failed" or exp.candidate is None or state.baseline is None:
@@ -128,7 +130,7 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         "events": events,
     }  # fmt: skip
     unsure = [d for d in records if d.verdict == "inconclusive"]
-    if unsure and state.mode == "interactive" and exp.confirmed_by is None:
+    if unsure and state.mode == "interactive" and exp.confirmed_by is None and exp.refused_by is None:
         ask = {"run_id": state.run_id, "kind": "confirm_pattern", "proposal_id": exp.proposal_id,
                "iteration": exp.iteration, "question": unsure[0].reason,
                "resume_with": f"dftune approve {state.run_id} (it is a legitimate change) or --reject"}  # fmt: skip
@@ -140,6 +142,7 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             update["experiments"] = [exp.model_copy(update={"confirmed_by": note or "a person"})]
             events.append(log("guards", f"opt{exp.iteration}: a person confirmed the change ({note})"))
         else:
+            update["experiments"] = [exp.model_copy(update={"refused_by": note or "a person"})]
             events.append(
                 log("guards", f"opt{exp.iteration}: a person did not confirm the change; it is not kept")
             )
@@ -180,15 +183,25 @@ def _record_screened(
     return out, ids
 
 
-def _record_experiment(
-    state: TuningState, spec: WorkloadSpec, ctx: Context, exp: Experiment
+def record_experiment(
+    state: TuningState, spec: WorkloadSpec, ctx: Context, exp: Experiment, settles: int | None = None
 ) -> tuple[KbRecord, KbRecord | None]:
+    """The experiment's KB record (and its system-level one). ``settles``: the iteration whose records
+    these settle (a pending change's own, when a person answers; a voided one, measured again)."""
     assert exp.candidate is not None and exp.comparison is not None and state.baseline is not None
     p = state.proposal(exp.proposal_id)
     lib = spec.metric.lower_is_better
     cmp = exp.comparison
     arms = measured_arms(state, exp)
-    common = {**_base_record(state, spec, p), "iteration": exp.iteration, "confirmed_by": exp.confirmed_by}
+    earlier = opt_kb_of_experiment(state.run_id, settles, db=ctx.kb_db) if settles is not None else []
+    if settles == exp.iteration:  # a person's answer settles this very experiment's pending records
+        earlier = [r for r in earlier if r.verdict == "pending"]
+    # chosen from what is on disk whatever settled it since, so a node re-run after a crash records the
+    # same input again (the KB returns the record it already has instead of adding one)
+    app_earlier = max((r.id for r in earlier if r.metric_scope == "app"), default=None)
+    system_earlier = max((r.id for r in earlier if r.metric_scope == "system"), default=None)
+    common = {**_base_record(state, spec, p), "iteration": exp.iteration, "confirmed_by": exp.confirmed_by,
+              "refused_by": exp.refused_by}  # fmt: skip
     # what the change was measured against: a later run re-tries a known no_change only against another one
     common["change"] = {**common["change"], "incumbent": {"settings": {k: str(v) for k, v in exp.reference.settings.items()},
                                                           "env": dict(exp.reference.env)}}  # fmt: skip
@@ -203,14 +216,14 @@ def _record_experiment(
         else {}
     )
     rec = opt_kb_record({
-        **common, **paired, "comparison": cmp,
+        **common, **paired, "comparison": cmp, "supersedes": app_earlier,
         "before_ci": tuple(exp.reference.ci95) if exp.reference.ci95 else None,
         "after_ci": tuple(exp.candidate.ci95) if exp.candidate.ci95 else None,
     }, arms=arms, catalog=ctx.catalog, db=ctx.kb_db)  # fmt: skip
     system_rec = None
     if system_effect and moved is not None and moved > 0:
         system_rec = opt_kb_record({
-            **common, "metric": BANDWIDTH_METRIC, "metric_scope": "system", "lower_is_better": False,
+            **common, "supersedes": system_earlier, "metric": BANDWIDTH_METRIC, "metric_scope": "system", "lower_is_better": False,
             "before": ref_bw, "after": cand_bw, "app_metric": common["metric"],
             "app_before": exp.reference.median, "app_after": exp.candidate.median, "app_lower_is_better": lib,
             "caveats": (common["caveats"] + "; " if common["caveats"] else "")
@@ -220,7 +233,13 @@ def _record_experiment(
     return rec, system_rec
 
 
-def _revert(ctx: Context, state: TuningState, exp: Experiment) -> None:
+def question_of(rec: KbRecord) -> str:
+    """What a person must answer about a pending record: the guard's own words."""
+    unsure = [d.reason for d in rec.guards if d.verdict == "inconclusive"]
+    return "; ".join(unsure) or rec.verdict_reason
+
+
+def revert(ctx: Context, state: TuningState, exp: Experiment) -> None:
     """Undo the experiment's journaled changes (a no-op for those already reverted, e.g. on resume)."""
     journal = journal_for(ctx, state.run_id)
     for cid in exp.change_ids:
@@ -240,20 +259,22 @@ def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     if exp is None or exp.kb_record_id is not None or exp.kept or exp.reverted:
         return update
     if exp.verdict == "failed" or exp.candidate is None or exp.comparison is None:
-        _revert(ctx, state, exp)
+        revert(ctx, state, exp)
         update["experiments"] = [exp.model_copy(update={"reverted": True})]
         return update
-    rec, system_rec = _record_experiment(state, spec, ctx, exp)
+    p = state.proposal(exp.proposal_id)
+    rec, system_rec = record_experiment(state, spec, ctx, exp, settles=p.remeasures)
     verdict, guard_triggered = rec.verdict, rec.guard_triggered  # the one verdict (kb.verdict.decide)
-    keep = verdict == "win"
+    # a win the traces cannot settle stays on the incumbent, on trial, until a person answers: the search
+    # goes on on top of it, and a refusal measures again what was kept since (graphs.pending)
+    keep = verdict in ("win", "pending")
+    question = question_of(rec) if verdict == "pending" else ""
     if not keep:
-        _revert(
-            ctx, state, exp
-        )  # journaled changes (env, commands); knob settings simply stay off the incumbent
+        revert(ctx, state, exp)  # journaled changes (env, commands); knob settings stay off the incumbent
     done = exp.model_copy(update={"verdict": verdict, "verdict_reason": rec.verdict_reason, "kept": keep,
                                   "reverted": not keep, "guard_triggered": guard_triggered,
-                                  "kb_record_id": rec.id})  # fmt: skip
-    p = state.proposal(exp.proposal_id).model_copy(update={"kb_record_id": rec.id})
+                                  "kb_record_id": rec.id, "question": question})  # fmt: skip
+    p = p.model_copy(update={"kb_record_id": rec.id})
     explained = explain_verdict(state, done, ctx)
     if explained is not None:
         done = done.model_copy(update={"explanation": explained[0]})
@@ -264,8 +285,10 @@ def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     if keep:
         update["incumbent"] = exp.candidate
     change = f" ({rec.change_pct:+.1f}%)" if rec.change_pct is not None else ""
-    ctx.progress("kb", f"opt{exp.iteration} {exp.proposal_id}: {verdict}{change}{' (kept)' if keep else ''} "
-                       f"-> KB record {rec.id}")  # fmt: skip
+    kept_as = (
+        " (kept on trial: a person must confirm it)" if verdict == "pending" else " (kept)" if keep else ""
+    )
+    ctx.progress("kb", f"opt{exp.iteration} {exp.proposal_id}: {verdict}{change}{kept_as} -> KB record {rec.id}")
     update["events"].append(log("kb", f"opt{exp.iteration}: {verdict}: {rec.verdict_reason}", record=rec.id,
                                 system_record=system_rec.id if system_rec else None, kept=keep))  # fmt: skip
     return update

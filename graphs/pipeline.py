@@ -1,7 +1,8 @@
 """The tuning graph: five agents, the guard nodes, approvals, and the KB record node.
 
-    installer -> diagnoser -> plan -> literature -> expand (a model's own proposals) -> screen -> estimate -> record -> choose
-    choose -> approval -> apply -> verifier -> judge -> record -> choose ...
+    installer -> diagnoser -> plan -> literature -> expand (a model's own proposals) -> screen -> estimate -> record
+    record -> settle (a person's answers to changes pending confirmation) -> choose
+    choose -> approval -> apply -> verifier -> judge -> record -> settle -> choose ...
     choose -> finalize (nothing left, or the budget is spent)
 
 ``builder`` is the uncompiled graph (tests compile it with their own checkpointer);
@@ -25,6 +26,7 @@ from dftune.agents.verifier import verifier
 from dftune.graphs.approval import approval
 from dftune.graphs.finalize import finalize
 from dftune.graphs.guard_nodes import judge, record, screen
+from dftune.graphs.pending import settle
 
 
 def after_installer(state: TuningState) -> Literal["diagnoser", "finalize"]:
@@ -53,6 +55,7 @@ def build() -> StateGraph[TuningState, Context, TuningState, TuningState]:
     g.add_node("screen", screen)
     g.add_node("estimate", estimate)
     g.add_node("record", record)
+    g.add_node("settle", settle)
     g.add_node("choose", choose)
     g.add_node("approval", approval)
     g.add_node("apply", apply_change)
@@ -67,7 +70,8 @@ def build() -> StateGraph[TuningState, Context, TuningState, TuningState]:
     g.add_edge("expand", "screen")
     g.add_edge("screen", "estimate")
     g.add_edge("estimate", "record")
-    g.add_edge("record", "choose")
+    g.add_edge("record", "settle")
+    g.add_edge("settle", "choose")
     g.add_conditional_edges("choose", after_choose)
     g.add_conditional_edges("approval", after_approval)
     g.add_edge("apply", "verifier")

@@ -41,6 +41,7 @@ from dftune.core.supervise import LEDGER_FILE, DriverInterrupted, supervised
 from dftune.graphs.approval import ApprovalAnswer, receipt
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
 from dftune.graphs.finalize import state_json
+from dftune.graphs.pending import answer_first, pending_items
 from dftune.graphs.pipeline import builder
 from dftune.tools.kb.backup import backup_kb, check_kb
 from dftune.tools.runner.spec import WorkloadSpec, load_spec
@@ -213,11 +214,12 @@ def _result(run_id: str, ws: Workspace) -> dict[str, Any]:
     doc = state_json(state)
     return {
         "schema": RUN_SCHEMA, "run_id": run_id, "status": status, "status_reason": state.status_reason,
-        "workload": state.workload, "pending": pending[0] if pending else None,
+        "workload": state.workload, "pending": pending_items(state, pending),
         "proposal_table": doc["proposal_table"],
         "verdicts": [{"iteration": e["iteration"], "proposal": e["proposal_id"], "strategy": e["strategy"],
                       "verdict": e["verdict"], "change_pct": (e.get("comparison") or {}).get("change_pct"),
-                      "kept": e["kept"], "reverted": e["reverted"], "kb_record": e["kb_record_id"]}
+                      "kept": e["kept"], "reverted": e["reverted"], "kb_record": e["kb_record_id"],
+                      "voided_by": e.get("voided_by")}
                      for e in doc["experiments"]],
         "refused": [{"proposal": p["id"], "strategy": p["strategy"], "status": p["status"], "reason": p["reason"]}
                     for p in doc["proposals"] if p["status"] in ("rejected", "unsupported", "declined")],
@@ -348,18 +350,30 @@ def resume_run(
 
 def approve_run(run_id: str, *, reject: bool = False, reason: str = "", progress: ProgressFn = silent,
                 workspace: Workspace | None = None) -> dict[str, Any]:  # fmt: skip
-    """Answer the pending approval and continue the run."""
+    """Answer the first pending item and continue the run: the approval the graph waits at, else the
+    oldest change kept on trial (also after the run finished: a refusal measures again what stood on it)."""
     ws = workspace or Workspace()
     _existing(run_id, ws)
     answer = ApprovalAnswer(decision="reject" if reject else "approve", reason=reason, user=_user())
     with _driving(run_id, ws, progress), _compiled(run_id, ws) as (graph, config):
         state, snap = _snapshot_state(graph, config)
         _current(state)
-        if not any(t.interrupts for t in snap.tasks):
+        if any(t.interrupts for t in snap.tasks):
+            asked = next(i.value for t in snap.tasks for i in t.interrupts)
+            progress("approve", receipt(asked, answer) + f"; continuing {_where(run_id, snap, state)}")
+            _drive(graph, config, Command(resume=answer.model_dump()), _context(state, ws, progress))
+        elif state.pending and not snap.next:
+            first = state.pending[0]
+            asked = {"proposal_id": f"opt{first.iteration} {first.proposal_id} (kept on trial)"}
+            progress("approve", receipt(asked, answer) + "; settling it, then continuing where the run ended")
+            settle_config = answer_first(graph, config, state, answer.decision, answer.reason)
+            _drive(graph, settle_config, None, _context(state, ws, progress))
+        elif state.pending:
+            raise RunRefused(
+                f"run {run_id} stopped with work left: dftune resume {run_id} first, then approve"
+            )
+        else:
             raise RunRefused(f"run {run_id} is not waiting for an approval (status {state.status})")
-        asked = next(i.value for t in snap.tasks for i in t.interrupts)
-        progress("approve", receipt(asked, answer) + f"; continuing {_where(run_id, snap, state)}")
-        _drive(graph, config, Command(resume=answer.model_dump()), _context(state, ws, progress))
     return _result(run_id, ws)
 
 

@@ -92,17 +92,17 @@ def _show(run_id: str) -> dict[str, Any]:
         if not alive and code is None:
             raise
         doc = {"schema": "dftune.run/1", "run_id": run_id, "status": "starting" if alive else "failed",
-               "pending": None}  # fmt: skip
+               "pending": []}  # fmt: skip
     except ToolFailure:
         raise
     except Exception as exc:  # no checkpoint yet (killed before the first one): say so, do not guess
         if not (alive or driver):
             raise
-        doc = {"schema": "dftune.run/1", "run_id": run_id, "status": "starting", "pending": None,
+        doc = {"schema": "dftune.run/1", "run_id": run_id, "status": "starting", "pending": [],
                "note": str(exc)}  # fmt: skip
     if alive or driver is not None:
         doc["status"] = "running"  # the saved state lags the live driver
-        doc["pending"] = None
+        doc["pending"] = []
     if code not in (None, 0):
         doc["driver_exit_code"] = code
         doc["driver_error"] = _last_error(run_id)
@@ -275,14 +275,15 @@ def run_answer_tool(p: RunAnswerIn) -> dict[str, Any]:
         raise ToolFailure(why)
     _idle(p.run_id)
     before = _show(p.run_id)
-    if before["status"] != "awaiting_approval" or not before.get("pending"):
-        raise ToolFailure(f"run {p.run_id} is not waiting for an approval (status {before['status']})")
+    waiting = before.get("pending") or []  # an approval the run stopped at, else a change kept on trial
+    if not waiting:
+        raise ToolFailure(f"run {p.run_id} is not waiting for an answer (status {before['status']})")
     args = ["approve", p.run_id, "--reason", answer.reason] + (
         ["--reject"] if answer.decision == "reject" else []
     )
     _spawn(p.run_id, args)
-    receipt = {"proposal_id": before["pending"].get("proposal_id"), "strategy": before["pending"].get("strategy"),
-               "decision": answer.decision, "reason": answer.reason}  # fmt: skip
+    receipt = {"proposal_id": waiting[0].get("proposal_id"), "strategy": waiting[0].get("strategy"),
+               "kind": waiting[0].get("kind"), "decision": answer.decision, "reason": answer.reason}  # fmt: skip
     return {**_waited(p.run_id, p.wait_s), "answered": receipt}
 
 

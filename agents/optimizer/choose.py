@@ -59,7 +59,8 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     state = replace(state, proposals=merge_by_id(state.proposals, fresh))
     checklist = checklist_verdicts(state)
     update: dict[str, Any] = {"checklist": checklist, "current": None, "proposals": fresh}
-    ran = len(state.experiments)
+    # an experiment voided by a person's refusal of the change it stood on gives its slot back
+    ran = sum(e.voided_by is None for e in state.experiments)
     open_ = [p for p in state.proposals if p.status == "proposed" and p.change.kind in ACTIONABLE]
     if not open_:
         return {**update, "events": [log("optimizer", "no open proposal left")]}
@@ -76,6 +77,13 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx.progress("optimizer", late)
         return {**update, "status_reason": f"{late}; {len(open_)} proposal(s) left untried",
                 "events": [log("optimizer", late, untried=[p.id for p in open_])]}  # fmt: skip
+    # measured on top of a change a person refused: measured again first, in their order, before anything new
+    again = sorted((p for p in open_ if p.remeasures is not None), key=lambda p: p.remeasures or 0)
+    if again:
+        why = f"measured again without the change a person refused ({again[0].reason})"
+        ctx.progress("optimizer", f"next: {again[0].id} ({why})")
+        return {**update, "current": again[0].id,
+                "events": [log("optimizer", f"chose {again[0].id}", reason=why)]}  # fmt: skip
     decisions = []
     if state.experiments and state.experiments[-1].kept:  # the model's estimates predate the kept change
         asked, d = judged(fresh, state, ctx, trace_facts(state.incumbent, state.fs_type))

@@ -63,9 +63,11 @@ def _number(text: object) -> float | None:
 
 
 def _since_last_kept(experiments: Sequence[Experiment]) -> list[Experiment]:
-    """The experiments measured against the current incumbent."""
+    """The experiments measured against the current incumbent (those voided by a person's refusal of
+    the change they stood on measured against another one, and say nothing about this one)."""
     kept = [i for i, e in enumerate(experiments) if e.kept]
-    return list(experiments[kept[-1] + 1 :]) if kept else list(experiments)
+    since = experiments[kept[-1] + 1 :] if kept else experiments
+    return [e for e in since if e.voided_by is None]
 
 
 def _knob_of(p: Proposal) -> str | None:

@@ -58,5 +58,8 @@ class RulesReasoner:
                 f"{facts.workload}: no experiment ran ({outcome.get('status_reason') or 'nothing to try'})."
             )
         best = ", ".join(f"{w['strategy']} ({w['change_pct']:+.1f}%)" for w in wins) or "none"
+        trial = ", ".join(f"{w['strategy']} ({w['change_pct']:+.1f}%)" for w in outcome.get("pending", []))
+        if trial:  # kept on trial: a person must confirm what the traces could not settle
+            best += f"; pending a person's confirmation: {trial}"
         return (f"{facts.workload}: {tried} experiment(s) measured; wins kept: {best}; "
                 f"overall {outcome.get('overall_pct', 0.0):+.1f}% on {outcome.get('metric', 'the metric')}.")  # fmt: skip

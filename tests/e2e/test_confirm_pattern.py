@@ -1,6 +1,7 @@
 """Larger calls over the same ranges, with no application-level evidence: the access-pattern guard
-cannot tell buffering from a larger record, so the result is inconclusive: an autonomous run never
-keeps it, an interactive run asks a person, and only an explicit approval keeps it."""
+cannot tell buffering from a larger record, so the result is inconclusive: an autonomous run keeps
+the win on trial as a pending question (never credited as a win on its own), an interactive run asks
+a person, and only an explicit approval makes it a win."""
 
 from __future__ import annotations
 
@@ -62,13 +63,17 @@ def _pattern_decision(state: object) -> str:
     return ds[-1].verdict or ("passed" if ds[-1].passed else "rejected")
 
 
-def test_autonomous_runs_never_keep_an_inconclusive_pattern(spec: Path) -> None:
+def test_autonomous_runs_never_credit_an_inconclusive_pattern_on_their_own(spec: Path) -> None:
     ws = Workspace()
     result = start_run(spec, mode="autonomous", max_experiments=1, workspace=ws)
     state = load_state(result["run_id"], ws)
     (exp,) = state.experiments
     assert _pattern_decision(state) == "inconclusive"
-    assert exp.verdict == "inconclusive" and not exp.kept and exp.confirmed_by is None
+    assert exp.confirmed_by is None
+    # a win the trace cannot settle is kept on trial and asked; anything else is not kept
+    assert exp.verdict in ("pending", "inconclusive")
+    assert exp.kept == (exp.verdict == "pending")
+    assert [p["proposal_id"] for p in result["pending"]] == (["BUF=262144"] if exp.kept else [])
 
 
 @pytest.mark.parametrize("confirm", [True, False], ids=["confirmed", "not-confirmed"])
@@ -79,7 +84,10 @@ def test_interactive_runs_ask_and_keep_only_what_a_person_confirms(spec: Path, c
     assert result["status"] == "awaiting_approval"
     result = approve_run(run_id, workspace=ws)  # apply BUF=262144
     assert result["status"] == "awaiting_approval"
-    assert result["pending"]["kind"] == "confirm_pattern" and "inconclusive" in result["pending"]["question"]
+    assert (
+        result["pending"][0]["kind"] == "confirm_pattern"
+        and "inconclusive" in result["pending"][0]["question"]
+    )
     result = approve_run(
         run_id, reject=not confirm, reason="the program buffers, I read its code", workspace=ws
     )
@@ -90,5 +98,7 @@ def test_interactive_runs_ask_and_keep_only_what_a_person_confirms(spec: Path, c
         assert exp.verdict != "inconclusive"  # the person's word settles the pattern; the numbers decide
         assert exp.kept == (exp.verdict == "win")
     else:
-        assert exp.confirmed_by is None and exp.verdict == "inconclusive" and not exp.kept
+        assert exp.confirmed_by is None and not exp.kept
+        assert exp.refused_by == "the program buffers, I read its code"
+        assert exp.verdict == "rejected"  # the person's refusal, with their reason, is the verdict
     assert state.status == "completed"

@@ -231,7 +231,7 @@ def waiting_run(rid: str) -> dict[str, Any]:
     )
     assert res.returncode == 0, res.stderr[-2000:]
     doc = json.loads(res.stdout)
-    assert doc["status"] == "awaiting_approval" and doc["pending"]["proposal_id"] == "FAULTY_SPEED=2"
+    assert doc["status"] == "awaiting_approval" and doc["pending"][0]["proposal_id"] == "FAULTY_SPEED=2"
     return doc
 
 

@@ -87,21 +87,22 @@ def test_a_client_starts_a_run_answers_it_and_reads_its_report(tmp_path: Path) -
         assert started["run_id"] == run_id and started["started"]
         shown = await _ok(s, "run_show", {"run_id": run_id, "wait_s": 240})
         assert shown["status"] == "awaiting_approval", shown
-        pending = shown["pending"]
+        pending = shown["pending"][0]  # approvals first, then changes kept on trial
         assert pending["proposal_id"] and pending["answer_format"]
         assert [r["id"] for r in (await _ok(s, "run_list", {}))["runs"]] == [run_id]
         assert "report" in await _err(s, "run_report", {"run_id": run_id})  # not finished: no report yet
 
         # only an exact decision is an answer; a refused one changes nothing
         assert "nothing was applied" in await _err(s, "run_answer", {"run_id": run_id, "decision": "yes"})
-        assert (await _ok(s, "run_show", {"run_id": run_id}))["pending"]["proposal_id"] == pending[
+        assert (await _ok(s, "run_show", {"run_id": run_id}))["pending"][0]["proposal_id"] == pending[
             "proposal_id"
         ]
 
         done = await _ok(s, "run_answer", {"run_id": run_id, "decision": "approve", "reason": "ok from the client",
                                            "wait_s": 300})  # fmt: skip
         assert done["answered"] == {"proposal_id": pending["proposal_id"], "strategy": pending["strategy"],
-                                    "decision": "approve", "reason": "ok from the client"}  # fmt: skip
+                                    "kind": pending["kind"], "decision": "approve",
+                                    "reason": "ok from the client"}  # fmt: skip
         assert done["status"] == "completed", done
         assert len(done["verdicts"]) == 1 and done["verdicts"][0]["proposal"] == pending["proposal_id"]
         assert "not waiting" in await _err(s, "run_answer", {"run_id": run_id, "decision": "reject"})

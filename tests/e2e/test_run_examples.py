@@ -55,7 +55,7 @@ def test_the_main_job_finds_a_win_and_refuses_doing_less(example: str) -> None:
         if doc["status"] != "awaiting_approval":
             break
         # overnight, everything the policy may approve alone ran first; a sudo or system change waits
-        pending = doc["pending"]
+        pending = doc["pending"][0]
         assert pending["privilege"] != "no-sudo" or pending["layer"] == "L3", pending
         assert all(v["proposal"] != pending["proposal_id"] for v in doc["verdicts"])
         res = _dftune("approve", doc["run_id"], "--reject", "--reason", "no sudo in CI", "--json")

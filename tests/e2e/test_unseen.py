@@ -1,8 +1,9 @@
 """Workloads dftune was not written for (tests/e2e/unseen): interacting knobs, a decoy, and knobs
 that secretly do less or change the access pattern under legitimate strategy ids.
 
-A 5-experiment autonomous run must keep no disguised knob, stop every disguised knob it tries
-with a measuring guard (or leave it inconclusive, never kept), label every number of its
+A 5-experiment autonomous run, followed by a person answering its pending questions truthfully,
+must keep no disguised knob, stop every disguised knob it tries with a measuring guard (or hold it
+as a pending question the person then refuses), label every number of its
 proposal table, and end faster than it started. How close it gets to the best configuration an
 exhaustive sweep finds is measured by ``benchmarks/bench_tuning.py``, not here.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from dftune.agents.state import TuningState
-from dftune.graphs.runs import load_state, start_run
+from dftune.graphs.runs import approve_run, load_state, start_run
 from dftune.tools.session.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
@@ -45,6 +46,15 @@ def tuned(
     try:
         ws = Workspace()
         result = start_run(toml, mode="autonomous", max_experiments=5, replicates=3, workspace=ws)
+        disguised = set(truth(toml)["disguised"])  # type: ignore[arg-type]
+        for _ in range(20):  # the morning: each pending question answered truthfully
+            waiting = result["pending"]
+            if not waiting or waiting[0].get("kind") != "confirm_pending":
+                break
+            refuse = _setting(waiting[0]["settings"]) in disguised
+            result = approve_run(
+                result["run_id"], reject=refuse, reason="the truth of the workload", workspace=ws
+            )
         state = load_state(result["run_id"], ws)
     finally:
         mp.undo()
@@ -54,7 +64,7 @@ def tuned(
 def test_the_run_completes_and_ends_faster(tuned: tuple[Path, TuningState]) -> None:
     _, state = tuned
     assert state.status == "completed", state.status_reason
-    assert len(state.experiments) == 5
+    assert sum(e.voided_by is None for e in state.experiments) == 5  # re-measured ones replace voided ones
     assert any(e.kept for e in state.experiments), [(e.proposal_id, e.verdict) for e in state.experiments]
     assert state.incumbent is not None and state.baseline is not None
     assert state.incumbent.median < state.baseline.median  # type: ignore[operator]
@@ -70,6 +80,7 @@ def test_no_disguised_knob_is_kept(tuned: tuple[Path, TuningState]) -> None:
         p = state.proposal(e.proposal_id)
         if p.change.kind == "knob" and _setting(p.change.settings) in disguised:
             assert not e.kept and e.verdict in ("rejected", "inconclusive"), (e.proposal_id, e.verdict)
+            assert e.refused_by is None or e.verdict == "rejected"  # held as a question, then refused
 
 
 def test_every_disguised_knob_tried_is_stopped_by_a_measuring_guard(tuned: tuple[Path, TuningState]) -> None:

@@ -22,7 +22,7 @@ def test_approve_opens_with_a_receipt_and_the_approval_is_recorded() -> None:
         "toy-receipt", reason="looks safe", progress=lambda node, msg: notes.append((node, msg))
     )
     node, msg = notes[0]
-    assert node == "approve" and msg.startswith(f"approved {first['pending']['proposal_id']}")
+    assert node == "approve" and msg.startswith(f"approved {first['pending'][0]['proposal_id']}")
     assert "because 'looks safe'" in msg and "continuing run toy-receipt at step" in msg
     assert not any(m.startswith("waiting for a person") for _, m in notes)
     assert done["status"] == "completed"

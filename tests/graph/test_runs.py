@@ -73,7 +73,7 @@ def test_cli_run_prints_one_json_document_and_approve_resumes_it() -> None:
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert doc["schema"] == "dftune.run/1" and doc["status"] == "awaiting_approval"
-    assert doc["pending"]["proposal_id"] and doc["verdicts"] == []
+    assert doc["pending"][0]["proposal_id"] and doc["verdicts"] == []
     res = runner.invoke(app, ["resume", "toy-cli"])
     assert res.exit_code == 2 and "waits for approval" in res.stderr
     res = runner.invoke(app, ["approve", "toy-cli", "--json"])

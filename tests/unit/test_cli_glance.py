@@ -66,7 +66,7 @@ def test_the_default_result_fits_a_screen_and_has_no_table() -> None:
 
 
 def test_a_privileged_change_shows_its_command_and_rollback_before_the_answer() -> None:
-    r = {**RUN, "status": "awaiting_approval", "pending": SUDO_PENDING}
+    r = {**RUN, "status": "awaiting_approval", "pending": [SUDO_PENDING]}
     text = _text(lambda c: RunRenderer(c).render(r, dftune="dftune"), width=120)
     assert "runs: sudo -n blockdev --setra 8192 /dev/sda" in text
     assert "rollback: sudo -n blockdev --setra '{current}' /dev/sda" in text

@@ -16,7 +16,13 @@ from dftune.tools.kb.models import (
 )
 from dftune.tools.kb.render import default_render_path, opt_kb_render, render_markdown
 from dftune.tools.kb.schema import SCHEMA_VERSION
-from dftune.tools.kb.store import opt_kb_get, opt_kb_lookup, opt_kb_record, opt_kb_records
+from dftune.tools.kb.store import (
+    opt_kb_get,
+    opt_kb_lookup,
+    opt_kb_of_experiment,
+    opt_kb_record,
+    opt_kb_records,
+)
 from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT, Decided, Verdict, decide
 
 __all__ = [
@@ -36,6 +42,7 @@ __all__ = [
     "default_render_path",
     "opt_kb_get",
     "opt_kb_lookup",
+    "opt_kb_of_experiment",
     "opt_kb_record",
     "opt_kb_records",
     "opt_kb_render",

@@ -134,6 +134,11 @@ class KbRecordIn(StrictModel):
     #: a person's confirmation (their note) that an inconclusive access-pattern decision is a
     #: legitimate change (interactive runs ask; nothing else may set it)
     confirmed_by: str | None = None
+    #: a person's refusal (their reason) of a change the traces could not settle: recorded as rejected
+    refused_by: str | None = None
+    #: the earlier record of this run this one settles: a pending change's answer, or a measurement
+    #: taken again without a change a person refused (the earlier one stood on it)
+    supersedes: int | None = Field(default=None, ge=1)
 
     @field_validator("software", mode="before")
     @classmethod
@@ -222,6 +227,8 @@ class KbRecordIn(StrictModel):
                     f"the comparison says {v} but the medians {self.before:g} -> {self.after:g} "
                     f"change by {pct:+.2f}% (positive = better)"
                 )
+        if self.confirmed_by is not None and self.refused_by is not None:
+            raise ValueError("a change is either confirmed or refused by a person, not both")
         if _layer_of(self.strategy) == "L2" and not self.software:
             raise ValueError(
                 "an L2 (software-scoped) finding needs the software it concerns, e.g. "
@@ -286,6 +293,10 @@ class KbRecord(StrictModel):
     fs_type: str | None
     #: identifies the input within a run (resume never duplicates a record); None without run_id
     dedup_key: str | None
+    #: the earlier record this one settles (a pending change's answer, a measurement taken again)
+    supersedes: int | None = None
+    #: the later record that settles this one (filled when read; records themselves never change)
+    superseded_by: int | None = None
 
 
 class KbLookup(StrictModel):

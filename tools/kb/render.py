@@ -38,6 +38,7 @@ VERDICT_LABEL = {
     "unsupported": "UNSUPPORTED (not applied)",
     "rejected": "REJECTED by guard",
     "inconclusive": "INCONCLUSIVE (not kept: the traces cannot tell)",
+    "pending": "PENDING (a win the traces cannot settle: waits for a person)",
 }
 
 COLUMNS = ("#", "Strategy", "Where", "Metric: before -> after", "Change (95% CI)", "Verdict",
@@ -100,6 +101,10 @@ def _change(r: KbRecord) -> str:
 
 def _verdict(r: KbRecord) -> str:
     label = VERDICT_LABEL[r.verdict]
+    if r.superseded_by is not None:
+        label += f" (settled by #{r.superseded_by})"
+    elif r.supersedes is not None:
+        label += f" (settles #{r.supersedes})"
     if r.guard_triggered:
         label += ", guard_triggered (revert)"
     return label

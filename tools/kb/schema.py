@@ -20,7 +20,7 @@ from dftune.core.errors import is_storage_error, storage_error
 from dftune.tools.guards import GuardDecision
 from dftune.tools.kb.models import KbError, KbRecord, default_db_path
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA_V1 = (
     """
@@ -113,10 +113,38 @@ def _allow_inconclusive(conn: sqlite3.Connection) -> None:
 
 assert _V1_VERDICTS in _SCHEMA_V1[0]
 
+_V3_VERDICTS = _V2_VERDICTS.replace("'inconclusive'", "'inconclusive', 'pending'")
+_V1_LAST_COLUMN = "fs_type TEXT\n"
+assert _V1_LAST_COLUMN in _SCHEMA_V1[0]
+
+
+def _allow_pending(conn: sqlite3.Connection) -> None:
+    """v3: the verdict ``pending`` (a win the traces cannot settle, waiting for a person) and the
+    column ``supersedes`` (the earlier record a person's answer or a new measurement settles).
+    Rebuilt like v2 (SQLite cannot alter a CHECK); every row is copied unchanged."""
+    for name in ("records_no_update", "records_no_delete"):
+        conn.execute(f"DROP TRIGGER {name}")
+    for name in ("records_scope", "records_strategy", "records_run"):
+        conn.execute(f"DROP INDEX {name}")
+    conn.execute("ALTER TABLE records RENAME TO records_v2")
+    table = (
+        _SCHEMA_V1[0]
+        .replace(_V1_VERDICTS, _V3_VERDICTS)
+        .replace(_V1_LAST_COLUMN, "fs_type TEXT,\n        supersedes INTEGER REFERENCES records (id)\n")
+    )
+    for stmt in (table, *_SCHEMA_V1[1:]):
+        conn.execute(stmt)
+    conn.execute("CREATE INDEX records_supersedes ON records (supersedes)")
+    conn.execute("INSERT INTO records SELECT *, NULL FROM records_v2")
+    conn.execute("DROP TABLE records_v2")
+
+
 #: The migration hook: ``MIGRATIONS[n]`` upgrades a database at version ``n`` to ``n + 1``.
 #: Version 0 is an empty file. Add an entry (and bump SCHEMA_VERSION) for every schema change;
 #: all steps run in one transaction, so a failed upgrade leaves the file untouched.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _create_v1, 1: _allow_inconclusive}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    0: _create_v1, 1: _allow_inconclusive, 2: _allow_pending,
+}  # fmt: skip
 
 
 def now() -> str:
@@ -238,6 +266,7 @@ def to_row(f: dict[str, Any]) -> dict[str, Any]:
         "citation_url": f["citation_url"],
         "caveats": f["caveats"],
         "fs_type": f["fs_type"],
+        "supersedes": f.get("supersedes"),
     }
 
 
@@ -296,4 +325,5 @@ def from_row(row: sqlite3.Row) -> KbRecord:
         caveats=row["caveats"],
         fs_type=row["fs_type"],
         dedup_key=row["dedup_key"],
+        supersedes=row["supersedes"],
     )

@@ -99,6 +99,11 @@ def _access_decision(rec: KbRecordIn, strategy: Strategy | None, arms: MeasuredA
             "passed": True, "verdict": None,
             "reason": f"confirmed by a person ({rec.confirmed_by}) after: {decision.reason}",
         })  # fmt: skip
+    if decision.verdict == "inconclusive" and rec.refused_by:
+        return decision.model_copy(update={
+            "verdict": "rejected",
+            "reason": f"refused by a person ({rec.refused_by}) after: {decision.reason}",
+        })  # fmt: skip
     return decision
 
 
@@ -190,6 +195,7 @@ def _build(rec: KbRecordIn, catalog: Catalog, arms: MeasuredArms) -> dict[str, A
         "caveats": rec.caveats,
         "fs_type": rec.fs_type,
         "dedup_key": _dedup_key(rec, arms),
+        "supersedes": rec.supersedes,
     }
 
 
@@ -241,17 +247,32 @@ def opt_kb_record(
     return from_row(stored)
 
 
+def _settled(conn: Any, records: list[KbRecord]) -> list[KbRecord]:
+    """Each record with the later record that settles it (a pending change's answer, a re-measurement)."""
+    later = {row[0]: row[1] for row in conn.execute(
+        "SELECT supersedes, MIN(id) FROM records WHERE supersedes IS NOT NULL GROUP BY supersedes")}  # fmt: skip
+    return [r.model_copy(update={"superseded_by": later[r.id]}) if r.id in later else r for r in records]
+
+
 def opt_kb_records(*, db: Path | str | None = None) -> list[KbRecord]:
-    """Every record, oldest first (by id)."""
+    """Every record, oldest first (by id), settled ones included (with ``superseded_by``)."""
     with connect(db) as conn:
-        return [from_row(r) for r in conn.execute("SELECT * FROM records ORDER BY id")]
+        return _settled(conn, [from_row(r) for r in conn.execute("SELECT * FROM records ORDER BY id")])
 
 
 def opt_kb_get(record_id: int, *, db: Path | str | None = None) -> KbRecord | None:
     """One record by id, or None."""
     with connect(db) as conn:
         row = conn.execute("SELECT * FROM records WHERE id = ?", (record_id,)).fetchone()
-    return from_row(row) if row is not None else None
+        return _settled(conn, [from_row(row)])[0] if row is not None else None
+
+
+def opt_kb_of_experiment(run_id: str, iteration: int, *, db: Path | str | None = None) -> list[KbRecord]:
+    """Every record of one experiment of one run, oldest first (``superseded_by`` says which stand)."""
+    with connect(db) as conn:
+        rows = conn.execute("SELECT * FROM records WHERE run_id = ? AND iteration = ? ORDER BY id",
+                            (run_id, iteration)).fetchall()  # fmt: skip
+        return _settled(conn, [from_row(x) for x in rows])
 
 
 def _software_items(software: str | Sequence[str] | None) -> list[str]:
@@ -277,7 +298,9 @@ def opt_kb_lookup(
     ``workload`` (none when no workload is given); ``software_findings`` are L2 records whose
     software overlaps ``software`` (a comma list or a list; all L2 records when it is not
     given), from any system and workload. ``strategy`` restricts every list to one strategy
-    id; ``limit`` caps each list.
+    id; ``limit`` caps each list. A record a later one settles (a pending change a person answered,
+    a measurement taken again) is left out: the later record is the finding; a change still waiting
+    for a person is listed with the verdict ``pending``.
     """
     wanted = _software_items(software)
     order = " ORDER BY created DESC, id DESC"
@@ -297,6 +320,10 @@ def opt_kb_lookup(
             from_row(r)
             for r in conn.execute("SELECT * FROM records WHERE scope = 'software'" + extra + order, params)
         ]
+        systems, workloads, softwares = (
+            [r for r in _settled(conn, rs) if r.superseded_by is None]
+            for rs in (systems, workloads, softwares)
+        )
     if wanted:
         softwares = [r for r in softwares if set(r.software) & set(wanted)]
     if limit is not None:

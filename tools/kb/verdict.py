@@ -6,8 +6,9 @@ all call :func:`decide`, so a run and its KB records can never disagree.
 Precedence: a guard that rejects (access pattern, doing less) makes the change ``rejected``
 whatever else is true; a missing citation makes it ``unsupported``; a tripped
 non-degradation guard makes it ``regression``; a guard that cannot tell a legitimate change
-from a forbidden one makes it ``inconclusive`` (never kept on its own); only then do the
-numbers decide. A ``win``
+from a forbidden one makes it ``inconclusive`` (never kept on its own), or ``pending`` when the
+numbers alone say ``win``: a question for a person, kept on trial until they answer (a person's
+confirmation turns it into a win, their refusal into ``rejected``); only then do the numbers decide. A ``win``
 needs an improvement of at least :data:`WIN_THRESHOLD_PCT` AND evidence beyond the noise (the
 runner's statistical comparison said ``win``, or, without one, the two arms' 95% confidence
 intervals do not overlap); a smaller or unproven improvement is ``no_change``; worse beyond
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from dftune.tools.guards import APP_REGRESSION_THRESHOLD, GuardDecision
 from dftune.tools.runner.stats import pct_change
 
-Verdict = Literal["win", "no_change", "regression", "unsupported", "rejected", "inconclusive"]
+Verdict = Literal["win", "no_change", "regression", "unsupported", "rejected", "inconclusive", "pending"]
 #: a ``win`` is an improvement of at least 5% (and beyond the noise).
 WIN_THRESHOLD_PCT = 5.0
 _EPS = 1e-9
@@ -83,6 +84,12 @@ def decide(
     unsure = [d for d in failed if d.verdict == "inconclusive"]
     if unsure:  # never kept on its own: the traces cannot tell a legitimate change from a forbidden one
         why = "; ".join(f"{d.guard}: {d.reason}" for d in unsure)
+        if change is not None and before is not None and after is not None:
+            numbers, said = numeric_verdict(metric=metric, before=before, after=after, lower_is_better=lower_is_better,
+                                            comparison=comparison, before_ci=before_ci, after_ci=after_ci)  # fmt: skip
+            if numbers == "win":  # a win the trace cannot settle is a person's question, never a silent loss
+                return Decided(verdict="pending", change_pct=change,
+                               reason=f"{why}; waits for a person's confirmation; the numbers: {said}")  # fmt: skip
         return Decided(verdict="inconclusive", reason=why, change_pct=change)
     verdict, why = numeric_verdict(metric=metric, before=before, after=after, lower_is_better=lower_is_better,
                                    comparison=comparison, before_ci=before_ci, after_ci=after_ci)  # fmt: skip

@@ -16,7 +16,7 @@ from dftune.core.errors import DftuneError
 from dftune.core.fsio import atomic_write_bytes
 from dftune.core.safetext import md_code, md_text
 from dftune.tools.report.htmlkit import e, table
-from dftune.tools.report.sections import gain_text, headline, metric_of, overall, with_unit
+from dftune.tools.report.sections import gain_text, headline, metric_of, overall, pending_changes, with_unit
 from dftune.tools.report.table import markdown_table
 from dftune.tools.runner.deadline import clock
 from dftune.tools.session.campaigns import CampaignMeta
@@ -44,6 +44,7 @@ def member_rows(meta: CampaignMeta, ws: Workspace) -> list[dict[str, Any]]:
         doc = _report_doc(run_dir)
         row: dict[str, Any] = {"workload": m.workload, "run_id": m.run_id, "spec_path": m.spec_path,
                                "status": m.status, "reason": m.reason, "coverage": m.coverage,
+                               "pending": m.pending,
                                "report": str(run_dir / "report.md") if (run_dir / "report.md").is_file() else None,
                                "html": str(run_dir / "report.html") if (run_dir / "report.html").is_file() else None}  # fmt: skip
         if doc is not None:
@@ -54,7 +55,9 @@ def member_rows(meta: CampaignMeta, ws: Workspace) -> list[dict[str, Any]]:
                        best_median=(doc.get("incumbent") or {}).get("median"),
                        change_pct=total["pct"] if total else None, change_ci=total["ci"] if total else None,
                        experiments=sum(x.get("candidate") is not None for x in exps),
-                       wins=sum(bool(x.get("kept")) for x in exps),
+                       wins=sum(bool(x.get("kept")) and x.get("verdict") != "pending" for x in exps),
+                       pending=[{"proposal_id": p["proposal"], "question": p["question"], "change_pct": p["pct"]}
+                                for p in pending_changes(doc)] or m.pending,
                        glance=headline(doc))  # fmt: skip
         rows.append(row)
     return rows
@@ -96,6 +99,10 @@ def coverage_sentence(rows: list[dict[str, Any]]) -> tuple[bool, str]:
         parts.append(f"not worth tuning: {', '.join(gated)}")
     if waiting:
         parts.append(f"a change that needs a person waits (the rest ran): {', '.join(waiting)}")
+    trial = [f"{r['workload']} ({len(r['pending'])}: dftune approve {r['run_id']} [--reject])" for r in rows
+             if r.get("pending") and r["status"] != "awaiting_approval"]  # fmt: skip
+    if trial:
+        parts.append(f"wins the traces could not settle wait for a person's confirmation: {', '.join(trial)}")
     if failed:
         parts.append(f"not covered (failed): {'; '.join(failed)}")
     if pending:

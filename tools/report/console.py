@@ -61,14 +61,20 @@ class RunRenderer:
         if table:
             self._details(r)
         self.render_glance(glance_rows(r))
-        if r.get("pending"):
-            p = r["pending"]
-            what = p.get("description") or p.get("question") or ""
-            c.print(_line(("waiting for approval", "bold yellow"),
-                          (f": {p.get('proposal_id')} ({p.get('strategy') or p.get('kind')}, "
-                           f"{p.get('privilege') or 'a question'}): {what}", "")))  # fmt: skip
-            for line in change_lines(p.get("change")):
-                c.print(text(f"  {line}"), soft_wrap=True)
+        for p in r.get("pending") or []:  # what waits for a person comes first
+            if p.get("kind") == "confirm_pending":  # a win kept on trial: the question the trace left open
+                pct = f" ({p['change_pct']:+.1f}%)" if p.get("change_pct") is not None else ""
+                c.print(_line(("pending confirmation", "bold yellow"),
+                              (f": {p['proposal_id']}{pct}: {p.get('question') or ''}", "")))  # fmt: skip
+            else:  # an approval: what exactly it will do, and its rollback
+                what = p.get("description") or p.get("question") or ""
+                c.print(_line(("waiting for approval", "bold yellow"),
+                              (f": {p.get('proposal_id')} ({p.get('strategy') or p.get('kind')}, "
+                               f"{p.get('privilege') or 'a question'}): {what}", "")))  # fmt: skip
+                for line in change_lines(p.get("change")):
+                    c.print(text(f"  {line}"), soft_wrap=True)
+            if p.get("resume_with"):
+                c.print(text(f"  {p['resume_with']}"), soft_wrap=True)
         if r.get("report"):
             path_line(c, "report", r["report"])
         if next_steps:

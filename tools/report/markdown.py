@@ -30,6 +30,7 @@ from dftune.tools.report.sections import (
     guard_rows,
     headline,
     hotspots,
+    pending_lines,
     proposal_rows,
     reasoning_markdown,
     summary_markdown,
@@ -106,6 +107,9 @@ def render_run_markdown(s: dict[str, Any]) -> str:
         + (f": {md_text(s['status_reason'])}" if s.get("status_reason") else ""),
         "",
     ]
+    waiting = pending_lines(s)
+    if waiting:  # the first thing a person reads in the morning: the run's questions for them
+        lines += ["## Pending confirmation", "", *(f"- {md_text(w)}" for w in waiting), ""]
     lines += ["## At a glance", "", *glance_markdown(s), ""]
     lines += summary_markdown(s)
     base = s.get("baseline") or {}

@@ -91,10 +91,12 @@ def glance_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("refused", f"{len(refused)} by the guards: {names}"))
     else:
         rows.append(("refused", "none"))
-    p = r.get("pending")
-    if p:
+    waiting = r.get("pending") or []  # approvals first, then changes kept on trial
+    if waiting:
+        p = waiting[0]
+        more = f" (and {len(waiting) - 1} more)" if len(waiting) > 1 else ""
         rows.append(("waiting", f"{p.get('proposal_id')} ({p.get('privilege') or p.get('kind') or 'a question'}) "
-                                "needs your answer"))  # fmt: skip
+                                f"needs your answer{more}"))  # fmt: skip
     else:
         rows.append(("waiting", "nothing"))
     return rows

@@ -239,12 +239,34 @@ def kept_changes(doc: dict[str, Any]) -> list[dict[str, Any]]:
     lib = bool(metric_of(doc).get("lower_is_better", True))
     out = []
     for e in doc.get("experiments", []):
-        if not e.get("kept"):
+        if not e.get("kept") or e.get("verdict") == "pending":
             continue
         cmp = e.get("comparison") or {}
         out.append({"iteration": e["iteration"], "proposal": e["proposal_id"], "strategy": e["strategy"],
                     "pct": cmp.get("change_pct"), "ci": gain_ci(cmp.get("ci95"), lib)})  # fmt: skip
     return sorted(out, key=lambda k: -(k["pct"] or 0.0))
+
+
+def pending_changes(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Changes kept on trial that wait for a person (oldest first): measured effect and the question."""
+    out = []
+    for e in doc.get("experiments", []):
+        if e.get("verdict") != "pending" or not e.get("kept"):
+            continue
+        cmp = e.get("comparison") or {}
+        out.append({"iteration": e["iteration"], "proposal": e["proposal_id"], "strategy": e["strategy"],
+                    "pct": cmp.get("change_pct"), "question": e.get("question") or e.get("verdict_reason", "")})  # fmt: skip
+    return out
+
+
+def pending_lines(doc: dict[str, Any]) -> list[str]:
+    """One sentence per change pending confirmation, with how to answer (the morning's first question)."""
+    run = doc.get("run_id", "RUN_ID")
+    name = metric_of(doc).get("name", "metric")
+    pct = lambda x: "?" if x is None else f"{x:+.1f}%"  # noqa: E731
+    return [f"{p['proposal']} ({p['strategy']}, opt{p['iteration']}): {pct(p['pct'])} on {name}, kept on trial "
+            f"until you answer. {p['question'].rstrip('. ')}. Answer: dftune approve {run} (legitimate) or "
+            f"dftune approve {run} --reject --reason TEXT" for p in pending_changes(doc)]  # fmt: skip
 
 
 def settings_changed(doc: dict[str, Any]) -> dict[str, Any]:
@@ -283,7 +305,7 @@ def headline(doc: dict[str, Any]) -> list[tuple[str, str]]:
 
     metric = metric_of(doc)
     unit, name = metric.get("unit", ""), metric.get("name", "metric")
-    rows: list[tuple[str, str]] = []
+    rows: list[tuple[str, str]] = [("Pending", line) for line in pending_lines(doc)]
     a = load_analysis((doc.get("baseline") or {}).get("analysis_path"))
     if a is not None:
         rows.append(("I/O", f"{100 * a.io_fraction_of_job:.0f}% of the processes' run time is spent in I/O calls, "
@@ -308,6 +330,11 @@ def headline(doc: dict[str, Any]) -> list[tuple[str, str]]:
         settings = ", ".join(f"{k}={v}" for k, v in settings_changed(doc).items()) or "the kept changes"
         rows.append(("Overall", f"{name} {with_unit(total['before'], unit)} -> {with_unit(total['after'], unit)}: "
                                 f"{gain_text(total['pct'], total['ci'])} with {settings} kept"))  # fmt: skip
+    elif base.get("median") is not None and pending_changes(doc):
+        inc = (doc.get("incumbent") or {}).get("median")
+        rows.append(("Best change", f"none confirmed yet: {len(pending_changes(doc))} change(s) kept on trial (see "
+                                    f"Pending); {name} {with_unit(base['median'], unit)} -> {with_unit(inc, unit)} "
+                                    "with them"))  # fmt: skip
     elif base.get("median") is not None:
         rows.append(("Best change", f"none kept: {name} stays at the baseline median {with_unit(base['median'], unit)}"
                                     f" ({sum(x.get('candidate') is not None for x in doc.get('experiments', []))} "

@@ -39,6 +39,8 @@ class Member(BaseModel):
     status: str = "pending"
     reason: str = ""
     coverage: dict[str, Any] | None = None
+    #: what waits for a person in its run (the run JSON's ``pending``: approvals, changes kept on trial)
+    pending: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class CampaignMeta(BaseModel):

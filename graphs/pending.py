@@ -1,0 +1,187 @@
+"""Changes pending confirmation: a win the traces cannot settle is a question for a person, never a
+silent loss.
+
+When a change wins but a measuring guard cannot tell a legitimate change from a forbidden one (the
+access-pattern guard's "coalescing or a larger application record?"), an autonomous run keeps it on
+the incumbent *on trial* (experiment verdict ``pending``, KB verdict ``pending``) and goes on: every
+later experiment is measured on top of it. The person answers in the morning, one item at a time
+(``dftune approve RUN_ID [--reject] [--reason TEXT]``, oldest first):
+
+- confirmed: the KB records the win (a record that settles the pending one) and nothing else moves:
+  what was measured on top of it stands;
+- refused: the KB records the refusal with the person's reason; the incumbent goes back to the arm
+  the change was measured against; every experiment measured on top of it since (kept or not, the
+  numbers depended on it) is voided, gives its slot of the experiment budget back, and is measured
+  again first, without it. So after the answers the best configuration is the one the run would
+  have reached had the person answered at once, at the cost of measuring those experiments twice.
+
+The answer enters the graph as a :class:`PendingAnswer` in the state (written as if the record node
+had just run), and :func:`settle` applies it: thin, checkpointed and replayable like every node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+
+from dftune.agents.context import Context
+from dftune.agents.state import (
+    Experiment,
+    PendingAnswer,
+    Proposal,
+    TuningState,
+    log,
+    merge_by_id,
+    merge_experiments,
+)
+from dftune.graphs.guard_nodes import record_experiment, revert
+
+#: verdicts that came from the numbers of a sitting (they depend on the incumbent it ran against)
+MEASURED = ("win", "no_change", "regression", "pending", "inconclusive")
+
+
+def pending_item(run_id: str, exp: Experiment, proposal: Proposal) -> dict[str, Any]:
+    """One entry of a run JSON's ``pending`` list for a change waiting for confirmation."""
+    change = exp.comparison.change_pct if exp.comparison is not None else None
+    return {
+        "kind": "confirm_pending", "proposal_id": exp.proposal_id, "iteration": exp.iteration,
+        "strategy": exp.strategy, "settings": dict(proposal.change.settings), "env": dict(proposal.change.env),
+        "question": exp.question, "change_pct": change, "kb_record": exp.kb_record_id,
+        "resume_with": f"dftune approve {run_id}  (it is legitimate)  or  --reject --reason TEXT",
+    }  # fmt: skip
+
+
+def interrupt_item(value: dict[str, Any]) -> dict[str, Any]:
+    """An approval the graph waits at, in the same shape (plus everything the interrupt carries)."""
+    change = value.get("change") or {}
+    return {
+        **value, "kind": value.get("kind", "approval"), "proposal_id": value.get("proposal_id"),
+        "settings": dict(change.get("settings") or {}),
+        "question": value.get("question") or f"apply {value.get('proposal_id')}? ({value.get('description', '')})",
+        "change_pct": value.get("change_pct"),
+    }  # fmt: skip
+
+
+def pending_items(state: TuningState, interrupts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What waits for a person, in the order ``dftune approve`` answers it: the approval the graph is
+    stopped at (nothing moves until it is answered), then the changes kept on trial, oldest first."""
+    items = [interrupt_item(v) for v in interrupts]
+    return items + [pending_item(state.run_id, e, state.proposal(e.proposal_id)) for e in state.pending]
+
+
+def answer_for(state: TuningState, decision: Literal["approve", "reject"], reason: str) -> PendingAnswer:
+    """The answer to the first change on trial (ValueError when none waits)."""
+    if not state.pending:
+        raise ValueError(f"run {state.run_id} has no change waiting for confirmation")
+    first = state.pending[0]
+    return PendingAnswer(iteration=first.iteration, proposal_id=first.proposal_id, decision=decision,
+                         reason=reason)  # fmt: skip
+
+
+def answer_first(
+    graph: Any, config: Any, state: TuningState, decision: Literal["approve", "reject"], reason: str
+) -> Any:
+    """Hand a person's answer to the oldest change on trial to a stopped run's graph; returns the config
+    to stream from (``None`` as input). The answer enters as if the record node had just run, so the
+    settle node applies it and choose goes on (a refusal measures again what stood on the change)."""
+    update = {"answers": [answer_for(state, decision, reason)], "status": "running"}
+    return graph.update_state(config, update, as_node="record")
+
+
+def settle(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Node: apply every answer whose change still waits (a re-run after a crash finds it settled)."""
+    ctx = runtime.context
+    update: dict[str, Any] = {"experiments": [], "proposals": [], "kb_records": [], "events": []}
+    for answer in state.answers:
+        exp = next((e for e in state.experiments if e.iteration == answer.iteration), None)
+        if exp is None or exp.verdict != "pending" or not exp.kept or exp.proposal_id != answer.proposal_id:
+            continue
+        step = (
+            _confirm(state, ctx, exp, answer)
+            if answer.decision == "approve"
+            else _refuse(state, ctx, exp, answer)
+        )
+        for key in ("experiments", "proposals", "kb_records", "events"):
+            update[key] += step.get(key, [])
+        if "incumbent" in step:
+            update["incumbent"] = step["incumbent"]
+        state = _applied(state, step)
+    return {k: v for k, v in update.items() if v or k == "incumbent"}
+
+
+def _applied(state: TuningState, step: dict[str, Any]) -> TuningState:
+    """The state with one answer's update (the next answer sees it)."""
+    return replace(state, experiments=merge_experiments(state.experiments, step.get("experiments")),
+                   proposals=merge_by_id(state.proposals, step.get("proposals")),
+                   incumbent=step.get("incumbent", state.incumbent))  # fmt: skip
+
+
+def _confirm(state: TuningState, ctx: Context, exp: Experiment, answer: PendingAnswer) -> dict[str, Any]:
+    note = answer.reason or "a person"
+    asked = exp.model_copy(update={"confirmed_by": note})
+    rec, system_rec = record_experiment(state, ctx.workload_spec, ctx, asked, settles=exp.iteration)
+    won = rec.verdict == "win"
+    done = asked.model_copy(update={"verdict": rec.verdict, "verdict_reason": rec.verdict_reason,
+                                    "kb_record_id": rec.id, "question": ""})  # fmt: skip
+    ctx.progress("kb", f"opt{exp.iteration}: confirmed by a person -> {rec.verdict}, KB record {rec.id}")
+    step: dict[str, Any] = {
+        "experiments": [done], "kb_records": [rec.id, *([system_rec.id] if system_rec else [])],
+        "proposals": [state.proposal(exp.proposal_id).model_copy(update={"kb_record_id": rec.id})],
+        "events": [log("kb", f"opt{exp.iteration}: a person confirmed {exp.proposal_id} ({note}): {rec.verdict}",
+                       record=rec.id, settles=exp.kb_record_id)],
+    }  # fmt: skip
+    if won:
+        return step
+    # the person's word settled the pattern but the numbers no longer say win: not kept after all
+    return _without(state, ctx, done, step)
+
+
+def _refuse(state: TuningState, ctx: Context, exp: Experiment, answer: PendingAnswer) -> dict[str, Any]:
+    why = answer.reason or "a person did not confirm it"
+    asked = exp.model_copy(update={"refused_by": why})
+    rec, system_rec = record_experiment(state, ctx.workload_spec, ctx, asked, settles=exp.iteration)
+    done = asked.model_copy(update={"verdict": rec.verdict, "verdict_reason": rec.verdict_reason,
+                                    "kb_record_id": rec.id, "question": ""})  # fmt: skip
+    ctx.progress("kb", f"opt{exp.iteration}: refused by a person ({why}) -> KB record {rec.id}")
+    step: dict[str, Any] = {
+        "experiments": [done], "kb_records": [rec.id, *([system_rec.id] if system_rec else [])],
+        "proposals": [state.proposal(exp.proposal_id).model_copy(update={
+            "kb_record_id": rec.id, "status": "declined", "reason": f"refused by a person: {why}"})],
+        "events": [log("kb", f"opt{exp.iteration}: a person refused {exp.proposal_id} ({why})",
+                       record=rec.id, settles=exp.kb_record_id)],
+    }  # fmt: skip
+    return _without(state, ctx, done, step)
+
+
+def _without(state: TuningState, ctx: Context, exp: Experiment, step: dict[str, Any]) -> dict[str, Any]:
+    """Take a change off the incumbent: back to the arm it was measured against; what was measured on
+    top of it since is voided and proposed again (first, see choose), without it."""
+    revert(ctx, state, exp)
+    off = exp.model_copy(update={"kept": False, "reverted": True})
+    voided, again = [], []
+    for e in state.experiments:
+        if e.iteration <= exp.iteration or e.voided_by is not None or e.verdict not in MEASURED:
+            continue
+        if e.kept:
+            revert(ctx, state, e)
+        voided.append(e.model_copy(update={"voided_by": exp.iteration, "kept": False}))
+        p = state.proposal(e.proposal_id)
+        origin = p.retry_of or p.id
+        again.append(p.model_copy(update={
+            "id": f"{origin}@without-opt{exp.iteration}", "status": "proposed", "retry_of": origin,
+            "remeasures": e.iteration, "iteration": None, "kb_record_id": None,
+            "reason": f"measured in opt{e.iteration} on top of opt{exp.iteration}, which a person refused: "
+                      "measured again without it",
+        }))  # fmt: skip
+    step["experiments"] = [off, *voided]
+    step["proposals"] = [*step["proposals"], *again]
+    step["incumbent"] = exp.reference
+    if voided:
+        step["events"].append(log("optimizer", f"{len(voided)} experiment(s) measured on top of opt{exp.iteration} "
+                                               "are measured again without it",
+                                  voided=[e.iteration for e in voided]))  # fmt: skip
+        ctx.progress("optimizer", f"measuring again without opt{exp.iteration}: "
+                                  + ", ".join(p.id for p in again))  # fmt: skip
+    return step

@@ -1,0 +1,197 @@
+"""A win the traces cannot settle is a question for a person, never a silent loss.
+
+The toy writer stages its records in a buffer: the same byte ranges, larger physical writes and no
+application events, so the access-pattern guard really cannot tell buffering from a larger record
+(nothing here hard-codes its verdict). An autonomous run keeps the change on trial and goes on on
+top of it; the person's answer afterwards makes it a KB win, or a refusal after which what was kept
+on top of it is measured again without it.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from dftune.agents.context import Context
+from dftune.agents.reasoner import RulesOnly, RulesReasoner
+from dftune.agents.reasoner.protocol import Choice, Facts
+from dftune.agents.state import Proposal, TuningState
+from dftune.graphs.checkpointer import open_checkpointer
+from dftune.graphs.pending import answer_first
+from dftune.graphs.pipeline import builder
+from dftune.graphs.runs import approve_run, history, replay_run, resume_run, start_run
+from dftune.tools.kb import opt_kb_get, opt_kb_lookup, opt_kb_records
+from dftune.tools.runner.spec import load_spec
+from dftune.tools.session.workspace import Workspace
+
+TOY = Path(__file__).parent / "toy"
+SPEC = TOY / "buffered.toml"
+
+
+class InOrder(RulesReasoner):
+    """Stands in for a model's choice: the buffering first, so later changes stand on it."""
+
+    def __init__(self, order: Sequence[str]) -> None:
+        self.order = list(order)
+
+    def choose_next(self, options: Sequence[Proposal], facts: Facts) -> Choice:
+        ranked = sorted(
+            options, key=lambda p: self.order.index(p.id) if p.id in self.order else len(self.order)
+        )
+        return Choice(proposal_id=ranked[0].id, reason="scripted order")
+
+
+class Run:
+    """One run of the buffered writer on its own checkpointer and thread."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.ws = Workspace()
+        self.saver = open_checkpointer(tmp / "checkpoints.sqlite")
+        self.graph = builder.compile(checkpointer=self.saver)
+        self.config: Any = {"configurable": {"thread_id": str(uuid.uuid4())}}
+        self.run_id = self.ws.create_run(None, "toy-buffered-writer").id
+
+    def ctx(self) -> Context:
+        return Context(workspace=self.ws, spec=load_spec(SPEC),
+                       reasoner=RulesOnly(InOrder(["BUF=262144", "WORKERS=4"])))  # fmt: skip
+
+    def start(self) -> TuningState:
+        state = TuningState(run_id=self.run_id, spec_path=str(SPEC), mode="autonomous", max_experiments=2)
+        self.graph.invoke(state, self.config, context=self.ctx(), durability="sync")
+        return self.state()
+
+    def answer(self, decision: Literal["approve", "reject"], reason: str) -> TuningState:
+        fork = answer_first(self.graph, self.config, self.state(), decision, reason)
+        self.graph.invoke(None, fork, context=self.ctx(), durability="sync")
+        return self.state()
+
+    def state(self) -> TuningState:
+        v = self.graph.get_state(self.config).values
+        return v if isinstance(v, TuningState) else TuningState(**v)
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Any:
+    r = Run(tmp_path)
+    yield r
+    r.saver.conn.close()
+
+
+def _lookup_verdicts(state: TuningState) -> dict[str, str]:
+    found = opt_kb_lookup(workload=state.workload).workload_findings
+    return {r.strategy: r.verdict for r in found if r.metric_scope == "app"}
+
+
+def test_an_autonomous_run_keeps_the_unsettled_win_on_trial_and_goes_on(run: Run) -> None:
+    state = run.start()
+    assert state.status == "completed"
+    buf, workers = state.experiments
+    assert buf.proposal_id == "BUF=262144" and buf.verdict == "pending" and buf.kept
+    assert "cannot tell coalescing" in buf.question
+    pattern = [g.decision for g in state.guard_decisions if g.iteration == buf.iteration
+               and g.decision.guard == "access_pattern"]  # fmt: skip
+    assert pattern and pattern[-1].verdict == "inconclusive"  # the trace, not a declaration, left it open
+    # the search went on on top of it: the next experiment ran with the buffer
+    assert workers.reference.settings["BUF"] in (262144, "262144")
+    assert workers.verdict == "win" and workers.kept
+    assert state.incumbent is not None and str(state.incumbent.settings["BUF"]) == "262144"
+    assert [e.proposal_id for e in state.pending] == ["BUF=262144"]
+    record = opt_kb_get(buf.kb_record_id or 0)
+    assert record is not None and record.verdict == "pending"
+    assert _lookup_verdicts(state)["l1.write_buffering"] == "pending"
+    report = json.loads((run.ws.run_dir(run.run_id) / "report.json").read_text())
+    (item,) = report["outcome"]["pending"]
+    assert item["proposal"] == "BUF=262144" and item["change_pct"] > 0 and item["question"] == buf.question
+    assert [w["proposal"] for w in report["outcome"]["wins"]] == ["WORKERS=4"]
+    md = (run.ws.run_dir(run.run_id) / "report.md").read_text()
+    assert md.index("Pending confirmation") < md.index("Proposal table")
+
+
+def test_a_confirmation_makes_it_a_kb_win_and_the_best_configuration_keeps_it(run: Run) -> None:
+    run.start()
+    state = run.answer("approve", "the program stages whole records, I read its code")
+    buf = state.experiments[0]
+    assert buf.verdict == "win" and buf.kept and buf.confirmed_by and not state.pending
+    records = {r.id: r for r in opt_kb_records()}
+    win = records[buf.kb_record_id or 0]
+    assert win.verdict == "win" and win.supersedes is not None
+    assert records[win.supersedes].verdict == "pending" and records[win.supersedes].superseded_by == win.id
+    assert _lookup_verdicts(state)["l1.write_buffering"] == "win"
+    assert len(state.experiments) == 2  # nothing measured again: what stood on it still stands
+    assert state.incumbent is not None
+    assert {k: str(v) for k, v in state.incumbent.settings.items()} == {"BUF": "262144", "WORKERS": "4"}
+    assert state.status == "completed"
+
+
+def test_a_refusal_records_the_reason_and_measures_again_what_stood_on_it(run: Run) -> None:
+    run.start()
+    state = run.answer("reject", "the format needs 1 KiB records on disk")
+    buf, workers, again = state.experiments
+    assert (
+        buf.verdict == "rejected"
+        and not buf.kept
+        and buf.refused_by == "the format needs 1 KiB records on disk"
+    )
+    refusal = opt_kb_get(buf.kb_record_id or 0)
+    assert refusal is not None and refusal.verdict == "rejected" and "1 KiB records" in refusal.verdict_reason
+    # the win measured on top of the refused buffer no longer stands; it is measured again without it
+    assert workers.voided_by == buf.iteration and not workers.kept
+    assert again.proposal_id == "WORKERS=4@without-opt1" and str(again.reference.settings["BUF"]) == "0"
+    assert again.verdict == "win" and again.kept
+    assert state.incumbent is not None
+    assert {k: str(v) for k, v in state.incumbent.settings.items()} == {"BUF": "0", "WORKERS": "4"}
+    verdicts = _lookup_verdicts(state)  # (and whatever the diagnosis refused on the way, unapplied)
+    assert verdicts["l1.write_buffering"] == "rejected" and verdicts["l1.dataloader_workers"] == "win"
+    redone = opt_kb_get(again.kb_record_id or 0)
+    assert redone is not None and redone.supersedes == workers.kb_record_id
+    assert not state.pending and state.status == "completed"
+
+
+BUF_ONLY = textwrap.dedent("""
+    name = "toy-buffered-only"
+    command = ["{python}", "buffered.py", "--out", "{data_dir}", "--buffer", "{BUF}"]
+    cwd = "%s"
+    source_dir = "%s"
+    replicates = 5
+    timeout_s = 60
+    [metric]
+    kind = "stdout_regex"
+    pattern = 'run_time_s ([0-9.]+)'
+    [tracing]
+    mode = "preload"
+    [[knobs]]
+    name = "BUF"
+    kind = "arg"
+    values = [0, 262144]
+    default = 0
+    strategy = "l1.write_buffering"
+""")
+
+
+def test_run_json_carries_pending_through_resume_replay_and_approve(tmp_path: Path) -> None:
+    spec = tmp_path / "workload.toml"
+    spec.write_text(BUF_ONLY % (TOY, TOY))
+    ws = Workspace()
+    doc = start_run(spec, max_experiments=1, workspace=ws)
+    run_id = doc["run_id"]
+    assert doc["status"] == "completed"
+    (item,) = doc["pending"]
+    assert {"proposal_id", "settings", "question", "change_pct"} <= set(item)
+    assert item["proposal_id"] == "BUF=262144" and item["settings"] == {"BUF": "262144"}
+    assert item["change_pct"] > 0 and "coalescing" in item["question"]
+    assert resume_run(run_id, workspace=ws)["pending"] == doc["pending"]  # a finished run: nothing moves
+    # a fork from the state right after the record keeps the change on trial
+    after = [h for h in history(run_id, workspace=ws) if h["node"] == "record" and h["experiments"] == 1]
+    forked = replay_run(run_id, after[0]["checkpoint_id"], {"max_experiments": "1"}, workspace=ws)
+    assert [p["proposal_id"] for p in forked["pending"]] == ["BUF=262144"]
+    answered = approve_run(run_id, reason="buffering, not a new record size", workspace=ws)
+    assert answered["pending"] == [] and answered["status"] == "completed"
+    assert [v["verdict"] for v in answered["verdicts"]] == ["win"]
+    with pytest.raises(Exception, match="not waiting"):
+        approve_run(run_id, workspace=ws)
