@@ -326,7 +326,7 @@ def _load_sql(source: str, scale: float) -> str:
           COALESCE(args.ret_sum, args.ret) AS agg_ret,
           COALESCE(args.size_min, args.size) AS agg_size_min, COALESCE(args.size_max, args.size) AS agg_size_max
           , bad_num
-        FROM (SELECT name, cat, pid, ts, dur, ph, COALESCE({out_of_range}, false) AS bad_num,
+        FROM (SELECT name, cat, pid, tid, ts, dur, ph, COALESCE({out_of_range}, false) AS bad_num,
                      CASE WHEN args IS NULL THEN NULL ELSE struct_pack({ints}, {text}) END AS args
               FROM read_json('{src}', format = 'newline_delimited', ignore_errors = true,
                              maximum_object_size = {limits.max_line_bytes()}, columns = {_COLUMNS}))
