@@ -34,6 +34,7 @@ from dftune.tools.guards import (
 )
 from dftune.tools.kb import KbRecord, opt_kb_of_experiment, opt_kb_record
 from dftune.tools.kb.store import MeasuredArms
+from dftune.tools.runner.metric_names import metric_label
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.stats import pct_change
 
@@ -150,11 +151,7 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
 
 
 def _metric_name(spec: WorkloadSpec) -> str:
-    if spec.metric.kind == "wall_time":
-        return "wall_time_s"
-    pattern = spec.metric.pattern or ""
-    word = pattern.split(" ", 1)[0].strip("^'\"")
-    return word if word.replace("_", "").isalnum() else "stdout_metric"
+    return metric_label(spec.metric)[0]
 
 
 def _base_record(state: TuningState, spec: WorkloadSpec, p: Proposal) -> dict[str, Any]:

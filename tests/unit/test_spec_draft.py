@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import textwrap
 from importlib import resources
@@ -9,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from dftune.core.process import ProcessResult
+from dftune.tools.runner.bench import extract_metric, metric_path
 from dftune.tools.runner.draft import DraftError, draft_spec, help_settings, load_rules, render_toml
+from dftune.tools.runner.metric_names import metric_label
 from dftune.tools.runner.spec import load_spec
 
 EXAMPLE = Path(str(resources.files("dftune.resources") / "workloads" / "dataloader_small_files"))
@@ -147,6 +151,27 @@ def test_dlio_workload_yaml(tmp_path: Path) -> None:
     spec = load_spec(tmp_path / "spec.toml")
     assert spec.tracing.output == ["{trace_dir}"]
     assert {k.name for k in spec.knobs} == {"READ_THREADS", "PREFETCH_SIZE"}
+
+
+def test_dlio_draft_measures_dlios_own_throughput(tmp_path: Path) -> None:
+    """The draft reads DLIO's summary.json in each replicate's output folder, not the wall time."""
+    (tmp_path / "cfg" / "workload").mkdir(parents=True)
+    (tmp_path / "cfg" / "workload" / "unet3d_mini.yaml").write_text(DLIO_YAML)
+    draft = draft_spec(["dlio_benchmark", "workload=unet3d_mini", "--config-dir", "cfg"], tmp_path)
+    (tmp_path / "spec.toml").write_text(render_toml(draft))
+    spec = load_spec(tmp_path / "spec.toml")
+    assert spec.metric.kind == "dlio" and spec.metric.names("field") == ["train_throughput"]
+    assert not spec.metric.lower_is_better  # samples per second: higher is better
+    # the summary sits where the command sends DLIO's output: this replicate's own folder
+    rep = tmp_path / "traces" / "r3"
+    target = metric_path(spec, spec.settings(), tmp_path / "w", trace_dir=rep)
+    assert target == rep / "summary.json"
+    assert "++workload.output.folder={trace_dir}" in draft.command
+    rep.mkdir(parents=True)
+    target.write_text(json.dumps({"metric": {"train_throughput_mean_samples_per_second": 812.5}}))
+    ok = ProcessResult(status="ok", exit_code=0, wall_s=9.0)
+    assert extract_metric(spec, ok, tmp_path / "r3.out", target) == (812.5, "")
+    assert metric_label(spec.metric) == ("train_throughput", "samples/s")
 
 
 def test_dlio_missing_config_is_one_line(tmp_path: Path) -> None:

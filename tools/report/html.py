@@ -13,6 +13,7 @@ from typing import Any
 
 from dftune.tools.report.fixes import SEVERITY_CSS, SEVERITY_LEGEND, severity_html, snippet_html
 from dftune.tools.report.glance import GLANCE_CSS, glance_html, hotspots_html
+from dftune.tools.report.hints import hints_html
 from dftune.tools.report.htmlkit import ci, e, link, num, table, tag
 from dftune.tools.report.plots import Plot
 from dftune.tools.report.sections import (
@@ -112,6 +113,7 @@ def render_run_html(doc: dict[str, Any], plots: list[Plot]) -> str:
         _proposals(doc),
         _checklist(doc),
         _experiments(doc),
+        hints_html(doc),
         _guards(doc),
         _pitfalls(doc),
         reasoning_html(doc),

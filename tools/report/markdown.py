@@ -21,6 +21,7 @@ from typing import Any
 from dftune.core.safetext import md_code, md_link, md_text
 from dftune.tools.report.approvals import approvals_markdown
 from dftune.tools.report.fixes import snippet_markdown
+from dftune.tools.report.hints import hints_markdown
 from dftune.tools.report.sections import (
     checklist_label,
     citations,
@@ -191,6 +192,7 @@ def render_run_markdown(s: dict[str, Any]) -> str:
                     f"- guard **{md_text(d['guard'])}**: {'passed' if d['passed'] else 'FAILED'}: {md_text(d['reason'])}"
                 )
         lines.append("")
+    lines += hints_markdown(s)
     if s.get("kb_records"):
         lines += [f"Knowledge-base records: {', '.join(str(int(i)) for i in s['kb_records'])}"
                   + (f" (published to {md_code(s['kb_skill_path'])})" if s.get("kb_skill_path") else ""), ""]  # fmt: skip

@@ -12,6 +12,7 @@ from typing import Any
 
 from dftune.core.safetext import md_prose
 from dftune.tools.report.fixes import severity, snippets
+from dftune.tools.runner.metric_names import metric_label
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.stats import compare as compare_arms
 from dftune.tools.runner.stats import pct_change
@@ -163,23 +164,10 @@ def citations(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def metric_info(spec: WorkloadSpec) -> dict[str, Any]:
-    """The metric a run optimizes, named as the program prints it, with its unit and direction."""
-    if spec.metric.kind == "wall_time":
-        name = "wall_time_s"
-    else:
-        word = (spec.metric.pattern or "").split(" ", 1)[0].strip("^'\"")
-        name = word if word.replace("_", "").isalnum() else "metric"
-    return {"name": name, "unit": metric_unit(name), "lower_is_better": spec.metric.lower_is_better,
+    """The metric a run optimizes, named as the program (or benchmark) calls it, with its unit and direction."""
+    name, unit = metric_label(spec.metric)
+    return {"name": name, "unit": unit, "lower_is_better": spec.metric.lower_is_better,
             "kind": spec.metric.kind}  # fmt: skip
-
-
-def metric_unit(name: str) -> str:
-    """The unit a metric name says it has (``epoch_time_s`` -> s), or '' when it does not say."""
-    for suffix, unit in (("_mib_s", "MiB/s"), ("_gib_s", "GiB/s"), ("_ms", "ms"), ("_us", "µs"), ("_s", "s"),
-                         ("_bytes", "B"), ("_ops", "ops")):  # fmt: skip
-        if name.endswith(suffix):
-            return unit
-    return ""
 
 
 def metric_of(doc: dict[str, Any]) -> dict[str, Any]:

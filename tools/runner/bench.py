@@ -153,11 +153,14 @@ def _streams(stdout_path: Path, names: tuple[str, ...]) -> tuple[str | None, str
     return "\n".join(texts), ""
 
 
-def metric_path(spec: WorkloadSpec, settings: dict[str, KnobValue], workdir: Path) -> Path | None:
-    """The file the metric is read from (kind file, or DLIO's summary.json), placeholders filled."""
+def metric_path(
+    spec: WorkloadSpec, settings: dict[str, KnobValue], workdir: Path, trace_dir: Path | None = None
+) -> Path | None:
+    """The file the metric is read from (kind file, or DLIO's summary.json), placeholders filled
+    (``{trace_dir}``: the replicate's own folder, as in its command)."""
     if not spec.metric.path:
         return None
-    p = Path(spec.render([spec.metric.path], settings, workdir=workdir)[0]).expanduser()
+    p = Path(spec.render([spec.metric.path], settings, workdir=workdir, trace_dir=trace_dir)[0]).expanduser()
     return p if p.is_absolute() else spec.resolve(spec.cwd) / p
 
 
@@ -409,7 +412,6 @@ def bench(
     base_env = {**inherited, **spec.env, **(env or {}), **spec.knob_env(settings)}
     argv = spec.render(spec.command, settings, workdir=workdir)
     data_dir = str(spec.placeholder_values(settings, workdir=workdir)["data_dir"])
-    metric_file = metric_path(spec, settings, workdir)
     notes: list[str] = []
     created = make_data_dir(spec, settings, workdir)
     if created:
@@ -478,6 +480,7 @@ def bench(
         folder = rep_trace if rep_trace is not None else workdir / "untraced" / f"r{i}"
         folder.mkdir(parents=True, exist_ok=True)
         rep_argv = spec.render(spec.command, settings, workdir=workdir, trace_dir=folder)
+        metric_file = metric_path(spec, settings, workdir, trace_dir=folder)
         since = selftrace.now()
         if cache_policy == "drop_caches" and i > first_index:  # the probe above dropped it for the first run
             drop_page_cache()

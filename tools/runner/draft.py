@@ -91,6 +91,8 @@ class Draft:
     source: list[str] = field(default_factory=list)
     #: a number the program prints about its own speed: (regex, lower_is_better)
     metric: tuple[str, bool] | None = None
+    #: the benchmark's own summary as the metric: the [metric] table's lines (kind, field, path)
+    benchmark_metric: list[str] = field(default_factory=list)
 
     @property
     def tunables(self) -> list[Setting]:
@@ -306,6 +308,13 @@ def draft_dlio(argv: list[str], cwd: Path, rules: list[Rule]) -> Draft:
         setup=setup,
         tracing_output="{trace_dir}",
         data_dir="{workdir}/data",
+        benchmark_metric=[
+            "# DLIO's own training throughput, from the summary.json it writes in workload.output.folder:",
+            "# the time spent generating data and starting Python stays out of it",
+            'kind = "dlio"',
+            'field = "train_throughput"',
+            'path = "{trace_dir}/summary.json"',
+        ],
         notes=[
             f"DLIO workload config: {path}",
             "the setup generates the dataset once; every replicate runs only the training phase "
@@ -636,7 +645,9 @@ def render_toml(draft: Draft) -> str:
     if draft.data_dir:
         lines.append(f"data_dir = {_toml_value(draft.data_dir)}")
     lines += ["replicates = 5", "timeout_s = 600", "", "[metric]"]
-    if draft.metric:
+    if draft.benchmark_metric:
+        lines += draft.benchmark_metric
+    elif draft.metric:
         lines += [
             "# the program prints its own time: start-up (imports, workers) stays out of the metric",
             'kind = "stdout_regex"',
