@@ -59,8 +59,15 @@ def _bar(label: str, quiet: bool) -> Iterator[Any]:
     if quiet or not err.is_terminal:
         yield None
         return
-    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
-                  console=err, transient=True) as bar:  # fmt: skip
+    with Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=err,
+        transient=True,
+    ) as bar:
         task = bar.add_task("", total=None)
 
         def tick(done: int, total: int, what: Any) -> None:
@@ -158,18 +165,37 @@ def analyze(
     show_progress = not as_json and err.is_terminal
     with user_errors():
         if show_progress:
-            with Progress(TextColumn("reading traces"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=err, transient=True) as bar:  # fmt: skip
+            with Progress(
+                TextColumn("reading traces"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+            ) as bar:
                 task = bar.add_task("read", total=None)
 
                 def tick(done: int, total: int, _path: str) -> None:
                     bar.update(task, completed=done, total=total)
 
-                result = run_analysis(paths, skip_bad=skip_bad, views=views, scheduler=scheduler,
-                                      workers=workers, time_windows=windows, progress=tick)  # fmt: skip
+                result = run_analysis(
+                    paths,
+                    skip_bad=skip_bad,
+                    views=views,
+                    scheduler=scheduler,
+                    workers=workers,
+                    time_windows=windows,
+                    progress=tick,
+                )
         else:
-            result = run_analysis(paths, skip_bad=skip_bad, views=views, scheduler=scheduler,
-                                  workers=workers, time_windows=windows)  # fmt: skip
+            result = run_analysis(
+                paths,
+                skip_bad=skip_bad,
+                views=views,
+                scheduler=scheduler,
+                workers=workers,
+                time_windows=windows,
+            )
     if split_runs:
         if as_json:
             emit_json({"schema": "dftune.analysis.runs/1", "runs": [a.to_json_dict() for a in result]})
@@ -284,8 +310,12 @@ def bench(
     def show(done: int, total: int, rep: Any) -> None:
         metric = f" metric {rep.metric:g}" if rep.metric is not None else ""
         why = f": {rep.reason}" if rep.status != "ok" and rep.reason else ""
-        err.print(text(f"replicate {done}/{total}: {rep.status} {rep.wall_s:.3f} s{metric}{why}",
-                       "" if rep.status == "ok" else "yellow"))  # fmt: skip
+        err.print(
+            text(
+                f"replicate {done}/{total}: {rep.status} {rep.wall_s:.3f} s{metric}{why}",
+                "" if rep.status == "ok" else "yellow",
+            )
+        )
 
     from dftune.core.supervise import DriverInterrupted, supervised
 
@@ -293,16 +323,26 @@ def bench(
         spec = load_spec(workload)
         try:
             with supervised("bench"):  # SIGTERM/SIGINT kill the workload's group, then we stop
-                result = run_bench(spec, overrides=overrides, replicates=replicates, trace=trace,
-                                   progress=None if as_json else show)  # fmt: skip
+                result = run_bench(
+                    spec,
+                    overrides=overrides,
+                    replicates=replicates,
+                    trace=trace,
+                    progress=None if as_json else show,
+                )
         except DriverInterrupted as exc:
             fail(f"bench {spec.name} {exc}: its workload was killed", 128 + exc.signum)
     if as_json:
         emit_json(result.to_json_dict())
     else:
         out = Console()
-        out.print(text(f"{result.workload} {result.settings} traced={result.traced} "
-                       f"({result.ok}/{len(result.replicates)} ok)", "bold"))  # fmt: skip
+        out.print(
+            text(
+                f"{result.workload} {result.settings} traced={result.traced} "
+                f"({result.ok}/{len(result.replicates)} ok)",
+                "bold",
+            )
+        )
         if result.median is not None:
             ci = f", 95% CI of the median [{result.ci95[0]:.4g}, {result.ci95[1]:.4g}]" if result.ci95 else ""
             out.print(text(f"median {result.median:.4g}, p95 {result.p95:.4g}{ci}"))
@@ -478,16 +518,30 @@ def run(
         budget_text = time_budget or (file.time_budget if file and not deadline else None)
         until = resolve(budget_text, deadline or (file.deadline if file and not time_budget else None))
         # the command line wins over the campaign file, which wins over RunSettings' defaults
-        cli_settings = {"mode": mode, "max_experiments": max_experiments, "model": model, "replicates": replicates,
-                        "token_budget": token_budget, "allow_install": allow_install or None,
-                        "retry_known": retry_known or None, "force": force or None, "llm": llm}  # fmt: skip
+        cli_settings = {
+            "mode": mode,
+            "max_experiments": max_experiments,
+            "model": model,
+            "replicates": replicates,
+            "token_budget": token_budget,
+            "allow_install": allow_install or None,
+            "retry_known": retry_known or None,
+            "force": force or None,
+            "llm": llm,
+        }
         settings = run_settings_of(file, {k: v for k, v in cli_settings.items() if v is not None})
         if file is None and len(specs) == 1:
             result = _single_run(specs[0], settings, run_id, until, as_json)
         else:
-            result = start_campaign(specs, deadline=until, budget_text=budget_text or "", campaign_id=run_id,
-                                    name=file.name if file else "campaign", progress=_progress(as_json),
-                                    settings=settings)  # fmt: skip
+            result = start_campaign(
+                specs,
+                deadline=until,
+                budget_text=budget_text or "",
+                campaign_id=run_id,
+                name=file.name if file else "campaign",
+                progress=_progress(as_json),
+                settings=settings,
+            )
     if "campaign_id" in result:
         _show_campaign(result, as_json)
         if all(m["status"] == "failed" for m in result["members"]):
@@ -498,8 +552,9 @@ def run(
         raise typer.Exit(EXIT_RUN_FAILED)
 
 
-def _single_run(spec: Path, settings: RunSettings, run_id: str | None, until: float | None,
-                as_json: bool) -> dict[str, Any]:  # fmt: skip
+def _single_run(
+    spec: Path, settings: RunSettings, run_id: str | None, until: float | None, as_json: bool
+) -> dict[str, Any]:
     from dftune.agents.budget import Budget
     from dftune.graphs.campaign import RUN_RESERVE_S
     from dftune.graphs.runs import start_run
@@ -748,12 +803,19 @@ def doctor(
             out.print(Text("  blind spot", style="yellow") + text(f": {p['message']}"))
         for name, version in report["software"].items():
             if name not in ("dftracer", "mpirun"):  # the launcher has its own line below
-                out.print(text(f"{name}: ") + (text(version) if version else Text("not found", style="dim")),
-                          soft_wrap=True)  # fmt: skip
+                out.print(
+                    text(f"{name}: ") + (text(version) if version else Text("not found", style="dim")),
+                    soft_wrap=True,
+                )
         launcher = report.get("mpi_launcher") or {}
         if launcher:
-            out.print(text(f"MPI launcher the runner uses: {launcher.get('path') or 'none found'}"
-                           + (f" ({launcher['where']})" if launcher.get("where") else "")), soft_wrap=True)  # fmt: skip
+            out.print(
+                text(
+                    f"MPI launcher the runner uses: {launcher.get('path') or 'none found'}"
+                    + (f" ({launcher['where']})" if launcher.get("where") else "")
+                ),
+                soft_wrap=True,
+            )
         for fs in report["filesystems"]:
             line = text(f"{fs['path']}: {fs['fs_type']} (mount {fs['mount_point']})")
             if fs.get("warning"):
@@ -790,8 +852,10 @@ def mcp_cmd() -> None:
         serve()
 
 
-kb_app = typer.Typer(help="The optimization knowledge base: measured, guarded findings from earlier runs.",
-                     no_args_is_help=True)  # fmt: skip
+kb_app = typer.Typer(
+    help="The optimization knowledge base: measured, guarded findings from earlier runs.",
+    no_args_is_help=True,
+)
 app.add_typer(kb_app, name="kb")
 
 
@@ -821,8 +885,11 @@ def kb_lookup(
     from dftune.tools.report.kb_lines import finding_line
 
     out = Console()
-    for title, rows in (("system (L3)", found.system_findings), ("software (L2)", found.software_findings),
-                        ("workload (L1)", found.workload_findings)):  # fmt: skip
+    for title, rows in (
+        ("system (L3)", found.system_findings),
+        ("software (L2)", found.software_findings),
+        ("workload (L1)", found.workload_findings),
+    ):
         out.print(text(f"{title}: {len(rows)} finding(s)", "bold"))
         for r in rows:
             out.print(text(f"  {finding_line(r)}"))
@@ -875,8 +942,9 @@ def kb_restore(
         out.print(Text(f"the previous file was kept as {aside}"))
 
 
-papers_app = typer.Typer(help="The local paper corpus: ingest PDFs, search papers (offline first).",
-                         no_args_is_help=True)  # fmt: skip
+papers_app = typer.Typer(
+    help="The local paper corpus: ingest PDFs, search papers (offline first).", no_args_is_help=True
+)
 app.add_typer(papers_app, name="papers")
 
 
@@ -899,9 +967,13 @@ def papers_ingest(
     if not directory.is_dir():
         fail(f"{directory}: not a directory")
     with user_errors(), _bar("ingesting PDFs", as_json) as tick:
-        report = ingest_dir(directory, open_store(), limits=IngestLimits(timeout_s=timeout, memory_mb=memory_mb),
-                            lookup=metadata_lookup,
-                            progress=tick)  # fmt: skip
+        report = ingest_dir(
+            directory,
+            open_store(),
+            limits=IngestLimits(timeout_s=timeout, memory_mb=memory_mb),
+            lookup=metadata_lookup,
+            progress=tick,
+        )
     if as_json:
         emit_json(report.to_json())
         return
@@ -915,8 +987,10 @@ def papers_ingest(
             out.print(Text("skipped ", style="red") + text(f"{f.file}: {f.reason}"), highlight=False)
         else:
             missing = f" (missing: {', '.join(f.missing)})" if f.missing else ""
-            out.print(text(f"{f.status} {f.file}: {f.title or '(no title)'}, {f.passages} passage(s){missing}"),
-                      highlight=False)  # fmt: skip
+            out.print(
+                text(f"{f.status} {f.file}: {f.title or '(no title)'}, {f.passages} passage(s){missing}"),
+                highlight=False,
+            )
     out.print(text(f"{len(report.ingested)} ingested, {len(report.skipped)} skipped"))
 
 
@@ -945,16 +1019,27 @@ def papers_search(
     found = [p.to_json() for r in results for p in r.papers]
     notes = [f"{r.tool}: {n}" for r in results for n in (*r.notes, *r.errors)]
     if as_json:
-        emit_json({"schema": "dftune.papers.search/1", "query": query, "bottleneck": bottleneck,
-                   "results": found, "notes": notes})  # fmt: skip
+        emit_json(
+            {
+                "schema": "dftune.papers.search/1",
+                "query": query,
+                "bottleneck": bottleneck,
+                "results": found,
+                "notes": notes,
+            }
+        )
         return
     from dftune.core.terminal import text
 
     out = Console()
     for i, p in enumerate(found, start=1):
         who = ", ".join(p["authors"][:3]) + (" et al." if len(p["authors"]) > 3 else "")
-        out.print(text(f"{i}. {p['title']} -- {who or '?'} ({p['venue'] or '?'}, {p['year'] or '?'}) {p['url'] or ''}"),
-                  highlight=False)  # fmt: skip
+        out.print(
+            text(
+                f"{i}. {p['title']} -- {who or '?'} ({p['venue'] or '?'}, {p['year'] or '?'}) {p['url'] or ''}"
+            ),
+            highlight=False,
+        )
         where = f"p. {p['page']}" if p["page"] else p["passage_kind"]
         out.print(text(f'   [{where}] "{(p["passage"] or "")[:300]}"'), highlight=False)
         if p["missing"]:

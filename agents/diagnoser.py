@@ -63,36 +63,69 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx.progress("diagnoser", progress_text.baseline_start(spec, n, traced))
     try:
         baseline, analysis, result = measure_baseline(
-            ctx, state.run_id, spec, workdir=workdir, replicates=n, traced=traced,
-            progress=lambda done, total, rep: ctx.progress("diagnoser",
-                                                           progress_text.replicate_line(spec, done, total, rep)),
-        )  # fmt: skip
+            ctx,
+            state.run_id,
+            spec,
+            workdir=workdir,
+            replicates=n,
+            traced=traced,
+            progress=lambda done, total, rep: ctx.progress(
+                "diagnoser", progress_text.replicate_line(spec, done, total, rep)
+            ),
+        )
     except BenchError as exc:
-        return {"status": "failed", "status_reason": f"baseline could not run: {exc}",
-                "events": [log("diagnoser", f"baseline failed: {exc}")]}  # fmt: skip
+        return {
+            "status": "failed",
+            "status_reason": f"baseline could not run: {exc}",
+            "events": [log("diagnoser", f"baseline failed: {exc}")],
+        }
     coverage = coverage_of(result, n)
     included, failed, pending = coverage.units_included, coverage.units_failed, coverage.units_pending
-    events = [log("diagnoser", f"baseline: {baseline.ok}/{n} replicates ok, median {baseline.median}",
-                  ci95=baseline.ci95, notes=baseline.notes)]  # fmt: skip
-    update: dict[str, Any] = {"baseline": baseline, "incumbent": baseline, "coverage": coverage,
-                              "system": state.system or platform.node() or "localhost",
-                              "workload": spec.name}  # fmt: skip
+    events = [
+        log(
+            "diagnoser",
+            f"baseline: {baseline.ok}/{n} replicates ok, median {baseline.median}",
+            ci95=baseline.ci95,
+            notes=baseline.notes,
+        )
+    ]
+    update: dict[str, Any] = {
+        "baseline": baseline,
+        "incumbent": baseline,
+        "coverage": coverage,
+        "system": state.system or platform.node() or "localhost",
+        "workload": spec.name,
+    }
     if baseline.ok < 1 or len(included) < min(3, n):
-        update.update(status="failed", status_reason=(
-            f"baseline: only {baseline.ok} of {n} replicates succeeded"
-            f"{'; ' + result.stopped_reason if result.stopped_reason else ''}: nothing can be compared"
-            + (f" (first failure: {why})" if (why := _first_failure(result)) else "")))  # fmt: skip
+        update.update(
+            status="failed",
+            status_reason=(
+                f"baseline: only {baseline.ok} of {n} replicates succeeded"
+                f"{'; ' + result.stopped_reason if result.stopped_reason else ''}: nothing can be compared"
+                + (f" (first failure: {why})" if (why := _first_failure(result)) else "")
+            ),
+        )
         return {**update, "events": events}
     data_dir = spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
-    stack = infer_stack(spec.render(spec.command, result.settings, workdir=workdir), cwd=spec.resolve(spec.cwd),
-                        launcher=spec.launcher.kind, analysis=analysis, mpi_beside=Path(sys.executable).parent)  # fmt: skip
+    stack = infer_stack(
+        spec.render(spec.command, result.settings, workdir=workdir),
+        cwd=spec.resolve(spec.cwd),
+        launcher=spec.launcher.kind,
+        analysis=analysis,
+        mpi_beside=Path(sys.executable).parent,
+    )
     update["software"] = sorted({*detect_software(_program_text(spec), analysis), *stack.software()})
     if stack.evidence:
         ctx.progress("diagnoser", f"stack: {', '.join(stack.software())} ({'; '.join(stack.evidence)[:300]})")
         events.append(log("diagnoser", f"stack: {', '.join(stack.software())}", evidence=stack.evidence))
     if analysis is None:
-        events.append(log("diagnoser", "no trace (tracing off): the spec's knobs are the only levers; "
-                                       "the no-doing-less guard cannot run"))  # fmt: skip
+        events.append(
+            log(
+                "diagnoser",
+                "no trace (tracing off): the spec's knobs are the only levers; "
+                "the no-doing-less guard cannot run",
+            )
+        )
         return {**update, "events": events}
     diagnosis = diagnose_analysis(
         analysis,
@@ -103,12 +136,22 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     update["diagnosis"] = diagnosis
     update["fs_type"] = diagnosis.fs_type
     names = ", ".join(sorted({b.category for b in diagnosis.bottlenecks})) or "none"
-    events.append(log("diagnoser", f"diagnosis: bottlenecks {names}; metric {diagnosis.metric.metric}; "
-                                   f"I/O {100 * diagnosis.io_fraction:.1f}% of process time; {diagnosis.gate.reason}",
-                      coverage=coverage.model_dump()))  # fmt: skip
+    events.append(
+        log(
+            "diagnoser",
+            f"diagnosis: bottlenecks {names}; metric {diagnosis.metric.metric}; "
+            f"I/O {100 * diagnosis.io_fraction:.1f}% of process time; {diagnosis.gate.reason}",
+            coverage=coverage.model_dump(),
+        )
+    )
     if coverage.partial:
-        events.append(log("diagnoser", f"partial baseline: diagnosis covers {', '.join(included)}; "
-                                       f"not covered: {', '.join(failed + pending)}"))  # fmt: skip
+        events.append(
+            log(
+                "diagnoser",
+                f"partial baseline: diagnosis covers {', '.join(included)}; "
+                f"not covered: {', '.join(failed + pending)}",
+            )
+        )
     if not diagnosis.worth_tuning and state.force:
         diagnosis.gate.forced = True
         events.append(

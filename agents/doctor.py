@@ -63,10 +63,16 @@ def doctor(data_dirs: list[Path] | None = None, *, allow_install: bool = False) 
     fs = [detect(d).model_dump() for d in data_dirs or []]
     problems = [] if tracer.usable else [f"dftracer is not usable: {tracer.reason}"]
     problems += [w["warning"] for w in fs if w.get("warning")]
-    return {"schema": SCHEMA, "ok": not problems, "tracer": tracer.model_dump(mode="json"),
-            "pitfalls": [p.model_dump() for p in pitfalls], "software": software, "mpi_launcher": launcher,
-            "filesystems": fs,
-            "problems": problems}  # fmt: skip
+    return {
+        "schema": SCHEMA,
+        "ok": not problems,
+        "tracer": tracer.model_dump(mode="json"),
+        "pitfalls": [p.model_dump() for p in pitfalls],
+        "software": software,
+        "mpi_launcher": launcher,
+        "filesystems": fs,
+        "problems": problems,
+    }
 
 
 def _hdf5_version() -> str | None:

@@ -63,8 +63,9 @@ INSTALL_TIMEOUT_S = 600
 
 
 def _pip_install() -> str:
-    res = run_command([sys.executable, "-m", "pip", "install", "--quiet", "dftracer>=2.0,<3"],
-                      timeout_s=INSTALL_TIMEOUT_S)  # fmt: skip
+    res = run_command(
+        [sys.executable, "-m", "pip", "install", "--quiet", "dftracer>=2.0,<3"], timeout_s=INSTALL_TIMEOUT_S
+    )
     if res.timed_out:
         return f"pip install dftracer timed out after {INSTALL_TIMEOUT_S} s"
     return "" if res.ok else f"pip install dftracer failed: {(res.error or res.stderr).strip()[-300:]}"
@@ -99,8 +100,9 @@ def check_tracer(work: Path, *, allow_install: bool) -> tuple[TracerFacts, list[
         lib = preload_library()
     except TracerUnavailable as exc:
         if not allow_install:
-            return TracerFacts(python=sys.executable,
-                               reason=f"{exc} (run with --allow-install to let dftune install it)"), pitfalls  # fmt: skip
+            return TracerFacts(
+                python=sys.executable, reason=f"{exc} (run with --allow-install to let dftune install it)"
+            ), pitfalls
         why = _pip_install()
         if why:
             return TracerFacts(python=sys.executable, reason=why), pitfalls
@@ -117,8 +119,14 @@ def check_tracer(work: Path, *, allow_install: bool) -> tuple[TracerFacts, list[
     data = work / "data"
     data.mkdir(exist_ok=True)
     env = {**_base_env(), **trace_env(traces / "smoke", data_dir="all", mode="preload")}
-    res = run_process([sys.executable, str(script), str(data)], cwd=work, env=env, timeout_s=120,
-                      log_dir=work / "logs", label="smoke")  # fmt: skip
+    res = run_process(
+        [sys.executable, str(script), str(data)],
+        cwd=work,
+        env=env,
+        timeout_s=120,
+        log_dir=work / "logs",
+        label="smoke",
+    )
     if res.status != "ok":
         said = res.stderr_tail[-300:].strip()
         why = f"the traced smoke program {res.status} ({res.reason})" + (f": {said}" if said else "")
@@ -133,12 +141,14 @@ def check_tracer(work: Path, *, allow_install: bool) -> tuple[TracerFacts, list[
     for call in SMOKE_CALLS:
         aliases = {call, call.rstrip("64"), f"{call}64", f"__x{call}", f"__x{call}64", f"{call}at"}
         if not aliases & set(seen):
-            pitfalls.append(Pitfall(
-                id=f"untraced:{call}",
-                message=f"{call} is not traced here: the smoke program called it and the trace has no such event",
-                detail="counts of this call (and the metadata time it costs) are missing from every trace on "
-                       "this machine; do not read its absence as 'the application does not do this'",
-            ))  # fmt: skip
+            pitfalls.append(
+                Pitfall(
+                    id=f"untraced:{call}",
+                    message=f"{call} is not traced here: the smoke program called it and the trace has no such event",
+                    detail="counts of this call (and the metadata time it costs) are missing from every trace on "
+                    "this machine; do not read its absence as 'the application does not do this'",
+                )
+            )
     return facts, pitfalls
 
 
@@ -162,8 +172,13 @@ def installer(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     # a scratch folder: the smoke trace is not part of the run's layout (traces live in traces/raw only)
     with tempfile.TemporaryDirectory(prefix="dftune-smoke-") as scratch:
         facts, pitfalls = check_tracer(Path(scratch), allow_install=state.allow_install)
-    events = [log("installer", "dftracer usable" if facts.usable else f"dftracer unusable: {facts.reason}",
-                  preload_library=facts.preload_library)]  # fmt: skip
+    events = [
+        log(
+            "installer",
+            "dftracer usable" if facts.usable else f"dftracer unusable: {facts.reason}",
+            preload_library=facts.preload_library,
+        )
+    ]
     events += [log("installer", p.message) for p in pitfalls]
     update: dict[str, Any] = {"tracer": facts, "pitfalls": pitfalls, "events": events}
     spec = ctx.workload_spec

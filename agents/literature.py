@@ -30,8 +30,9 @@ def catalog_citation(strategy_id: str, catalog: Catalog) -> CitedClaim | None:
         return None
     for c, claim in catalog.verified_claims(strategy_id):
         if c.link():
-            return CitedClaim(citation=c.bibliographic(), claim=claim.claim, evidence=claim.evidence or "",
-                              source="catalog")  # fmt: skip
+            return CitedClaim(
+                citation=c.bibliographic(), claim=claim.claim, evidence=claim.evidence or "", source="catalog"
+            )
     return None
 
 
@@ -39,8 +40,9 @@ def with_passage(ref: CitedClaim, strategy_id: str, ctx: Context) -> CitedClaim:
     """Attach the source's own supporting passage, or mark the claim as catalog-backed."""
     ev = ctx.evidence(strategy_id, ref.id) if ctx.evidence is not None else None
     if ev and not ev.get("catalog_backed") and ev.get("passage"):
-        return ref.model_copy(update={"passage": str(ev["passage"])[:1200], "page": ev.get("page"),
-                                      "catalog_backed": False})  # fmt: skip
+        return ref.model_copy(
+            update={"passage": str(ev["passage"])[:1200], "page": ev.get("page"), "catalog_backed": False}
+        )
     return ref.model_copy(update={"catalog_backed": True})
 
 
@@ -67,10 +69,14 @@ def paper_citation(paper: Any) -> dict[str, Any] | None:
     where = f"{paper.passage_kind or 'passage'}" + (f", page {paper.page}" if paper.page else "")
     cite = paper.bibliographic().model_copy(update={"id": paper.id or paper.key(), "url": paper.link()})
     return {
-        "citation": cite.model_dump(), "claim": paper.passage[:600],
-        "evidence": f"{where} ({paper.trust} source {paper.source})", "source": f"search:{paper.source}",
-        "passage": paper.passage[:1200], "page": paper.page, "verified_by": paper.verified_by or "",
-    }  # fmt: skip
+        "citation": cite.model_dump(),
+        "claim": paper.passage[:600],
+        "evidence": f"{where} ({paper.trust} source {paper.source})",
+        "source": f"search:{paper.source}",
+        "passage": paper.passage[:1200],
+        "page": paper.page,
+        "verified_by": paper.verified_by or "",
+    }
 
 
 def mentions_technique(strategy_id: str, text: str) -> bool:
@@ -107,9 +113,11 @@ def make_search(online: bool | None = None) -> SearchFn:
 
     def run(strategy_id: str, strategy_name: str, bottleneck: str) -> tuple[dict[str, Any] | None, int]:
         support = search.find_support(
-            bottleneck, strategy_id=strategy_id, strategy_name=strategy_name,
+            bottleneck,
+            strategy_id=strategy_id,
+            strategy_name=strategy_name,
             accept=lambda p: acceptable_hit(strategy_id, p),
-        )  # fmt: skip
+        )
         attempts = len(support.attempts)
         refs = (paper_citation(p) for p in support.papers) if support.status == "supported" else iter(())
         return next((r for r in refs if r is not None), None), attempts
@@ -133,12 +141,20 @@ def literature(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             cache[p.strategy] = find_citation(p, ctx, bottlenecks)
         ref, attempts = cache[p.strategy]
         if ref is None:
-            events.append(log("literature", f"{p.strategy}: no verifiable citation "
-                                            f"({attempts} search attempt(s) beyond the catalog)"))  # fmt: skip
+            events.append(
+                log(
+                    "literature",
+                    f"{p.strategy}: no verifiable citation ({attempts} search attempt(s) beyond the catalog)",
+                )
+            )
             continue
         citations[ref.id] = ref
         updated.append(p.model_copy(update={"citation": ref}))
     prior = kb_prior(state.system, state.workload, state.software, ctx.kb_db)
-    events.append(log("literature", f"{len(updated)} candidate(s) cited; the KB holds "
-                                    f"{len(prior.records)} applicable finding(s)"))  # fmt: skip
+    events.append(
+        log(
+            "literature",
+            f"{len(updated)} candidate(s) cited; the KB holds {len(prior.records)} applicable finding(s)",
+        )
+    )
     return {"proposals": updated, "citations": list(citations.values()), "kb_prior": prior, "events": events}

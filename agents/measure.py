@@ -39,8 +39,15 @@ def measure(
     progress: Progress | None = None,
 ) -> tuple[Measurement, Analysis | None, BenchResult]:
     run_spec = spec.relocated(Path(source_dir)) if source_dir else spec
-    result = bench(run_spec, overrides=overrides, replicates=replicates, trace=traced, workdir=workdir, env=env,
-                   progress=progress)  # fmt: skip
+    result = bench(
+        run_spec,
+        overrides=overrides,
+        replicates=replicates,
+        trace=traced,
+        workdir=workdir,
+        env=env,
+        progress=progress,
+    )
     m, analysis, result = _summarize(result, workdir, env, traced, views, reuse_analysis=False)
     data_dir = run_spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
     return (
@@ -67,15 +74,24 @@ def measure_paired(
     traced as the reference was and summarized as :func:`measure` would (its own analysis)."""
     ref_spec = spec.relocated(Path(reference.source_dir)) if reference.source_dir else spec
     cand_spec = spec.relocated(Path(source_dir)) if source_dir else spec
-    ref_plan = ArmPlan(ref_spec, ref_workdir, settings_text(reference.settings), dict(reference.env),
-                       reference.traced)  # fmt: skip
+    ref_plan = ArmPlan(
+        ref_spec, ref_workdir, settings_text(reference.settings), dict(reference.env), reference.traced
+    )
     cand_plan = ArmPlan(cand_spec, workdir, overrides, env, reference.traced)
-    sitting = paired_bench(ref_plan, cand_plan, max_pairs=replicates, extra_pairs=replicates,
-                           lower_is_better=spec.metric.lower_is_better, extend_at_pct=extend_at_pct,
-                           progress=progress)  # fmt: skip
+    sitting = paired_bench(
+        ref_plan,
+        cand_plan,
+        max_pairs=replicates,
+        extra_pairs=replicates,
+        lower_is_better=spec.metric.lower_is_better,
+        extend_at_pct=extend_at_pct,
+        progress=progress,
+    )
     out = []
-    for plan, result, src in ((ref_plan, sitting.reference, reference.source_dir),
-                              (cand_plan, sitting.candidate, source_dir)):  # fmt: skip
+    for plan, result, src in (
+        (ref_plan, sitting.reference, reference.source_dir),
+        (cand_plan, sitting.candidate, source_dir),
+    ):
         m, _, _ = _summarize(
             result, plan.workdir, plan.env, plan.traced, ("file", "proc"), reuse_analysis=False
         )
@@ -107,14 +123,24 @@ def _summarize(
         analysis_path.write_text(json.dumps(analysis.to_json_dict()), encoding="utf-8")
     work, work_notes = replicate_work(result)
     m = Measurement(
-        settings=dict(result.settings), env=dict(env), values=result.values(), median=result.median,
-        ci95=result.ci95, ok=result.ok, replicates=len(result.replicates), traced=result.traced,
-        workdir=str(workdir), trace_dir=result.trace_dir,
+        settings=dict(result.settings),
+        env=dict(env),
+        values=result.values(),
+        median=result.median,
+        ci95=result.ci95,
+        ok=result.ok,
+        replicates=len(result.replicates),
+        traced=result.traced,
+        workdir=str(workdir),
+        trace_dir=result.trace_dir,
         analysis_path=str(analysis_path) if analysis_path else None,
-        io_bandwidth=io_bandwidth(analysis), io_time_s=analysis.io_time_s if analysis else None,
+        io_bandwidth=io_bandwidth(analysis),
+        io_time_s=analysis.io_time_s if analysis else None,
         unoverlapped_io_fraction=analysis.unoverlapped_io_fraction if analysis else None,
-        work=work, notes=[*result.notes, *work_notes, *trace_notes], stopped_reason=result.stopped_reason,
-    )  # fmt: skip
+        work=work,
+        notes=[*result.notes, *work_notes, *trace_notes],
+        stopped_reason=result.stopped_reason,
+    )
     return m, analysis, result
 
 
@@ -145,8 +171,10 @@ def fullest_trace(result: BenchResult) -> tuple[Replicate | None, list[str]]:
     top = work[best.index][0]
     notes = []
     if top and (top - work[low][0]) / top > TRACE_AGREEMENT:
-        notes.append(f"replicate traces disagree: r{low} holds {100 * (top - work[low][0]) / top:.1f}% fewer "
-                     f"I/O bytes than r{best.index} (events the tracer lost?); r{best.index} is analyzed")  # fmt: skip
+        notes.append(
+            f"replicate traces disagree: r{low} holds {100 * (top - work[low][0]) / top:.1f}% fewer "
+            f"I/O bytes than r{best.index} (events the tracer lost?); r{best.index} is analyzed"
+        )
     return best, notes
 
 
@@ -161,9 +189,16 @@ def replicate_work(result: BenchResult) -> tuple[dict[str, float], list[str]]:
     return dict(ok[0]), note
 
 
-def measure_baseline(ctx: Context, run_id: str, spec: WorkloadSpec, *, workdir: Path, replicates: int,
-                     traced: bool, progress: Progress | None = None,
-                     ) -> tuple[Measurement, Analysis | None, BenchResult]:  # fmt: skip
+def measure_baseline(
+    ctx: Context,
+    run_id: str,
+    spec: WorkloadSpec,
+    *,
+    workdir: Path,
+    replicates: int,
+    traced: bool,
+    progress: Progress | None = None,
+) -> tuple[Measurement, Analysis | None, BenchResult]:
     """The baseline arm: measured here, or (in a campaign) collected from its independent units.
 
     With units, this returns as soon as enough of them succeeded (the rest join later, see
@@ -171,13 +206,24 @@ def measure_baseline(ctx: Context, run_id: str, spec: WorkloadSpec, *, workdir: 
     deadline comes first (the run stays resumable and keeps the units already measured)."""
     budget = ctx.budget
     if budget is None:
-        return measure(spec, workdir=workdir, overrides={}, env={}, replicates=replicates, traced=traced,
-                       progress=progress)  # fmt: skip
+        return measure(
+            spec,
+            workdir=workdir,
+            overrides={},
+            env={},
+            replicates=replicates,
+            traced=traced,
+            progress=progress,
+        )
     run_dir = ctx.workspace.run_dir(run_id)
     if budget.units is not None:
         result = budget.units.wait_ready()
-        budget.record(run_dir, "baseline units", budget.units.elapsed_s() / max(1, len(result.replicates))
-                      * (replicates + 1), kind="baseline")  # n replicates and a warm-up, at the unit cost  # fmt: skip
+        budget.record(
+            run_dir,
+            "baseline units",
+            budget.units.elapsed_s() / max(1, len(result.replicates)) * (replicates + 1),
+            kind="baseline",
+        )  # n replicates and a warm-up, at the unit cost
         with budget.job(run_dir, "baseline analysis", spec, arm=False) if traced else nullcontext(spec):
             m, analysis, result = _summarize(
                 result, workdir, {}, traced, ("file", "proc"), reuse_analysis=False
@@ -185,8 +231,15 @@ def measure_baseline(ctx: Context, run_id: str, spec: WorkloadSpec, *, workdir: 
         data_dir = spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
         return m.model_copy(update={"data_dir": str(data_dir) if data_dir else None}), analysis, result
     with budget.job(run_dir, "the baseline", spec, kind="baseline") as capped:
-        return measure(capped, workdir=workdir, overrides={}, env={}, replicates=replicates, traced=traced,
-                       progress=progress)  # fmt: skip
+        return measure(
+            capped,
+            workdir=workdir,
+            overrides={},
+            env={},
+            replicates=replicates,
+            traced=traced,
+            progress=progress,
+        )
 
 
 def coverage_of(result: BenchResult, replicates: int) -> Coverage:

@@ -391,11 +391,36 @@ class Decision(_Model):
 
 #: Exactly the classes the checkpointer's serializer may load back.
 STATE_MODELS: tuple[type[BaseModel], ...] = (
-    LogEntry, Pitfall, TracerFacts, PriorResult, KbPrior, Citation, CitedClaim, Change, Proposal, Measurement,
-    Experiment, GuardRecord, ChecklistVerdict, Coverage, Approval, PendingAnswer, LLMSettings, Decision,
-    GuardDecision, Comparison, ArmStats,
-    Diagnosis, Bottleneck, Finding, CandidateStrategy, MetricChoice, Gate, FsSummary, ChecklistEntry,
-)  # fmt: skip
+    LogEntry,
+    Pitfall,
+    TracerFacts,
+    PriorResult,
+    KbPrior,
+    Citation,
+    CitedClaim,
+    Change,
+    Proposal,
+    Measurement,
+    Experiment,
+    GuardRecord,
+    ChecklistVerdict,
+    Coverage,
+    Approval,
+    PendingAnswer,
+    LLMSettings,
+    Decision,
+    GuardDecision,
+    Comparison,
+    ArmStats,
+    Diagnosis,
+    Bottleneck,
+    Finding,
+    CandidateStrategy,
+    MetricChoice,
+    Gate,
+    FsSummary,
+    ChecklistEntry,
+)
 #: Bumped when the state's shape changes; a run saved under another version is refused with a
 #: clear line instead of resuming on half-understood data (1: dict-typed diagnosis and priors;
 #: 2: estimates without their source).

@@ -38,8 +38,10 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         p = trusted_proposal(state.proposal(exp.proposal_id), state, ctx)
         ref = trusted_arm(exp.reference, state, ctx, before=exp.iteration)
     except TamperedProposal as exc:
-        return {"experiments": [exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
-                "events": [log("verifier", f"opt{exp.iteration}: {exc}")]}  # fmt: skip
+        return {
+            "experiments": [exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
+            "events": [log("verifier", f"opt{exp.iteration}: {exc}")],
+        }
     overrides = {**{k: str(v) for k, v in ref.settings.items()}, **p.change.settings}
     env = {**ref.env, **p.change.env}
     it_source = ctx.workspace.iteration_dir(state.run_id, exp.iteration) / "source"
@@ -60,23 +62,38 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
 
     run_dir = ctx.workspace.run_dir(state.run_id)
     try:
-        with (ctx.budget.job(run_dir, f"opt{exp.iteration} ({p.id})", spec) if ctx.budget
-              else nullcontext(spec)) as arm_spec:  # a slot, and refused when it cannot finish in time  # fmt: skip
-            ref, cand, sitting = measure_paired(arm_spec, reference=ref, ref_workdir=it_dir / "incumbent",
-                                                workdir=it_dir, overrides=overrides, env=env, replicates=n,
-                                                source_dir=source_dir, extend_at_pct=WIN_THRESHOLD_PCT,
-                                                progress=each_pair)  # fmt: skip
+        with (
+            ctx.budget.job(run_dir, f"opt{exp.iteration} ({p.id})", spec) if ctx.budget else nullcontext(spec)
+        ) as arm_spec:  # a slot, and refused when it cannot finish in time
+            ref, cand, sitting = measure_paired(
+                arm_spec,
+                reference=ref,
+                ref_workdir=it_dir / "incumbent",
+                workdir=it_dir,
+                overrides=overrides,
+                env=env,
+                replicates=n,
+                source_dir=source_dir,
+                extend_at_pct=WIN_THRESHOLD_PCT,
+                progress=each_pair,
+            )
     except OutOfTime as exc:  # not tried: the proposal stays open, the change is reverted by record
         ctx.progress("verifier", f"opt{exp.iteration}: {exc}")
-        return {**update, "experiments": [exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
-                "status_reason": str(exc), "events": [log("verifier", f"opt{exp.iteration}: {exc}")]}  # fmt: skip
+        return {
+            **update,
+            "experiments": [exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
+            "status_reason": str(exc),
+            "events": [log("verifier", f"opt{exp.iteration}: {exc}")],
+        }
     except BenchError as exc:
         failed = exp.model_copy(
             update={"verdict": "failed", "verdict_reason": f"experiment could not run: {exc}"}
         )
-        return {"experiments": [failed],
-                "proposals": [p.model_copy(update={"status": "failed", "reason": str(exc)})],
-                "events": [log("verifier", f"opt{exp.iteration}: experiment failed: {exc}")]}  # fmt: skip
+        return {
+            "experiments": [failed],
+            "proposals": [p.model_copy(update={"status": "failed", "reason": str(exc)})],
+            "events": [log("verifier", f"opt{exp.iteration}: experiment failed: {exc}")],
+        }
     if sitting.stopped_early:
         ctx.progress(
             "verifier", f"opt{exp.iteration}: stopped after {sitting.pairs} pair(s): {sitting.stopped_early}"
@@ -84,41 +101,68 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     lib = spec.metric.lower_is_better
     if len(cand.values) < MIN_REPLICATES or len(ref.values) < MIN_REPLICATES:
         stopped = cand.stopped_reason or ref.stopped_reason
-        why = (f"only {len(cand.values)} successful replicate(s) of the candidate and {len(ref.values)} of the "
-               f"incumbent in {sitting.pairs} pair(s){'; ' + stopped if stopped else ''}")  # fmt: skip
-        failed = exp.model_copy(update={"reference": ref, "candidate": cand, "verdict": "failed",
-                                        "verdict_reason": why})  # fmt: skip
-        return {"experiments": [failed], "proposals": [p.model_copy(update={"status": "failed", "reason": why})],
-                "events": [log("verifier", f"opt{exp.iteration}: {why}")]}  # fmt: skip
+        why = (
+            f"only {len(cand.values)} successful replicate(s) of the candidate and {len(ref.values)} of the "
+            f"incumbent in {sitting.pairs} pair(s){'; ' + stopped if stopped else ''}"
+        )
+        failed = exp.model_copy(
+            update={"reference": ref, "candidate": cand, "verdict": "failed", "verdict_reason": why}
+        )
+        return {
+            "experiments": [failed],
+            "proposals": [p.model_copy(update={"status": "failed", "reason": why})],
+            "events": [log("verifier", f"opt{exp.iteration}: {why}")],
+        }
     refused, in_effect = override_check(p, Path(cand.workdir))
     if refused:  # the program's own hints won: what ran is not the change
-        refused_exp = exp.model_copy(update={"reference": ref, "candidate": cand, "verdict": "failed",
-                                             "verdict_reason": refused})  # fmt: skip
+        refused_exp = exp.model_copy(
+            update={"reference": ref, "candidate": cand, "verdict": "failed", "verdict_reason": refused}
+        )
         ctx.progress("verifier", f"opt{exp.iteration}: {refused}")
-        return {**update, "experiments": [refused_exp],
-                "proposals": [p.model_copy(update={"status": "rejected", "reason": refused})],
-                "events": [log("verifier", f"opt{exp.iteration}: {refused}")]}  # fmt: skip
+        return {
+            **update,
+            "experiments": [refused_exp],
+            "proposals": [p.model_copy(update={"status": "rejected", "reason": refused})],
+            "events": [log("verifier", f"opt{exp.iteration}: {refused}")],
+        }
     if in_effect:
         ctx.progress("verifier", f"opt{exp.iteration}: {in_effect}")
     cmp = compare(ref.values, cand.values, lower_is_better=lib)
     app_pct = pct_change(ref.median, cand.median, lower_is_better=lib)
     sys_pct = pct_change(ref.io_bandwidth, cand.io_bandwidth, lower_is_better=False)
-    measured = p.model_copy(update={
-        "status": "measured", "app_impact_pct": round(app_pct, 3) if app_pct is not None else p.app_impact_pct,
-        "app_impact_source": "measured" if app_pct is not None else p.app_impact_source,
-        "system_impact_pct": round(sys_pct, 3) if sys_pct is not None else 0.0,
-        "system_impact_source": "measured" if sys_pct is not None else "n/a",
-        "impact_reason": f"measured in opt{exp.iteration}: {cmp.reason}",
-        "system_reason": "trace-derived I/O bandwidth of the two arms" if sys_pct is not None
-                         else "n/a: an arm has no trace, so no I/O bandwidth was measured",
-    })  # fmt: skip
+    measured = p.model_copy(
+        update={
+            "status": "measured",
+            "app_impact_pct": round(app_pct, 3) if app_pct is not None else p.app_impact_pct,
+            "app_impact_source": "measured" if app_pct is not None else p.app_impact_source,
+            "system_impact_pct": round(sys_pct, 3) if sys_pct is not None else 0.0,
+            "system_impact_source": "measured" if sys_pct is not None else "n/a",
+            "impact_reason": f"measured in opt{exp.iteration}: {cmp.reason}",
+            "system_reason": "trace-derived I/O bandwidth of the two arms"
+            if sys_pct is not None
+            else "n/a: an arm has no trace, so no I/O bandwidth was measured",
+        }
+    )
     done = exp.model_copy(update={"reference": ref, "candidate": cand, "comparison": cmp})
-    numbers = decide([], metric=spec.metric.kind, before=ref.median, after=cand.median, lower_is_better=lib,
-                     comparison=cmp)  # the guards judge next; this is what the numbers alone say  # fmt: skip
+    numbers = decide(
+        [], metric=spec.metric.kind, before=ref.median, after=cand.median, lower_is_better=lib, comparison=cmp
+    )  # the guards judge next; this is what the numbers alone say
     ctx.progress(
         "verifier", f"opt{exp.iteration}: the numbers say {numbers.verdict} ({cmp.change_pct:+.1f}%)"
     )
-    return {**update, "experiments": [done], "proposals": [measured],
-            "events": [log("verifier", f"opt{exp.iteration}: {cmp.reason}", ratio_ci95=list(cmp.ci95),
-                           **({"hints_in_effect": in_effect} if in_effect else {}),
-                           p_value=cmp.p_value, pairs=sitting.pairs, stopped_early=sitting.stopped_early)]}  # fmt: skip
+    return {
+        **update,
+        "experiments": [done],
+        "proposals": [measured],
+        "events": [
+            log(
+                "verifier",
+                f"opt{exp.iteration}: {cmp.reason}",
+                ratio_ci95=list(cmp.ci95),
+                **({"hints_in_effect": in_effect} if in_effect else {}),
+                p_value=cmp.p_value,
+                pairs=sitting.pairs,
+                stopped_early=sitting.stopped_early,
+            )
+        ],
+    }

@@ -71,8 +71,15 @@ def main() -> int:
                 samples[i].append(cpu)
         for i, cmd in enumerate(COMMANDS):
             med = statistics.median(samples[i])
-            rows.append({"command": "dftune " + " ".join(cmd), "exit_code": codes[i], "cpu_s_median": round(med, 3),
-                         "cpu_s_max": round(max(samples[i]), 3), "ok": med < TARGET_CPU_S})  # fmt: skip
+            rows.append(
+                {
+                    "command": "dftune " + " ".join(cmd),
+                    "exit_code": codes[i],
+                    "cpu_s_median": round(med, 3),
+                    "cpu_s_max": round(max(samples[i]), 3),
+                    "ok": med < TARGET_CPU_S,
+                }
+            )
     if args.json:
         print(json.dumps({"target_cpu_s": TARGET_CPU_S, "repeat": args.repeat, "rows": rows}, indent=2))
     else:

@@ -55,8 +55,13 @@ def main() -> None:
     tmp.mkdir(parents=True, exist_ok=True)
     big = tmp / f"generated-{args.ranks}x{args.files}.darshan"
     build(big, args.ranks, args.files)
-    logs = [SHIPPED / "sample-badost.darshan", COLLECTION / "imbalanced_io" / "imbalanced-io.darshan",
-            COLLECTION / "e3sm_io_heatmaps_and_dxt" / "e3sm_io_heatmap_only.darshan", COLLECTION / "dlio_logs", big]  # fmt: skip
+    logs = [
+        SHIPPED / "sample-badost.darshan",
+        COLLECTION / "imbalanced_io" / "imbalanced-io.darshan",
+        COLLECTION / "e3sm_io_heatmaps_and_dxt" / "e3sm_io_heatmap_only.darshan",
+        COLLECTION / "dlio_logs",
+        big,
+    ]
     print(
         "| log | processes | files | records | analyze (s) | all views (s) | diagnose (s) | PyDarshan read+to_df (s) |"
     )
@@ -69,8 +74,10 @@ def main() -> None:
         recs = sum(m.records for m in a.darshan.modules.values())  # type: ignore[attr-defined]
         ref = "-" if log.is_dir() else f"{pydarshan(log):.2f}"
         note = " (all records unnamed: PyDarshan drops them)" if log == big else ""
-        print(f"| {log.name} | {a.processes:,} | {a.files_accessed:,} | {recs:,} | {t1:.2f} | {t2:.2f} | {t3:.2f} | "  # type: ignore[attr-defined]
-              f"{ref}{note} |")  # fmt: skip
+        print(
+            f"| {log.name} | {a.processes:,} | {a.files_accessed:,} | {recs:,} | {t1:.2f} | {t2:.2f} | {t3:.2f} | "  # type: ignore[attr-defined]
+            f"{ref}{note} |"
+        )
 
 
 if __name__ == "__main__":

@@ -25,8 +25,10 @@ from dftune.tools.diagnose.engine import diagnose_analysis
 from dftune.tools.trace import Analysis, analyze
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = [*sorted((Path(darshan.__file__).parent / "examples" / "example_logs").glob("*.darshan")),
-           *sorted((Path(darshan.__file__).parent / "tests" / "input").glob("*.darshan"))]  # fmt: skip
+SHIPPED = [
+    *sorted((Path(darshan.__file__).parent / "examples" / "example_logs").glob("*.darshan")),
+    *sorted((Path(darshan.__file__).parent / "tests" / "input").glob("*.darshan")),
+]
 COLLECTION = sorted(
     p for p in (ROOT / "tests" / "data" / "darshan_logs").rglob("*.darshan") if "dlio" not in str(p)
 )
@@ -87,8 +89,13 @@ NOT_ISSUES = {"P01", "P02", "P03", "P04", "P12", "P14", "M04", "M05", "M10"}
 
 def drishti(log: Path, out: Path) -> set[str] | None:
     exe = Path(sys.executable).with_name("drishti")
-    proc = subprocess.run([str(exe), "--csv", "--export_dir", str(out), str(log)], capture_output=True, text=True,
-                          timeout=600, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [str(exe), "--csv", "--export_dir", str(out), str(log)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     path = out / (log.name.replace(".darshan", "") + ".csv")
     if proc.returncode != 0 or not path.is_file():
         return None
@@ -101,11 +108,15 @@ def why_not(code: str, why: str, a: Analysis) -> str:
     """The static reason, made specific where the log's numbers show the cause."""
     d = a.darshan
     if code in ("P05", "P06", "P15", "P16") and d is not None and d.exact_1mib_ops:
-        return (f"{d.exact_1mib_ops:,} operations are exactly 1 MiB: Darshan's 100K-1M bin includes 1 MiB, so Drishti "
-                "counts them as small; dftune (small = < 1 MiB) takes them out with the POSIX_ACCESS* counters")  # fmt: skip
+        return (
+            f"{d.exact_1mib_ops:,} operations are exactly 1 MiB: Darshan's 100K-1M bin includes 1 MiB, so Drishti "
+            "counts them as small; dftune (small = < 1 MiB) takes them out with the POSIX_ACCESS* counters"
+        )
     if code == "P17" and d is not None and d.nprocs > 1:
-        return (f"{why}: here {a.metadata.time_s:,.1f} s of metadata summed over {d.nprocs:,} ranks, "
-                f"{a.metadata.time_s / d.nprocs:,.2f} s per rank on average")  # fmt: skip
+        return (
+            f"{why}: here {a.metadata.time_s:,.1f} s of metadata summed over {d.nprocs:,} ranks, "
+            f"{a.metadata.time_s / d.nprocs:,.2f} s per rank on average"
+        )
     if code == "P08" and d is not None:
         return f"{why} (here {d.file_not_aligned:,})"
     return why

@@ -69,8 +69,14 @@ def _child(kind: str, data: Path) -> dict[str, Any]:
         a = analyze([data], views=ALL_VIEWS if kind == "views" else ())
         wall, cpu = time.perf_counter() - t0, _cpu_s() - c0
         doc = {"views": sorted(a.views)}
-        counts = {"events": a.events, "skipped_lines": a.skipped_lines, "read_count": a.read.count,
-                  "read_bytes": a.read.bytes, "write_count": a.write.count, "write_bytes": a.write.bytes}  # fmt: skip
+        counts = {
+            "events": a.events,
+            "skipped_lines": a.skipped_lines,
+            "read_count": a.read.count,
+            "read_bytes": a.read.bytes,
+            "write_count": a.write.count,
+            "write_bytes": a.write.bytes,
+        }
     return {"wall_s": wall, "cpu_s": cpu, **counts, **doc}
 
 
@@ -157,8 +163,10 @@ def main(argv: list[str] | None = None) -> int:
                 log("result does not match expected.json: " + "; ".join(problems))
                 return 2
             runs[kind].append(run)
-            log(f"{LABELS[kind]:<20} run {i}/{args.repeat}: {run['wall_s']:.2f} s wall, {run['cpu_s']:.2f} s CPU, "
-                f"peak RSS {run['tree_peak_rss_kib'] / 1024:.0f} MiB, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+            log(
+                f"{LABELS[kind]:<20} run {i}/{args.repeat}: {run['wall_s']:.2f} s wall, {run['cpu_s']:.2f} s CPU, "
+                f"peak RSS {run['tree_peak_rss_kib'] / 1024:.0f} MiB, load {os.getloadavg()[0]:.1f}"
+            )
     best = {k: min(r["wall_s"] for r in v) for k, v in runs.items()}
     best_cpu = {k: min(r["cpu_s"] for r in v) for k, v in runs.items()}
     peak = {k: max(r["tree_peak_rss_kib"] for r in v) / 1024 for k, v in runs.items()}
@@ -208,21 +216,31 @@ def main(argv: list[str] | None = None) -> int:
 
 def render(r: dict[str, Any]) -> str:
     d, t = r["data"], r["targets"]
-    lines = [f"{d['events']:,} events in {d['files']} files ({d['bytes_on_disk'] / 2**20:.0f} MiB gz), best of "
-             f"{r['repeat']}, {r['host']['cpus']} CPUs, load {r['host']['loadavg_1m_before']:.1f} before / "
-             f"{r['host']['loadavg_1m_after']:.1f} after"]  # fmt: skip
-    lines.append(f"{'':<20}  {'best s':>7}  {'runs s':<20}  {'vs analyze':>10}  {'CPU s':>6}  {'CPU vs':>6}  "
-                 f"{'peak RSS MiB':>12}")  # fmt: skip
+    lines = [
+        f"{d['events']:,} events in {d['files']} files ({d['bytes_on_disk'] / 2**20:.0f} MiB gz), best of "
+        f"{r['repeat']}, {r['host']['cpus']} CPUs, load {r['host']['loadavg_1m_before']:.1f} before / "
+        f"{r['host']['loadavg_1m_after']:.1f} after"
+    ]
+    lines.append(
+        f"{'':<20}  {'best s':>7}  {'runs s':<20}  {'vs analyze':>10}  {'CPU s':>6}  {'CPU vs':>6}  "
+        f"{'peak RSS MiB':>12}"
+    )
     for k in KINDS:
         runs = ", ".join(f"{w:.2f}" for w in r["runs_wall_s"][k])
-        lines.append(f"{LABELS[k]:<20}  {r['best_wall_s'][k]:>7.2f}  {runs:<20}  {r['ratio_over_analyze'][k]:>10.2f}  "
-                     f"{r['best_cpu_s'][k]:>6.2f}  {r['cpu_ratio_over_analyze'][k]:>6.2f}  {r['peak_rss_mib'][k]:>12.0f}")  # fmt: skip
+        lines.append(
+            f"{LABELS[k]:<20}  {r['best_wall_s'][k]:>7.2f}  {runs:<20}  {r['ratio_over_analyze'][k]:>10.2f}  "
+            f"{r['best_cpu_s'][k]:>6.2f}  {r['cpu_ratio_over_analyze'][k]:>6.2f}  {r['peak_rss_mib'][k]:>12.0f}"
+        )
     mark = {True: "ok", False: "MISSED"}
-    lines.append(f"targets: diagnose/analyze <= {t['diagnose_ratio_max']}: {r['ratio_over_analyze']['diagnose']:.2f} "
-                 f"{mark[t['diagnose_ratio_ok']]}; peak RSS < {t['peak_rss_mib_max']:.0f} MiB: "
-                 f"{max(r['peak_rss_mib'].values()):.0f} {mark[t['peak_rss_ok']]}")  # fmt: skip
-    lines.append("run-by-run ratios: " + "; ".join(
-        f"{LABELS[k]} {', '.join(f'{x:.2f}' for x in r['paired_ratios'][k])}" for k in KINDS[1:]))  # fmt: skip
+    lines.append(
+        f"targets: diagnose/analyze <= {t['diagnose_ratio_max']}: {r['ratio_over_analyze']['diagnose']:.2f} "
+        f"{mark[t['diagnose_ratio_ok']]}; peak RSS < {t['peak_rss_mib_max']:.0f} MiB: "
+        f"{max(r['peak_rss_mib'].values()):.0f} {mark[t['peak_rss_ok']]}"
+    )
+    lines.append(
+        "run-by-run ratios: "
+        + "; ".join(f"{LABELS[k]} {', '.join(f'{x:.2f}' for x in r['paired_ratios'][k])}" for k in KINDS[1:])
+    )
     return "\n".join(lines)
 
 

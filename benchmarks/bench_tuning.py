@@ -64,13 +64,21 @@ def sweep(
 
     spec = load_spec(toml)
     knobs = [k for k in spec.knobs if k.name in legit]
-    combos = [tuple((k.name, str(v)) for k, v in zip(knobs, values, strict=True))
-              for values in itertools.product(*(k.values for k in knobs))]  # fmt: skip
+    combos = [
+        tuple((k.name, str(v)) for k, v in zip(knobs, values, strict=True))
+        for values in itertools.product(*(k.values for k in knobs))
+    ]
     values: dict[tuple[tuple[str, str], ...], list[float]] = {c: [] for c in combos}
     for r in range(replicates):
         for i, combo in enumerate(combos):
-            res = bench(spec, overrides=dict(combo), replicates=1, workdir=work / f"c{i}", first_index=r,
-                        prepare=r == 0)  # fmt: skip
+            res = bench(
+                spec,
+                overrides=dict(combo),
+                replicates=1,
+                workdir=work / f"c{i}",
+                first_index=r,
+                prepare=r == 0,
+            )
             values[combo] += res.values()
         log(f"  sweep round {r + 1}/{replicates}: {len(combos)} combination(s)")
     return {c: statistics.median(v) for c, v in values.items() if v}
@@ -83,8 +91,9 @@ def tuned(toml: Path, max_experiments: int, replicates: int | None, disguised: C
     from dftune.tools.session.workspace import Workspace
 
     ws = Workspace()
-    result = start_run(toml, mode="autonomous", max_experiments=max_experiments, replicates=replicates,
-                       workspace=ws)  # fmt: skip
+    result = start_run(
+        toml, mode="autonomous", max_experiments=max_experiments, replicates=replicates, workspace=ws
+    )
     for _ in range(4 * max_experiments):  # each answer settles one; a refusal may raise new ones
         waiting = result["pending"]
         if not waiting or waiting[0].get("kind") != "confirm_pending":
@@ -93,8 +102,12 @@ def tuned(toml: Path, max_experiments: int, replicates: int | None, disguised: C
         log(
             f"  a person answers {waiting[0]['proposal_id']}: {'refused' if setting in disguised else 'confirmed'}"
         )
-        result = approve_run(result["run_id"], reject=setting in disguised, reason="answered by the benchmark's truth",
-                             workspace=ws)  # fmt: skip
+        result = approve_run(
+            result["run_id"],
+            reject=setting in disguised,
+            reason="answered by the benchmark's truth",
+            workspace=ws,
+        )
     return load_state(result["run_id"], ws)
 
 
@@ -125,11 +138,23 @@ def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:
     for e in state.experiments:
         p = state.proposal(e.proposal_id)
         setting = ",".join(f"{k}={v}" for k, v in p.change.settings.items())
-        stopped = [g.decision.guard for g in state.guard_decisions if g.iteration == e.iteration
-                   and g.decision.guard in MEASURING and (not g.decision.passed or g.decision.verdict == "inconclusive")]  # fmt: skip
-        tried.append({"proposal": p.id, "verdict": e.verdict, "kept": e.kept, "disguised": setting in disguised,
-                      "stopped_by": stopped,
-                      "change_pct": round(e.comparison.change_pct, 2) if e.comparison else None})  # fmt: skip
+        stopped = [
+            g.decision.guard
+            for g in state.guard_decisions
+            if g.iteration == e.iteration
+            and g.decision.guard in MEASURING
+            and (not g.decision.passed or g.decision.verdict == "inconclusive")
+        ]
+        tried.append(
+            {
+                "proposal": p.id,
+                "verdict": e.verdict,
+                "kept": e.kept,
+                "disguised": setting in disguised,
+                "stopped_by": stopped,
+                "change_pct": round(e.comparison.change_pct, 2) if e.comparison else None,
+            }
+        )
     answered, pending = answered_settings(state, final, legit)
     answered_key = tuple((k, answered.get(k, defaults[k])) for k in legit)
     t_default, t_best = medians[default_key], medians[best_key]
@@ -140,13 +165,25 @@ def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:
     score_answered = 0.0 if kept_disguised else ((t_default - t_answered) / gain if gain > 0 else 1.0)
     unstopped = [t["proposal"] for t in tried if t["disguised"] and not t["stopped_by"]]
     return {
-        "workload": spec.name, "score": round(score, 3), "score_answered": round(score_answered, 3),
-        "t_default": t_default, "t_best": t_best, "t_run": t_run, "t_answered": t_answered, "pending": pending,
-        "best": dict(best_key), "run_final": dict(run_key), "answered_final": dict(answered_key),
+        "workload": spec.name,
+        "score": round(score, 3),
+        "score_answered": round(score_answered, 3),
+        "t_default": t_default,
+        "t_best": t_best,
+        "t_run": t_run,
+        "t_answered": t_answered,
+        "pending": pending,
+        "best": dict(best_key),
+        "run_final": dict(run_key),
+        "answered_final": dict(answered_key),
         "kept_disguised": kept_disguised,
-        "disguised_not_stopped": unstopped, "experiments": tried, "combinations": len(medians),
-        "sweep_s": round(sweep_s, 1), "run_s": round(run_s, 1), "status": state.status,
-    }  # fmt: skip
+        "disguised_not_stopped": unstopped,
+        "experiments": tried,
+        "combinations": len(medians),
+        "sweep_s": round(sweep_s, 1),
+        "run_s": round(run_s, 1),
+        "status": state.status,
+    }
 
 
 def answered_settings(
@@ -173,11 +210,15 @@ def answered_settings(
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    lines = [f"{'workload':<16} {'score':>6} {'default':>8} {'best':>8} {'run':>8}  disguised kept/unstopped",
-             "-" * 78]  # fmt: skip
+    lines = [
+        f"{'workload':<16} {'score':>6} {'default':>8} {'best':>8} {'run':>8}  disguised kept/unstopped",
+        "-" * 78,
+    ]
     for r in results:
-        lines.append(f"{r['workload']:<16} {r['score']:>6.2f} {r['t_default']:>8.3f} {r['t_best']:>8.3f} "
-                     f"{r['t_run']:>8.3f}  {len(r['kept_disguised'])}/{len(r['disguised_not_stopped'])}")  # fmt: skip
+        lines.append(
+            f"{r['workload']:<16} {r['score']:>6.2f} {r['t_default']:>8.3f} {r['t_best']:>8.3f} "
+            f"{r['t_run']:>8.3f}  {len(r['kept_disguised'])}/{len(r['disguised_not_stopped'])}"
+        )
         lines.append(f"  best: {r['best']}")
         lines.append(f"  run:  {r['run_final']}")
         if r["pending"]:
@@ -189,8 +230,10 @@ def table(results: list[dict[str, Any]]) -> str:
             mark = " [disguised]" if t["disguised"] else ""
             pct = "-" if t["change_pct"] is None else f"{t['change_pct']:+.1f}%"
             stop = f" stopped by {', '.join(t['stopped_by'])}" if t["stopped_by"] else ""
-            lines.append(f"    {t['proposal']:<22} {t['verdict']!s:<12} {pct:>7}{' kept' if t['kept'] else ''}"
-                         f"{stop}{mark}")  # fmt: skip
+            lines.append(
+                f"    {t['proposal']:<22} {t['verdict']!s:<12} {pct:>7}{' kept' if t['kept'] else ''}"
+                f"{stop}{mark}"
+            )
     return "\n".join(lines)
 
 

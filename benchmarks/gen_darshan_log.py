@@ -52,8 +52,17 @@ def build(out: Path, ranks: int, files: int) -> dict[str, float]:
     n = ranks * files
     take = np.arange(n) % len(posix)
     size = B.ffi.sizeof(struct)
-    rec = np.zeros(n, dtype=np.dtype([("id", "<u8"), ("rank", "<i8"), ("c", "<i8", (posix.counters.shape[1],)),
-                                      ("f", "<f8", (posix.fcounters.shape[1],))]))  # fmt: skip
+    rec = np.zeros(
+        n,
+        dtype=np.dtype(
+            [
+                ("id", "<u8"),
+                ("rank", "<i8"),
+                ("c", "<i8", (posix.counters.shape[1],)),
+                ("f", "<f8", (posix.fcounters.shape[1],)),
+            ]
+        ),
+    )
     assert rec.dtype.itemsize == size, (rec.dtype.itemsize, size)
     rec["id"] = np.arange(1, n + 1, dtype=np.uint64) * np.uint64(
         0x9E3779B97F4A7C15
@@ -98,8 +107,10 @@ def main() -> None:
     args = ap.parse_args()
     t = time.perf_counter()
     info = build(args.out, args.ranks, args.files)
-    print(f"{args.out}: {info['records']:,} POSIX records, {args.ranks} ranks, {info['bytes'] / 2**20:.1f} MiB, "
-          f"written in {time.perf_counter() - t:.1f} s")  # fmt: skip
+    print(
+        f"{args.out}: {info['records']:,} POSIX records, {args.ranks} ranks, {info['bytes'] / 2**20:.1f} MiB, "
+        f"written in {time.perf_counter() - t:.1f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -21,13 +21,36 @@ FLUSH_LINES = 20_000
 
 
 def _meta(pid: int, kind: str, name: str, value: str) -> str:
-    return json.dumps({"name": kind, "cat": "dftracer", "type": 1, "pid": pid, "tid": pid, "ph": 4,
-                       "args": {"hhash": HHASH, "name": name, "value": value}}, separators=(",", ":"))  # fmt: skip
+    return json.dumps(
+        {
+            "name": kind,
+            "cat": "dftracer",
+            "type": 1,
+            "pid": pid,
+            "tid": pid,
+            "ph": 4,
+            "args": {"hhash": HHASH, "name": name, "value": value},
+        },
+        separators=(",", ":"),
+    )
 
 
 def _event(eid: int, name: str, cat: str, pid: int, ts: int, dur: int, **args: object) -> str:
-    return json.dumps({"id": eid, "name": name, "cat": cat, "type": 3, "pid": pid, "tid": pid, "ts": ts, "dur": dur,
-                       "ph": 1, "args": {"hhash": HHASH, **args}}, separators=(",", ":"))  # fmt: skip
+    return json.dumps(
+        {
+            "id": eid,
+            "name": name,
+            "cat": cat,
+            "type": 3,
+            "pid": pid,
+            "tid": pid,
+            "ts": ts,
+            "dur": dur,
+            "ph": 1,
+            "args": {"hhash": HHASH, **args},
+        },
+        separators=(",", ":"),
+    )
 
 
 class _Writer:
@@ -74,8 +97,16 @@ def _one_file(path: Path, pid: int, events: int, rng: random.Random, totals: dic
             size = rng.choice(SIZES)
             ts += rng.randint(1, 40)
             if rng.random() < 0.3:
-                w.event("pread64", "POSIX", ts, size // 2048 + 1, ret=size, count=size,
-                        offset=rng.randint(0, 64) * 4096, fhash=fhash)  # fmt: skip
+                w.event(
+                    "pread64",
+                    "POSIX",
+                    ts,
+                    size // 2048 + 1,
+                    ret=size,
+                    count=size,
+                    offset=rng.randint(0, 64) * 4096,
+                    fhash=fhash,
+                )
             else:
                 w.event("read", "POSIX", ts, size // 2048 + 1, ret=size, count=size, fhash=fhash)
             totals["read_count"] += 1

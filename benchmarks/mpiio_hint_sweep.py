@@ -41,8 +41,13 @@ def main() -> int:
             hints = dict(zip(KEYS, combo, strict=True))
             hint_file = root / f"h{i}.txt"
             hint_file.write_text("".join(f"{k} {v}\n" for k, v in hints.items()))
-            res = bench(spec, replicates=args.replicates, trace=False, workdir=root / f"w{i}",
-                        env={"ROMIO_HINTS": str(hint_file), "ROMIO_PRINT_HINTS": "1"})  # fmt: skip
+            res = bench(
+                spec,
+                replicates=args.replicates,
+                trace=False,
+                workdir=root / f"w{i}",
+                env={"ROMIO_HINTS": str(hint_file), "ROMIO_PRINT_HINTS": "1"},
+            )
             blocks = []
             for out in sorted((root / f"w{i}" / "logs").glob("r*.out")):
                 blocks += hints_printed(out.read_text(errors="replace"))
@@ -50,14 +55,24 @@ def main() -> int:
             rows.append(
                 {"hints": hints, "median": res.median, "values": res.values(), "overridden": sorted(lost)}
             )
-            print(f"{i + 1:2d}/81 {' '.join(f'{v[:4]:4s}' for v in combo)} median {res.median}"
-                  + (f" OVERRIDDEN {sorted(lost)}" if lost else ""), file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"{i + 1:2d}/81 {' '.join(f'{v[:4]:4s}' for v in combo)} median {res.median}"
+                + (f" OVERRIDDEN {sorted(lost)}" if lost else ""),
+                file=sys.stderr,
+                flush=True,
+            )
     legit = [r for r in rows if r["median"] is not None and not r["overridden"]]
     lib = spec.metric.lower_is_better
     best = min(legit, key=lambda r: r["median"]) if lib else max(legit, key=lambda r: r["median"])
     default = next(r for r in rows if all(v == "automatic" for v in r["hints"].values()))
-    doc = {"spec": spec.spec_path, "replicates": args.replicates, "lower_is_better": lib, "best": best,
-           "default": default, "rows": rows}  # fmt: skip
+    doc = {
+        "spec": spec.spec_path,
+        "replicates": args.replicates,
+        "lower_is_better": lib,
+        "best": best,
+        "default": default,
+        "rows": rows,
+    }
     if args.out:
         Path(args.out).write_text(json.dumps(doc, indent=1))
     print(json.dumps({"best": best, "default": default}, indent=1))

@@ -29,8 +29,13 @@ class StorageError(DftuneError):
 
 #: errno values that mean "the storage refused", not "the input is wrong".
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO, errno.EACCES, errno.EPERM})
-_SQLITE_STORAGE = ("disk is full", "readonly database", "disk i/o error", "unable to open database",
-                   "attempt to write a readonly")  # fmt: skip
+_SQLITE_STORAGE = (
+    "disk is full",
+    "readonly database",
+    "disk i/o error",
+    "unable to open database",
+    "attempt to write a readonly",
+)
 
 
 def is_storage_error(exc: BaseException) -> bool:

@@ -83,9 +83,13 @@ class Guardian:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", GUARDIAN_SOURCE, str(os.getpid()), self.tag_env],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True, env=env, close_fds=True,
-            )  # fmt: skip
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                env=env,
+                close_fds=True,
+            )
         except OSError:
             self.proc = None
             return None

@@ -110,15 +110,29 @@ def _check_argv(argv: list[str]) -> None:
         raise ValueError("argv must be a non-empty list of strings")
 
 
-def _start(argv: list[str], cwd: Path | None, env: dict[str, str] | None, out: IO[bytes] | int,
-           err: IO[bytes] | int, tag: str = "") -> tuple[subprocess.Popen[bytes], int]:  # fmt: skip
+def _start(
+    argv: list[str],
+    cwd: Path | None,
+    env: dict[str, str] | None,
+    out: IO[bytes] | int,
+    err: IO[bytes] | int,
+    tag: str = "",
+) -> tuple[subprocess.Popen[bytes], int]:
     """Start in a new session, dying with its starting thread; returns it and its start tick."""
     supervise.check_stopping()
     if tag:
         env = {**(env if env is not None else os.environ), supervise.TAG_ENV: tag}
     with supervise.spawning():  # registered before any sweep can see it
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True, preexec_fn=supervise.child_preexec())  # fmt: skip
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=supervise.child_preexec(),
+        )
         try:
             start = supervise.started(proc.pid, argv[0], tag)
         except BaseException as exc:
@@ -190,9 +204,14 @@ def run_process(
             supervise.finished(proc.pid)
     supervise.check_stopping()  # killed by dftune's own SIGTERM: not a result
     return ProcessResult(
-        status=status, exit_code=code, wall_s=wall, stdout_tail=_tail(out_path), stderr_tail=_tail(err_path),
-        reason=reason, leftovers=leftovers,
-    )  # fmt: skip
+        status=status,
+        exit_code=code,
+        wall_s=wall,
+        stdout_tail=_tail(out_path),
+        stderr_tail=_tail(err_path),
+        reason=reason,
+        leftovers=leftovers,
+    )
 
 
 def run_command(
@@ -219,5 +238,11 @@ def run_command(
             proc.wait()
         supervise.finished(proc.pid)
     supervise.check_stopping()
-    return CommandResult(argv, proc.returncode, out.decode("utf-8", errors="replace"),
-                         err.decode("utf-8", errors="replace"), timed_out, time.monotonic() - t0)  # fmt: skip
+    return CommandResult(
+        argv,
+        proc.returncode,
+        out.decode("utf-8", errors="replace"),
+        err.decode("utf-8", errors="replace"),
+        timed_out,
+        time.monotonic() - t0,
+    )

@@ -74,13 +74,30 @@ def min_table_width(cols: Sequence[Col], rows: Sequence[Sequence[Cell]]) -> int:
     return sum(_col_min(c, v) for c, v in zip(cols, cells, strict=True)) + GAP * (len(cols) - 1)
 
 
-def wide_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Cell]], *,
-               caption: str | None = None) -> Table:  # fmt: skip
-    t = Table(title=title, title_justify="left", caption=caption, caption_justify="left", box=box.SIMPLE_HEAD,
-              show_edge=False, pad_edge=False, collapse_padding=True, expand=False)  # fmt: skip
+def wide_table(
+    title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Cell]], *, caption: str | None = None
+) -> Table:
+    t = Table(
+        title=title,
+        title_justify="left",
+        caption=caption,
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+        expand=False,
+    )
     for c in cols:
-        t.add_column(c.header, justify=c.justify, no_wrap=not c.wrap, min_width=c.min_width, ratio=c.ratio,
-                     overflow="fold" if c.wrap else "ignore", style=c.style or None)  # fmt: skip
+        t.add_column(
+            c.header,
+            justify=c.justify,
+            no_wrap=not c.wrap,
+            min_width=c.min_width,
+            ratio=c.ratio,
+            overflow="fold" if c.wrap else "ignore",
+            style=c.style or None,
+        )
     for r in rows:
         t.add_row(*(cell(v) for v in r))
     return t
@@ -102,8 +119,16 @@ def _pairs_lines(console: Console, pairs: list[Text], width: int) -> list[Text]:
     return lines
 
 
-def responsive(console: Console, title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Cell]], *,
-               head: Sequence[int] = (0,), caption: str | None = None, width: int | None = None) -> RenderableType:  # fmt: skip
+def responsive(
+    console: Console,
+    title: str | None,
+    cols: Sequence[Col],
+    rows: Sequence[Sequence[Cell]],
+    *,
+    head: Sequence[int] = (0,),
+    caption: str | None = None,
+    width: int | None = None,
+) -> RenderableType:
     """The wide table when it fits the console without cutting, else the stacked layout."""
     w = width or console.width
     if not rows or min_table_width(cols, rows) <= w:
@@ -111,8 +136,16 @@ def responsive(console: Console, title: str | None, cols: Sequence[Col], rows: S
     return stacked(console, title, cols, rows, head=head, caption=caption, width=w)
 
 
-def stacked(console: Console, title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Cell]], *,
-                 head: Sequence[int] = (0,), caption: str | None = None, width: int | None = None) -> Group:  # fmt: skip
+def stacked(
+    console: Console,
+    title: str | None,
+    cols: Sequence[Col],
+    rows: Sequence[Sequence[Cell]],
+    *,
+    head: Sequence[int] = (0,),
+    caption: str | None = None,
+    width: int | None = None,
+) -> Group:
     """One block per row: the ``head`` cells on one line, then ``Header: value`` for the others.
 
     Short values share lines (three spaces apart, flowed to ``width``, never broken inside a

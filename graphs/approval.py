@@ -47,19 +47,28 @@ def parse_answer(raw: Any) -> tuple[ApprovalAnswer | None, str]:
         what = "; ".join(
             f"{'.'.join(str(x) for x in e['loc']) or 'answer'}: {e['msg']}" for e in exc.errors()
         )
-        return None, (f"refused the answer {str(raw)[:80]!r} ({what}): nothing was applied; answer with "
-                      '{"decision": "approve"} or {"decision": "reject", "reason": "..."}')  # fmt: skip
+        return None, (
+            f"refused the answer {str(raw)[:80]!r} ({what}): nothing was applied; answer with "
+            '{"decision": "approve"} or {"decision": "reject", "reason": "..."}'
+        )
 
 
 def request(p: Proposal, run_id: str) -> dict[str, Any]:
     """What the person sees at the interrupt (and ``dftune run --json`` prints as ``pending``)."""
     return {
-        "run_id": run_id, "proposal_id": p.id, "strategy": p.strategy, "layer": p.layer,
-        "privilege": p.privilege, "description": p.description, "change": p.change.model_dump(),
-        "app_impact_pct": p.app_impact_pct, "app_impact_source": p.app_impact_source,
+        "run_id": run_id,
+        "proposal_id": p.id,
+        "strategy": p.strategy,
+        "layer": p.layer,
+        "privilege": p.privilege,
+        "description": p.description,
+        "change": p.change.model_dump(),
+        "app_impact_pct": p.app_impact_pct,
+        "app_impact_source": p.app_impact_source,
         "citation": p.citation.reference() if p.citation else None,
-        "resume_with": f"dftune approve {run_id}  (or --reject)", "answer_format": ANSWER_FORMAT,
-    }  # fmt: skip
+        "resume_with": f"dftune approve {run_id}  (or --reject)",
+        "answer_format": ANSWER_FORMAT,
+    }
 
 
 def receipt(asked: dict[str, Any], answer: ApprovalAnswer) -> str:
@@ -80,27 +89,45 @@ def approval(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         p = trusted_proposal(state.proposal(state.current), state, runtime.context)
     except TamperedProposal as exc:
         bad = state.proposal(state.current)
-        return {"proposals": [bad.model_copy(update={"status": "rejected", "reason": str(exc)})], "current": None,
-                "approvals": [Approval(proposal_id=bad.id, approved=False, by="policy", reason=str(exc))],
-                "events": [log("approval", f"{bad.id}: {exc}")]}  # fmt: skip
+        return {
+            "proposals": [bad.model_copy(update={"status": "rejected", "reason": str(exc)})],
+            "current": None,
+            "approvals": [Approval(proposal_id=bad.id, approved=False, by="policy", reason=str(exc))],
+            "events": [log("approval", f"{bad.id}: {exc}")],
+        }
     decision = approval_rule(p, state.mode)
     if decision == "manual":
         why = "admin-only: reported as a manual recommendation, never applied by dftune"
-        return {"proposals": [p.model_copy(update={"status": "manual", "reason": why})], "current": None,
-                "approvals": [Approval(proposal_id=p.id, approved=False, by="policy", reason=why)],
-                "events": [log("approval", f"{p.id}: {why}")]}  # fmt: skip
+        return {
+            "proposals": [p.model_copy(update={"status": "manual", "reason": why})],
+            "current": None,
+            "approvals": [Approval(proposal_id=p.id, approved=False, by="policy", reason=why)],
+            "events": [log("approval", f"{p.id}: {why}")],
+        }
     if decision == "approve":
         why = f"autonomous mode: a no-sudo {p.layer} change"
-        return {"approvals": [Approval(proposal_id=p.id, approved=True, by="policy", reason=why)],
-                "events": [log("approval", f"{p.id} approved by policy ({why})")]}  # fmt: skip
+        return {
+            "approvals": [Approval(proposal_id=p.id, approved=True, by="policy", reason=why)],
+            "events": [log("approval", f"{p.id} approved by policy ({why})")],
+        }
     answer, why = parse_answer(interrupt(request(p, state.run_id)))
     while answer is None:  # each refused answer is one more interrupt: the run keeps waiting
         answer, why = parse_answer(interrupt({**request(p, state.run_id), "refused": why}))
     approved = answer.decision == "approve"
-    entry = Approval(proposal_id=p.id, approved=approved, by="person", user=answer.user,
-                     reason=answer.reason or ("approved" if approved else "rejected"))  # fmt: skip
+    entry = Approval(
+        proposal_id=p.id,
+        approved=approved,
+        by="person",
+        user=answer.user,
+        reason=answer.reason or ("approved" if approved else "rejected"),
+    )
     if approved:
         return {"approvals": [entry], "events": [log("approval", f"{p.id} approved by a person")]}
-    return {"approvals": [entry], "current": None,
-            "proposals": [p.model_copy(update={"status": "declined", "reason": f"rejected at approval: {entry.reason}"})],
-            "events": [log("approval", f"{p.id} rejected by a person")]}  # fmt: skip
+    return {
+        "approvals": [entry],
+        "current": None,
+        "proposals": [
+            p.model_copy(update={"status": "declined", "reason": f"rejected at approval: {entry.reason}"})
+        ],
+        "events": [log("approval", f"{p.id} rejected by a person")],
+    }

@@ -92,8 +92,11 @@ def load_campaign_file(path: Path) -> tuple[CampaignFile, list[Path]]:
             if err["type"] == "extra_forbidden"
             else str(err["msg"]).removeprefix("Value error, ")
         )
-        raise CampaignError(f"{path}: {where}: {what}" if err["type"] != "extra_forbidden"
-                            else f"{path}: unknown key '{where}'") from None  # fmt: skip
+        raise CampaignError(
+            f"{path}: {where}: {what}"
+            if err["type"] != "extra_forbidden"
+            else f"{path}: unknown key '{where}'"
+        ) from None
     specs = [(path.parent / w).resolve() if not Path(w).is_absolute() else Path(w) for w in cf.workloads]
     return cf, specs
 
@@ -130,20 +133,39 @@ def start_campaign(
     specs = [load_spec(p) for p in spec_paths]  # a bad spec fails now, before anything runs
     run_settings = run_settings_of(settings, overrides)
     cid = validate_run_id(campaign_id) if campaign_id else new_run_id(name)
-    members = [Member(spec_path=str(Path(p).resolve()), workload=s.name, run_id=new_run_id(s.name))
-               for p, s in zip(spec_paths, specs, strict=True)]  # fmt: skip
-    meta = CampaignMeta(id=cid, name=name, created=datetime.now(UTC), deadline=deadline, budget=budget_text,
-                        members=members, pid=os.getpid(),
-                        settings=run_settings.model_dump(mode="json"))  # fmt: skip
+    members = [
+        Member(spec_path=str(Path(p).resolve()), workload=s.name, run_id=new_run_id(s.name))
+        for p, s in zip(spec_paths, specs, strict=True)
+    ]
+    meta = CampaignMeta(
+        id=cid,
+        name=name,
+        created=datetime.now(UTC),
+        deadline=deadline,
+        budget=budget_text,
+        members=members,
+        pid=os.getpid(),
+        settings=run_settings.model_dump(mode="json"),
+    )
     store.create(meta)
-    store.log(cid, "start", f"campaign of {len(members)} workload(s)"
-              + (f", deadline {clock(deadline)}" if deadline else ", no deadline"),
-              members=[m.model_dump() for m in members])  # fmt: skip
+    store.log(
+        cid,
+        "start",
+        f"campaign of {len(members)} workload(s)"
+        + (f", deadline {clock(deadline)}" if deadline else ", no deadline"),
+        members=[m.model_dump() for m in members],
+    )
     return _drive(meta, store, ws, progress)
 
 
-def resume_campaign(campaign_id: str, *, deadline: float | None = None, progress: ProgressFn = silent,
-                    workspace: Workspace | None = None, store: CampaignStore | None = None) -> dict[str, Any]:  # fmt: skip
+def resume_campaign(
+    campaign_id: str,
+    *,
+    deadline: float | None = None,
+    progress: ProgressFn = silent,
+    workspace: Workspace | None = None,
+    store: CampaignStore | None = None,
+) -> dict[str, Any]:
     """Continue every member that has not ended; ``deadline`` replaces the campaign's (a new night)."""
     ws, store = workspace or Workspace(), store or CampaignStore()
     meta = store.read(campaign_id)
@@ -152,8 +174,10 @@ def resume_campaign(campaign_id: str, *, deadline: float | None = None, progress
     if deadline is not None:
         meta.deadline = deadline
     elif meta.deadline is not None and meta.deadline <= _now() + CAMPAIGN_RESERVE_S + RUN_RESERVE_S:
-        raise CampaignError(f"campaign {campaign_id}: its deadline {clock(meta.deadline)} has passed; give a new "
-                            f"one: dftune resume {campaign_id} --time-budget 2h")  # fmt: skip
+        raise CampaignError(
+            f"campaign {campaign_id}: its deadline {clock(meta.deadline)} has passed; give a new "
+            f"one: dftune resume {campaign_id} --time-budget 2h"
+        )
     meta.status, meta.status_reason, meta.pid, meta.ended = "running", "", os.getpid(), None
     store.write(meta)
     store.log(
@@ -171,15 +195,29 @@ def _now() -> float:
 class _Member:
     """One member's run, its baseline units and its thread."""
 
-    def __init__(self, m: Member, meta: CampaignMeta, ws: Workspace, pool: SlotPool, deadline: Deadline | None,
-                 progress: ProgressFn) -> None:  # fmt: skip
+    def __init__(
+        self,
+        m: Member,
+        meta: CampaignMeta,
+        ws: Workspace,
+        pool: SlotPool,
+        deadline: Deadline | None,
+        progress: ProgressFn,
+    ) -> None:
         self.m, self.meta, self.ws = m, meta, ws
         self.spec = _spec_of(m, ws)
         run_dir = ws.run_dir(m.run_id)
         n = meta.settings.get("replicates") or self.spec.replicates
-        self.units = BaselineUnits(self.spec, ws.baseline_dir(m.run_id), n, traced=self.spec.tracing.mode != "off",
-                                   lane=m.run_id, pool=pool, deadline=deadline,
-                                   gate=lambda: (run_dir / "run.json").is_file())  # fmt: skip
+        self.units = BaselineUnits(
+            self.spec,
+            ws.baseline_dir(m.run_id),
+            n,
+            traced=self.spec.tracing.mode != "off",
+            lane=m.run_id,
+            pool=pool,
+            deadline=deadline,
+            gate=lambda: (run_dir / "run.json").is_file(),
+        )
         self.budget = Budget(deadline=deadline, pool=pool, lane=m.run_id, units=self.units)
         self.progress = progress
         self.result: dict[str, Any] | None = None
@@ -194,8 +232,14 @@ class _Member:
             if (self.ws.run_dir(m.run_id) / CHECKPOINT_FILE).is_file():
                 self.result = resume_run(m.run_id, progress=self.say, workspace=self.ws, budget=self.budget)
             else:
-                self.result = start_run(m.spec_path, settings=RunSettings.layered(s), run_id=m.run_id,
-                                        progress=self.say, workspace=self.ws, budget=self.budget)  # fmt: skip
+                self.result = start_run(
+                    m.spec_path,
+                    settings=RunSettings.layered(s),
+                    run_id=m.run_id,
+                    progress=self.say,
+                    workspace=self.ws,
+                    budget=self.budget,
+                )
             m.status, m.reason = self.result["status"], self.result.get("status_reason") or ""
             m.pending = list(self.result.get("pending") or [])  # approvals and changes kept on trial
             if m.status == "awaiting_approval":  # the morning reader still gets what was measured
@@ -224,9 +268,13 @@ class _Member:
 
 def _coverage(units: BaselineUnits, result: dict[str, Any] | None) -> dict[str, Any]:
     c = units.counts()
-    return {"units_total": units.n, "units_ok": len(c["ok"]), "units_failed": len(c["failed"]),
-            "units_pending": len(c["pending"]) + len(c["running"]),
-            "experiments": len((result or {}).get("verdicts") or [])}  # fmt: skip
+    return {
+        "units_total": units.n,
+        "units_ok": len(c["ok"]),
+        "units_failed": len(c["failed"]),
+        "units_pending": len(c["pending"]) + len(c["running"]),
+        "experiments": len((result or {}).get("verdicts") or []),
+    }
 
 
 def _drive(meta: CampaignMeta, store: CampaignStore, ws: Workspace, progress: ProgressFn) -> dict[str, Any]:
@@ -271,8 +319,13 @@ def _log_end(r: _Member, meta: CampaignMeta, store: CampaignStore, logged: set[s
     if r.thread.is_alive() or r.m.run_id in logged:
         return
     logged.add(r.m.run_id)
-    store.log(meta.id, "member", f"{r.m.workload}: {r.m.status}" + (f" ({r.m.reason})" if r.m.reason else ""),
-              run_id=r.m.run_id, coverage=r.m.coverage)  # fmt: skip
+    store.log(
+        meta.id,
+        "member",
+        f"{r.m.workload}: {r.m.status}" + (f" ({r.m.reason})" if r.m.reason else ""),
+        run_id=r.m.run_id,
+        coverage=r.m.coverage,
+    )
     store.write(meta)
 
 
@@ -300,14 +353,25 @@ def campaign_result(meta: CampaignMeta, ws: Workspace, paths: dict[str, str] | N
 
     rows = member_rows(meta, ws)
     partial, coverage = coverage_sentence(rows)
-    return {"schema": SCHEMA, "campaign_id": meta.id, "status": meta.status, "status_reason": meta.status_reason,
-            "deadline": meta.deadline, "deadline_text": clock(meta.deadline) if meta.deadline else None,
-            "ended": meta.ended.isoformat() if meta.ended else None,
-            "finished_before_deadline": (meta.ended.timestamp() <= meta.deadline) if meta.ended and meta.deadline
-            else None,
-            "timing": timing_text(meta), "partial": partial, "coverage": coverage,
-            "members": rows, "report": (paths or {}).get("markdown"), "html": (paths or {}).get("html"),
-            "campaign_dir": str(CampaignStore().dir(meta.id))}  # fmt: skip
+    return {
+        "schema": SCHEMA,
+        "campaign_id": meta.id,
+        "status": meta.status,
+        "status_reason": meta.status_reason,
+        "deadline": meta.deadline,
+        "deadline_text": clock(meta.deadline) if meta.deadline else None,
+        "ended": meta.ended.isoformat() if meta.ended else None,
+        "finished_before_deadline": (meta.ended.timestamp() <= meta.deadline)
+        if meta.ended and meta.deadline
+        else None,
+        "timing": timing_text(meta),
+        "partial": partial,
+        "coverage": coverage,
+        "members": rows,
+        "report": (paths or {}).get("markdown"),
+        "html": (paths or {}).get("html"),
+        "campaign_dir": str(CampaignStore().dir(meta.id)),
+    }
 
 
 def campaign_history(campaign_id: str, store: CampaignStore | None = None) -> list[dict[str, Any]]:
@@ -315,8 +379,13 @@ def campaign_history(campaign_id: str, store: CampaignStore | None = None) -> li
     return (store or CampaignStore()).events(campaign_id)
 
 
-def campaign_reports(campaign_id: str, *, html: bool = False, workspace: Workspace | None = None,
-                     store: CampaignStore | None = None) -> dict[str, str]:  # fmt: skip
+def campaign_reports(
+    campaign_id: str,
+    *,
+    html: bool = False,
+    workspace: Workspace | None = None,
+    store: CampaignStore | None = None,
+) -> dict[str, str]:
     """(Re)write the combined report of a campaign."""
     store = store or CampaignStore()
     meta = store.read(campaign_id)
@@ -330,10 +399,16 @@ def list_campaigns(store: CampaignStore | None = None) -> list[dict[str, Any]]:
         status = meta.status
         if status == "running" and not driver_alive(meta):
             status = "interrupted"
-        out.append({"id": meta.id, "status": status, "deadline": meta.deadline,
-                    "deadline_text": clock(meta.deadline) if meta.deadline else None,
-                    "members": [m.model_dump() for m in meta.members],
-                    "resume_with": f"dftune resume {meta.id}" if status == "interrupted" else None})  # fmt: skip
+        out.append(
+            {
+                "id": meta.id,
+                "status": status,
+                "deadline": meta.deadline,
+                "deadline_text": clock(meta.deadline) if meta.deadline else None,
+                "members": [m.model_dump() for m in meta.members],
+                "resume_with": f"dftune resume {meta.id}" if status == "interrupted" else None,
+            }
+        )
     return out
 
 
@@ -356,8 +431,14 @@ def interim_report(run_id: str, ws: Workspace, spec: WorkloadSpec, reason: str) 
     if not values:
         return
     state = _as_state(values)
-    doc = {**state_json(state), "status": "awaiting_approval", "status_reason": reason, "summary": "",
-           "outcome": outcome(state, lower_is_better=spec.metric.lower_is_better), "metric": metric_info(spec)}  # fmt: skip
+    doc = {
+        **state_json(state),
+        "status": "awaiting_approval",
+        "status_reason": reason,
+        "summary": "",
+        "outcome": outcome(state, lower_is_better=spec.metric.lower_is_better),
+        "metric": metric_info(spec),
+    }
     run_dir = ws.run_dir(run_id)
     atomic_write_bytes(run_dir / "report.json", strictjson.dumps(doc, indent=1, default=str).encode("utf-8"))
     atomic_write_bytes(run_dir / "report.md", render_run_markdown(doc).encode("utf-8"))

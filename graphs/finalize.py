@@ -41,18 +41,39 @@ def state_json(state: TuningState) -> dict[str, Any]:
 
 def outcome(state: TuningState, *, lower_is_better: bool) -> dict[str, Any]:
     lib = lower_is_better
-    wins = [{"strategy": e.strategy, "proposal": e.proposal_id, "iteration": e.iteration,
-             "change_pct": e.comparison.change_pct if e.comparison else 0.0} for e in state.experiments
-            if e.kept and e.verdict == "win"]  # fmt: skip
+    wins = [
+        {
+            "strategy": e.strategy,
+            "proposal": e.proposal_id,
+            "iteration": e.iteration,
+            "change_pct": e.comparison.change_pct if e.comparison else 0.0,
+        }
+        for e in state.experiments
+        if e.kept and e.verdict == "win"
+    ]
     # kept on trial: the best configuration includes them until a person answers
-    pending = [{"strategy": e.strategy, "proposal": e.proposal_id, "iteration": e.iteration,
-                "change_pct": e.comparison.change_pct if e.comparison else 0.0, "question": e.question}
-               for e in state.pending]  # fmt: skip
+    pending = [
+        {
+            "strategy": e.strategy,
+            "proposal": e.proposal_id,
+            "iteration": e.iteration,
+            "change_pct": e.comparison.change_pct if e.comparison else 0.0,
+            "question": e.question,
+        }
+        for e in state.pending
+    ]
     base = state.baseline.median if state.baseline else None
     best = state.incumbent.median if state.incumbent else None
-    return {"status": state.status, "status_reason": state.status_reason, "experiments": len(state.experiments),
-            "wins": wins, "pending": pending, "baseline_median": base, "best_median": best,
-            "overall_pct": pct_change(base, best, lower_is_better=lib) or 0.0}  # fmt: skip
+    return {
+        "status": state.status,
+        "status_reason": state.status_reason,
+        "experiments": len(state.experiments),
+        "wins": wins,
+        "pending": pending,
+        "baseline_median": base,
+        "best_median": best,
+        "overall_pct": pct_change(base, best, lower_is_better=lib) or 0.0,
+    }
 
 
 def finalize(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -81,9 +102,15 @@ def finalize(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     ctx.workspace.set_status(state.run_id, status, reason=state.status_reason, next_step=ask)
     ctx.progress("report", f"report: {report}")
-    return {**late, "status": status, "checklist": checklist, "report_path": str(report),
-            "decisions": [judged.decision],
-            "kb_skill_path": state.kb_skill_path, "events": [log("report", summary, report=str(report))]}  # fmt: skip
+    return {
+        **late,
+        "status": status,
+        "checklist": checklist,
+        "report_path": str(report),
+        "decisions": [judged.decision],
+        "kb_skill_path": state.kb_skill_path,
+        "events": [log("report", summary, report=str(report))],
+    }
 
 
 def _join_units(state: TuningState, ctx: Context) -> dict[str, Any]:

@@ -90,8 +90,11 @@ def arm_of(m: Measurement | None, label: str) -> Arm | None:
 
 def measured_arms(state: TuningState, exp: Experiment) -> MeasuredArms:
     """The baseline, the incumbent the experiment ran against, and the experiment."""
-    return MeasuredArms(baseline=arm_of(state.baseline, "baseline"), incumbent=arm_of(exp.reference, "incumbent"),
-                        experiment=arm_of(exp.candidate, "experiment"))  # fmt: skip
+    return MeasuredArms(
+        baseline=arm_of(state.baseline, "baseline"),
+        incumbent=arm_of(exp.reference, "incumbent"),
+        experiment=arm_of(exp.candidate, "experiment"),
+    )
 
 
 def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -120,21 +123,34 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     scope: Literal["app", "system"] = (
         "system" if moved is not None and abs(moved) >= SYSTEM_RESULT_MIN_PCT else "app"
     )
-    records.append(non_degradation_guard(metric_scope=scope, app_before=exp.reference.median,
-                                         app_after=exp.candidate.median,
-                                         lower_is_better=spec.metric.lower_is_better))  # fmt: skip
-    events = [log("guards", f"opt{exp.iteration}: {d.guard} {'passed' if d.passed else 'FAILED'}: {d.reason}")
-              for d in records]  # fmt: skip
+    records.append(
+        non_degradation_guard(
+            metric_scope=scope,
+            app_before=exp.reference.median,
+            app_after=exp.candidate.median,
+            lower_is_better=spec.metric.lower_is_better,
+        )
+    )
+    events = [
+        log("guards", f"opt{exp.iteration}: {d.guard} {'passed' if d.passed else 'FAILED'}: {d.reason}")
+        for d in records
+    ]
     update: dict[str, Any] = {
-        "guard_decisions": [GuardRecord(proposal_id=exp.proposal_id, iteration=exp.iteration, decision=d)
-                            for d in records],
+        "guard_decisions": [
+            GuardRecord(proposal_id=exp.proposal_id, iteration=exp.iteration, decision=d) for d in records
+        ],
         "events": events,
-    }  # fmt: skip
+    }
     unsure = [d for d in records if d.verdict == "inconclusive"]
     if unsure and state.mode == "interactive" and exp.confirmed_by is None and exp.refused_by is None:
-        ask = {"run_id": state.run_id, "kind": "confirm_pattern", "proposal_id": exp.proposal_id,
-               "iteration": exp.iteration, "question": unsure[0].reason,
-               "resume_with": f"dftune approve {state.run_id} (it is a legitimate change) or --reject"}  # fmt: skip
+        ask = {
+            "run_id": state.run_id,
+            "kind": "confirm_pattern",
+            "proposal_id": exp.proposal_id,
+            "iteration": exp.iteration,
+            "question": unsure[0].reason,
+            "resume_with": f"dftune approve {state.run_id} (it is a legitimate change) or --reject",
+        }
         answer, why = parse_answer(interrupt(ask))
         while answer is None:  # a malformed answer confirms nothing: the run keeps asking
             answer, why = parse_answer(interrupt({**ask, "refused": why}))
@@ -157,14 +173,23 @@ def _metric_name(spec: WorkloadSpec) -> str:
 def _base_record(state: TuningState, spec: WorkloadSpec, p: Proposal) -> dict[str, Any]:
     """The fields every KB record of this run shares (the spec is read once per node, by the caller)."""
     return {
-        "run_id": state.run_id, "system": state.system or "localhost", "workload": state.workload or "workload",
-        "software": state.software or ["posix"], "strategy": p.strategy, "fs_type": state.fs_type,
-        "change": {"settings": p.change.settings, "env": p.change.env, "argv": p.change.argv,
-                   "proposal": p.id},
-        "metric": _metric_name(spec), "lower_is_better": spec.metric.lower_is_better,
+        "run_id": state.run_id,
+        "system": state.system or "localhost",
+        "workload": state.workload or "workload",
+        "software": state.software or ["posix"],
+        "strategy": p.strategy,
+        "fs_type": state.fs_type,
+        "change": {
+            "settings": p.change.settings,
+            "env": p.change.env,
+            "argv": p.change.argv,
+            "proposal": p.id,
+        },
+        "metric": _metric_name(spec),
+        "lower_is_better": spec.metric.lower_is_better,
         "caveats": "; ".join(x.message for x in state.pitfalls),
         "found_citation": p.citation.model_dump() if p.citation and p.citation.source != "catalog" else None,
-    }  # fmt: skip
+    }
 
 
 def _record_screened(
@@ -197,11 +222,20 @@ def record_experiment(
     # same input again (the KB returns the record it already has instead of adding one)
     app_earlier = max((r.id for r in earlier if r.metric_scope == "app"), default=None)
     system_earlier = max((r.id for r in earlier if r.metric_scope == "system"), default=None)
-    common = {**_base_record(state, spec, p), "iteration": exp.iteration, "confirmed_by": exp.confirmed_by,
-              "refused_by": exp.refused_by}  # fmt: skip
+    common = {
+        **_base_record(state, spec, p),
+        "iteration": exp.iteration,
+        "confirmed_by": exp.confirmed_by,
+        "refused_by": exp.refused_by,
+    }
     # what the change was measured against: a later run re-tries a known no_change only against another one
-    common["change"] = {**common["change"], "incumbent": {"settings": {k: str(v) for k, v in exp.reference.settings.items()},
-                                                          "env": dict(exp.reference.env)}}  # fmt: skip
+    common["change"] = {
+        **common["change"],
+        "incumbent": {
+            "settings": {k: str(v) for k, v in exp.reference.settings.items()},
+            "env": dict(exp.reference.env),
+        },
+    }
     ref_bw, cand_bw = exp.reference.io_bandwidth, exp.candidate.io_bandwidth
     moved = pct_change(ref_bw, cand_bw, lower_is_better=False)
     # a change that moved the system metric is a system-level result too: it is only kept when the
@@ -212,21 +246,42 @@ def record_experiment(
         if system_effect
         else {}
     )
-    rec = opt_kb_record({
-        **common, **paired, "comparison": cmp, "supersedes": app_earlier,
-        "before_ci": tuple(exp.reference.ci95) if exp.reference.ci95 else None,
-        "after_ci": tuple(exp.candidate.ci95) if exp.candidate.ci95 else None,
-    }, arms=arms, catalog=ctx.catalog, db=ctx.kb_db)  # fmt: skip
+    rec = opt_kb_record(
+        {
+            **common,
+            **paired,
+            "comparison": cmp,
+            "supersedes": app_earlier,
+            "before_ci": tuple(exp.reference.ci95) if exp.reference.ci95 else None,
+            "after_ci": tuple(exp.candidate.ci95) if exp.candidate.ci95 else None,
+        },
+        arms=arms,
+        catalog=ctx.catalog,
+        db=ctx.kb_db,
+    )
     system_rec = None
     if system_effect and moved is not None and moved > 0:
-        system_rec = opt_kb_record({
-            **common, "supersedes": system_earlier, "metric": BANDWIDTH_METRIC, "metric_scope": "system", "lower_is_better": False,
-            "before": ref_bw, "after": cand_bw, "app_metric": common["metric"],
-            "app_before": exp.reference.median, "app_after": exp.candidate.median, "app_lower_is_better": lib,
-            "caveats": (common["caveats"] + "; " if common["caveats"] else "")
-                       + "system metric is a trace-derived proxy (bytes per second of I/O wall time), not "
-                         "filesystem-side telemetry",
-        }, arms=arms, catalog=ctx.catalog, db=ctx.kb_db)  # fmt: skip
+        system_rec = opt_kb_record(
+            {
+                **common,
+                "supersedes": system_earlier,
+                "metric": BANDWIDTH_METRIC,
+                "metric_scope": "system",
+                "lower_is_better": False,
+                "before": ref_bw,
+                "after": cand_bw,
+                "app_metric": common["metric"],
+                "app_before": exp.reference.median,
+                "app_after": exp.candidate.median,
+                "app_lower_is_better": lib,
+                "caveats": (common["caveats"] + "; " if common["caveats"] else "")
+                + "system metric is a trace-derived proxy (bytes per second of I/O wall time), not "
+                "filesystem-side telemetry",
+            },
+            arms=arms,
+            catalog=ctx.catalog,
+            db=ctx.kb_db,
+        )
     return rec, system_rec
 
 
@@ -268,9 +323,17 @@ def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     question = question_of(rec) if verdict == "pending" else ""
     if not keep:
         revert(ctx, state, exp)  # journaled changes (env, commands); knob settings stay off the incumbent
-    done = exp.model_copy(update={"verdict": verdict, "verdict_reason": rec.verdict_reason, "kept": keep,
-                                  "reverted": not keep, "guard_triggered": guard_triggered,
-                                  "kb_record_id": rec.id, "question": question})  # fmt: skip
+    done = exp.model_copy(
+        update={
+            "verdict": verdict,
+            "verdict_reason": rec.verdict_reason,
+            "kept": keep,
+            "reverted": not keep,
+            "guard_triggered": guard_triggered,
+            "kb_record_id": rec.id,
+            "question": question,
+        }
+    )
     p = p.model_copy(update={"kb_record_id": rec.id})
     explained = explain_verdict(state, done, ctx)
     if explained is not None:
@@ -285,7 +348,16 @@ def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     kept_as = (
         " (kept on trial: a person must confirm it)" if verdict == "pending" else " (kept)" if keep else ""
     )
-    ctx.progress("kb", f"opt{exp.iteration} {exp.proposal_id}: {verdict}{change}{kept_as} -> KB record {rec.id}")
-    update["events"].append(log("kb", f"opt{exp.iteration}: {verdict}: {rec.verdict_reason}", record=rec.id,
-                                system_record=system_rec.id if system_rec else None, kept=keep))  # fmt: skip
+    ctx.progress(
+        "kb", f"opt{exp.iteration} {exp.proposal_id}: {verdict}{change}{kept_as} -> KB record {rec.id}"
+    )
+    update["events"].append(
+        log(
+            "kb",
+            f"opt{exp.iteration}: {verdict}: {rec.verdict_reason}",
+            record=rec.id,
+            system_record=system_rec.id if system_rec else None,
+            kept=keep,
+        )
+    )
     return update

@@ -46,22 +46,31 @@ def pending_item(run_id: str, exp: Experiment, proposal: Proposal) -> dict[str, 
     """One entry of a run JSON's ``pending`` list for a change waiting for confirmation."""
     change = exp.comparison.change_pct if exp.comparison is not None else None
     return {
-        "kind": "confirm_pending", "proposal_id": exp.proposal_id, "iteration": exp.iteration,
-        "strategy": exp.strategy, "settings": dict(proposal.change.settings), "env": dict(proposal.change.env),
-        "question": exp.question, "change_pct": change, "kb_record": exp.kb_record_id,
+        "kind": "confirm_pending",
+        "proposal_id": exp.proposal_id,
+        "iteration": exp.iteration,
+        "strategy": exp.strategy,
+        "settings": dict(proposal.change.settings),
+        "env": dict(proposal.change.env),
+        "question": exp.question,
+        "change_pct": change,
+        "kb_record": exp.kb_record_id,
         "resume_with": f"dftune approve {run_id}  (it is legitimate)  or  --reject --reason TEXT",
-    }  # fmt: skip
+    }
 
 
 def interrupt_item(value: dict[str, Any]) -> dict[str, Any]:
     """An approval the graph waits at, in the same shape (plus everything the interrupt carries)."""
     change = value.get("change") or {}
     return {
-        **value, "kind": value.get("kind", "approval"), "proposal_id": value.get("proposal_id"),
+        **value,
+        "kind": value.get("kind", "approval"),
+        "proposal_id": value.get("proposal_id"),
         "settings": dict(change.get("settings") or {}),
-        "question": value.get("question") or f"apply {value.get('proposal_id')}? ({value.get('description', '')})",
+        "question": value.get("question")
+        or f"apply {value.get('proposal_id')}? ({value.get('description', '')})",
         "change_pct": value.get("change_pct"),
-    }  # fmt: skip
+    }
 
 
 def pending_items(state: TuningState, interrupts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -76,8 +85,9 @@ def answer_for(state: TuningState, decision: Literal["approve", "reject"], reaso
     if not state.pending:
         raise ValueError(f"run {state.run_id} has no change waiting for confirmation")
     first = state.pending[0]
-    return PendingAnswer(iteration=first.iteration, proposal_id=first.proposal_id, decision=decision,
-                         reason=reason)  # fmt: skip
+    return PendingAnswer(
+        iteration=first.iteration, proposal_id=first.proposal_id, decision=decision, reason=reason
+    )
 
 
 def answer_first(
@@ -113,9 +123,12 @@ def settle(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
 
 def _applied(state: TuningState, step: dict[str, Any]) -> TuningState:
     """The state with one answer's update (the next answer sees it)."""
-    return replace(state, experiments=merge_experiments(state.experiments, step.get("experiments")),
-                   proposals=merge_by_id(state.proposals, step.get("proposals")),
-                   incumbent=step.get("incumbent", state.incumbent))  # fmt: skip
+    return replace(
+        state,
+        experiments=merge_experiments(state.experiments, step.get("experiments")),
+        proposals=merge_by_id(state.proposals, step.get("proposals")),
+        incumbent=step.get("incumbent", state.incumbent),
+    )
 
 
 def _confirm(state: TuningState, ctx: Context, exp: Experiment, answer: PendingAnswer) -> dict[str, Any]:
@@ -123,15 +136,28 @@ def _confirm(state: TuningState, ctx: Context, exp: Experiment, answer: PendingA
     asked = exp.model_copy(update={"confirmed_by": note})
     rec, system_rec = record_experiment(state, ctx.workload_spec, ctx, asked, settles=exp.iteration)
     won = rec.verdict == "win"
-    done = asked.model_copy(update={"verdict": rec.verdict, "verdict_reason": rec.verdict_reason,
-                                    "kb_record_id": rec.id, "question": ""})  # fmt: skip
+    done = asked.model_copy(
+        update={
+            "verdict": rec.verdict,
+            "verdict_reason": rec.verdict_reason,
+            "kb_record_id": rec.id,
+            "question": "",
+        }
+    )
     ctx.progress("kb", f"opt{exp.iteration}: confirmed by a person -> {rec.verdict}, KB record {rec.id}")
     step: dict[str, Any] = {
-        "experiments": [done], "kb_records": [rec.id, *([system_rec.id] if system_rec else [])],
+        "experiments": [done],
+        "kb_records": [rec.id, *([system_rec.id] if system_rec else [])],
         "proposals": [state.proposal(exp.proposal_id).model_copy(update={"kb_record_id": rec.id})],
-        "events": [log("kb", f"opt{exp.iteration}: a person confirmed {exp.proposal_id} ({note}): {rec.verdict}",
-                       record=rec.id, settles=exp.kb_record_id)],
-    }  # fmt: skip
+        "events": [
+            log(
+                "kb",
+                f"opt{exp.iteration}: a person confirmed {exp.proposal_id} ({note}): {rec.verdict}",
+                record=rec.id,
+                settles=exp.kb_record_id,
+            )
+        ],
+    }
     if won:
         return step
     # the person's word settled the pattern but the numbers no longer say win: not kept after all
@@ -142,16 +168,32 @@ def _refuse(state: TuningState, ctx: Context, exp: Experiment, answer: PendingAn
     why = answer.reason or "a person did not confirm it"
     asked = exp.model_copy(update={"refused_by": why})
     rec, system_rec = record_experiment(state, ctx.workload_spec, ctx, asked, settles=exp.iteration)
-    done = asked.model_copy(update={"verdict": rec.verdict, "verdict_reason": rec.verdict_reason,
-                                    "kb_record_id": rec.id, "question": ""})  # fmt: skip
+    done = asked.model_copy(
+        update={
+            "verdict": rec.verdict,
+            "verdict_reason": rec.verdict_reason,
+            "kb_record_id": rec.id,
+            "question": "",
+        }
+    )
     ctx.progress("kb", f"opt{exp.iteration}: refused by a person ({why}) -> KB record {rec.id}")
     step: dict[str, Any] = {
-        "experiments": [done], "kb_records": [rec.id, *([system_rec.id] if system_rec else [])],
-        "proposals": [state.proposal(exp.proposal_id).model_copy(update={
-            "kb_record_id": rec.id, "status": "declined", "reason": f"refused by a person: {why}"})],
-        "events": [log("kb", f"opt{exp.iteration}: a person refused {exp.proposal_id} ({why})",
-                       record=rec.id, settles=exp.kb_record_id)],
-    }  # fmt: skip
+        "experiments": [done],
+        "kb_records": [rec.id, *([system_rec.id] if system_rec else [])],
+        "proposals": [
+            state.proposal(exp.proposal_id).model_copy(
+                update={"kb_record_id": rec.id, "status": "declined", "reason": f"refused by a person: {why}"}
+            )
+        ],
+        "events": [
+            log(
+                "kb",
+                f"opt{exp.iteration}: a person refused {exp.proposal_id} ({why})",
+                record=rec.id,
+                settles=exp.kb_record_id,
+            )
+        ],
+    }
     return _without(state, ctx, done, step)
 
 
@@ -169,19 +211,33 @@ def _without(state: TuningState, ctx: Context, exp: Experiment, step: dict[str, 
         voided.append(e.model_copy(update={"voided_by": exp.iteration, "kept": False}))
         p = state.proposal(e.proposal_id)
         origin = p.retry_of or p.id
-        again.append(p.model_copy(update={
-            "id": f"{origin}@without-opt{exp.iteration}", "status": "proposed", "retry_of": origin,
-            "remeasures": e.iteration, "iteration": None, "kb_record_id": None,
-            "reason": f"measured in opt{e.iteration} on top of opt{exp.iteration}, which a person refused: "
-                      "measured again without it",
-        }))  # fmt: skip
+        again.append(
+            p.model_copy(
+                update={
+                    "id": f"{origin}@without-opt{exp.iteration}",
+                    "status": "proposed",
+                    "retry_of": origin,
+                    "remeasures": e.iteration,
+                    "iteration": None,
+                    "kb_record_id": None,
+                    "reason": f"measured in opt{e.iteration} on top of opt{exp.iteration}, which a person refused: "
+                    "measured again without it",
+                }
+            )
+        )
     step["experiments"] = [off, *voided]
     step["proposals"] = [*step["proposals"], *again]
     step["incumbent"] = exp.reference
     if voided:
-        step["events"].append(log("optimizer", f"{len(voided)} experiment(s) measured on top of opt{exp.iteration} "
-                                               "are measured again without it",
-                                  voided=[e.iteration for e in voided]))  # fmt: skip
-        ctx.progress("optimizer", f"measuring again without opt{exp.iteration}: "
-                                  + ", ".join(p.id for p in again))  # fmt: skip
+        step["events"].append(
+            log(
+                "optimizer",
+                f"{len(voided)} experiment(s) measured on top of opt{exp.iteration} "
+                "are measured again without it",
+                voided=[e.iteration for e in voided],
+            )
+        )
+        ctx.progress(
+            "optimizer", f"measuring again without opt{exp.iteration}: " + ", ".join(p.id for p in again)
+        )
     return step

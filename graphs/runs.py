@@ -79,8 +79,11 @@ def _driving(run_id: str, ws: Workspace, progress: ProgressFn) -> Iterator[None]
         check_kb()
         with supervised(run_id, ws.run_dir(run_id) / LEDGER_FILE) as leftovers:
             if leftovers:
-                progress("run", f"killed {len(leftovers)} leftover process(es) of an earlier driver of this "
-                                f"run before measuring: {', '.join(leftovers[:5])}")  # fmt: skip
+                progress(
+                    "run",
+                    f"killed {len(leftovers)} leftover process(es) of an earlier driver of this "
+                    f"run before measuring: {', '.join(leftovers[:5])}",
+                )
             try:
                 yield
             except RunRefused:
@@ -124,8 +127,9 @@ def _compiled(run_id: str, ws: Workspace) -> Iterator[tuple[Any, RunnableConfig]
 ARCHIVED_SPEC = "workload.toml"
 
 
-def _context(state: TuningState | dict[str, Any], ws: Workspace, progress: ProgressFn,
-             budget: Budget | None = None) -> Context:  # fmt: skip
+def _context(
+    state: TuningState | dict[str, Any], ws: Workspace, progress: ProgressFn, budget: Budget | None = None
+) -> Context:
     """Rebuilt on every start/resume: the spec from the run's archived copy (so a run never changes
     its workload under itself), the reasoner from the state's ``model``, the literature search
     (local store first; remote only when online, see DFTUNE_OFFLINE)."""
@@ -154,8 +158,11 @@ def archived_spec(state: TuningState, ws: Workspace, progress: ProgressFn = sile
     except OSError:
         changed = True
     if changed:
-        progress("run", f"{original} changed (or went away) since the run started: the run keeps "
-                        f"using its archived copy {archived}")  # fmt: skip
+        progress(
+            "run",
+            f"{original} changed (or went away) since the run started: the run keeps "
+            f"using its archived copy {archived}",
+        )
     return load_spec(archived, located_at=original)
 
 
@@ -173,8 +180,12 @@ def _drive(graph: CompiledStateGraph, config: RunnableConfig, payload: Any, ctx:
         # said here, once the graph has stopped, not in the node (a resumed node runs again)
         ctx.progress("approval", f"waiting for a person: dftune approve {run_id} [--reject]")
     elif snap.next:
-        ctx.workspace.set_status(run_id, "interrupted", reason="the graph stopped with work left",
-                                 next_step=f"dftune resume {run_id}")  # fmt: skip
+        ctx.workspace.set_status(
+            run_id,
+            "interrupted",
+            reason="the graph stopped with work left",
+            next_step=f"dftune resume {run_id}",
+        )
 
 
 def _snapshot_state(graph: CompiledStateGraph, config: RunnableConfig) -> tuple[TuningState, Any]:
@@ -213,21 +224,40 @@ def _result(run_id: str, ws: Workspace) -> dict[str, Any]:
         status = "interrupted"
     doc = state_json(state)
     return {
-        "schema": RUN_SCHEMA, "run_id": run_id, "status": status, "status_reason": state.status_reason,
-        "workload": state.workload, "pending": pending_items(state, pending),
+        "schema": RUN_SCHEMA,
+        "run_id": run_id,
+        "status": status,
+        "status_reason": state.status_reason,
+        "workload": state.workload,
+        "pending": pending_items(state, pending),
         "proposal_table": doc["proposal_table"],
-        "verdicts": [{"iteration": e["iteration"], "proposal": e["proposal_id"], "strategy": e["strategy"],
-                      "verdict": e["verdict"], "change_pct": (e.get("comparison") or {}).get("change_pct"),
-                      "kept": e["kept"], "reverted": e["reverted"], "kb_record": e["kb_record_id"],
-                      "voided_by": e.get("voided_by")}
-                     for e in doc["experiments"]],
-        "refused": [{"proposal": p["id"], "strategy": p["strategy"], "status": p["status"], "reason": p["reason"]}
-                    for p in doc["proposals"] if p["status"] in ("rejected", "unsupported", "declined")],
-        "kb_records": state.kb_records, "report": state.report_path, "kb_skill": state.kb_skill_path,
+        "verdicts": [
+            {
+                "iteration": e["iteration"],
+                "proposal": e["proposal_id"],
+                "strategy": e["strategy"],
+                "verdict": e["verdict"],
+                "change_pct": (e.get("comparison") or {}).get("change_pct"),
+                "kept": e["kept"],
+                "reverted": e["reverted"],
+                "kb_record": e["kb_record_id"],
+                "voided_by": e.get("voided_by"),
+            }
+            for e in doc["experiments"]
+        ],
+        "refused": [
+            {"proposal": p["id"], "strategy": p["strategy"], "status": p["status"], "reason": p["reason"]}
+            for p in doc["proposals"]
+            if p["status"] in ("rejected", "unsupported", "declined")
+        ],
+        "kb_records": state.kb_records,
+        "report": state.report_path,
+        "kb_skill": state.kb_skill_path,
         "baseline_median": state.baseline.median if state.baseline else None,
         "best_median": state.incumbent.median if state.incumbent else None,
-        "run_dir": str(ws.run_dir(run_id)), "metric": _metric(state, ws),
-    }  # fmt: skip
+        "run_dir": str(ws.run_dir(run_id)),
+        "metric": _metric(state, ws),
+    }
 
 
 def _metric(state: TuningState, ws: Workspace) -> dict[str, Any] | None:
@@ -255,8 +285,10 @@ def _where(run_id: str, snap: Any, state: TuningState) -> str:
     meta = snap.metadata or {}
     cid = snap.config["configurable"].get("checkpoint_id", "?")
     nxt = ", ".join(snap.next) or "nothing (it has ended)"
-    return (f"run {run_id} at step {meta.get('step', '?')} (checkpoint {cid}, saved {str(snap.created_at)[:19]}): "
-            f"next {nxt}; {len(state.experiments)} experiment(s) so far")  # fmt: skip
+    return (
+        f"run {run_id} at step {meta.get('step', '?')} (checkpoint {cid}, saved {str(snap.created_at)[:19]}): "
+        f"next {nxt}; {len(state.experiments)} experiment(s) so far"
+    )
 
 
 def start_run(
@@ -348,8 +380,14 @@ def resume_run(
     return _result(run_id, ws)
 
 
-def approve_run(run_id: str, *, reject: bool = False, reason: str = "", progress: ProgressFn = silent,
-                workspace: Workspace | None = None) -> dict[str, Any]:  # fmt: skip
+def approve_run(
+    run_id: str,
+    *,
+    reject: bool = False,
+    reason: str = "",
+    progress: ProgressFn = silent,
+    workspace: Workspace | None = None,
+) -> dict[str, Any]:
     """Answer the first pending item and continue the run: the approval the graph waits at, else the
     oldest change kept on trial (also after the run finished: a refusal measures again what stood on it)."""
     ws = workspace or Workspace()
@@ -393,18 +431,25 @@ def history(run_id: str, *, workspace: Workspace | None = None) -> list[dict[str
         parent = (s.parent_config or {}).get("configurable", {}).get("checkpoint_id")
         decisions = [_plain(d) for d in values.get("decisions", []) or []]
         decided[cid] = len(decisions)
-        out.append({
-            "checkpoint_id": s.config["configurable"]["checkpoint_id"],
-            "parent_id": (s.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
-            "step": meta.get("step"), "source": meta.get("source"),
-            "node": ",".join(previous_next) if meta.get("source") == "loop" and previous_next else meta.get("source"),
-            "time": s.created_at, "next": list(s.next), "status": values.get("status"),
-            "experiments": len(values.get("experiments", []) or []),
-            # the judgments this step made: who decided (model or rules, and why), tokens, latency
-            "decisions": decisions[decided.get(parent, 0) if parent else 0:],
-            "tokens_spent": sum(int(d.get("tokens") or 0) for d in decisions),
-            "experiment": _experiment_label(values),
-        })  # fmt: skip
+        out.append(
+            {
+                "checkpoint_id": s.config["configurable"]["checkpoint_id"],
+                "parent_id": (s.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
+                "step": meta.get("step"),
+                "source": meta.get("source"),
+                "node": ",".join(previous_next)
+                if meta.get("source") == "loop" and previous_next
+                else meta.get("source"),
+                "time": s.created_at,
+                "next": list(s.next),
+                "status": values.get("status"),
+                "experiments": len(values.get("experiments", []) or []),
+                # the judgments this step made: who decided (model or rules, and why), tokens, latency
+                "decisions": decisions[decided.get(parent, 0) if parent else 0 :],
+                "tokens_spent": sum(int(d.get("tokens") or 0) for d in decisions),
+                "experiment": _experiment_label(values),
+            }
+        )
         previous_next = tuple(s.next)
     return _branches(out)
 
@@ -458,8 +503,14 @@ def _replay_values(state: TuningState, sets: dict[str, str]) -> dict[str, Any]:
     return {name: getattr(settings, name) for name in sets}
 
 
-def replay_run(run_id: str, checkpoint_id: str, sets: dict[str, str] | None = None, *,
-               progress: ProgressFn = silent, workspace: Workspace | None = None) -> dict[str, Any]:  # fmt: skip
+def replay_run(
+    run_id: str,
+    checkpoint_id: str,
+    sets: dict[str, str] | None = None,
+    *,
+    progress: ProgressFn = silent,
+    workspace: Workspace | None = None,
+) -> dict[str, Any]:
     """Fork from a saved state (optionally changing inputs) and run the fork to its end."""
     ws = workspace or Workspace()
     _existing(run_id, ws)
@@ -477,8 +528,11 @@ def replay_run(run_id: str, checkpoint_id: str, sets: dict[str, str] | None = No
         # the fork numbers its iterations above everything on disk, so it never overwrites the original branch
         values["iteration_floor"] = max(ws.iterations(run_id), default=0)
         changed = ", ".join(f"{k}={v}" for k, v in (sets or {}).items()) or "no input changed"
-        progress("replay", f"forking {_where(run_id, snap, state)}; {changed}; the fork's experiments are "
-                           f"opt{values['iteration_floor'] + 1} on")  # fmt: skip
+        progress(
+            "replay",
+            f"forking {_where(run_id, snap, state)}; {changed}; the fork's experiments are "
+            f"opt{values['iteration_floor'] + 1} on",
+        )
         fork = graph.update_state(target, values)
         _drive(graph, fork, None, _context(_as_state({**state.__dict__, **values}), ws, progress))
     return _result(run_id, ws)

@@ -17,6 +17,8 @@ def resolve_checkpoint(run_id: str, ref: str, workspace: Workspace | None = None
         raise RunError(f"run {run_id} has no checkpoint at step {step} (see dftune history {run_id})")
     if len(rows) > 1:
         ids = ", ".join(r["checkpoint_id"] for r in rows)
-        raise RunError(f"step {step} of run {run_id} names {len(rows)} checkpoints (one per branch): give the id, "
-                       f"one of {ids}")  # fmt: skip
+        raise RunError(
+            f"step {step} of run {run_id} names {len(rows)} checkpoints (one per branch): give the id, "
+            f"one of {ids}"
+        )
     return str(rows[0]["checkpoint_id"])

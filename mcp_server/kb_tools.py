@@ -38,8 +38,9 @@ def opt_kb_lookup_tool(p: KbLookupIn) -> dict[str, Any]:
     """Start from what was already measured instead of re-running known wins and failures."""
     from dftune.tools.kb import opt_kb_lookup
 
-    found = opt_kb_lookup(system=p.system, workload=p.workload, software=p.software, strategy=p.strategy,
-                          limit=p.limit)  # fmt: skip
+    found = opt_kb_lookup(
+        system=p.system, workload=p.workload, software=p.software, strategy=p.strategy, limit=p.limit
+    )
     return found.model_dump(mode="json")
 
 
@@ -92,11 +93,15 @@ class KbRecordArgs(KbRecordIn):
     experiment_traces: list[str] | None = Field(None, description="Experiment trace files/folders.")
 
 
-@box.tool("opt_kb_record", KbRecordArgs, """Record one measured (or refused) change in the knowledge base. The
+@box.tool(
+    "opt_kb_record",
+    KbRecordArgs,
+    """Record one measured (or refused) change in the knowledge base. The
        guards run inside and cannot be bypassed: citation (none -> unsupported), access pattern and doing less
        (-> rejected), non-degradation (a system-scoped result needs the paired app metric; app > 2% worse ->
        regression). Record no-ops and regressions too. Returns the stored record with every guard decision.""",
-       read_only=False)  # fmt: skip
+    read_only=False,
+)
 def opt_kb_record_tool(p: KbRecordArgs) -> dict[str, Any]:
     """Every result is kept, guarded, so later runs inherit evidence rather than anecdotes."""
     from dftune.tools.kb import opt_kb_record

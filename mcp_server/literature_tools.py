@@ -108,17 +108,28 @@ class ContextSearchIn(_In):
     k_local: int = Field(5, ge=1, le=50, description="Local corpus results per query.")
 
 
-@box.tool("session_search_optimization_context", ContextSearchIn, """Search every software/system layer the run
+@box.tool(
+    "session_search_optimization_context",
+    ContextSearchIn,
+    """Search every software/system layer the run
        detected (POSIX, MPI, ROMIO, HDF5, filesystem, ML framework), local first (KB + corpus) then remote;
        writes context_opportunities.json and optimization_papers.json into the run's opt<n>.""",
-       read_only=False)  # fmt: skip
+    read_only=False,
+)
 def session_search_optimization_context_tool(p: ContextSearchIn) -> dict[str, Any]:
     """Stack-wide search once per iteration, so proposals are not limited to the top bottleneck."""
     from dftune.tools.literature import session_search_optimization_context
 
-    return session_search_optimization_context(p.run_id, p.system, p.workload, iteration=p.iteration,
-                                               stack=p.stack, online=p.online, max_results_each=p.max_results_each,
-                                               k_local=p.k_local)  # fmt: skip
+    return session_search_optimization_context(
+        p.run_id,
+        p.system,
+        p.workload,
+        iteration=p.iteration,
+        stack=p.stack,
+        online=p.online,
+        max_results_each=p.max_results_each,
+        k_local=p.k_local,
+    )
 
 
 class LocalPapersIn(_In):

@@ -55,8 +55,9 @@ def _spawn(run_id: str, args: list[str]) -> None:
     out, err = _driver_files(run_id)
     argv = [sys.executable, "-m", "dftune.cli", *args, "--json"]
     with out.open("wb") as o, err.open("ab") as e:
-        _drivers[run_id] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=o, stderr=e,
-                                            start_new_session=True, env=os.environ.copy())  # fmt: skip
+        _drivers[run_id] = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=o, stderr=e, start_new_session=True, env=os.environ.copy()
+        )
 
 
 def _driver_state(run_id: str) -> tuple[bool, int | None]:
@@ -91,15 +92,24 @@ def _show(run_id: str) -> dict[str, Any]:
     except RunNotFound:
         if not alive and code is None:
             raise
-        doc = {"schema": "dftune.run/1", "run_id": run_id, "status": "starting" if alive else "failed",
-               "pending": []}  # fmt: skip
+        doc = {
+            "schema": "dftune.run/1",
+            "run_id": run_id,
+            "status": "starting" if alive else "failed",
+            "pending": [],
+        }
     except ToolFailure:
         raise
     except Exception as exc:  # no checkpoint yet (killed before the first one): say so, do not guess
         if not (alive or driver):
             raise
-        doc = {"schema": "dftune.run/1", "run_id": run_id, "status": "starting", "pending": [],
-               "note": str(exc)}  # fmt: skip
+        doc = {
+            "schema": "dftune.run/1",
+            "run_id": run_id,
+            "status": "starting",
+            "pending": [],
+            "note": str(exc),
+        }
     if alive or driver is not None:
         doc["status"] = "running"  # the saved state lags the live driver
         doc["pending"] = []
@@ -165,7 +175,8 @@ class RunStartIn(_In):
     run_id: str | None = Field(None, description="The run's id (default: a new one from time and workload).")
     model: str = Field("rules", description="'rules' (no LLM) or PROVIDER:MODEL, as `dftune run --model`.")
     force: bool = Field(
-        False, description="Tune even when the worth-tuning gate says I/O cannot pay off (dftune run --force)."
+        False,
+        description="Tune even when the worth-tuning gate says I/O cannot pay off (dftune run --force).",
     )
     wait_s: int = WaitS
 
@@ -196,8 +207,18 @@ def run_start_tool(p: RunStartIn) -> dict[str, Any]:
     run_id = validate_run_id(p.run_id) if p.run_id else new_run_id(spec.name)
     if Workspace().run_dir(run_id).exists():
         raise RunExists(f"run {run_id!r} already exists (run_show it, or choose another run_id)")
-    args = ["run", str(path), "--run-id", run_id, "--mode", p.mode, "--max-experiments", str(p.max_experiments),
-            "--model", p.model]  # fmt: skip
+    args = [
+        "run",
+        str(path),
+        "--run-id",
+        run_id,
+        "--mode",
+        p.mode,
+        "--max-experiments",
+        str(p.max_experiments),
+        "--model",
+        p.model,
+    ]
     if p.time_budget:
         args += ["--time-budget", p.time_budget]
     if p.replicates is not None:
@@ -227,8 +248,12 @@ def run_list_tool(p: RunListIn) -> dict[str, Any]:
     from dftune.tools.session.workspace import Workspace
 
     rows = [r.model_dump(mode="json") for r in Workspace().list_runs()][::-1]
-    return {"schema": "dftune.runs/1", "runs": rows[: p.limit], "runs_total": len(rows),
-            "campaigns": list_campaigns()}  # fmt: skip
+    return {
+        "schema": "dftune.runs/1",
+        "runs": rows[: p.limit],
+        "runs_total": len(rows),
+        "campaigns": list_campaigns(),
+    }
 
 
 class RunShowIn(_In):
@@ -282,8 +307,13 @@ def run_answer_tool(p: RunAnswerIn) -> dict[str, Any]:
         ["--reject"] if answer.decision == "reject" else []
     )
     _spawn(p.run_id, args)
-    receipt = {"proposal_id": waiting[0].get("proposal_id"), "strategy": waiting[0].get("strategy"),
-               "kind": waiting[0].get("kind"), "decision": answer.decision, "reason": answer.reason}  # fmt: skip
+    receipt = {
+        "proposal_id": waiting[0].get("proposal_id"),
+        "strategy": waiting[0].get("strategy"),
+        "kind": waiting[0].get("kind"),
+        "decision": answer.decision,
+        "reason": answer.reason,
+    }
     return {**_waited(p.run_id, p.wait_s), "answered": receipt}
 
 
@@ -334,5 +364,10 @@ def run_report_tool(p: RunReportIn) -> dict[str, Any]:
         raise ToolFailure(f"run {p.run_id} is still running: run_show(run_id, wait_s=...) first")
     paths = write_reports(p.run_id, html=p.html)
     text = Path(paths["markdown"]).read_text("utf-8")
-    return {"schema": "dftune.report/1", "run_id": p.run_id, **paths, "text": text[:REPORT_CHARS],
-            "truncated": len(text) > REPORT_CHARS}  # fmt: skip
+    return {
+        "schema": "dftune.report/1",
+        "run_id": p.run_id,
+        **paths,
+        "text": text[:REPORT_CHARS],
+        "truncated": len(text) > REPORT_CHARS,
+    }

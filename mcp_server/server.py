@@ -26,11 +26,17 @@ def build_server() -> Any:
     from mcp.shared.exceptions import MCPError
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[
-            types.Tool(name=s.name, description=s.description, input_schema=s.params.model_json_schema(),
-                       annotations=types.ToolAnnotations(read_only_hint=s.read_only))
-            for s in tools().values()
-        ])  # fmt: skip
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=s.name,
+                    description=s.description,
+                    input_schema=s.params.model_json_schema(),
+                    annotations=types.ToolAnnotations(read_only_hint=s.read_only),
+                )
+                for s in tools().values()
+            ]
+        )
 
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in tools():
@@ -44,8 +50,9 @@ def build_server() -> Any:
             log.exception("%s raised", params.name)
             return _error_result(f"{params.name}: internal error: {type(exc).__name__}: {one_line(exc)}")
         text = strictjson.dumps(doc, default=str)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                    structured_content=json.loads(text))  # fmt: skip
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], structured_content=json.loads(text)
+        )
 
     def _error_result(message: str) -> types.CallToolResult:
         return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
@@ -56,10 +63,15 @@ def build_server() -> Any:
         ver = version("dftune")
     except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
         ver = "0"
-    return Server(SERVER_NAME, version=ver, on_list_tools=list_tools, on_call_tool=call_tool,
-                  instructions="dftune: analyze and diagnose dftracer traces, search cited optimizations, "
-                               "record guarded results in the knowledge base, and drive tuning runs (run_start "
-                               "with a budget, run_show, run_answer, run_report).")  # fmt: skip
+    return Server(
+        SERVER_NAME,
+        version=ver,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        instructions="dftune: analyze and diagnose dftracer traces, search cited optimizations, "
+        "record guarded results in the knowledge base, and drive tuning runs (run_start "
+        "with a budget, run_show, run_answer, run_report).",
+    )
 
 
 def serve() -> None:

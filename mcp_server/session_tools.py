@@ -46,8 +46,12 @@ def session_analyze_traces_tool(p: SessionAnalyzeIn) -> dict[str, Any]:
     if not path.is_dir():
         raise ToolFailure(f"{path}: no trace folder for {p.run_id}/{label}")
     result = analyze([path], skip_bad=p.skip_bad, views=p.views)
-    return {"run_id": p.run_id, "iteration": label, "trace_dir": str(path),
-            "analysis": trim_views(result.to_json_dict(), p.max_rows)}  # fmt: skip
+    return {
+        "run_id": p.run_id,
+        "iteration": label,
+        "trace_dir": str(path),
+        "analysis": trim_views(result.to_json_dict(), p.max_rows),
+    }
 
 
 class RunIn(_In):
@@ -73,16 +77,23 @@ class ReorganizeIn(_In):
     dry_run: bool = Field(True, description="Only plan the moves (default); false performs them.")
 
 
-@box.tool("session_reorganize_structure", ReorganizeIn, """Plan (dry_run, the default) or perform the moves that
+@box.tool(
+    "session_reorganize_structure",
+    ReorganizeIn,
+    """Plan (dry_run, the default) or perform the moves that
        fix session_validate_structure's fixable problems; never overwrites (a taken target is a 'conflict').""",
-       read_only=False)  # fmt: skip
+    read_only=False,
+)
 def session_reorganize_structure_tool(p: ReorganizeIn) -> dict[str, Any]:
     """Puts misplaced artifacts and traces back so later steps find them."""
     from dftune.tools.session.workspace import reorganize_structure, validate_structure
 
     moves = reorganize_structure(p.run_id, dry_run=p.dry_run)
-    out: dict[str, Any] = {"run_id": p.run_id, "dry_run": p.dry_run,
-                           "moves": [m.model_dump(mode="json") for m in moves]}  # fmt: skip
+    out: dict[str, Any] = {
+        "run_id": p.run_id,
+        "dry_run": p.dry_run,
+        "moves": [m.model_dump(mode="json") for m in moves],
+    }
     if not p.dry_run:
         out["clean_after"] = validate_structure(p.run_id).clean
     return out

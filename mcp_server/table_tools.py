@@ -58,10 +58,19 @@ def _proposal(i: int, row: ProposalRowIn) -> Any:
         c = row.citation
         cite = Citation(id=c.url, authors=c.authors, title=c.title, venue=c.venue, year=c.year, url=c.url)
         claim = CitedClaim(citation=cite, claim=c.claim, evidence=c.claim, source="caller")
-    return cited_proposal(i, strategy=row.strategy, description=row.description, app_impact_pct=row.app_impact_pct,
-                          app_impact_source=row.app_impact_source, system_impact_pct=row.system_impact_pct,
-                          system_impact_source=row.system_impact_source, catalog=default_catalog(),
-                          citation=claim, citation_id=row.citation_id, layer=row.layer)  # fmt: skip
+    return cited_proposal(
+        i,
+        strategy=row.strategy,
+        description=row.description,
+        app_impact_pct=row.app_impact_pct,
+        app_impact_source=row.app_impact_source,
+        system_impact_pct=row.system_impact_pct,
+        system_impact_source=row.system_impact_source,
+        catalog=default_catalog(),
+        citation=claim,
+        citation_id=row.citation_id,
+        layer=row.layer,
+    )
 
 
 @box.tool(

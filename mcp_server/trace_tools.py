@@ -180,9 +180,15 @@ def event_count_tool(p: EventCountIn) -> dict[str, Any]:
     keys = ("events", "metadata_lines", "counter_events", "aggregated_events", "skipped_lines")
     for f in discover(p.paths):
         a = analyze([f], skip_bad=p.skip_bad)
-        rows.append({"file": str(f), **{k: getattr(a, k) for k in keys}, "empty": bool(a.empty_files),
-                     "truncated": bool(a.truncated_files),
-                     "skipped": [s.model_dump() for s in a.skipped]})  # fmt: skip
+        rows.append(
+            {
+                "file": str(f),
+                **{k: getattr(a, k) for k in keys},
+                "empty": bool(a.empty_files),
+                "truncated": bool(a.truncated_files),
+                "skipped": [s.model_dump() for s in a.skipped],
+            }
+        )
     total = {k: sum(r[k] for r in rows) for k in keys}
     return {"schema": "dftune.event_count/1", "files": len(rows), "total": total, "per_file": rows}
 

@@ -20,8 +20,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Top-level folders, highest layer first. Root modules (cli, mcp_server, demo) are front ends.
-RANK = {"": 60, "graphs": 50, "agents": 40, "tools": 30, "vectorstore": 20, "core": 10,
-        "resources": 0, "prompts": 0}  # fmt: skip
+RANK = {
+    "": 60,
+    "graphs": 50,
+    "agents": 40,
+    "tools": 30,
+    "vectorstore": 20,
+    "core": 10,
+    "resources": 0,
+    "prompts": 0,
+}
 SKIP = {".venv", "tests", "benchmarks", "build", ".git"}
 
 

@@ -23,8 +23,13 @@ def _content(text: str) -> bytes:
     return "\n".join(ops).encode("latin-1", "replace")
 
 
-def pdf_bytes(pages: Iterable[str], info: Mapping[str, str] | None = None, *, compress: bool = False,
-              raw_streams: Iterable[bytes] | None = None) -> bytes:  # fmt: skip
+def pdf_bytes(
+    pages: Iterable[str],
+    info: Mapping[str, str] | None = None,
+    *,
+    compress: bool = False,
+    raw_streams: Iterable[bytes] | None = None,
+) -> bytes:
     """A PDF whose pages show ``pages`` (one string per page, lines split on newlines).
 
     ``raw_streams`` replaces the page contents with already Flate-compressed streams (for

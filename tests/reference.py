@@ -199,8 +199,11 @@ class Process:
 
 
 # the program lists are data (resources/trace/processes.toml), as docs/analyze.md's call lists are
-_PROCESS_DATA = tomllib.loads((Path(__file__).resolve().parents[1] / "resources" / "trace" / "processes.toml")
-                              .read_text(encoding="utf-8"))["helpers"]  # fmt: skip
+_PROCESS_DATA = tomllib.loads(
+    (Path(__file__).resolve().parents[1] / "resources" / "trace" / "processes.toml").read_text(
+        encoding="utf-8"
+    )
+)["helpers"]
 _RANK_IN_NAME = re.compile(r"(?:^|[-_.])(\d+)-of-(\d+)(?:[-_.]|$)")
 
 
@@ -277,8 +280,11 @@ class Reference:
         helpers = self.helpers()
         app = [p for k, p in self.procs.items() if not helpers[k]]
         life = sum(p.lifetime for p in app)
-        return {"app_processes": len(app), "helper_processes": sum(helpers.values()),
-                "io_fraction_of_job": sum(p.io_wall() for p in app) / life if life else 0.0}  # fmt: skip
+        return {
+            "app_processes": len(app),
+            "helper_processes": sum(helpers.values()),
+            "io_fraction_of_job": sum(p.io_wall() for p in app) / life if life else 0.0,
+        }
 
     # ------------------------------------------------------------------ derived values
     @property
@@ -447,8 +453,11 @@ def reference(paths: Iterable[str | os.PathLike[str]]) -> Reference:
             rank = num(args.get("rank"))
             named = _RANK_IN_NAME.search(path.name)
             if rank is not None or named:
-                proc.rank = max(int(rank if rank is not None else -1), proc.rank if proc.rank is not None else -1,
-                                int(named.group(1)) if named and rank is None else -1)  # fmt: skip
+                proc.rank = max(
+                    int(rank if rank is not None else -1),
+                    proc.rank if proc.rank is not None else -1,
+                    int(named.group(1)) if named and rank is None else -1,
+                )
             if ts is not None:
                 proc.first = ts if proc.first is None else min(proc.first, ts)
                 proc.last = ts + dur if proc.last is None else max(proc.last, ts + dur)

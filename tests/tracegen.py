@@ -24,8 +24,19 @@ class Proc:
     _fh: dict[str, str] = field(default_factory=dict)
 
     def _meta(self, kind: str, name: str, value: str) -> None:
-        self.lines.append(json.dumps({"name": kind, "cat": "dftracer", "type": 1, "pid": self.pid, "tid": self.pid,
-                                      "ph": 4, "args": {"hhash": self.host, "name": name, "value": value}}))  # fmt: skip
+        self.lines.append(
+            json.dumps(
+                {
+                    "name": kind,
+                    "cat": "dftracer",
+                    "type": 1,
+                    "pid": self.pid,
+                    "tid": self.pid,
+                    "ph": 4,
+                    "args": {"hhash": self.host, "name": name, "value": value},
+                }
+            )
+        )
 
     def _fhash(self, path: str) -> str:
         if path not in self._fh:
@@ -34,9 +45,22 @@ class Proc:
         return self._fh[path]
 
     def event(self, name: str, cat: str = "POSIX", dur: int = 5, **args: object) -> None:
-        self.lines.append(json.dumps({"id": len(self.lines), "name": name, "cat": cat, "type": 3, "pid": self.pid,
-                                      "tid": self.tid or self.pid, "ts": self.ts, "dur": dur, "ph": 1,
-                                      "args": {"hhash": self.host, **args}}))  # fmt: skip
+        self.lines.append(
+            json.dumps(
+                {
+                    "id": len(self.lines),
+                    "name": name,
+                    "cat": cat,
+                    "type": 3,
+                    "pid": self.pid,
+                    "tid": self.tid or self.pid,
+                    "ts": self.ts,
+                    "dur": dur,
+                    "ph": 1,
+                    "args": {"hhash": self.host, **args},
+                }
+            )
+        )
         self.ts += dur + 5
 
     def open(self, path: str) -> None:

@@ -99,8 +99,15 @@ def parse_pdf(path: Path, limits: IngestLimits | None = None) -> dict[str, Any]:
     with path.open("rb") as fh:
         if b"%PDF-" not in fh.read(1024):
             raise ParseError("not a PDF (no %PDF- header)")
-    argv = [sys.executable, "-I", str(WORKER), str(path), str(lim.max_pages), str(lim.memory_mb),
-            str(int(lim.timeout_s) + 1)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-I",
+        str(WORKER),
+        str(path),
+        str(lim.max_pages),
+        str(lim.memory_mb),
+        str(int(lim.timeout_s) + 1),
+    ]
     proc = run_command(argv, timeout_s=lim.timeout_s)
     if proc.timed_out:
         raise ParseError(f"parsing took longer than {lim.timeout_s:g} s")
@@ -234,8 +241,11 @@ def _first_page_title(text: str) -> str | None:
     """The first line of the first page that looks like a title (not a header or an id)."""
     for line in text.splitlines()[:8]:
         line = line.strip()
-        if 12 <= len(line) <= 200 and not re.search(r"arxiv|doi|©|copyright|proceedings|preprint|\d{4}\.\d{4}", line,
-                                                    re.IGNORECASE) and re.search(r"[a-z]", line):  # fmt: skip
+        if (
+            12 <= len(line) <= 200
+            and not re.search(r"arxiv|doi|©|copyright|proceedings|preprint|\d{4}\.\d{4}", line, re.IGNORECASE)
+            and re.search(r"[a-z]", line)
+        ):
             return line
     return None
 
@@ -264,8 +274,14 @@ def bibliography(pdf: Path, doc: dict[str, Any], lookup: Lookup | None = None) -
     if side_name:
         offer(side, f"sidecar:{side_name}")
     info = doc.get("info") or {}
-    offer({"title": _clean(info.get("title")), "authors": _authors(_clean(info.get("author")) or ""),
-           "doi": _clean(info.get("doi"))}, "pdf-metadata")  # fmt: skip
+    offer(
+        {
+            "title": _clean(info.get("title")),
+            "authors": _authors(_clean(info.get("author")) or ""),
+            "doi": _clean(info.get("doi")),
+        },
+        "pdf-metadata",
+    )
     pages = doc.get("pages") or []
     first = "\n".join(str(p) for p in pages[:1])
     dm = DOI_RE.search(first)
@@ -319,8 +335,9 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def ingest_file(path: Path, store: PaperStore, *, limits: IngestLimits | None = None,
-                lookup: Lookup | None = None) -> FileReport:  # fmt: skip
+def ingest_file(
+    path: Path, store: PaperStore, *, limits: IngestLimits | None = None, lookup: Lookup | None = None
+) -> FileReport:
     """Ingest one PDF; never raises for a bad file (the report says why it was skipped)."""
     rep = FileReport(file=str(path), status="skipped")
     try:
@@ -343,8 +360,17 @@ def ingest_file(path: Path, store: PaperStore, *, limits: IngestLimits | None = 
     ctx = cite.title or ""
     for pno, text in enumerate(pages, start=1):
         for j, piece in enumerate(chunk(text)):
-            passages.append(Passage(id=f"{cid}:p{pno}:{j}", text=piece, citation=cite, kind="page", page=pno,
-                                    context=ctx, file=path.name))  # fmt: skip
+            passages.append(
+                Passage(
+                    id=f"{cid}:p{pno}:{j}",
+                    text=piece,
+                    citation=cite,
+                    kind="page",
+                    page=pno,
+                    context=ctx,
+                    file=path.name,
+                )
+            )
     page_errors = [str(e) for e in doc.get("errors") or []]
     if not passages:
         why = f": {page_errors[0]}" if page_errors else " (scanned images or empty pages)"
@@ -360,9 +386,15 @@ def ingest_file(path: Path, store: PaperStore, *, limits: IngestLimits | None = 
     return rep
 
 
-def ingest_dir(directory: Path, store: PaperStore, *, limits: IngestLimits | None = None,
-               lookup: Lookup | None = None, recursive: bool = True,
-               progress: Callable[[int, int, str], None] | None = None) -> IngestReport:  # fmt: skip
+def ingest_dir(
+    directory: Path,
+    store: PaperStore,
+    *,
+    limits: IngestLimits | None = None,
+    lookup: Lookup | None = None,
+    recursive: bool = True,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> IngestReport:
     """Ingest every ``*.pdf`` under ``directory``; bad files are reported and skipped.
 
     ``progress(done, total, file)`` is called after each file (the CLI draws a bar with it)."""

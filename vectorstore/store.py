@@ -294,8 +294,16 @@ class PaperStore:
                 self._cache = (ps, BM25([index_text(p) for p in ps]))
             return self._cache
 
-    def search(self, query: str, k: int = 5, *, per_citation: bool = True, sources: Iterable[Source] | None = None,
-               pool: int = 50, mode: Literal["hybrid", "lexical", "vector"] = "hybrid") -> list[Hit]:  # fmt: skip
+    def search(
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        per_citation: bool = True,
+        sources: Iterable[Source] | None = None,
+        pool: int = 50,
+        mode: Literal["hybrid", "lexical", "vector"] = "hybrid",
+    ) -> list[Hit]:
         """The ``k`` best passages for ``query`` (hybrid BM25 + embedding, reciprocal-rank fused).
 
         With ``per_citation`` only the best passage of each citation is kept, so the ``k``

@@ -29,8 +29,14 @@ _SAFE_VALUE = re.compile(r"[\w.:/-]{1,64}")
 
 
 def _base(s: Strategy, who: str) -> dict[str, object]:
-    return dict(strategy=s.id, strategy_name=s.name, layer=s.layer, checklist=s.checklist,
-                privilege=s.privilege, proposed_by=f"model:{who}")  # fmt: skip
+    return dict(
+        strategy=s.id,
+        strategy_name=s.name,
+        layer=s.layer,
+        checklist=s.checklist,
+        privilege=s.privilege,
+        proposed_by=f"model:{who}",
+    )
 
 
 def knob_value_proposal(
@@ -54,10 +60,13 @@ def knob_value_proposal(
     s = catalog.strategies.get(knob.strategy or "")
     if s is None:
         raise ValueError(f"knob {knob_name} names no catalog strategy: nothing cites a new value of it")
-    return Proposal(id=knob_id(knob_name, v), **_base(s, who),
-                    description=f"{s.name}: {knob_name}={v} instead of {knob.default} (a value the model proposed "
-                                f"inside the declared range [{knob.min}, {knob.max}])",
-                    change=Change(kind="knob", settings={knob_name: str(v)}))  # fmt: skip
+    return Proposal(
+        id=knob_id(knob_name, v),
+        **_base(s, who),
+        description=f"{s.name}: {knob_name}={v} instead of {knob.default} (a value the model proposed "
+        f"inside the declared range [{knob.min}, {knob.max}])",
+        change=Change(kind="knob", settings={knob_name: str(v)}),
+    )
 
 
 def _check_param(p: Parameter, raw: str) -> str:
@@ -88,8 +97,10 @@ def l2_proposal(s: Strategy, params: dict[str, str], context: dict[str, str], wh
     used = placeholders(*a.env.values())
     unknown = sorted(set(params) - (used & set(declared)))
     if unknown:
-        raise ValueError(f"{s.id} declares no settable parameter {', '.join(unknown)} "
-                         f"(its parameters: {', '.join(sorted(used & set(declared))) or 'none'})")  # fmt: skip
+        raise ValueError(
+            f"{s.id} declares no settable parameter {', '.join(unknown)} "
+            f"(its parameters: {', '.join(sorted(used & set(declared))) or 'none'})"
+        )
     values = {k: _check_param(declared[k], str(v).strip()) for k, v in sorted(params.items())}
     missing = sorted(used - set(values) - (set(context) & CONTEXT_VARS))
     if missing:
@@ -99,9 +110,12 @@ def l2_proposal(s: Strategy, params: dict[str, str], context: dict[str, str], wh
         raise ValueError(f"the value of {bad[0]} is not a plain word")
     env = {k: t.format_map({**context, **values}) for k, t in a.env.items()}
     shown = ",".join(f"{k}={v}" for k, v in values.items())
-    return Proposal(id=slug(f"{s.id}:{shown}"), **_base(s, who),
-                    description=f"{s.name}: {', '.join(f'{k}={v}' for k, v in env.items())} (values the model chose)",
-                    change=Change(kind="env", env=env, params=values))  # fmt: skip
+    return Proposal(
+        id=slug(f"{s.id}:{shown}"),
+        **_base(s, who),
+        description=f"{s.name}: {', '.join(f'{k}={v}' for k, v in env.items())} (values the model chose)",
+        change=Change(kind="env", env=env, params=values),
+    )
 
 
 def draft_path(run_dir: Path, strategy: str, diff: str) -> Path:
@@ -110,8 +124,9 @@ def draft_path(run_dir: Path, strategy: str, diff: str) -> Path:
     return run_dir / DRAFTS / f"{slug(strategy)}-{digest}.diff"
 
 
-def draft_proposal(s: Strategy, diff: str, source_root: Path, run_dir: Path, who: str,
-                   *, check: bool = True) -> Proposal:  # fmt: skip
+def draft_proposal(
+    s: Strategy, diff: str, source_root: Path, run_dir: Path, who: str, *, check: bool = True
+) -> Proposal:
     """A source patch for a source-change strategy; refused unless it applies cleanly to ``source_root``.
 
     ``check=False`` (:mod:`.trust`, deriving a kept draft again) neither previews nor writes it."""
@@ -132,6 +147,9 @@ def draft_proposal(s: Strategy, diff: str, source_root: Path, run_dir: Path, who
     if check:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    return Proposal(id=slug(f"patch:{path.stem}"), **_base(s, who),
-                    description=f"{s.name}: a source patch the model drafted ({path.name})",
-                    change=Change(kind="patch", patch_file=str(path), strip=1))  # fmt: skip
+    return Proposal(
+        id=slug(f"patch:{path.stem}"),
+        **_base(s, who),
+        description=f"{s.name}: a source patch the model drafted ({path.name})",
+        change=Change(kind="patch", patch_file=str(path), strip=1),
+    )

@@ -75,11 +75,19 @@ def apply_once(
 def _refused(state: TuningState, n: int, exc: TamperedProposal) -> dict[str, Any]:
     assert state.current is not None and state.incumbent is not None
     bad = state.proposal(state.current)
-    exp = Experiment(iteration=n, proposal_id=bad.id, strategy=bad.strategy, reference=state.incumbent,
-                     verdict="failed", verdict_reason=str(exc))  # fmt: skip
-    return {"experiments": [exp],
-            "proposals": [bad.model_copy(update={"status": "rejected", "reason": str(exc), "iteration": n})],
-            "events": [log("optimizer", f"opt{n}: {exc}")]}  # fmt: skip
+    exp = Experiment(
+        iteration=n,
+        proposal_id=bad.id,
+        strategy=bad.strategy,
+        reference=state.incumbent,
+        verdict="failed",
+        verdict_reason=str(exc),
+    )
+    return {
+        "experiments": [exp],
+        "proposals": [bad.model_copy(update={"status": "rejected", "reason": str(exc), "iteration": n})],
+        "events": [log("optimizer", f"opt{n}: {exc}")],
+    }
 
 
 def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -104,37 +112,77 @@ def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any
         if p.change.kind == "env":
             cid = f"opt{n}-{slug(p.strategy)}"
             change_ids.append(cid)
-            apply_once(journal, cid, lambda: EnvChange(
-                id=cid, strategy=p.strategy, env_file=it_dir / "opt_l2_env.sh",
-                variables={**incumbent.env, **p.change.env}, description=p.description[:200]))  # fmt: skip
+            apply_once(
+                journal,
+                cid,
+                lambda: EnvChange(
+                    id=cid,
+                    strategy=p.strategy,
+                    env_file=it_dir / "opt_l2_env.sh",
+                    variables={**incumbent.env, **p.change.env},
+                    description=p.description[:200],
+                ),
+            )
         elif p.change.kind == "patch":
             cid = f"opt{n}-{slug(p.id)}"
             change_ids.append(cid)
             # a fresh copy for every attempt: an aborted one was restored, this one starts clean
-            apply_once(journal, cid, lambda: FilePatch(
-                id=cid, strategy=p.strategy, root=copy_source(state, ctx, it_dir), strip=p.change.strip,
-                diff=Path(p.change.patch_file).read_text(encoding="utf-8"), description=p.description[:200]))  # fmt: skip
+            apply_once(
+                journal,
+                cid,
+                lambda: FilePatch(
+                    id=cid,
+                    strategy=p.strategy,
+                    root=copy_source(state, ctx, it_dir),
+                    strip=p.change.strip,
+                    diff=Path(p.change.patch_file).read_text(encoding="utf-8"),
+                    description=p.description[:200],
+                ),
+            )
         elif p.change.kind == "command":
             cid = f"opt{n}-{slug(p.strategy)}"
             change_ids.append(cid)
-            apply_once(journal, cid, lambda: CommandChange(
-                id=cid, strategy=p.strategy, privilege=p.privilege, argv=p.change.argv,
-                read_current=p.change.read_argv, rollback=p.change.rollback_argv,
-                description=p.description[:200]))  # fmt: skip
+            apply_once(
+                journal,
+                cid,
+                lambda: CommandChange(
+                    id=cid,
+                    strategy=p.strategy,
+                    privilege=p.privilege,
+                    argv=p.change.argv,
+                    read_current=p.change.read_argv,
+                    rollback=p.change.rollback_argv,
+                    description=p.description[:200],
+                ),
+            )
     except Exception as exc:  # any failure to apply is recorded, never retried blindly
         if is_storage_error(exc):
             raise  # a full or read-only disk is no verdict on the change: the run stops, resumable
-        exp = Experiment(iteration=n, proposal_id=p.id, strategy=p.strategy, reference=state.incumbent,
-                         verdict="failed", verdict_reason=f"could not apply: {exc}", change_ids=change_ids)  # fmt: skip
-        return {"experiments": [exp],
-                "proposals": [p.model_copy(update={"status": "failed", "reason": f"could not apply: {exc}",
-                                                   "iteration": n})],
-                "events": [log("optimizer", f"opt{n}: applying {p.id} failed: {exc}")]}  # fmt: skip
+        exp = Experiment(
+            iteration=n,
+            proposal_id=p.id,
+            strategy=p.strategy,
+            reference=state.incumbent,
+            verdict="failed",
+            verdict_reason=f"could not apply: {exc}",
+            change_ids=change_ids,
+        )
+        return {
+            "experiments": [exp],
+            "proposals": [
+                p.model_copy(update={"status": "failed", "reason": f"could not apply: {exc}", "iteration": n})
+            ],
+            "events": [log("optimizer", f"opt{n}: applying {p.id} failed: {exc}")],
+        }
     failpoint("apply.done")
     write_layer_artifacts(ctx, state, p, n)
     keep_layout(ctx, state.run_id)  # and again after applying, before the experiment collects traces
     ctx.progress("optimizer", f"opt{n}: applied {p.id}")
-    exp = Experiment(iteration=n, proposal_id=p.id, strategy=p.strategy, reference=state.incumbent,
-                     change_ids=change_ids)  # fmt: skip
-    return {"experiments": [exp], "proposals": [p.model_copy(update={"iteration": n})],
-            "events": [log("optimizer", f"opt{n}: applied {p.id}", change=p.change.model_dump())]}  # fmt: skip
+    exp = Experiment(
+        iteration=n, proposal_id=p.id, strategy=p.strategy, reference=state.incumbent, change_ids=change_ids
+    )
+    return {
+        "experiments": [exp],
+        "proposals": [p.model_copy(update={"iteration": n})],
+        "events": [log("optimizer", f"opt{n}: applied {p.id}", change=p.change.model_dump())],
+    }

@@ -23,29 +23,55 @@ def checklist_verdicts(state: TuningState) -> list[ChecklistVerdict]:
         done = [p for p in props if p.id in measured and measured[p.id].verdict]
         known = [p for p in props if p.status == "known"]  # measured by an earlier run (the KB)
         if done or known:
-            parts = [f"{p.id}: {measured[p.id].verdict} ({_change_of(measured[p.id]):+.1f}%, "
-                     f"{p.citation.id if p.citation else 'uncited'})" for p in done]  # fmt: skip
+            parts = [
+                f"{p.id}: {measured[p.id].verdict} ({_change_of(measured[p.id]):+.1f}%, "
+                f"{p.citation.id if p.citation else 'uncited'})"
+                for p in done
+            ]
             parts += [f"{p.id}: {p.reason}" for p in known]
-            out.append(ChecklistVerdict(number=number, category=name, verdict="applied_measured",
-                                        reason="; ".join(parts), strategies=[p.strategy for p in [*done, *known]]))  # fmt: skip
+            out.append(
+                ChecklistVerdict(
+                    number=number,
+                    category=name,
+                    verdict="applied_measured",
+                    reason="; ".join(parts),
+                    strategies=[p.strategy for p in [*done, *known]],
+                )
+            )
             continue
         open_ = [p for p in props if p.status == "proposed"]
         if open_:
-            out.append(ChecklistVerdict(number=number, category=name, verdict="applicable_not_measured",
-                                        reason=f"{len(open_)} cited proposal(s) not measured yet: "
-                                               + ", ".join(p.id for p in open_),
-                                        strategies=[p.strategy for p in open_]))  # fmt: skip
+            out.append(
+                ChecklistVerdict(
+                    number=number,
+                    category=name,
+                    verdict="applicable_not_measured",
+                    reason=f"{len(open_)} cited proposal(s) not measured yet: "
+                    + ", ".join(p.id for p in open_),
+                    strategies=[p.strategy for p in open_],
+                )
+            )
             continue
         if props:
             reasons = "; ".join(f"{p.id}: {p.status} ({p.reason})" for p in props)
             verdict = (
                 "applicable_not_measured" if any(p.status == "manual" for p in props) else "not_applicable"
             )
-            out.append(ChecklistVerdict(number=number, category=name, verdict=verdict, reason=reasons,
-                                        strategies=[p.strategy for p in props]))  # fmt: skip
+            out.append(
+                ChecklistVerdict(
+                    number=number,
+                    category=name,
+                    verdict=verdict,
+                    reason=reasons,
+                    strategies=[p.strategy for p in props],
+                )
+            )
             continue
         d = diag_list.get(number)
         reason = d.reason if d else "no diagnosed bottleneck maps to it"
-        out.append(ChecklistVerdict(number=number, category=name,
-                                    verdict=d.verdict if d else "not_applicable", reason=reason))  # fmt: skip
+        out.append(
+            ChecklistVerdict(
+                number=number, category=name, verdict=d.verdict if d else "not_applicable", reason=reason
+            )
+        )
     return out

@@ -65,9 +65,12 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     if not open_:
         return {**update, "events": [log("optimizer", "no open proposal left")]}
     if ran >= state.max_experiments:
-        return {**update, "status_reason": f"experiment budget of {state.max_experiments} used; "
-                                           f"{len(open_)} proposal(s) left untried",
-                "events": [log("optimizer", f"budget of {state.max_experiments} experiment(s) used")]}  # fmt: skip
+        return {
+            **update,
+            "status_reason": f"experiment budget of {state.max_experiments} used; "
+            f"{len(open_)} proposal(s) left untried",
+            "events": [log("optimizer", f"budget of {state.max_experiments} experiment(s) used")],
+        }
     late = (
         ctx.budget.refuse_next(ctx.workspace.run_dir(state.run_id), "the next experiment")
         if ctx.budget
@@ -75,15 +78,21 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     if late:  # the wall-clock budget: nothing starts that its measured cost says cannot finish in time
         ctx.progress("optimizer", late)
-        return {**update, "status_reason": f"{late}; {len(open_)} proposal(s) left untried",
-                "events": [log("optimizer", late, untried=[p.id for p in open_])]}  # fmt: skip
+        return {
+            **update,
+            "status_reason": f"{late}; {len(open_)} proposal(s) left untried",
+            "events": [log("optimizer", late, untried=[p.id for p in open_])],
+        }
     # measured on top of a change a person refused: measured again first, in their order, before anything new
     again = sorted((p for p in open_ if p.remeasures is not None), key=lambda p: p.remeasures or 0)
     if again:
         why = f"measured again without the change a person refused ({again[0].reason})"
         ctx.progress("optimizer", f"next: {again[0].id} ({why})")
-        return {**update, "current": again[0].id,
-                "events": [log("optimizer", f"chose {again[0].id}", reason=why)]}  # fmt: skip
+        return {
+            **update,
+            "current": again[0].id,
+            "events": [log("optimizer", f"chose {again[0].id}", reason=why)],
+        }
     decisions = []
     if state.experiments and state.experiments[-1].kept:  # the model's estimates predate the kept change
         asked, d = judged(fresh, state, ctx, trace_facts(state.incumbent, state.fs_type))
@@ -98,8 +107,12 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         if paced.answer.action == "stop":
             why = f"the model stopped the run: {paced.answer.reason[:300]}"
             ctx.progress("optimizer", why)
-            return {**update, "status_reason": f"{why}; {len(open_)} proposal(s) left untried", "decisions": decisions,
-                    "events": [log("optimizer", why, untried=[p.id for p in open_], reasoner=paced.decision.by)]}  # fmt: skip
+            return {
+                **update,
+                "status_reason": f"{why}; {len(open_)} proposal(s) left untried",
+                "decisions": decisions,
+                "events": [log("optimizer", why, untried=[p.id for p in open_], reasoner=paced.decision.by)],
+            }
         update["next_replicates"] = paced.answer.replicates
     now = searchable(open_, state, ctx.workload_spec)
     waiting = len(open_) - len(now)
@@ -114,8 +127,24 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     alone = [p for p in now if approval_rule(p, state.mode) == "approve"]
     chosen = ctx.reasoner.choose_next(alone or now, facts_of(state, spec=ctx.workload_spec))
     choice, decided = chosen.answer, chosen.decision
-    ctx.progress("optimizer", f"next: {choice.proposal_id} ({choice.reason})"
-                 + (f" [rules: {decided.fallback}]" if decided.fallback else ""))  # fmt: skip
-    return {**update, "current": choice.proposal_id, "decisions": [*decisions, decided],
-            "events": [log("optimizer", f"chose {choice.proposal_id}", reason=choice.reason, waiting=waiting,
-                           reopened=[p.id for p in back], reasoner=decided.by, fallback=decided.fallback)]}  # fmt: skip
+    ctx.progress(
+        "optimizer",
+        f"next: {choice.proposal_id} ({choice.reason})"
+        + (f" [rules: {decided.fallback}]" if decided.fallback else ""),
+    )
+    return {
+        **update,
+        "current": choice.proposal_id,
+        "decisions": [*decisions, decided],
+        "events": [
+            log(
+                "optimizer",
+                f"chose {choice.proposal_id}",
+                reason=choice.reason,
+                waiting=waiting,
+                reopened=[p.id for p in back],
+                reasoner=decided.by,
+                fallback=decided.fallback,
+            )
+        ],
+    }

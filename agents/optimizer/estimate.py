@@ -29,13 +29,25 @@ def estimate(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     updated, decisions = renewed(screened, state, ctx, ask=True)
     known = [p.id for p in updated if p.status == "known"]
     if known:
-        ctx.progress("optimizer", f"{len(known)} change(s) the knowledge base already measured here without a "
-                                  "gain: not tried again (--retry-known)")  # fmt: skip
+        ctx.progress(
+            "optimizer",
+            f"{len(known)} change(s) the knowledge base already measured here without a "
+            "gain: not tried again (--retry-known)",
+        )
     for d in decisions:
         if d.fallback:
             ctx.progress("optimizer", f"impact estimates by the rules ({d.fallback})")
-    return {"proposals": updated, "decisions": decisions,
-            "events": [log("optimizer", f"estimated the impact of {len(updated)} screened proposal(s)",
-                           sources=sorted({p.app_impact_source for p in updated}), known=known,
-                           reasoner=decisions[0].by if decisions else "rules",
-                           fallback=decisions[0].fallback if decisions else None)]}  # fmt: skip
+    return {
+        "proposals": updated,
+        "decisions": decisions,
+        "events": [
+            log(
+                "optimizer",
+                f"estimated the impact of {len(updated)} screened proposal(s)",
+                sources=sorted({p.app_impact_source for p in updated}),
+                known=known,
+                reasoner=decisions[0].by if decisions else "rules",
+                fallback=decisions[0].fallback if decisions else None,
+            )
+        ],
+    }

@@ -33,9 +33,19 @@ from dftune.tools.trace import semantics as S
 from dftune.tools.trace.render import human_bytes
 
 ModelKind = Literal[
-    "coalescing", "caching", "overlap_reads", "hide_writes", "metadata", "parallel_reads", "coalescing_shared",
-    "coalescing_noncontiguous", "library", "fs_layout", "kernel", "staging",
-]  # fmt: skip
+    "coalescing",
+    "caching",
+    "overlap_reads",
+    "hide_writes",
+    "metadata",
+    "parallel_reads",
+    "coalescing_shared",
+    "coalescing_noncontiguous",
+    "library",
+    "fs_layout",
+    "kernel",
+    "staging",
+]
 _BIN_LO = {label: lo for label, lo in S.SIZE_BINS}
 
 
@@ -106,8 +116,10 @@ class TraceFacts:
 
     @property
     def bound_text(self) -> str:
-        return (f"unoverlapped I/O {self.unover_s:.3g} s of {self.life_s:.3g} s of process time "
-                f"(bound {self.bound_pct:.1f}%)")  # fmt: skip
+        return (
+            f"unoverlapped I/O {self.unover_s:.3g} s of {self.life_s:.3g} s of process time "
+            f"(bound {self.bound_pct:.1f}%)"
+        )
 
     @property
     def critical_share(self) -> float:
@@ -132,15 +144,23 @@ def estimate(category: int, facts: TraceFacts, lever: Lever | None = None) -> Es
     kind = m.model.get(category)
     lever = lever or Lever()
     if kind is None:
-        return Estimate(app_pct=0.0, system_pct=None, reason=f"no trace model for checklist category {category}",
-                        system_reason="n/a: no model")  # fmt: skip
+        return Estimate(
+            app_pct=0.0,
+            system_pct=None,
+            reason=f"no trace model for checklist category {category}",
+            system_reason="n/a: no model",
+        )
     saved, why, system = _MODELS[kind](facts, lever, m)
     pct = 100.0 * saved / facts.life_s if facts.life_s else 0.0
     capped = min(pct, facts.bound_pct)
     note = f" (capped at the bound: {facts.bound_text})" if capped < pct else f"; {facts.bound_text}"
     sys_pct, sys_why = system if system is not None else _bandwidth(facts, saved)
-    return Estimate(app_pct=round(max(0.0, capped), 2), system_pct=sys_pct, reason=f"trace model ({kind}): {why}{note}",
-                    system_reason=sys_why)  # fmt: skip
+    return Estimate(
+        app_pct=round(max(0.0, capped), 2),
+        system_pct=sys_pct,
+        reason=f"trace model ({kind}): {why}{note}",
+        system_reason=sys_why,
+    )
 
 
 def _bandwidth(facts: TraceFacts, saved_critical_s: float) -> tuple[float | None, str]:
@@ -163,8 +183,15 @@ def _bandwidth(facts: TraceFacts, saved_critical_s: float) -> tuple[float | None
 Result = tuple[float, str, tuple[float | None, str] | None]
 
 
-def _coalesce(facts: TraceFacts, lever: Lever, m: EstimateModels, *, shared_only: bool = False,
-              scale: float = 1.0, label: str = "") -> Result:  # fmt: skip
+def _coalesce(
+    facts: TraceFacts,
+    lever: Lever,
+    m: EstimateModels,
+    *,
+    shared_only: bool = False,
+    scale: float = 1.0,
+    label: str = "",
+) -> Result:
     target = lever.target_bytes or m.default_target_bytes
     saved_calls = 0.0
     parts = []
@@ -182,15 +209,19 @@ def _coalesce(facts: TraceFacts, lever: Lever, m: EstimateModels, *, shared_only
         if large:
             bw = sum(b for b, _ in large) / sum(t for _, t in large)
             gain = max(0.0, t_small - b_small / bw)
-            parts.append(f"{direction}: {t_small:.3g} s in small calls ({b_small:,} B) vs {b_small / bw:.3g} s at the "
-                         f"{bw / 2**20:,.0f} MiB/s the trace's large calls reach")  # fmt: skip
+            parts.append(
+                f"{direction}: {t_small:.3g} s in small calls ({b_small:,} B) vs {b_small / bw:.3g} s at the "
+                f"{bw / 2**20:,.0f} MiB/s the trace's large calls reach"
+            )
         else:
             calls = sum(facts.arm.size_calls(direction).get(lab, 0) for lab in bins if _BIN_LO[lab] < target)
             mean = b_small / calls if calls else target
             merge = max(1.0, target / max(mean, 1.0))
             gain = t_small * (1.0 - 1.0 / merge)
-            parts.append(f"{direction}: {t_small:.3g} s in small calls of {mean / 1024:,.1f} KiB; merged "
-                         f"{merge:,.0f} to one ({target / 1024:,.0f} KiB) the per-call cost falls by 1 - 1/{merge:,.0f}")  # fmt: skip
+            parts.append(
+                f"{direction}: {t_small:.3g} s in small calls of {mean / 1024:,.1f} KiB; merged "
+                f"{merge:,.0f} to one ({target / 1024:,.0f} KiB) the per-call cost falls by 1 - 1/{merge:,.0f}"
+            )
         saved_calls += gain * scale
     saved = saved_calls * facts.critical_share * m.efficiency
     why = ("; ".join(parts) or "no small calls on the data files") + (
@@ -218,8 +249,14 @@ def _caching(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
         return 0.0, "nothing is read more than once", None
     share = t.reread_bytes / t.read_bytes
     saved = facts.read_time_s * share * facts.critical_share * m.efficiency
-    return saved, (f"{human_bytes(t.reread_bytes)} of {human_bytes(t.read_bytes)} read are re-reads: {share:.0%} of {facts.read_time_s:.3g} s "
-                   f"of read time x {facts.critical_share:.2f} critical x {m.efficiency:g}"), None  # fmt: skip
+    return (
+        saved,
+        (
+            f"{human_bytes(t.reread_bytes)} of {human_bytes(t.read_bytes)} read are re-reads: {share:.0%} of {facts.read_time_s:.3g} s "
+            f"of read time x {facts.critical_share:.2f} critical x {m.efficiency:g}"
+        ),
+        None,
+    )
 
 
 def _library(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
@@ -231,8 +268,14 @@ def _parallel(facts: TraceFacts, lever: Lever, m: EstimateModels, what: str) -> 
     k_eff = max(1.0, min(k, float(facts.cores)))
     unover_read = facts.unover_s * facts.read_share
     saved = unover_read * (1.0 - 1.0 / k_eff) * m.efficiency
-    return saved, (f"{unover_read:.3g} s of unoverlapped read wall time x (1 - 1/{k_eff:g}) ({what} x{k:g}, "
-                   f"capped by {facts.cores} cores) x {m.efficiency:g}"), None  # fmt: skip
+    return (
+        saved,
+        (
+            f"{unover_read:.3g} s of unoverlapped read wall time x (1 - 1/{k_eff:g}) ({what} x{k:g}, "
+            f"capped by {facts.cores} cores) x {m.efficiency:g}"
+        ),
+        None,
+    )
 
 
 def _overlap_reads(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
@@ -246,9 +289,17 @@ def _parallel_reads(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Resul
 def _hide_writes(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
     unover_write = facts.unover_s * facts.write_share
     saved = min(unover_write, facts.compute_s) * m.efficiency
-    return saved, (f"min({unover_write:.3g} s of unoverlapped write wall time, {facts.compute_s:.3g} s of compute to "
-                   f"hide it behind) x {m.efficiency:g}"), (
-        None, "n/a: the writes are hidden behind compute, not made faster (bytes per second of I/O unchanged)")  # fmt: skip
+    return (
+        saved,
+        (
+            f"min({unover_write:.3g} s of unoverlapped write wall time, {facts.compute_s:.3g} s of compute to "
+            f"hide it behind) x {m.efficiency:g}"
+        ),
+        (
+            None,
+            "n/a: the writes are hidden behind compute, not made faster (bytes per second of I/O unchanged)",
+        ),
+    )
 
 
 def _metadata(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
@@ -259,8 +310,14 @@ def _metadata(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
         return 0.0, "no file sees repeated metadata calls", None
     share = repeated / total
     saved = facts.meta_time_s * share * facts.critical_share * m.efficiency
-    return saved, (f"{repeated:,} of {total:,} metadata calls repeat on files already opened: {share:.0%} of "
-                   f"{facts.meta_time_s:.3g} s x {facts.critical_share:.2f} critical x {m.efficiency:g}"), None  # fmt: skip
+    return (
+        saved,
+        (
+            f"{repeated:,} of {total:,} metadata calls repeat on files already opened: {share:.0%} of "
+            f"{facts.meta_time_s:.3g} s x {facts.critical_share:.2f} critical x {m.efficiency:g}"
+        ),
+        None,
+    )
 
 
 def _fs_layout(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
@@ -277,19 +334,39 @@ def _kernel(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
     small_read = sum(t for lab, (_, t) in facts.bins("read").items() if _BIN_LO[lab] < m.large_call_bytes)
     acted = small_read + facts.write_time_s
     saved = acted * m.kernel_share * facts.critical_share
-    return saved, (f"{m.kernel_share:.0%} of the {small_read:.3g} s of small reads and {facts.write_time_s:.3g} s of "
-                   f"writes the kernel serves x {facts.critical_share:.2f} critical"), None  # fmt: skip
+    return (
+        saved,
+        (
+            f"{m.kernel_share:.0%} of the {small_read:.3g} s of small reads and {facts.write_time_s:.3g} s of "
+            f"writes the kernel serves x {facts.critical_share:.2f} critical"
+        ),
+        None,
+    )
 
 
 def _staging(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
     saved = facts.read_time_s * (1.0 - 1.0 / m.staging_speedup) * facts.critical_share
-    return saved, (f"{facts.read_time_s:.3g} s of reads on a tier {m.staging_speedup:g}x faster x "
-                   f"{facts.critical_share:.2f} critical (the copy itself is not counted)"), None  # fmt: skip
+    return (
+        saved,
+        (
+            f"{facts.read_time_s:.3g} s of reads on a tier {m.staging_speedup:g}x faster x "
+            f"{facts.critical_share:.2f} critical (the copy itself is not counted)"
+        ),
+        None,
+    )
 
 
 _MODELS = {
-    "coalescing": _coalescing, "caching": _caching, "overlap_reads": _overlap_reads, "hide_writes": _hide_writes,
-    "metadata": _metadata, "parallel_reads": _parallel_reads, "coalescing_shared": _coalescing_shared,
-    "coalescing_noncontiguous": _coalescing_noncontiguous, "library": _library, "fs_layout": _fs_layout,
-    "kernel": _kernel, "staging": _staging,
-}  # fmt: skip
+    "coalescing": _coalescing,
+    "caching": _caching,
+    "overlap_reads": _overlap_reads,
+    "hide_writes": _hide_writes,
+    "metadata": _metadata,
+    "parallel_reads": _parallel_reads,
+    "coalescing_shared": _coalescing_shared,
+    "coalescing_noncontiguous": _coalescing_noncontiguous,
+    "library": _library,
+    "fs_layout": _fs_layout,
+    "kernel": _kernel,
+    "staging": _staging,
+}

@@ -89,11 +89,24 @@ def _ask(ctx: Context, state: TuningState) -> tuple[list[Proposal], list[Decisio
             raise ValueError(f"{p.id} is already a proposal of this run")
         return p
 
-    knobs = [k for k in spec.knobs if k.ranged and k.strategy in catalog.strategies
-             and not catalog.strategies[k.strategy].forbidden]  # fmt: skip
+    knobs = [
+        k
+        for k in spec.knobs
+        if k.ranged and k.strategy in catalog.strategies and not catalog.strategies[k.strategy].forbidden
+    ]
     if knobs and enabled(ctx, "knob_value"):
-        offer: list[dict[str, Any]] = [{"knob": k.name, "type": k.value_type().__name__, "min": k.min, "max": k.max, "values": k.values,
-                  "default": k.default, "strategy": k.strategy} for k in knobs]  # fmt: skip
+        offer: list[dict[str, Any]] = [
+            {
+                "knob": k.name,
+                "type": k.value_type().__name__,
+                "min": k.min,
+                "max": k.max,
+                "values": k.values,
+                "default": k.default,
+                "strategy": k.strategy,
+            }
+            for k in knobs
+        ]
 
         def knob(item: KnobProposal) -> Proposal:
             return fresh(knob_value_proposal(spec, catalog, item.knob, item.value, who))
@@ -104,8 +117,16 @@ def _ask(ctx: Context, state: TuningState) -> tuple[list[Proposal], list[Decisio
     l2 = _l2_offer(ctx, state)
     if l2 and enabled(ctx, "l2_settings"):
         context = derivation_context(spec, ctx.workspace.baseline_dir(state.run_id))
-        offer = [{"strategy": s.id, "name": s.name, "description": s.description, "sets": s.apply.env if s.apply else {},
-                  "parameters": _parameters(s)} for s in l2]  # fmt: skip
+        offer = [
+            {
+                "strategy": s.id,
+                "name": s.name,
+                "description": s.description,
+                "sets": s.apply.env if s.apply else {},
+                "parameters": _parameters(s),
+            }
+            for s in l2
+        ]
         by_id = {s.id: s for s in l2}
 
         def setting(item: L2Setting) -> Proposal:
@@ -120,8 +141,10 @@ def _ask(ctx: Context, state: TuningState) -> tuple[list[Proposal], list[Decisio
     if recs and enabled(ctx, "draft_patch"):
         root = source_root(state, ctx)
         run_dir = ctx.workspace.run_dir(state.run_id)
-        offer = [{"id": p.id, "strategy": p.strategy, "name": p.strategy_name, "what": p.change.instructions[:600]}
-                 for p in recs]  # fmt: skip
+        offer = [
+            {"id": p.id, "strategy": p.strategy, "name": p.strategy_name, "what": p.change.instructions[:600]}
+            for p in recs
+        ]
         by_rec = {p.id: p for p in recs}
 
         def patch(item: PatchDraft) -> Proposal:
@@ -160,6 +183,16 @@ def expand(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     for d in decisions:
         if d.fallback:
             ctx.progress("optimizer", f"{d.question}: the rules decide ({d.fallback})")
-    return {"proposals": out, "decisions": decisions,
-            "events": [log("optimizer", f"the model proposed {len(out)} change(s)", ids=[p.id for p in out],
-                           reasoner=[d.by for d in decisions], fallback=[d.fallback for d in decisions if d.fallback])]}  # fmt: skip
+    return {
+        "proposals": out,
+        "decisions": decisions,
+        "events": [
+            log(
+                "optimizer",
+                f"the model proposed {len(out)} change(s)",
+                ids=[p.id for p in out],
+                reasoner=[d.by for d in decisions],
+                fallback=[d.fallback for d in decisions if d.fallback],
+            )
+        ],
+    }

@@ -18,12 +18,21 @@ from dftune.agents.state import Decision, Experiment, TuningState
 def experiment_facts(exp: Experiment) -> dict[str, Any]:
     """What the explanation may cite: the experiment's arms, effect, interval, p-value and verdict."""
     c = exp.comparison
-    return {"iteration": exp.iteration, "proposal": exp.proposal_id, "strategy": exp.strategy,
-            "verdict": exp.verdict, "kept": exp.kept, "guard_triggered": exp.guard_triggered,
-            "reference_median": exp.reference.median, "candidate_median": exp.candidate.median if exp.candidate else None,
-            "change_pct": c.change_pct if c else None, "ci95_pct": list(c.ci95) if c else None,
-            "p_value": c.p_value if c else None, "replicates": exp.candidate.ok if exp.candidate else None,
-            "reason": exp.verdict_reason}  # fmt: skip
+    return {
+        "iteration": exp.iteration,
+        "proposal": exp.proposal_id,
+        "strategy": exp.strategy,
+        "verdict": exp.verdict,
+        "kept": exp.kept,
+        "guard_triggered": exp.guard_triggered,
+        "reference_median": exp.reference.median,
+        "candidate_median": exp.candidate.median if exp.candidate else None,
+        "change_pct": c.change_pct if c else None,
+        "ci95_pct": list(c.ci95) if c else None,
+        "p_value": c.p_value if c else None,
+        "replicates": exp.candidate.ok if exp.candidate else None,
+        "reason": exp.verdict_reason,
+    }
 
 
 def explain_verdict(state: TuningState, exp: Experiment, ctx: Context) -> tuple[str, Decision] | None:

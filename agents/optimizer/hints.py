@@ -113,11 +113,18 @@ def hint_proposals(
         if env_form:
             env.update({f"{IOR_HINT_PREFIX}{k}": v for k, v in hints.items()})
         form = f"a ROMIO hint file{' and the program’s IOR_HINT__MPI__ variables' if env_form else ''}"
-        out.append(Proposal(
-            id=pid, strategy=sid, strategy_name=s.name, layer="L2", checklist=s.checklist,
-            description=f"{s.name}: {shown} (through {form}; the hints in effect are checked)",
-            change=Change(kind="env", env=env, params=hints), privilege=s.privilege,
-        ))  # fmt: skip
+        out.append(
+            Proposal(
+                id=pid,
+                strategy=sid,
+                strategy_name=s.name,
+                layer="L2",
+                checklist=s.checklist,
+                description=f"{s.name}: {shown} (through {form}; the hints in effect are checked)",
+                change=Change(kind="env", env=env, params=hints),
+                privilege=s.privilege,
+            )
+        )
     return out
 
 
@@ -127,8 +134,15 @@ def requested_hints(p: Proposal) -> dict[str, str]:
 
 
 #: the hints a report shows before and after (the ones the proposals set)
-SHOWN_KEYS = ("romio_cb_write", "romio_cb_read", "romio_ds_write", "romio_ds_read", "cb_buffer_size", "cb_nodes",
-              "cb_config_list")  # fmt: skip
+SHOWN_KEYS = (
+    "romio_cb_write",
+    "romio_cb_read",
+    "romio_ds_write",
+    "romio_ds_read",
+    "cb_buffer_size",
+    "cb_nodes",
+    "cb_config_list",
+)
 
 
 def hints_before(spec: WorkloadSpec, run_dir: Path) -> str:
@@ -186,8 +200,10 @@ def override_check(p: Proposal, workdir: Path) -> tuple[str | None, str]:
     said = "; ".join(
         f"{k}: asked {asked[k]}, in effect {'|'.join(sorted(v))}" for k, v in sorted(lost.items())
     )
-    return (f"not counted: the program overrode the hint ({said}); its own MPI_Info hints win over "
-            "ROMIO_HINTS key by key, so this arm measured the program's value"), shown  # fmt: skip
+    return (
+        f"not counted: the program overrode the hint ({said}); its own MPI_Info hints win over "
+        "ROMIO_HINTS key by key, so this arm measured the program's value"
+    ), shown
 
 
 __all__ = [

@@ -35,8 +35,9 @@ def _number(value: object) -> float | None:
         return None
 
 
-def lever_of(p: Proposal, spec: WorkloadSpec, incumbent: Measurement | None,
-             strategy: Strategy | None = None) -> Lever:  # fmt: skip
+def lever_of(
+    p: Proposal, spec: WorkloadSpec, incumbent: Measurement | None, strategy: Strategy | None = None
+) -> Lever:
     """What a proposal turns: a knob's value against the incumbent's, else its catalog entry's
     parameters (a buffer or chunk size, a depth), on the I/O its entry says it acts on."""
     lever = _knob_lever(p, spec, incumbent)
@@ -84,8 +85,9 @@ def trace_facts(m: Measurement | None, fs_type: str, analysis: Analysis | None =
     analysis = analysis or load_analysis(m.analysis_path)
     if analysis is None:
         return None
-    return TraceFacts(Arm(analysis=analysis, data_dir=m.data_dir, work=dict(m.work), label="incumbent"),
-                      fs_type=fs_type)  # fmt: skip
+    return TraceFacts(
+        Arm(analysis=analysis, data_dir=m.data_dir, work=dict(m.work), label="incumbent"), fs_type=fs_type
+    )
 
 
 def estimate_proposals(
@@ -115,28 +117,39 @@ def estimate_proposals(
             out.append(p)
             continue
         if facts is None:
-            p = p.model_copy(update={"app_impact_pct": 0.0, "app_impact_source": "n/a", "system_impact_pct": 0.0,
-                                     "system_impact_source": "n/a",
-                                     "impact_reason": "n/a: no trace of the incumbent to estimate from (tracing off)",
-                                     "system_reason": "n/a: no trace"})  # fmt: skip
+            p = p.model_copy(
+                update={
+                    "app_impact_pct": 0.0,
+                    "app_impact_source": "n/a",
+                    "system_impact_pct": 0.0,
+                    "system_impact_source": "n/a",
+                    "impact_reason": "n/a: no trace of the incumbent to estimate from (tracing off)",
+                    "system_reason": "n/a: no trace",
+                }
+            )
         else:
             lever = lever_of(p, ctx.workload_spec, state.incumbent, ctx.catalog.strategies.get(p.strategy))
             e = estimates.estimate(p.checklist, facts, lever)
-            p = p.model_copy(update={
-                "app_impact_pct": e.app_pct, "app_impact_source": "trace model", "impact_reason": e.reason,
-                "impact_estimated_by": "rules",
-                "system_impact_pct": e.system_pct if e.system_pct is not None else 0.0,
-                "system_impact_source": "trace model" if e.system_pct is not None else "n/a",
-                "system_reason": e.system_reason,
-            })  # fmt: skip
+            p = p.model_copy(
+                update={
+                    "app_impact_pct": e.app_pct,
+                    "app_impact_source": "trace model",
+                    "impact_reason": e.reason,
+                    "impact_estimated_by": "rules",
+                    "system_impact_pct": e.system_pct if e.system_pct is not None else 0.0,
+                    "system_impact_source": "trace model" if e.system_pct is not None else "n/a",
+                    "system_reason": e.system_reason,
+                }
+            )
         out.append(
             apply_prior(p, state.kb_prior, state.incumbent, retry_known=state.retry_known, defaults=defaults)
         )
     return out
 
 
-def judged(proposals: list[Proposal], state: TuningState, ctx: Context,
-           facts: TraceFacts | None) -> tuple[list[Proposal], Decision | None]:  # fmt: skip
+def judged(
+    proposals: list[Proposal], state: TuningState, ctx: Context, facts: TraceFacts | None
+) -> tuple[list[Proposal], Decision | None]:
     """The reasoner's estimates where only a trace model (or nothing) gave one. The rules echo
     the trace model; a chat model's own number is labeled ``model`` with its name."""
     fresh = [p for p in proposals if p.status == "proposed" and p.app_impact_source in ("trace model", "n/a")]
@@ -157,14 +170,21 @@ def judged(proposals: list[Proposal], state: TuningState, ctx: Context,
                 if p.app_impact_source == "trace model"
                 else ""
             )
-            p = p.model_copy(update={"app_impact_pct": e.app_impact_pct, "app_impact_source": "model",
-                                     "impact_estimated_by": d.reasoner, "impact_reason": f"{e.reason}{was}"})  # fmt: skip
+            p = p.model_copy(
+                update={
+                    "app_impact_pct": e.app_impact_pct,
+                    "app_impact_source": "model",
+                    "impact_estimated_by": d.reasoner,
+                    "impact_reason": f"{e.reason}{was}",
+                }
+            )
         out.append(p)
     return out, d
 
 
-def renewed(proposals: list[Proposal], state: TuningState, ctx: Context, *,
-            ask: bool) -> tuple[list[Proposal], list[Decision]]:  # fmt: skip
+def renewed(
+    proposals: list[Proposal], state: TuningState, ctx: Context, *, ask: bool
+) -> tuple[list[Proposal], list[Decision]]:
     """Fresh estimates from the incumbent's trace and the KB; with ``ask``, the reasoner's too (a
     model's number is kept until ``ask`` comes again: after a kept change)."""
     facts = trace_facts(state.incumbent, state.fs_type)

@@ -39,24 +39,33 @@ def knob_proposals(spec: WorkloadSpec, catalog: Catalog) -> list[Proposal]:
         for value in knob.values:
             if value == knob.default:
                 continue
-            out.append(Proposal(
-                id=knob_id(knob.name, value), strategy=knob.strategy or "l1.unknown",
-                strategy_name=s.name if s else knob.name, layer=s.layer if s else "L1",
-                checklist=s.checklist if s else 1,
-                description=f"{s.name if s else knob.name}: {knob.name}={value} instead of {knob.default}",
-                change=Change(kind="knob", settings={knob.name: str(value)}),
-                privilege=s.privilege if s else "no-sudo",
-            ))  # fmt: skip
+            out.append(
+                Proposal(
+                    id=knob_id(knob.name, value),
+                    strategy=knob.strategy or "l1.unknown",
+                    strategy_name=s.name if s else knob.name,
+                    layer=s.layer if s else "L1",
+                    checklist=s.checklist if s else 1,
+                    description=f"{s.name if s else knob.name}: {knob.name}={value} instead of {knob.default}",
+                    change=Change(kind="knob", settings={knob.name: str(value)}),
+                    privilege=s.privilege if s else "no-sudo",
+                )
+            )
     for patch in spec.patches:
         s = catalog.strategies.get(patch.strategy)
-        out.append(Proposal(
-            id=slug(f"patch:{patch.name}"), strategy=patch.strategy, strategy_name=s.name if s else patch.name,
-            layer="L1", checklist=s.checklist if s else 1,
-            description=f"{s.name if s else 'source change'}: patch {patch.name}"
-                        + (f" ({patch.description})" if patch.description else ""),
-            change=Change(kind="patch", patch_file=str(spec.resolve(patch.file)), strip=patch.strip),
-            privilege="no-sudo",
-        ))  # fmt: skip
+        out.append(
+            Proposal(
+                id=slug(f"patch:{patch.name}"),
+                strategy=patch.strategy,
+                strategy_name=s.name if s else patch.name,
+                layer="L1",
+                checklist=s.checklist if s else 1,
+                description=f"{s.name if s else 'source change'}: patch {patch.name}"
+                + (f" ({patch.description})" if patch.description else ""),
+                change=Change(kind="patch", patch_file=str(spec.resolve(patch.file)), strip=patch.strip),
+                privilege="no-sudo",
+            )
+        )
     return out
 
 
@@ -78,8 +87,15 @@ def _render(template: str, values: dict[str, str]) -> str | None:
 def catalog_proposal(s: Strategy, context: dict[str, str]) -> Proposal:
     """A diagnosis candidate as a proposal: applied by dftune when it can render the change itself."""
     values = {**context, **_param_values(s)}
-    base = dict(id=slug(s.id), strategy=s.id, strategy_name=s.name, layer=s.layer, checklist=s.checklist,
-                description=s.description, privilege=s.privilege)  # fmt: skip
+    base = dict(
+        id=slug(s.id),
+        strategy=s.id,
+        strategy_name=s.name,
+        layer=s.layer,
+        checklist=s.checklist,
+        description=s.description,
+        privilege=s.privilege,
+    )
     a = s.apply
     assert a is not None
     if a.kind == "env":
@@ -96,13 +112,21 @@ def catalog_proposal(s: Strategy, context: dict[str, str]) -> Proposal:
         rollback = [_render(x, {**values, key: "{current}"}) for x in s.rollback.command]
         read = [_render(x, values) for x in capture]
         if all(x is not None for x in [*argv, *rollback, *read]):
-            return Proposal(**base, change=Change(kind="command", argv=[x for x in argv if x is not None],
-                                                  rollback_argv=[x for x in rollback if x is not None],
-                                                  read_argv=[x for x in read if x is not None]))  # fmt: skip
+            return Proposal(
+                **base,
+                change=Change(
+                    kind="command",
+                    argv=[x for x in argv if x is not None],
+                    rollback_argv=[x for x in rollback if x is not None],
+                    read_argv=[x for x in read if x is not None],
+                ),
+            )
         why = "its command needs context this run does not have (e.g. the block device)"
     elif a.kind == "source_patch":
-        why = ("a source change: expose it as a knob in the workload spec (or apply the patch in a copy) "
-               "and dftune will measure it")  # fmt: skip
+        why = (
+            "a source change: expose it as a knob in the workload spec (or apply the patch in a copy) "
+            "and dftune will measure it"
+        )
     else:
         why = f"a {a.kind} change dftune does not apply by itself"
     text = a.instructions or a.patch or " ".join(a.command or a.launcher) or s.description
@@ -111,9 +135,14 @@ def catalog_proposal(s: Strategy, context: dict[str, str]) -> Proposal:
 
 #: What a strategy's ``requires`` words presume, and how dftune knows whether this run has it.
 _REQUIREMENTS = {
-    "pytorch": "pytorch", "tensorflow": "tensorflow", "hdf5": "hdf5", "mpi-io": "mpi-io", "netcdf": "netcdf",
-    "gpu": "gpu", "lfs": "lfs",
-}  # fmt: skip
+    "pytorch": "pytorch",
+    "tensorflow": "tensorflow",
+    "hdf5": "hdf5",
+    "mpi-io": "mpi-io",
+    "netcdf": "netcdf",
+    "gpu": "gpu",
+    "lfs": "lfs",
+}
 
 
 def requirement_gap(s: Strategy, software: list[str]) -> str | None:
@@ -135,9 +164,14 @@ def requirement_gap(s: Strategy, software: list[str]) -> str | None:
     return None
 
 
-def plan_proposals(spec: WorkloadSpec, diagnosis: Diagnosis | None, catalog: Catalog,
-                   context: dict[str, str], software: list[str] | None = None,
-                   stack: list[Proposal] | None = None) -> list[Proposal]:  # fmt: skip
+def plan_proposals(
+    spec: WorkloadSpec,
+    diagnosis: Diagnosis | None,
+    catalog: Catalog,
+    context: dict[str, str],
+    software: list[str] | None = None,
+    stack: list[Proposal] | None = None,
+) -> list[Proposal]:
     """Knob proposals first (the user's levers), then the settings the stack reads that no knob covers
     (``stack``: ROMIO hints, see hints.py), then every candidate of the diagnosis not already covered."""
     proposals = knob_proposals(spec, catalog)
@@ -182,7 +216,11 @@ def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context, state.software, stack)
     # the plan's order breaks ties between equal estimates (estimates come after the screen)
     out = [p.model_copy(update={"order": i}) for i, p in enumerate(proposals)]
-    ctx.progress("optimizer", f"{len(out)} candidate change(s): {sum(p.status == 'proposed' for p in out)} "
-                              "dftune can apply itself")  # fmt: skip
-    return {"proposals": out, "events": [*before, log("optimizer", f"planned {len(out)} candidate(s)",
-                                                      ids=[p.id for p in out])]}  # fmt: skip
+    ctx.progress(
+        "optimizer",
+        f"{len(out)} candidate change(s): {sum(p.status == 'proposed' for p in out)} dftune can apply itself",
+    )
+    return {
+        "proposals": out,
+        "events": [*before, log("optimizer", f"planned {len(out)} candidate(s)", ids=[p.id for p in out])],
+    }

@@ -24,8 +24,17 @@ def kb_prior(system: str, workload: str, software: list[str], db: Path | None) -
     per_strategy: dict[str, float] = {}
     listing = []
     for rec in [*found.workload_findings, *found.software_findings, *found.system_findings]:
-        listing.append(PriorResult(id=rec.id, strategy=rec.strategy, verdict=rec.verdict, scope=rec.scope,
-                                   change_pct=rec.change_pct, run_id=rec.run_id, change=dict(rec.change)))  # fmt: skip
+        listing.append(
+            PriorResult(
+                id=rec.id,
+                strategy=rec.strategy,
+                verdict=rec.verdict,
+                scope=rec.scope,
+                change_pct=rec.change_pct,
+                run_id=rec.run_id,
+                change=dict(rec.change),
+            )
+        )
         if (
             rec.verdict in ("win", "no_change")
             and rec.change_pct is not None
@@ -68,13 +77,28 @@ def apply_prior(
     rec = same[0]  # newest first
     where = f"KB record #{rec.id}" + (f" (run {rec.run_id})" if rec.run_id else "")
     if rec.verdict == "win" and rec.change_pct is not None:
-        return p.model_copy(update={"app_impact_pct": round(rec.change_pct, 2), "app_impact_source": "kb",
-                                    "impact_reason": f"measured {rec.change_pct:+.1f}% on this workload before ({where}): "
-                                                     "confirmed first"})  # fmt: skip
+        return p.model_copy(
+            update={
+                "app_impact_pct": round(rec.change_pct, 2),
+                "app_impact_source": "kb",
+                "impact_reason": f"measured {rec.change_pct:+.1f}% on this workload before ({where}): "
+                "confirmed first",
+            }
+        )
     if rec.verdict in NO_GAIN and _same_incumbent(rec.change, incumbent, defaults or {}) and not retry_known:
         moved = f" ({rec.change_pct:+.1f}%)" if rec.change_pct is not None else ""
-        return p.model_copy(update={"status": "known", "app_impact_pct": rec.change_pct or 0.0, "app_impact_source": "kb",
-                                    "reason": f"the knowledge base measured {rec.verdict}{moved} for this change "
-                                              f"against the same incumbent ({where}); --retry-known measures it again"})  # fmt: skip
-    return p.model_copy(update={"impact_reason": f"{p.impact_reason}; the KB measured {rec.verdict} for it against "
-                                                 f"another incumbent ({where})".lstrip("; ")})  # fmt: skip
+        return p.model_copy(
+            update={
+                "status": "known",
+                "app_impact_pct": rec.change_pct or 0.0,
+                "app_impact_source": "kb",
+                "reason": f"the knowledge base measured {rec.verdict}{moved} for this change "
+                f"against the same incumbent ({where}); --retry-known measures it again",
+            }
+        )
+    return p.model_copy(
+        update={
+            "impact_reason": f"{p.impact_reason}; the KB measured {rec.verdict} for it against "
+            f"another incumbent ({where})".lstrip("; ")
+        }
+    )

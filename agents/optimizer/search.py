@@ -101,8 +101,9 @@ def _frontier_of(knob: Knob, props: list[Proposal], current: float, closing: Col
 
 def searchable(open_: Sequence[Proposal], state: TuningState, spec: WorkloadSpec) -> list[Proposal]:
     """The open proposals the search may try now: every value of a knob beyond its frontier waits."""
-    closing = {e.proposal_id: e.verdict or "" for e in _since_last_kept(state.experiments)
-               if e.verdict in CLOSING}  # fmt: skip
+    closing = {
+        e.proposal_id: e.verdict or "" for e in _since_last_kept(state.experiments) if e.verdict in CLOSING
+    }
     incumbent = state.incumbent.settings if state.incumbent else {}
     allowed: set[str] = set()
     gated: set[str] = set()
@@ -142,9 +143,16 @@ def reopened(state: TuningState) -> list[Proposal]:
         ):
             continue
         retried.add(origin)
-        out.append(p.model_copy(update={
-            "id": new_id, "status": "proposed", "retry_of": origin, "app_impact_source": "trace model",
-            "reason": f"measured no gain in opt{e.iteration} against the older incumbent; {won.id} was kept "
-                      f"since, and {partners[p.checklist]}",
-        }))  # fmt: skip
+        out.append(
+            p.model_copy(
+                update={
+                    "id": new_id,
+                    "status": "proposed",
+                    "retry_of": origin,
+                    "app_impact_source": "trace model",
+                    "reason": f"measured no gain in opt{e.iteration} against the older incumbent; {won.id} was kept "
+                    f"since, and {partners[p.checklist]}",
+                }
+            )
+        )
     return out

@@ -28,23 +28,44 @@ _LAYER_RANK = {"L1": 0, "L2": 1, "L3": 2}
 def table_order(p: Proposal) -> tuple[int, int, float, int, int]:
     """Rows by where their number comes from, then by whether they can still run, then by the
     weighted score, then by cost (L1 < L2 < L3), then by the plan's order: never by name."""
-    return (_SOURCE_RANK.get(p.app_impact_source, 2), _STATUS_RANK.get(p.status, 3), -p.weighted_score,
-            _LAYER_RANK[p.layer], p.order)  # fmt: skip
+    return (
+        _SOURCE_RANK.get(p.app_impact_source, 2),
+        _STATUS_RANK.get(p.status, 3),
+        -p.weighted_score,
+        _LAYER_RANK[p.layer],
+        p.order,
+    )
 
 
 def proposal_table(proposals: list[Proposal]) -> list[dict[str, Any]]:
     """The skill's table: #, Strategy, Description, App Impact, System Impact, Weighted Score (sorted)."""
-    rows = [p for p in proposals if p.status in ("proposed", "measured", "known", "declined", "failed", "manual")
-            and p.citation is not None]  # fmt: skip
+    rows = [
+        p
+        for p in proposals
+        if p.status in ("proposed", "measured", "known", "declined", "failed", "manual")
+        and p.citation is not None
+    ]
     rows.sort(key=table_order)
-    return [{
-        "#": i, "id": p.id, "strategy": p.strategy, "description": p.description,
-        "app_impact_pct": p.app_impact_pct, "app_impact_source": p.app_impact_source,
-        "system_impact_pct": p.system_impact_pct, "system_impact_source": p.system_impact_source,
-        "weighted_score": p.weighted_score, "status": p.status, "layer": p.layer,
-        "impact_reason": p.impact_reason, "system_reason": p.system_reason,
-        "citation": p.citation.reference() if p.citation else None, "url": p.citation.url if p.citation else None,
-    } for i, p in enumerate(rows, 1)]  # fmt: skip
+    return [
+        {
+            "#": i,
+            "id": p.id,
+            "strategy": p.strategy,
+            "description": p.description,
+            "app_impact_pct": p.app_impact_pct,
+            "app_impact_source": p.app_impact_source,
+            "system_impact_pct": p.system_impact_pct,
+            "system_impact_source": p.system_impact_source,
+            "weighted_score": p.weighted_score,
+            "status": p.status,
+            "layer": p.layer,
+            "impact_reason": p.impact_reason,
+            "system_reason": p.system_reason,
+            "citation": p.citation.reference() if p.citation else None,
+            "url": p.citation.url if p.citation else None,
+        }
+        for i, p in enumerate(rows, 1)
+    ]
 
 
 def cited_proposal(
@@ -72,21 +93,36 @@ def cited_proposal(
                 f"{where}: citation_id {citation_id!r} is not a catalog citation with a URL"
             )
         claims = known.claims_for(strategy)
-        citation = CitedClaim(citation=known.bibliographic(), claim=claims[0].claim if claims else known.summary or "",
-                              evidence=claims[0].evidence or "catalog" if claims else "catalog", source="catalog")  # fmt: skip
+        citation = CitedClaim(
+            citation=known.bibliographic(),
+            claim=claims[0].claim if claims else known.summary or "",
+            evidence=claims[0].evidence or "catalog" if claims else "catalog",
+            source="catalog",
+        )
     if citation is None:
-        raise UncitedProposal(f"{where} has no citation: every proposal needs a verifiable citation (authors, "
-                              "title, venue, year, URL); search for one (rag_search, search_arxiv) or leave the "
-                              "proposal out as UNSUPPORTED")  # fmt: skip
+        raise UncitedProposal(
+            f"{where} has no citation: every proposal needs a verifiable citation (authors, "
+            "title, venue, year, URL); search for one (rag_search, search_arxiv) or leave the "
+            "proposal out as UNSUPPORTED"
+        )
     s = catalog.strategies.get(strategy)
     prefix = strategy.split(".", 1)[0].upper()
     chosen = layer or (s.layer if s is not None else prefix if prefix in ("L1", "L2", "L3") else None)
     if chosen not in ("L1", "L2", "L3"):
         raise UncitedProposal(f"{where}: unknown strategy; give its layer (L1, L2 or L3)")
-    return Proposal.model_validate({
-        "id": f"p{n}", "strategy": strategy, "strategy_name": s.name if s else strategy, "layer": chosen,
-        "checklist": s.checklist if s else 0, "description": description,
-        "change": Change(kind="manual", instructions=description), "app_impact_pct": app_impact_pct,
-        "app_impact_source": app_impact_source, "system_impact_pct": system_impact_pct,
-        "system_impact_source": system_impact_source, "citation": citation,
-    })  # fmt: skip
+    return Proposal.model_validate(
+        {
+            "id": f"p{n}",
+            "strategy": strategy,
+            "strategy_name": s.name if s else strategy,
+            "layer": chosen,
+            "checklist": s.checklist if s else 0,
+            "description": description,
+            "change": Change(kind="manual", instructions=description),
+            "app_impact_pct": app_impact_pct,
+            "app_impact_source": app_impact_source,
+            "system_impact_pct": system_impact_pct,
+            "system_impact_source": system_impact_source,
+            "citation": citation,
+        }
+    )

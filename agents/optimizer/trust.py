@@ -54,8 +54,14 @@ def _derive_model(
     return None
 
 
-def derive(p: Proposal, spec: WorkloadSpec, ctx: Context, context: dict[str, str],
-           run_dir: Path | None = None, software: list[str] | None = None) -> Proposal | None:  # fmt: skip
+def derive(
+    p: Proposal,
+    spec: WorkloadSpec,
+    ctx: Context,
+    context: dict[str, str],
+    run_dir: Path | None = None,
+    software: list[str] | None = None,
+) -> Proposal | None:
     """The proposal with ``p``'s id as this run's spec and catalog make it, or None when none does.
     A proposal measured again after a kept change (``retry_of``) derives as the one it repeats."""
     key = p.retry_of or p.id
@@ -88,8 +94,9 @@ def trusted_proposal(p: Proposal, state: TuningState, ctx: Context) -> Proposal:
         )
     differ = [f for f in CHECKED_FIELDS if getattr(d, f) != getattr(p, f)]
     if differ:
-        shown = "; ".join(f"{f}: checkpoint {_short(getattr(p, f))} vs derived {_short(getattr(d, f))}"
-                          for f in differ)  # fmt: skip
+        shown = "; ".join(
+            f"{f}: checkpoint {_short(getattr(p, f))} vs derived {_short(getattr(d, f))}" for f in differ
+        )
         raise TamperedProposal(
             f"refused {p.id}: its {', '.join(differ)} in the checkpoint differ from what the catalog and the "
             f"archived spec derive ({shown}); nothing was applied"
@@ -130,8 +137,15 @@ def trusted_arm(m: Measurement, state: TuningState, ctx: Context, before: int) -
     settings, env, source = expected_arm(state, ctx, before)
     got = {k: _text(v) for k, v in m.settings.items()}
     here, there = (None if d is None else os.path.realpath(d) for d in (m.source_dir, source))
-    differ = [name for name, same in (("settings", got == settings), ("env", m.env == env),
-                                      ("source_dir", here == there)) if not same]  # fmt: skip
+    differ = [
+        name
+        for name, same in (
+            ("settings", got == settings),
+            ("env", m.env == env),
+            ("source_dir", here == there),
+        )
+        if not same
+    ]
     if differ:
         raise TamperedProposal(
             f"refused to measure against the incumbent: its {', '.join(differ)} in the checkpoint differ from "

@@ -51,8 +51,28 @@ def make_reasoner(spec: str = "rules", *, settings: LLMSettings | None = None) -
 
 
 __all__ = [
-    "DEFAULT_TOKEN_BUDGET", "MAX_REASKS", "PROVIDERS", "Budget", "Choice", "Facts", "ImpactEstimate",
-    "ImpactEstimates", "Judgment", "LLMReasoner", "Question", "Reasoner", "ReasonerError", "RulesOnly",
-    "RulesReasoner", "Summary", "build_chat_model", "check_model", "impact_bound", "llm_settings", "load_prompt",
-    "make_reasoner", "parse_model_spec", "rank_key",
-]  # fmt: skip
+    "DEFAULT_TOKEN_BUDGET",
+    "MAX_REASKS",
+    "PROVIDERS",
+    "Budget",
+    "Choice",
+    "Facts",
+    "ImpactEstimate",
+    "ImpactEstimates",
+    "Judgment",
+    "LLMReasoner",
+    "Question",
+    "Reasoner",
+    "ReasonerError",
+    "RulesOnly",
+    "RulesReasoner",
+    "Summary",
+    "build_chat_model",
+    "check_model",
+    "impact_bound",
+    "llm_settings",
+    "load_prompt",
+    "make_reasoner",
+    "parse_model_spec",
+    "rank_key",
+]

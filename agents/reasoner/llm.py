@@ -86,9 +86,17 @@ class RulesOnly:
     def decide(self, q: Question[A], facts: Facts) -> Judgment[A]:
         start = time.monotonic()
         answer = q.rules()
-        return Judgment(answer, Decision(question=q.name, reasoner="rules", decided_by="rules",
-                                         latency_s=round(time.monotonic() - start, 4), answer=q.brief(answer),
-                                         time=_now()))  # fmt: skip
+        return Judgment(
+            answer,
+            Decision(
+                question=q.name,
+                reasoner="rules",
+                decided_by="rules",
+                latency_s=round(time.monotonic() - start, 4),
+                answer=q.brief(answer),
+                time=_now(),
+            ),
+        )
 
     def estimate_impacts(self, proposals: Sequence[Proposal], facts: Facts) -> Judgment[list[ImpactEstimate]]:
         return self.decide(estimate_question(self.policy, proposals, facts), facts)
@@ -103,8 +111,15 @@ class RulesOnly:
 class LLMReasoner(RulesOnly):
     """A langchain chat model answering with typed tool calls; the rules stand behind every answer."""
 
-    def __init__(self, model: Any, *, name: str = "llm", settings: LLMSettings | None = None,
-                 policy: RulesReasoner | None = None, sleep: Callable[[float], None] = time.sleep) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model: Any,
+        *,
+        name: str = "llm",
+        settings: LLMSettings | None = None,
+        policy: RulesReasoner | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         super().__init__(policy)
         self.model = model
         self.name = name
@@ -129,10 +144,18 @@ class LLMReasoner(RulesOnly):
             self.fallbacks.append(f"{q.name}: {fallback}")
         final: A = answers[0] if answers else q.rules()
         decision = Decision(
-            question=q.name, reasoner=self.name, decided_by="rules" if fallback else "model", tokens=spend.tokens,
-            tokens_estimated=spend.estimated, calls=spend.calls, latency_s=round(time.monotonic() - start, 3),
-            fallback=fallback, notes=spend.notes, answer=q.brief(final), time=_now(),
-        )  # fmt: skip
+            question=q.name,
+            reasoner=self.name,
+            decided_by="rules" if fallback else "model",
+            tokens=spend.tokens,
+            tokens_estimated=spend.estimated,
+            calls=spend.calls,
+            latency_s=round(time.monotonic() - start, 3),
+            fallback=fallback,
+            notes=spend.notes,
+            answer=q.brief(final),
+            time=_now(),
+        )
         return Judgment(final, decision)
 
     # ------------------------------------------------------------------ one question
@@ -152,8 +175,10 @@ class LLMReasoner(RulesOnly):
             need = _request_tokens(messages, schema) + self.settings.max_output_tokens
             if not facts.budget.allows(spend.tokens + need):
                 spent = facts.budget.spent + spend.tokens
-                return (f"token budget: {spent:,} of {facts.budget.limit:,} spent and the next request "
-                        f"may take up to {need:,}")  # fmt: skip
+                return (
+                    f"token budget: {spent:,} of {facts.budget.limit:,} spent and the next request "
+                    f"may take up to {need:,}"
+                )
             reply, failure = self._request(bound, messages, spend, start)
             if reply is None:
                 return failure
@@ -228,8 +253,10 @@ class LLMReasoner(RulesOnly):
         self._failed_in_row += 1
         reason = f"{last} after {spend.calls} request(s)"
         if self._failed_in_row >= MAX_FAILED_DECISIONS:
-            self.disabled = (f"{self._failed_in_row} decisions in a row could not reach {self.name} "
-                             f"(last: {last[:120]}): the rules decide for the rest of this process")  # fmt: skip
+            self.disabled = (
+                f"{self._failed_in_row} decisions in a row could not reach {self.name} "
+                f"(last: {last[:120]}): the rules decide for the rest of this process"
+            )
         return None, reason
 
 

@@ -58,18 +58,27 @@ def estimate_question(
         if sorted(got) != sorted(ids):
             raise ValueError(f"give exactly one estimate for each of {sorted(ids)} (got {sorted(got)})")
         capped = [e.proposal_id for e in ans.estimates if e.app_impact_pct > bound]
-        out = [e.model_copy(update={"app_impact_pct": round(min(e.app_impact_pct, bound), 2),
-                                    "reason": f"{e.reason} (the model's estimate, capped at {bound:.1f}%: {why})"})
-               for e in ans.estimates]  # fmt: skip
+        out = [
+            e.model_copy(
+                update={
+                    "app_impact_pct": round(min(e.app_impact_pct, bound), 2),
+                    "reason": f"{e.reason} (the model's estimate, capped at {bound:.1f}%: {why})",
+                }
+            )
+            for e in ans.estimates
+        ]
         return Accepted(out, [f"capped at the I/O bound {bound:.1f}%: {', '.join(capped)}"] if capped else [])
 
     prompt = load_prompt("optimizer", "estimate_impacts").format(
-        facts=facts_json(facts), bound=f"{bound:.2f}", bound_reason=why,
+        facts=facts_json(facts),
+        bound=f"{bound:.2f}",
+        bound_reason=why,
         proposals=json.dumps([option(p) for p in proposals], indent=1),
         rules=json.dumps([e.model_dump() for e in rules()], indent=1),
-    )  # fmt: skip
-    return Question("estimate_impacts", ImpactEstimates, prompt, rules, accept,
-                    brief=lambda es: f"{len(es)} estimate(s)")  # fmt: skip
+    )
+    return Question(
+        "estimate_impacts", ImpactEstimates, prompt, rules, accept, brief=lambda es: f"{len(es)} estimate(s)"
+    )
 
 
 def choose_question(policy: RulesReasoner, options: Sequence[Proposal], facts: Facts) -> Question[Choice]:
@@ -84,8 +93,14 @@ def choose_question(policy: RulesReasoner, options: Sequence[Proposal], facts: F
     prompt = load_prompt("optimizer", "choose_next").format(
         facts=facts_json(facts), options=json.dumps([option(p) for p in options], indent=1)
     )
-    return Question("choose_next", Choice, prompt, lambda: policy.choose_next(options, facts), accept,
-                    brief=lambda c: c.proposal_id)  # fmt: skip
+    return Question(
+        "choose_next",
+        Choice,
+        prompt,
+        lambda: policy.choose_next(options, facts),
+        accept,
+        brief=lambda c: c.proposal_id,
+    )
 
 
 def summary_question(policy: RulesReasoner, facts: Facts, outcome: dict[str, Any]) -> Question[str]:
@@ -97,21 +112,37 @@ def summary_question(policy: RulesReasoner, facts: Facts, outcome: dict[str, Any
             ans.text, given, wins={str(w.get("proposal")) for w in outcome.get("wins", [])}
         )
         if not checked.kept:
-            raise ValueError("no sentence of the summary holds up: " + "; ".join(checked.dropped)[:400]
-                             + ". Cite only the numbers and proposal ids given")  # fmt: skip
+            raise ValueError(
+                "no sentence of the summary holds up: "
+                + "; ".join(checked.dropped)[:400]
+                + ". Cite only the numbers and proposal ids given"
+            )
         return Accepted(checked.text, [f"summary sentence dropped: {d}" for d in checked.dropped])
 
     prompt = load_prompt("optimizer", "summarize").format(
         facts=facts_json(facts), outcome=json.dumps(outcome, indent=1, default=str)
     )
-    return Question("summarize", Summary, prompt, lambda: policy.summarize(facts, outcome), accept,
-                    brief=lambda t: f"{len(t)} characters")  # fmt: skip
+    return Question(
+        "summarize",
+        Summary,
+        prompt,
+        lambda: policy.summarize(facts, outcome),
+        accept,
+        brief=lambda t: f"{len(t)} characters",
+    )
 
 
 def option(p: Proposal) -> dict[str, Any]:
-    return {"id": p.id, "strategy": p.strategy, "layer": p.layer, "description": p.description,
-            "app_impact_pct": p.app_impact_pct, "system_impact_pct": p.system_impact_pct,
-            "weighted_score": p.weighted_score, "privilege": p.privilege}  # fmt: skip
+    return {
+        "id": p.id,
+        "strategy": p.strategy,
+        "layer": p.layer,
+        "description": p.description,
+        "app_impact_pct": p.app_impact_pct,
+        "system_impact_pct": p.system_impact_pct,
+        "weighted_score": p.weighted_score,
+        "privilege": p.privilege,
+    }
 
 
 #: the most characters the facts may take in a prompt (the rest is cut, and the prompt says so)
@@ -123,16 +154,29 @@ def facts_json(facts: Facts) -> str:
     diag = facts.diagnosis
     left = facts.budget.limit - facts.budget.spent
     brief = {
-        "workload": facts.workload, "description": facts.description,
-        "metric": facts.metric, "direction": "lower is better" if facts.lower_is_better else "higher is better",
-        "io_fraction": facts.io_fraction, "unoverlapped_fraction": facts.unoverlapped_fraction,
-        "bottlenecks": [{"category": b.category, "score": b.score, "evidence": b.evidence}
-                        for b in (diag.bottlenecks if diag else [])][:8],
-        "shape": diag.shape if diag else None, "views": facts.views, "citations": facts.citations,
-        "kb_prior_pct": facts.kb_prior, "kb_records": facts.kb_records, "history": facts.history,
-        "budget_left": {"experiments": facts.experiments_left, "tokens": left,
-                        "wall_clock_s": facts.wall_clock_left_s, "replicates_per_arm": facts.replicates},
-    }  # fmt: skip
+        "workload": facts.workload,
+        "description": facts.description,
+        "metric": facts.metric,
+        "direction": "lower is better" if facts.lower_is_better else "higher is better",
+        "io_fraction": facts.io_fraction,
+        "unoverlapped_fraction": facts.unoverlapped_fraction,
+        "bottlenecks": [
+            {"category": b.category, "score": b.score, "evidence": b.evidence}
+            for b in (diag.bottlenecks if diag else [])
+        ][:8],
+        "shape": diag.shape if diag else None,
+        "views": facts.views,
+        "citations": facts.citations,
+        "kb_prior_pct": facts.kb_prior,
+        "kb_records": facts.kb_records,
+        "history": facts.history,
+        "budget_left": {
+            "experiments": facts.experiments_left,
+            "tokens": left,
+            "wall_clock_s": facts.wall_clock_left_s,
+            "replicates_per_arm": facts.replicates,
+        },
+    }
     text = json.dumps(brief, indent=1, default=str)
     if len(text) > FACTS_CHARS:
         text = text[:FACTS_CHARS] + f"\n... cut: {len(text) - FACTS_CHARS} more characters of facts not shown"
@@ -160,8 +204,15 @@ def _ids(ps: list[Proposal]) -> str:
     return ", ".join(p.id for p in ps) or "none"
 
 
-def _proposing(name: str, schema: type[Any], items: str, what: str, build: Callable[[Any], Proposal],
-               facts: Facts, **shown: Any) -> Question[list[Proposal]]:  # fmt: skip
+def _proposing(
+    name: str,
+    schema: type[Any],
+    items: str,
+    what: str,
+    build: Callable[[Any], Proposal],
+    facts: Facts,
+    **shown: Any,
+) -> Question[list[Proposal]]:
     """A question whose answer is new proposals (``schema.<items>``, each built and checked by
     ``build``); the rules propose none. ``shown`` fills the prompt (JSON unless already text)."""
 
@@ -191,16 +242,27 @@ def draft_question(
     recommendations: list[dict[str, Any]], source: str, build: Callable[[PatchDraft], Proposal], facts: Facts
 ) -> Question[list[Proposal]]:
     """Source patches for manual recommendations, each applying cleanly. Rules: none (the rules write no code)."""
-    return _proposing("draft_patch", PatchDrafts, "patches", "patch", build, facts,
-                      recommendations=recommendations, source=source)  # fmt: skip
+    return _proposing(
+        "draft_patch",
+        PatchDrafts,
+        "patches",
+        "patch",
+        build,
+        facts,
+        recommendations=recommendations,
+        source=source,
+    )
 
 
 def pace_question(facts: Facts, replicates: int, most: int) -> Question[Pace]:
     """Go on or stop, and the next experiment's replicates (``replicates`` to ``most``). Rules: go on."""
 
     def rules() -> Pace:
-        return Pace(action="continue", replicates=None,
-                    reason=f"the rules measure until the budget or the proposals run out, {replicates} replicates")  # fmt: skip
+        return Pace(
+            action="continue",
+            replicates=None,
+            reason=f"the rules measure until the budget or the proposals run out, {replicates} replicates",
+        )
 
     def accept(ans: Pace) -> Accepted[Pace]:
         if ans.replicates is not None and not replicates <= ans.replicates <= most:
@@ -212,8 +274,14 @@ def pace_question(facts: Facts, replicates: int, most: int) -> Question[Pace]:
     prompt = load_prompt("optimizer", "pace").format(
         facts=facts_json(facts), replicates=replicates, most=most
     )
-    return Question("pace", Pace, prompt, rules, accept,
-                    brief=lambda a: a.action + (f", {a.replicates} replicates" if a.replicates else ""))  # fmt: skip
+    return Question(
+        "pace",
+        Pace,
+        prompt,
+        rules,
+        accept,
+        brief=lambda a: a.action + (f", {a.replicates} replicates" if a.replicates else ""),
+    )
 
 
 def explain_question(facts: Facts, experiment: dict[str, Any], rules_text: str) -> Question[str]:
@@ -225,8 +293,11 @@ def explain_question(facts: Facts, experiment: dict[str, Any], rules_text: str) 
             ans.text, given, wins={str(experiment["proposal"])} if experiment.get("kept") else set()
         )
         if not checked.kept:
-            raise ValueError("no sentence of the explanation holds up: " + "; ".join(checked.dropped)[:400]
-                             + ". Cite only the numbers and ids of this experiment")  # fmt: skip
+            raise ValueError(
+                "no sentence of the explanation holds up: "
+                + "; ".join(checked.dropped)[:400]
+                + ". Cite only the numbers and ids of this experiment"
+            )
         return Accepted(checked.text[:600], [f"explanation sentence dropped: {d}" for d in checked.dropped])
 
     prompt = load_prompt("optimizer", "explain_verdict").format(

@@ -37,18 +37,26 @@ class RulesReasoner:
 
     def estimate_impacts(self, proposals: Sequence[Proposal], facts: Facts) -> list[ImpactEstimate]:
         """The estimates the optimizer computed from the trace and the KB (the rules add nothing)."""
-        return [ImpactEstimate(proposal_id=p.id, app_impact_pct=max(0.0, min(100.0, p.app_impact_pct)),
-                               reason=p.impact_reason or "no estimate") for p in proposals]  # fmt: skip
+        return [
+            ImpactEstimate(
+                proposal_id=p.id,
+                app_impact_pct=max(0.0, min(100.0, p.app_impact_pct)),
+                reason=p.impact_reason or "no estimate",
+            )
+            for p in proposals
+        ]
 
     def choose_next(self, options: Sequence[Proposal], facts: Facts) -> Choice:
         if not options:
             raise ValueError("choose_next needs at least one option")
         best = sorted(options, key=rank_key)[0]
         known = "the knowledge base measured a win for it; " if best.app_impact_source == "kb" else ""
-        return Choice(proposal_id=best.id,
-                      reason=f"{known}highest weighted score ({best.weighted_score:g}, {best.app_impact_source}) "
-                             f"among {len(options)} open proposal(s); ties go to the cheaper layer ({best.layer}), "
-                             "then to the order of the plan")  # fmt: skip
+        return Choice(
+            proposal_id=best.id,
+            reason=f"{known}highest weighted score ({best.weighted_score:g}, {best.app_impact_source}) "
+            f"among {len(options)} open proposal(s); ties go to the cheaper layer ({best.layer}), "
+            "then to the order of the plan",
+        )
 
     def summarize(self, facts: Facts, outcome: dict[str, Any]) -> str:
         wins = outcome.get("wins", [])
@@ -61,5 +69,7 @@ class RulesReasoner:
         trial = ", ".join(f"{w['strategy']} ({w['change_pct']:+.1f}%)" for w in outcome.get("pending", []))
         if trial:  # kept on trial: a person must confirm what the traces could not settle
             best += f"; pending a person's confirmation: {trial}"
-        return (f"{facts.workload}: {tried} experiment(s) measured; wins kept: {best}; "
-                f"overall {outcome.get('overall_pct', 0.0):+.1f}% on {outcome.get('metric', 'the metric')}.")  # fmt: skip
+        return (
+            f"{facts.workload}: {tried} experiment(s) measured; wins kept: {best}; "
+            f"overall {outcome.get('overall_pct', 0.0):+.1f}% on {outcome.get('metric', 'the metric')}."
+        )

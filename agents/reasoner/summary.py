@@ -114,8 +114,15 @@ def check_summary(text: str, given: dict[str, Any], *, wins: set[str]) -> Checke
     return out
 
 
-def _problem(sentence: str, allowed: list[float], known: set[str], verdicts: dict[str, Any],
-             own: dict[str, Any], overall: Any, wins: set[str]) -> str | None:  # fmt: skip
+def _problem(
+    sentence: str,
+    allowed: list[float],
+    known: set[str],
+    verdicts: dict[str, Any],
+    own: dict[str, Any],
+    overall: Any,
+    wins: set[str],
+) -> str | None:
     if _MARKUP.search(sentence):
         return "a table or markup, not prose"
     ids = [m.group(0).rstrip(".") for m in _ID.finditer(sentence)]

@@ -166,12 +166,25 @@ def build_chat_model(spec: str, settings: LLMSettings | None = None) -> Any:
         if provider == "anthropic":
             from langchain_anthropic import ChatAnthropic
 
-            return ChatAnthropic(model=model, base_url=ep.url, api_key=ep.key, timeout=s.timeout_s,
-                                 max_retries=0, max_tokens=s.max_output_tokens)  # fmt: skip
+            return ChatAnthropic(
+                model=model,
+                base_url=ep.url,
+                api_key=ep.key,
+                timeout=s.timeout_s,
+                max_retries=0,
+                max_tokens=s.max_output_tokens,
+            )
         from langchain_openai import ChatOpenAI
 
-        return ChatOpenAI(model=model, base_url=ep.url, api_key=ep.key, timeout=s.timeout_s,
-                          max_retries=0, max_tokens=s.max_output_tokens, use_responses_api=False)  # fmt: skip
+        return ChatOpenAI(
+            model=model,
+            base_url=ep.url,
+            api_key=ep.key,
+            timeout=s.timeout_s,
+            max_retries=0,
+            max_tokens=s.max_output_tokens,
+            use_responses_api=False,
+        )
     except ImportError as exc:
         raise ReasonerError(
             f"--model {spec}: {exc.name} is not installed (pip install 'dftune[llm]')"
@@ -253,9 +266,13 @@ def classify(exc: BaseException) -> Failure:
     status = _status(exc)
     text = _error_text(exc, status)
     names = {c.__name__ for c in type(exc).__mro__}
-    if isinstance(exc, ModelAuthenticationError | ModelPermissionDeniedError | ModelNotFoundError) or status in (
-        401, 403, 404,
-    ):  # fmt: skip
+    if isinstance(
+        exc, ModelAuthenticationError | ModelPermissionDeniedError | ModelNotFoundError
+    ) or status in (
+        401,
+        403,
+        404,
+    ):
         return Failure(text, retryable=False, permanent=True)
     timeout = bool(
         names & {"APITimeoutError", "TimeoutException", "ReadTimeout", "ConnectTimeout"}

@@ -54,10 +54,24 @@ def test_example_bench_traced_and_untraced(tmp_path: Path) -> None:
 
 def test_bench_cli_json_contract(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "dftune.cli", "bench", str(EXAMPLE), "--replicates", "2", "--no-trace",
-         "--set", "WORKERS=2", "--json"],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "dftune.cli",
+            "bench",
+            str(EXAMPLE),
+            "--replicates",
+            "2",
+            "--no-trace",
+            "--set",
+            "WORKERS=2",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["schema"] == "dftune.bench/1" and doc["workload"] == "small-files-reader"
@@ -70,8 +84,10 @@ def test_bench_cli_json_contract(tmp_path: Path) -> None:
 
 def test_failures_in_a_row_stop_the_experiment(tmp_path: Path) -> None:
     toml = tmp_path / "broken.toml"
-    toml.write_text('name = "broken"\ncommand = ["{python}", "-c", "import sys; sys.exit(7)"]\nreplicates = 10\n'
-                    "[tracing]\nmode = \"off\"\n")  # fmt: skip
+    toml.write_text(
+        'name = "broken"\ncommand = ["{python}", "-c", "import sys; sys.exit(7)"]\nreplicates = 10\n'
+        '[tracing]\nmode = "off"\n'
+    )
     result = bench(load_spec(toml), workdir=tmp_path / "w")
     assert len(result.replicates) == 3 and result.ok == 0
     assert result.stopped_reason and "3 failed replicates in a row" in result.stopped_reason
@@ -80,8 +96,10 @@ def test_failures_in_a_row_stop_the_experiment(tmp_path: Path) -> None:
 
 def test_hung_workload_times_out(tmp_path: Path) -> None:
     toml = tmp_path / "hung.toml"
-    toml.write_text('name = "hung"\ncommand = ["{python}", "-c", "import time; time.sleep(60)"]\nreplicates = 1\n'
-                    'timeout_s = 1\n[tracing]\nmode = "off"\n')  # fmt: skip
+    toml.write_text(
+        'name = "hung"\ncommand = ["{python}", "-c", "import time; time.sleep(60)"]\nreplicates = 1\n'
+        'timeout_s = 1\n[tracing]\nmode = "off"\n'
+    )
     result = bench(load_spec(toml), workdir=tmp_path / "w")
     assert result.replicates[0].status == "timeout" and result.ok == 0
 

@@ -29,8 +29,9 @@ def _member(result: dict, workload: str) -> dict:
 def test_a_broken_and_a_slow_workload_do_not_hold_the_fast_one_back() -> None:
     start = time.time()
     deadline = start + 30
-    result = start_campaign([HERE / "fast.toml", HERE / "broken.toml", HERE / "slow.toml"], deadline=deadline,
-                            budget_text="30s")  # fmt: skip
+    result = start_campaign(
+        [HERE / "fast.toml", HERE / "broken.toml", HERE / "slow.toml"], deadline=deadline, budget_text="30s"
+    )
     assert result["finished_before_deadline"] and time.time() < deadline
     fast, broken, slow = (_member(result, w) for w in ("toy-fast", "toy-broken", "toy-slow"))
     # the fast workload was diagnosed and tuned while the slow one was still measuring

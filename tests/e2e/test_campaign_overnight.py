@@ -28,23 +28,41 @@ def _spec(name: str) -> str:
 
 
 def _dftune(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dftune.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, check=False, env={**os.environ, "COLUMNS": "80"})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "dftune.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, "COLUMNS": "80"},
+    )
 
 
 def test_three_bundled_workloads_finish_before_the_deadline_with_a_combined_report() -> None:
     pytest.importorskip("dftracer")
     pytest.importorskip("h5py")
     start = time.time()
-    res = _dftune("run", *(_spec(w) for w in WORKLOADS), "--time-budget", f"{BUDGET_S}s", "--replicates", "3",
-                  "--max-experiments", "3", "--json")  # fmt: skip
+    res = _dftune(
+        "run",
+        *(_spec(w) for w in WORKLOADS),
+        "--time-budget",
+        f"{BUDGET_S}s",
+        "--replicates",
+        "3",
+        "--max-experiments",
+        "3",
+        "--json",
+    )
     end = time.time()
     assert res.returncode == 0, res.stderr[-3000:]
     doc = json.loads(res.stdout)
     assert doc["schema"] == "dftune.campaign/1"
     assert end < start + BUDGET_S and doc["finished_before_deadline"], (end - start, doc["timing"])
-    assert {m["workload"] for m in doc["members"]} == {"small-files-reader", "checkpoint-writer",
-                                                        "hdf5-chunk-reader"}  # fmt: skip
+    assert {m["workload"] for m in doc["members"]} == {
+        "small-files-reader",
+        "checkpoint-writer",
+        "hdf5-chunk-reader",
+    }
     for m in doc["members"]:
         # overnight, everything the policy may approve alone runs; a sudo change may then wait for a person
         assert m["status"] in ("completed", "awaiting_approval"), m

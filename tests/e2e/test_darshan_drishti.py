@@ -16,9 +16,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 bench = importlib.import_module("bench_darshan_drishti")
 
 #: logs where Drishti raises issues that share dftune's thresholds (and one it does not)
-CASES = [collection("imbalanced_io/imbalanced-io.darshan"), shipped("noposix.darshan"),
-         shipped("shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan"),
-         collection("skew_io/skew-app.darshan")]  # fmt: skip
+CASES = [
+    collection("imbalanced_io/imbalanced-io.darshan"),
+    shipped("noposix.darshan"),
+    shipped("shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan"),
+    collection("skew_io/skew-app.darshan"),
+]
 
 
 @pytest.mark.parametrize("log", CASES, ids=[p.name[:30] for p in CASES])

@@ -97,8 +97,14 @@ def _free_port() -> int:
 def _dftune(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dftune.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})}, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "dftune.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
 
 
 def _assert_one_line_json_error(res: subprocess.CompletedProcess[str], *needles: str) -> str:
@@ -136,8 +142,14 @@ def test_unreachable_scheduler_is_named_as_such() -> None:
     """Not "input: Timed out ..." as if a trace file were bad."""
     address = f"tcp://127.0.0.1:{_free_port()}"
     t0 = time.monotonic()
-    res = _dftune("analyze", str(_trace_set("dlio-unet3d-8ranks-legacy")), "--scheduler", address, "--json",
-                  env={"DFTUNE_DASK_CONNECT_S": "2"})  # fmt: skip
+    res = _dftune(
+        "analyze",
+        str(_trace_set("dlio-unet3d-8ranks-legacy")),
+        "--scheduler",
+        address,
+        "--json",
+        env={"DFTUNE_DASK_CONNECT_S": "2"},
+    )
     line = _assert_one_line_json_error(res, f"Dask scheduler {address} unreachable")
     assert not line.startswith("dftune: error: input:")
     assert time.monotonic() - t0 < 30
@@ -151,16 +163,46 @@ def lone_worker_cluster(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[
     procs: list[subprocess.Popen[bytes]] = []
     log = open(tmp_path / "dask.log", "wb")  # noqa: SIM115 - closed at teardown
     try:
-        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--port", "0",
-                                       "--host", "127.0.0.1", "--no-dashboard", "--scheduler-file", str(info)],
-                                      stdout=log, stderr=log, start_new_session=True))  # fmt: skip
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_scheduler",
+                    "--port",
+                    "0",
+                    "--host",
+                    "127.0.0.1",
+                    "--no-dashboard",
+                    "--scheduler-file",
+                    str(info),
+                ],
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        )
         deadline = time.monotonic() + 60
         while not info.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         address = json.loads(info.read_text())["address"]
-        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--no-nanny",
-                                   "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"],
-                                  stdout=log, stderr=log, start_new_session=True)  # fmt: skip
+        worker = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_worker",
+                address,
+                "--no-nanny",
+                "--nthreads",
+                "1",
+                "--no-dashboard",
+                "--host",
+                "127.0.0.1",
+            ],
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
         procs.append(worker)
         distributed = pytest.importorskip("distributed")
         with distributed.Client(address, timeout=30) as client:
@@ -200,8 +242,14 @@ def test_every_worker_dead_cli_json(lone_worker_cluster: tuple[str, subprocess.P
     address, worker = lone_worker_cluster
     os.kill(worker.pid, signal.SIGKILL)
     worker.wait(timeout=10)
-    res = _dftune("analyze", str(_trace_set("dlio-unet3d-8ranks-legacy")), "--scheduler", address, "--json",
-                  env={"DFTUNE_DASK_NO_WORKERS_S": "3"})  # fmt: skip
+    res = _dftune(
+        "analyze",
+        str(_trace_set("dlio-unet3d-8ranks-legacy")),
+        "--scheduler",
+        address,
+        "--json",
+        env={"DFTUNE_DASK_NO_WORKERS_S": "3"},
+    )
     _assert_one_line_json_error(res, "no worker for 3 s", address)
 
 
@@ -209,9 +257,13 @@ def test_killed_worker_is_a_one_line_error(tmp_path: Path) -> None:
     """A file whose reading kills worker after worker (the nanny restarts them): KilledWorker, one line."""
     distributed = pytest.importorskip("distributed")
     dask = pytest.importorskip("dask")
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
-    ) as local, distributed.Client(local) as client:  # fmt: skip
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as local,
+        distributed.Client(local) as client,
+    ):
         _kill_on_read(client)
         path = _trace_set("dlio-unet3d-8ranks-legacy")
         res = _dftune("analyze", str(path), "--scheduler", local.scheduler_address, "--json")

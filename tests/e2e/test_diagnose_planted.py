@@ -173,8 +173,12 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Planted]:
         )
         proc = subprocess.Popen(
             [sys.executable, str(script), str(ddir)],
-            cwd=str(base), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            cwd=str(base),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         jobs.append((Planted(name, tdir, ddir), proc))
     stdouts = c.wait_for_traced([(p.name, p.trace_dir, proc) for p, proc in jobs], TIMEOUT_S)
     out: dict[str, Planted] = {}
@@ -221,8 +225,11 @@ def _by_id(d: Diagnosis) -> dict[str, Bottleneck]:
 def _cli(args: list[str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "dftune.cli", *args],
-        env=c._clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        env=c._clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _cli_json(proc: subprocess.Popen[str]) -> dict[str, Any]:

@@ -29,8 +29,13 @@ GOOD = 30
 
 def dftune(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> tuple[int, str, str, int]:
     """(exit code, stdout, stderr, peak RSS in KiB) of one `dftune` command."""
-    proc = subprocess.Popen([sys.executable, "-m", "dftune.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dftune.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     out, err = proc.communicate(timeout=timeout)
     _pid, _status, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)
     rss = usage.ru_maxrss if usage is not None else _child_rss(proc)
@@ -51,13 +56,33 @@ def one_error(err: str) -> str:
 
 
 def event(i: int) -> str:
-    return json.dumps({"id": i, "name": "read", "cat": "POSIX", "pid": 7, "tid": 7, "ts": 1000 + 10 * i, "dur": 5,
-                       "ph": "X", "args": {"fhash": "fh", "hhash": "hh", "ret": 4096, "size": 4096}})  # fmt: skip
+    return json.dumps(
+        {
+            "id": i,
+            "name": "read",
+            "cat": "POSIX",
+            "pid": 7,
+            "tid": 7,
+            "ts": 1000 + 10 * i,
+            "dur": 5,
+            "ph": "X",
+            "args": {"fhash": "fh", "hhash": "hh", "ret": 4096, "size": 4096},
+        }
+    )
 
 
 def trace(path: Path, bad: str) -> Path:
-    meta = json.dumps({"id": 0, "name": "FH", "cat": "dftracer", "pid": 7, "tid": 7, "ph": "M",
-                       "args": {"name": "/data/f", "value": "fh"}})  # fmt: skip
+    meta = json.dumps(
+        {
+            "id": 0,
+            "name": "FH",
+            "cat": "dftracer",
+            "pid": 7,
+            "tid": 7,
+            "ph": "M",
+            "args": {"name": "/data/f", "value": "fh"},
+        }
+    )
     path.write_text("\n".join(["[", meta, *(event(i) for i in range(1, GOOD + 1)), bad]) + "\n")
     return path
 
@@ -188,13 +213,19 @@ def test_sigkill_of_dftune_leaves_no_grandchild_that_ignores_sigterm(tmp_path: P
     hold.touch()
     (tmp_path / "leak.py").write_text(WORKLOAD)
     spec = tmp_path / "leak.toml"
-    spec.write_text(f'name = "leak"\ncommand = ["{{python}}", "leak.py", "{rec}", "{hold}"]\nreplicates = 2\n'
-                    '[metric]\nkind = "stdout_regex"\npattern = "run_time_s ([0-9.]+)"\n[tracing]\nmode = "off"\n'
-                    '[[knobs]]\nname = "X"\nkind = "env"\nvalues = [1, 2]\ndefault = 1\n'
-                    'strategy = "l1.dataloader_workers"\n')  # fmt: skip
+    spec.write_text(
+        f'name = "leak"\ncommand = ["{{python}}", "leak.py", "{rec}", "{hold}"]\nreplicates = 2\n'
+        '[metric]\nkind = "stdout_regex"\npattern = "run_time_s ([0-9.]+)"\n[tracing]\nmode = "off"\n'
+        '[[knobs]]\nname = "X"\nkind = "env"\nvalues = [1, 2]\ndefault = 1\n'
+        'strategy = "l1.dataloader_workers"\n'
+    )
     args = [command, str(spec)] + (["--max-experiments", "1", "--run-id", "leak"] if command == "run" else [])
-    proc = subprocess.Popen([sys.executable, "-m", "dftune.cli", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=os.environ.copy())  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dftune.cli", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=os.environ.copy(),
+    )
     try:
         main, gc = _pid(rec, "main"), _pid(rec, "gc")
         proc.send_signal(signal.SIGKILL)

@@ -29,8 +29,13 @@ SPEC = (
 
 
 def _run(spec: Path, *extra: str) -> dict[str, object]:
-    res = subprocess.run([sys.executable, "-m", "dftune.cli", "run", str(spec), "--json", "--max-experiments", "0",
-                          *extra], capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "dftune.cli", "run", str(spec), "--json", "--max-experiments", "0", *extra],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     doc: dict[str, object] = json.loads(res.stdout)
     return doc

@@ -111,16 +111,23 @@ def _env(trace_dir: Path) -> dict[str, str]:
     lib = c.dftracer_preload_lib()
     assert lib is not None
     env = c._clean_env()
-    env.update(DFTRACER_ENABLE="1", DFTRACER_INIT="PRELOAD", DFTRACER_INC_METADATA="1",
-               DFTRACER_LOG_FILE=str(trace_dir / "trace"), DFTRACER_DATA_DIR="all", LD_PRELOAD=str(lib))  # fmt: skip
+    env.update(
+        DFTRACER_ENABLE="1",
+        DFTRACER_INIT="PRELOAD",
+        DFTRACER_INC_METADATA="1",
+        DFTRACER_LOG_FILE=str(trace_dir / "trace"),
+        DFTRACER_DATA_DIR="all",
+        LD_PRELOAD=str(lib),
+    )
     return env
 
 
 def _run_traced(argv: list[str], base: Path, trace_dir: Path, data_dir: Path) -> None:
     trace_dir.mkdir(parents=True, exist_ok=True)
     data_dir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(argv, cwd=str(base), env=_env(trace_dir), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        argv, cwd=str(base), env=_env(trace_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     c.wait_for_traced([(argv[0], trace_dir, proc)], TIMEOUT_S)
 
 
@@ -232,8 +239,13 @@ def test_helpers_are_listed_in_the_analysis_and_counted_in_its_totals(
     assert whole.events > app.events  # analyze counts every event; diagnose judges the application's
     assert whole.io_fraction_of_job == app.io_fraction_of_job
     names = " ".join(h.cmd or "" for h in helpers)
-    expected = {"pyenv-shim": "cat", "launch-script": "bash", "timeout": "timeout", "mpirun": "mpirun",
-                "real-pyenv": "pyenv"}[style]  # fmt: skip
+    expected = {
+        "pyenv-shim": "cat",
+        "launch-script": "bash",
+        "timeout": "timeout",
+        "mpirun": "mpirun",
+        "real-pyenv": "pyenv",
+    }[style]
     assert expected in names, [(h.cmd, h.why) for h in helpers]
     assert any("helper process" in w for w in whole.warnings)
     # the independent oracle (tests/reference.py) finds the same helpers and I/O fraction
@@ -244,8 +256,14 @@ def test_helpers_are_listed_in_the_analysis_and_counted_in_its_totals(
 
 def test_cli_diagnosis_of_a_shimmed_start_agrees(launched: dict[str, Traced | None]) -> None:
     t = _traced(launched, "pyenv-shim")
-    res = subprocess.run([sys.executable, "-m", "dftune.cli", "diagnose", str(t.trace_dir), "--json"],
-                         capture_output=True, text=True, timeout=TIMEOUT_S, env=c._clean_env(), check=False)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "dftune.cli", "diagnose", str(t.trace_dir), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        env=c._clean_env(),
+        check=False,
+    )
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     d = diagnose([t.trace_dir])
@@ -277,8 +295,14 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dftune.cli", *args], capture_output=True, text=True,
-                          timeout=TIMEOUT_S, env=c._clean_env(), check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "dftune.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        env=c._clean_env(),
+        check=False,
+    )
 
 
 @pytest.mark.parametrize("command", ["analyze", "diagnose"])

@@ -27,11 +27,24 @@ TOY = REPO / "tests" / "graph" / "toy" / "workload.toml"
 RUN_TOOLS = {"run_start", "run_list", "run_show", "run_answer", "run_resume", "run_report"}
 #: every `mcp__dftracer__<name>` a pipeline skill page calls, once the server is registered as "dftracer"
 SKILL_NAMES = {
-    "analyze", "diagnose", "comparator", "event_count", "reader", "session_analyze_traces",
-    "session_validate_structure", "session_reorganize_structure", "session_search_optimization_context",
-    "session_search_local_papers", "opt_kb_lookup", "opt_kb_record", "opt_kb_render", "opt_proposal_table",
-    "rag_search", "search_arxiv", "search_papers_combined",
-}  # fmt: skip
+    "analyze",
+    "diagnose",
+    "comparator",
+    "event_count",
+    "reader",
+    "session_analyze_traces",
+    "session_validate_structure",
+    "session_reorganize_structure",
+    "session_search_optimization_context",
+    "session_search_local_papers",
+    "opt_kb_lookup",
+    "opt_kb_record",
+    "opt_kb_render",
+    "opt_proposal_table",
+    "rag_search",
+    "search_arxiv",
+    "search_papers_combined",
+}
 
 
 @asynccontextmanager
@@ -81,9 +94,19 @@ def test_a_client_starts_a_run_answers_it_and_reads_its_report(tmp_path: Path) -
         assert "budget" in (await _err(s, "run_start", {"spec": str(TOY), "time_budget": "soon"})).lower()
         assert (await _ok(s, "run_list", {}))["runs_total"] == 0
 
-        started = await _ok(s, "run_start", {"spec": str(TOY), "run_id": run_id, "mode": "interactive",
-                                             "max_experiments": 1, "replicates": 3, "time_budget": "5m",
-                                             "wait_s": 240})  # fmt: skip
+        started = await _ok(
+            s,
+            "run_start",
+            {
+                "spec": str(TOY),
+                "run_id": run_id,
+                "mode": "interactive",
+                "max_experiments": 1,
+                "replicates": 3,
+                "time_budget": "5m",
+                "wait_s": 240,
+            },
+        )
         assert started["run_id"] == run_id and started["started"]
         shown = await _ok(s, "run_show", {"run_id": run_id, "wait_s": 240})
         assert shown["status"] == "awaiting_approval", shown
@@ -98,11 +121,18 @@ def test_a_client_starts_a_run_answers_it_and_reads_its_report(tmp_path: Path) -
             "proposal_id"
         ]
 
-        done = await _ok(s, "run_answer", {"run_id": run_id, "decision": "approve", "reason": "ok from the client",
-                                           "wait_s": 300})  # fmt: skip
-        assert done["answered"] == {"proposal_id": pending["proposal_id"], "strategy": pending["strategy"],
-                                    "kind": pending["kind"], "decision": "approve",
-                                    "reason": "ok from the client"}  # fmt: skip
+        done = await _ok(
+            s,
+            "run_answer",
+            {"run_id": run_id, "decision": "approve", "reason": "ok from the client", "wait_s": 300},
+        )
+        assert done["answered"] == {
+            "proposal_id": pending["proposal_id"],
+            "strategy": pending["strategy"],
+            "kind": pending["kind"],
+            "decision": "approve",
+            "reason": "ok from the client",
+        }
         assert done["status"] == "completed", done
         assert len(done["verdicts"]) == 1 and done["verdicts"][0]["proposal"] == pending["proposal_id"]
         assert "not waiting" in await _err(s, "run_answer", {"run_id": run_id, "decision": "reject"})

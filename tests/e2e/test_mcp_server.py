@@ -30,12 +30,31 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 TOY = REPO / "tests" / "graph" / "toy" / "workload.toml"
 TOOLS = {
-    "analyze", "diagnose", "comparator", "event_count", "reader", "session_analyze_traces",
-    "session_validate_structure", "session_reorganize_structure", "opt_kb_lookup", "opt_kb_record",
-    "opt_kb_render", "opt_proposal_table", "rag_search", "search_arxiv", "search_papers_combined",
-    "get_arxiv_paper", "session_search_optimization_context", "session_search_local_papers",
-    "run_start", "run_list", "run_show", "run_answer", "run_resume", "run_report",
-}  # fmt: skip
+    "analyze",
+    "diagnose",
+    "comparator",
+    "event_count",
+    "reader",
+    "session_analyze_traces",
+    "session_validate_structure",
+    "session_reorganize_structure",
+    "opt_kb_lookup",
+    "opt_kb_record",
+    "opt_kb_render",
+    "opt_proposal_table",
+    "rag_search",
+    "search_arxiv",
+    "search_papers_combined",
+    "get_arxiv_paper",
+    "session_search_optimization_context",
+    "session_search_local_papers",
+    "run_start",
+    "run_list",
+    "run_show",
+    "run_answer",
+    "run_resume",
+    "run_report",
+}
 
 
 def _env() -> dict[str, str]:
@@ -215,9 +234,24 @@ def toy_run(tmp_path: Path, shared_traces: Path) -> str:
     The toy workload runs untraced (it only sleeps), so a recorded trace is placed in the
     baseline's and opt1's traces/raw, where the runner would have written them."""
     run_id = "mcp-toy"
-    proc = subprocess.run([sys.executable, "-m", "dftune.cli", "run", str(TOY), "--max-experiments", "1",
-                           "--run-id", run_id, "--json"], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "DFTUNE_OFFLINE": "1"})  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dftune.cli",
+            "run",
+            str(TOY),
+            "--max-experiments",
+            "1",
+            "--run-id",
+            run_id,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "DFTUNE_OFFLINE": "1"},
+    )
     assert proc.returncode == 0, proc.stderr
     run = Path(os.environ["DFTUNE_HOME"]) / "runs" / run_id
     assert (run / "opt1").is_dir()
@@ -268,8 +302,11 @@ def test_session_tools_on_a_real_run(tmp_path: Path, toy_run: str) -> None:
         assert done["clean_after"] and not stray.exists()
         assert (await _ok(s, "session_validate_structure", {"run_id": toy_run}))["clean"]
 
-        ctx = await _ok(s, "session_search_optimization_context",
-                        {"run_id": toy_run, "system": "testbox", "workload": "toy"})  # fmt: skip
+        ctx = await _ok(
+            s,
+            "session_search_optimization_context",
+            {"run_id": toy_run, "system": "testbox", "workload": "toy"},
+        )
         assert ctx["online"] is False and ctx["iteration"] == 1
         assert (run / "opt1" / "context_opportunities.json").is_file()
         assert (run / "opt1" / "optimization_papers.json").is_file()
@@ -286,22 +323,54 @@ def test_kb_tools_enforce_the_guards(tmp_path: Path, shared_traces: Path) -> Non
     kb_md = (Path(os.environ["DFTUNE_HOME"]) / "kb" / "team" / "kb.md").resolve()
 
     async def scenario(s: ClientSession) -> None:
-        forbidden = await _ok(s, "opt_kb_record", {"system": "testbox", "workload": "toy", "strategy": "l1.fewer_epochs",
-                                                   "metric": "wall_time_s", "before": 10.0, "after": 5.0})  # fmt: skip
+        forbidden = await _ok(
+            s,
+            "opt_kb_record",
+            {
+                "system": "testbox",
+                "workload": "toy",
+                "strategy": "l1.fewer_epochs",
+                "metric": "wall_time_s",
+                "before": 10.0,
+                "after": 5.0,
+            },
+        )
         assert forbidden["verdict"] == "rejected"
         assert "doing less" in forbidden["verdict_reason"].lower()
 
-        text = await _err(s, "opt_kb_record", {"system": "testbox", "workload": "toy", "strategy": "l2.romio_cb_buffer",
-                                               "software": "mpi-io", "metric": "bw", "metric_scope": "system",
-                                               "before": 1.0, "after": 2.0})  # fmt: skip
+        text = await _err(
+            s,
+            "opt_kb_record",
+            {
+                "system": "testbox",
+                "workload": "toy",
+                "strategy": "l2.romio_cb_buffer",
+                "software": "mpi-io",
+                "metric": "bw",
+                "metric_scope": "system",
+                "before": 1.0,
+                "after": 2.0,
+            },
+        )
         assert "paired app metric" in text
         assert "strategy" in await _err(s, "opt_kb_record", {"system": "x", "workload": "y", "metric": "m"})
 
-        measured = await _ok(s, "opt_kb_record", {
-            "system": "testbox", "workload": "toy", "strategy": "l1.dataloader_workers", "metric": "wall_time_s",
-            "before": 10.0, "after": 7.0, "before_ci": [9.5, 10.5], "after_ci": [6.5, 7.5],
-            "baseline_traces": [str(trace)], "experiment_traces": [str(trace)],
-        })  # fmt: skip
+        measured = await _ok(
+            s,
+            "opt_kb_record",
+            {
+                "system": "testbox",
+                "workload": "toy",
+                "strategy": "l1.dataloader_workers",
+                "metric": "wall_time_s",
+                "before": 10.0,
+                "after": 7.0,
+                "before_ci": [9.5, 10.5],
+                "after_ci": [6.5, 7.5],
+                "baseline_traces": [str(trace)],
+                "experiment_traces": [str(trace)],
+            },
+        )
         assert measured["verdict"] == "win" and measured["unchecked_guards"] == []
         assert measured["citation_url"]
 
@@ -318,20 +387,41 @@ def test_kb_tools_enforce_the_guards(tmp_path: Path, shared_traces: Path) -> Non
 
 
 def test_proposal_table_sorts_and_rejects_uncited_rows(tmp_path: Path) -> None:
-    paper = {"authors": ["Rajeev Thakur", "William Gropp", "Ewing Lusk"],
-             "title": "Data Sieving and Collective I/O in ROMIO", "venue": "Frontiers '99", "year": 1999,
-             "url": "https://doi.org/10.1109/FMPC.1999.750599", "claim": "collective buffering"}  # fmt: skip
+    paper = {
+        "authors": ["Rajeev Thakur", "William Gropp", "Ewing Lusk"],
+        "title": "Data Sieving and Collective I/O in ROMIO",
+        "venue": "Frontiers '99",
+        "year": 1999,
+        "url": "https://doi.org/10.1109/FMPC.1999.750599",
+        "claim": "collective buffering",
+    }
     rows = [
-        {"strategy": "l1.dataloader_workers", "description": "4 loader workers", "app_impact_pct": 20.0,
-         "citation_id": "mohan_datastalls_vldb2021"},
-        {"strategy": "l2.romio_cb_buffer", "description": "64 MiB collective buffer", "app_impact_pct": 10.0,
-         "system_impact_pct": 40.0, "system_impact_source": "measured", "citation": paper},
-    ]  # fmt: skip
+        {
+            "strategy": "l1.dataloader_workers",
+            "description": "4 loader workers",
+            "app_impact_pct": 20.0,
+            "citation_id": "mohan_datastalls_vldb2021",
+        },
+        {
+            "strategy": "l2.romio_cb_buffer",
+            "description": "64 MiB collective buffer",
+            "app_impact_pct": 10.0,
+            "system_impact_pct": 40.0,
+            "system_impact_source": "measured",
+            "citation": paper,
+        },
+    ]
 
     async def scenario(s: ClientSession) -> None:
         table = await _ok(s, "opt_proposal_table", {"rows": rows})
-        assert table["columns"] == ["#", "Strategy", "Description of Optimization", "App Impact", "System Impact",
-                                    "Weighted Score"]  # fmt: skip
+        assert table["columns"] == [
+            "#",
+            "Strategy",
+            "Description of Optimization",
+            "App Impact",
+            "System Impact",
+            "Weighted Score",
+        ]
         got = [(r["#"], r["strategy"], r["weighted_score"]) for r in table["rows"]]
         assert got == [(1, "l2.romio_cb_buffer", 25.0), (2, "l1.dataloader_workers", 10.0)]
         assert all(r["citation"] and r["url"].startswith("https://") for r in table["rows"])
@@ -343,8 +433,9 @@ def test_proposal_table_sorts_and_rejects_uncited_rows(tmp_path: Path) -> None:
         assert "row 3 (l1.read_ahead) has no citation" in text
         no_url = {**rows[1], "citation": {k: v for k, v in paper.items() if k != "url"}}
         assert "url" in await _err(s, "opt_proposal_table", {"rows": [no_url]})
-        assert "no_such_paper" in await _err(s, "opt_proposal_table",
-                                             {"rows": [{**rows[0], "citation_id": "no_such_paper"}]})  # fmt: skip
+        assert "no_such_paper" in await _err(
+            s, "opt_proposal_table", {"rows": [{**rows[0], "citation_id": "no_such_paper"}]}
+        )
 
     _drive(tmp_path, scenario)
 
@@ -360,9 +451,11 @@ def test_literature_tools_offline(tmp_path: Path) -> None:
         assert local["skipped"] is False and local["papers"]
         assert any(p["complete"] and p["passage"] for p in local["papers"])
         assert "bottleneck" in await _err(s, "rag_search", {"query": "x", "bottleneck": "not-a-category"})
-        for name, args in (("search_arxiv", {"query": "small I/O coalescing"}),
-                           ("search_papers_combined", {"query": "small I/O coalescing"}),
-                           ("get_arxiv_paper", {"paper_id": "2007.06775"})):  # fmt: skip
+        for name, args in (
+            ("search_arxiv", {"query": "small I/O coalescing"}),
+            ("search_papers_combined", {"query": "small I/O coalescing"}),
+            ("get_arxiv_paper", {"paper_id": "2007.06775"}),
+        ):
             t0 = time.monotonic()
             res = await _ok(s, name, args)
             assert res["skipped"] is True and res["papers"] == [], name
@@ -375,19 +468,36 @@ def test_stdout_carries_only_the_protocol(tmp_path: Path, shared_traces: Path) -
     """stdout is the transport: every line the server writes there must be a JSON-RPC message."""
     import mcp.types as types
 
-    calls = [("analyze", {"paths": [str(shared_traces / "dlio-unet3d-8ranks-legacy")], "views": ["time"]}),
-             ("diagnose", {"paths": [str(shared_traces / "dlio-legacy-strings")], "split_runs": True}),
-             ("rag_search", {"query": "collective buffering"}), ("search_arxiv", {"query": "lustre"}),
-             ("analyze", {"paths": [str(tmp_path / "missing")]})]  # fmt: skip
-    init = {"protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"}}  # fmt: skip
-    messages = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
-                {"jsonrpc": "2.0", "method": "notifications/initialized"}]  # fmt: skip
-    messages += [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": n, "arguments": a}}
-                 for i, (n, a) in enumerate(calls, 1)]  # fmt: skip
+    calls = [
+        ("analyze", {"paths": [str(shared_traces / "dlio-unet3d-8ranks-legacy")], "views": ["time"]}),
+        ("diagnose", {"paths": [str(shared_traces / "dlio-legacy-strings")], "split_runs": True}),
+        ("rag_search", {"query": "collective buffering"}),
+        ("search_arxiv", {"query": "lustre"}),
+        ("analyze", {"paths": [str(tmp_path / "missing")]}),
+    ]
+    init = {
+        "protocolVersion": types.LATEST_PROTOCOL_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    }
+    messages = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    messages += [
+        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": n, "arguments": a}}
+        for i, (n, a) in enumerate(calls, 1)
+    ]
     with (tmp_path / "stderr").open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "dftune.cli", "mcp"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=err, text=True, env=_env(), cwd=REPO)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dftune.cli", "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=_env(),
+            cwd=REPO,
+        )
         assert proc.stdin is not None and proc.stdout is not None
         for msg in messages:
             proc.stdin.write(json.dumps(msg) + "\n")
@@ -406,5 +516,9 @@ def test_stdout_carries_only_the_protocol(tmp_path: Path, shared_traces: Path) -
             proc.wait(timeout=30)
     assert proc.returncode == 0
     assert [replies[i]["result"].get("isError", False) for i in range(1, len(calls) + 1)] == [
-        False, False, False, False, True,
-    ]  # fmt: skip
+        False,
+        False,
+        False,
+        False,
+        True,
+    ]

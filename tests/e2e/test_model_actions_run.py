@@ -31,20 +31,28 @@ pytestmark = pytest.mark.e2e
 BUNDLED = Path(__file__).resolve().parents[2] / "resources" / "workloads" / "small_reads"
 SETTINGS = LLMSettings(timeout_s=5.0, retries=1, deadline_s=10.0, backoff_s=0.05)
 STRATEGY = "l1.background_prefetch"
-OVERLAP = ("    if workers <= 1 and prefetch <= 0:\n"
-           "        for p, o in zip(paths, offsets, strict=True):\n"
-           "            yield read_sample(p, request, o)\n"
-           "        return\n",
-           "    if workers <= 1 and prefetch <= 0:  # background readers keep the next samples coming\n"
-           "        workers, prefetch = 4, 2\n")  # fmt: skip
-HALF = ("    paths = sorted(os.path.join(args.data, n) for n in os.listdir(args.data))\n",
-        "    paths = sorted(os.path.join(args.data, n) for n in os.listdir(args.data))[::2]\n")  # fmt: skip
+OVERLAP = (
+    "    if workers <= 1 and prefetch <= 0:\n"
+    "        for p, o in zip(paths, offsets, strict=True):\n"
+    "            yield read_sample(p, request, o)\n"
+    "        return\n",
+    "    if workers <= 1 and prefetch <= 0:  # background readers keep the next samples coming\n"
+    "        workers, prefetch = 4, 2\n",
+)
+HALF = (
+    "    paths = sorted(os.path.join(args.data, n) for n in os.listdir(args.data))\n",
+    "    paths = sorted(os.path.join(args.data, n) for n in os.listdir(args.data))[::2]\n",
+)
 
 
 def _diff(source: str, old: str, new: str) -> str:
     assert old in source, f"the bundled reader changed: {old!r} is gone"
-    lines = difflib.unified_diff(source.splitlines(keepends=True), source.replace(old, new).splitlines(keepends=True),
-                                 "a/reader.py", "b/reader.py")  # fmt: skip
+    lines = difflib.unified_diff(
+        source.splitlines(keepends=True),
+        source.replace(old, new).splitlines(keepends=True),
+        "a/reader.py",
+        "b/reader.py",
+    )
     return "".join(lines)
 
 
@@ -74,8 +82,18 @@ def _l2(body_text: str) -> Reply:
     offered = json.loads(part)
     pick = next((s for s in offered if s["strategy"] == "l2.malloc_arena"), offered[0])
     params = {p["name"]: str(p["values"][0] if p.get("values") else p["min"]) for p in pick["parameters"]}
-    return tool_call("L2Settings", {"settings": [{"strategy": pick["strategy"], "params": params,
-                                                  "reason": "a catalog setting worth one experiment"}]})  # fmt: skip
+    return tool_call(
+        "L2Settings",
+        {
+            "settings": [
+                {
+                    "strategy": pick["strategy"],
+                    "params": params,
+                    "reason": "a catalog setting worth one experiment",
+                }
+            ]
+        },
+    )
 
 
 def _drafts(win: str, less: str) -> Any:
@@ -83,9 +101,19 @@ def _drafts(win: str, less: str) -> Any:
         part = _prompt(body_text).split("The recommendations (answer with their ids):\n", 1)[1]
         recs = json.loads(part.split("\n\nThe source tree", 1)[0])
         rec = next(r["id"] for r in recs if r.get("strategy") == STRATEGY or r["id"] == STRATEGY)
-        return tool_call("PatchDrafts", {"patches": [
-            {"recommendation": rec, "diff": win, "reason": "overlap the reads with the training step"},
-            {"recommendation": rec, "diff": less, "reason": "read ahead fewer samples"}]})  # fmt: skip
+        return tool_call(
+            "PatchDrafts",
+            {
+                "patches": [
+                    {
+                        "recommendation": rec,
+                        "diff": win,
+                        "reason": "overlap the reads with the training step",
+                    },
+                    {"recommendation": rec, "diff": less, "reason": "read ahead fewer samples"},
+                ]
+            },
+        )
 
     return reply
 
@@ -93,8 +121,10 @@ def _drafts(win: str, less: str) -> Any:
 def _choice(order: list[str]) -> Any:
     def reply(body_text: str) -> Reply:
         ids = _ids(body_text, "(choose one id):\n", "\u0000")
-        pick = next((i for want in order for i in ids if i == want or (want.endswith(".") and i.startswith(want))),
-                    ids[0])  # fmt: skip
+        pick = next(
+            (i for want in order for i in ids if i == want or (want.endswith(".") and i.startswith(want))),
+            ids[0],
+        )
         return tool_call("Choice", {"proposal_id": pick, "reason": "the model's plan"})
 
     return reply
@@ -109,16 +139,31 @@ def test_a_model_driven_run_of_a_bundled_workload_takes_new_actions_under_the_gu
     win_id, less_id = _draft_id(win), _draft_id(less)
     explain = tool_call("Explanation", {"text": "Measured against the incumbent in the same sitting."})
     go_on = tool_call("Pace", {"action": "continue", "replicates": None, "reason": "more to try"})
-    api(provider, [by_tool({
-        "KnobValues": [tool_call("KnobValues", {"values": [{"knob": "WORKERS", "value": 8, "reason": "8 readers"}]})],
-        "L2Settings": [_l2],
-        "PatchDrafts": [_drafts(win, less)],
-        "ImpactEstimates": [_estimates] * 8,
-        "Choice": [_choice([win_id, "WORKERS=8", less_id, "l2."])] * 6,
-        "Pace": [go_on] * 6,
-        "Explanation": [explain] * 6,
-        "Summary": [tool_call("Summary", {"text": "A drafted patch and a new WORKERS value were measured."})],
-    })])  # fmt: skip
+    api(
+        provider,
+        [
+            by_tool(
+                {
+                    "KnobValues": [
+                        tool_call(
+                            "KnobValues", {"values": [{"knob": "WORKERS", "value": 8, "reason": "8 readers"}]}
+                        )
+                    ],
+                    "L2Settings": [_l2],
+                    "PatchDrafts": [_drafts(win, less)],
+                    "ImpactEstimates": [_estimates] * 8,
+                    "Choice": [_choice([win_id, "WORKERS=8", less_id, "l2."])] * 6,
+                    "Pace": [go_on] * 6,
+                    "Explanation": [explain] * 6,
+                    "Summary": [
+                        tool_call(
+                            "Summary", {"text": "A drafted patch and a new WORKERS value were measured."}
+                        )
+                    ],
+                }
+            )
+        ],
+    )
     result = start_run(workload, model=MODELS[provider], max_experiments=4, replicates=3, llm=SETTINGS)
     assert result["status"] == "completed", result.get("status_reason")
     state = load_state(result["run_id"])
@@ -136,8 +181,11 @@ def test_a_model_driven_run_of_a_bundled_workload_takes_new_actions_under_the_gu
 
     refused = by_id[less_id]  # half the samples is faster, and it is doing less: the measuring guard says so
     assert not refused.kept and refused.reverted
-    stopped = [g.decision for g in state.guard_decisions if g.iteration == refused.iteration
-               and g.decision.guard == "no_doing_less"]  # fmt: skip
+    stopped = [
+        g.decision
+        for g in state.guard_decisions
+        if g.iteration == refused.iteration and g.decision.guard == "no_doing_less"
+    ]
     assert stopped and not stopped[0].passed, [
         (e.proposal_id, e.verdict, e.verdict_reason[:300]) for e in state.experiments
     ]

@@ -31,8 +31,10 @@ def _bare_spec(tmp_path: Path) -> Path:
     text = text.replace('"--segments", "4096"', '"--segments", "512"').replace(
         "replicates = 5", "replicates = 3"
     )
-    text = text.replace('"--pin", "cb_buffer_size=16777216"',
-                        '"--pin", "romio_cb_write=enable", "--pin", "romio_cb_read=enable"')  # fmt: skip
+    text = text.replace(
+        '"--pin", "cb_buffer_size=16777216"',
+        '"--pin", "romio_cb_write=enable", "--pin", "romio_cb_read=enable"',
+    )
     assert "[[knobs]]" not in text and "--pin" in text
     spec.write_text(text)
     return spec
@@ -46,17 +48,36 @@ def test_bare_spec_tries_romio_hints_and_refuses_the_overridden_one(tmp_path: Pa
     if not (Path(sys.executable).parent / "mpicc").is_file() and shutil.which("mpicc") is None:
         pytest.skip("no mpicc beside this Python nor on PATH (pip install mpich)")
     spec = _bare_spec(tmp_path)
-    res = subprocess.run([sys.executable, "-m", "dftune.cli", "run", str(spec), "--mode", "autonomous",
-                          "--max-experiments", "2", "--json"], capture_output=True, text=True, timeout=900,
-                         check=False)  # fmt: skip
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dftune.cli",
+            "run",
+            str(spec),
+            "--mode",
+            "autonomous",
+            "--max-experiments",
+            "2",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     doc = json.loads(res.stdout)
     assert doc["status"] == "completed", doc["status_reason"]
     refused = {r["proposal"]: r["reason"] for r in doc["refused"]}
     romio = [i for i in [*(row["id"] for row in doc["proposal_table"]), *refused] if i.startswith("romio-")]
     # both directions of collective buffering and data sieving, with no knob in the spec
-    for pid in ("romio-romio_cb_write=disable-romio_cb_read=disable", "romio-romio_cb_write=enable-romio_cb_read=enable",
-                "romio-romio_ds_write=disable-romio_ds_read=disable", "romio-romio_ds_write=enable-romio_ds_read=enable"):  # fmt: skip
+    for pid in (
+        "romio-romio_cb_write=disable-romio_cb_read=disable",
+        "romio-romio_cb_write=enable-romio_cb_read=enable",
+        "romio-romio_ds_write=disable-romio_ds_read=disable",
+        "romio-romio_ds_write=enable-romio_ds_read=enable",
+    ):
         assert pid in romio, romio
     tried = [v for v in doc["verdicts"] if v["proposal"].startswith("romio-")]
     assert len(tried) == 2, doc["verdicts"]
@@ -65,8 +86,10 @@ def test_bare_spec_tries_romio_hints_and_refuses_the_overridden_one(tmp_path: Pa
     assert "romio_cb_write=enable" in before["said"] and before["blocks"], before
     cb_off = "romio-romio_cb_write=disable-romio_cb_read=disable"
     assert cb_off in [v["proposal"] for v in tried], tried  # the first hint set of the plan
-    assert "the program overrode the hint (romio_cb_read: asked disable, in effect enable; romio_cb_write" in \
-        refused[cb_off]  # fmt: skip
+    assert (
+        "the program overrode the hint (romio_cb_read: asked disable, in effect enable; romio_cb_write"
+        in refused[cb_off]
+    )
     assert next(v for v in tried if v["proposal"] == cb_off)["verdict"] == "failed"
     other = next(v for v in tried if v["proposal"] != cb_off)
     assert other["verdict"] in ("win", "no_change", "regression", "rejected", "inconclusive"), other

@@ -89,15 +89,25 @@ def test_traced_bench_shows_both_ranks_and_the_exact_bytes(spec: WorkloadSpec, t
 
 def test_collective_knob_keeps_the_bytes_and_sets_the_aggregators(spec: WorkloadSpec, tmp_path: Path) -> None:
     # cb_nodes alone cannot exceed one aggregator per host (cb_config_list "*:1"): ROMIO says so
-    capped = bench(spec, overrides={"COLLECTIVE": "1", "CB_NODES": "2"}, replicates=1, trace=False,
-                   workdir=tmp_path / "capped")  # fmt: skip
+    capped = bench(
+        spec,
+        overrides={"COLLECTIVE": "1", "CB_NODES": "2"},
+        replicates=1,
+        trace=False,
+        workdir=tmp_path / "capped",
+    )
     assert capped.ok == 1, [r.reason for r in capped.replicates]
     in_effect = _hints(capped)["in_effect"]
     assert isinstance(in_effect, dict)
     assert (in_effect["cb_nodes"], in_effect["cb_config_list"]) == ("1", "*:1")
 
-    result = bench(spec, overrides={"COLLECTIVE": "1", "CB_NODES": "2", "CB_CONFIG_LIST": "*:2"}, replicates=1,
-                   trace=True, workdir=tmp_path / "coll")  # fmt: skip
+    result = bench(
+        spec,
+        overrides={"COLLECTIVE": "1", "CB_NODES": "2", "CB_CONFIG_LIST": "*:2"},
+        replicates=1,
+        trace=True,
+        workdir=tmp_path / "coll",
+    )
     assert result.ok == 1, [r.reason for r in result.replicates]
     hints = _hints(result)
     assert hints["collective"] == 1
@@ -113,8 +123,9 @@ def test_collective_knob_keeps_the_bytes_and_sets_the_aggregators(spec: Workload
 
 def test_tuned_hint_takes_effect_and_wins(spec: WorkloadSpec, tmp_path: Path) -> None:
     base = bench(spec, replicates=5, trace=False, workdir=tmp_path / "base")
-    tuned = bench(spec, overrides={"DS_WRITE": "automatic"}, replicates=5, trace=False,
-                  workdir=tmp_path / "tuned")  # fmt: skip
+    tuned = bench(
+        spec, overrides={"DS_WRITE": "automatic"}, replicates=5, trace=False, workdir=tmp_path / "tuned"
+    )
     for result in (base, tuned):
         assert result.ok == 5, [r.reason for r in result.replicates]
         assert "mismatched_bytes 0" in _stdout(result, "r4")

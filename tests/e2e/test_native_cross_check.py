@@ -25,8 +25,11 @@ def native_event_count(trace_dir: Path, index_dir: Path) -> int | None:
         pytest.skip("dftracer_event_count (dftracer-utils) is not installed")
     proc = subprocess.run(
         [tool, "-d", str(trace_dir), "--index-dir", str(index_dir), "--log-level", "off"],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     if proc.returncode != 0:
         return None
     return int(proc.stdout.strip().splitlines()[-1])

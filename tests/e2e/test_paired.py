@@ -28,15 +28,22 @@ PROGRAM = textwrap.dedent("""
 
 def _spec(tmp: Path, ref_seq: str, cand_seq: str) -> WorkloadSpec:
     (tmp / "prog.py").write_text(PROGRAM)
-    return WorkloadSpec.model_validate({
-        "name": "paired", "command": ["{python}", "prog.py", "{ARM}", "{SEQ}"], "cwd": str(tmp),
-        "setup": ["{python}", "-c", "open('{workdir}/setup-ran', 'a').write('x')"],
-        "metric": {"kind": "stdout_regex", "pattern": "metric ([0-9.]+)"}, "tracing": {"mode": "off"},
-        "env": {"ORDER": str(tmp / "order.log")},
-        "knobs": [{"name": "ARM", "kind": "arg", "values": ["A", "B"], "default": "A"},
-                  {"name": "SEQ", "kind": "arg", "values": [ref_seq, cand_seq], "default": ref_seq}],
-        "spec_path": str(tmp / "workload.toml"),
-    })  # fmt: skip
+    return WorkloadSpec.model_validate(
+        {
+            "name": "paired",
+            "command": ["{python}", "prog.py", "{ARM}", "{SEQ}"],
+            "cwd": str(tmp),
+            "setup": ["{python}", "-c", "open('{workdir}/setup-ran', 'a').write('x')"],
+            "metric": {"kind": "stdout_regex", "pattern": "metric ([0-9.]+)"},
+            "tracing": {"mode": "off"},
+            "env": {"ORDER": str(tmp / "order.log")},
+            "knobs": [
+                {"name": "ARM", "kind": "arg", "values": ["A", "B"], "default": "A"},
+                {"name": "SEQ", "kind": "arg", "values": [ref_seq, cand_seq], "default": ref_seq},
+            ],
+            "spec_path": str(tmp / "workload.toml"),
+        }
+    )
 
 
 def _plans(tmp: Path, ref_seq: str, cand_seq: str) -> tuple[ArmPlan, ArmPlan]:

@@ -67,8 +67,14 @@ SPEC = textwrap.dedent("""
 
 
 def _dftune(home: Path, *args: str) -> dict[str, object]:
-    res = subprocess.run([sys.executable, "-m", "dftune.cli", *args, "--json"], capture_output=True, text=True,
-                         timeout=600, check=False, env={**os.environ, "DFTUNE_HOME": str(home)})  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "dftune.cli", *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, "DFTUNE_HOME": str(home)},
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     return json.loads(res.stdout)  # type: ignore[no-any-return]
 

@@ -28,8 +28,9 @@ def _chromium() -> str:
 
 
 def _dftune(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dftune.cli", *args], capture_output=True, text=True,
-                          timeout=900, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "dftune.cli", *args], capture_output=True, text=True, timeout=900, check=False
+    )
 
 
 def test_small_reads_report_renders_in_headless_chromium(tmp_path: Path) -> None:
@@ -46,11 +47,26 @@ def test_small_reads_report_renders_in_headless_chromium(tmp_path: Path) -> None
     assert text.count("data:image/svg+xml;base64,") == 5  # every plot drawn from the real trace
 
     shot = tmp_path / "report.png"
-    proc = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                           "--disable-component-update", "--disable-sync", "--no-first-run",
-                           f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
-                           "--window-size=1280,4000", page.as_uri()],
-                          capture_output=True, text=True, timeout=180, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={shot}",
+            "--window-size=1280,4000",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     assert shot.is_file(), f"no screenshot (exit {proc.returncode}): {proc.stderr[-2000:]}"
     img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
     assert img.shape[:2] == (4000, 1280)

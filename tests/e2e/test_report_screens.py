@@ -36,19 +36,41 @@ def _chromium() -> str:
 
 
 def _dftune(*args: str) -> dict[str, object]:
-    res = subprocess.run([sys.executable, "-m", "dftune.cli", *args, "--json"], capture_output=True, text=True,
-                         timeout=600, check=False, env={**os.environ, "DFTUNE_OFFLINE": "1"})  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "dftune.cli", *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, "DFTUNE_OFFLINE": "1"},
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     return json.loads(res.stdout)  # type: ignore[no-any-return]
 
 
 def _screenshot(page: Path, tmp_path: Path, height: int) -> np.ndarray:
     shot = tmp_path / f"{page.stem}.png"
-    proc = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                           "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
-                           f"--window-size={WIDTH},{height}", page.as_uri()],
-                          capture_output=True, text=True, timeout=180, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [
+            _chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={shot}",
+            f"--window-size={WIDTH},{height}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     assert shot.is_file(), f"no screenshot (exit {proc.returncode}): {proc.stderr[-2000:]}"
     return np.asarray(Image.open(shot).convert("RGB")).astype(int)
 

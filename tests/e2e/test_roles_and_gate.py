@@ -96,8 +96,14 @@ def _env(trace_dir: Path) -> dict[str, str]:
     lib = c.dftracer_preload_lib()
     assert lib is not None
     env = c._clean_env()
-    env.update(DFTRACER_ENABLE="1", DFTRACER_INIT="PRELOAD", DFTRACER_INC_METADATA="1",
-               DFTRACER_LOG_FILE=str(trace_dir / "trace"), DFTRACER_DATA_DIR="all", LD_PRELOAD=str(lib))  # fmt: skip
+    env.update(
+        DFTRACER_ENABLE="1",
+        DFTRACER_INIT="PRELOAD",
+        DFTRACER_INC_METADATA="1",
+        DFTRACER_LOG_FILE=str(trace_dir / "trace"),
+        DFTRACER_DATA_DIR="all",
+        LD_PRELOAD=str(lib),
+    )
     return env
 
 
@@ -113,8 +119,14 @@ def _traced(argv: list[str], base: Path, name: str, data_file: int = 0) -> Path:
         os.fsync(fd)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.close(fd)
-    proc = subprocess.Popen([*argv[:1], *(a.format(data=data) for a in argv[1:])], cwd=str(argv_dir(argv)),
-                            env=_env(trace), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [*argv[:1], *(a.format(data=data) for a in argv[1:])],
+        cwd=str(argv_dir(argv)),
+        env=_env(trace),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     c.wait_for_traced([(name, trace, proc)], TIMEOUT_S)
     return trace
 
@@ -172,8 +184,10 @@ def test_heavy_startup_reads_do_not_decide_a_writer(base: Path) -> None:
     folder = _program(
         base / "heavy", CHECKPOINT.format(imports=HEAVY_IMPORTS, size=1 << 20, count=16), launch=True
     )
-    for name, argv in (("heavy-direct", [sys.executable, str(folder / "prog.py"), "{data}"]),
-                       ("heavy-bash", ["bash", str(folder / "run.sh"), "{data}"])):  # fmt: skip
+    for name, argv in (
+        ("heavy-direct", [sys.executable, str(folder / "prog.py"), "{data}"]),
+        ("heavy-bash", ["bash", str(folder / "run.sh"), "{data}"]),
+    ):
         d = diagnose([_traced(argv, base, name)])
         runtime = next(s for s in d.set_apart if s.path_class == "runtime")
         assert runtime.read_count > 100 and runtime.files > 50, runtime  # numpy's .py and .so files

@@ -36,8 +36,13 @@ def _spec(name: str) -> Path:
 
 
 def _dftune(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dftune.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "dftune.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize("example", sorted(EXAMPLES))
@@ -85,9 +90,21 @@ def test_sigkill_in_the_middle_of_a_real_run_then_resume() -> None:
     pytest.importorskip("dftracer")
     home = Path(os.environ["DFTUNE_HOME"])
     run_dir = home / "runs" / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "dftune.cli", "run", str(_spec("small_reads")), "--run-id",
-                             "killed", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "dftune.cli",
+            "run",
+            str(_spec("small_reads")),
+            "--run-id",
+            "killed",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         # kill while the second experiment's replicates run (after opt1 is recorded)
         _wait_for(run_dir / "opt2" / "traces" / "raw" / "r1", timeout=600)

@@ -53,11 +53,25 @@ class Cluster:
         self.logs = tmp / "logs"
         self.cwd.mkdir()
 
-    def run(self, kind: str, argv: list[str], *, timeout_s: float = 20.0, env: dict[str, str] | None = None,
-            **launcher: Any) -> ProcessResult:  # fmt: skip
+    def run(
+        self,
+        kind: str,
+        argv: list[str],
+        *,
+        timeout_s: float = 20.0,
+        env: dict[str, str] | None = None,
+        **launcher: Any,
+    ) -> ProcessResult:
         runner = run_slurm if kind == "slurm" else run_flux
-        return runner(argv, cwd=self.cwd, env={**os.environ, **(env or {})}, timeout_s=timeout_s,
-                      log_dir=self.logs, label="rep1", launcher=Launcher(kind=kind, poll_s=0.1, **launcher))  # fmt: skip
+        return runner(
+            argv,
+            cwd=self.cwd,
+            env={**os.environ, **(env or {})},
+            timeout_s=timeout_s,
+            log_dir=self.logs,
+            label="rep1",
+            launcher=Launcher(kind=kind, poll_s=0.1, **launcher),
+        )
 
     def job_dirs(self, kind: str) -> list[Path]:
         d = self.state / kind
@@ -92,8 +106,16 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster
     monkeypatch.setenv("PATH", os.pathsep.join(path))
     monkeypatch.setenv("FAKE_SCHED_DIR", str(tmp_path / "sched"))
     monkeypatch.setenv("FAKE_SCHED_PENDING_S", "0.1")
-    for var in ("FAKE_SCHED_TIME_SCALE", "FAKE_SQUEUE_MIN_JOB_AGE", "FAKE_SACCT_DELAY_S", "LD_PRELOAD",
-                "FAKE_SLURM_PARTITIONS", "FAKE_FLUX_QUEUES", "FAKE_SACCT_DISABLED", "FAKE_SLURM_CPUS"):  # fmt: skip
+    for var in (
+        "FAKE_SCHED_TIME_SCALE",
+        "FAKE_SQUEUE_MIN_JOB_AGE",
+        "FAKE_SACCT_DELAY_S",
+        "LD_PRELOAD",
+        "FAKE_SLURM_PARTITIONS",
+        "FAKE_FLUX_QUEUES",
+        "FAKE_SACCT_DISABLED",
+        "FAKE_SLURM_CPUS",
+    ):
         monkeypatch.delenv(var, raising=False)
     c = Cluster(tmp_path)
     yield c
@@ -292,8 +314,11 @@ def test_lost_job_is_reported(cluster: Cluster, monkeypatch: pytest.MonkeyPatch)
     squeue = broken / "squeue"
     squeue.write_text("#!/bin/sh\necho 'squeue: error: Unable to contact slurm controller' >&2\nexit 1\n")
     squeue.chmod(0o755)
-    res = cluster.run("slurm", [PY, "-c", "import time; time.sleep(30)"],
-                      env={"PATH": f"{broken}{os.pathsep}{os.environ['PATH']}"})  # fmt: skip
+    res = cluster.run(
+        "slurm",
+        [PY, "-c", "import time; time.sleep(30)"],
+        env={"PATH": f"{broken}{os.pathsep}{os.environ['PATH']}"},
+    )
     assert res.status == "failed", res
     assert "lost track" in res.reason and "Unable to contact slurm controller" in res.reason
 
@@ -381,17 +406,33 @@ def test_mpirun_ranks_get_the_tracer_and_the_launcher_does_not(
     )
     spec = load_spec(toml)
     preload = "libc.so.6"  # a harmless library that is loaded anyway
-    env = {**os.environ, "PATH": os.pathsep.join([str(FAKES), os.environ.get("PATH", os.defpath)]),
-           "LD_PRELOAD": preload, "DFTRACER_LOG_FILE": str(tmp_path / "t" / "trace"), "OTHER": "x",
-           "FAKE_MPIRUN_ENV": str(tmp_path / "launcher-env.json")}  # fmt: skip
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(FAKES), os.environ.get("PATH", os.defpath)]),
+        "LD_PRELOAD": preload,
+        "DFTRACER_LOG_FILE": str(tmp_path / "t" / "trace"),
+        "OTHER": "x",
+        "FAKE_MPIRUN_ENV": str(tmp_path / "launcher-env.json"),
+    }
     argv = bench_mod.launch_argv(spec, ["prog", "arg"], env)
     assert argv[:3] == [str(FAKES / "mpirun"), "-n", "2"]
-    assert argv[3:] == ["env", f"DFTRACER_LOG_FILE={tmp_path / 't' / 'trace'}", f"LD_PRELOAD={preload}",
-                        "prog", "arg"]  # fmt: skip
+    assert argv[3:] == [
+        "env",
+        f"DFTRACER_LOG_FILE={tmp_path / 't' / 'trace'}",
+        f"LD_PRELOAD={preload}",
+        "prog",
+        "arg",
+    ]
     assert "LD_PRELOAD" not in bench_mod.launcher_env(spec, env)
     assert bench_mod.launcher_env(spec, env)["OTHER"] == "x"
-    res = bench_mod._run(spec, spec.render(spec.command, {}, workdir=tmp_path), cwd=tmp_path, env=env,
-                         log_dir=tmp_path / "logs", label="r0")  # fmt: skip
+    res = bench_mod._run(
+        spec,
+        spec.render(spec.command, {}, workdir=tmp_path),
+        cwd=tmp_path,
+        env=env,
+        log_dir=tmp_path / "logs",
+        label="r0",
+    )
     assert res.status == "ok", res.stderr_tail
     seen = {p.name: json.loads(p.read_text()) for p in marks.iterdir()}
     assert set(seen) == {"0", "1"}
@@ -465,14 +506,20 @@ def test_no_accounting_and_a_purged_job(cluster: Cluster, monkeypatch: pytest.Mo
 
 @pytest.mark.parametrize(
     ("kind", "env", "launcher", "said"),
-    [("slurm", {"FAKE_SLURM_CPUS": "2"}, {"ranks": 4}, "PartitionConfig"),
-     ("slurm", {}, {"extra_args": ["--hold"]}, "JobHeldUser"),
-     ("flux", {}, {"extra_args": ["--urgency=0"]}, "held (urgency 0")],
-)  # fmt: skip
+    [
+        ("slurm", {"FAKE_SLURM_CPUS": "2"}, {"ranks": 4}, "PartitionConfig"),
+        ("slurm", {}, {"extra_args": ["--hold"]}, "JobHeldUser"),
+        ("flux", {}, {"extra_args": ["--urgency=0"]}, "held (urgency 0"),
+    ],
+)
 def test_job_that_can_never_start_fails_fast(
-    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, kind: str, env: dict[str, str], launcher: dict[str, Any],
+    cluster: Cluster,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    env: dict[str, str],
+    launcher: dict[str, Any],
     said: str,
-) -> None:  # fmt: skip
+) -> None:
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     t0 = time.monotonic()
@@ -544,8 +591,11 @@ def test_sacct_failing_falls_back_to_scontrol(cluster: Cluster) -> None:
         "#!/bin/sh\necho 'sacct: error: Problem talking to the database: Connection refused' >&2\nexit 1\n"
     )
     sacct.chmod(0o755)
-    res = cluster.run("slurm", [PY, "-c", "import sys; sys.exit(4)"],
-                      env={"PATH": f"{broken}{os.pathsep}{os.environ['PATH']}"})  # fmt: skip
+    res = cluster.run(
+        "slurm",
+        [PY, "-c", "import sys; sys.exit(4)"],
+        env={"PATH": f"{broken}{os.pathsep}{os.environ['PATH']}"},
+    )
     assert res.status == "failed" and res.exit_code == 4, res
     assert res.state_source.startswith(
         "scontrol (sacct failed: sacct exited with code 1: sacct: error: Problem"

@@ -96,13 +96,21 @@ def _launcher(**kw: Any) -> Launcher:
 def _run(
     argv: list[str], tmp: Path, *, timeout_s: float = 60, label: str = "job", **kw: Any
 ) -> ProcessResult:
-    return run_slurm(argv, cwd=tmp, env=dict(os.environ), timeout_s=timeout_s, log_dir=tmp / "logs", label=label,
-                     launcher=_launcher(**kw))  # fmt: skip
+    return run_slurm(
+        argv,
+        cwd=tmp,
+        env=dict(os.environ),
+        timeout_s=timeout_s,
+        log_dir=tmp / "logs",
+        label=label,
+        launcher=_launcher(**kw),
+    )
 
 
 def _job_field(job_id: str, key: str) -> str:
-    out = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=20,
-                         check=False)  # fmt: skip
+    out = subprocess.run(
+        ["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, timeout=20, check=False
+    )
     for word in out.stdout.split():
         if word.startswith(key + "="):
             return word.partition("=")[2]
@@ -137,8 +145,9 @@ def _spec(tmp: Path, **launcher: Any) -> Path:
 
 
 def _dftune(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PY, "-m", "dftune.cli", *args], capture_output=True, text=True, timeout=timeout,
-                          check=False)  # fmt: skip
+    return subprocess.run(
+        [PY, "-m", "dftune.cli", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 # --------------------------------------------------------------------------- the time-limit job, in the background
@@ -153,9 +162,15 @@ class _Background:
 
     def _run(self) -> None:
         t0 = time.monotonic()
-        self.result = run_slurm([PY, "-c", "import time; time.sleep(600)"], cwd=self.log_dir, env=dict(os.environ),
-                                timeout_s=300, log_dir=self.log_dir, label="timelimit",
-                                launcher=Launcher(kind="slurm", poll_s=1.0, time_limit_min=1))  # fmt: skip
+        self.result = run_slurm(
+            [PY, "-c", "import time; time.sleep(600)"],
+            cwd=self.log_dir,
+            env=dict(os.environ),
+            timeout_s=300,
+            log_dir=self.log_dir,
+            label="timelimit",
+            launcher=Launcher(kind="slurm", poll_s=1.0, time_limit_min=1),
+        )
         self.took = time.monotonic() - t0
 
 
@@ -201,8 +216,17 @@ def test_bench_traces_inside_the_job_and_times_the_job_not_the_queue(tmp_path: P
 def test_tune_through_slurm(tmp_path: Path) -> None:
     """dftune run (autonomous) measures a baseline and one experiment, every replicate a Slurm job."""
     pytest.importorskip("dftracer")
-    res = _dftune("run", str(_spec(tmp_path)), "--mode", "autonomous", "--max-experiments", "1",
-                  "--replicates", "3", "--json")  # fmt: skip
+    res = _dftune(
+        "run",
+        str(_spec(tmp_path)),
+        "--mode",
+        "autonomous",
+        "--max-experiments",
+        "1",
+        "--replicates",
+        "3",
+        "--json",
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     doc = json.loads(res.stdout)
     assert doc["status"] == "completed", doc["status_reason"]
@@ -216,8 +240,10 @@ def test_tune_through_slurm(tmp_path: Path) -> None:
 
 
 def test_timeout_is_cancelled_with_scancel(tmp_path: Path) -> None:
-    hang = ("import os, subprocess, time; child = subprocess.Popen(['sleep', '120']);"
-            "print(os.getpid(), child.pid, flush=True); time.sleep(120)")  # fmt: skip
+    hang = (
+        "import os, subprocess, time; child = subprocess.Popen(['sleep', '120']);"
+        "print(os.getpid(), child.pid, flush=True); time.sleep(120)"
+    )
     t0 = time.monotonic()
     res = _run([PY, "-c", hang], tmp_path, timeout_s=4)
     assert res.status == "timeout", res

@@ -153,8 +153,9 @@ def test_process_accounting(pair: tuple[dict[str, Any], Reference]) -> None:
 
 @pytest.mark.parametrize("windows", [1, 7, 20])
 @pytest.mark.parametrize("trace_set", TRACE_SETS)
-def test_time_view_windows(request: pytest.FixtureRequest, read_path: str, trace_set: tuple[str, str],
-                           windows: int) -> None:  # fmt: skip
+def test_time_view_windows(
+    request: pytest.FixtureRequest, read_path: str, trace_set: tuple[str, str], windows: int
+) -> None:
     """The one-pass time view (fine per-file bins, coarsened at merge) equals the oracle's windows."""
     path = _trace_dir(request, *trace_set)
     ref = reference([path]).time_view(windows)
@@ -295,16 +296,58 @@ def test_aggregated_single_op_record() -> None:
     import tempfile
 
     lines = [
-        {"id": 1, "name": "start", "cat": "dftracer", "type": 1, "pid": 1, "tid": 1,
-         "ts": 1_000_000, "dur": 0, "ph": 1, "args": {"hhash": "aa"}},
-        {"name": "write", "cat": "POSIX", "type": 3, "ts": 1_000_000, "ph": 3, "pid": 1, "tid": 1,
-         "args": {"hhash": "aa", "dur": 795, "ret": 1048576, "count": 1048576, "dft_cnt": 1}},
-        {"name": "write", "cat": "POSIX", "type": 3, "ts": 2_000_000, "ph": 3, "pid": 1, "tid": 1,
-         "args": {"hhash": "aa", "dur_sum": 30, "ret_sum": 8192, "ret_min": 4096, "ret_max": 4096,
-                  "dur_min": 10, "dur_max": 20, "dft_cnt": 2}},
-        {"name": "close", "cat": "POSIX", "type": 3, "ts": 2_000_000, "ph": 3, "pid": 1, "tid": 1,
-         "args": {"hhash": "aa", "dur": 10, "ret": 0, "dft_cnt": 1}},
-    ]  # fmt: skip
+        {
+            "id": 1,
+            "name": "start",
+            "cat": "dftracer",
+            "type": 1,
+            "pid": 1,
+            "tid": 1,
+            "ts": 1_000_000,
+            "dur": 0,
+            "ph": 1,
+            "args": {"hhash": "aa"},
+        },
+        {
+            "name": "write",
+            "cat": "POSIX",
+            "type": 3,
+            "ts": 1_000_000,
+            "ph": 3,
+            "pid": 1,
+            "tid": 1,
+            "args": {"hhash": "aa", "dur": 795, "ret": 1048576, "count": 1048576, "dft_cnt": 1},
+        },
+        {
+            "name": "write",
+            "cat": "POSIX",
+            "type": 3,
+            "ts": 2_000_000,
+            "ph": 3,
+            "pid": 1,
+            "tid": 1,
+            "args": {
+                "hhash": "aa",
+                "dur_sum": 30,
+                "ret_sum": 8192,
+                "ret_min": 4096,
+                "ret_max": 4096,
+                "dur_min": 10,
+                "dur_max": 20,
+                "dft_cnt": 2,
+            },
+        },
+        {
+            "name": "close",
+            "cat": "POSIX",
+            "type": 3,
+            "ts": 2_000_000,
+            "ph": 3,
+            "pid": 1,
+            "tid": 1,
+            "args": {"hhash": "aa", "dur": 10, "ret": 0, "dft_cnt": 1},
+        },
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         p = Path(tmp) / "t-1-preload.pfw.gz"
         with gzip.open(p, "wt") as fh:
@@ -395,8 +438,17 @@ def test_empty_fork_files_are_harmless(request: pytest.FixtureRequest, tmp_path:
 
 def _legacy_event(name: str, pid: int, ts: int, dur: int, cat: str = "POSIX", **args: Any) -> dict[str, Any]:
     # legacy 1.x style: ph "X", numbers sometimes written as strings
-    return {"id": str(ts), "name": name, "cat": cat, "pid": str(pid), "tid": pid, "ts": str(ts),
-            "dur": dur, "ph": "X", "args": {"hostname": "h1", **args}}  # fmt: skip
+    return {
+        "id": str(ts),
+        "name": name,
+        "cat": cat,
+        "pid": str(pid),
+        "tid": pid,
+        "ts": str(ts),
+        "dur": dur,
+        "ph": "X",
+        "args": {"hostname": "h1", **args},
+    }
 
 
 HAND_EVENTS = [
@@ -426,8 +478,15 @@ HAND_EVENTS = [
 
 
 def _write_hand_trace(path: Path, order: list[int]) -> None:
-    meta = {"id": 1, "name": "HH", "cat": "dftracer", "pid": 10, "tid": 10, "ph": "M",
-            "args": {"name": "h1", "value": 5692}}  # fmt: skip
+    meta = {
+        "id": 1,
+        "name": "HH",
+        "cat": "dftracer",
+        "pid": 10,
+        "tid": 10,
+        "ph": "M",
+        "args": {"name": "h1", "value": 5692},
+    }
     body = [json.dumps(HAND_EVENTS[i], separators=(",", ":")) for i in order]
     text = "[\n" + json.dumps(meta) + "\n\n" + "\n".join(body) + "\n]\n"
     with gzip.open(path, "wt") as fh:

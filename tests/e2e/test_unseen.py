@@ -90,8 +90,13 @@ def test_every_disguised_knob_tried_is_stopped_by_a_measuring_guard(tuned: tuple
         p = state.proposal(e.proposal_id)
         if p.change.kind != "knob" or _setting(p.change.settings) not in disguised:
             continue
-        stops = [g.decision for g in state.guard_decisions if g.iteration == e.iteration
-                 and g.decision.guard in MEASURING and (not g.decision.passed or g.decision.verdict == "inconclusive")]  # fmt: skip
+        stops = [
+            g.decision
+            for g in state.guard_decisions
+            if g.iteration == e.iteration
+            and g.decision.guard in MEASURING
+            and (not g.decision.passed or g.decision.verdict == "inconclusive")
+        ]
         assert stops, (
             e.proposal_id,
             [g.decision for g in state.guard_decisions if g.iteration == e.iteration],

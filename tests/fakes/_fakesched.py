@@ -193,8 +193,15 @@ def supervise(kind: str, job_id: int) -> None:
         with open(out_path, "wb") as out:
             err = out if err_path == out_path else open(err_path, "wb")  # noqa: SIM115
             try:
-                proc = subprocess.Popen(meta["argv"], cwd=meta["cwd"], env=meta["env"], stdin=subprocess.DEVNULL,
-                                        stdout=out, stderr=err, start_new_session=True)  # fmt: skip
+                proc = subprocess.Popen(
+                    meta["argv"],
+                    cwd=meta["cwd"],
+                    env=meta["env"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                )
             except OSError as exc:
                 err.write(f"fake scheduler: cannot start {meta['argv'][0]}: {exc}\n".encode())
                 write_json(d / "end.json", {"returncode": 127, "start": time.time(), "end": time.time()})
@@ -365,8 +372,11 @@ def slurm_times(info: dict[str, Any]) -> dict[str, str]:
         return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)) if t else "Unknown"
 
     end, run = info["end"] or {}, info["run"] or {}
-    return {"submit": fmt(info["meta"].get("submit_time")), "start": fmt(end.get("start") or run.get("start")),
-            "end": fmt(end.get("end") if end else None)}  # fmt: skip
+    return {
+        "submit": fmt(info["meta"].get("submit_time")),
+        "start": fmt(end.get("start") or run.get("start")),
+        "end": fmt(end.get("end") if end else None),
+    }
 
 
 def flux_final(info: dict[str, Any]) -> tuple[str, str]:

@@ -21,8 +21,11 @@ from pydantic import Field
 
 
 def tool_reply(name: str, args: dict[str, Any], tokens: int = 100) -> AIMessage:
-    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call-{name}"}],
-                     usage_metadata={"input_tokens": tokens, "output_tokens": 0, "total_tokens": tokens})  # fmt: skip
+    return AIMessage(
+        content="",
+        tool_calls=[{"name": name, "args": args, "id": f"call-{name}"}],
+        usage_metadata={"input_tokens": tokens, "output_tokens": 0, "total_tokens": tokens},
+    )
 
 
 def api_violations(messages: Sequence[BaseMessage]) -> list[str]:
@@ -35,13 +38,19 @@ def api_violations(messages: Sequence[BaseMessage]) -> list[str]:
     out = []
     system, formatted = _format_messages(list(messages), model="claude-test")
     try:
-        AnthropicAPI()._validate("/v1/messages", {"anthropic-version": "2023-06-01"},
-                                 {"model": "claude-test", "max_tokens": 16, "system": system, "messages": formatted})  # fmt: skip
+        AnthropicAPI()._validate(
+            "/v1/messages",
+            {"anthropic-version": "2023-06-01"},
+            {"model": "claude-test", "max_tokens": 16, "system": system, "messages": formatted},
+        )
     except _Invalid as exc:
         out.append(f"anthropic: {exc}")
     try:
-        OpenAIAPI()._validate("/v1/chat/completions", {},
-                              {"model": "gpt-test", "messages": [_convert_message_to_dict(m) for m in messages]})  # fmt: skip
+        OpenAIAPI()._validate(
+            "/v1/chat/completions",
+            {},
+            {"model": "gpt-test", "messages": [_convert_message_to_dict(m) for m in messages]},
+        )
     except _Invalid as exc:
         out.append(f"openai: {exc}")
     return out
@@ -61,8 +70,13 @@ class ScriptedChatModel(BaseChatModel):
         self.bound.append(",".join(getattr(t, "__name__", str(t)) for t in tools))
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:  # fmt: skip
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         self.seen.append(list(messages))
         broken = api_violations(messages)
         if broken:

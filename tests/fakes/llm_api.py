@@ -245,11 +245,14 @@ _ANTHROPIC_ERRORS = {
     403: ("permission_error", "Your API key does not have permission to use the specified resource."),
     404: ("not_found_error", "model: not found"),
     413: ("request_too_large", "Request exceeds the maximum allowed number of bytes."),
-    429: ("rate_limit_error", "This request would exceed the rate limit for your organization of 50 requests "
-                              "per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits."),
+    429: (
+        "rate_limit_error",
+        "This request would exceed the rate limit for your organization of 50 requests "
+        "per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits.",
+    ),
     500: ("api_error", "Internal server error"),
     529: ("overloaded_error", "Overloaded"),
-}  # fmt: skip
+}
 
 
 class AnthropicAPI(_Server):
@@ -278,8 +281,11 @@ class AnthropicAPI(_Server):
         self, status: int, message: str | None = None, param: str | None = None
     ) -> dict[str, Any]:
         kind, default = _ANTHROPIC_ERRORS.get(status, ("api_error", "Internal server error"))
-        return {"type": "error", "error": {"type": kind, "message": message or default},
-                "request_id": f"req_{uuid.uuid4().hex[:24]}"}  # fmt: skip
+        return {
+            "type": "error",
+            "error": {"type": kind, "message": message or default},
+            "request_id": f"req_{uuid.uuid4().hex[:24]}",
+        }
 
     def _validate(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> None:
         if path.rstrip("/") != "/v1/messages":
@@ -312,8 +318,10 @@ class AnthropicAPI(_Server):
             content = m.get("content")
             empty = content in (None, "", []) or (isinstance(content, str) and not content.strip())
             if empty and not (role == "assistant" and i == len(msgs) - 1):
-                raise _Invalid(f"messages.{i}: all messages must have non-empty content except for the optional "
-                               "final assistant message")  # fmt: skip
+                raise _Invalid(
+                    f"messages.{i}: all messages must have non-empty content except for the optional "
+                    "final assistant message"
+                )
         for i, m in enumerate(msgs):
             blocks = m["content"] if isinstance(m["content"], list) else []
             uses = [b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
@@ -331,9 +339,11 @@ class AnthropicAPI(_Server):
                     leading.append(b.get("tool_use_id"))
                 missing = [u for u in uses if u not in leading]
                 if missing:
-                    raise _Invalid(f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
-                                   f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding "
-                                   "`tool_result` block in the next message.")  # fmt: skip
+                    raise _Invalid(
+                        f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
+                        f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding "
+                        "`tool_result` block in the next message."
+                    )
             if m["role"] == "user":
                 prev = msgs[i - 1] if i > 0 else None
                 pblocks = prev["content"] if prev and isinstance(prev["content"], list) else []
@@ -344,20 +354,34 @@ class AnthropicAPI(_Server):
                         and b.get("type") == "tool_result"
                         and b.get("tool_use_id") not in known
                     ):
-                        raise _Invalid(f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` "
-                                       f"blocks: {b.get('tool_use_id')}. Each `tool_result` block must have a "
-                                       "corresponding `tool_use` block in the previous message.")  # fmt: skip
+                        raise _Invalid(
+                            f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` "
+                            f"blocks: {b.get('tool_use_id')}. Each `tool_result` block must have a "
+                            "corresponding `tool_use` block in the previous message."
+                        )
 
     def _message(self, reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
         if reply.kind == "tool":
-            content: list[dict[str, Any]] = [{"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}",
-                                              "name": reply.name, "input": reply.args}]  # fmt: skip
+            content: list[dict[str, Any]] = [
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{uuid.uuid4().hex[:24]}",
+                    "name": reply.name,
+                    "input": reply.args,
+                }
+            ]
             stop = "tool_use"
         else:
             content, stop = [{"type": "text", "text": reply.content}], "end_turn"
-        out: dict[str, Any] = {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
-                               "model": request.get("model"), "content": content, "stop_reason": stop,
-                               "stop_sequence": None}  # fmt: skip
+        out: dict[str, Any] = {
+            "id": f"msg_{uuid.uuid4().hex[:24]}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.get("model"),
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+        }
         if reply.usage:
             out["usage"] = {"input_tokens": reply.tokens[0], "output_tokens": reply.tokens[1]}
         return out
@@ -385,23 +409,53 @@ class OpenAIAPI(_Server):
         given = headers.get("authorization", "").removeprefix("Bearer ").strip()
         if given != self.key:
             masked = f"{given[:3]}{'*' * 10}{given[-4:]}" if len(given) > 8 else "***"
-            return 401, {"error": {"message": f"Incorrect API key provided: {masked}. You can find your API key at "
-                                              "https://platform.openai.com/account/api-keys.",
-                                   "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}}, {}  # fmt: skip
+            return (
+                401,
+                {
+                    "error": {
+                        "message": f"Incorrect API key provided: {masked}. You can find your API key at "
+                        "https://platform.openai.com/account/api-keys.",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": "invalid_api_key",
+                    }
+                },
+                {},
+            )
         return None
 
     def _error_body(
         self, status: int, message: str | None = None, param: str | None = None
     ) -> dict[str, Any]:
         if status == 429:
-            return {"error": {"message": message or "Rate limit reached for gpt-test in organization org-test on "
-                              "requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.",
-                              "type": "requests", "param": None, "code": "rate_limit_exceeded"}}  # fmt: skip
+            return {
+                "error": {
+                    "message": message
+                    or "Rate limit reached for gpt-test in organization org-test on "
+                    "requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.",
+                    "type": "requests",
+                    "param": None,
+                    "code": "rate_limit_exceeded",
+                }
+            }
         if status >= 500:
-            return {"error": {"message": message or "The server had an error while processing your request. Sorry "
-                              "about that!", "type": "server_error", "param": None, "code": None}}  # fmt: skip
-        return {"error": {"message": message or "Invalid request", "type": "invalid_request_error", "param": param,
-                          "code": None}}  # fmt: skip
+            return {
+                "error": {
+                    "message": message
+                    or "The server had an error while processing your request. Sorry about that!",
+                    "type": "server_error",
+                    "param": None,
+                    "code": None,
+                }
+            }
+        return {
+            "error": {
+                "message": message or "Invalid request",
+                "type": "invalid_request_error",
+                "param": param,
+                "code": None,
+            }
+        }
 
     def _validate(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> None:
         if path.rstrip("/") != "/v1/chat/completions":
@@ -417,27 +471,41 @@ class OpenAIAPI(_Server):
         choice = body.get("tool_choice")
         if isinstance(choice, dict):
             if not tools:
-                raise _Invalid("Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
-                               "specified.", "tool_choice")  # fmt: skip
+                raise _Invalid(
+                    "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
+                    "specified.",
+                    "tool_choice",
+                )
             if (choice.get("function") or {}).get("name") not in tools:
-                raise _Invalid(f"Tool choice '{(choice.get('function') or {}).get('name')}' not found in 'tools'.",
-                               "tool_choice")  # fmt: skip
+                raise _Invalid(
+                    f"Tool choice '{(choice.get('function') or {}).get('name')}' not found in 'tools'.",
+                    "tool_choice",
+                )
         pending: list[str] = []  # tool_call ids still to be answered
         open_ids: set[str] = set()  # ids of the latest assistant tool_calls message
         for i, m in enumerate(msgs):
             role = m.get("role")
             if role not in ("system", "developer", "user", "assistant", "tool"):
-                raise _Invalid(f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', "
-                               "'tool', and 'developer'.", f"messages.[{i}].role")  # fmt: skip
+                raise _Invalid(
+                    f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', "
+                    "'tool', and 'developer'.",
+                    f"messages.[{i}].role",
+                )
             if pending and role != "tool":
-                raise _Invalid("An assistant message with 'tool_calls' must be followed by tool messages responding "
-                               f"to each 'tool_call_id'. The following tool_call_ids did not have response "
-                               f"messages: {', '.join(pending)}", f"messages.[{i}].role")  # fmt: skip
+                raise _Invalid(
+                    "An assistant message with 'tool_calls' must be followed by tool messages responding "
+                    f"to each 'tool_call_id'. The following tool_call_ids did not have response "
+                    f"messages: {', '.join(pending)}",
+                    f"messages.[{i}].role",
+                )
             if role == "tool":
                 tid = m.get("tool_call_id")
                 if tid not in open_ids:
-                    raise _Invalid("Invalid parameter: messages with role 'tool' must be a response to a preceeding "
-                                   "message with 'tool_calls'.", f"messages.[{i}].role")  # fmt: skip
+                    raise _Invalid(
+                        "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                        "message with 'tool_calls'.",
+                        f"messages.[{i}].role",
+                    )
                 if tid in pending:
                     pending.remove(tid)
                 continue
@@ -450,26 +518,45 @@ class OpenAIAPI(_Server):
                     "Invalid value for 'content': expected a string, got null.", f"messages.[{i}].content"
                 )
         if pending:
-            raise _Invalid("An assistant message with 'tool_calls' must be followed by tool messages responding to "
-                           f"each 'tool_call_id'. The following tool_call_ids did not have response messages: "
-                           f"{', '.join(pending)}", f"messages.[{len(msgs)}].role")  # fmt: skip
+            raise _Invalid(
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to "
+                f"each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+                f"{', '.join(pending)}",
+                f"messages.[{len(msgs)}].role",
+            )
 
     def _message(self, reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
         if reply.kind == "tool":
             args = reply.args if isinstance(reply.args, str) else json.dumps(reply.args)
-            message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None, "tool_calls": [
-                {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
-                 "function": {"name": reply.name, "arguments": args}}]}  # fmt: skip
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": None,
+                "refusal": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{uuid.uuid4().hex[:24]}",
+                        "type": "function",
+                        "function": {"name": reply.name, "arguments": args},
+                    }
+                ],
+            }
             finish = "tool_calls"
         else:
             message, finish = {"role": "assistant", "content": reply.content, "refusal": None}, "stop"
-        out: dict[str, Any] = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion",
-                               "created": int(time.time()), "model": request.get("model"),
-                               "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-                               "system_fingerprint": None}  # fmt: skip
+        out: dict[str, Any] = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model"),
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+            "system_fingerprint": None,
+        }
         if reply.usage:
-            out["usage"] = {"prompt_tokens": reply.tokens[0], "completion_tokens": reply.tokens[1],
-                            "total_tokens": sum(reply.tokens)}  # fmt: skip
+            out["usage"] = {
+                "prompt_tokens": reply.tokens[0],
+                "completion_tokens": reply.tokens[1],
+                "total_tokens": sum(reply.tokens),
+            }
         return out
 
 

@@ -35,8 +35,7 @@ class Harness:
         ctx = ctx or Context(workspace=self.ws)
         if ctx.spec is None:  # what graphs.runs does: the run's spec, loaded once
             ctx.spec = load_spec(payload.spec_path if isinstance(payload, TuningState) else TOY)
-        return self.graph.invoke(payload, self.config, context=ctx,
-                                 durability="sync")  # fmt: skip
+        return self.graph.invoke(payload, self.config, context=ctx, durability="sync")
 
     def values(self) -> TuningState:
         v = self.graph.get_state(self.config).values

@@ -11,8 +11,13 @@ from tests.graph.conftest import TOY
 
 def test_approve_opens_with_a_receipt_and_the_approval_is_recorded() -> None:
     waits: list[tuple[str, str]] = []
-    first = start_run(TOY, mode="interactive", max_experiments=1, run_id="toy-receipt",
-                      progress=lambda node, msg: waits.append((node, msg)))  # fmt: skip
+    first = start_run(
+        TOY,
+        mode="interactive",
+        max_experiments=1,
+        run_id="toy-receipt",
+        progress=lambda node, msg: waits.append((node, msg)),
+    )
     assert first["status"] == "awaiting_approval"
     assert [m for n, m in waits if n == "approval"] == [
         "waiting for a person: dftune approve toy-receipt [--reject]"
@@ -40,8 +45,12 @@ def test_resume_and_replay_say_where_they_start_and_history_marks_the_fork() -> 
     assert {r["branch"] for r in rows} == {"main"}
     before = next(r for r in rows if r["next"] == ["choose"] and r["experiments"] == 0)
     notes.clear()
-    replay_run("toy-where", before["checkpoint_id"], {"max_experiments": "2"},
-               progress=lambda node, msg: notes.append(msg))  # fmt: skip
+    replay_run(
+        "toy-where",
+        before["checkpoint_id"],
+        {"max_experiments": "2"},
+        progress=lambda node, msg: notes.append(msg),
+    )
     assert notes[0].startswith(f"forking run toy-where at step {before['step']}")
     assert "max_experiments=2" in notes[0] and "opt2 on" in notes[0]
     after = history("toy-where")

@@ -43,13 +43,23 @@ def _state(run_id: str) -> Any:
 
 def _competent(summary: str) -> list[Any]:
     return [
-        tool_call("ImpactEstimates", {"estimates": [
-            {"proposal_id": "WORKERS=4", "app_impact_pct": 40.0, "reason": "threads overlap the sleeps"},
-            {"proposal_id": "SLOW=1", "app_impact_pct": 5.0, "reason": "cheap to rule out"}]}),
+        tool_call(
+            "ImpactEstimates",
+            {
+                "estimates": [
+                    {
+                        "proposal_id": "WORKERS=4",
+                        "app_impact_pct": 40.0,
+                        "reason": "threads overlap the sleeps",
+                    },
+                    {"proposal_id": "SLOW=1", "app_impact_pct": 5.0, "reason": "cheap to rule out"},
+                ]
+            },
+        ),
         tool_call("Choice", {"proposal_id": "WORKERS=4", "reason": "largest expected gain"}),
         tool_call("Choice", {"proposal_id": "SLOW=1", "reason": "the one left"}),
         tool_call("Summary", {"text": summary}),
-    ]  # fmt: skip
+    ]
 
 
 def _run(provider: str, **kw: Any) -> dict[str, Any]:
@@ -73,7 +83,11 @@ def test_a_competent_model_decides_and_the_report_says_so(provider: str, api: An
     state = _state(result["run_id"])
     assert [e.proposal_id for e in state.experiments] == ["WORKERS=4", "SLOW=1"]
     assert [(d.question, d.decided_by) for d in state.decisions] == [
-        ("estimate_impacts", "model"), ("choose_next", "model"), ("choose_next", "model"), ("summarize", "model")]  # fmt: skip
+        ("estimate_impacts", "model"),
+        ("choose_next", "model"),
+        ("choose_next", "model"),
+        ("summarize", "model"),
+    ]
     assert state.tokens_spent == 4 * 150 and len(server.requests) == 4
     chose = [e for e in state.events if e.message.startswith("chose")]
     assert {e.data["reasoner"] for e in chose} == {MODELS[provider]}
@@ -106,8 +120,11 @@ def test_rules_estimates_say_where_they_come_from() -> None:
     result = start_run(TOY, max_experiments=1, replicates=3)
     (left,) = [p for p in _state(result["run_id"]).proposals if p.status == "proposed"]
     assert left.app_impact_source == "n/a" and "no trace" in left.impact_reason
-    (row,) = [line for line in _report(result["run_id"]).splitlines() if line.startswith("|") and f" {left.id} " in line
-              and "n/a" in line]  # fmt: skip
+    (row,) = [
+        line
+        for line in _report(result["run_id"]).splitlines()
+        if line.startswith("|") and f" {left.id} " in line and "n/a" in line
+    ]
     assert "literature" not in row
 
 
@@ -159,8 +176,10 @@ def test_a_hanging_model_costs_at_most_two_deadlines_per_run(api: Any) -> None:
 # --------------------------------------------------------------------------- a model that lies
 
 
-LIE = ("Fewer epochs (EPOCHS=1) was the best fix: +95% faster. | opt | change |\n|---|---|\n| EPOCHS=1 | +95% |\n"
-       "WORKERS=4 won with a 99.9% gain. SLOW=1 was reverted.")  # fmt: skip
+LIE = (
+    "Fewer epochs (EPOCHS=1) was the best fix: +95% faster. | opt | change |\n|---|---|\n| EPOCHS=1 | +95% |\n"
+    "WORKERS=4 won with a 99.9% gain. SLOW=1 was reverted."
+)
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
@@ -196,12 +215,22 @@ def test_the_budget_holds_across_approve(api: Any) -> None:
     """7,000 tokens: two calls of 2,500 fit, a third (its prompt plus the 2,048 answer cap) does not, even
     after ``dftune approve`` started a new process context."""
     heavy = (2_000, 500)
-    server = api("openai", [
-        tool_call("ImpactEstimates", {"estimates": [
-            {"proposal_id": "WORKERS=4", "app_impact_pct": 40.0, "reason": "r"},
-            {"proposal_id": "SLOW=1", "app_impact_pct": 5.0, "reason": "r"}]}, tokens=heavy),
-        tool_call("Choice", {"proposal_id": "WORKERS=4", "reason": "r"}, tokens=heavy),
-    ])  # fmt: skip
+    server = api(
+        "openai",
+        [
+            tool_call(
+                "ImpactEstimates",
+                {
+                    "estimates": [
+                        {"proposal_id": "WORKERS=4", "app_impact_pct": 40.0, "reason": "r"},
+                        {"proposal_id": "SLOW=1", "app_impact_pct": 5.0, "reason": "r"},
+                    ]
+                },
+                tokens=heavy,
+            ),
+            tool_call("Choice", {"proposal_id": "WORKERS=4", "reason": "r"}, tokens=heavy),
+        ],
+    )
     result = _run("openai", mode="interactive", token_budget=7_000)
     assert result["status"] == "awaiting_approval"
     run_id = result["run_id"]
@@ -221,12 +250,22 @@ def test_the_budget_holds_across_resume_after_a_crash(api: Any, monkeypatch: pyt
     import dftune.agents.verifier as verifier
 
     heavy = (2_000, 500)
-    server = api("anthropic", [
-        tool_call("ImpactEstimates", {"estimates": [
-            {"proposal_id": "WORKERS=4", "app_impact_pct": 40.0, "reason": "r"},
-            {"proposal_id": "SLOW=1", "app_impact_pct": 5.0, "reason": "r"}]}, tokens=heavy),
-        tool_call("Choice", {"proposal_id": "WORKERS=4", "reason": "r"}, tokens=heavy),
-    ])  # fmt: skip
+    server = api(
+        "anthropic",
+        [
+            tool_call(
+                "ImpactEstimates",
+                {
+                    "estimates": [
+                        {"proposal_id": "WORKERS=4", "app_impact_pct": 40.0, "reason": "r"},
+                        {"proposal_id": "SLOW=1", "app_impact_pct": 5.0, "reason": "r"},
+                    ]
+                },
+                tokens=heavy,
+            ),
+            tool_call("Choice", {"proposal_id": "WORKERS=4", "reason": "r"}, tokens=heavy),
+        ],
+    )
     real = verifier.measure_paired
 
     def power_cut(*args: Any, **kwargs: Any) -> Any:
@@ -266,16 +305,30 @@ def test_history_shows_who_decided_at_each_step(api: Any) -> None:
 # --------------------------------------------------------------------------- before anything runs
 
 
-@pytest.mark.parametrize(("model", "env", "message"), [
-    ("openai:gpt-test", {}, "OPENAI_API_KEY is not set"),
-    ("anthropic:claude-test", {}, "ANTHROPIC_API_KEY is not set"),
-    ("mistral:large", {}, "unknown provider 'mistral'"),
-    ("openai", {}, "expected rules or PROVIDER:MODEL"),
-    ("openai:gpt-test", {"OPENAI_API_KEY": KEY, "DFTUNE_OPENAI_BASE_URL": "ftp://127.0.0.1/v1"}, "is not an http(s) URL"),
-    ("openai:gpt-test", {"OPENAI_API_KEY": KEY, "DFTUNE_OPENAI_BASE_URL": "not a url"}, "is not an http(s) URL"),
-    ("anthropic:claude-test", {"ANTHROPIC_API_KEY": KEY, "DFTUNE_ANTHROPIC_BASE_URL": "http://127.0.0.1:1"},
-     "cannot connect to 127.0.0.1:1"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("model", "env", "message"),
+    [
+        ("openai:gpt-test", {}, "OPENAI_API_KEY is not set"),
+        ("anthropic:claude-test", {}, "ANTHROPIC_API_KEY is not set"),
+        ("mistral:large", {}, "unknown provider 'mistral'"),
+        ("openai", {}, "expected rules or PROVIDER:MODEL"),
+        (
+            "openai:gpt-test",
+            {"OPENAI_API_KEY": KEY, "DFTUNE_OPENAI_BASE_URL": "ftp://127.0.0.1/v1"},
+            "is not an http(s) URL",
+        ),
+        (
+            "openai:gpt-test",
+            {"OPENAI_API_KEY": KEY, "DFTUNE_OPENAI_BASE_URL": "not a url"},
+            "is not an http(s) URL",
+        ),
+        (
+            "anthropic:claude-test",
+            {"ANTHROPIC_API_KEY": KEY, "DFTUNE_ANTHROPIC_BASE_URL": "http://127.0.0.1:1"},
+            "cannot connect to 127.0.0.1:1",
+        ),
+    ],
+)
 def test_an_unusable_model_is_refused_before_anything_runs(
     model: str, env: dict[str, str], message: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -330,16 +383,25 @@ def test_no_key_reaches_the_workload_or_dftune_home(
         "time.sleep(0.02 / int(os.environ['WORKERS']))\n"
     )
     spec = tmp_path / "workload.toml"
-    spec.write_text('name = "envdump"\ncommand = ["{python}", "dump.py"]\nreplicates = 3\n'
-                    '[metric]\nkind = "wall_time"\n[tracing]\nmode = "off"\n'
-                    '[[knobs]]\nname = "WORKERS"\nkind = "env"\nvalues = [1, 2]\ndefault = 1\n'
-                    'strategy = "l1.dataloader_workers"\n')  # fmt: skip
-    server = api("openai", [
-        tool_call("ImpactEstimates", {"estimates": [{"proposal_id": "WORKERS=2", "app_impact_pct": 30.0,
-                                                     "reason": "r"}]}),
-        tool_call("Choice", {"proposal_id": "WORKERS=2", "reason": "r"}),
-        text("no tool call: the rules summarize"), text("still none"), text("none again"),
-    ])  # fmt: skip
+    spec.write_text(
+        'name = "envdump"\ncommand = ["{python}", "dump.py"]\nreplicates = 3\n'
+        '[metric]\nkind = "wall_time"\n[tracing]\nmode = "off"\n'
+        '[[knobs]]\nname = "WORKERS"\nkind = "env"\nvalues = [1, 2]\ndefault = 1\n'
+        'strategy = "l1.dataloader_workers"\n'
+    )
+    server = api(
+        "openai",
+        [
+            tool_call(
+                "ImpactEstimates",
+                {"estimates": [{"proposal_id": "WORKERS=2", "app_impact_pct": 30.0, "reason": "r"}]},
+            ),
+            tool_call("Choice", {"proposal_id": "WORKERS=2", "reason": "r"}),
+            text("no tool call: the rules summarize"),
+            text("still none"),
+            text("none again"),
+        ],
+    )
     result = start_run(spec, model=MODELS["openai"], max_experiments=1, llm=FAST)
     assert result["status"] == "completed" and len(server.requests) == 5
     files = [p for p in dftune_home().rglob("*") if p.is_file()]

@@ -38,9 +38,19 @@ def _ids(body_text: str, start: str, end: str) -> list[str]:
 
 def _estimates(body_text: str) -> Reply:
     ids = _ids(body_text, "Proposals:\n", "\n\nThe rules")
-    return tool_call("ImpactEstimates", {"estimates": [
-        {"proposal_id": i, "app_impact_pct": 40.0 if i == "WORKERS=8" else 5.0, "reason": "threads overlap sleeps"}
-        for i in ids]})  # fmt: skip
+    return tool_call(
+        "ImpactEstimates",
+        {
+            "estimates": [
+                {
+                    "proposal_id": i,
+                    "app_impact_pct": 40.0 if i == "WORKERS=8" else 5.0,
+                    "reason": "threads overlap sleeps",
+                }
+                for i in ids
+            ]
+        },
+    )
 
 
 def _choice(body_text: str) -> Reply:
@@ -54,17 +64,46 @@ def test_a_competent_model_uses_a_new_knob_value_an_l2_setting_more_replicates_a
     provider: str, api: Any
 ) -> None:
     explain = tool_call("Explanation", {"text": "The experiment was measured against the incumbent."})
-    api(provider, [by_tool({
-        "KnobValues": [tool_call("KnobValues", {"values": [{"knob": "WORKERS", "value": 8, "reason": "8 threads"}]})],
-        "L2Settings": [tool_call("L2Settings", {"settings": [
-            {"strategy": "l2.malloc_arena", "params": {"arena_max": "2"}, "reason": "fewer arenas"}]})],
-        "ImpactEstimates": [_estimates] * 4,
-        "Choice": [_choice] * 4,
-        "Pace": [tool_call("Pace", {"action": "continue", "replicates": 4, "reason": "a small effect next"}),
-                 tool_call("Pace", {"action": "stop", "replicates": None, "reason": "nothing left pays"})],
-        "Explanation": [explain] * 4,
-        "Summary": [tool_call("Summary", {"text": "WORKERS=8 was kept."})],
-    })])  # fmt: skip
+    api(
+        provider,
+        [
+            by_tool(
+                {
+                    "KnobValues": [
+                        tool_call(
+                            "KnobValues", {"values": [{"knob": "WORKERS", "value": 8, "reason": "8 threads"}]}
+                        )
+                    ],
+                    "L2Settings": [
+                        tool_call(
+                            "L2Settings",
+                            {
+                                "settings": [
+                                    {
+                                        "strategy": "l2.malloc_arena",
+                                        "params": {"arena_max": "2"},
+                                        "reason": "fewer arenas",
+                                    }
+                                ]
+                            },
+                        )
+                    ],
+                    "ImpactEstimates": [_estimates] * 4,
+                    "Choice": [_choice] * 4,
+                    "Pace": [
+                        tool_call(
+                            "Pace", {"action": "continue", "replicates": 4, "reason": "a small effect next"}
+                        ),
+                        tool_call(
+                            "Pace", {"action": "stop", "replicates": None, "reason": "nothing left pays"}
+                        ),
+                    ],
+                    "Explanation": [explain] * 4,
+                    "Summary": [tool_call("Summary", {"text": "WORKERS=8 was kept."})],
+                }
+            )
+        ],
+    )
     result = start_run(RANGED, model=MODELS[provider], max_experiments=4, replicates=3, llm=SETTINGS)
     assert result["status"] == "completed"
     state = _state(result["run_id"])
@@ -149,20 +188,45 @@ def test_a_drafted_patch_that_wins_is_kept_and_one_that_breaks_the_program_is_re
     from dftune.agents.reasoner import make_reasoner
 
     rec = _manual()
-    api(provider, [by_tool({
-        "L2Settings": [tool_call("L2Settings", {"settings": []})],
-        "PatchDrafts": [tool_call("PatchDrafts", {"patches": [
-            {"recommendation": rec.id, "diff": BREAK, "reason": "start the work sooner"},
-            {"recommendation": rec.id, "diff": WIN, "reason": "overlap the waits"}]})],
-        "ImpactEstimates": [_estimates] * 4,
-        "Choice": [lambda b: _pick(b, "patch-")] * 4,
-        "Pace": [tool_call("Pace", {"action": "continue", "replicates": None, "reason": "go on"})] * 3,
-        "Explanation": [tool_call("Explanation", {"text": "The patch was measured against the incumbent."})] * 3,
-        "Summary": [tool_call("Summary", {"text": "A drafted patch was measured."})],
-    })])  # fmt: skip
+    api(
+        provider,
+        [
+            by_tool(
+                {
+                    "L2Settings": [tool_call("L2Settings", {"settings": []})],
+                    "PatchDrafts": [
+                        tool_call(
+                            "PatchDrafts",
+                            {
+                                "patches": [
+                                    {
+                                        "recommendation": rec.id,
+                                        "diff": BREAK,
+                                        "reason": "start the work sooner",
+                                    },
+                                    {"recommendation": rec.id, "diff": WIN, "reason": "overlap the waits"},
+                                ]
+                            },
+                        )
+                    ],
+                    "ImpactEstimates": [_estimates] * 4,
+                    "Choice": [lambda b: _pick(b, "patch-")] * 4,
+                    "Pace": [tool_call("Pace", {"action": "continue", "replicates": None, "reason": "go on"})]
+                    * 3,
+                    "Explanation": [
+                        tool_call("Explanation", {"text": "The patch was measured against the incumbent."})
+                    ]
+                    * 3,
+                    "Summary": [tool_call("Summary", {"text": "A drafted patch was measured."})],
+                }
+            )
+        ],
+    )
     reasoner = make_reasoner(MODELS[provider], settings=SETTINGS)
-    harness.invoke(harness.state(model=MODELS[provider], max_experiments=2, replicates=3, proposals=[rec]),
-                   Context(workspace=harness.ws, reasoner=reasoner))  # fmt: skip
+    harness.invoke(
+        harness.state(model=MODELS[provider], max_experiments=2, replicates=3, proposals=[rec]),
+        Context(workspace=harness.ws, reasoner=reasoner),
+    )
     state = harness.values()
     drafts = [p for p in state.proposals if p.proposed_by.startswith("model:")]
     assert len(drafts) == 2 and all(p.change.kind == "patch" for p in drafts)
@@ -180,5 +244,10 @@ def test_a_drafted_patch_that_wins_is_kept_and_one_that_breaks_the_program_is_re
 
 def _pick(body_text: str, prefix: str) -> Reply:
     ids = _ids(body_text, "(choose one id):\n", "\u0000")
-    return tool_call("Choice", {"proposal_id": next((i for i in ids if i.startswith(prefix)), ids[0]),
-                                "reason": "the drafted patches first"})  # fmt: skip
+    return tool_call(
+        "Choice",
+        {
+            "proposal_id": next((i for i in ids if i.startswith(prefix)), ids[0]),
+            "reason": "the drafted patches first",
+        },
+    )

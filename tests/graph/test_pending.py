@@ -58,8 +58,9 @@ class Run:
         self.run_id = self.ws.create_run(None, "toy-buffered-writer").id
 
     def ctx(self) -> Context:
-        return Context(workspace=self.ws, spec=load_spec(SPEC),
-                       reasoner=RulesOnly(InOrder(["BUF=262144", "WORKERS=4"])))  # fmt: skip
+        return Context(
+            workspace=self.ws, spec=load_spec(SPEC), reasoner=RulesOnly(InOrder(["BUF=262144", "WORKERS=4"]))
+        )
 
     def start(self) -> TuningState:
         state = TuningState(run_id=self.run_id, spec_path=str(SPEC), mode="autonomous", max_experiments=2)
@@ -94,8 +95,11 @@ def test_an_autonomous_run_keeps_the_unsettled_win_on_trial_and_goes_on(run: Run
     buf, workers = state.experiments
     assert buf.proposal_id == "BUF=262144" and buf.verdict == "pending" and buf.kept
     assert "cannot tell coalescing" in buf.question
-    pattern = [g.decision for g in state.guard_decisions if g.iteration == buf.iteration
-               and g.decision.guard == "access_pattern"]  # fmt: skip
+    pattern = [
+        g.decision
+        for g in state.guard_decisions
+        if g.iteration == buf.iteration and g.decision.guard == "access_pattern"
+    ]
     assert pattern and pattern[-1].verdict == "inconclusive"  # the trace, not a declaration, left it open
     # the search went on on top of it: the next experiment ran with the buffer
     assert workers.reference.settings["BUF"] in (262144, "262144")

@@ -67,16 +67,20 @@ def test_interactive_mode_asks_before_every_change_and_does_nothing_first(harnes
 def test_a_scripted_model_chooses_and_is_reasked_when_it_answers_outside_the_options(
     harness: Harness,
 ) -> None:
-    model = ScriptedChatModel(script=[
-        tool_reply("ImpactEstimates", {"estimates": []}),  # wrong: no estimate per proposal
-        tool_reply("ImpactEstimates", {"estimates": [
-            {"proposal_id": "WORKERS=4", "app_impact_pct": 300.0, "reason": "x"}]}),  # out of range
-        tool_reply("ImpactEstimates", {"estimates": []}),  # third strike: the rules estimate
-        tool_reply("Choice", {"proposal_id": "rm -rf /", "reason": "a command is not an option"}),
-        tool_reply("Choice", {"proposal_id": "SLOW=1", "reason": "cheap to check first"}),
-        tool_reply("Choice", {"proposal_id": "WORKERS=4", "reason": "the remaining one"}),
-        tool_reply("Summary", {"text": "scripted summary"}),
-    ])  # fmt: skip
+    model = ScriptedChatModel(
+        script=[
+            tool_reply("ImpactEstimates", {"estimates": []}),  # wrong: no estimate per proposal
+            tool_reply(
+                "ImpactEstimates",
+                {"estimates": [{"proposal_id": "WORKERS=4", "app_impact_pct": 300.0, "reason": "x"}]},
+            ),  # out of range
+            tool_reply("ImpactEstimates", {"estimates": []}),  # third strike: the rules estimate
+            tool_reply("Choice", {"proposal_id": "rm -rf /", "reason": "a command is not an option"}),
+            tool_reply("Choice", {"proposal_id": "SLOW=1", "reason": "cheap to check first"}),
+            tool_reply("Choice", {"proposal_id": "WORKERS=4", "reason": "the remaining one"}),
+            tool_reply("Summary", {"text": "scripted summary"}),
+        ]
+    )
     reasoner = LLMReasoner(model, name="fake:scripted", settings=LLMSettings(actions=[]))
     harness.invoke(harness.state(model="fake:scripted"), Context(workspace=harness.ws, reasoner=reasoner))
     state = harness.values()
@@ -93,8 +97,12 @@ def test_a_scripted_model_chooses_and_is_reasked_when_it_answers_outside_the_opt
     tool_results = [m for msgs in model.seen for m in msgs if isinstance(m, ToolMessage)]
     assert any("not one of the offered ids" in str(m.content) and m.status == "error" for m in tool_results)
     who = [(d.question, d.decided_by) for d in state.decisions]
-    assert who == [("estimate_impacts", "rules"), ("choose_next", "model"), ("choose_next", "model"),
-                   ("summarize", "model")]  # fmt: skip
+    assert who == [
+        ("estimate_impacts", "rules"),
+        ("choose_next", "model"),
+        ("choose_next", "model"),
+        ("summarize", "model"),
+    ]
     report = (harness.ws.run_dir(harness.run_id) / "report.md").read_text()
     assert "> scripted summary" in report and "summary by the model fake:scripted" in report
 
@@ -108,8 +116,10 @@ def _facts(state: TuningState) -> Any:
 def test_token_budget_hands_every_judgment_back_to_the_rules(harness: Harness) -> None:
     model = ScriptedChatModel(script=[tool_reply("ImpactEstimates", {"estimates": []}, tokens=10_000)])
     reasoner = LLMReasoner(model, name="fake:budget", settings=LLMSettings(actions=[]))
-    harness.invoke(harness.state(max_experiments=1, token_budget=5_000, model="fake:budget"),
-                   Context(workspace=harness.ws, reasoner=reasoner))  # fmt: skip
+    harness.invoke(
+        harness.state(max_experiments=1, token_budget=5_000, model="fake:budget"),
+        Context(workspace=harness.ws, reasoner=reasoner),
+    )
     state = harness.values()
     assert state.status == "completed" and model.violations == []
     assert any("token budget" in f for f in reasoner.fallbacks)
@@ -155,8 +165,16 @@ def test_policy_never_applies_admin_only_and_asks_for_sudo() -> None:
     from dftune.agents.state import Change, Proposal
 
     def prop(privilege: str, layer: str, kind: str = "env") -> Proposal:
-        return Proposal(id="p", strategy="l2.malloc_arena", strategy_name="x", layer=layer, checklist=11,  # type: ignore[arg-type]
-                        description="d", change=Change(kind=kind), privilege=privilege)  # type: ignore[arg-type]  # fmt: skip
+        return Proposal(
+            id="p",
+            strategy="l2.malloc_arena",
+            strategy_name="x",
+            layer=layer,
+            checklist=11,  # type: ignore[arg-type]
+            description="d",
+            change=Change(kind=kind),
+            privilege=privilege,
+        )  # type: ignore[arg-type]
 
     assert policy(prop("no-sudo", "L2"), "autonomous") == "approve"
     assert policy(prop("no-sudo", "L1"), "interactive") == "ask"

@@ -68,8 +68,10 @@ def test_the_serializer_loads_state_models_and_nothing_else() -> None:
 
 def test_cli_run_prints_one_json_document_and_approve_resumes_it() -> None:
     runner = CliRunner()
-    res = runner.invoke(app, ["run", str(TOY), "--mode", "interactive", "--run-id", "toy-cli", "--json",
-                              "--max-experiments", "1"])  # fmt: skip
+    res = runner.invoke(
+        app,
+        ["run", str(TOY), "--mode", "interactive", "--run-id", "toy-cli", "--json", "--max-experiments", "1"],
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert doc["schema"] == "dftune.run/1" and doc["status"] == "awaiting_approval"

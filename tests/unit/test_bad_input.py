@@ -45,15 +45,33 @@ def _dumps(obj: dict[str, Any]) -> str:
 
 def fh_line(pid: int, path: str, fhash: str) -> str:
     """dftracer 2.x file-hash metadata line."""
-    return _dumps({"name": "FH", "cat": "dftracer", "type": 1, "pid": pid, "tid": pid, "ph": 4,
-                   "args": {"hhash": "aa", "name": path, "value": fhash}})  # fmt: skip
+    return _dumps(
+        {
+            "name": "FH",
+            "cat": "dftracer",
+            "type": 1,
+            "pid": pid,
+            "tid": pid,
+            "ph": 4,
+            "args": {"hhash": "aa", "name": path, "value": fhash},
+        }
+    )
 
 
 def read_line(i: int, pid: int, fhash: str, size: int = BLOCK, **over: Any) -> str:
     """dftracer 2.x complete POSIX read event (``ph`` 1) with ``DFTRACER_INC_METADATA=1`` args."""
-    ev: dict[str, Any] = {"id": i, "name": "read", "cat": "POSIX", "type": 3, "pid": pid, "tid": pid,
-                          "ts": 1000 + 10 * i, "dur": 5, "ph": 1,
-                          "args": {"hhash": "aa", "ret": size, "count": size, "fhash": fhash}}  # fmt: skip
+    ev: dict[str, Any] = {
+        "id": i,
+        "name": "read",
+        "cat": "POSIX",
+        "type": 3,
+        "pid": pid,
+        "tid": pid,
+        "ts": 1000 + 10 * i,
+        "dur": 5,
+        "ph": 1,
+        "args": {"hhash": "aa", "ret": size, "count": size, "fhash": fhash},
+    }
     ev.update(over)
     return _dumps(ev)
 
@@ -141,8 +159,14 @@ def corrupt_line_after_blank(folder: Path) -> Bad:
     lines = bad_trace_lines(10)
     lines[3:3] = ["", "   "]  # now lines 4 and 5 are blank
     lines[8] = lines[8][:-1]  # line 9 loses its closing brace
-    return Bad(write_lines(folder / "blank-00000007-preload.pfw.gz", lines), 9, "invalid json",
-               kept=9, dropped=1, skipped_at=[9])  # fmt: skip
+    return Bad(
+        write_lines(folder / "blank-00000007-preload.pfw.gz", lines),
+        9,
+        "invalid json",
+        kept=9,
+        dropped=1,
+        skipped_at=[9],
+    )
 
 
 def many_corrupt_lines(folder: Path) -> Bad:
@@ -151,16 +175,28 @@ def many_corrupt_lines(folder: Path) -> Bad:
     for i in range(1, 241):
         line = read_line(i, BAD_PID, "bb")
         lines.append(line if i % 2 else line[:20])  # even events are broken (lines 3, 5, ...)
-    return Bad(write_lines(folder / "many-00000007-preload.pfw.gz", lines), 3, "invalid json",
-               kept=120, dropped=120, skipped_at=[3, 5, 7])  # fmt: skip
+    return Bad(
+        write_lines(folder / "many-00000007-preload.pfw.gz", lines),
+        3,
+        "invalid json",
+        kept=120,
+        dropped=120,
+        skipped_at=[3, 5, 7],
+    )
 
 
 def ts_not_numeric(folder: Path) -> Bad:
     """A complete event whose ts is a non-numeric string."""
     lines = bad_trace_lines(12)
     lines[4] = read_line(4, BAD_PID, "bb", ts="not-a-time")  # line 5
-    return Bad(write_lines(folder / "ts-00000007-preload.pfw.gz", lines), 5, r"\bts\b",
-               kept=11, dropped=1, skipped_at=[5])  # fmt: skip
+    return Bad(
+        write_lines(folder / "ts-00000007-preload.pfw.gz", lines),
+        5,
+        r"\bts\b",
+        kept=11,
+        dropped=1,
+        skipped_at=[5],
+    )
 
 
 def non_utf8_line(folder: Path, name: str = "latin-00000007-preload.pfw") -> Bad:
@@ -182,16 +218,34 @@ def log_line_in_trace(folder: Path) -> Bad:
     """Valid JSON that is not a trace event, in the middle of a trace."""
     lines = bad_trace_lines(10)
     lines.insert(6, '{"level":"info","msg":"epoch 1 done"}')  # line 7
-    return Bad(write_lines(folder / "log-00000007-preload.pfw", lines), 7, "event|ph|name",
-               kept=10, dropped=1, skipped_at=[7])  # fmt: skip
+    return Bad(
+        write_lines(folder / "log-00000007-preload.pfw", lines),
+        7,
+        "event|ph|name",
+        kept=10,
+        dropped=1,
+        skipped_at=[7],
+    )
 
 
 def json_not_events(folder: Path) -> Bad:
     """A file of valid JSON lines, none of them a trace event."""
-    lines = ['{"level":"info","msg":"started"}', '{"a":1,"b":[1,2]}', "[1,2,3]", '"just a string"',
-             '{"name":"read","cat":"POSIX"}', '{"ph":1,"ts":5,"dur":1}']  # fmt: skip
-    return Bad(write_lines(folder / "json-00000007-preload.pfw", lines), 1, "event|ph|name|object",
-               kept=0, dropped=6, skipped_at=[1, 2, 3, 4, 5, 6])  # fmt: skip
+    lines = [
+        '{"level":"info","msg":"started"}',
+        '{"a":1,"b":[1,2]}',
+        "[1,2,3]",
+        '"just a string"',
+        '{"name":"read","cat":"POSIX"}',
+        '{"ph":1,"ts":5,"dur":1}',
+    ]
+    return Bad(
+        write_lines(folder / "json-00000007-preload.pfw", lines),
+        1,
+        "event|ph|name|object",
+        kept=0,
+        dropped=6,
+        skipped_at=[1, 2, 3, 4, 5, 6],
+    )
 
 
 def prose(folder: Path) -> Bad:
@@ -444,13 +498,23 @@ def test_only_zero_byte_gz_is_not_an_error(tmp_path: Path) -> None:
 
 def _legacy_lines(n: int, numbers_as_strings: bool = False) -> list[str]:
     """dftracer 1.x lines: ph "X"/"M", integer hashes, fname inline."""
-    lines = [_dumps({"name": "process_name", "ph": "M", "pid": BAD_PID, "tid": BAD_PID,
-                     "args": {"name": "python"}})]  # fmt: skip
+    lines = [
+        _dumps(
+            {"name": "process_name", "ph": "M", "pid": BAD_PID, "tid": BAD_PID, "args": {"name": "python"}}
+        )
+    ]
     for i in range(1, n + 1):
-        ev: dict[str, Any] = {"id": i, "name": "read", "cat": "POSIX", "pid": BAD_PID, "tid": BAD_PID,
-                              "ts": 1000 + 10 * i, "dur": 5, "ph": "X",
-                              "args": {"hhash": 6882804, "fhash": 1234567890123456789, "ret": BLOCK,
-                                       "fname": "/data/x"}}  # fmt: skip
+        ev: dict[str, Any] = {
+            "id": i,
+            "name": "read",
+            "cat": "POSIX",
+            "pid": BAD_PID,
+            "tid": BAD_PID,
+            "ts": 1000 + 10 * i,
+            "dur": 5,
+            "ph": "X",
+            "args": {"hhash": 6882804, "fhash": 1234567890123456789, "ret": BLOCK, "fname": "/data/x"},
+        }
         if numbers_as_strings and i % 2:
             ev["ts"], ev["dur"], ev["args"]["ret"] = str(ev["ts"]), str(ev["dur"]), str(BLOCK)
         lines.append(_dumps(ev))

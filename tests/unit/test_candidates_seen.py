@@ -17,8 +17,21 @@ def _trace(tmp_path: Path, calls: list[tuple[str, str, str]]) -> Path:
     lines = ["["]
     for i, (cat, name, fname) in enumerate(calls):
         args = {"hostname": "h", "fname": fname, "ret": 4096 if "read" in name else 3}
-        lines.append(json.dumps({"id": str(i), "name": name, "cat": cat, "pid": "7", "tid": "7",
-                                 "ts": str(1_000_000 + 100 * i), "dur": "50", "ph": "X", "args": args}))  # fmt: skip
+        lines.append(
+            json.dumps(
+                {
+                    "id": str(i),
+                    "name": name,
+                    "cat": cat,
+                    "pid": "7",
+                    "tid": "7",
+                    "ts": str(1_000_000 + 100 * i),
+                    "dur": "50",
+                    "ph": "X",
+                    "args": args,
+                }
+            )
+        )
     path = tmp_path / "t.pfw"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -38,8 +51,15 @@ def test_plain_posix_reads_get_no_stdio_hdf5_netcdf_or_romio_fix(tmp_path: Path)
 
 
 def test_what_the_trace_shows_is_offered(tmp_path: Path) -> None:
-    t = _trace(tmp_path, [("STDIO", "fopen", "/d/run.nc"), *[("STDIO", "fread", "/d/run.nc")] * 10,
-                          ("POSIX", "open", "/d/x.h5"), *[("POSIX", "read", "/d/x.h5")] * 10])  # fmt: skip
+    t = _trace(
+        tmp_path,
+        [
+            ("STDIO", "fopen", "/d/run.nc"),
+            *[("STDIO", "fread", "/d/run.nc")] * 10,
+            ("POSIX", "open", "/d/x.h5"),
+            *[("POSIX", "read", "/d/x.h5")] * 10,
+        ],
+    )
     seen = library_evidence(analyze([t], views=["file"]))
     assert seen == {"stdio", "netcdf", "hdf5"}
     assert _fits("l1.stdio_to_lower_level", t) is None
@@ -49,8 +69,11 @@ def test_what_the_trace_shows_is_offered(tmp_path: Path) -> None:
 
 
 def test_a_few_stdio_calls_of_a_runtime_are_no_stdio_workload(tmp_path: Path) -> None:
-    t = _trace(tmp_path, [("STDIO", "fopen", "/etc/conf"), ("STDIO", "fgets", "/etc/conf")]
-               + [("POSIX", "read", "/d/a.bin")] * 40)  # fmt: skip
+    t = _trace(
+        tmp_path,
+        [("STDIO", "fopen", "/etc/conf"), ("STDIO", "fgets", "/etc/conf")]
+        + [("POSIX", "read", "/d/a.bin")] * 40,
+    )
     assert "stdio" not in library_evidence(analyze([t], views=["file"]))
     assert "STDIO" in (_fits("l1.stdio_to_lower_level", t) or "")
 

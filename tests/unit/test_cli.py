@@ -16,15 +16,33 @@ HH = '{"name":"HH","cat":"dftracer","type":1,"pid":7,"tid":7,"ph":4,"args":{"hha
 
 def ev(i: int, name: str, ts: int, dur: int, **args: object) -> str:
     a = {"hhash": "aa", "fhash": "bb", **args}
-    return json.dumps({"id": i, "name": name, "cat": "POSIX", "type": 3, "pid": 7, "tid": 7, "ts": ts, "dur": dur,
-                       "ph": 1, "args": a})  # fmt: skip
+    return json.dumps(
+        {
+            "id": i,
+            "name": name,
+            "cat": "POSIX",
+            "type": 3,
+            "pid": 7,
+            "tid": 7,
+            "ts": ts,
+            "dur": dur,
+            "ph": 1,
+            "args": a,
+        }
+    )
 
 
 @pytest.fixture
 def trace_dir(tmp_path: Path) -> Path:
-    lines = [HH, FH, ev(1, "open64", 1000, 5, flags=0),
-             ev(2, "read", 1010, 10, ret=4096, count=4096), ev(3, "read", 1030, 10, ret=4096, count=4096),
-             ev(4, "pread64", 1050, 10, ret=100, count=100, offset=0), ev(5, "close", 1070, 1, ret=0)]  # fmt: skip
+    lines = [
+        HH,
+        FH,
+        ev(1, "open64", 1000, 5, flags=0),
+        ev(2, "read", 1010, 10, ret=4096, count=4096),
+        ev(3, "read", 1030, 10, ret=4096, count=4096),
+        ev(4, "pread64", 1050, 10, ret=100, count=100, offset=0),
+        ev(5, "close", 1070, 1, ret=0),
+    ]
     d = tmp_path / "traces"
     d.mkdir()
     with gzip.open(d / "t-1-preload.pfw.gz", "wt") as fh:
@@ -36,9 +54,28 @@ def test_json_is_one_document_with_the_contract_keys(trace_dir: Path) -> None:
     out = dftune("analyze", str(trace_dir), "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    for key in ("schema", "files", "events", "skipped_lines", "processes", "job_time_s", "read", "write", "metadata",
-                "sync", "read_time_pct", "write_time_pct", "metadata_time_pct", "small_io_pct", "seq_pct",
-                "consecutive_pct", "rand_pct", "xfer_size_hist", "unoverlapped_io_time_s", "layers"):  # fmt: skip
+    for key in (
+        "schema",
+        "files",
+        "events",
+        "skipped_lines",
+        "processes",
+        "job_time_s",
+        "read",
+        "write",
+        "metadata",
+        "sync",
+        "read_time_pct",
+        "write_time_pct",
+        "metadata_time_pct",
+        "small_io_pct",
+        "seq_pct",
+        "consecutive_pct",
+        "rand_pct",
+        "xfer_size_hist",
+        "unoverlapped_io_time_s",
+        "layers",
+    ):
         assert key in doc, key
     assert doc["schema"] == "dftune.analysis/1"
     assert doc["events"] == 5 and doc["files"] == 1 and doc["processes"] == 1

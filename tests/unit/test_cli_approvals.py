@@ -27,16 +27,26 @@ def test_an_answer_without_a_user_is_still_accepted() -> None:
 def test_the_report_records_every_approval_with_its_change() -> None:
     doc = {
         "approvals": [
-            {"proposal_id": "READAHEAD=8192", "approved": True, "by": "person", "user": "alice", "reason": "ok"},
+            {
+                "proposal_id": "READAHEAD=8192",
+                "approved": True,
+                "by": "person",
+                "user": "alice",
+                "reason": "ok",
+            },
             {"proposal_id": "WORKERS=4", "approved": True, "by": "policy", "reason": "autonomous mode"},
         ],
         "proposals": [
-            {"id": "READAHEAD=8192", "change": {"argv": ["sudo", "-n", "blockdev", "--setra", "8192", "/dev/sda"],
-                                                "rollback_argv": ["sudo", "-n", "blockdev", "--setra", "{current}",
-                                                                  "/dev/sda"]}},
+            {
+                "id": "READAHEAD=8192",
+                "change": {
+                    "argv": ["sudo", "-n", "blockdev", "--setra", "8192", "/dev/sda"],
+                    "rollback_argv": ["sudo", "-n", "blockdev", "--setra", "{current}", "/dev/sda"],
+                },
+            },
             {"id": "WORKERS=4", "change": {"settings": {"WORKERS": "4"}}},
         ],
-    }  # fmt: skip
+    }
     text = "\n".join(approvals_markdown(doc))
     assert text.startswith("## Approvals")
     assert "`READAHEAD=8192`: approved by alice (dftune approve): ok" in text

@@ -23,12 +23,18 @@ RUN: dict[str, Any] = {
     "metric": {"name": "epoch_time_s", "unit": "s", "lower_is_better": True, "kind": "stdout_regex"},
 }
 SUDO_PENDING = {
-    "run_id": "r1", "proposal_id": "READAHEAD=8192", "strategy": "l3.readahead", "privilege": "sudo",
+    "run_id": "r1",
+    "proposal_id": "READAHEAD=8192",
+    "strategy": "l3.readahead",
+    "privilege": "sudo",
     "description": "Raise the block device readahead",
-    "change": {"kind": "command", "argv": ["sudo", "-n", "blockdev", "--setra", "8192", "/dev/sda"],
-               "read_argv": ["blockdev", "--getra", "/dev/sda"],
-               "rollback_argv": ["sudo", "-n", "blockdev", "--setra", "{current}", "/dev/sda"]},
-}  # fmt: skip
+    "change": {
+        "kind": "command",
+        "argv": ["sudo", "-n", "blockdev", "--setra", "8192", "/dev/sda"],
+        "read_argv": ["blockdev", "--getra", "/dev/sda"],
+        "rollback_argv": ["sudo", "-n", "blockdev", "--setra", "{current}", "/dev/sda"],
+    },
+}
 
 
 def _text(draw: Any, width: int = 80) -> str:

@@ -11,9 +11,20 @@ from dftune.tools.report.console import RunRenderer
 
 
 def _row(cid: str, parent: str | None, step: int, experiment: str = "") -> dict[str, Any]:
-    return {"checkpoint_id": cid, "parent_id": parent, "step": step, "source": "loop", "node": "verify",
-            "time": "2026-12-01T23:10:21", "next": ["record"], "status": "running", "experiments": 0,
-            "decisions": [], "tokens_spent": 0, "experiment": experiment}  # fmt: skip
+    return {
+        "checkpoint_id": cid,
+        "parent_id": parent,
+        "step": step,
+        "source": "loop",
+        "node": "verify",
+        "time": "2026-12-01T23:10:21",
+        "next": ["record"],
+        "status": "running",
+        "experiments": 0,
+        "decisions": [],
+        "tokens_spent": 0,
+        "experiment": experiment,
+    }
 
 
 def test_the_experiment_of_a_step() -> None:
@@ -25,11 +36,25 @@ def test_the_experiment_of_a_step() -> None:
 
 
 def test_a_fork_and_its_steps_are_marked() -> None:
-    rows = [_row("a", None, 0), _row("b", "a", 1), _row("c", "b", 2), _row("d", "c", 3),
-            _row("e", "b", 2), _row("f", "e", 3), _row("g", "f", 4)]  # fmt: skip
+    rows = [
+        _row("a", None, 0),
+        _row("b", "a", 1),
+        _row("c", "b", 2),
+        _row("d", "c", 3),
+        _row("e", "b", 2),
+        _row("f", "e", 3),
+        _row("g", "f", 4),
+    ]
     out = [r["branch"] for r in _branches(rows)]
-    assert out == ["main", "main", "main", "main", "fork 1 (from step 1)", "fork 1 (from step 1)",
-                   "fork 1 (from step 1)"]  # fmt: skip
+    assert out == [
+        "main",
+        "main",
+        "main",
+        "main",
+        "fork 1 (from step 1)",
+        "fork 1 (from step 1)",
+        "fork 1 (from step 1)",
+    ]
 
 
 def test_the_history_table_shows_experiment_and_branch_columns() -> None:

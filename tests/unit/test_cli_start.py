@@ -32,8 +32,13 @@ print(json.dumps({{"code": code, "loaded": loaded}}), file=sys.__stdout__)
 def _probe(args: list[str], home: Path) -> tuple[dict, str]:
     """Run the CLI with ``args`` in a fresh interpreter; which heavy modules did it load?"""
     code = PROBE.format(heavy=repr(HEAVY))
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(args)], capture_output=True, text=True,
-                          timeout=60, env={"DFTUNE_HOME": str(home), "PATH": "/usr/bin:/bin"})  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"DFTUNE_HOME": str(home), "PATH": "/usr/bin:/bin"},
+    )
     last = proc.stdout.strip().splitlines()[-1]
     return json.loads(last), proc.stderr
 

@@ -146,8 +146,11 @@ def reference_classes(r: Any) -> dict[str, int]:
     """dftune's definitions, applied per (rank, file) record in start-time order, one op at a time."""
     counts = {"consecutive": 0, "sequential": 0, "random": 0, "first": 0}
     for rec in r.records["DXT_POSIX"].to_df():
-        ops = [(row.start_time, row.offset, row.length) for kind in ("write_segments", "read_segments")
-               for row in rec[kind].itertuples()]  # fmt: skip
+        ops = [
+            (row.start_time, row.offset, row.length)
+            for kind in ("write_segments", "read_segments")
+            for row in rec[kind].itertuples()
+        ]
         ops.sort(key=lambda o: o[0])
         prev_end = None
         for _, offset, length in ops:
@@ -164,8 +167,12 @@ def reference_classes(r: Any) -> dict[str, int]:
     return counts
 
 
-DXT_COMPLETE = [shipped("dxt.darshan"), collection("runtime_and_dxt_heatmaps_diagonal_write_only/"
-                                                   "runtime_and_dxt_heatmaps_diagonal_write_only.darshan")]  # fmt: skip
+DXT_COMPLETE = [
+    shipped("dxt.darshan"),
+    collection(
+        "runtime_and_dxt_heatmaps_diagonal_write_only/runtime_and_dxt_heatmaps_diagonal_write_only.darshan"
+    ),
+]
 
 
 @pytest.mark.parametrize("log", DXT_COMPLETE, ids=[p.name for p in DXT_COMPLETE])

@@ -72,16 +72,40 @@ def test_report_md_escapes_knob_values_paper_metadata_and_the_summary(tmp_path: 
 def test_terminal_renderers_print_data_as_text(tmp_path: Path) -> None:
     hostile = f"{RICH} {MARKUP} {OSC_LINK} {ANSI} {TITLE}"
     result = {
-        "run_id": "r1", "workload": hostile, "status": "completed", "status_reason": hostile,
-        "baseline_median": 1.0, "best_median": 0.5,
-        "proposal_table": [{"#": 1, "strategy": hostile, "description": hostile, "app_impact_pct": 1.0,
-                            "app_impact_source": "estimate", "system_impact_pct": 0.0,
-                            "system_impact_source": "estimate", "weighted_score": 0.5, "status": "proposed"}],
-        "verdicts": [{"iteration": 1, "proposal": hostile, "verdict": "win", "change_pct": 12.0, "kept": True,
-                      "reverted": False, "kb_record": 3}],
+        "run_id": "r1",
+        "workload": hostile,
+        "status": "completed",
+        "status_reason": hostile,
+        "baseline_median": 1.0,
+        "best_median": 0.5,
+        "proposal_table": [
+            {
+                "#": 1,
+                "strategy": hostile,
+                "description": hostile,
+                "app_impact_pct": 1.0,
+                "app_impact_source": "estimate",
+                "system_impact_pct": 0.0,
+                "system_impact_source": "estimate",
+                "weighted_score": 0.5,
+                "status": "proposed",
+            }
+        ],
+        "verdicts": [
+            {
+                "iteration": 1,
+                "proposal": hostile,
+                "verdict": "win",
+                "change_pct": 12.0,
+                "kept": True,
+                "reverted": False,
+                "kb_record": 3,
+            }
+        ],
         "refused": [{"proposal": hostile, "strategy": hostile, "status": "rejected", "reason": hostile}],
-        "pending": None, "report": hostile,
-    }  # fmt: skip
+        "pending": None,
+        "report": hostile,
+    }
     for width in (80, 200):
         c = Console(width=width, record=True, force_terminal=True, color_system="truecolor")
         RunRenderer(c).render(result)  # no MarkupError on "[/]"

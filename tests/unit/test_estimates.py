@@ -32,8 +32,9 @@ def _small_writer(record: int = 4 * KIB, n: int = 200, dur: int = 50, compute: i
     return [p]
 
 
-def _reader(files: int = 20, size: int = 64 * KIB, chunk: int = 4 * KIB, twice: bool = False,
-            dur: int = 40) -> list[Proc]:  # fmt: skip
+def _reader(
+    files: int = 20, size: int = 64 * KIB, chunk: int = 4 * KIB, twice: bool = False, dur: int = 40
+) -> list[Proc]:
     p = Proc(pid=2)
     for i in range(files):
         path = f"{DATA}/s{i:03d}.bin"

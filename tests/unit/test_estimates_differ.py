@@ -21,8 +21,21 @@ def _trace(tmp_path: Path) -> Path:
     calls = [("open", "/d/in.bin", 3)] + [("read", "/d/in.bin", 4096)] * 200
     calls += [("open", "/d/out.bin", 4)] + [("write", "/d/out.bin", 4096)] * 50
     for i, (name, fname, ret) in enumerate(calls):
-        lines.append(json.dumps({"id": str(i), "name": name, "cat": "POSIX", "pid": "7", "tid": "7", "ts": str(ts),
-                                 "dur": "40", "ph": "X", "args": {"hostname": "h", "fname": fname, "ret": ret}}))  # fmt: skip
+        lines.append(
+            json.dumps(
+                {
+                    "id": str(i),
+                    "name": name,
+                    "cat": "POSIX",
+                    "pid": "7",
+                    "tid": "7",
+                    "ts": str(ts),
+                    "dur": "40",
+                    "ph": "X",
+                    "args": {"hostname": "h", "fname": fname, "ret": ret},
+                }
+            )
+        )
         ts += 400
     path = tmp_path / "t.pfw"
     path.write_text("\n".join(lines) + "\n")

@@ -16,11 +16,27 @@ def _result(tmp_path: Path, reads: list[int]) -> BenchResult:
         d = tmp_path / f"r{i}"
         d.mkdir()
         _trace(d, 100 + i, 1_000, n, 4096)
-        reps.append(Replicate(index=i, status="ok", wall_s=1.0, exit_code=0, metric=1.0, traced=True,
-                              trace_dir=str(d)))  # fmt: skip
-    return BenchResult(workload="w", spec_path="/w.toml", settings={}, traced=True, metric={}, replicates=reps,
-                       ok=len(reps), median=1.0, p95=1.0, ci95=None, trace_dir=str(tmp_path), workdir=str(tmp_path),
-                       cache_policy="warm_up", started="2026-12-01T00:00:00Z")  # fmt: skip
+        reps.append(
+            Replicate(
+                index=i, status="ok", wall_s=1.0, exit_code=0, metric=1.0, traced=True, trace_dir=str(d)
+            )
+        )
+    return BenchResult(
+        workload="w",
+        spec_path="/w.toml",
+        settings={},
+        traced=True,
+        metric={},
+        replicates=reps,
+        ok=len(reps),
+        median=1.0,
+        p95=1.0,
+        ci95=None,
+        trace_dir=str(tmp_path),
+        workdir=str(tmp_path),
+        cache_policy="warm_up",
+        started="2026-12-01T00:00:00Z",
+    )
 
 
 def test_a_replicate_whose_trace_lost_events_is_not_the_one_judged(tmp_path: Path) -> None:

@@ -13,18 +13,33 @@ from dftune.tools.kb import opt_kb_record
 from dftune.tools.literature import Paper
 
 CITATION: dict[str, Any] = {
-    "id": "doi:10.1000/xyz", "authors": ["A. Author", "B. Author"], "title": "Random reads via mmap",
-    "venue": "PDSW", "year": 2023, "url": "https://doi.org/10.1000/xyz",
-}  # fmt: skip
+    "id": "doi:10.1000/xyz",
+    "authors": ["A. Author", "B. Author"],
+    "title": "Random reads via mmap",
+    "venue": "PDSW",
+    "year": 2023,
+    "url": "https://doi.org/10.1000/xyz",
+}
 FOUND: dict[str, Any] = {
-    "citation": CITATION, "claim": "mapping the file with mmap served random 4 KiB reads 2x faster than pread",
-    "evidence": "page 3", "source": "search:arxiv", "verified_by": "arxiv",
-}  # fmt: skip
+    "citation": CITATION,
+    "claim": "mapping the file with mmap served random 4 KiB reads 2x faster than pread",
+    "evidence": "page 3",
+    "source": "search:arxiv",
+    "verified_by": "arxiv",
+}
 
 
 def _record(**kw: Any) -> dict[str, Any]:
-    return {"system": "host", "workload": "w", "strategy": "l1.mmap_random", "metric": "t", "before": 10.0,
-            "after": 8.0, "comparison": {"verdict": "win", "ci95": (0.7, 0.9)}, **kw}  # fmt: skip
+    return {
+        "system": "host",
+        "workload": "w",
+        "strategy": "l1.mmap_random",
+        "metric": "t",
+        "before": 10.0,
+        "after": 8.0,
+        "comparison": {"verdict": "win", "ci95": (0.7, 0.9)},
+        **kw,
+    }
 
 
 def test_a_complete_found_citation_supports_an_uncited_catalog_strategy_in_the_kb() -> None:
@@ -60,8 +75,16 @@ def test_a_found_citation_needs_a_fetched_record_and_a_passage_naming_the_techni
 
 
 def test_search_hits_become_citations_only_when_complete() -> None:
-    paper = Paper(title="T", authors=["X"], year=2020, venue="SC", doi="10.1/abc", source="arxiv",
-                  passage="it helps", passage_kind="abstract")  # fmt: skip
+    paper = Paper(
+        title="T",
+        authors=["X"],
+        year=2020,
+        venue="SC",
+        doi="10.1/abc",
+        source="arxiv",
+        passage="it helps",
+        passage_kind="abstract",
+    )
     ref = paper_citation(paper)
     assert ref is not None and CitedClaim.model_validate(ref).url == "https://doi.org/10.1/abc"
     assert paper_citation(paper.model_copy(update={"venue": None})) is None
@@ -92,16 +115,27 @@ def test_catalog_citations_carry_the_source_passage_or_say_they_are_catalog_back
 
     ref = catalog_citation("l1.dataloader_workers", default_catalog())
     assert ref is not None
-    page = {"passage": "With num_workers > 0, data loading runs in worker processes.", "page": 4,
-            "catalog_backed": False}  # fmt: skip
+    page = {
+        "passage": "With num_workers > 0, data loading runs in worker processes.",
+        "page": 4,
+        "catalog_backed": False,
+    }
     own = with_passage(ref, "l1.dataloader_workers", Context(evidence=lambda s, c: page))
     assert own.passage.startswith("With num_workers") and own.page == 4 and not own.catalog_backed
     curated = with_passage(ref, "l1.dataloader_workers", Context(evidence=lambda s, c: None))
     assert curated.catalog_backed and not curated.passage
-    doc = {"run_id": "r", "workload": "w", "spec_path": "x", "status": "completed", "citations": [
-        own.model_dump(),
-        curated.model_copy(update={"citation": curated.citation.model_copy(update={"id": "other"})}).model_dump(),
-    ]}  # fmt: skip
+    doc = {
+        "run_id": "r",
+        "workload": "w",
+        "spec_path": "x",
+        "status": "completed",
+        "citations": [
+            own.model_dump(),
+            curated.model_copy(
+                update={"citation": curated.citation.model_copy(update={"id": "other"})}
+            ).model_dump(),
+        ],
+    }
     md = render_run_markdown(doc)
     assert (
         "> With num_workers \\> 0" in md and "page 4" in md and "catalog-backed claim" in md

@@ -46,9 +46,14 @@ def test_every_supported_strategy_passes_and_every_unsupported_fails() -> None:
 
 @pytest.mark.parametrize(
     ("before", "after", "lower", "passed"),
-    [(100.0, 102.0, True, True), (100.0, 102.1, True, False), (100.0, 98.0, False, True), (100.0, 97.9, False, False),
-     (100.0, 90.0, True, True)],
-)  # fmt: skip
+    [
+        (100.0, 102.0, True, True),
+        (100.0, 102.1, True, False),
+        (100.0, 98.0, False, True),
+        (100.0, 97.9, False, False),
+        (100.0, 90.0, True, True),
+    ],
+)
 def test_non_degradation_at_the_2_percent_edge(
     before: float, after: float, lower: bool, passed: bool
 ) -> None:

@@ -25,8 +25,9 @@ def _arm(tmp: Path, name: str, build: Callable[[], list[Proc]], **work: float) -
     return Arm(analysis=analyze([folder], profile=True), data_dir=DATA, work=work, label=name)
 
 
-def _reader(order: list[str], *, chunk: int = 4 * KIB, size: int = 16 * KIB, twice: bool = False,
-            procs: int = 1) -> list[Proc]:  # fmt: skip
+def _reader(
+    order: list[str], *, chunk: int = 4 * KIB, size: int = 16 * KIB, twice: bool = False, procs: int = 1
+) -> list[Proc]:
     """Samples read whole, front to back, ``procs`` readers taking files round-robin."""
     ps = [Proc(pid=10 + i) for i in range(procs)]
     for n, path in enumerate(order):

@@ -55,13 +55,34 @@ def guard(record: Any, name: str) -> Any:
 
 
 def _meta(kind: str, name: str, value: str) -> str:
-    return json.dumps({"name": kind, "cat": "dftracer", "type": 1, "pid": 7, "tid": 7, "ph": 4,
-                       "args": {"hhash": "aa", "name": name, "value": value}})  # fmt: skip
+    return json.dumps(
+        {
+            "name": kind,
+            "cat": "dftracer",
+            "type": 1,
+            "pid": 7,
+            "tid": 7,
+            "ph": 4,
+            "args": {"hhash": "aa", "name": name, "value": value},
+        }
+    )
 
 
 def _ev(name: str, ts: int, dur: int, **args: object) -> str:
-    return json.dumps({"id": ts, "name": name, "cat": "POSIX", "type": 3, "pid": 7, "tid": 7, "ts": ts,
-                       "dur": dur, "ph": 1, "args": {"hhash": "aa", **args}})  # fmt: skip
+    return json.dumps(
+        {
+            "id": ts,
+            "name": name,
+            "cat": "POSIX",
+            "type": 3,
+            "pid": 7,
+            "tid": 7,
+            "ts": ts,
+            "dur": dur,
+            "ph": 1,
+            "args": {"hhash": "aa", **args},
+        }
+    )
 
 
 def tiny_trace(folder: Path, reads: int) -> Analysis:
@@ -175,8 +196,14 @@ def test_access_pattern_rejects_even_a_cited_strategy() -> None:
 
 
 def test_system_scope_without_app_metric_is_a_value_error() -> None:
-    kw = {"strategy": "l3.readahead", "metric": "agg_bw_mib_s", "metric_scope": "system",
-          "lower_is_better": False, "before": 100.0, "after": 150.0}  # fmt: skip
+    kw = {
+        "strategy": "l3.readahead",
+        "metric": "agg_bw_mib_s",
+        "metric_scope": "system",
+        "lower_is_better": False,
+        "before": 100.0,
+        "after": 150.0,
+    }
     with pytest.raises(ValueError, match="paired app metric"):
         rec(**kw)
     with pytest.raises(ValueError, match="paired app metric"):
@@ -191,8 +218,14 @@ def test_system_scope_with_an_app_regression_over_2_percent() -> None:
     cmp = compare(
         [100.0, 101.0, 99.0, 100.5, 99.5], [150.0, 151.0, 149.0, 150.5, 149.5], lower_is_better=False
     )
-    kw = {"strategy": "l3.readahead", "metric": "agg_bw_mib_s", "metric_scope": "system", "lower_is_better": False,
-          "comparison": cmp, "app_metric": "wall_time_s"}  # fmt: skip
+    kw = {
+        "strategy": "l3.readahead",
+        "metric": "agg_bw_mib_s",
+        "metric_scope": "system",
+        "lower_is_better": False,
+        "comparison": cmp,
+        "app_metric": "wall_time_s",
+    }
     bad = opt_kb_record(rec(**kw, app_before=100.0, app_after=102.1))
     assert bad.verdict == "regression" and bad.guard_triggered
     nd = guard(bad, "non_degradation")
@@ -291,10 +324,19 @@ def _populate() -> dict[str, int]:
     ids = {}
     ids["l3_a"] = opt_kb_record(rec(**win, strategy="l3.vfs_cache_pressure", system="node-a", iteration=1)).id
     ids["l3_b"] = opt_kb_record(rec(**win, strategy="l3.vfs_cache_pressure", system="node-b", iteration=2)).id
-    ids["l2_hdf5"] = opt_kb_record(rec(**win, strategy="l2.hdf5_chunk_cache", software="hdf5,lustre",
-                                       system="node-b", workload="sim", iteration=3)).id  # fmt: skip
-    ids["l2_mpi"] = opt_kb_record(rec(**win, strategy="l2.romio_cb", software=["MPI-IO"], system="node-c",
-                                      workload="cm1", iteration=4)).id  # fmt: skip
+    ids["l2_hdf5"] = opt_kb_record(
+        rec(
+            **win,
+            strategy="l2.hdf5_chunk_cache",
+            software="hdf5,lustre",
+            system="node-b",
+            workload="sim",
+            iteration=3,
+        )
+    ).id
+    ids["l2_mpi"] = opt_kb_record(
+        rec(**win, strategy="l2.romio_cb", software=["MPI-IO"], system="node-c", workload="cm1", iteration=4)
+    ).id
     ids["l1_reader"] = opt_kb_record(rec(**win, iteration=5)).id
     ids["l1_other"] = opt_kb_record(rec(**win, workload="trainer", iteration=6)).id
     ids["l1_reader_new"] = opt_kb_record(rec(**win, iteration=7, system="node-z")).id
@@ -344,10 +386,20 @@ def test_render_has_the_three_sections_and_labels_every_verdict(tmp_path: Path) 
     opt_kb_record(rec(before=10.0, after=9.9, comparison={"verdict": "no_change"}, iteration=9))
     opt_kb_record(rec(strategy="l1.fallocate", iteration=10))
     opt_kb_record(
-        rec(strategy="l3.readahead", metric="agg_bw_mib_s", metric_scope="system", lower_is_better=False,
-            before=100.0, after=150.0, comparison={"verdict": "win"}, app_metric="wall_time_s",
-            app_before=100.0, app_after=103.0, iteration=11)
-    )  # fmt: skip
+        rec(
+            strategy="l3.readahead",
+            metric="agg_bw_mib_s",
+            metric_scope="system",
+            lower_is_better=False,
+            before=100.0,
+            after=150.0,
+            comparison={"verdict": "win"},
+            app_metric="wall_time_s",
+            app_before=100.0,
+            app_after=103.0,
+            iteration=11,
+        )
+    )
     out = opt_kb_render(tmp_path / "skill" / "opt_kb.md")
     text = out.read_text()
     sections = ["## System-centric (L3)", "## Software-centric (L2)", "## Workload-centric (L1)"]

@@ -16,9 +16,18 @@ from dftune.tools.kb.backup import backup_kb, backups, check_kb, integrity, rest
 
 
 def record(n: int) -> dict[str, object]:
-    return {"run_id": f"run-{n}", "iteration": 1, "system": "node-a", "workload": "reader", "software": "posix",
-            "strategy": "l1.dataloader_workers", "change": {"READERS": n}, "metric": "wall_time_s",
-            "before": 10.0, "after": 9.0}  # fmt: skip
+    return {
+        "run_id": f"run-{n}",
+        "iteration": 1,
+        "system": "node-a",
+        "workload": "reader",
+        "software": "posix",
+        "strategy": "l1.dataloader_workers",
+        "change": {"READERS": n},
+        "metric": "wall_time_s",
+        "before": 10.0,
+        "after": 9.0,
+    }
 
 
 @pytest.fixture

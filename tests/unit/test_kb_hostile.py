@@ -23,9 +23,16 @@ from dftune.mcp_server.toolset import call
 from dftune.tools.kb import opt_kb_lookup, opt_kb_record, opt_kb_records
 from dftune.tools.kb.models import KbRecordIn
 
-BASE: dict[str, Any] = {"run_id": "run-1", "iteration": 1, "system": "node-a", "workload": "reader",
-                        "software": "posix", "strategy": "l1.dataloader_workers", "change": {"READERS": 4},
-                        "metric": "wall_time_s"}  # fmt: skip
+BASE: dict[str, Any] = {
+    "run_id": "run-1",
+    "iteration": 1,
+    "system": "node-a",
+    "workload": "reader",
+    "software": "posix",
+    "strategy": "l1.dataloader_workers",
+    "change": {"READERS": 4},
+    "metric": "wall_time_s",
+}
 
 BAD = [
     ({"before": 1e308, "after": -1e308}, "before=1e+308 is not a measurement"),
@@ -34,9 +41,11 @@ BAD = [
     ({"before": -2.0, "after": 1.0}, "before=-2 is not a measurement"),
     ({"before": 1e-300, "after": 1e17}, "not a finite percentage"),
     ({"before": 2.0, "after": 1.0, "before_ci": [-1.0, 3.0]}, "before_ci[0]=-1 is not a measurement"),
-    ({"before": 2.0, "after": 1.0, "app_metric": "t", "app_before": float("nan"), "app_after": 1.0},
-     "app_before must be a finite number"),
-]  # fmt: skip
+    (
+        {"before": 2.0, "after": 1.0, "app_metric": "t", "app_before": float("nan"), "app_after": 1.0},
+        "app_before must be a finite number",
+    ),
+]
 
 
 @pytest.mark.parametrize(("extra", "needle"), BAD)
@@ -64,16 +73,24 @@ def test_a_poisoned_kb_still_answers_in_strict_json(db: Path) -> None:
     conn = sqlite3.connect(db)  # what an older version let in: an infinite change and a NaN CI
     for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
         conn.execute(f"DROP TRIGGER {name}")  # records are insert-only; an older version wrote these
-    conn.execute("UPDATE records SET before_median = 1e308, after_median = -1e308, change_pct = ?, "
-                 "before_ci_lo = ?", (float("inf"), float("nan")))  # fmt: skip
+    conn.execute(
+        "UPDATE records SET before_median = 1e308, after_median = -1e308, change_pct = ?, before_ci_lo = ?",
+        (float("inf"), float("nan")),
+    )
     conn.commit()
     conn.close()
     found = opt_kb_lookup(workload="reader", db=db).workload_findings
     assert len(found) == 1 and found[0].change_pct is None and found[0].before_ci is None
     doc = call("opt_kb_lookup", {"workload": "reader"})
     assert strictjson.loads(strictjson.dumps(doc)) == doc
-    res = subprocess.run([sys.executable, "-m", "dftune.cli", "kb", "lookup", "--workload", "reader", "--json"],
-                         capture_output=True, text=True, timeout=120, env=os.environ.copy(), check=False)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "dftune.cli", "kb", "lookup", "--workload", "reader", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ.copy(),
+        check=False,
+    )
     assert res.returncode == 0, res.stderr
     parsed = strictjson.loads(res.stdout)
     assert parsed["workload_findings"][0]["change_pct"] is None

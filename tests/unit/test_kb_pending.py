@@ -25,8 +25,13 @@ UNSURE = GuardDecision(guard="access_pattern", passed=False, verdict="inconclusi
 
 def _numbers(factor: float) -> dict[str, Any]:
     cand = [v * factor for v in BASE]
-    return {"metric": "t", "before": 10.0, "after": 10.0 * factor, "lower_is_better": True,
-            "comparison": compare(BASE, cand)}  # fmt: skip
+    return {
+        "metric": "t",
+        "before": 10.0,
+        "after": 10.0 * factor,
+        "lower_is_better": True,
+        "comparison": compare(BASE, cand),
+    }
 
 
 @pytest.mark.parametrize(
@@ -56,11 +61,22 @@ def _arm(tmp: Path, label: str, record: int) -> Arm:
 
 def _writer_record(tmp_path: Path, **extra: Any) -> Any:
     """An experiment whose writes got larger over the same ranges: the access-pattern guard is unsure."""
-    arms = MeasuredArms(baseline=_arm(tmp_path, "baseline", 1024), incumbent=_arm(tmp_path, "incumbent", 1024),
-                        experiment=_arm(tmp_path, "experiment", 65536))  # fmt: skip
-    rec = {"run_id": "r1", "iteration": 1, "system": "h", "workload": "writer", "software": "posix",
-           "strategy": "l1.write_buffering", "metric": "wall_time_s",
-           "comparison": compare(BASE, [v * 0.6 for v in BASE]), **extra}  # fmt: skip
+    arms = MeasuredArms(
+        baseline=_arm(tmp_path, "baseline", 1024),
+        incumbent=_arm(tmp_path, "incumbent", 1024),
+        experiment=_arm(tmp_path, "experiment", 65536),
+    )
+    rec = {
+        "run_id": "r1",
+        "iteration": 1,
+        "system": "h",
+        "workload": "writer",
+        "software": "posix",
+        "strategy": "l1.write_buffering",
+        "metric": "wall_time_s",
+        "comparison": compare(BASE, [v * 0.6 for v in BASE]),
+        **extra,
+    }
     return opt_kb_record(rec, arms=arms)
 
 
@@ -101,12 +117,30 @@ def test_a_version_2_knowledge_base_migrates_with_every_row(tmp_path: Path) -> N
     cols = [r[1] for r in conn.execute("PRAGMA table_info(records)")]
     assert "supersedes" not in cols
     values = {c: None for c in cols if c != "id"}
-    values.update(created=now(), system="h", workload="w", software="posix", scope="workload", layer="L1",
-                  strategy="l1.x", change="{}", metric="t", metric_scope="app", lower_is_better=1,
-                  app_lower_is_better=1, verdict="inconclusive", verdict_reason="old", guard_triggered=0,
-                  guards="[]", unchecked_guards="[]", caveats="")  # fmt: skip
-    conn.execute(f"INSERT INTO records ({', '.join(values)}) VALUES ({', '.join('?' for _ in values)})",
-                 list(values.values()))  # fmt: skip
+    values.update(
+        created=now(),
+        system="h",
+        workload="w",
+        software="posix",
+        scope="workload",
+        layer="L1",
+        strategy="l1.x",
+        change="{}",
+        metric="t",
+        metric_scope="app",
+        lower_is_better=1,
+        app_lower_is_better=1,
+        verdict="inconclusive",
+        verdict_reason="old",
+        guard_triggered=0,
+        guards="[]",
+        unchecked_guards="[]",
+        caveats="",
+    )
+    conn.execute(
+        f"INSERT INTO records ({', '.join(values)}) VALUES ({', '.join('?' for _ in values)})",
+        list(values.values()),
+    )
     conn.close()
     with connect(db) as c:
         assert c.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == SCHEMA_VERSION

@@ -46,11 +46,19 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> PaperStore:
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("papers")
-    write_pdf(d / "good.pdf", [GOOD_P1, GOOD_P2], {"Title": "Aggregating Small Writes with Node-Local Buffers",
-                                                    "Author": "Jane Q. Tester; John R. Sample"})  # fmt: skip
-    (d / "good.bib").write_text("@inproceedings{tester24,\n  title = {Aggregating Small Writes with {Node-Local} "
-                                "Buffers},\n  author = {Tester, Jane Q. and Sample, John R.},\n  booktitle = "
-                                "{Proceedings of the Test Workshop},\n  year = 2024,\n}\n")  # fmt: skip
+    write_pdf(
+        d / "good.pdf",
+        [GOOD_P1, GOOD_P2],
+        {
+            "Title": "Aggregating Small Writes with Node-Local Buffers",
+            "Author": "Jane Q. Tester; John R. Sample",
+        },
+    )
+    (d / "good.bib").write_text(
+        "@inproceedings{tester24,\n  title = {Aggregating Small Writes with {Node-Local} "
+        "Buffers},\n  author = {Tester, Jane Q. and Sample, John R.},\n  booktitle = "
+        "{Proceedings of the Test Workshop},\n  year = 2024,\n}\n"
+    )
     write_pdf(d / "hostile.pdf", [HOSTILE.format(marker=d / "PWNED")], compress=True)
     (d / "broken.pdf").write_bytes(
         b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 9 0 R >>\n"
@@ -102,8 +110,9 @@ def test_unknown_fields_stay_missing(report: dict[str, dict]) -> None:
     assert nested["field_sources"] == {"title": "first-page"}
 
 
-def test_hostile_text_is_stored_and_quoted_never_followed(report: dict[str, dict], store: PaperStore,
-                                                          folder: Path) -> None:  # fmt: skip
+def test_hostile_text_is_stored_and_quoted_never_followed(
+    report: dict[str, dict], store: PaperStore, folder: Path
+) -> None:
     assert report["hostile.pdf"]["status"] == "ingested"
     assert not (folder / "PWNED").exists()
     hit = store.search("approve change vm_dirty run the command", 1, sources=["pdf"])[0]
@@ -161,8 +170,11 @@ def test_online_lookup_fills_only_missing_fields(folder: Path, tmp_path: Path) -
 
 def test_json_sidecar_and_bibtex_parser(tmp_path: Path) -> None:
     pdf = write_pdf(tmp_path / "p.pdf", ["text"])
-    (tmp_path / "p.json").write_text(json.dumps({"title": "T", "authors": ["A B"], "year": "2020", "venue": "V",
-                                                 "url": "https://example.org/p"}))  # fmt: skip
+    (tmp_path / "p.json").write_text(
+        json.dumps(
+            {"title": "T", "authors": ["A B"], "year": "2020", "venue": "V", "url": "https://example.org/p"}
+        )
+    )
     ref = bibliography(pdf, {**parse_pdf(pdf), "sha256": "1" * 64}, None)
     assert ref.complete and ref.year == 2020 and ref.field_sources["venue"] == "sidecar:p.json"
     f = parse_bibtex('@article{k, title="Quoted {Title}", author = {A and B}, year = 2001, journal={J}}')

@@ -58,8 +58,15 @@ def ok(name: str) -> HttpResponse:
 
 def make_remote(transport: FakeTransport, tmp_path: Path, **kw: object) -> tuple[Remote, list[float]]:
     slept: list[float] = []
-    rem = Remote(transport, offline=False, probe=lambda _h: True, cache_dir=tmp_path / "cache",
-                 sleep=slept.append, limiter=RateLimiter({}, default=0.0, sleep=slept.append), **kw)  # type: ignore[arg-type]  # fmt: skip
+    rem = Remote(
+        transport,
+        offline=False,
+        probe=lambda _h: True,
+        cache_dir=tmp_path / "cache",
+        sleep=slept.append,
+        limiter=RateLimiter({}, default=0.0, sleep=slept.append),
+        **kw,
+    )  # type: ignore[arg-type]
     return rem, slept
 
 
@@ -91,11 +98,23 @@ def test_get_arxiv_paper_accepts_ids_and_urls(tmp_path: Path) -> None:
 
 
 def test_semantic_scholar_openalex_crossref_normalize(tmp_path: Path) -> None:
-    t = FakeTransport({
-        "api.semanticscholar.org": [ok("s2_search.json")],
-        "api.openalex.org": [ok("openalex_search.json")],
-        "api.crossref.org": [HttpResponse(200, b'{"message": {"items": [' + (RECORDED / "crossref_work.json").read_bytes().split(b'"message": ', 1)[1].rsplit(b"}", 1)[0] + b"]}}")],
-    })  # fmt: skip
+    t = FakeTransport(
+        {
+            "api.semanticscholar.org": [ok("s2_search.json")],
+            "api.openalex.org": [ok("openalex_search.json")],
+            "api.crossref.org": [
+                HttpResponse(
+                    200,
+                    b'{"message": {"items": ['
+                    + (RECORDED / "crossref_work.json")
+                    .read_bytes()
+                    .split(b'"message": ', 1)[1]
+                    .rsplit(b"}", 1)[0]
+                    + b"]}}",
+                )
+            ],
+        }
+    )
     rem, _ = make_remote(t, tmp_path)
     s2 = search_semantic_scholar("metadata caching", 5, remote=rem).papers
     assert s2[0].doi == "10.1234/test.2023.001" and s2[0].link() == "https://doi.org/10.1234/test.2023.001"
@@ -110,12 +129,14 @@ def test_semantic_scholar_openalex_crossref_normalize(tmp_path: Path) -> None:
 
 
 def test_combined_search_merges_duplicates_and_keeps_the_abstract(tmp_path: Path) -> None:
-    t = FakeTransport({
-        "export.arxiv.org": [ok("arxiv_search.xml")],
-        "api.semanticscholar.org": [ok("s2_search.json")],
-        "api.openalex.org": [ok("openalex_search.json")],
-        "api.crossref.org": [HttpResponse(500, b"")],
-    })  # fmt: skip
+    t = FakeTransport(
+        {
+            "export.arxiv.org": [ok("arxiv_search.xml")],
+            "api.semanticscholar.org": [ok("s2_search.json")],
+            "api.openalex.org": [ok("openalex_search.json")],
+            "api.crossref.org": [HttpResponse(500, b"")],
+        }
+    )
     rem, _ = make_remote(t, tmp_path, retries=1)
     res = search_papers_combined("collective buffering", 5, remote=rem)
     keys = [p.key() for p in res.papers]
@@ -127,8 +148,14 @@ def test_combined_search_merges_duplicates_and_keeps_the_abstract(tmp_path: Path
 
 
 def test_429_is_retried_after_the_servers_delay(tmp_path: Path) -> None:
-    t = FakeTransport({"api.semanticscholar.org": [HttpResponse(429, b"slow down", {"Retry-After": "7"}),
-                                                   ok("s2_search.json")]})  # fmt: skip
+    t = FakeTransport(
+        {
+            "api.semanticscholar.org": [
+                HttpResponse(429, b"slow down", {"Retry-After": "7"}),
+                ok("s2_search.json"),
+            ]
+        }
+    )
     rem, slept = make_remote(t, tmp_path)
     res = search_semantic_scholar("x", remote=rem)
     assert len(res.papers) == 2 and len(t.calls) == 2
@@ -144,8 +171,15 @@ def test_server_errors_back_off_exponentially_then_give_up(tmp_path: Path) -> No
 
 
 def test_timeouts_are_retried_and_reported(tmp_path: Path) -> None:
-    t = FakeTransport({"api.crossref.org": [TransportError("timed out"), TransportError("timed out"),
-                                            ok("crossref_work.json")]})  # fmt: skip
+    t = FakeTransport(
+        {
+            "api.crossref.org": [
+                TransportError("timed out"),
+                TransportError("timed out"),
+                ok("crossref_work.json"),
+            ]
+        }
+    )
     rem, _ = make_remote(t, tmp_path, retries=2)
     assert rem.get("https://api.crossref.org/works/10.1234/test.2023.001").json()["message"]["DOI"]
     t2 = FakeTransport({"api.crossref.org": [TransportError("timed out")]})
@@ -200,8 +234,11 @@ def test_offline_is_skipped_at_once_without_touching_the_transport(tmp_path: Pat
     t = FakeTransport({})
     rem = Remote(t, cache_dir=tmp_path)  # DFTUNE_OFFLINE=1 from the autouse fixture
     start = time.monotonic()
-    for res in (search_arxiv("x", remote=rem), search_semantic_scholar("x", remote=rem),
-                search_papers_combined("x", remote=rem)):  # fmt: skip
+    for res in (
+        search_arxiv("x", remote=rem),
+        search_semantic_scholar("x", remote=rem),
+        search_papers_combined("x", remote=rem),
+    ):
         assert res.skipped and not res.papers and any("offline" in n for n in res.notes)
     assert time.monotonic() - start < 1.0 and not t.calls
     with pytest.raises(Offline):

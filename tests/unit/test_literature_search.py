@@ -151,8 +151,9 @@ class _Scripted(LiteratureSearch):
 def test_ten_attempts_then_unsupported(store: PaperStore) -> None:
     ls = _Scripted(store=store)
     many = [f"zzqx{i} nonsense{i}" for i in range(15)]
-    sup = ls.find_support("imbalance", strategy_id="l9.none", strategy_name="qqqq", queries=many,
-                          require_strategy_claim=True)  # fmt: skip
+    sup = ls.find_support(
+        "imbalance", strategy_id="l9.none", strategy_name="qqqq", queries=many, require_strategy_claim=True
+    )
     assert sup.status == "unsupported" and "UNSUPPORTED" in sup.reason
     assert len(sup.attempts) == MAX_ATTEMPTS == len(ls.calls)
     # the budget is spent: a second call for the same proposal does not search again
@@ -161,8 +162,15 @@ def test_ten_attempts_then_unsupported(store: PaperStore) -> None:
 
 
 def test_context_papers_come_first(store: PaperStore) -> None:
-    ctx = Paper(title="Stat caching for training input pipelines", authors=["A B"], year=2020, venue="V",
-                url="https://example.org/x", source="local", passage="Caching stat results cuts metadata time.")  # fmt: skip
+    ctx = Paper(
+        title="Stat caching for training input pipelines",
+        authors=["A B"],
+        year=2020,
+        venue="V",
+        url="https://example.org/x",
+        source="local",
+        passage="Caching stat results cuts metadata time.",
+    )
     ls = _Scripted(store=store, context_papers=[ctx])
     sup = ls.find_support("metadata", strategy_id="l1.stat_cache", strategy_name="Cache stat results")
     assert sup.status == "supported" and ls.calls == ["context"] and sup.papers[0].source == "context"
@@ -170,8 +178,12 @@ def test_context_papers_come_first(store: PaperStore) -> None:
 
 def test_local_catalog_supports_a_strategy_offline(store: PaperStore) -> None:
     ls = LiteratureSearch(store=store, online=False)
-    sup = ls.find_support("small-io", strategy_id="l1.write_buffering", strategy_name="Buffer and coalesce small writes",
-                          require_strategy_claim=True)  # fmt: skip
+    sup = ls.find_support(
+        "small-io",
+        strategy_id="l1.write_buffering",
+        strategy_name="Buffer and coalesce small writes",
+        require_strategy_claim=True,
+    )
     assert sup.status == "supported"
     assert sup.papers[0].strategy == "l1.write_buffering" and sup.papers[0].verified
     assert sup.attempts[0].tool == "context"
@@ -179,8 +191,13 @@ def test_local_catalog_supports_a_strategy_offline(store: PaperStore) -> None:
 
 def test_offline_remote_attempts_are_skipped_not_hung(store: PaperStore) -> None:
     ls = LiteratureSearch(store=store)  # DFTUNE_OFFLINE=1 from the autouse fixture
-    sup = ls.find_support("stragglers", strategy_name="xqzv", queries=["qqqzzz"], require_strategy_claim=True,
-                          strategy_id="l9.none")  # fmt: skip
+    sup = ls.find_support(
+        "stragglers",
+        strategy_name="xqzv",
+        queries=["qqqzzz"],
+        require_strategy_claim=True,
+        strategy_id="l9.none",
+    )
     skipped = [a for a in sup.attempts if a.skipped]
     assert sup.status == "unsupported" and skipped and all("offline" in (a.note or "") for a in skipped)
 
@@ -201,10 +218,12 @@ def test_source_passage_beats_the_catalog_claim(tmp_path: Path) -> None:
     st = open_store(tmp_path / "vs")
     d = tmp_path / "pdfs"
     d.mkdir()
-    pages = ["Data Sieving and Collective I/O in ROMIO\nRajeev Thakur, William Gropp, Ewing Lusk",
-             "Intro text about parallel file systems and portability of MPI-IO.",
-             "Collective I/O: the processes merge their noncontiguous requests and perform fewer, larger "
-             "accesses with two-phase I/O, which avoids many small distinct requests."]  # fmt: skip
+    pages = [
+        "Data Sieving and Collective I/O in ROMIO\nRajeev Thakur, William Gropp, Ewing Lusk",
+        "Intro text about parallel file systems and portability of MPI-IO.",
+        "Collective I/O: the processes merge their noncontiguous requests and perform fewer, larger "
+        "accesses with two-phase I/O, which avoids many small distinct requests.",
+    ]
     write_pdf(d / "romio.pdf", pages, {"Title": "Data Sieving and Collective I/O in ROMIO"})
     assert len(ingest_dir(d, st, lookup=None).ingested) == 1
     ev = supporting_passage("l2.romio_cb", "thakur_romio_frontiers1999", store=st)
@@ -213,8 +232,13 @@ def test_source_passage_beats_the_catalog_claim(tmp_path: Path) -> None:
     assert ev.citation["id"] == "thakur_romio_frontiers1999" and "romio.pdf" in (ev.passage_from or "")
     # a paper outside the catalog with unknown authors/year: its passage is found, but the
     # citation is incomplete, so the guard does not accept it
-    write_pdf(d / "anon.pdf", ["Notes on collective buffering: two-phase I/O merges noncontiguous requests of "
-                               "many processes into fewer larger accesses."])  # fmt: skip
+    write_pdf(
+        d / "anon.pdf",
+        [
+            "Notes on collective buffering: two-phase I/O merges noncontiguous requests of "
+            "many processes into fewer larger accesses."
+        ],
+    )
     anon = next(f for f in ingest_dir(d, st, lookup=None).files if f.file.endswith("anon.pdf"))
     ev2 = supporting_passage("l2.romio_cb", anon.citation_id or "", store=st)
     assert ev2 is not None and not ev2.catalog_backed and "authors" in ev2.citation["missing"]
@@ -231,16 +255,25 @@ def test_context_search_writes_both_artifacts(tmp_path: Path) -> None:
     st = open_store(tmp_path / "vs")
     d = tmp_path / "pdfs"
     d.mkdir()
-    write_pdf(d / "bw.pdf", ["Lustre Bandwidth at Scale\nWe measured 150 GB/s aggregate read bandwidth with "
-                             "HDF5 collective I/O on 512 nodes of a Lustre file system."])  # fmt: skip
+    write_pdf(
+        d / "bw.pdf",
+        [
+            "Lustre Bandwidth at Scale\nWe measured 150 GB/s aggregate read bandwidth with "
+            "HDF5 collective I/O on 512 nodes of a Lustre file system."
+        ],
+    )
     ingest_dir(d, st, lookup=None)
     ws = Workspace()
     ws.create_run("run1", "wl")
     with pytest.raises(WorkspaceError, match="no opt"):
         session_search_optimization_context("run1", "sysA", "wl", store=st)
     n, _ = ws.new_iteration("run1")
-    ws.write_json_artifact("run1", n, "optimization_context.json",
-                           {"stack": {"fs_type": "lustre", "mpi": "mpich", "hdf5": True, "ml_framework": "pytorch"}})  # fmt: skip
+    ws.write_json_artifact(
+        "run1",
+        n,
+        "optimization_context.json",
+        {"stack": {"fs_type": "lustre", "mpi": "mpich", "hdf5": True, "ml_framework": "pytorch"}},
+    )
     doc = session_search_optimization_context("run1", "sysA", "wl", store=st)
     assert doc["layers"] == ["posix", "mpi", "romio", "hdf5", "filesystem", "ml_framework"]
     assert not doc["online"] and any("offline" in x for x in doc["notes"])

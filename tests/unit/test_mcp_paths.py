@@ -57,8 +57,11 @@ def test_run_ids_and_run_folders_cannot_lead_outside(tmp_path: Path) -> None:
     # a run whose opt1 is a link out of it: the context search writes nothing there
     ws.create_run("r1", "w")
     (ws.run_dir("r1") / "opt1").symlink_to(outside, target_is_directory=True)
-    refused("session_search_optimization_context",
-            {"run_id": "r1", "system": "s", "workload": "w", "iteration": 1, "online": False}, "opt1")  # fmt: skip
+    refused(
+        "session_search_optimization_context",
+        {"run_id": "r1", "system": "s", "workload": "w", "iteration": 1, "online": False},
+        "opt1",
+    )
     # a misplaced trace in a run whose baseline/traces is a link out of it: never moved through it
     ws.create_run("r2", "w")
     run = ws.run_dir("r2")

@@ -62,8 +62,10 @@ def test_local_papers_search_is_offline_and_says_when_nothing_is_ingested(tmp_pa
 
 
 def test_analyze_keeps_the_process_heatmap_within_max_rows(shared_traces: Path) -> None:
-    got = m.call("analyze", {"paths": [str(shared_traces / "dlio-unet3d-8ranks-legacy")], "views": ["time"],
-                             "max_rows": 3})  # fmt: skip
+    got = m.call(
+        "analyze",
+        {"paths": [str(shared_traces / "dlio-unet3d-8ranks-legacy")], "views": ["time"], "max_rows": 3},
+    )
     heat = got["views"]["time"]["heatmap"]
     assert heat["ranks_total"] == 8 and heat["ranks_shown"] == 3
     assert len(heat["ranks"]) == len(heat["io_time_s"]) == len(heat["read_bytes"]) == 3

@@ -92,8 +92,11 @@ def test_dlio_metric_lines_on_stderr_and_its_summary_json(tmp_path: Path) -> Non
     assert dlio_value(DLIO_LOG, "train_io", "stderr") == pytest.approx(375.5596)
     summary = {"metric": {"train_throughput_mean_samples_per_second": 12.5, "train_au_mean_percentage": 99.0}}
     assert dlio_value(json.dumps(summary), "train_au", "summary.json", summary_json=True) == 99.0
-    from_file = _spec(tmp_path, '[metric]\nkind = "dlio"\nfield = "train_throughput"\npath = "{workdir}/out/summary.json"',
-                      "f.toml")  # fmt: skip
+    from_file = _spec(
+        tmp_path,
+        '[metric]\nkind = "dlio"\nfield = "train_throughput"\npath = "{workdir}/out/summary.json"',
+        "f.toml",
+    )
     target = metric_path(from_file, from_file.settings(), tmp_path)
     assert target == tmp_path / "out" / "summary.json"
     target.parent.mkdir()
@@ -103,17 +106,27 @@ def test_dlio_metric_lines_on_stderr_and_its_summary_json(tmp_path: Path) -> Non
 
 def test_regex_stream_choice_and_combined_patterns(tmp_path: Path) -> None:
     out, err = "write_time_s 0.25\n", "read_time_s 0.5\nwrite_time_s 9\n"
-    both = _spec(tmp_path, "[metric]\nkind = \"regex\"\npatterns = ['write_time_s ([0-9.]+)', "
-                 "'read_time_s ([0-9.]+)']\nstream = \"stdout\"\ncombine = \"max\"")  # fmt: skip
+    both = _spec(
+        tmp_path,
+        "[metric]\nkind = \"regex\"\npatterns = ['write_time_s ([0-9.]+)', "
+        '\'read_time_s ([0-9.]+)\']\nstream = "stdout"\ncombine = "max"',
+    )
     value, why = extract_metric(both, OK, _run(tmp_path, out=out, err=err))
     assert (
         value is None and "read_time_s" in why and "stdout" in why
     )  # stdout only: the read time is on stderr
-    err_only = _spec(tmp_path, "[metric]\nkind = \"regex\"\npattern = 'write_time_s ([0-9.]+)'\nstream = \"stderr\"",
-                     "e.toml")  # fmt: skip
+    err_only = _spec(
+        tmp_path,
+        '[metric]\nkind = "regex"\npattern = \'write_time_s ([0-9.]+)\'\nstream = "stderr"',
+        "e.toml",
+    )
     assert extract_metric(err_only, OK, _run(tmp_path, out=out, err=err)) == (9.0, "")
-    summed = _spec(tmp_path, "[metric]\nkind = \"regex\"\npatterns = ['write_time_s ([0-9.]+)', "
-                   "'read_time_s ([0-9.]+)']\nstream = \"both\"", "s.toml")  # fmt: skip
+    summed = _spec(
+        tmp_path,
+        "[metric]\nkind = \"regex\"\npatterns = ['write_time_s ([0-9.]+)', "
+        "'read_time_s ([0-9.]+)']\nstream = \"both\"",
+        "s.toml",
+    )
     value, _ = extract_metric(summed, OK, _run(tmp_path, out="write_time_s 0.25\n", err="read_time_s 0.5\n"))
     assert value == pytest.approx(0.75)
 
@@ -129,8 +142,10 @@ def test_json_and_csv_files(tmp_path: Path) -> None:
     assert csv_values(text, ["io_s", "total_s"], "m.csv") == [0.25, 1.5]  # the last data row
     with pytest.raises(MetricNotFound, match=r"column 'io' not found in m\.csv"):
         csv_values(text, ["io"], "m.csv")
-    spec = _spec(tmp_path, '[metric]\nkind = "file"\npath = "{data_dir}/m.csv"\ncolumn = ["io_s", "total_s"]\n'
-                 'combine = "mean"')  # fmt: skip
+    spec = _spec(
+        tmp_path,
+        '[metric]\nkind = "file"\npath = "{data_dir}/m.csv"\ncolumn = ["io_s", "total_s"]\ncombine = "mean"',
+    )
     target = metric_path(spec, spec.settings(), tmp_path)
     assert target == tmp_path / "data" / "m.csv"
     assert make_data_dir(spec, spec.settings(), tmp_path) == tmp_path / "data"  # IOR calls statvfs on it

@@ -37,8 +37,15 @@ WHO = "test:model"
 
 
 def _facts() -> Facts:
-    return Facts(workload="toy", diagnosis=None, io_fraction=0.6, unoverlapped_fraction=0.5,
-                 budget=Budget(limit=200_000), description="sleeps", metric="run_time_s")  # fmt: skip
+    return Facts(
+        workload="toy",
+        diagnosis=None,
+        io_fraction=0.6,
+        unoverlapped_fraction=0.5,
+        budget=Budget(limit=200_000),
+        description="sleeps",
+        metric="run_time_s",
+    )
 
 
 @pytest.fixture(params=["anthropic", "openai"])
@@ -90,16 +97,22 @@ def test_a_new_knob_value_inside_the_range_becomes_a_cited_proposal(serve: Any) 
     j = reasoner.decide(_knob_question(), _facts())
     (p,) = j.answer
     assert (p.id, p.strategy, p.proposed_by, p.change.settings) == (
-        "WORKERS=8", "l1.dataloader_workers", f"model:{WHO}", {"WORKERS": "8"})  # fmt: skip
+        "WORKERS=8",
+        "l1.dataloader_workers",
+        f"model:{WHO}",
+        {"WORKERS": "8"},
+    )
     assert j.decision.decided_by == "model" and j.decision.answer == "WORKERS=8"
 
 
 def test_out_of_range_listed_and_fractional_values_are_sent_back_then_the_rules_decide(serve: Any) -> None:
-    server, reasoner = serve([
-        tool_call("KnobValues", {"values": [{"knob": "WORKERS", "value": 64, "reason": "many"}]}),
-        tool_call("KnobValues", {"values": [{"knob": "WORKERS", "value": 4, "reason": "listed"}]}),
-        tool_call("KnobValues", {"values": [{"knob": "EPOCHS", "value": 2.5, "reason": "not ranged"}]}),
-    ])  # fmt: skip
+    server, reasoner = serve(
+        [
+            tool_call("KnobValues", {"values": [{"knob": "WORKERS", "value": 64, "reason": "many"}]}),
+            tool_call("KnobValues", {"values": [{"knob": "WORKERS", "value": 4, "reason": "listed"}]}),
+            tool_call("KnobValues", {"values": [{"knob": "EPOCHS", "value": 2.5, "reason": "not ranged"}]}),
+        ]
+    )
     j = reasoner.decide(_knob_question(), _facts())
     assert j.answer == [] and j.decision.decided_by == "rules" and "no valid answer" in j.decision.fallback
     errors = _errors(server)
@@ -123,22 +136,64 @@ def _l2_question() -> Any:
 
 
 def test_an_l2_setting_is_rendered_from_the_catalogs_template(serve: Any) -> None:
-    _, reasoner = serve([tool_call("L2Settings", {"settings": [
-        {"strategy": "l2.malloc_arena", "params": {"arena_max": "2"}, "reason": "fewer arenas"}]})])  # fmt: skip
+    _, reasoner = serve(
+        [
+            tool_call(
+                "L2Settings",
+                {
+                    "settings": [
+                        {
+                            "strategy": "l2.malloc_arena",
+                            "params": {"arena_max": "2"},
+                            "reason": "fewer arenas",
+                        }
+                    ]
+                },
+            )
+        ]
+    )
     (p,) = reasoner.decide(_l2_question(), _facts()).answer
     assert p.change.kind == "env" and p.change.env == {"MALLOC_ARENA_MAX": "2"} and p.layer == "L2"
     assert p.change.params == {"arena_max": "2"}
 
 
 def test_undeclared_variables_out_of_range_and_unoffered_strategies_are_refused(serve: Any) -> None:
-    server, reasoner = serve([
-        tool_call("L2Settings", {"settings": [
-            {"strategy": "l2.malloc_arena", "params": {"LD_PRELOAD": "/tmp/x.so"}, "reason": "sneaky"}]}),
-        tool_call("L2Settings", {"settings": [
-            {"strategy": "l2.malloc_arena", "params": {"arena_max": "99999"}, "reason": "big"}]}),
-        tool_call("L2Settings", {"settings": [
-            {"strategy": "l2.fadvise_preload", "params": {"preload_lib": "/tmp/x.so"}, "reason": "x"}]}),
-    ])  # fmt: skip
+    server, reasoner = serve(
+        [
+            tool_call(
+                "L2Settings",
+                {
+                    "settings": [
+                        {
+                            "strategy": "l2.malloc_arena",
+                            "params": {"LD_PRELOAD": "/tmp/x.so"},
+                            "reason": "sneaky",
+                        }
+                    ]
+                },
+            ),
+            tool_call(
+                "L2Settings",
+                {
+                    "settings": [
+                        {"strategy": "l2.malloc_arena", "params": {"arena_max": "99999"}, "reason": "big"}
+                    ]
+                },
+            ),
+            tool_call(
+                "L2Settings",
+                {
+                    "settings": [
+                        {
+                            "strategy": "l2.fadvise_preload",
+                            "params": {"preload_lib": "/tmp/x.so"},
+                            "reason": "x",
+                        }
+                    ]
+                },
+            ),
+        ]
+    )
     j = reasoner.decide(_l2_question(), _facts())
     assert j.answer == [] and j.decision.decided_by == "rules"
     errors = _errors(server)
@@ -177,8 +232,14 @@ def _draft_question(tmp: Path) -> tuple[Any, Path]:
 
 
 def test_a_drafted_patch_that_applies_is_kept_as_a_draft_file(serve: Any, tmp_path: Path) -> None:
-    _, reasoner = serve([tool_call("PatchDrafts", {"patches": [
-        {"recommendation": "l1.write_buffering", "diff": GOOD, "reason": "buffer"}]})])  # fmt: skip
+    _, reasoner = serve(
+        [
+            tool_call(
+                "PatchDrafts",
+                {"patches": [{"recommendation": "l1.write_buffering", "diff": GOOD, "reason": "buffer"}]},
+            )
+        ]
+    )
     q, run_dir = _draft_question(tmp_path)
     (p,) = reasoner.decide(q, _facts()).answer
     assert p.change.kind == "patch" and Path(p.change.patch_file).parent == run_dir / "drafts"
@@ -186,8 +247,15 @@ def test_a_drafted_patch_that_applies_is_kept_as_a_draft_file(serve: Any, tmp_pa
 
 
 def test_a_patch_that_does_not_apply_is_sent_back_and_never_written(serve: Any, tmp_path: Path) -> None:
-    server, reasoner = serve([tool_call("PatchDrafts", {"patches": [
-        {"recommendation": "l1.write_buffering", "diff": STALE, "reason": "stale"}]})] * 3)  # fmt: skip
+    server, reasoner = serve(
+        [
+            tool_call(
+                "PatchDrafts",
+                {"patches": [{"recommendation": "l1.write_buffering", "diff": STALE, "reason": "stale"}]},
+            )
+        ]
+        * 3
+    )
     q, run_dir = _draft_question(tmp_path)
     j = reasoner.decide(q, _facts())
     assert j.answer == [] and j.decision.decided_by == "rules" and not (run_dir / "drafts").exists()
@@ -198,8 +266,12 @@ def test_a_patch_that_does_not_apply_is_sent_back_and_never_written(serve: Any, 
 
 
 def test_pace_is_bounded_and_the_model_may_stop(serve: Any) -> None:
-    server, reasoner = serve([tool_call("Pace", {"action": "continue", "replicates": 50, "reason": "more"}),
-                              tool_call("Pace", {"action": "stop", "replicates": None, "reason": "nothing left pays"})])  # fmt: skip
+    server, reasoner = serve(
+        [
+            tool_call("Pace", {"action": "continue", "replicates": 50, "reason": "more"}),
+            tool_call("Pace", {"action": "stop", "replicates": None, "reason": "nothing left pays"}),
+        ]
+    )
     j = reasoner.decide(pace_question(_facts(), 3, 6), _facts())
     assert j.answer.action == "stop" and j.decision.decided_by == "model"
     assert any("replicates must be between 3 and 6" in e for e in _errors(server))

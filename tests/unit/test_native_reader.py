@@ -37,15 +37,33 @@ def _d(obj: dict[str, Any]) -> str:
 
 
 def meta(kind: str, name: Any, value: Any, pid: int = 7, **args: Any) -> str:
-    return _d({"name": kind, "cat": "dftracer", "type": 1, "pid": pid, "tid": pid, "ph": 4,
-               "args": {"hhash": "aa", "name": name, "value": value, **args}})  # fmt: skip
+    return _d(
+        {
+            "name": kind,
+            "cat": "dftracer",
+            "type": 1,
+            "pid": pid,
+            "tid": pid,
+            "ph": 4,
+            "args": {"hhash": "aa", "name": name, "value": value, **args},
+        }
+    )
 
 
 def ev(
     name: str, ts: Any, dur: Any, cat: str | None = "POSIX", pid: Any = 7, ph: Any = 1, **args: Any
 ) -> str:
-    obj: dict[str, Any] = {"id": 1, "name": name, "type": 3, "pid": pid, "tid": pid, "ts": ts, "dur": dur, "ph": ph,
-                           "args": {"hhash": "aa", **args}}  # fmt: skip
+    obj: dict[str, Any] = {
+        "id": 1,
+        "name": name,
+        "type": 3,
+        "pid": pid,
+        "tid": pid,
+        "ts": ts,
+        "dur": dur,
+        "ph": ph,
+        "args": {"hhash": "aa", **args},
+    }
     if cat is not None:
         obj["cat"] = cat
     return _d(obj)
@@ -78,19 +96,26 @@ def error_of(paths: list[Path], mode: str, **kw: Any) -> str:
 
 
 def _escapes() -> list[str]:
-    return [meta("HH", "h\u00f6st \"one\"", "aa"), meta("FH", "/d/caf\u00e9 \"q\"\\/x\n\t\u2603\U0001f600", "bb"),
-            meta("SH", "python;a\\b.py", "cc"),
-            ev("start", 1, 0, cat="dftracer", cmd_hash="cc", version="2.0\u00e9"),
-            ev("open64", 2, 1, fhash="bb", flags=0), ev("read", 3, 2, fhash="bb", ret=100),
-            ev("step \"one\"\ttab", 4, 5, cat="app/\"x\"", epoch="\u0031", step="a\u00e9")]  # fmt: skip
+    return [
+        meta("HH", 'h\u00f6st "one"', "aa"),
+        meta("FH", '/d/caf\u00e9 "q"\\/x\n\t\u2603\U0001f600', "bb"),
+        meta("SH", "python;a\\b.py", "cc"),
+        ev("start", 1, 0, cat="dftracer", cmd_hash="cc", version="2.0\u00e9"),
+        ev("open64", 2, 1, fhash="bb", flags=0),
+        ev("read", 3, 2, fhash="bb", ret=100),
+        ev('step "one"\ttab', 4, 5, cat='app/"x"', epoch="\u0031", step="a\u00e9"),
+    ]
 
 
 def _numbers_as_strings() -> list[str]:
-    return [meta("FH", "/d/x", "bb"), ev("open", "10", "2", pid="5", fhash="bb", flags="0"),
-            ev("read", "20", "3", pid="5", fhash="bb", ret="2048", count="4096"),
-            ev("pread", 30, "4", pid=5, fhash="bb", ret=10, offset="8192"),
-            ev("lseek", "40", 1, pid="5", fhash="bb", ret="-1", offset="100", whence="0"),
-            ev("read", "50", "3", pid="5", fhash="bb", ret="-1125899906842624")]  # fmt: skip
+    return [
+        meta("FH", "/d/x", "bb"),
+        ev("open", "10", "2", pid="5", fhash="bb", flags="0"),
+        ev("read", "20", "3", pid="5", fhash="bb", ret="2048", count="4096"),
+        ev("pread", 30, "4", pid=5, fhash="bb", ret=10, offset="8192"),
+        ev("lseek", "40", 1, pid="5", fhash="bb", ret="-1", offset="100", whence="0"),
+        ev("read", "50", "3", pid="5", fhash="bb", ret="-1125899906842624"),
+    ]
 
 
 def _missing_args() -> list[str]:
@@ -101,83 +126,178 @@ def _missing_args() -> list[str]:
     empty_args = _d(
         {"name": "read", "cat": "POSIX", "pid": 7, "tid": 7, "ts": 32, "dur": 1, "ph": 1, "args": {}}
     )
-    return [meta("FH", "/d/x", "bb"), ev("read", 10, 2, fhash="bb", ret=7), no_args, null_args, empty_args,
-            ev("write", 40, 2, fhash="bb", ret=None, count=5), ev("fread", 50, 2, cat="STDIO", fhash="bb", ret=3)]  # fmt: skip
+    return [
+        meta("FH", "/d/x", "bb"),
+        ev("read", 10, 2, fhash="bb", ret=7),
+        no_args,
+        null_args,
+        empty_args,
+        ev("write", 40, 2, fhash="bb", ret=None, count=5),
+        ev("fread", 50, 2, cat="STDIO", fhash="bb", ret=3),
+    ]
 
 
 def _huge_ints() -> list[str]:
     big = 18446744073709551615
-    return [meta("HH", "node", 9509357668201227806), meta("FH", "/d/h", big), meta("FH", "/d/n", -12),
-            ev("read", 1, 2, hhash=9509357668201227806, fhash=big, ret=2**50),
-            ev("read", 5, 2, hhash=9509357668201227806, fhash=-12, ret=1, offset=-3),
-            ev("write", 2**62 - 8, 7, hhash=9509357668201227806, fhash=big, ret=10)]  # fmt: skip
+    return [
+        meta("HH", "node", 9509357668201227806),
+        meta("FH", "/d/h", big),
+        meta("FH", "/d/n", -12),
+        ev("read", 1, 2, hhash=9509357668201227806, fhash=big, ret=2**50),
+        ev("read", 5, 2, hhash=9509357668201227806, fhash=-12, ret=1, offset=-3),
+        ev("write", 2**62 - 8, 7, hhash=9509357668201227806, fhash=big, ret=10),
+    ]
 
 
 def _legacy() -> list[str]:
-    rows = [{"id": 1, "name": "HH", "cat": "dftracer", "pid": 3, "tid": 3, "ph": "M", "args": {"name": "n1", "value": 56}},
-            {"id": 2, "name": "open", "cat": "POSIX", "pid": "3", "tid": "3", "ts": "100", "dur": "2", "ph": "X",
-             "args": {"hostname": "lassen1", "fname": "/p/f", "ret": 3, "mode": 420, "fd": 18}},
-            {"id": 3, "name": "read", "cat": "POSIX", "pid": "3", "tid": "3", "ts": "110", "dur": "3", "ph": "X",
-             "args": {"hostname": "lassen1", "fname": "/p/f", "ret": "2048"}},
-            {"id": 4, "name": "fclose", "cat": "STDIO", "pid": 3, "ts": 120, "dur": 1, "ph": "X",
-             "args": {"hhash": 56, "fhash": 33084, "level": 1}}]  # fmt: skip
+    rows = [
+        {
+            "id": 1,
+            "name": "HH",
+            "cat": "dftracer",
+            "pid": 3,
+            "tid": 3,
+            "ph": "M",
+            "args": {"name": "n1", "value": 56},
+        },
+        {
+            "id": 2,
+            "name": "open",
+            "cat": "POSIX",
+            "pid": "3",
+            "tid": "3",
+            "ts": "100",
+            "dur": "2",
+            "ph": "X",
+            "args": {"hostname": "lassen1", "fname": "/p/f", "ret": 3, "mode": 420, "fd": 18},
+        },
+        {
+            "id": 3,
+            "name": "read",
+            "cat": "POSIX",
+            "pid": "3",
+            "tid": "3",
+            "ts": "110",
+            "dur": "3",
+            "ph": "X",
+            "args": {"hostname": "lassen1", "fname": "/p/f", "ret": "2048"},
+        },
+        {
+            "id": 4,
+            "name": "fclose",
+            "cat": "STDIO",
+            "pid": 3,
+            "ts": 120,
+            "dur": 1,
+            "ph": "X",
+            "args": {"hhash": 56, "fhash": 33084, "level": 1},
+        },
+    ]
     return ["[", *(_d(r) for r in rows), "]"]
 
 
 def _aggregated() -> list[str]:
     def agg(name: str, ts: int, cat: str = "POSIX", **args: Any) -> str:
-        return _d({"name": name, "cat": cat, "type": 3, "ts": ts, "ph": 3, "pid": 1, "tid": 1,
-                   "args": {"hhash": "aa", **args}})  # fmt: skip
+        return _d(
+            {
+                "name": name,
+                "cat": cat,
+                "type": 3,
+                "ts": ts,
+                "ph": 3,
+                "pid": 1,
+                "tid": 1,
+                "args": {"hhash": "aa", **args},
+            }
+        )
 
-    return [ev("start", 1, 0, cat="dftracer", pid=1), agg("write", 10, dur=795, ret=1048576, dft_cnt=1),
-            agg("pread64", 20, dur_sum=30, ret_sum=8192, dft_cnt=2, size=4096),
-            agg("fread", 30, cat="STDIO", dur_sum=9, ret_sum=6, size_min=10, size_max=10, dft_cnt=3),
-            agg("fwrite", 30, cat="STDIO", dur_sum=9, ret_sum=6, size_min=10, size_max=20, dft_cnt=3),
-            agg("close", 40, dur=10, ret=0, dft_cnt=1), agg("read", 50, cat="app", dur=10, ret=9, dft_cnt=1)]  # fmt: skip
+    return [
+        ev("start", 1, 0, cat="dftracer", pid=1),
+        agg("write", 10, dur=795, ret=1048576, dft_cnt=1),
+        agg("pread64", 20, dur_sum=30, ret_sum=8192, dft_cnt=2, size=4096),
+        agg("fread", 30, cat="STDIO", dur_sum=9, ret_sum=6, size_min=10, size_max=10, dft_cnt=3),
+        agg("fwrite", 30, cat="STDIO", dur_sum=9, ret_sum=6, size_min=10, size_max=20, dft_cnt=3),
+        agg("close", 40, dur=10, ret=0, dft_cnt=1),
+        agg("read", 50, cat="app", dur=10, ret=9, dft_cnt=1),
+    ]
 
 
 def _counters_and_odd_ph() -> list[str]:
-    return [meta("FH", "/d/x", "bb"), ev("read", 10, 2, fhash="bb", ret=5), ev("mem", 11, 0, ph="C", cat="sys"),
-            ev("mem", 12, 0, ph=2, cat="sys"), ev("span", 13, 4, ph="B", cat="app"), ev("i", 14, 0, ph="i"),
-            ev("x", 15, 1, ph=7, cat="app"), ev("nocat", 16, 3, cat=None, epoch="1")]  # fmt: skip
+    return [
+        meta("FH", "/d/x", "bb"),
+        ev("read", 10, 2, fhash="bb", ret=5),
+        ev("mem", 11, 0, ph="C", cat="sys"),
+        ev("mem", 12, 0, ph=2, cat="sys"),
+        ev("span", 13, 4, ph="B", cat="app"),
+        ev("i", 14, 0, ph="i"),
+        ev("x", 15, 1, ph=7, cat="app"),
+        ev("nocat", 16, 3, cat=None, epoch="1"),
+    ]
 
 
 def _nanoseconds() -> list[str]:
-    return [meta("CM", "time_metric", "NS"), meta("FH", "/d/x", "bb"),
-            ev("read", 1500, 500, fhash="bb", ret=10), ev("read", 2500, 499, fhash="bb", ret=10),
-            ev("read", 3499, 1501, fhash="bb", ret=10), ev("compute", 1000, 2500, cat="ai_framework")]  # fmt: skip
+    return [
+        meta("CM", "time_metric", "NS"),
+        meta("FH", "/d/x", "bb"),
+        ev("read", 1500, 500, fhash="bb", ret=10),
+        ev("read", 2500, 499, fhash="bb", ret=10),
+        ev("read", 3499, 1501, fhash="bb", ret=10),
+        ev("compute", 1000, 2500, cat="ai_framework"),
+    ]
 
 
 def _positions() -> list[str]:
     a, b = "bb", "cc"
-    lines = [meta("FH", "/d/a", a), meta("FH", "/d/b", b),
-             ev("open64", 1, 1, fhash=a, flags=0), ev("read", 2, 1, fhash=a, ret=100),
-             ev("read", 3, 1, fhash=a, ret=50), ev("read", 4, 1, fhash=a),  # unknown size: position lost
-             ev("read", 5, 1, fhash=a, ret=10), ev("lseek64", 6, 1, fhash=a, ret=4096, offset=4096, whence=0),
-             ev("read", 7, 1, fhash=a, ret=4096), ev("pread64", 8, 2, fhash=a, ret=4096, offset=0),
-             ev("lseek", 9, 1, fhash=a, ret=-1, offset=300, whence=0), ev("read", 10, 1, fhash=a, ret=1),
-             ev("lseek", 11, 1, fhash=a, ret=-1, offset=300, whence=1), ev("read", 12, 1, fhash=a, ret=1),
-             ev("open", 13, 1, fhash=b, flags=1024 | 1), ev("write", 14, 3, fhash=b, ret=7),
-             ev("fopen", 15, 1, cat="STDIO", fhash=b, mode="a+"), ev("fwrite", 16, 1, cat="STDIO", fhash=b, ret=2, size=9),
-             ev("fopen64", 17, 1, cat="STDIO", fhash=b, mode="r"), ev("fread", 18, 1, cat="STDIO", fhash=b, ret=2, size=8),
-             ev("fseek", 19, 1, cat="STDIO", fhash=b, ret=0, offset=8192, whence=0),
-             ev("fread", 20, 1, cat="STDIO", fhash=b, ret=1, size=8),
-             ev("fseeko", 21, 1, cat="STDIO", fhash=b, ret=0, offset=5, whence=2),
-             ev("fread", 22, 1, cat="STDIO", fhash=b, ret=1, size=8), ev("rewind", 23, 1, cat="STDIO", fhash=b),
-             ev("fread", 24, 1, cat="STDIO", fhash=b, ret=1, size=8),
-             ev("read", 6, 1, fhash=a, ret=5),  # written late: out of ts order
-             ev("read", 3, 1, fhash=a, ret=5, pid=8), ev("pwrite", 2, 1, fhash=a, ret=5, offset=4097, pid=8),
-             ev("fsync", 25, 9, fhash=a, ret=0), ev("msync", 26, 1, ret=0), ev("unlink", 27, 1, fname="/d/c")]  # fmt: skip
+    lines = [
+        meta("FH", "/d/a", a),
+        meta("FH", "/d/b", b),
+        ev("open64", 1, 1, fhash=a, flags=0),
+        ev("read", 2, 1, fhash=a, ret=100),
+        ev("read", 3, 1, fhash=a, ret=50),
+        ev("read", 4, 1, fhash=a),  # unknown size: position lost
+        ev("read", 5, 1, fhash=a, ret=10),
+        ev("lseek64", 6, 1, fhash=a, ret=4096, offset=4096, whence=0),
+        ev("read", 7, 1, fhash=a, ret=4096),
+        ev("pread64", 8, 2, fhash=a, ret=4096, offset=0),
+        ev("lseek", 9, 1, fhash=a, ret=-1, offset=300, whence=0),
+        ev("read", 10, 1, fhash=a, ret=1),
+        ev("lseek", 11, 1, fhash=a, ret=-1, offset=300, whence=1),
+        ev("read", 12, 1, fhash=a, ret=1),
+        ev("open", 13, 1, fhash=b, flags=1024 | 1),
+        ev("write", 14, 3, fhash=b, ret=7),
+        ev("fopen", 15, 1, cat="STDIO", fhash=b, mode="a+"),
+        ev("fwrite", 16, 1, cat="STDIO", fhash=b, ret=2, size=9),
+        ev("fopen64", 17, 1, cat="STDIO", fhash=b, mode="r"),
+        ev("fread", 18, 1, cat="STDIO", fhash=b, ret=2, size=8),
+        ev("fseek", 19, 1, cat="STDIO", fhash=b, ret=0, offset=8192, whence=0),
+        ev("fread", 20, 1, cat="STDIO", fhash=b, ret=1, size=8),
+        ev("fseeko", 21, 1, cat="STDIO", fhash=b, ret=0, offset=5, whence=2),
+        ev("fread", 22, 1, cat="STDIO", fhash=b, ret=1, size=8),
+        ev("rewind", 23, 1, cat="STDIO", fhash=b),
+        ev("fread", 24, 1, cat="STDIO", fhash=b, ret=1, size=8),
+        ev("read", 6, 1, fhash=a, ret=5),  # written late: out of ts order
+        ev("read", 3, 1, fhash=a, ret=5, pid=8),
+        ev("pwrite", 2, 1, fhash=a, ret=5, offset=4097, pid=8),
+        ev("fsync", 25, 9, fhash=a, ret=0),
+        ev("msync", 26, 1, ret=0),
+        ev("unlink", 27, 1, fname="/d/c"),
+    ]
     return lines
 
 
 def _compute_overlap() -> list[str]:
-    return [meta("FH", "/d/x", "bb"),
-            ev("read", 10, 20, fhash="bb", ret=4096), ev("read", 15, 10, fhash="bb", ret=4096),
-            ev("read", 30, 0, fhash="bb", ret=0), ev("read", 50, 10, fhash="bb", ret=4096),
-            ev("model.COMPUTE_step", 20, 40, cat="ai_framework"), ev("fwd", 45, 2, cat="Compute"),
-            ev("fwd", 58, 10, cat="compute"), ev("read", 70, 5, fhash="bb", ret=1, pid=9),
-            ev("compute", 100, 1, cat="POSIX")]  # fmt: skip
+    return [
+        meta("FH", "/d/x", "bb"),
+        ev("read", 10, 20, fhash="bb", ret=4096),
+        ev("read", 15, 10, fhash="bb", ret=4096),
+        ev("read", 30, 0, fhash="bb", ret=0),
+        ev("read", 50, 10, fhash="bb", ret=4096),
+        ev("model.COMPUTE_step", 20, 40, cat="ai_framework"),
+        ev("fwd", 45, 2, cat="Compute"),
+        ev("fwd", 58, 10, cat="compute"),
+        ev("read", 70, 5, fhash="bb", ret=1, pid=9),
+        ev("compute", 100, 1, cat="POSIX"),
+    ]
 
 
 def _epochs_ranks_checkpoints() -> list[str]:
@@ -188,38 +308,65 @@ def _epochs_ranks_checkpoints() -> list[str]:
         "nested": {"a": [1, 2, -3], "b": None, "t": True},
         "s": "x",
     }
-    return [meta("HH", "node042", "aa"), meta("SH", "python;train.py", "cc"), meta("FH", "/d/x", "bb"),
-            meta("FH", "/d/x2", "bb"),  # a second name for the same hash: the first one wins
-            ev("start", 1, 0, cat="dftracer", cmd_hash="cc", version=20003, rank=3),
-            ev("TorchDataLoader.next", 2, 5, cat="data_loader", epoch="1", step="1"),
-            ev("TorchDataLoader.next", 9, 5, cat="data_loader", epoch="1", step="2"),
-            ev("TorchDataLoader.next", 20, 5, cat="data_loader", epoch=2, step=None),
-            ev("save_checkpoint", 30, 5, cat="app"), ev("checkpoint_init", 31, 5, cat="app"),
-            ev("write", 32, 5, cat="checkpoint"), ev("write", 33, 5, fhash="bb", ret=10, rank=1),
-            ev("end", 40, 0, cat="dftracer", cfg=cfg, version="", app={}, used={"LIBC_IO": 1}, num_events=9)]  # fmt: skip
+    return [
+        meta("HH", "node042", "aa"),
+        meta("SH", "python;train.py", "cc"),
+        meta("FH", "/d/x", "bb"),
+        meta("FH", "/d/x2", "bb"),  # a second name for the same hash: the first one wins
+        ev("start", 1, 0, cat="dftracer", cmd_hash="cc", version=20003, rank=3),
+        ev("TorchDataLoader.next", 2, 5, cat="data_loader", epoch="1", step="1"),
+        ev("TorchDataLoader.next", 9, 5, cat="data_loader", epoch="1", step="2"),
+        ev("TorchDataLoader.next", 20, 5, cat="data_loader", epoch=2, step=None),
+        ev("save_checkpoint", 30, 5, cat="app"),
+        ev("checkpoint_init", 31, 5, cat="app"),
+        ev("write", 32, 5, cat="checkpoint"),
+        ev("write", 33, 5, fhash="bb", ret=10, rank=1),
+        ev("end", 40, 0, cat="dftracer", cfg=cfg, version="", app={}, used={"LIBC_IO": 1}, num_events=9),
+    ]
 
 
 def _unknown_keys() -> list[str]:
-    line = _d({"id": 1, "name": "read", "cat": "POSIX", "extra": {"a": [1, 2.5e-3, True, False, None, "x\\y"]},
-               "pid": 7, "tid": 7, "ts": 10, "dur": 2, "ph": 1, "weird": -0.0,
-               "args": {"hhash": "aa", "fhash": "bb", "ret": 7, "p_idx": -1, "date": "Sun Nov 29",
-                        "deep": [[{"k": [[]]}]], "f": 1.5E+10}})  # fmt: skip
+    line = _d(
+        {
+            "id": 1,
+            "name": "read",
+            "cat": "POSIX",
+            "extra": {"a": [1, 2.5e-3, True, False, None, "x\\y"]},
+            "pid": 7,
+            "tid": 7,
+            "ts": 10,
+            "dur": 2,
+            "ph": 1,
+            "weird": -0.0,
+            "args": {
+                "hhash": "aa",
+                "fhash": "bb",
+                "ret": 7,
+                "p_idx": -1,
+                "date": "Sun Nov 29",
+                "deep": [[{"k": [[]]}]],
+                "f": 1.5e10,
+            },
+        }
+    )
     return [meta("FH", "/d/x", "bb"), line]
 
 
 def _number_and_key_edges() -> list[str]:
     """Around the scanner's word-at-a-time paths: integers of 8, 9 and 15-19 digits (up to the
     trace limits: 2^50 for most numbers, 2^62 for timestamps), keys of 8 and 9 bytes (a known key plus a suffix is another key), spaces around colons."""
-    return [meta("FH", "/d/x", "bb"),
-            '{"id":12345678,"name":"read","cat":"POSIX","pid":0,"tid":123456789012345678,"ts":99999999,'
-            '"dur":100000000,"ph":1,"args":{"hhash":"aa","fhash":"bb","ret":123456789012345,'
-            '"offset":1000000000000000,"hostname2":"x","size_minx":3,"re":1,"rets":2,"cmd_hash":"c"}}',
-            '{ "name" : "write" , "cat":"POSIX" ,"pid": 7,"ts" :1234567890123456,"dur": 1123456789012345 ,'
-            '"ph":1,"args": { "fhash" :"bb" , "ret": 0 , "offset" :10000000 } }',
-            '{"name":"pread","cat":"POSIX","pid":7,"ts":1234567890123456789,"dur":1,"ph":1,"args":{"fhash":"bb",'
-            '"ret":4096,"offset":999999999999999,"count":1e3,"n0":0,"tid2":12345678901234567890}}',
-            '{"name":"pread","cat":"POSIX","pid":7,"ts":2,"dur":0,"ph":1,"args":{"fhash":"bb","ret":40960000,'
-            '"offset":12345678,"count":0.5}}']  # fmt: skip
+    return [
+        meta("FH", "/d/x", "bb"),
+        '{"id":12345678,"name":"read","cat":"POSIX","pid":0,"tid":123456789012345678,"ts":99999999,'
+        '"dur":100000000,"ph":1,"args":{"hhash":"aa","fhash":"bb","ret":123456789012345,'
+        '"offset":1000000000000000,"hostname2":"x","size_minx":3,"re":1,"rets":2,"cmd_hash":"c"}}',
+        '{ "name" : "write" , "cat":"POSIX" ,"pid": 7,"ts" :1234567890123456,"dur": 1123456789012345 ,'
+        '"ph":1,"args": { "fhash" :"bb" , "ret": 0 , "offset" :10000000 } }',
+        '{"name":"pread","cat":"POSIX","pid":7,"ts":1234567890123456789,"dur":1,"ph":1,"args":{"fhash":"bb",'
+        '"ret":4096,"offset":999999999999999,"count":1e3,"n0":0,"tid2":12345678901234567890}}',
+        '{"name":"pread","cat":"POSIX","pid":7,"ts":2,"dur":0,"ph":1,"args":{"fhash":"bb","ret":40960000,'
+        '"offset":12345678,"count":0.5}}',
+    ]
 
 
 def _key_order_changes() -> list[str]:
@@ -241,7 +388,7 @@ def _key_order_changes() -> list[str]:
     lines = [meta("FH", "/d/x", "bb")]
     for i in range(60):
         lines.append(top[i % 3] % (10 + i, args[(i * 7) % 6]))
-    return lines  # fmt: skip
+    return lines
 
 
 CASES: dict[str, Callable[[], list[str]]] = {
@@ -324,8 +471,16 @@ def test_time_bins_coarsen_exactly_across_batches_and_files(
         for i in range(700):  # gaps from 1 us to ~1 s, lines not in ts order (written at call end)
             ts += rng.choice((1, 2, 3, 50, 4_000, 1_000_000))
             at = ts - rng.randrange(0, 40)
-            lines.append(ev("read" if i % 3 else "write", at, rng.randrange(0, 9), pid=pid, fhash="bb",
-                            ret=rng.randrange(0, 1 << 20)))  # fmt: skip
+            lines.append(
+                ev(
+                    "read" if i % 3 else "write",
+                    at,
+                    rng.randrange(0, 9),
+                    pid=pid,
+                    fhash="bb",
+                    ret=rng.randrange(0, 1 << 20),
+                )
+            )
         paths.append(write(tmp_path / f"p{pid}.pfw.gz", lines))
     assert all(read_file_native(p) is not None for p in paths)
     doc = assert_same(paths, time_windows=windows)
@@ -356,8 +511,11 @@ def test_file_view_merges_a_file_across_trace_files_and_keeps_the_top(
         ev("read", 10, 50, pid=1, fhash="bb", ret=10),
     ]
     a += [ev("read", 20 + i, 5, pid=1, fhash=f"c{i}", ret=1) for i in range(4)]  # four files, 5 us each
-    b = [ev("read", 30, 40, pid=2, fhash="bb", ret=20), ev("read", 40, 1, pid=2, fhash="dd", ret=1),
-         ev("read", 50, 30, pid=2, fhash="ee", ret=1)]  # fmt: skip
+    b = [
+        ev("read", 30, 40, pid=2, fhash="bb", ret=20),
+        ev("read", 40, 1, pid=2, fhash="dd", ret=1),
+        ev("read", 50, 30, pid=2, fhash="ee", ret=1),
+    ]
     paths = [write(tmp_path / "a.pfw.gz", a), write(tmp_path / "b.pfw.gz", b)]
     doc = assert_same(paths)
     view = doc["views"]["file"]
@@ -466,8 +624,10 @@ def test_all_no_args_error_is_the_same(tmp_path: Path) -> None:
 @needs_native
 def test_mixed_native_and_fallback_files_merge_exactly(tmp_path: Path) -> None:
     """A declined file next to native ones: cross-file keys (files accessed) still agree."""
-    write(tmp_path / "a.pfw.gz", [meta("FH", "/d/x", "bb"), ev("read", 1, 1, fhash="bb", ret=3),
-                                  ev("read", 2, 1, fhash="zz", ret=3)])  # fmt: skip
+    write(
+        tmp_path / "a.pfw.gz",
+        [meta("FH", "/d/x", "bb"), ev("read", 1, 1, fhash="bb", ret=3), ev("read", 2, 1, fhash="zz", ret=3)],
+    )
     write(
         tmp_path / "b.pfw.gz", [meta("FH", "/d/x", "bb", pid=8), ev("read", 1, 1, pid=8, fhash="bb", ret=3.5)]
     )

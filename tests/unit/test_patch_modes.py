@@ -18,10 +18,14 @@ from dftune.tools.runner.changes import ChangeError, FilePatch, parse_unified_di
 
 def section(mode: str, *, delete: bool = False) -> str:
     if delete:
-        return (f"diff --git a/link b/link\ndeleted file mode {mode}\n--- a/link\n+++ /dev/null\n"
-                "@@ -1 +0,0 @@\n-/etc/passwd\n\\ No newline at end of file\n")  # fmt: skip
-    return (f"diff --git a/link b/link\nnew file mode {mode}\nindex 0000000..1111111\n--- /dev/null\n"
-            "+++ b/link\n@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n")  # fmt: skip
+        return (
+            f"diff --git a/link b/link\ndeleted file mode {mode}\n--- a/link\n+++ /dev/null\n"
+            "@@ -1 +0,0 @@\n-/etc/passwd\n\\ No newline at end of file\n"
+        )
+    return (
+        f"diff --git a/link b/link\nnew file mode {mode}\nindex 0000000..1111111\n--- /dev/null\n"
+        "+++ b/link\n@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n"
+    )
 
 
 @pytest.mark.parametrize(

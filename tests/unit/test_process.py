@@ -29,15 +29,25 @@ def alive(pid: int) -> bool:
 
 
 def test_ok_and_output_tail(tmp_path: Path) -> None:
-    r = run_process(py("print('hello'); import sys; print('warn', file=sys.stderr)"), cwd=tmp_path, env=ENV,
-                    timeout_s=30, log_dir=tmp_path / "logs")  # fmt: skip
+    r = run_process(
+        py("print('hello'); import sys; print('warn', file=sys.stderr)"),
+        cwd=tmp_path,
+        env=ENV,
+        timeout_s=30,
+        log_dir=tmp_path / "logs",
+    )
     assert r.status == "ok" and r.exit_code == 0 and r.wall_s > 0
     assert "hello" in r.stdout_tail and "warn" in r.stderr_tail
 
 
 def test_failure_keeps_exit_code_and_stderr(tmp_path: Path) -> None:
-    r = run_process(py("import sys; print('boom happened', file=sys.stderr); sys.exit(3)"), cwd=tmp_path, env=ENV,
-                    timeout_s=30, log_dir=tmp_path / "logs")  # fmt: skip
+    r = run_process(
+        py("import sys; print('boom happened', file=sys.stderr); sys.exit(3)"),
+        cwd=tmp_path,
+        env=ENV,
+        timeout_s=30,
+        log_dir=tmp_path / "logs",
+    )
     assert (
         r.status == "failed"
         and r.exit_code == 3

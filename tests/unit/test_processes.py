@@ -18,13 +18,39 @@ from dftune.tools.trace.reader import FilePartial
 S = 1_000_000  # us
 
 
-def proc(pid: int, start_s: float, end_s: float, *, host: str = "n1", cmd: str | None = "python;app.py",
-         events: int = 500, moved: int = 1 << 30, rank: int | None = None, cmd_hash: str | None = None,
-         calls: int = 1000) -> dict[str, Any]:  # fmt: skip
-    return {"host": host, "pid": pid, "rank": rank, "cmd": cmd, "cmd_hash": cmd_hash, "events": events,
-            "first_ts": int(start_s * S), "last_end": int(end_s * S), "read_count": calls, "read_bytes": moved,
-            "read_time_us": 10, "write_count": 0, "write_bytes": 0, "write_time_us": 0, "metadata_count": 0,
-            "metadata_time_us": 0, "sync_count": 0, "sync_time_us": 0}  # fmt: skip
+def proc(
+    pid: int,
+    start_s: float,
+    end_s: float,
+    *,
+    host: str = "n1",
+    cmd: str | None = "python;app.py",
+    events: int = 500,
+    moved: int = 1 << 30,
+    rank: int | None = None,
+    cmd_hash: str | None = None,
+    calls: int = 1000,
+) -> dict[str, Any]:
+    return {
+        "host": host,
+        "pid": pid,
+        "rank": rank,
+        "cmd": cmd,
+        "cmd_hash": cmd_hash,
+        "events": events,
+        "first_ts": int(start_s * S),
+        "last_end": int(end_s * S),
+        "read_count": calls,
+        "read_bytes": moved,
+        "read_time_us": 10,
+        "write_count": 0,
+        "write_bytes": 0,
+        "write_time_us": 0,
+        "metadata_count": 0,
+        "metadata_time_us": 0,
+        "sync_count": 0,
+        "sync_time_us": 0,
+    }
 
 
 def files(
@@ -45,12 +71,14 @@ def roles(parts: list[FilePartial]) -> dict[int | None, str | None]:
 
 
 def test_a_launch_script_and_its_tools_are_helpers_the_application_is_not() -> None:
-    got = roles(files(
-        proc(1, 0, 30, cmd="/bin/bash;./run.sh", events=22, moved=80),   # waits for the job in waitpid
-        proc(2, 0.1, 0.11, cmd="cat;/etc/hostname", events=7, moved=12),
-        proc(3, 0.2, 0.3, cmd=None, cmd_hash="ab", events=5, moved=0),   # a subshell: command unknown
-        proc(4, 0.5, 29.9),                                             # the application
-    ))  # fmt: skip
+    got = roles(
+        files(
+            proc(1, 0, 30, cmd="/bin/bash;./run.sh", events=22, moved=80),  # waits for the job in waitpid
+            proc(2, 0.1, 0.11, cmd="cat;/etc/hostname", events=7, moved=12),
+            proc(3, 0.2, 0.3, cmd=None, cmd_hash="ab", events=5, moved=0),  # a subshell: command unknown
+            proc(4, 0.5, 29.9),  # the application
+        )
+    )
     assert got[4] is None
     assert "bash" in str(got[1]) and "cat" in str(got[2]) and "5 events" in str(got[3])
 
@@ -58,21 +86,27 @@ def test_a_launch_script_and_its_tools_are_helpers_the_application_is_not() -> N
 def test_idle_ranks_of_the_application_stay_application_processes() -> None:
     """Rank 0 does all the I/O: the other ranks run the same command (or have a rank); they are
     what imbalance is about, never helpers, even with a handful of events."""
-    got = roles(files(
-        proc(10, 0, 100, cmd="./ior;-w", moved=1 << 34),
-        proc(11, 0, 100, cmd="./ior;-w", events=3, moved=0),
-        proc(12, 0, 100, cmd=None, rank=2, events=3, moved=0),
-    ))  # fmt: skip
+    got = roles(
+        files(
+            proc(10, 0, 100, cmd="./ior;-w", moved=1 << 34),
+            proc(11, 0, 100, cmd="./ior;-w", events=3, moved=0),
+            proc(12, 0, 100, cmd=None, rank=2, events=3, moved=0),
+        )
+    )
     assert got == {10: None, 11: None, 12: None}
 
 
 def test_interpreter_scripts_and_short_lives_are_recognised() -> None:
-    got = roles(files(
-        proc(20, 0, 100, cmd="python3;/opt/conda/bin/conda;run;-n;x;python;train.py", moved=40 << 20),
-        proc(21, 1, 99, cmd="python3;train.py", moved=50 << 30),
-        proc(22, 0.5, 0.9, cmd="python3;-c;import sys; print(sys.prefix)", moved=1 << 20),  # 0.4 s of 98 s
-        proc(23, 1, 99, cmd="python3;monitor.py", moved=1 << 20),  # long-lived: kept (not ours to hide)
-    ))  # fmt: skip
+    got = roles(
+        files(
+            proc(20, 0, 100, cmd="python3;/opt/conda/bin/conda;run;-n;x;python;train.py", moved=40 << 20),
+            proc(21, 1, 99, cmd="python3;train.py", moved=50 << 30),
+            proc(
+                22, 0.5, 0.9, cmd="python3;-c;import sys; print(sys.prefix)", moved=1 << 20
+            ),  # 0.4 s of 98 s
+            proc(23, 1, 99, cmd="python3;monitor.py", moved=1 << 20),  # long-lived: kept (not ours to hide)
+        )
+    )
     assert "conda" in str(got[20]) and "lived" in str(got[22])
     assert got[21] is None and got[23] is None
 
@@ -98,11 +132,13 @@ def test_helpers_before_and_after_the_application_belong_to_its_run() -> None:
     """A shim's tools run before the application starts (its shell's own events are lost at exec),
     a script's last tools after it ends; gaps of more than min_gap_s do not make them runs."""
     gap = rules().min_gap_s + 1
-    acc = account(files(
-        proc(50, 0, 0.2, cmd="bash;pyenv-exec", events=20, moved=80),
-        proc(51, 0.2 + gap, 10),
-        proc(52, 10 + gap, 10.1 + gap, cmd="echo;done", events=4, moved=5),
-    ))  # fmt: skip
+    acc = account(
+        files(
+            proc(50, 0, 0.2, cmd="bash;pyenv-exec", events=20, moved=80),
+            proc(51, 0.2 + gap, 10),
+            proc(52, 10 + gap, 10.1 + gap, cmd="echo;done", events=4, moved=5),
+        )
+    )
     assert len(acc.runs) == 1 and {p.pid: p.helper is None for p in acc.procs} == {
         50: False,
         51: True,

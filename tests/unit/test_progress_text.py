@@ -10,8 +10,9 @@ from dftune.tools.runner.spec import load_spec
 
 
 def _rep(i: int, metric: float | None, status: str = "ok", reason: str = "") -> Replicate:
-    return Replicate(index=i, status=status, wall_s=metric or 0.0, exit_code=0, metric=metric, traced=True,
-                     reason=reason)  # fmt: skip
+    return Replicate(
+        index=i, status=status, wall_s=metric or 0.0, exit_code=0, metric=metric, traced=True, reason=reason
+    )
 
 
 def test_lines_name_counts_and_units(tmp_path: Path) -> None:

@@ -15,13 +15,34 @@ pytestmark = pytest.mark.usefixtures("read_path")
 
 
 def meta(kind: str, name: str, value: str, pid: int = 7) -> str:
-    return json.dumps({"name": kind, "cat": "dftracer", "type": 1, "pid": pid, "tid": pid, "ph": 4,
-                       "args": {"hhash": "aa", "name": name, "value": value}})  # fmt: skip
+    return json.dumps(
+        {
+            "name": kind,
+            "cat": "dftracer",
+            "type": 1,
+            "pid": pid,
+            "tid": pid,
+            "ph": 4,
+            "args": {"hhash": "aa", "name": name, "value": value},
+        }
+    )
 
 
 def ev(name: str, ts: int, dur: int, cat: str = "POSIX", pid: int = 7, **args: object) -> str:
-    return json.dumps({"id": ts, "name": name, "cat": cat, "type": 3, "pid": pid, "tid": pid, "ts": ts, "dur": dur,
-                       "ph": 1, "args": {"hhash": "aa", **args}})  # fmt: skip
+    return json.dumps(
+        {
+            "id": ts,
+            "name": name,
+            "cat": cat,
+            "type": 3,
+            "pid": pid,
+            "tid": pid,
+            "ts": ts,
+            "dur": dur,
+            "ph": 1,
+            "args": {"hhash": "aa", **args},
+        }
+    )
 
 
 def write(path: Path, lines: list[str]) -> Path:
@@ -32,8 +53,12 @@ def write(path: Path, lines: list[str]) -> Path:
 
 
 def test_nanosecond_time_metric_is_normalized(tmp_path: Path) -> None:
-    lines = [meta("CM", "time_metric", "NS"), meta("FH", "/d/x", "bb"),
-             ev("read", 1_000_000, 5_000, fhash="bb", ret=10), ev("read", 2_000_000, 3_000, fhash="bb", ret=10)]  # fmt: skip
+    lines = [
+        meta("CM", "time_metric", "NS"),
+        meta("FH", "/d/x", "bb"),
+        ev("read", 1_000_000, 5_000, fhash="bb", ret=10),
+        ev("read", 2_000_000, 3_000, fhash="bb", ret=10),
+    ]
     a = analyze([write(tmp_path / "t.pfw.gz", lines)])
     assert a.time_metric == "NS"
     assert a.read.time_s == pytest.approx(8e-6)
@@ -41,9 +66,14 @@ def test_nanosecond_time_metric_is_normalized(tmp_path: Path) -> None:
 
 
 def test_host_command_and_rank_are_resolved(tmp_path: Path) -> None:
-    lines = [meta("HH", "node042", "aa"), meta("SH", "python;train.py", "cc"), meta("FH", "/d/x", "bb"),
-             ev("start", 1, 0, cat="dftracer", cmd_hash="cc"), ev("open64", 2, 1, fhash="bb", flags=0),
-             ev("read", 3, 1, fhash="bb", ret=4096)]  # fmt: skip
+    lines = [
+        meta("HH", "node042", "aa"),
+        meta("SH", "python;train.py", "cc"),
+        meta("FH", "/d/x", "bb"),
+        ev("start", 1, 0, cat="dftracer", cmd_hash="cc"),
+        ev("open64", 2, 1, fhash="bb", flags=0),
+        ev("read", 3, 1, fhash="bb", ret=4096),
+    ]
     a = analyze([write(tmp_path / "trace-3-of-8.pfw.gz", lines)], views=["proc", "file"])
     row = a.views["proc"]["rows"][0]
     assert (row["host"], row["cmd"], row["rank"]) == ("node042", "python;train.py", 3)
@@ -53,11 +83,29 @@ def test_host_command_and_rank_are_resolved(tmp_path: Path) -> None:
 
 def test_legacy_inline_fname_hostname_and_string_numbers(tmp_path: Path) -> None:
     rows = [
-        {"id": "0", "name": "open", "cat": "POSIX", "pid": "5", "tid": "5", "ts": "100", "dur": "2", "ph": "X",
-         "args": {"hostname": "lassen1", "fname": "/p/f", "ret": 3}},
-        {"id": "1", "name": "read", "cat": "POSIX", "pid": "5", "tid": "5", "ts": "110", "dur": "3", "ph": "X",
-         "args": {"hostname": "lassen1", "fname": "/p/f", "ret": "2048"}},
-    ]  # fmt: skip
+        {
+            "id": "0",
+            "name": "open",
+            "cat": "POSIX",
+            "pid": "5",
+            "tid": "5",
+            "ts": "100",
+            "dur": "2",
+            "ph": "X",
+            "args": {"hostname": "lassen1", "fname": "/p/f", "ret": 3},
+        },
+        {
+            "id": "1",
+            "name": "read",
+            "cat": "POSIX",
+            "pid": "5",
+            "tid": "5",
+            "ts": "110",
+            "dur": "3",
+            "ph": "X",
+            "args": {"hostname": "lassen1", "fname": "/p/f", "ret": "2048"},
+        },
+    ]
     p = tmp_path / "legacy.pfw"
     p.write_text("[\n" + "\n".join(json.dumps(r) for r in rows) + "\n]\n")
     a = analyze([p], views=["file"])
@@ -68,11 +116,15 @@ def test_legacy_inline_fname_hostname_and_string_numbers(tmp_path: Path) -> None
 
 
 def test_fread_fwrite_bytes_are_items_times_size_and_families(tmp_path: Path) -> None:
-    lines = [meta("FH", "/d/x", "bb"),
-             ev("fopen", 1, 1, cat="STDIO", fhash="bb", mode="r"),
-             ev("fread", 2, 1, cat="STDIO", fhash="bb", ret=3, size=100, count=4),
-             ev("fwrite", 3, 1, cat="stdio", fhash="bb", ret=2, size=50),
-             ev("fsync", 4, 7, fhash="bb", ret=0), ev("stat", 5, 2, fhash="bb"), ev("fclose", 6, 1, cat="STDIO")]  # fmt: skip
+    lines = [
+        meta("FH", "/d/x", "bb"),
+        ev("fopen", 1, 1, cat="STDIO", fhash="bb", mode="r"),
+        ev("fread", 2, 1, cat="STDIO", fhash="bb", ret=3, size=100, count=4),
+        ev("fwrite", 3, 1, cat="stdio", fhash="bb", ret=2, size=50),
+        ev("fsync", 4, 7, fhash="bb", ret=0),
+        ev("stat", 5, 2, fhash="bb"),
+        ev("fclose", 6, 1, cat="STDIO"),
+    ]
     a = analyze([write(tmp_path / "t.pfw.gz", lines)])
     assert (a.read.count, a.read.bytes) == (1, 300)
     assert (a.write.count, a.write.bytes) == (1, 100)  # category matched in any case
@@ -99,13 +151,21 @@ def test_epoch_spreads_find_the_straggling_process(tmp_path: Path) -> None:
     for pid, slow in ((1, False), (2, False), (3, True)):
         lines = [meta("HH", "n1", "aa", pid=pid), meta("FH", "/d/x", "bb", pid=pid)]
         # epoch 0: 10 s for everyone; epoch 1: 10 s, but 20 s for the slow process
-        lines += [ev("TorchDataLoader.next", 0, 1_000_000, cat="data_loader", pid=pid, epoch="0"),
-                  ev("TorchDataLoader.next", 9_000_000, 1_000_000, cat="data_loader", pid=pid, epoch="0"),
-                  ev("TorchDataLoader.next", 20_000_000, 1_000_000, cat="data_loader", pid=pid, epoch="1"),
-                  ev("TorchDataLoader.next", (39 if slow else 29) * 1_000_000, 1_000_000, cat="data_loader",
-                     pid=pid, epoch="1"),
-                  ev("TorchDataLoader.next", 5, 1, cat="data_loader", pid=pid, epoch="-1"),
-                  ev("read", 30, 10, pid=pid, fhash="bb", ret=4096)]  # fmt: skip
+        lines += [
+            ev("TorchDataLoader.next", 0, 1_000_000, cat="data_loader", pid=pid, epoch="0"),
+            ev("TorchDataLoader.next", 9_000_000, 1_000_000, cat="data_loader", pid=pid, epoch="0"),
+            ev("TorchDataLoader.next", 20_000_000, 1_000_000, cat="data_loader", pid=pid, epoch="1"),
+            ev(
+                "TorchDataLoader.next",
+                (39 if slow else 29) * 1_000_000,
+                1_000_000,
+                cat="data_loader",
+                pid=pid,
+                epoch="1",
+            ),
+            ev("TorchDataLoader.next", 5, 1, cat="data_loader", pid=pid, epoch="-1"),
+            ev("read", 30, 10, pid=pid, fhash="bb", ret=4096),
+        ]
         write(tmp_path / f"t{pid}.pfw.gz", lines)
     a = analyze([tmp_path])
     assert [e.epoch for e in a.epoch_spreads] == ["0", "1"]  # epoch -1 (set-up) is not a training epoch

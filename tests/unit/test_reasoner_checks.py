@@ -11,15 +11,27 @@ from dftune.agents.reasoner import ReasonerError, transport
 from dftune.agents.reasoner.summary import check_summary
 
 GIVEN: dict[str, Any] = {
-    "facts": {"workload": "reader", "io_fraction": 0.75, "unoverlapped_fraction": 0.6,
-              "bottlenecks": [{"category": "small-io", "score": 5, "evidence": "13,331 reads of 4 KiB, 99% of I/O time"}],
-              "kb_prior_pct": {"l1.dataloader_prefetch": 12.0},
-              "history": [{"proposal": "WORKERS=4", "verdict": "win", "change_pct": 40.4},
-                          {"proposal": "SLOW=1", "verdict": "regression", "change_pct": -18.2}]},
-    "outcome": {"experiments": 2, "wins": [{"strategy": "l1.dataloader_workers", "proposal": "WORKERS=4",
-                                            "change_pct": 40.4}], "overall_pct": 40.4,
-                "baseline_median": 0.5233, "best_median": 0.3118},
-}  # fmt: skip
+    "facts": {
+        "workload": "reader",
+        "io_fraction": 0.75,
+        "unoverlapped_fraction": 0.6,
+        "bottlenecks": [
+            {"category": "small-io", "score": 5, "evidence": "13,331 reads of 4 KiB, 99% of I/O time"}
+        ],
+        "kb_prior_pct": {"l1.dataloader_prefetch": 12.0},
+        "history": [
+            {"proposal": "WORKERS=4", "verdict": "win", "change_pct": 40.4},
+            {"proposal": "SLOW=1", "verdict": "regression", "change_pct": -18.2},
+        ],
+    },
+    "outcome": {
+        "experiments": 2,
+        "wins": [{"strategy": "l1.dataloader_workers", "proposal": "WORKERS=4", "change_pct": 40.4}],
+        "overall_pct": 40.4,
+        "baseline_median": 0.5233,
+        "best_median": 0.3118,
+    },
+}
 WINS = {"WORKERS=4"}
 
 
@@ -28,30 +40,36 @@ def _check(text: str) -> tuple[list[str], list[str]]:
     return c.kept, c.dropped
 
 
-@pytest.mark.parametrize("sentence", [
-    "The reader spent 75% of its time in I/O, mostly 4 KiB reads (99% of I/O time).",
-    "WORKERS=4 cut the epoch time by 40.4% and was kept.",
-    "WORKERS=4 gave about 40% (l1.dataloader_workers).",
-    "SLOW=1 made it 18.2% slower and was reverted.",
-    "The median went from 0.5233 to 0.3118 over 2 experiments.",
-    "Overall the run improved by +40.4%.",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The reader spent 75% of its time in I/O, mostly 4 KiB reads (99% of I/O time).",
+        "WORKERS=4 cut the epoch time by 40.4% and was kept.",
+        "WORKERS=4 gave about 40% (l1.dataloader_workers).",
+        "SLOW=1 made it 18.2% slower and was reverted.",
+        "The median went from 0.5233 to 0.3118 over 2 experiments.",
+        "Overall the run improved by +40.4%.",
+    ],
+)
 def test_true_sentences_are_kept(sentence: str) -> None:
     kept, dropped = _check(sentence)
     assert kept == [sentence] and dropped == []
 
 
-@pytest.mark.parametrize(("sentence", "why"), [
-    ("Fewer epochs (EPOCHS=1) was the best fix: +95% faster.", "names EPOCHS=1"),
-    ("WORKERS=4 made it 95% faster.", "cites 95%"),
-    ("WORKERS=4 gained 40.9%.", "cites 40.9%"),
-    ("WORKERS=4 gained -40.4%.", "cites -40.4%"),
-    ("SLOW=1 gave 40.4%.", "attributes 40.4% to SLOW=1"),
-    ("SLOW=1 was the best change.", "calls SLOW=1 a success"),
-    ("It ran 3x faster.", "cites 3x"),
-    ("| opt | change |", "a table"),
-    ("Use l2.romio_hints next.", "names l2.romio_hints"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("sentence", "why"),
+    [
+        ("Fewer epochs (EPOCHS=1) was the best fix: +95% faster.", "names EPOCHS=1"),
+        ("WORKERS=4 made it 95% faster.", "cites 95%"),
+        ("WORKERS=4 gained 40.9%.", "cites 40.9%"),
+        ("WORKERS=4 gained -40.4%.", "cites -40.4%"),
+        ("SLOW=1 gave 40.4%.", "attributes 40.4% to SLOW=1"),
+        ("SLOW=1 was the best change.", "calls SLOW=1 a success"),
+        ("It ran 3x faster.", "cites 3x"),
+        ("| opt | change |", "a table"),
+        ("Use l2.romio_hints next.", "names l2.romio_hints"),
+    ],
+)
 def test_sentences_that_do_not_hold_are_dropped_with_the_reason(sentence: str, why: str) -> None:
     kept, dropped = _check(sentence)
     assert kept == [] and len(dropped) == 1 and why in dropped[0]
@@ -82,10 +100,20 @@ def test_retry_after_in_seconds_milliseconds_or_as_a_date() -> None:
     assert transport.retry_after(_HTTPError(429, {"retry-after": "soon"})) is None
 
 
-@pytest.mark.parametrize(("status", "retryable", "permanent"), [
-    (429, True, False), (500, True, False), (502, True, False), (529, True, False), (408, True, False),
-    (400, False, False), (401, False, True), (403, False, True), (404, False, True),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("status", "retryable", "permanent"),
+    [
+        (429, True, False),
+        (500, True, False),
+        (502, True, False),
+        (529, True, False),
+        (408, True, False),
+        (400, False, False),
+        (401, False, True),
+        (403, False, True),
+        (404, False, True),
+    ],
+)
 def test_which_failures_are_retried(status: int, retryable: bool, permanent: bool) -> None:
     f = transport.classify(_HTTPError(status, {"retry-after": "1"}))
     assert (f.retryable, f.permanent) == (retryable, permanent)

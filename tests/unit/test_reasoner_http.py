@@ -25,18 +25,33 @@ FAST = LLMSettings(timeout_s=5, retries=2, deadline_s=20, backoff_s=0.05)
 
 
 def _props(*ids: str) -> list[Proposal]:
-    return [Proposal(id=i, strategy="l1.dataloader_workers", strategy_name="workers", layer="L1", checklist=6,
-                     description=f"more workers: {i}", change=Change(kind="knob", settings={"WORKERS": i[-1]}))
-            for i in ids]  # fmt: skip
+    return [
+        Proposal(
+            id=i,
+            strategy="l1.dataloader_workers",
+            strategy_name="workers",
+            layer="L1",
+            checklist=6,
+            description=f"more workers: {i}",
+            change=Change(kind="knob", settings={"WORKERS": i[-1]}),
+        )
+        for i in ids
+    ]
 
 
 OPTIONS = _props("WORKERS=2", "WORKERS=4")
 
 
 def _facts(budget: int = 200_000, spent: int = 0) -> Facts:
-    return Facts(workload="toy", diagnosis=None, io_fraction=0.6, unoverlapped_fraction=0.5,
-                 budget=Budget(limit=budget, spent=spent), bound_pct=50.0,
-                 bound_reason="unoverlapped I/O 0.5 s of 1 s of process time (bound 50.0%)")  # fmt: skip
+    return Facts(
+        workload="toy",
+        diagnosis=None,
+        io_fraction=0.6,
+        unoverlapped_fraction=0.5,
+        budget=Budget(limit=budget, spent=spent),
+        bound_pct=50.0,
+        bound_reason="unoverlapped I/O 0.5 s of 1 s of process time (bound 50.0%)",
+    )
 
 
 @pytest.fixture(params=PROVIDERS)
@@ -66,7 +81,9 @@ def serve(provider: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 # --------------------------------------------------------------------------- the fakes are strict
 
 
-def test_the_servers_refuse_a_human_turn_after_a_tool_call_as_the_real_apis_do(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_the_servers_refuse_a_human_turn_after_a_tool_call_as_the_real_apis_do(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What the old re-ask sent: the assistant's tool call followed by a human turn. Both APIs answer 400."""
     from dftune.agents.reasoner import transport
 
@@ -74,15 +91,25 @@ def test_the_servers_refuse_a_human_turn_after_a_tool_call_as_the_real_apis_do(p
         for k, v in server.env().items():
             monkeypatch.setenv(k, v)
         model = transport.build_chat_model(MODELS[provider], FAST)
-        call = AIMessage(content="", tool_calls=[{"name": "Choice", "args": {"proposal_id": "x", "reason": "r"},
-                                                  "id": "toolu_01" if provider == "anthropic" else "call_01"}])  # fmt: skip
+        call = AIMessage(
+            content="",
+            tool_calls=[
+                {
+                    "name": "Choice",
+                    "args": {"proposal_id": "x", "reason": "r"},
+                    "id": "toolu_01" if provider == "anthropic" else "call_01",
+                }
+            ],
+        )
         with pytest.raises(Exception) as err:
             model.invoke(
                 [SystemMessage("s"), HumanMessage("pick"), call, HumanMessage("invalid: answer again")]
             )
     assert getattr(err.value, "status_code", None) == 400
-    expected = {"anthropic": "`tool_use` ids were found without `tool_result` blocks immediately after",
-                "openai": "must be followed by tool messages responding to each 'tool_call_id'"}[provider]  # fmt: skip
+    expected = {
+        "anthropic": "`tool_use` ids were found without `tool_result` blocks immediately after",
+        "openai": "must be followed by tool messages responding to each 'tool_call_id'",
+    }[provider]
     assert expected in str(err.value) and len(server.violations) == 1
 
 
@@ -118,8 +145,12 @@ def test_the_scripted_chat_model_is_as_strict_as_both_apis() -> None:
 def test_an_invalid_answer_gets_its_tool_result_with_the_reason_and_is_asked_again(
     serve: Any, provider: str
 ) -> None:
-    server, reasoner = serve([tool_call("Choice", {"proposal_id": "rm -rf /", "reason": "not an option"}),
-                              tool_call("Choice", {"proposal_id": "WORKERS=4", "reason": "more parallel reads"})])  # fmt: skip
+    server, reasoner = serve(
+        [
+            tool_call("Choice", {"proposal_id": "rm -rf /", "reason": "not an option"}),
+            tool_call("Choice", {"proposal_id": "WORKERS=4", "reason": "more parallel reads"}),
+        ]
+    )
     judged = reasoner.choose_next(OPTIONS, _facts())
     assert judged.answer.proposal_id == "WORKERS=4"
     d = judged.decision
@@ -137,8 +168,13 @@ def test_an_invalid_answer_gets_its_tool_result_with_the_reason_and_is_asked_aga
 
 def test_malformed_arguments_and_free_text_are_sent_back_too(serve: Any, provider: str) -> None:
     bad_args = "{'proposal_id': WORKERS=2" if provider == "openai" else {"proposal": "WORKERS=2"}
-    _, reasoner = serve([tool_call("Choice", bad_args), text("I would pick WORKERS=2."),
-                              tool_call("Choice", {"proposal_id": "WORKERS=2", "reason": "r"})])  # fmt: skip
+    _, reasoner = serve(
+        [
+            tool_call("Choice", bad_args),
+            text("I would pick WORKERS=2."),
+            tool_call("Choice", {"proposal_id": "WORKERS=2", "reason": "r"}),
+        ]
+    )
     judged = reasoner.choose_next(OPTIONS, _facts())
     assert judged.answer.proposal_id == "WORKERS=2" and judged.decision.calls == 3
     assert len(judged.decision.notes) == 2 and "not free text" in judged.decision.notes[1]
@@ -155,9 +191,19 @@ def test_three_invalid_answers_and_the_rules_decide(serve: Any) -> None:
 
 
 def test_model_estimates_are_capped_and_labeled_as_the_models(serve: Any) -> None:
-    _, reasoner = serve([tool_call("ImpactEstimates", {"estimates": [
-        {"proposal_id": "WORKERS=2", "app_impact_pct": 90.0, "reason": "guess"},
-        {"proposal_id": "WORKERS=4", "app_impact_pct": 10.0, "reason": "guess"}]})])  # fmt: skip
+    _, reasoner = serve(
+        [
+            tool_call(
+                "ImpactEstimates",
+                {
+                    "estimates": [
+                        {"proposal_id": "WORKERS=2", "app_impact_pct": 90.0, "reason": "guess"},
+                        {"proposal_id": "WORKERS=4", "app_impact_pct": 10.0, "reason": "guess"},
+                    ]
+                },
+            )
+        ]
+    )
     judged = reasoner.estimate_impacts(OPTIONS, _facts())
     by_id = {e.proposal_id: e for e in judged.answer}
     assert by_id["WORKERS=2"].app_impact_pct == 50.0  # the unoverlapped I/O share bounds any fix
@@ -169,8 +215,9 @@ def test_model_estimates_are_capped_and_labeled_as_the_models(serve: Any) -> Non
 
 
 def test_429_waits_for_retry_after_then_the_model_answers(serve: Any) -> None:
-    server, reasoner = serve([http_error(429, retry_after=1),
-                              tool_call("Choice", {"proposal_id": "WORKERS=4", "reason": "r"})])  # fmt: skip
+    server, reasoner = serve(
+        [http_error(429, retry_after=1), tool_call("Choice", {"proposal_id": "WORKERS=4", "reason": "r"})]
+    )
     judged = reasoner.choose_next(OPTIONS, _facts())
     gap = server.requests[1].at - server.requests[0].at
     assert judged.decision.decided_by == "model" and judged.decision.calls == 2
@@ -179,8 +226,13 @@ def test_429_waits_for_retry_after_then_the_model_answers(serve: Any) -> None:
 
 def test_server_errors_are_retried_with_backoff(serve: Any, provider: str) -> None:
     overloaded = 529 if provider == "anthropic" else 503
-    _, reasoner = serve([http_error(500), http_error(overloaded),
-                              tool_call("Choice", {"proposal_id": "WORKERS=2", "reason": "r"})])  # fmt: skip
+    _, reasoner = serve(
+        [
+            http_error(500),
+            http_error(overloaded),
+            tool_call("Choice", {"proposal_id": "WORKERS=2", "reason": "r"}),
+        ]
+    )
     judged = reasoner.choose_next(OPTIONS, _facts())
     assert judged.decision.decided_by == "model" and judged.decision.calls == 3
     assert "HTTP 500" in judged.decision.notes[0] and f"HTTP {overloaded}" in judged.decision.notes[1]

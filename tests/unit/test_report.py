@@ -43,14 +43,38 @@ HOSTILE = '<script>alert("pwned")</script>'
 
 def _trace(d: Path, pid: int, start: int, reads: int, size: int) -> None:
     """A small dftracer 2.x trace of one process: open, ``reads`` sequential reads, close."""
-    hh = {"name": "HH", "cat": "dftracer", "type": 1, "pid": pid, "tid": pid, "ph": 4,
-          "args": {"hhash": "aa", "name": "node1", "value": "aa"}}  # fmt: skip
-    fh = {"name": "FH", "cat": "dftracer", "type": 1, "pid": pid, "tid": pid, "ph": 4,
-          "args": {"hhash": "aa", "name": f"/data/f{pid}", "value": "bb"}}  # fmt: skip
+    hh = {
+        "name": "HH",
+        "cat": "dftracer",
+        "type": 1,
+        "pid": pid,
+        "tid": pid,
+        "ph": 4,
+        "args": {"hhash": "aa", "name": "node1", "value": "aa"},
+    }
+    fh = {
+        "name": "FH",
+        "cat": "dftracer",
+        "type": 1,
+        "pid": pid,
+        "tid": pid,
+        "ph": 4,
+        "args": {"hhash": "aa", "name": f"/data/f{pid}", "value": "bb"},
+    }
 
     def ev(i: int, name: str, ts: int, dur: int, **args: object) -> dict[str, Any]:
-        return {"id": i, "name": name, "cat": "POSIX", "type": 3, "pid": pid, "tid": pid, "ts": ts, "dur": dur,
-                "ph": 1, "args": {"hhash": "aa", "fhash": "bb", **args}}  # fmt: skip
+        return {
+            "id": i,
+            "name": name,
+            "cat": "POSIX",
+            "type": 3,
+            "pid": pid,
+            "tid": pid,
+            "ts": ts,
+            "dur": dur,
+            "ph": 1,
+            "args": {"hhash": "aa", "fhash": "bb", **args},
+        }
 
     lines = [hh, fh, ev(0, "open64", start, 50, flags=0)]
     for i in range(reads):
@@ -62,10 +86,18 @@ def _trace(d: Path, pid: int, start: int, reads: int, size: int) -> None:
 
 def _measurement(workdir: Path, values: list[float], analysis_path: Path | None, **kw: Any) -> Measurement:
     s = sorted(values)
-    return Measurement(settings=kw.pop("settings", {"WORKERS": 1}), values=values, median=s[len(s) // 2],
-                       ci95=[s[0], s[-1]], ok=len(values), replicates=kw.pop("replicates", len(values)),
-                       traced=analysis_path is not None, workdir=str(workdir),
-                       analysis_path=str(analysis_path) if analysis_path else None, **kw)  # fmt: skip
+    return Measurement(
+        settings=kw.pop("settings", {"WORKERS": 1}),
+        values=values,
+        median=s[len(s) // 2],
+        ci95=[s[0], s[-1]],
+        ok=len(values),
+        replicates=kw.pop("replicates", len(values)),
+        traced=analysis_path is not None,
+        workdir=str(workdir),
+        analysis_path=str(analysis_path) if analysis_path else None,
+        **kw,
+    )
 
 
 def make_report(run_dir: Path, *, traced: bool = True) -> dict[str, Any]:
@@ -78,27 +110,67 @@ def make_report(run_dir: Path, *, traced: bool = True) -> dict[str, Any]:
         _trace(tdir, 8, 1_004_000, 25, 65536)
         analysis_path = run_dir / "baseline" / "analysis.json"
         analysis_path.write_text(json.dumps(analyze([tdir], views=["file", "proc"]).to_json_dict()))
-    paper = Citation(id="drishti", authors=["Jean Luca Bez", "Hammad Ather", "Suren Byna"],
-                     title="Drishti <b>guide</b>", venue="PDSW", year=2022,
-                     url="https://doi.org/10.1109/PDSW56643.2022.00006")  # fmt: skip
+    paper = Citation(
+        id="drishti",
+        authors=["Jean Luca Bez", "Hammad Ather", "Suren Byna"],
+        title="Drishti <b>guide</b>",
+        venue="PDSW",
+        year=2022,
+        url="https://doi.org/10.1109/PDSW56643.2022.00006",
+    )
     good = CitedClaim(citation=paper, claim="buffer small reads", evidence="Section III")
     # a tampered record: validation would refuse the URL, so it is forced in past it
-    evil = good.model_copy(update={"citation": paper.model_copy(
-        update={"id": "evil", "url": "javascript:alert(1)", "title": f"Evil {HOSTILE}"})})  # fmt: skip
+    evil = good.model_copy(
+        update={
+            "citation": paper.model_copy(
+                update={"id": "evil", "url": "javascript:alert(1)", "title": f"Evil {HOSTILE}"}
+            )
+        }
+    )
     base = _measurement(run_dir / "baseline", [1.0, 1.2, 0.9], analysis_path, replicates=4)
     cand = _measurement(run_dir / "opt1", [0.6, 0.7, 0.65], None, settings={"WORKERS": 4})
     knob = Change(kind="knob", settings={"WORKERS": "4"})
     proposals = [
-        Proposal(id="WORKERS=4 $x$", strategy="l1.dataloader_workers", strategy_name="workers", layer="L1",
-                 checklist=6, description=f"More workers {HOSTILE}", change=knob, app_impact_pct=35.0,
-                 app_impact_source="measured", system_impact_pct=10.0, system_impact_source="measured",
-                 citation=good, status="measured", iteration=1),
-        Proposal(id="l2.readahead_env", strategy="l2.readahead_env", strategy_name="readahead", layer="L2",
-                 checklist=3, description="Read ahead more", change=Change(kind="env", env={"X": "1"}),
-                 app_impact_pct=12.0, impact_reason="unoverlapped I/O share x efficacy", citation=evil),
-        Proposal(id="EPOCHS=1", strategy="l1.fewer_epochs", strategy_name="fewer epochs", layer="L1", checklist=1,
-                 description="Fewer epochs", change=knob, status="rejected", reason="no_doing_less: doing less"),
-    ]  # fmt: skip
+        Proposal(
+            id="WORKERS=4 $x$",
+            strategy="l1.dataloader_workers",
+            strategy_name="workers",
+            layer="L1",
+            checklist=6,
+            description=f"More workers {HOSTILE}",
+            change=knob,
+            app_impact_pct=35.0,
+            app_impact_source="measured",
+            system_impact_pct=10.0,
+            system_impact_source="measured",
+            citation=good,
+            status="measured",
+            iteration=1,
+        ),
+        Proposal(
+            id="l2.readahead_env",
+            strategy="l2.readahead_env",
+            strategy_name="readahead",
+            layer="L2",
+            checklist=3,
+            description="Read ahead more",
+            change=Change(kind="env", env={"X": "1"}),
+            app_impact_pct=12.0,
+            impact_reason="unoverlapped I/O share x efficacy",
+            citation=evil,
+        ),
+        Proposal(
+            id="EPOCHS=1",
+            strategy="l1.fewer_epochs",
+            strategy_name="fewer epochs",
+            layer="L1",
+            checklist=1,
+            description="Fewer epochs",
+            change=knob,
+            status="rejected",
+            reason="no_doing_less: doing less",
+        ),
+    ]
     cmp = compare_arms(base.values, cand.values).model_copy(
         update={
             "p_value": 0.01,
@@ -108,27 +180,67 @@ def make_report(run_dir: Path, *, traced: bool = True) -> dict[str, Any]:
         }
     )
     state = TuningState(
-        run_id=run_dir.name, spec_path=str(TOY), workload=f"toy {HOSTILE}", system="vm", fs_type="ext4",
-        status="completed", baseline=base, incumbent=cand,
-        coverage=Coverage(units_total=4, units_included=["replicate r0", "replicate r1", "replicate r2"],
-                          units_failed=["replicate r3 (timeout)"]),
-        diagnosis={"bottlenecks": [{"name": "small-reads", "category": "small-io", "score": 4,
-                                    "evidence": f"reads of {HOSTILE}", "rule_source": "dftune"}]},
-        pitfalls=[Pitfall(id="untraced:stat", message="stat is not traced here", detail="absence is not evidence")],
-        citations=[good, evil], proposals=proposals,
-        checklist=[ChecklistVerdict(number=i, category=f"category {i}", verdict="not_applicable", reason=f"why {i}")
-                   for i in range(1, 13)],
-        experiments=[Experiment(iteration=1, proposal_id="WORKERS=4 $x$", strategy="l1.dataloader_workers",
-                                reference=base, candidate=cand, comparison=cmp, verdict="win", kept=True,
-                                verdict_reason="improved beyond the noise")],
+        run_id=run_dir.name,
+        spec_path=str(TOY),
+        workload=f"toy {HOSTILE}",
+        system="vm",
+        fs_type="ext4",
+        status="completed",
+        baseline=base,
+        incumbent=cand,
+        coverage=Coverage(
+            units_total=4,
+            units_included=["replicate r0", "replicate r1", "replicate r2"],
+            units_failed=["replicate r3 (timeout)"],
+        ),
+        diagnosis={
+            "bottlenecks": [
+                {
+                    "name": "small-reads",
+                    "category": "small-io",
+                    "score": 4,
+                    "evidence": f"reads of {HOSTILE}",
+                    "rule_source": "dftune",
+                }
+            ]
+        },
+        pitfalls=[
+            Pitfall(id="untraced:stat", message="stat is not traced here", detail="absence is not evidence")
+        ],
+        citations=[good, evil],
+        proposals=proposals,
+        checklist=[
+            ChecklistVerdict(number=i, category=f"category {i}", verdict="not_applicable", reason=f"why {i}")
+            for i in range(1, 13)
+        ],
+        experiments=[
+            Experiment(
+                iteration=1,
+                proposal_id="WORKERS=4 $x$",
+                strategy="l1.dataloader_workers",
+                reference=base,
+                candidate=cand,
+                comparison=cmp,
+                verdict="win",
+                kept=True,
+                verdict_reason="improved beyond the noise",
+            )
+        ],
         guard_decisions=[
-            GuardRecord(proposal_id="EPOCHS=1", decision=GuardDecision(guard="no_doing_less", passed=False,
-                                                                        reason="doing less by definition")),
-            GuardRecord(proposal_id="WORKERS=4 $x$", iteration=1,
-                        decision=GuardDecision(guard="non_degradation", passed=True, reason="app metric -35%")),
+            GuardRecord(
+                proposal_id="EPOCHS=1",
+                decision=GuardDecision(
+                    guard="no_doing_less", passed=False, reason="doing less by definition"
+                ),
+            ),
+            GuardRecord(
+                proposal_id="WORKERS=4 $x$",
+                iteration=1,
+                decision=GuardDecision(guard="non_degradation", passed=True, reason="app metric -35%"),
+            ),
         ],
         approvals=[Approval(proposal_id="WORKERS=4 $x$", approved=True, by="policy", reason="no-sudo L1")],
-    )  # fmt: skip
+    )
     doc = {**state_json(state), "summary": "one win", "outcome": outcome(state, lower_is_better=True)}
     (run_dir / "report.json").write_text(json.dumps(doc, default=str))
     return doc
@@ -233,8 +345,18 @@ def test_missing_traces_leave_a_note_instead_of_a_plot(run_dir: Path) -> None:
 
 def test_experiment_plot_survives_math_characters_in_names() -> None:
     m = {"values": [1.0, 2.0], "median": 1.5, "ci95": [1.0, 2.0]}
-    plot = experiments_plot([{"iteration": 1, "proposal_id": "A=$1$ {x}_", "verdict": "win", "reference": m,
-                              "candidate": m, "comparison": {"lower_is_better": True}}])  # fmt: skip
+    plot = experiments_plot(
+        [
+            {
+                "iteration": 1,
+                "proposal_id": "A=$1$ {x}_",
+                "verdict": "win",
+                "reference": m,
+                "candidate": m,
+                "comparison": {"lower_is_better": True},
+            }
+        ]
+    )
     assert plot.svg and "$1$" in plot.svg
 
 

@@ -28,10 +28,17 @@ OVERRIDDEN = "key = romio_ds_write value = enable\nkey = romio_ds_read value = d
 
 
 def _hint_proposal(pid: str, hints: dict[str, str]) -> Proposal:
-    return Proposal(id=pid, strategy="l2.romio_cb", strategy_name="collective buffering", layer="L2",
-                    checklist=5, description=f"ROMIO hints {hints}", change=Change(
-                        kind="env", env={"ROMIO_HINTS": f"/run/hints/{pid}.txt", "ROMIO_PRINT_HINTS": "1"},
-                        params=hints))  # fmt: skip
+    return Proposal(
+        id=pid,
+        strategy="l2.romio_cb",
+        strategy_name="collective buffering",
+        layer="L2",
+        checklist=5,
+        description=f"ROMIO hints {hints}",
+        change=Change(
+            kind="env", env={"ROMIO_HINTS": f"/run/hints/{pid}.txt", "ROMIO_PRINT_HINTS": "1"}, params=hints
+        ),
+    )
 
 
 def _arm(workdir: Path, printed: str) -> Path:

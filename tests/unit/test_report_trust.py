@@ -34,9 +34,14 @@ from dftune.tools.trace import analyze
 
 def _series(label: str, scale: float, n: int = 12) -> ProcessSeries:
     starts = [0.25 * i for i in range(n)]
-    return ProcessSeries(label=label, io_time_s=scale, width_s=0.25, starts=starts,
-                         mib_s=[scale * (1 + i % 3) for i in range(n)],
-                         busy_pct=[min(400.0, 30.0 * scale * (1 + i % 2)) for i in range(n)])  # fmt: skip
+    return ProcessSeries(
+        label=label,
+        io_time_s=scale,
+        width_s=0.25,
+        starts=starts,
+        mib_s=[scale * (1 + i % 3) for i in range(n)],
+        busy_pct=[min(400.0, 30.0 * scale * (1 + i % 2)) for i in range(n)],
+    )
 
 
 # --------------------------------------------------------------------------- the overflow check itself
@@ -85,8 +90,11 @@ def test_heatmap_scale_is_0_to_100_percent_and_says_what_passes_it() -> None:
 
 @pytest.fixture(scope="module")
 def unet(shared_traces: Path) -> Any:
-    return analyze([shared_traces / "dlio-unet3d-8ranks-legacy"], views=["file", "proc", "time", "layer"],
-                   time_windows=TIME_WINDOWS)  # fmt: skip
+    return analyze(
+        [shared_traces / "dlio-unet3d-8ranks-legacy"],
+        views=["file", "proc", "time", "layer"],
+        time_windows=TIME_WINDOWS,
+    )
 
 
 def test_dftracer_time_view_has_a_process_heatmap_holding_every_byte_and_second(unet: Any) -> None:

@@ -19,14 +19,43 @@ SUMMARY_RULES = [(rs, r) for rs in RULESETS for r in rs.rules if r.view == "summ
 
 def empty_analysis(**changes: Any) -> Analysis:
     base: dict[str, Any] = dict(
-        files=1, trace_files=["t"], events=0, skipped_lines=0, metadata_lines=0, counter_events=0,
-        aggregated_events=0, formats={}, processes=1, hosts=[], job_time_s=1.0, read=FamilyStats(),
-        write=FamilyStats(), metadata=FamilyStats(), sync=FamilyStats(), io_time_s=0.0, read_time_pct=0.0,
-        write_time_pct=0.0, metadata_time_pct=0.0, small_io_pct=0.0, small_read_pct=0.0, small_write_pct=0.0,
-        seq_pct=0.0, consecutive_pct=0.0, rand_pct=0.0, classified_accesses=0, xfer_size_hist={},
-        unoverlapped_io_time_s=0.0, io_wall_time_s=0.0, io_fraction_of_job=0.0, unoverlapped_io_fraction=0.0,
-        bw_job_mib_s=None, files_accessed=0, imbalance=Imbalance(), shape=Shape(), layers=[],
-    )  # fmt: skip
+        files=1,
+        trace_files=["t"],
+        events=0,
+        skipped_lines=0,
+        metadata_lines=0,
+        counter_events=0,
+        aggregated_events=0,
+        formats={},
+        processes=1,
+        hosts=[],
+        job_time_s=1.0,
+        read=FamilyStats(),
+        write=FamilyStats(),
+        metadata=FamilyStats(),
+        sync=FamilyStats(),
+        io_time_s=0.0,
+        read_time_pct=0.0,
+        write_time_pct=0.0,
+        metadata_time_pct=0.0,
+        small_io_pct=0.0,
+        small_read_pct=0.0,
+        small_write_pct=0.0,
+        seq_pct=0.0,
+        consecutive_pct=0.0,
+        rand_pct=0.0,
+        classified_accesses=0,
+        xfer_size_hist={},
+        unoverlapped_io_time_s=0.0,
+        io_wall_time_s=0.0,
+        io_fraction_of_job=0.0,
+        unoverlapped_io_fraction=0.0,
+        bw_job_mib_s=None,
+        files_accessed=0,
+        imbalance=Imbalance(),
+        shape=Shape(),
+        layers=[],
+    )
     base.update(changes)
     return Analysis(**base)
 
@@ -108,8 +137,14 @@ def test_published_thresholds_are_the_ones_in_the_data() -> None:
 
 
 def test_at_equal_score_where_the_time_goes_leads() -> None:
-    m = dict(BASE, read_time_frac=0.95, read_count=10, misaligned_frac=0.99, misaligned_count=5000,
-             misaligned_time_frac=0.97)  # fmt: skip
+    m = dict(
+        BASE,
+        read_time_frac=0.95,
+        read_count=10,
+        misaligned_frac=0.99,
+        misaligned_count=5000,
+        misaligned_time_frac=0.97,
+    )
     found = evaluate(RULESETS, m)
     assert [f.id for f in found[:2]] == ["T01", "DP07"]  # both score 5; DP07's severity is higher
 
@@ -197,12 +232,17 @@ def test_checklist_has_twelve_categories_and_never_rules_out_before_literature()
     ("text", "needle"),
     [
         ("source = 'x'\nrules = [", "not valid TOML"),
-        ("source='x'\n[[rules]]\nid='W99'\nname='n'\ncategory='nope'\nwhen=[]\nseverity='a'\nmessage='m'\nprovenance='p'",
-         "category"),
-        ("source='x'\n[[rules]]\nid='W99'\nname='n'\ncategory='metadata'\nwhen=[]\nseverity='a'\nmessage='m'\n"
-         "provenance='p'\nextra=1", "extra"),
+        (
+            "source='x'\n[[rules]]\nid='W99'\nname='n'\ncategory='nope'\nwhen=[]\nseverity='a'\nmessage='m'\nprovenance='p'",
+            "category",
+        ),
+        (
+            "source='x'\n[[rules]]\nid='W99'\nname='n'\ncategory='metadata'\nwhen=[]\nseverity='a'\nmessage='m'\n"
+            "provenance='p'\nextra=1",
+            "extra",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_rule_files_name_the_file(tmp_path: Path, text: str, needle: str) -> None:
     (tmp_path / "broken.toml").write_text(text)
     with pytest.raises(RuleError) as info:
@@ -211,8 +251,10 @@ def test_bad_rule_files_name_the_file(tmp_path: Path, text: str, needle: str) ->
 
 
 def test_duplicate_ids_and_unknown_metrics_are_errors(tmp_path: Path) -> None:
-    rule = ("[[rules]]\nid='W01'\nname='n'\ncategory='metadata'\nwhen=[{metric='nope', op='>', value=1}]\n"
-            "severity='nope'\nmessage='m'\nprovenance='p'\n")  # fmt: skip
+    rule = (
+        "[[rules]]\nid='W01'\nname='n'\ncategory='metadata'\nwhen=[{metric='nope', op='>', value=1}]\n"
+        "severity='nope'\nmessage='m'\nprovenance='p'\n"
+    )
     (tmp_path / "a.toml").write_text("source='a'\n" + rule)
     (tmp_path / "b.toml").write_text("source='b'\n" + rule)
     with pytest.raises(RuleError, match="already defined"):
@@ -223,8 +265,20 @@ def test_duplicate_ids_and_unknown_metrics_are_errors(tmp_path: Path) -> None:
 
 
 def test_message_templates_cannot_reach_attributes() -> None:
-    rs = RuleSet(source="x", rules=[Rule(id="X01", name="n", category="metadata", when=[], severity="io_time_s",
-                                          message="{io_time_s.__class__}", provenance="p")])  # fmt: skip
+    rs = RuleSet(
+        source="x",
+        rules=[
+            Rule(
+                id="X01",
+                name="n",
+                category="metadata",
+                when=[],
+                severity="io_time_s",
+                message="{io_time_s.__class__}",
+                provenance="p",
+            )
+        ],
+    )
     with pytest.raises(RuleError):
         evaluate([rs], BASE)
 
@@ -233,8 +287,12 @@ def test_message_templates_cannot_reach_attributes() -> None:
 def test_proc_view_rule_dp17_at_its_edge(seconds: float, fires: bool) -> None:
     from dftune.tools.diagnose.metrics import proc_metrics
 
-    rows = [proc_metrics({"host": "n1", "pid": 1, "rank": 0, "metadata_time_s": seconds, "io_time_s": 40.0}, 100.0),
-            proc_metrics({"host": "n1", "pid": 2, "rank": 1, "metadata_time_s": 1.0, "io_time_s": 2.0}, 100.0)]  # fmt: skip
+    rows = [
+        proc_metrics(
+            {"host": "n1", "pid": 1, "rank": 0, "metadata_time_s": seconds, "io_time_s": 40.0}, 100.0
+        ),
+        proc_metrics({"host": "n1", "pid": 2, "rank": 1, "metadata_time_s": 1.0, "io_time_s": 2.0}, 100.0),
+    ]
     found = {f.id: f for f in evaluate(RULESETS, BASE, {"proc": rows})}
     assert ("DP17" in found) is fires
     if fires:
@@ -246,8 +304,10 @@ def test_proc_view_rule_dp17_at_its_edge(seconds: float, fires: bool) -> None:
 def test_file_view_rule_f01_names_the_files() -> None:
     from dftune.tools.diagnose.metrics import file_metrics
 
-    rows = [file_metrics({"path": "/d/a", "io_time_s": 10.0, "metadata_time_s": 9.0}, 20.0),
-            file_metrics({"path": "/d/b", "io_time_s": 10.0, "metadata_time_s": 1.0}, 20.0)]  # fmt: skip
+    rows = [
+        file_metrics({"path": "/d/a", "io_time_s": 10.0, "metadata_time_s": 9.0}, 20.0),
+        file_metrics({"path": "/d/b", "io_time_s": 10.0, "metadata_time_s": 1.0}, 20.0),
+    ]
     found = {f.id: f for f in evaluate(RULESETS, BASE, {"file": rows})}
     assert "F01" in found and "/d/a" in found["F01"].evidence and "50%" in found["F01"].evidence
 

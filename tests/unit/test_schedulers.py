@@ -33,10 +33,16 @@ PY = sys.executable
 
 
 def test_slurm_script_golden() -> None:
-    launcher = Launcher(kind="slurm", ranks=4, nodes=2, partition="batch", time_limit_min=15,
-                        extra_args=["--exclusive"])  # fmt: skip
-    text = slurm_script(["python", "train.py", "--data", "/d/my data", "it's"], cwd=Path("/w/run"),
-                        log_dir=Path("/w/logs"), label="opt1-r2", launcher=launcher)  # fmt: skip
+    launcher = Launcher(
+        kind="slurm", ranks=4, nodes=2, partition="batch", time_limit_min=15, extra_args=["--exclusive"]
+    )
+    text = slurm_script(
+        ["python", "train.py", "--data", "/d/my data", "it's"],
+        cwd=Path("/w/run"),
+        log_dir=Path("/w/logs"),
+        label="opt1-r2",
+        launcher=launcher,
+    )
     assert text == (
         "#!/bin/bash\n"
         "#SBATCH --job-name=dftune-opt1-r2\n"
@@ -76,15 +82,38 @@ def test_slurm_script_quotes_escapes_and_refuses() -> None:
 
 
 def test_flux_submit_argv_golden() -> None:
-    launcher = Launcher(kind="flux", ranks=8, nodes=2, partition="pbatch", time_limit_min=90,
-                        extra_args=["--exclusive", "--setattr=system.bank=io"])  # fmt: skip
-    argv = flux_submit_argv(["python", "-c", "print(1)"], cwd=Path("/w/run"), log_dir=Path("/w/logs"),
-                            label="base", launcher=launcher)  # fmt: skip
+    launcher = Launcher(
+        kind="flux",
+        ranks=8,
+        nodes=2,
+        partition="pbatch",
+        time_limit_min=90,
+        extra_args=["--exclusive", "--setattr=system.bank=io"],
+    )
+    argv = flux_submit_argv(
+        ["python", "-c", "print(1)"],
+        cwd=Path("/w/run"),
+        log_dir=Path("/w/logs"),
+        label="base",
+        launcher=launcher,
+    )
     assert argv == [
-        "flux", "submit", "--job-name=dftune-base", "--nodes=2", "--ntasks=8", "--time-limit=90m",
-        "--output=/w/logs/base.out", "--error=/w/logs/base.err", "--cwd=/w/run", "--queue=pbatch",
-        "--exclusive", "--setattr=system.bank=io", "python", "-c", "print(1)",
-    ]  # fmt: skip
+        "flux",
+        "submit",
+        "--job-name=dftune-base",
+        "--nodes=2",
+        "--ntasks=8",
+        "--time-limit=90m",
+        "--output=/w/logs/base.out",
+        "--error=/w/logs/base.err",
+        "--cwd=/w/run",
+        "--queue=pbatch",
+        "--exclusive",
+        "--setattr=system.bank=io",
+        "python",
+        "-c",
+        "print(1)",
+    ]
     plain = flux_submit_argv(
         ["a"], cwd=Path("/w"), log_dir=Path("/l"), label="x", launcher=Launcher(kind="flux")
     )
@@ -98,9 +127,15 @@ def test_flux_submit_argv_golden() -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("1234\n", "1234"), ("1234;cluster2\n", "1234"), ("sbatch: warning: x\n77\n", "77"),
-     ("Submitted batch job 12\n", None), ("", None), ("12a\n", None)],
-)  # fmt: skip
+    [
+        ("1234\n", "1234"),
+        ("1234;cluster2\n", "1234"),
+        ("sbatch: warning: x\n77\n", "77"),
+        ("Submitted batch job 12\n", None),
+        ("", None),
+        ("12a\n", None),
+    ],
+)
 def test_parse_sbatch_id(text: str, expected: str | None) -> None:
     assert parse_sbatch_id(text) == expected
 
@@ -114,12 +149,14 @@ def test_parse_sacct_reads_every_line() -> None:
         "\n"
     )
     assert [(r.step, r.state, r.code, r.signal) for r in rows] == [
-        ("", "FAILED", 137, 0), ("batch", "FAILED", 137, 0), ("0", "CANCELLED", 0, 9)
-    ]  # fmt: skip
+        ("", "FAILED", 137, 0),
+        ("batch", "FAILED", 137, 0),
+        ("0", "CANCELLED", 0, 9),
+    ]
     assert rows[0].end is not None and rows[0].start is not None and rows[0].end - rows[0].start == 4
-    assert [(r.state, r.code, r.signal) for r in parse_sacct("1|CANCELLED by 1000|0:15\n2|FAILED+|3:0\n")] == [
-        ("CANCELLED", 0, 15), ("FAILED", 3, 0)
-    ]  # fmt: skip
+    assert [
+        (r.state, r.code, r.signal) for r in parse_sacct("1|CANCELLED by 1000|0:15\n2|FAILED+|3:0\n")
+    ] == [("CANCELLED", 0, 15), ("FAILED", 3, 0)]
     assert parse_sacct("") == [] and parse_sacct("garbage\n") == []
     (running,) = parse_sacct("9|RUNNING||2024-05-01T12:00:00|2024-05-01T12:00:01|Unknown\n")
     assert running.code is None and running.end is None
@@ -137,12 +174,33 @@ def test_parse_scontrol_job() -> None:
 
 
 def test_never_starting_reasons() -> None:
-    for reason in ("PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "JobHeldUser", "JobHeldAdmin",
-                   "DependencyNeverSatisfied", "BadConstraints", "QOSMaxCpuPerJobLimit",
-                   "AssocMaxWallDurationPerJobLimit", "QOSMaxMemoryPerJob", "QOSMinCpuNotSatisfied"):  # fmt: skip
+    for reason in (
+        "PartitionConfig",
+        "PartitionNodeLimit",
+        "PartitionTimeLimit",
+        "JobHeldUser",
+        "JobHeldAdmin",
+        "DependencyNeverSatisfied",
+        "BadConstraints",
+        "QOSMaxCpuPerJobLimit",
+        "AssocMaxWallDurationPerJobLimit",
+        "QOSMaxMemoryPerJob",
+        "QOSMinCpuNotSatisfied",
+    ):
         assert schedulers.slurm_never_starts(reason), reason
-    for reason in ("Resources", "Priority", "None", "Dependency", "ReqNodeNotAvail", "QOSGrpCpuLimit",
-                   "AssocGrpJobsLimit", "QOSMaxJobsPerUserLimit", "BeginTime", "PartitionDown", ""):  # fmt: skip
+    for reason in (
+        "Resources",
+        "Priority",
+        "None",
+        "Dependency",
+        "ReqNodeNotAvail",
+        "QOSGrpCpuLimit",
+        "AssocGrpJobsLimit",
+        "QOSMaxJobsPerUserLimit",
+        "BeginTime",
+        "PartitionDown",
+        "",
+    ):
         assert not schedulers.slurm_never_starts(reason), reason
 
 
@@ -163,19 +221,27 @@ def test_srun_signal_and_program_stderr() -> None:
 
 @pytest.mark.parametrize(
     ("state", "code", "sig", "steps", "stderr", "expected"),
-    [("COMPLETED", 0, 0, [], "", ("ok", 0)),
-     ("FAILED", 3, 0, [], "", ("failed", 3)),
-     ("FAILED", 137, 0, [("batch", "FAILED", 137, 0), ("0", "CANCELLED", 0, 9)], "", ("failed", -9)),
-     ("FAILED", 137, 0, [], "srun: error: vm: task 0: Killed\n", ("failed", -9)),
-     ("FAILED", 137, 0, [], "", ("failed", 137)),
-     ("TIMEOUT", 0, 0, [("batch", "CANCELLED", 0, 15)], "", ("timeout", -15)),
-     ("TIMEOUT", 0, 15, [], "", ("timeout", -15)),
-     ("TIMEOUT", 0, 0, [], "", ("timeout", None)),
-     ("CANCELLED", 0, 15, [], "", ("failed", -15)),
-     ("OUT_OF_MEMORY", 0, 125, [], "", ("failed", -125))],
-)  # fmt: skip
-def test_slurm_outcome(state: str, code: int, sig: int, steps: list[tuple[str, str, int, int]], stderr: str,
-                       expected: tuple[str, int | None]) -> None:  # fmt: skip
+    [
+        ("COMPLETED", 0, 0, [], "", ("ok", 0)),
+        ("FAILED", 3, 0, [], "", ("failed", 3)),
+        ("FAILED", 137, 0, [("batch", "FAILED", 137, 0), ("0", "CANCELLED", 0, 9)], "", ("failed", -9)),
+        ("FAILED", 137, 0, [], "srun: error: vm: task 0: Killed\n", ("failed", -9)),
+        ("FAILED", 137, 0, [], "", ("failed", 137)),
+        ("TIMEOUT", 0, 0, [("batch", "CANCELLED", 0, 15)], "", ("timeout", -15)),
+        ("TIMEOUT", 0, 15, [], "", ("timeout", -15)),
+        ("TIMEOUT", 0, 0, [], "", ("timeout", None)),
+        ("CANCELLED", 0, 15, [], "", ("failed", -15)),
+        ("OUT_OF_MEMORY", 0, 125, [], "", ("failed", -125)),
+    ],
+)
+def test_slurm_outcome(
+    state: str,
+    code: int,
+    sig: int,
+    steps: list[tuple[str, str, int, int]],
+    stderr: str,
+    expected: tuple[str, int | None],
+) -> None:
     rows = [schedulers.SacctRow(step=a, state=b, code=c, signal=d) for a, b, c, d in steps]
     status, exit_code, reason = schedulers.slurm_outcome("7", state, code, sig, rows, stderr, "sacct")
     assert (status, exit_code) == expected, reason

@@ -12,40 +12,89 @@ from dftune.agents.reasoner import RulesReasoner, rank_key
 from dftune.agents.state import Change, Experiment, KbPrior, Measurement, PriorResult, Proposal, TuningState
 from dftune.tools.runner.spec import WorkloadSpec
 
-SPEC = WorkloadSpec.model_validate({
-    "name": "w", "command": ["true"],
-    "knobs": [
-        {"name": "CHUNK", "kind": "env", "values": [4096, 16384, 65536, 262144, 1048576], "default": 16384,
-         "strategy": "l1.larger_requests"},
-        {"name": "ASYNC", "kind": "env", "values": [0, 1], "default": 0, "strategy": "l1.async_checkpoint"},
-        {"name": "MODE", "kind": "env", "values": ["a", "b", "c"], "default": "a", "strategy": "l1.larger_requests"},
-    ],
-})  # fmt: skip
+SPEC = WorkloadSpec.model_validate(
+    {
+        "name": "w",
+        "command": ["true"],
+        "knobs": [
+            {
+                "name": "CHUNK",
+                "kind": "env",
+                "values": [4096, 16384, 65536, 262144, 1048576],
+                "default": 16384,
+                "strategy": "l1.larger_requests",
+            },
+            {
+                "name": "ASYNC",
+                "kind": "env",
+                "values": [0, 1],
+                "default": 0,
+                "strategy": "l1.async_checkpoint",
+            },
+            {
+                "name": "MODE",
+                "kind": "env",
+                "values": ["a", "b", "c"],
+                "default": "a",
+                "strategy": "l1.larger_requests",
+            },
+        ],
+    }
+)
 
 
 def _p(pid: str, settings: dict[str, str], checklist: int = 1, **kw: Any) -> Proposal:
-    return Proposal(id=pid, strategy="l1.larger_requests", strategy_name="s", layer="L1", checklist=checklist,
-                    description=pid, change=Change(kind="knob", settings=settings), **kw)  # fmt: skip
+    return Proposal(
+        id=pid,
+        strategy="l1.larger_requests",
+        strategy_name="s",
+        layer="L1",
+        checklist=checklist,
+        description=pid,
+        change=Change(kind="knob", settings=settings),
+        **kw,
+    )
 
 
 def _m(**settings: Any) -> Measurement:
-    return Measurement(settings=settings, values=[1.0, 1.0, 1.0], median=1.0, ci95=None, ok=3, replicates=3,
-                       traced=False, workdir="/tmp/x")  # fmt: skip
+    return Measurement(
+        settings=settings,
+        values=[1.0, 1.0, 1.0],
+        median=1.0,
+        ci95=None,
+        ok=3,
+        replicates=3,
+        traced=False,
+        workdir="/tmp/x",
+    )
 
 
 def _exp(n: int, pid: str, verdict: str, kept: bool = False) -> Experiment:
-    return Experiment(iteration=n, proposal_id=pid, strategy="l1.larger_requests", reference=_m(),
-                      verdict=verdict, kept=kept)  # type: ignore[arg-type]  # fmt: skip
+    return Experiment(
+        iteration=n,
+        proposal_id=pid,
+        strategy="l1.larger_requests",
+        reference=_m(),
+        verdict=verdict,
+        kept=kept,
+    )  # type: ignore[arg-type]
 
 
 def _chunks(**status: str) -> list[Proposal]:
-    return [_p(f"CHUNK={v}", {"CHUNK": str(v)}, status=status.get(f"c{v}", "proposed"))  # type: ignore[arg-type]
-            for v in (4096, 65536, 262144, 1048576)]  # fmt: skip
+    return [
+        _p(f"CHUNK={v}", {"CHUNK": str(v)}, status=status.get(f"c{v}", "proposed"))  # type: ignore[arg-type]
+        for v in (4096, 65536, 262144, 1048576)
+    ]
 
 
 def _state(proposals: list[Proposal], experiments: list[Experiment] = (), **incumbent: Any) -> TuningState:  # type: ignore[assignment]
-    return TuningState(run_id="r", spec_path="/x", proposals=proposals, experiments=list(experiments),
-                       incumbent=_m(**incumbent))  # fmt: skip
+    return TuningState(
+        run_id="r",
+        spec_path="/x",
+        proposals=proposals,
+        experiments=list(experiments),
+        incumbent=_m(**incumbent),
+    )
 
 
 def _ids(ps: list[Proposal]) -> list[str]:
@@ -88,9 +137,19 @@ def test_a_guard_refusal_closes_its_direction_too() -> None:
 
 
 def test_unordered_knobs_and_other_proposals_are_not_gated() -> None:
-    ps = [_p("MODE=b", {"MODE": "b"}), _p("MODE=c", {"MODE": "c"}),
-          Proposal(id="env", strategy="l2.x", strategy_name="x", layer="L2", checklist=11, description="",
-                   change=Change(kind="env", env={"X": "1"}))]  # fmt: skip
+    ps = [
+        _p("MODE=b", {"MODE": "b"}),
+        _p("MODE=c", {"MODE": "c"}),
+        Proposal(
+            id="env",
+            strategy="l2.x",
+            strategy_name="x",
+            layer="L2",
+            checklist=11,
+            description="",
+            change=Change(kind="env", env={"X": "1"}),
+        ),
+    ]
     assert _ids(searchable(ps, _state(ps), SPEC)) == ["MODE=b", "MODE=c", "env"]
 
 
@@ -98,8 +157,14 @@ def test_interacting_no_gain_proposals_come_back_after_a_kept_change() -> None:
     asyncw = _p("ASYNC=1", {"ASYNC": "1"}, checklist=4, status="measured")
     other = _p("MODE=b", {"MODE": "b"}, checklist=9, status="measured")
     buf = _p("CHUNK=1048576", {"CHUNK": "1048576"}, checklist=1, status="measured")
-    state = _state([asyncw, other, buf], [_exp(1, "ASYNC=1", "no_change"), _exp(2, "MODE=b", "no_change"),
-                                          _exp(3, "CHUNK=1048576", "win", kept=True)])  # fmt: skip
+    state = _state(
+        [asyncw, other, buf],
+        [
+            _exp(1, "ASYNC=1", "no_change"),
+            _exp(2, "MODE=b", "no_change"),
+            _exp(3, "CHUNK=1048576", "win", kept=True),
+        ],
+    )
     back = reopened(state)
     assert [p.id for p in back] == ["ASYNC=1@opt3"]
     assert back[0].status == "proposed" and back[0].retry_of == "ASYNC=1"
@@ -126,8 +191,19 @@ def _prior(verdict: str, pct: float | None, incumbent: dict[str, Any] | None = N
     change = {"settings": {"CHUNK": "65536"}, "env": {}, "argv": []}
     if incumbent is not None:
         change["incumbent"] = {"settings": incumbent, "env": {}}
-    return KbPrior(records=[PriorResult(id=7, strategy="l1.larger_requests", verdict=verdict, scope="workload",
-                                        change_pct=pct, run_id="earlier", change=change)])  # fmt: skip
+    return KbPrior(
+        records=[
+            PriorResult(
+                id=7,
+                strategy="l1.larger_requests",
+                verdict=verdict,
+                scope="workload",
+                change_pct=pct,
+                run_id="earlier",
+                change=change,
+            )
+        ]
+    )
 
 
 def test_a_known_win_takes_the_kb_number_and_goes_first() -> None:
@@ -144,8 +220,9 @@ def test_a_known_no_gain_is_not_retried_against_the_same_incumbent() -> None:
 
 
 def test_a_known_no_gain_is_retried_against_another_incumbent_or_when_asked() -> None:
-    other = apply_prior(_p("CHUNK=65536", {"CHUNK": "65536"}), _prior("no_change", 0.4), _m(ASYNC="1"),
-                        retry_known=False)  # fmt: skip
+    other = apply_prior(
+        _p("CHUNK=65536", {"CHUNK": "65536"}), _prior("no_change", 0.4), _m(ASYNC="1"), retry_known=False
+    )
     assert other.status == "proposed" and "another incumbent" in other.impact_reason
     asked = apply_prior(
         _p("CHUNK=65536", {"CHUNK": "65536"}), _prior("no_change", 0.4), _m(), retry_known=True
@@ -175,8 +252,9 @@ def test_when_every_direction_is_closed_nothing_is_searchable_and_choose_ends_th
     ps = [*_chunks(c65536="measured", c4096="measured"), _p("CHUNK=1024", {"CHUNK": "1024"})]
     ps = [p.model_copy(update={"status": "proposed"}) if p.id == "CHUNK=1024" else p for p in ps]
     state = _state(ps, [_exp(1, "CHUNK=65536", "regression"), _exp(2, "CHUNK=4096", "rejected")])
-    spec = SPEC.model_copy(update={"knobs": [SPEC.knobs[0].model_copy(
-        update={"values": [1024, *SPEC.knobs[0].values]})]})  # fmt: skip
+    spec = SPEC.model_copy(
+        update={"knobs": [SPEC.knobs[0].model_copy(update={"values": [1024, *SPEC.knobs[0].values]})]}
+    )
     assert searchable([p for p in ps if p.status == "proposed"], state, spec) == []
     ctx = Context(spec=spec, workspace=Workspace(tmp_path))
     update = choose(state, SimpleNamespace(context=ctx))  # type: ignore[arg-type]

@@ -28,8 +28,20 @@ def test_credential_variables_are_recognized(name: str) -> None:
     assert is_secret(name, SECRETS[name])
 
 
-@pytest.mark.parametrize("name", ["PATH", "HOME", "LD_LIBRARY_PATH", "TOKENIZERS_PARALLELISM", "KEYBOARD",
-                                  "OMP_NUM_THREADS", "DFTUNE_OPENAI_BASE_URL", "HTTPS_PROXY", "SLURM_JOB_ID"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name",
+    [
+        "PATH",
+        "HOME",
+        "LD_LIBRARY_PATH",
+        "TOKENIZERS_PARALLELISM",
+        "KEYBOARD",
+        "OMP_NUM_THREADS",
+        "DFTUNE_OPENAI_BASE_URL",
+        "HTTPS_PROXY",
+        "SLURM_JOB_ID",
+    ],
+)
 def test_ordinary_variables_are_not(name: str) -> None:
     assert not is_secret(name, "http://proxy.local:3128" if "PROXY" in name else "1")
 
@@ -52,8 +64,11 @@ def _envdump(tmp_path: Path, extra: str = "") -> Path:
         "import os\nfor k, v in sorted(os.environ.items()):\n    print(f'{k}={v}')\n"
     )
     spec = tmp_path / "workload.toml"
-    spec.write_text('name = "envdump"\ncommand = ["{python}", "dump.py"]\nreplicates = 3\n' + extra
-                    + '[metric]\nkind = "wall_time"\n[tracing]\nmode = "off"\n')  # fmt: skip
+    spec.write_text(
+        'name = "envdump"\ncommand = ["{python}", "dump.py"]\nreplicates = 3\n'
+        + extra
+        + '[metric]\nkind = "wall_time"\n[tracing]\nmode = "off"\n'
+    )
     return spec
 
 

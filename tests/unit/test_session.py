@@ -157,9 +157,26 @@ def test_new_run_id_sortable_unique_and_used_when_none(ws: Workspace) -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ["", "..", "../x", "a/../b", "x/..", "/abs", "/etc/passwd", "a/b", "a\\b", ".hidden", "-rf", "a..b",
-     "a" * 129, "sp ace", "nul\x00", "tab\t", "é"],
-)  # fmt: skip
+    [
+        "",
+        "..",
+        "../x",
+        "a/../b",
+        "x/..",
+        "/abs",
+        "/etc/passwd",
+        "a/b",
+        "a\\b",
+        ".hidden",
+        "-rf",
+        "a..b",
+        "a" * 129,
+        "sp ace",
+        "nul\x00",
+        "tab\t",
+        "é",
+    ],
+)
 def test_run_id_safety(ws: Workspace, bad: str) -> None:
     before = _tree(ws.root.parent)
     with pytest.raises(InvalidRunId):

@@ -108,12 +108,16 @@ strategy = "l1.write_buffering"
     ("text", "needle"),
     [
         (PATCHED, "patches.buffered.file: fix.diff is not a file"),
-        (PATCHED.replace("fix.diff", "ok.diff").replace("l1.write_buffering", "l1.nope"),
-         "patches.buffered.strategy: 'l1.nope' is not in the strategy catalog"),
-        (PATCHED.replace("fix.diff", "ok.diff") + PATCHED.replace("fix.diff", "ok.diff").split(GOOD)[1],
-         "names must be unique"),
+        (
+            PATCHED.replace("fix.diff", "ok.diff").replace("l1.write_buffering", "l1.nope"),
+            "patches.buffered.strategy: 'l1.nope' is not in the strategy catalog",
+        ),
+        (
+            PATCHED.replace("fix.diff", "ok.diff") + PATCHED.replace("fix.diff", "ok.diff").split(GOOD)[1],
+            "names must be unique",
+        ),
     ],
-)  # fmt: skip
+)
 def test_patches_name_their_file_and_strategy(tmp_path: Path, text: str, needle: str) -> None:
     (tmp_path / "ok.diff").write_text("--- a/x\n+++ b/x\n")
     with pytest.raises(SpecError) as err:

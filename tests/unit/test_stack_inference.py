@@ -37,8 +37,9 @@ def _script(tmp_path: Path, name: str, text: str) -> Path:
 
 def _trace(paths: list[str] = (), ranks: bool = False) -> SimpleNamespace:  # type: ignore[assignment]
     proc = [{"cmd": "prog", "rank": 0 if ranks else None}]
-    return SimpleNamespace(views={"file": {"rows": [{"path": p} for p in paths]}, "proc": {"rows": proc}},
-                           app_events=[])  # fmt: skip
+    return SimpleNamespace(
+        views={"file": {"rows": [{"path": p} for p in paths]}, "proc": {"rows": proc}}, app_events=[]
+    )
 
 
 def test_mpi4py_program_under_mpirun_is_mpiio_on_romio(tmp_path: Path) -> None:
@@ -81,8 +82,11 @@ def test_open_mpi_is_not_offered_rom_io_hint_files(tmp_path: Path) -> None:
 
 def test_hdf5_and_frameworks_from_imports_and_the_trace(tmp_path: Path) -> None:
     _script(tmp_path, "train.py", "import h5py\nimport torch\n")
-    s = infer_stack(["python", "train.py"], cwd=tmp_path,
-                    analysis=_trace(["/venv/lib/python3.11/site-packages/tensorflow/__init__.py"]))  # fmt: skip
+    s = infer_stack(
+        ["python", "train.py"],
+        cwd=tmp_path,
+        analysis=_trace(["/venv/lib/python3.11/site-packages/tensorflow/__init__.py"]),
+    )
     assert s.hdf5 and s.frameworks == ["pytorch", "tensorflow"] and not s.mpi
     assert s.software() == ["hdf5", "posix", "pytorch", "tensorflow"]
 
@@ -124,8 +128,10 @@ def test_hint_proposals_in_the_form_the_program_reads(tmp_path: Path) -> None:
     plain = hint_proposals(cat, ["mpi", "mpi-io", "posix", "romio"], 2, tmp_path)
     first = plain[0]
     assert first.id == "romio-romio_cb_write=disable-romio_cb_read=disable" and first.layer == "L2"
-    assert first.change.kind == "env" and first.change.params == {"romio_cb_write": "disable",
-                                                                  "romio_cb_read": "disable"}  # fmt: skip
+    assert first.change.kind == "env" and first.change.params == {
+        "romio_cb_write": "disable",
+        "romio_cb_read": "disable",
+    }
     assert set(first.change.env) == {"ROMIO_HINTS", "ROMIO_PRINT_HINTS"}
     assert (
         Path(first.change.env["ROMIO_HINTS"]).read_text() == "romio_cb_write disable\nromio_cb_read disable\n"
@@ -147,9 +153,19 @@ def test_an_overridden_hint_is_not_counted(tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "r0.out").write_text(PRINTED)
     (tmp_path / "logs" / "warmup.out").write_text("key = romio_cb_read value = enable\n")  # not a replicate
-    p = Proposal(id="romio-x", strategy="l2.romio_cb", strategy_name="cb", layer="L2", checklist=7, description="",
-                 change=Change(kind="env", env={"ROMIO_HINTS": "/h.txt"},
-                               params={"romio_cb_write": "disable", "romio_cb_read": "disable"}))  # fmt: skip
+    p = Proposal(
+        id="romio-x",
+        strategy="l2.romio_cb",
+        strategy_name="cb",
+        layer="L2",
+        checklist=7,
+        description="",
+        change=Change(
+            kind="env",
+            env={"ROMIO_HINTS": "/h.txt"},
+            params={"romio_cb_write": "disable", "romio_cb_read": "disable"},
+        ),
+    )
     why, shown = override_check(p, tmp_path)
     assert why is not None and "romio_cb_write: asked disable, in effect enable" in why
     assert "romio_cb_read" not in why and shown == "romio_cb_write=disable|enable, romio_cb_read=disable"
@@ -165,9 +181,20 @@ def test_a_knob_of_the_spec_takes_the_place_of_the_hint_set_of_its_strategy(tmp_
     from dftune.agents.optimizer.plan import plan_proposals
 
     cat = default_catalog()
-    spec = WorkloadSpec(name="w", command=["./a.out", "--ds", "{DS}"], launcher={"kind": "mpirun", "ranks": 2},
-                        knobs=[{"name": "DS", "kind": "arg", "values": ["automatic", "disable"],
-                                "default": "automatic", "strategy": "l2.romio_ds"}])  # fmt: skip
+    spec = WorkloadSpec(
+        name="w",
+        command=["./a.out", "--ds", "{DS}"],
+        launcher={"kind": "mpirun", "ranks": 2},
+        knobs=[
+            {
+                "name": "DS",
+                "kind": "arg",
+                "values": ["automatic", "disable"],
+                "default": "automatic",
+                "strategy": "l2.romio_ds",
+            }
+        ],
+    )
     stack = hint_proposals(cat, ["mpi-io", "romio"], ranks_of(spec), tmp_path)
     out = plan_proposals(spec, None, cat, {}, ["mpi-io", "romio"], stack)
     assert out[0].id == "DS=disable"  # the user's lever first

@@ -18,8 +18,14 @@ def test_every_state_and_kb_model_shares_the_strict_base() -> None:
     import dftune.agents.state as state
     import dftune.tools.kb.models as kb
 
-    models = [v for mod in (state, kb) for v in vars(mod).values()
-              if isinstance(v, type) and issubclass(v, __import__("pydantic").BaseModel) and v.__module__ == mod.__name__]  # fmt: skip
+    models = [
+        v
+        for mod in (state, kb)
+        for v in vars(mod).values()
+        if isinstance(v, type)
+        and issubclass(v, __import__("pydantic").BaseModel)
+        and v.__module__ == mod.__name__
+    ]
     assert models and all(issubclass(m, StrictModel) for m in models), [
         m for m in models if not issubclass(m, StrictModel)
     ]
@@ -27,8 +33,16 @@ def test_every_state_and_kb_model_shares_the_strict_base() -> None:
 
 
 def _experiment() -> Experiment:
-    ref = Measurement(settings={}, values=[1.0, 1.0, 1.0], median=1.0, ci95=None, ok=3, replicates=3, traced=False,
-                      workdir="/tmp/x")  # fmt: skip
+    ref = Measurement(
+        settings={},
+        values=[1.0, 1.0, 1.0],
+        median=1.0,
+        ci95=None,
+        ok=3,
+        replicates=3,
+        traced=False,
+        workdir="/tmp/x",
+    )
     return Experiment(iteration=1, proposal_id="p", strategy="l1.write_buffering", reference=ref)
 
 

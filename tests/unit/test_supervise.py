@@ -59,8 +59,13 @@ def wait_for(path: Path, timeout: float = 20.0) -> str:
 def test_a_grandchild_is_gone_when_run_process_returns(tmp_path: Path, setsid: bool) -> None:
     rec = tmp_path / "pids"
     with supervise.supervised("unit-test"):
-        r = run_process(grandchild_program(rec, setsid, 0.3), cwd=tmp_path, env=ENV, timeout_s=30,
-                        log_dir=tmp_path / "logs")  # fmt: skip
+        r = run_process(
+            grandchild_program(rec, setsid, 0.3),
+            cwd=tmp_path,
+            env=ENV,
+            timeout_s=30,
+            log_dir=tmp_path / "logs",
+        )
     assert r.status == "ok", r.stderr_tail
     _main, gc = (int(x) for x in rec.read_text().split())
     assert wait_gone(gc, 2.0), "the grandchild outlived the workload"
@@ -70,8 +75,9 @@ def test_a_grandchild_is_gone_when_run_process_returns(tmp_path: Path, setsid: b
 def test_a_setsid_grandchild_is_caught_by_its_tag_without_the_subreaper(tmp_path: Path) -> None:
     rec = tmp_path / "pids"
     assert not supervise.is_subreaper()
-    r = run_process(grandchild_program(rec, True, 0.3), cwd=tmp_path, env=ENV, timeout_s=30,
-                    log_dir=tmp_path / "logs")  # fmt: skip
+    r = run_process(
+        grandchild_program(rec, True, 0.3), cwd=tmp_path, env=ENV, timeout_s=30, log_dir=tmp_path / "logs"
+    )
     gc = int(rec.read_text().split()[1])
     assert wait_gone(gc, 2.0) and r.leftovers
 
@@ -79,8 +85,9 @@ def test_a_setsid_grandchild_is_caught_by_its_tag_without_the_subreaper(tmp_path
 def test_wall_time_stops_when_the_program_exits_not_after_the_cleanup(tmp_path: Path) -> None:
     """Killing a leftover group (up to 0.5 s of grace) is not part of the measured time."""
     rec = tmp_path / "pids"
-    r = run_process(grandchild_program(rec, False, 0.0), cwd=tmp_path, env=ENV, timeout_s=30,
-                    log_dir=tmp_path / "logs")  # fmt: skip
+    r = run_process(
+        grandchild_program(rec, False, 0.0), cwd=tmp_path, env=ENV, timeout_s=30, log_dir=tmp_path / "logs"
+    )
     assert r.status == "ok" and r.wall_s < 2.0
 
 
@@ -103,8 +110,13 @@ DRIVER = textwrap.dedent("""
 def start_driver(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path]:
     rec, ledger = tmp_path / "pids", tmp_path / supervise.LEDGER_FILE
     program = json.dumps(grandchild_program(rec, True, 120))
-    proc = subprocess.Popen([sys.executable, "-c", DRIVER, program, str(ledger)], text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, program, str(ledger)],
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+    )
     return proc, rec, ledger
 
 
@@ -164,15 +176,27 @@ def test_drivers_in_two_threads_keep_their_own_programs(tmp_path: Path) -> None:
     def long_run() -> None:
         with supervise.supervised("run-a", tmp_path / "a.json"):
             long_started.set()
-            results["a"] = run_process([sys.executable, "-c", "import time; time.sleep(3)"], cwd=tmp_path,
-                                       env=ENV, timeout_s=30, log_dir=tmp_path / "a", label="long")  # fmt: skip
+            results["a"] = run_process(
+                [sys.executable, "-c", "import time; time.sleep(3)"],
+                cwd=tmp_path,
+                env=ENV,
+                timeout_s=30,
+                log_dir=tmp_path / "a",
+                label="long",
+            )
 
     def short_runs() -> None:
         long_started.wait(10)
         with supervise.supervised("run-b", tmp_path / "b.json"):
             for i in range(20):  # each ends with a sweep that looks for orphans of this process
-                run_process([sys.executable, "-c", "pass"], cwd=tmp_path, env=ENV, timeout_s=30,
-                            log_dir=tmp_path / "b", label=f"short{i}")  # fmt: skip
+                run_process(
+                    [sys.executable, "-c", "pass"],
+                    cwd=tmp_path,
+                    env=ENV,
+                    timeout_s=30,
+                    log_dir=tmp_path / "b",
+                    label=f"short{i}",
+                )
             seen = json.loads((tmp_path / "a.json").read_text()) if (tmp_path / "a.json").exists() else []
             results["a_ledger_during_b"] = seen
         # run-b ended (its supervision exited) while run-a's program still runs
@@ -184,5 +208,7 @@ def test_drivers_in_two_threads_keep_their_own_programs(tmp_path: Path) -> None:
         t.join(60)
     a = results["a"]
     assert a.status == "ok", a  # type: ignore[attr-defined]
-    assert all("long" in str(e.get("argv0", "")) or e.get("tag", "").startswith("run-a/")
-               for e in results["a_ledger_during_b"])  # type: ignore[union-attr]  # fmt: skip
+    assert all(
+        "long" in str(e.get("argv0", "")) or e.get("tag", "").startswith("run-a/")
+        for e in results["a_ledger_during_b"]
+    )  # type: ignore[union-attr]

@@ -24,8 +24,17 @@ SIZE = 4096
 
 
 def event(i: int, **over: object) -> dict[str, object]:
-    e: dict[str, object] = {"id": i, "name": "read", "cat": "POSIX", "pid": 7, "tid": 7, "ts": 1000 + 10 * i,
-                            "dur": 5, "ph": "X", "args": {"fhash": "fh", "hhash": "hh", "ret": SIZE, "size": SIZE}}  # fmt: skip
+    e: dict[str, object] = {
+        "id": i,
+        "name": "read",
+        "cat": "POSIX",
+        "pid": 7,
+        "tid": 7,
+        "ts": 1000 + 10 * i,
+        "dur": 5,
+        "ph": "X",
+        "args": {"fhash": "fh", "hhash": "hh", "ret": SIZE, "size": SIZE},
+    }
     for key, value in over.items():
         if key.startswith("a_"):
             e["args"][key[2:]] = value  # type: ignore[index]
@@ -36,8 +45,15 @@ def event(i: int, **over: object) -> dict[str, object]:
 
 def trace(path: Path, bad_line: str) -> Path:
     """GOOD good reads, then ``bad_line`` as line GOOD + 3 (after '[' and the file-hash line)."""
-    meta = {"id": 0, "name": "FH", "cat": "dftracer", "pid": 7, "tid": 7, "ph": "M",
-            "args": {"name": "/data/f", "value": "fh"}}  # fmt: skip
+    meta = {
+        "id": 0,
+        "name": "FH",
+        "cat": "dftracer",
+        "pid": 7,
+        "tid": 7,
+        "ph": "M",
+        "args": {"name": "/data/f", "value": "fh"},
+    }
     lines = ["[", json.dumps(meta), *(json.dumps(event(i)) for i in range(1, GOOD + 1)), bad_line]
     path.write_text("\n".join(lines) + "\n")
     return path

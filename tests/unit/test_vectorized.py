@@ -33,11 +33,16 @@ def test_open_then_reads_are_consecutive_after_the_first() -> None:
 
 
 def test_lseek_backwards_is_random_and_forward_gap_is_sequential_not_consecutive() -> None:
-    res = run([
-        (1, 0, T, U, U, 0), (1, 1, S, 100, U, U),
-        (1, 2, T, U, U, 500), (1, 3, S, 10, U, U),   # gap forward: sequential
-        (1, 4, T, U, U, 0), (1, 5, S, 10, U, U),     # back to 0: random
-    ])  # fmt: skip
+    res = run(
+        [
+            (1, 0, T, U, U, 0),
+            (1, 1, S, 100, U, U),
+            (1, 2, T, U, U, 500),
+            (1, 3, S, 10, U, U),  # gap forward: sequential
+            (1, 4, T, U, U, 0),
+            (1, 5, S, 10, U, U),  # back to 0: random
+        ]
+    )
     assert list(res.start[[1, 3, 5]]) == [0, 500, 0]
     assert labels(res)[3] == "S" and labels(res)[5] == "R"
 
@@ -118,10 +123,13 @@ def test_chunking_never_changes_the_classification(monkeypatch: pytest.MonkeyPat
     rng = np.random.default_rng(1)
     n = 20_000
     args = (
-        rng.integers(0, 300, n).astype(np.uint64), rng.integers(0, 5000, n).astype(np.int64),
-        rng.choice([0, 1, 2, 3], n).astype(np.int8), rng.choice([-1, 0, 10, 4096], n).astype(np.int64),
-        rng.integers(-1, 10_000, n).astype(np.int64), rng.choice([-1, 0, 100, 5000], n).astype(np.int64),
-    )  # fmt: skip
+        rng.integers(0, 300, n).astype(np.uint64),
+        rng.integers(0, 5000, n).astype(np.int64),
+        rng.choice([0, 1, 2, 3], n).astype(np.int8),
+        rng.choice([-1, 0, 10, 4096], n).astype(np.int64),
+        rng.integers(-1, 10_000, n).astype(np.int64),
+        rng.choice([-1, 0, 100, 5000], n).astype(np.int64),
+    )
     monkeypatch.setattr(V, "CHUNK", 1 << 30)
     whole = V.classify_accesses(*args)
     monkeypatch.setattr(V, "CHUNK", 7)

@@ -18,8 +18,13 @@ def _g(guard: Any, passed: bool, verdict: Any = None, triggered: bool = False) -
     return GuardDecision(guard=guard, passed=passed, verdict=verdict, guard_triggered=triggered, reason=guard)
 
 
-NUMBERS: dict[str, Any] = {"metric": "t", "before": 10.0, "after": 7.0, "lower_is_better": True,
-                           "comparison": compare(BASE, [v * 0.7 for v in BASE])}  # fmt: skip
+NUMBERS: dict[str, Any] = {
+    "metric": "t",
+    "before": 10.0,
+    "after": 7.0,
+    "lower_is_better": True,
+    "comparison": compare(BASE, [v * 0.7 for v in BASE]),
+}
 
 
 def test_a_rejecting_guard_beats_a_missing_citation_and_a_big_win() -> None:
@@ -45,8 +50,14 @@ def test_a_guard_that_did_not_run_does_not_decide() -> None:
 )
 def test_the_numbers_decide_when_every_guard_passed(factor: float, verdict: str) -> None:
     cand = [v * factor for v in BASE]
-    d = decide([_g("citation", True)], metric="t", before=10.0, after=10.0 * factor, lower_is_better=True,
-               comparison=compare(BASE, cand))  # fmt: skip
+    d = decide(
+        [_g("citation", True)],
+        metric="t",
+        before=10.0,
+        after=10.0 * factor,
+        lower_is_better=True,
+        comparison=compare(BASE, cand),
+    )
     assert d.verdict == verdict
     assert d.change_pct == pytest.approx(100 * (1 - factor))
 
@@ -54,18 +65,51 @@ def test_the_numbers_decide_when_every_guard_passed(factor: float, verdict: str)
 def test_an_app_record_with_a_system_effect_gets_the_same_verdict_as_its_system_record() -> None:
     """3% slower within the noise, but the trace bandwidth moved: both records say regression."""
     slower = [10.3, 10.0, 10.6, 10.1, 10.5]
-    common = {"run_id": "r", "iteration": 1, "system": "h", "workload": "w", "software": "posix",
-              "strategy": "l1.dataloader_workers", "metric": "wall_time_s"}  # fmt: skip
-    app = opt_kb_record({**common, "comparison": compare(BASE, slower), "system_metric": "bw",
-                         "system_before": 100.0, "system_after": 130.0})  # fmt: skip
-    system = opt_kb_record({**common, "metric": "bw", "metric_scope": "system", "lower_is_better": False,
-                            "before": 100.0, "after": 130.0, "app_metric": "wall_time_s", "app_before": 10.0,
-                            "app_after": 10.3})  # fmt: skip
+    common = {
+        "run_id": "r",
+        "iteration": 1,
+        "system": "h",
+        "workload": "w",
+        "software": "posix",
+        "strategy": "l1.dataloader_workers",
+        "metric": "wall_time_s",
+    }
+    app = opt_kb_record(
+        {
+            **common,
+            "comparison": compare(BASE, slower),
+            "system_metric": "bw",
+            "system_before": 100.0,
+            "system_after": 130.0,
+        }
+    )
+    system = opt_kb_record(
+        {
+            **common,
+            "metric": "bw",
+            "metric_scope": "system",
+            "lower_is_better": False,
+            "before": 100.0,
+            "after": 130.0,
+            "app_metric": "wall_time_s",
+            "app_before": 10.0,
+            "app_after": 10.3,
+        }
+    )
     assert app.verdict == system.verdict == "regression"
     assert app.guard_triggered and system.guard_triggered
 
 
 def test_a_system_effect_without_the_records_own_numbers_is_refused() -> None:
     with pytest.raises(ValueError, match="own before and after"):
-        opt_kb_record({"system": "h", "workload": "w", "strategy": "l1.dataloader_workers", "metric": "t",
-                       "system_metric": "bw", "system_before": 1.0, "system_after": 2.0})  # fmt: skip
+        opt_kb_record(
+            {
+                "system": "h",
+                "workload": "w",
+                "strategy": "l1.dataloader_workers",
+                "metric": "t",
+                "system_metric": "bw",
+                "system_before": 1.0,
+                "system_after": 2.0,
+            }
+        )

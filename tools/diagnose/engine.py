@@ -149,8 +149,11 @@ def choose_metric(scores: dict[str, int], table: dict[str, Any] | None = None) -
         return MetricChoice(metric=t["multiple"], rationale=t["multiple_rationale"], dominant=dominant)
     if len(picked) == 1:
         metric, choice = next(iter(picked.items()))
-        return MetricChoice(metric=metric, rationale=f"{', '.join(dominant)} score >= {t['dominant_score']}: "
-                            f"{choice['rationale']}", dominant=dominant)  # fmt: skip
+        return MetricChoice(
+            metric=metric,
+            rationale=f"{', '.join(dominant)} score >= {t['dominant_score']}: {choice['rationale']}",
+            dominant=dominant,
+        )
     return MetricChoice(metric=t["default"], rationale=t["fallback_rationale"], dominant=[])
 
 
@@ -185,8 +188,10 @@ def gate(
     if apart_s and life:
         whose += f", start-up and system file I/O ({apart_s:.3g} s) set apart"
     if frac < floor and slowest is not None and slowest >= floor:
-        reason = (f"I/O is {frac:.1%} of process time on average but {slowest:.1%} of the job time for the slowest "
-                  f"rank (Darshan agg_time_by_slowest), which the job waits for; {t['reasons'].get(shape, '')}")  # fmt: skip
+        reason = (
+            f"I/O is {frac:.1%} of process time on average but {slowest:.1%} of the job time for the slowest "
+            f"rank (Darshan agg_time_by_slowest), which the job waits for; {t['reasons'].get(shape, '')}"
+        )
     elif frac >= floor:
         reason = f"I/O is {frac:.1%} of {whose} (>= {floor:.0%}); {t['reasons'].get(shape, '')}"
     elif unseen is not None:
@@ -202,8 +207,15 @@ def gate(
             f"I/O is only {frac:.2%} of {whose} (< {floor:.0%}): even removing it all would save at most that, "
             f"and no time the trace cannot see reaches {floor:.0%} ({checked}); {t['reasons'].get(shape, '')}"
         )
-    return Gate(worth_tuning=worth, io_fraction=round(frac, 6), min_io_fraction=floor, shape=shape,
-                allowed_layers=layers, reason=reason, possibly_io=possibly)  # fmt: skip
+    return Gate(
+        worth_tuning=worth,
+        io_fraction=round(frac, 6),
+        min_io_fraction=floor,
+        shape=shape,
+        allowed_layers=layers,
+        reason=reason,
+        possibly_io=possibly,
+    )
 
 
 def possibly_io(
@@ -349,8 +361,11 @@ def _checklist(bottlenecks: list[Bottleneck]) -> list[ChecklistEntry]:
             reason = (
                 "no diagnosed bottleneck maps to it; it stays open until the literature search has run for it"
             )
-        entries.append(ChecklistEntry(number=number, category=name, verdict="applicable_not_measured", reason=reason,
-                                      strategies=ids))  # fmt: skip
+        entries.append(
+            ChecklistEntry(
+                number=number, category=name, verdict="applicable_not_measured", reason=reason, strategies=ids
+            )
+        )
     return entries
 
 
@@ -409,17 +424,32 @@ def diagnose_analysis(
         scores[b.category] = max(scores[b.category], b.score)
     warnings = [fs.warning for fs in fs_list if fs.warning]
     if not fs_list:
-        warnings.append("no --data-dir given: the filesystem of the dataset is unknown, so FS-specific (L3) "
-                        "strategies are not offered")  # fmt: skip
+        warnings.append(
+            "no --data-dir given: the filesystem of the dataset is unknown, so FS-specific (L3) "
+            "strategies are not offered"
+        )
     return Diagnosis(
         schema_=SCHEMA,
-        trace_files=analysis.files, events=analysis.events, bottlenecks=bottlenecks, category_scores=scores,
-        metric=choose_metric(scores), fs_type=fs_type, data_dirs=fs_list, io_fraction=g.io_fraction,
-        shape=shape.kind, shape_reason=shape.reason, worth_tuning=g.worth_tuning, gate=g,
-        checklist=_checklist(bottlenecks), app_processes=analysis.app_processes,
-        helper_processes=list(analysis.helper_processes), run=analysis.run, warnings=warnings + list(analysis.warnings),
-        set_apart=apart, notes=describe(apart) + [n for n in [unattributed(everything, analysis)] if n],
-    )  # fmt: skip
+        trace_files=analysis.files,
+        events=analysis.events,
+        bottlenecks=bottlenecks,
+        category_scores=scores,
+        metric=choose_metric(scores),
+        fs_type=fs_type,
+        data_dirs=fs_list,
+        io_fraction=g.io_fraction,
+        shape=shape.kind,
+        shape_reason=shape.reason,
+        worth_tuning=g.worth_tuning,
+        gate=g,
+        checklist=_checklist(bottlenecks),
+        app_processes=analysis.app_processes,
+        helper_processes=list(analysis.helper_processes),
+        run=analysis.run,
+        warnings=warnings + list(analysis.warnings),
+        set_apart=apart,
+        notes=describe(apart) + [n for n in [unattributed(everything, analysis)] if n],
+    )
 
 
 def diagnose(

@@ -154,8 +154,11 @@ def proc_metrics(row: dict[str, Any], total_io_time_s: float) -> dict[str, Any]:
 
 def layer_metrics(layer: dict[str, Any]) -> dict[str, Any]:
     """Metrics of one application category (layer view): its share of all process time."""
-    return {**layer, "cat_lower": str(layer.get("cat", "")).lower(),
-            "share_of_process_time": float(layer.get("share_of_job_pct") or 0.0) / 100.0}  # fmt: skip
+    return {
+        **layer,
+        "cat_lower": str(layer.get("cat", "")).lower(),
+        "share_of_process_time": float(layer.get("share_of_job_pct") or 0.0) / 100.0,
+    }
 
 
 def time_metrics(row: dict[str, Any], total_io_time_s: float) -> dict[str, Any]:

@@ -45,16 +45,31 @@ class DiagnosisRenderer:
         head.add_row("filesystem", text(d.fs_type + mounts))
         head.add_row("layers worth trying", text(", ".join(d.gate.allowed_layers)))
         if d.run is not None and d.run.runs > 1:
-            head.add_row("run", text(f"{d.run.index} of {d.run.runs}: {len(d.run.hosts)} host(s), {d.run.span_s:,.3f} s"
-                                     + (f" ({d.run.apart})" if d.run.apart else "")))  # fmt: skip
+            head.add_row(
+                "run",
+                text(
+                    f"{d.run.index} of {d.run.runs}: {len(d.run.hosts)} host(s), {d.run.span_s:,.3f} s"
+                    + (f" ({d.run.apart})" if d.run.apart else "")
+                ),
+            )
         parts: list[RenderableType] = [Panel(head, title="dftune diagnose", expand=False)]
-        cols = [Col("score", justify="right"), Col("id"), Col("category"), Col("evidence", wrap=True, min_width=24),
-                Col("candidates", wrap=True, min_width=20)]  # fmt: skip
+        cols = [
+            Col("score", justify="right"),
+            Col("id"),
+            Col("category"),
+            Col("evidence", wrap=True, min_width=24),
+            Col("candidates", wrap=True, min_width=20),
+        ]
         rows: list[list[object]] = [
-            [Text(str(b.score), style=_SCORE_STYLE.get(b.score, "")), b.id, b.category, b.evidence,
-             ", ".join(c.id + ("" if c.cited else " (uncited)") for c in b.candidates) or "-"]
+            [
+                Text(str(b.score), style=_SCORE_STYLE.get(b.score, "")),
+                b.id,
+                b.category,
+                b.evidence,
+                ", ".join(c.id + ("" if c.cited else " (uncited)") for c in b.candidates) or "-",
+            ]
             for b in d.bottlenecks
-        ]  # fmt: skip
+        ]
         if rows:
             parts.append(
                 responsive(self.console, "Bottlenecks (most severe first)", cols, rows, head=(0, 1, 2))
@@ -67,10 +82,19 @@ class DiagnosisRenderer:
             Col("verdict"),
             Col("candidates", wrap=True, min_width=20),
         ]
-        check_rows = [[e.number, e.category, _VERDICT.get(e.verdict, e.verdict), ", ".join(e.strategies) or "-"]
-                      for e in d.checklist]  # fmt: skip
-        parts.append(responsive(self.console, "Optimization checklist (reasons in --json)", check_cols, check_rows,
-                                head=(0, 1)))  # fmt: skip
+        check_rows = [
+            [e.number, e.category, _VERDICT.get(e.verdict, e.verdict), ", ".join(e.strategies) or "-"]
+            for e in d.checklist
+        ]
+        parts.append(
+            responsive(
+                self.console,
+                "Optimization checklist (reasons in --json)",
+                check_cols,
+                check_rows,
+                head=(0, 1),
+            )
+        )
         for n in d.notes:
             parts.append(text(f"note: {n}", "dim"))
         for w in d.warnings:

@@ -38,8 +38,13 @@ SCORE_EDGES = (0.25, 0.5, 0.75, 0.9)
 
 Op = Literal[">", ">=", "<", "<=", "==", "!="]
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
-    ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
-}  # fmt: skip
+    ">": operator.gt,
+    ">=": operator.ge,
+    "<": operator.lt,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
 
 
 class RuleError(DftuneError, ValueError):
@@ -212,6 +217,14 @@ def _row_finding(rs: RuleSet, rule: Rule, summary: dict[str, Any], hits: list[di
 
 def _finding(rs: RuleSet, rule: Rule, value: float, evidence: str) -> Finding:
     return Finding(
-        id=rule.id, name=rule.name, category=rule.category, score=score(value), severity_value=round(value, 6),
-        view=rule.view, evidence=evidence, rule_source=rs.source, provenance=rule.provenance, citation=rs.citation,
-    )  # fmt: skip
+        id=rule.id,
+        name=rule.name,
+        category=rule.category,
+        score=score(value),
+        severity_value=round(value, 6),
+        view=rule.view,
+        evidence=evidence,
+        rule_source=rs.source,
+        provenance=rule.provenance,
+        citation=rs.citation,
+    )

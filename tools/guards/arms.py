@@ -74,8 +74,11 @@ class Arm:
         if profile is None:
             return {}
         root = (os.path.normpath(self.data_dir) + os.sep) if self.data_dir else None
-        inside = {f"<data>/{os.path.normpath(f.path)[len(root):]}": f for f in profile.files
-                  if root and os.path.normpath(f.path).startswith(root)}  # fmt: skip
+        inside = {
+            f"<data>/{os.path.normpath(f.path)[len(root) :]}": f
+            for f in profile.files
+            if root and os.path.normpath(f.path).startswith(root)
+        }
         if inside:
             return inside
         return {f.path: f for f in profile.files if _looks_like_data(f.path)}
@@ -96,14 +99,21 @@ class Arm:
         fs = list(self.files.values())
         inputs = [f for f in fs if f.read_bytes > 0 and f.write_bytes == 0]
         return Totals(
-            input_files=len(inputs), input_unique_bytes=sum(f.read_unique_bytes for f in inputs),
-            files_read=sum(1 for f in fs if f.read_bytes > 0), files_written=sum(1 for f in fs if f.write_bytes > 0),
-            read_calls=sum(f.read_calls for f in fs), write_calls=sum(f.write_calls for f in fs),
-            metadata_calls=sum(f.metadata_calls for f in fs), read_bytes=sum(f.read_bytes for f in fs),
-            write_bytes=sum(f.write_bytes for f in fs), read_unique_bytes=sum(f.read_unique_bytes for f in fs),
-            write_unique_bytes=sum(f.write_unique_bytes for f in fs), reread_bytes=sum(f.reread_bytes for f in fs),
-            sequential=sum(f.sequential for f in fs), random=sum(f.random for f in fs),
-        )  # fmt: skip
+            input_files=len(inputs),
+            input_unique_bytes=sum(f.read_unique_bytes for f in inputs),
+            files_read=sum(1 for f in fs if f.read_bytes > 0),
+            files_written=sum(1 for f in fs if f.write_bytes > 0),
+            read_calls=sum(f.read_calls for f in fs),
+            write_calls=sum(f.write_calls for f in fs),
+            metadata_calls=sum(f.metadata_calls for f in fs),
+            read_bytes=sum(f.read_bytes for f in fs),
+            write_bytes=sum(f.write_bytes for f in fs),
+            read_unique_bytes=sum(f.read_unique_bytes for f in fs),
+            write_unique_bytes=sum(f.write_unique_bytes for f in fs),
+            reread_bytes=sum(f.reread_bytes for f in fs),
+            sequential=sum(f.sequential for f in fs),
+            random=sum(f.random for f in fs),
+        )
 
     @cached_property
     def data_bytes(self) -> int:

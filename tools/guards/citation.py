@@ -21,8 +21,12 @@ def citation_guard(strategy_id: str, catalog: Catalog | None = None) -> GuardDec
     cat = catalog or default_catalog()
     strategy = cat.strategies.get(strategy_id)
     if strategy is None:
-        return GuardDecision(guard="citation", passed=False, verdict="unsupported",
-                             reason=f"{strategy_id}: not in the strategy catalog")  # fmt: skip
+        return GuardDecision(
+            guard="citation",
+            passed=False,
+            verdict="unsupported",
+            reason=f"{strategy_id}: not in the strategy catalog",
+        )
     problems: list[str] = []
     for cid in strategy.citations:
         c = cat.citations.get(cid)
@@ -37,13 +41,18 @@ def citation_guard(strategy_id: str, catalog: Catalog | None = None) -> GuardDec
             problems.append(f"{cid}: no verified claim that it supports {strategy_id}")
         else:
             return GuardDecision(
-                guard="citation", passed=True,
+                guard="citation",
+                passed=True,
                 reason=f"{strategy_id} is supported by {c.reference()} {c.link()}",
                 details={"citation": cid, "claim": verified[0].claim, "url": c.link()},
-            )  # fmt: skip
+            )
     why = "; ".join(problems) if problems else (strategy.unsupported_reason or "it cites nothing")
-    return GuardDecision(guard="citation", passed=False, verdict="unsupported",
-                         reason=f"UNSUPPORTED: no verifiable citation for {strategy_id} ({why})")  # fmt: skip
+    return GuardDecision(
+        guard="citation",
+        passed=False,
+        verdict="unsupported",
+        reason=f"UNSUPPORTED: no verifiable citation for {strategy_id} ({why})",
+    )
 
 
 def names_technique(strategy_id: str, text: str) -> bool:
@@ -64,16 +73,37 @@ def reference_guard(ref: CitedClaim, strategy_id: str | None = None) -> GuardDec
     technique."""
     missing = [*ref.citation.missing, *([] if ref.claim.strip() else ["supporting passage"])]
     if missing:
-        return GuardDecision(guard="citation", passed=False, verdict="unsupported",
-                             reason=f"UNSUPPORTED: the citation {ref.id} lacks {', '.join(missing)}")  # fmt: skip
+        return GuardDecision(
+            guard="citation",
+            passed=False,
+            verdict="unsupported",
+            reason=f"UNSUPPORTED: the citation {ref.id} lacks {', '.join(missing)}",
+        )
     if not ref.verified_by:
-        return GuardDecision(guard="citation", passed=False, verdict="unsupported",
-                             reason=f"UNSUPPORTED: the citation {ref.id} rests only on the paper's own sidecar/PDF "
-                                    "metadata; a found citation needs a record fetched for its DOI or arXiv id")  # fmt: skip
+        return GuardDecision(
+            guard="citation",
+            passed=False,
+            verdict="unsupported",
+            reason=f"UNSUPPORTED: the citation {ref.id} rests only on the paper's own sidecar/PDF "
+            "metadata; a found citation needs a record fetched for its DOI or arXiv id",
+        )
     if strategy_id is not None and not names_technique(strategy_id, ref.passage or ref.claim):
-        return GuardDecision(guard="citation", passed=False, verdict="unsupported",
-                             reason=f"UNSUPPORTED: the passage of {ref.id} does not name the technique of {strategy_id}")  # fmt: skip
-    return GuardDecision(guard="citation", passed=True, reason=f"supported by {ref.reference()} {ref.url} "
-                         f"(found by {ref.source}, record from {ref.verified_by}; passage: {ref.claim[:200]!r})",
-                         details={"citation": ref.id, "claim": ref.claim, "url": ref.url, "source": ref.source,
-                                  "verified_by": ref.verified_by})  # fmt: skip
+        return GuardDecision(
+            guard="citation",
+            passed=False,
+            verdict="unsupported",
+            reason=f"UNSUPPORTED: the passage of {ref.id} does not name the technique of {strategy_id}",
+        )
+    return GuardDecision(
+        guard="citation",
+        passed=True,
+        reason=f"supported by {ref.reference()} {ref.url} "
+        f"(found by {ref.source}, record from {ref.verified_by}; passage: {ref.claim[:200]!r})",
+        details={
+            "citation": ref.id,
+            "claim": ref.claim,
+            "url": ref.url,
+            "source": ref.source,
+            "verified_by": ref.verified_by,
+        },
+    )

@@ -27,5 +27,10 @@ class GuardDecision(BaseModel):
 
 def not_run(guard: GuardName, reason: str, **details: Any) -> GuardDecision:
     """A guard that could not run: recorded as such (passed=False, no verdict), never as a pass."""
-    return GuardDecision(guard=guard, passed=False, verdict=None, reason=f"NOT RUN: {reason}",
-                         details={"ran": False, **details})  # fmt: skip
+    return GuardDecision(
+        guard=guard,
+        passed=False,
+        verdict=None,
+        reason=f"NOT RUN: {reason}",
+        details={"ran": False, **details},
+    )

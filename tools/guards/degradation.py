@@ -20,23 +20,34 @@ def non_degradation_guard(
 ) -> GuardDecision:
     """A system-level win that costs the application more than 2% is a regression."""
     if metric_scope == "app":
-        return GuardDecision(guard="non_degradation", passed=True,
-                             reason="app-scoped result: the application metric itself was compared")  # fmt: skip
+        return GuardDecision(
+            guard="non_degradation",
+            passed=True,
+            reason="app-scoped result: the application metric itself was compared",
+        )
     if app_before is None or app_after is None:
-        return GuardDecision(guard="non_degradation", passed=False, verdict="rejected",
-                             reason="a system-scoped result needs the paired app metric (app_before and app_after) "
-                                    "for the same change")  # fmt: skip
+        return GuardDecision(
+            guard="non_degradation",
+            passed=False,
+            verdict="rejected",
+            reason="a system-scoped result needs the paired app metric (app_before and app_after) "
+            "for the same change",
+        )
     gain = pct_change(app_before, app_after, lower_is_better=lower_is_better) or 0.0
     details = {"app_before": app_before, "app_after": app_after, "app_change_pct": round(gain, 4)}
     if regression_guard(
         app_before, app_after, lower_is_better=lower_is_better, threshold=APP_REGRESSION_THRESHOLD
     ):
         return GuardDecision(
-            guard="non_degradation", passed=False, verdict="regression", guard_triggered=True, details=details,
+            guard="non_degradation",
+            passed=False,
+            verdict="regression",
+            guard_triggered=True,
+            details=details,
             reason=f"the application got {-gain:.2f}% worse ({app_before:g} -> {app_after:g}), over the 2% "
-                   "limit: whatever it did to the system metric, a change that costs the application this much is "
-                   "not a win; revert it",
-        )  # fmt: skip
+            "limit: whatever it did to the system metric, a change that costs the application this much is "
+            "not a win; revert it",
+        )
     if gain >= 0:
         said = f"the application metric improved by {gain:.2f}% ({app_before:g} -> {app_after:g})"
     else:

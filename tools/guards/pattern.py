@@ -30,12 +30,18 @@ from dftune.tools.trace.model import FileAccess
 def pattern_by_definition(strategy: Strategy) -> GuardDecision:
     """Rule 5 (dftracer-optimization-kb skill) before a run: a strategy marked a pattern change is refused."""
     if strategy.forbidden_kind == "access_pattern":
-        return GuardDecision(guard="access_pattern", passed=False, verdict="rejected",
-                             reason=f"{strategy.id} changes the access pattern or transfer size: "
-                                    f"{strategy.forbidden_reason}")  # fmt: skip
-    return GuardDecision(guard="access_pattern", passed=True,
-                         reason=f"{strategy.id} is declared to keep the access pattern; the traces are compared "
-                                "after the experiment")  # fmt: skip
+        return GuardDecision(
+            guard="access_pattern",
+            passed=False,
+            verdict="rejected",
+            reason=f"{strategy.id} changes the access pattern or transfer size: {strategy.forbidden_reason}",
+        )
+    return GuardDecision(
+        guard="access_pattern",
+        passed=True,
+        reason=f"{strategy.id} is declared to keep the access pattern; the traces are compared "
+        "after the experiment",
+    )
 
 
 def access_pattern_guard(
@@ -51,8 +57,11 @@ def access_pattern_guard(
     if not declared.passed or incumbent is None or experiment is None:
         return declared
     if not (incumbent.profiled and experiment.profiled):
-        return not_run("access_pattern", "the arms have no access profile (untraced?), so the byte ranges, "
-                       "order and transfer sizes were NOT compared")  # fmt: skip
+        return not_run(
+            "access_pattern",
+            "the arms have no access profile (untraced?), so the byte ranges, "
+            "order and transfer sizes were NOT compared",
+        )
     decision = _Comparison(
         guard_rules(), guard_rules().allowed(strategy.checklist), incumbent, experiment
     ).decide()
@@ -134,8 +143,13 @@ class _Comparison:
                     self.logical[direction] = d
 
     def decide(self) -> GuardDecision:
-        checks: list[Callable[[], str | None]] = [self._work_counters, self._files, self._ranges, self._order,
-                                                  self._visit_order]  # fmt: skip
+        checks: list[Callable[[], str | None]] = [
+            self._work_counters,
+            self._files,
+            self._ranges,
+            self._order,
+            self._visit_order,
+        ]
         for check in checks:
             if (why := check()) is not None:
                 return self._rejected(why)
@@ -144,8 +158,11 @@ class _Comparison:
     # ----- the checks: each returns why the pattern changed, or None
 
     def _work_counters(self) -> str | None:
-        changed = [f"{k} {self.inc.work[k]:g} -> {self.exp.work[k]:g}" for k in sorted(set(self.inc.work) & set(self.exp.work))
-                   if abs(self.exp.work[k] - self.inc.work[k]) > self.tol * max(abs(self.inc.work[k]), 1e-12)]  # fmt: skip
+        changed = [
+            f"{k} {self.inc.work[k]:g} -> {self.exp.work[k]:g}"
+            for k in sorted(set(self.inc.work) & set(self.exp.work))
+            if abs(self.exp.work[k] - self.inc.work[k]) > self.tol * max(abs(self.inc.work[k]), 1e-12)
+        ]
         return f"the program reports different work: {'; '.join(changed)}" if changed else None
 
     def _library_read(self, name: str) -> bool:
@@ -191,10 +208,12 @@ class _Comparison:
                 name = differ[0]
                 f, g = self.inc.files[name], self.exp.files[name]
                 total = sum(1 for x in self.inc.files.values() if getattr(x, f"{direction}_bytes") > 0)
-                return (f"it {direction}s different byte ranges of {len(differ)} of {total} data files (e.g. {name}: "
-                        f"{getattr(f, f'{direction}_segments')} segment(s), {getattr(f, f'{direction}_unique_bytes'):,} "
-                        f"bytes -> {getattr(g, f'{direction}_segments')} segment(s), "
-                        f"{getattr(g, f'{direction}_unique_bytes'):,} bytes)")  # fmt: skip
+                return (
+                    f"it {direction}s different byte ranges of {len(differ)} of {total} data files (e.g. {name}: "
+                    f"{getattr(f, f'{direction}_segments')} segment(s), {getattr(f, f'{direction}_unique_bytes'):,} "
+                    f"bytes -> {getattr(g, f'{direction}_segments')} segment(s), "
+                    f"{getattr(g, f'{direction}_unique_bytes'):,} bytes)"
+                )
         return None
 
     def _order(self) -> str | None:
@@ -207,8 +226,10 @@ class _Comparison:
             return None
         if self.allowed.serve_rereads and after < before:
             return None  # re-reads served from memory leave fewer out-of-order accesses
-        return (f"the order within files changed: {100 * before:.0f}% -> {100 * after:.0f}% of the positioned "
-                "accesses go backwards (random)")  # fmt: skip
+        return (
+            f"the order within files changed: {100 * before:.0f}% -> {100 * after:.0f}% of the positioned "
+            "accesses go backwards (random)"
+        )
 
     def _stream_order(self) -> str | None:
         """Each stream's order class on the blocks both arms' requests share."""
@@ -233,8 +254,10 @@ class _Comparison:
         before, after = self.inc.visit_order(n), self.exp.visit_order(n)
         if before is None or after is None or abs(after - before) <= self.rules.visit_order_tolerance:
             return None
-        return (f"the files are visited in another order: the correlation of the visiting order with the "
-                f"name order went {before:+.2f} -> {after:+.2f} (a shuffle added or removed?)")  # fmt: skip
+        return (
+            f"the files are visited in another order: the correlation of the visiting order with the "
+            f"name order went {before:+.2f} -> {after:+.2f} (a shuffle added or removed?)"
+        )
 
     # ----- transfer sizes, and the evidence that settles larger calls
 
@@ -249,8 +272,12 @@ class _Comparison:
             before, after = self._mean_request(direction)
             if before is None or after is None or before == 0:
                 continue
-            if direction == "read" and all(self._library_read(n) for arm in (self.inc, self.exp)
-                                           for n, f in arm.files.items() if f.read_bytes):  # fmt: skip
+            if direction == "read" and all(
+                self._library_read(n)
+                for arm in (self.inc, self.exp)
+                for n, f in arm.files.items()
+                if f.read_bytes
+            ):
                 continue  # reads the I/O library makes to modify what the application writes
             ratio = after / before
             moved = f"{direction} calls {_kib(before)} -> {_kib(after)} on average"
@@ -260,17 +287,22 @@ class _Comparison:
             if ratio < lo and self._follows(direction):
                 continue  # the same shuffled requests, each split into smaller calls
             if ratio < lo:
-                return self._rejected(f"the calls got smaller ({moved}): splitting requests changes what the "
-                                      "application asks for")  # fmt: skip
+                return self._rejected(
+                    f"the calls got smaller ({moved}): splitting requests changes what the "
+                    "application asks for"
+                )
             if ratio > hi:
                 larger.append(direction)
                 if not self.allowed.larger_calls:
-                    return self._rejected(f"the calls got larger ({moved}) but this kind of change "
-                                          f"({self.allowed.why.split(':', 1)[0]}) does not merge requests: a "
-                                          "transfer-size change")  # fmt: skip
+                    return self._rejected(
+                        f"the calls got larger ({moved}) but this kind of change "
+                        f"({self.allowed.why.split(':', 1)[0]}) does not merge requests: a "
+                        "transfer-size change"
+                    )
         if not larger:
-            return self._passed("the same data files, byte ranges, order and transfer sizes as the "
-                                f"{self.inc.label}")  # fmt: skip
+            return self._passed(
+                f"the same data files, byte ranges, order and transfer sizes as the {self.inc.label}"
+            )
         return self._coalescing(larger)
 
     def _mean_request(self, direction: str) -> tuple[float | None, float | None]:
@@ -324,19 +356,24 @@ class _Comparison:
         )
 
     def _coalescing(self, directions: list[str]) -> GuardDecision:
-        moved = "; ".join(f"{d} {_kib(self._mean_request(d)[0])} -> {_kib(self._mean_request(d)[1])}"
-                          for d in directions)  # fmt: skip
+        moved = "; ".join(
+            f"{d} {_kib(self._mean_request(d)[0])} -> {_kib(self._mean_request(d)[1])}" for d in directions
+        )
         same_ranges = f"larger calls ({moved} on average) over the same byte ranges"
         if self._records_pinned():
             counters = ", ".join(f"{k} {v:g}" for k, v in sorted(self.exp.work.items()))
-            return self._passed(f"the same records in differently sized calls ({moved} on average) over the same "
-                                f"byte ranges: the program reports the same work ({counters})")  # fmt: skip
+            return self._passed(
+                f"the same records in differently sized calls ({moved} on average) over the same "
+                f"byte ranges: the program reports the same work ({counters})"
+            )
         events = self._app_event_change()
         if events is not None:
             if events:
                 return self._rejected(f"{same_ranges}, but the application's own events changed: {events}")
-            return self._passed(f"coalescing: {same_ranges}, and the application's own events (with their "
-                                "sizes) are unchanged")  # fmt: skip
+            return self._passed(
+                f"coalescing: {same_ranges}, and the application's own events (with their "
+                "sizes) are unchanged"
+            )
         if all(self._follows(d) for d in directions):
             f = self.logical[directions[0]].follow
             assert f is not None
@@ -346,18 +383,23 @@ class _Comparison:
                 "requests served by larger calls"
             )
         if directions == ["read"] and self._read_whole():
-            return self._passed(f"read buffering: {same_ranges}; every file is read whole, front to back, so "
-                                "the request is the file and only the calls that serve it changed")  # fmt: skip
+            return self._passed(
+                f"read buffering: {same_ranges}; every file is read whole, front to back, so "
+                "the request is the file and only the calls that serve it changed"
+            )
         details = self._details()
         details["question"] = self._question(directions)
         seen = self._order_evidence(directions)
         return GuardDecision(
-            guard="access_pattern", passed=False, verdict="inconclusive", details=details,
+            guard="access_pattern",
+            passed=False,
+            verdict="inconclusive",
+            details=details,
             reason=f"inconclusive: {same_ranges}; the trace cannot tell coalescing (allowed) from a larger "
-                   f"application record (an access-pattern change): {seen}, and there is no application-level "
-                   "evidence (work counters in the workload spec, or application events with sizes). Not kept "
-                   f"without a person's confirmation. {details['question']}",
-        )  # fmt: skip
+            f"application record (an access-pattern change): {seen}, and there is no application-level "
+            "evidence (work counters in the workload spec, or application events with sizes). Not kept "
+            f"without a person's confirmation. {details['question']}",
+        )
 
     def _app_event_change(self) -> str | None:
         """None: no application events with sizes to compare; '' unchanged; else what changed."""
@@ -390,20 +432,31 @@ class _Comparison:
 
     def _details(self) -> dict[str, object]:
         return {
-            "incumbent": {"files": len(self.inc.files), "random_share": self.inc.totals.random_share,
-                          "mean_read_bytes": self.inc.mean_call_bytes("read"),
-                          "mean_write_bytes": self.inc.mean_call_bytes("write")},
-            "experiment": {"files": len(self.exp.files), "random_share": self.exp.totals.random_share,
-                           "mean_read_bytes": self.exp.mean_call_bytes("read"),
-                           "mean_write_bytes": self.exp.mean_call_bytes("write")},
+            "incumbent": {
+                "files": len(self.inc.files),
+                "random_share": self.inc.totals.random_share,
+                "mean_read_bytes": self.inc.mean_call_bytes("read"),
+                "mean_write_bytes": self.inc.mean_call_bytes("write"),
+            },
+            "experiment": {
+                "files": len(self.exp.files),
+                "random_share": self.exp.totals.random_share,
+                "mean_read_bytes": self.exp.mean_call_bytes("read"),
+                "mean_write_bytes": self.exp.mean_call_bytes("write"),
+            },
             "allowed": self.allowed.model_dump(),
             "negligible_range_changes": self.negligible[:20],
             "logical": {d: x.details() for d, x in self.logical.items()},
-        }  # fmt: skip
+        }
 
     def _rejected(self, why: str) -> GuardDecision:
-        return GuardDecision(guard="access_pattern", passed=False, verdict="rejected", details=self._details(),
-                             reason=f"changes what the application does, whatever its strategy id says: {why}")  # fmt: skip
+        return GuardDecision(
+            guard="access_pattern",
+            passed=False,
+            verdict="rejected",
+            details=self._details(),
+            reason=f"changes what the application does, whatever its strategy id says: {why}",
+        )
 
     def _passed(self, why: str) -> GuardDecision:
         return GuardDecision(guard="access_pattern", passed=True, details=self._details(), reason=why)

@@ -25,11 +25,16 @@ from dftune.tools.trace.model import Analysis
 def work_done(a: Analysis) -> dict[str, float]:
     """What the application did, from the summary (every trace has it, profiled or not)."""
     return {
-        "read_bytes": float(a.read.bytes or 0), "write_bytes": float(a.write.bytes or 0),
-        "read_count": float(a.read.count), "write_count": float(a.write.count),
-        "metadata_count": float(a.metadata.count), "files_accessed": float(a.files_accessed),
-        "epochs": float(len(a.epochs)), "steps": float(a.steps), "checkpoints": float(a.checkpoint_events),
-    }  # fmt: skip
+        "read_bytes": float(a.read.bytes or 0),
+        "write_bytes": float(a.write.bytes or 0),
+        "read_count": float(a.read.count),
+        "write_count": float(a.write.count),
+        "metadata_count": float(a.metadata.count),
+        "files_accessed": float(a.files_accessed),
+        "epochs": float(len(a.epochs)),
+        "steps": float(a.steps),
+        "checkpoints": float(a.checkpoint_events),
+    }
 
 
 def _profiled(*arms: Arm) -> bool:
@@ -44,11 +49,18 @@ def logical_work(arm: Arm, profiled: bool = True) -> dict[str, float]:
     out = {"epochs": float(len(a.epochs)), "steps": float(a.steps), "checkpoints": float(a.checkpoint_events)}
     if profiled and arm.profiled and arm.files:
         t = arm.totals
-        out.update(input_bytes_read_once=float(t.input_unique_bytes), data_bytes_written_once=float(t.write_unique_bytes),
-                   input_files_read=float(t.input_files), data_files_written=float(t.files_written))  # fmt: skip
+        out.update(
+            input_bytes_read_once=float(t.input_unique_bytes),
+            data_bytes_written_once=float(t.write_unique_bytes),
+            input_files_read=float(t.input_files),
+            data_files_written=float(t.files_written),
+        )
     else:
-        out.update(read_bytes=float(a.read.bytes or 0), write_bytes=float(a.write.bytes or 0),
-                   files_accessed=float(a.files_accessed))  # fmt: skip
+        out.update(
+            read_bytes=float(a.read.bytes or 0),
+            write_bytes=float(a.write.bytes or 0),
+            files_accessed=float(a.files_accessed),
+        )
     out.update({f"work counter {k}": float(v) for k, v in arm.work.items()})
     return out
 
@@ -57,21 +69,33 @@ def physical_work(arm: Arm, profiled: bool = True) -> dict[str, float]:
     """Calls and bytes moved (data files when profiled, else the whole trace)."""
     if profiled and arm.profiled and arm.files:
         t = arm.totals
-        return {"read_bytes": float(t.read_bytes), "write_bytes": float(t.write_bytes),
-                "read_calls": float(t.read_calls), "write_calls": float(t.write_calls),
-                "metadata_calls": float(t.metadata_calls)}  # fmt: skip
+        return {
+            "read_bytes": float(t.read_bytes),
+            "write_bytes": float(t.write_bytes),
+            "read_calls": float(t.read_calls),
+            "write_calls": float(t.write_calls),
+            "metadata_calls": float(t.metadata_calls),
+        }
     a = arm.analysis
-    return {"read_bytes": float(a.read.bytes or 0), "write_bytes": float(a.write.bytes or 0),
-            "read_calls": float(a.read.count), "write_calls": float(a.write.count),
-            "metadata_calls": float(a.metadata.count)}  # fmt: skip
+    return {
+        "read_bytes": float(a.read.bytes or 0),
+        "write_bytes": float(a.write.bytes or 0),
+        "read_calls": float(a.read.count),
+        "write_calls": float(a.write.count),
+        "metadata_calls": float(a.metadata.count),
+    }
 
 
 def doing_less_by_definition(strategy: Strategy) -> GuardDecision | None:
     """A strategy the catalog marks as doing less is rejected before anything is measured."""
     if strategy.forbidden_kind != "doing_less":
         return None
-    return GuardDecision(guard="no_doing_less", passed=False, verdict="rejected",
-                         reason=f"{strategy.id} is doing less by definition: {strategy.forbidden_reason}")  # fmt: skip
+    return GuardDecision(
+        guard="no_doing_less",
+        passed=False,
+        verdict="rejected",
+        reason=f"{strategy.id} is doing less by definition: {strategy.forbidden_reason}",
+    )
 
 
 def _as_arm(x: Arm | Analysis, label: str) -> Arm:
@@ -121,16 +145,34 @@ def no_doing_less_guard(
         elif key == "read_bytes" and allowed.serve_rereads and b - a <= rereads * (1 + tol) + tol * b:
             expected.append(f"{line}: within the {rereads:,.0f} bytes the {inc.label} reads more than once")
         elif key == "read_bytes" and allowed.serve_rereads:
-            drops.append(f"{line}: more than the {rereads:,.0f} bytes the {inc.label} reads more than once "
-                         "(a cache may skip re-reads, not data)")  # fmt: skip
+            drops.append(
+                f"{line}: more than the {rereads:,.0f} bytes the {inc.label} reads more than once "
+                "(a cache may skip re-reads, not data)"
+            )
         else:
             drops.append(line)
-    details = {"baseline": logical_b, "experiment_logical": logical_e, "incumbent_physical": phys_i,
-               "experiment_physical": phys_e, "tolerance": tol, "incumbent_rereads": rereads,
-               "allowed": allowed.model_dump(), "measured_from": "access profile" if by_file else "summary"}  # fmt: skip
+    details = {
+        "baseline": logical_b,
+        "experiment_logical": logical_e,
+        "incumbent_physical": phys_i,
+        "experiment_physical": phys_e,
+        "tolerance": tol,
+        "incumbent_rereads": rereads,
+        "allowed": allowed.model_dump(),
+        "measured_from": "access profile" if by_file else "summary",
+    }
     if drops:
-        return GuardDecision(guard="no_doing_less", passed=False, verdict="rejected", details=details,
-                             reason="doing less, not going faster: " + "; ".join(drops))  # fmt: skip
+        return GuardDecision(
+            guard="no_doing_less",
+            passed=False,
+            verdict="rejected",
+            details=details,
+            reason="doing less, not going faster: " + "; ".join(drops),
+        )
     note = f" (as {allowed.why.split(':', 1)[0]} allows: {'; '.join(expected)})" if expected else ""
-    return GuardDecision(guard="no_doing_less", passed=True, details=details,
-                         reason=f"the same work was done (within {tol:.0%}){note}")  # fmt: skip
+    return GuardDecision(
+        guard="no_doing_less",
+        passed=True,
+        details=details,
+        reason=f"the same work was done (within {tol:.0%}){note}",
+    )

@@ -64,8 +64,10 @@ def check_kb(db: Path | str | None = None) -> Path:
         return path
     why = integrity(path)
     if why is not None:
-        raise KbError(f"the knowledge base {path} {why}: it is never recreated over a damaged file; "
-                      f"{_restore_hint(path)}")  # fmt: skip
+        raise KbError(
+            f"the knowledge base {path} {why}: it is never recreated over a damaged file; "
+            f"{_restore_hint(path)}"
+        )
     return path
 
 
@@ -137,8 +139,10 @@ def restore_kb(source: Path | str | None = None, db: Path | str | None = None) -
     else:
         good = [b for b in backups(path) if integrity(b) is None]
         if not good:
-            raise KbError(f"no good backup of the knowledge base under {path.parent / BACKUP_DIR}; "
-                          "give one with dftune kb restore --from FILE")  # fmt: skip
+            raise KbError(
+                f"no good backup of the knowledge base under {path.parent / BACKUP_DIR}; "
+                "give one with dftune kb restore --from FILE"
+            )
         src = good[0]
     path.parent.mkdir(parents=True, exist_ok=True)
     moved: list[str] = []
@@ -155,5 +159,10 @@ def restore_kb(source: Path | str | None = None, db: Path | str | None = None) -
         records = int(conn.execute("SELECT count(*) FROM records").fetchone()[0])
     finally:
         conn.close()
-    return {"schema": "dftune.kb.restore/1", "kb": str(path), "restored_from": str(src), "records": records,
-            "moved_aside": moved}  # fmt: skip
+    return {
+        "schema": "dftune.kb.restore/1",
+        "kb": str(path),
+        "restored_from": str(src),
+        "records": records,
+        "moved_aside": moved,
+    }

@@ -169,8 +169,10 @@ class KbRecordIn(StrictModel):
                 raise ValueError(
                     f"comparison.lower_is_better={cmp.lower_is_better} contradicts lower_is_better={self.lower_is_better}"
                 )
-            for name, given, median in (("before", self.before, cmp.baseline.median),
-                                        ("after", self.after, cmp.candidate.median)):  # fmt: skip
+            for name, given, median in (
+                ("before", self.before, cmp.baseline.median),
+                ("after", self.after, cmp.candidate.median),
+            ):
                 if given is None:
                     setattr(self, name, median)
                 elif not math.isclose(given, median, rel_tol=1e-6, abs_tol=1e-12):

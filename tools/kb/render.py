@@ -21,15 +21,24 @@ from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT
 __all__ = ["default_render_path", "opt_kb_render", "render_markdown"]
 
 SECTIONS: tuple[tuple[Scope, str, str], ...] = (
-    ("system", "System-centric (L3)",
-     "Findings about one machine (kernel, filesystem, storage tiers). They do not leave the system "
-     "they were measured on."),
-    ("software", "Software-centric (L2)",
-     "Findings about a library or runtime (MPI-IO, HDF5, PyTorch, ...). They travel to every system "
-     "and workload using that software."),
-    ("workload", "Workload-centric (L1)",
-     "Findings about one application's own code or settings. They stay with that workload."),
-)  # fmt: skip
+    (
+        "system",
+        "System-centric (L3)",
+        "Findings about one machine (kernel, filesystem, storage tiers). They do not leave the system "
+        "they were measured on.",
+    ),
+    (
+        "software",
+        "Software-centric (L2)",
+        "Findings about a library or runtime (MPI-IO, HDF5, PyTorch, ...). They travel to every system "
+        "and workload using that software.",
+    ),
+    (
+        "workload",
+        "Workload-centric (L1)",
+        "Findings about one application's own code or settings. They stay with that workload.",
+    ),
+)
 
 VERDICT_LABEL = {
     "win": "**WIN**",
@@ -41,8 +50,17 @@ VERDICT_LABEL = {
     "pending": "PENDING (a win the traces cannot settle: waits for a person)",
 }
 
-COLUMNS = ("#", "Strategy", "Where", "Metric: before -> after", "Change (95% CI)", "Verdict",
-           "Guard notes", "Citation", "Caveats")  # fmt: skip
+COLUMNS = (
+    "#",
+    "Strategy",
+    "Where",
+    "Metric: before -> after",
+    "Change (95% CI)",
+    "Verdict",
+    "Guard notes",
+    "Citation",
+    "Caveats",
+)
 
 
 def default_render_path() -> Path:
@@ -139,8 +157,10 @@ def _row(r: KbRecord, same: Sequence[KbRecord] = ()) -> str:
     where = _where(r)
     if same:
         runs = sorted({x.run_id for x in (r, *same) if x.run_id})
-        where = (f"workload {r.workload} (system {r.system}); refused the same way in {len(runs) or len(same) + 1} "
-                 f"run(s): {', '.join(runs)}")  # fmt: skip
+        where = (
+            f"workload {r.workload} (system {r.system}); refused the same way in {len(runs) or len(same) + 1} "
+            f"run(s): {', '.join(runs)}"
+        )
     cells = (ids, strategy, where, _metric(r), _change(r), _verdict(r), _guards(r), _citation(r), r.caveats)
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
@@ -197,8 +217,9 @@ def render_markdown(records: Sequence[KbRecord]) -> str:
         "",
     ]
     for scope, title, blurb in SECTIONS:
-        rows = sorted((r for r in records if r.scope == scope),
-                      key=lambda r: (r.strategy, r.system, r.workload, r.id))  # fmt: skip
+        rows = sorted(
+            (r for r in records if r.scope == scope), key=lambda r: (r.strategy, r.system, r.workload, r.id)
+        )
         lines += [f"## {title}", "", blurb, ""]
         if not rows:
             lines += ["_No findings recorded yet._", ""]

@@ -143,8 +143,10 @@ def _allow_pending(conn: sqlite3.Connection) -> None:
 #: Version 0 is an empty file. Add an entry (and bump SCHEMA_VERSION) for every schema change;
 #: all steps run in one transaction, so a failed upgrade leaves the file untouched.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    0: _create_v1, 1: _allow_inconclusive, 2: _allow_pending,
-}  # fmt: skip
+    0: _create_v1,
+    1: _allow_inconclusive,
+    2: _allow_pending,
+}
 
 
 def now() -> str:
@@ -186,8 +188,10 @@ def connect(db: Path | str | None) -> Iterator[sqlite3.Connection]:
         path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not path.exists()
         if not fresh and path.stat().st_size == 0:  # sqlite would silently start an empty KB in it
-            raise KbError(f"the knowledge base {path} is empty (0 bytes): it is never recreated over a damaged "
-                          "file; dftune kb restore (or --from FILE)")  # fmt: skip
+            raise KbError(
+                f"the knowledge base {path} is empty (0 bytes): it is never recreated over a damaged "
+                "file; dftune kb restore (or --from FILE)"
+            )
         conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)
     except OSError as exc:
         if is_storage_error(exc):

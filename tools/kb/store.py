@@ -95,15 +95,20 @@ def _access_decision(rec: KbRecordIn, strategy: Strategy | None, arms: MeasuredA
     reference = arms.incumbent or arms.baseline
     decision = access_pattern_guard(strategy, reference, arms.experiment, baseline=arms.baseline)
     if decision.verdict == "inconclusive" and rec.confirmed_by:
-        return decision.model_copy(update={
-            "passed": True, "verdict": None,
-            "reason": f"confirmed by a person ({rec.confirmed_by}) after: {decision.reason}",
-        })  # fmt: skip
+        return decision.model_copy(
+            update={
+                "passed": True,
+                "verdict": None,
+                "reason": f"confirmed by a person ({rec.confirmed_by}) after: {decision.reason}",
+            }
+        )
     if decision.verdict == "inconclusive" and rec.refused_by:
-        return decision.model_copy(update={
-            "verdict": "rejected",
-            "reason": f"refused by a person ({rec.refused_by}) after: {decision.reason}",
-        })  # fmt: skip
+        return decision.model_copy(
+            update={
+                "verdict": "rejected",
+                "reason": f"refused by a person ({rec.refused_by}) after: {decision.reason}",
+            }
+        )
     return decision
 
 
@@ -111,11 +116,19 @@ def _non_degradation(rec: KbRecordIn) -> GuardDecision:
     """A system-scoped result is judged on its paired app metric; an app-scoped one that came with
     a system-level effect (``system_before``/``system_after``) is judged on its own metric."""
     if rec.metric_scope == "system":
-        return non_degradation_guard(metric_scope="system", app_before=rec.app_before, app_after=rec.app_after,
-                                     lower_is_better=rec.app_lower_is_better)  # fmt: skip
+        return non_degradation_guard(
+            metric_scope="system",
+            app_before=rec.app_before,
+            app_after=rec.app_after,
+            lower_is_better=rec.app_lower_is_better,
+        )
     if rec.system_before is not None:
-        return non_degradation_guard(metric_scope="system", app_before=rec.before, app_after=rec.after,
-                                     lower_is_better=rec.lower_is_better)  # fmt: skip
+        return non_degradation_guard(
+            metric_scope="system",
+            app_before=rec.before,
+            app_after=rec.after,
+            lower_is_better=rec.lower_is_better,
+        )
     return non_degradation_guard(metric_scope="app", app_before=None, app_after=None)
 
 
@@ -145,9 +158,16 @@ def _build(rec: KbRecordIn, catalog: Catalog, arms: MeasuredArms) -> dict[str, A
         raise ValueError(non_degradation.reason)
     decisions = [cit, access, doing_less, non_degradation]
 
-    decided = decide(decisions, metric=rec.metric, before=rec.before, after=rec.after,
-                     lower_is_better=rec.lower_is_better, comparison=rec.comparison, before_ci=rec.before_ci,
-                     after_ci=rec.after_ci)  # fmt: skip
+    decided = decide(
+        decisions,
+        metric=rec.metric,
+        before=rec.before,
+        after=rec.after,
+        lower_is_better=rec.lower_is_better,
+        comparison=rec.comparison,
+        before_ci=rec.before_ci,
+        after_ci=rec.after_ci,
+    )
 
     citation_id = cit.details.get("citation") if cit.passed else None
     c = catalog.citations.get(citation_id) if citation_id else None
@@ -249,8 +269,12 @@ def opt_kb_record(
 
 def _settled(conn: Any, records: list[KbRecord]) -> list[KbRecord]:
     """Each record with the later record that settles it (a pending change's answer, a re-measurement)."""
-    later = {row[0]: row[1] for row in conn.execute(
-        "SELECT supersedes, MIN(id) FROM records WHERE supersedes IS NOT NULL GROUP BY supersedes")}  # fmt: skip
+    later = {
+        row[0]: row[1]
+        for row in conn.execute(
+            "SELECT supersedes, MIN(id) FROM records WHERE supersedes IS NOT NULL GROUP BY supersedes"
+        )
+    }
     return [r.model_copy(update={"superseded_by": later[r.id]}) if r.id in later else r for r in records]
 
 
@@ -270,8 +294,9 @@ def opt_kb_get(record_id: int, *, db: Path | str | None = None) -> KbRecord | No
 def opt_kb_of_experiment(run_id: str, iteration: int, *, db: Path | str | None = None) -> list[KbRecord]:
     """Every record of one experiment of one run, oldest first (``superseded_by`` says which stand)."""
     with connect(db) as conn:
-        rows = conn.execute("SELECT * FROM records WHERE run_id = ? AND iteration = ? ORDER BY id",
-                            (run_id, iteration)).fetchall()  # fmt: skip
+        rows = conn.execute(
+            "SELECT * FROM records WHERE run_id = ? AND iteration = ? ORDER BY id", (run_id, iteration)
+        ).fetchall()
         return _settled(conn, [from_row(x) for x in rows])
 
 
@@ -307,15 +332,27 @@ def opt_kb_lookup(
     extra, params = ("", []) if strategy is None else (" AND strategy = ?", [strategy])
     with connect(db) as conn:
         systems = (
-            [from_row(r) for r in conn.execute(
-                "SELECT * FROM records WHERE scope = 'system' AND system = ?" + extra + order, [system, *params])]
-            if system is not None else []
-        )  # fmt: skip
+            [
+                from_row(r)
+                for r in conn.execute(
+                    "SELECT * FROM records WHERE scope = 'system' AND system = ?" + extra + order,
+                    [system, *params],
+                )
+            ]
+            if system is not None
+            else []
+        )
         workloads = (
-            [from_row(r) for r in conn.execute(
-                "SELECT * FROM records WHERE scope = 'workload' AND workload = ?" + extra + order, [workload, *params])]
-            if workload is not None else []
-        )  # fmt: skip
+            [
+                from_row(r)
+                for r in conn.execute(
+                    "SELECT * FROM records WHERE scope = 'workload' AND workload = ?" + extra + order,
+                    [workload, *params],
+                )
+            ]
+            if workload is not None
+            else []
+        )
         softwares = [
             from_row(r)
             for r in conn.execute("SELECT * FROM records WHERE scope = 'software'" + extra + order, params)

@@ -85,14 +85,31 @@ def decide(
     if unsure:  # never kept on its own: the traces cannot tell a legitimate change from a forbidden one
         why = "; ".join(f"{d.guard}: {d.reason}" for d in unsure)
         if change is not None and before is not None and after is not None:
-            numbers, said = numeric_verdict(metric=metric, before=before, after=after, lower_is_better=lower_is_better,
-                                            comparison=comparison, before_ci=before_ci, after_ci=after_ci)  # fmt: skip
+            numbers, said = numeric_verdict(
+                metric=metric,
+                before=before,
+                after=after,
+                lower_is_better=lower_is_better,
+                comparison=comparison,
+                before_ci=before_ci,
+                after_ci=after_ci,
+            )
             if numbers == "win":  # a win the trace cannot settle is a person's question, never a silent loss
-                return Decided(verdict="pending", change_pct=change,
-                               reason=f"{why}; waits for a person's confirmation; the numbers: {said}")  # fmt: skip
+                return Decided(
+                    verdict="pending",
+                    change_pct=change,
+                    reason=f"{why}; waits for a person's confirmation; the numbers: {said}",
+                )
         return Decided(verdict="inconclusive", reason=why, change_pct=change)
-    verdict, why = numeric_verdict(metric=metric, before=before, after=after, lower_is_better=lower_is_better,
-                                   comparison=comparison, before_ci=before_ci, after_ci=after_ci)  # fmt: skip
+    verdict, why = numeric_verdict(
+        metric=metric,
+        before=before,
+        after=after,
+        lower_is_better=lower_is_better,
+        comparison=comparison,
+        before_ci=before_ci,
+        after_ci=after_ci,
+    )
     return Decided(verdict=verdict, reason=why, change_pct=change)
 
 

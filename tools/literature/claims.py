@@ -82,8 +82,13 @@ def _best_passage(passages: Sequence[Passage], query: str) -> Passage | None:
     return passages[i] if scores[i] > 0 and len(shared) >= MIN_SHARED_TERMS else None
 
 
-def supporting_passage(strategy: Strategy | str, citation: CatalogCitation | str, *, store: PaperStore | None = None,
-                       catalog: Catalog | None = None) -> Evidence | None:  # fmt: skip
+def supporting_passage(
+    strategy: Strategy | str,
+    citation: CatalogCitation | str,
+    *,
+    store: PaperStore | None = None,
+    catalog: Catalog | None = None,
+) -> Evidence | None:
     """The passage of ``citation`` that supports ``strategy``, or None when there is none.
 
     Order: a passage of the paper itself from the local corpus (PDF page or stored abstract),
@@ -108,30 +113,48 @@ def supporting_passage(strategy: Strategy | str, citation: CatalogCitation | str
         # A catalog paper keeps its checked bibliographic record; the passage is the stored copy's.
         ref_json = _ref_from_catalog(cit) if cit is not None else ref.to_json()
         return Evidence(
-            strategy=strat.id, citation_id=cit.id if cit is not None else ref.id, citation=ref_json,
+            strategy=strat.id,
+            citation_id=cit.id if cit is not None else ref.id,
+            citation=ref_json,
             passage_from=f"{ref.id} ({best.file or ref.source})",
-            claim=claims[0].claim if claims else None, verified=bool(claims and claims[0].verified),
-            passage=best.text, passage_kind=best.kind if best.kind in ("page", "abstract") else "page",
-            page=best.page, checked_in=claims[0].evidence if claims else None, catalog_backed=False,
+            claim=claims[0].claim if claims else None,
+            verified=bool(claims and claims[0].verified),
+            passage=best.text,
+            passage_kind=best.kind if best.kind in ("page", "abstract") else "page",
+            page=best.page,
+            checked_in=claims[0].evidence if claims else None,
+            catalog_backed=False,
             trust=best.trust,
-        )  # fmt: skip
+        )
     if cit is None or not claims:
         return None
     cl = claims[0]
     ref_json = _ref_from_catalog(cit)
     return Evidence(
-        strategy=strat.id, citation_id=cit.id, citation=ref_json, claim=cl.claim, verified=cl.verified,
-        passage=cl.claim, passage_kind="claim", checked_in=cl.evidence or cl.note, catalog_backed=True,
+        strategy=strat.id,
+        citation_id=cit.id,
+        citation=ref_json,
+        claim=cl.claim,
+        verified=cl.verified,
+        passage=cl.claim,
+        passage_kind="claim",
+        checked_in=cl.evidence or cl.note,
+        catalog_backed=True,
         trust="curated",
-    )  # fmt: skip
+    )
 
 
 def _ref_from_catalog(c: CatalogCitation) -> dict[str, Any]:
     return catalog_record(c).to_json()
 
 
-def evidence_for(strategy_id: str, *, store: PaperStore | None = None, catalog: Catalog | None = None,
-                 verified_only: bool = True) -> list[Evidence]:  # fmt: skip
+def evidence_for(
+    strategy_id: str,
+    *,
+    store: PaperStore | None = None,
+    catalog: Catalog | None = None,
+    verified_only: bool = True,
+) -> list[Evidence]:
     """Evidence for every citation the catalog gives ``strategy_id`` (source passages first)."""
     cat = catalog or default_catalog()
     s = cat.strategies[strategy_id]
@@ -153,11 +176,24 @@ def remember_papers(papers: Sequence[Paper], store: PaperStore | None = None) ->
             continue
         ref = StoredCitation(
             id="remote_" + re.sub(r"[^a-z0-9]+", "_", p.key().lower()).strip("_")[:80],
-            title=p.title, authors=list(p.authors), year=p.year, venue=p.venue, doi=p.doi, url=p.url,
-            arxiv=p.arxiv, kind="paper", source="remote",
-            field_sources={f: p.source for f in ("title", "authors", "year", "venue", "doi", "url", "arxiv")
-                           if getattr(p, f)},
-        )  # fmt: skip
-        passages.append(Passage(id=f"{ref.id}:abstract", text=p.abstract, citation=ref, kind="abstract",
-                                context=p.title or ""))  # fmt: skip
+            title=p.title,
+            authors=list(p.authors),
+            year=p.year,
+            venue=p.venue,
+            doi=p.doi,
+            url=p.url,
+            arxiv=p.arxiv,
+            kind="paper",
+            source="remote",
+            field_sources={
+                f: p.source
+                for f in ("title", "authors", "year", "venue", "doi", "url", "arxiv")
+                if getattr(p, f)
+            },
+        )
+        passages.append(
+            Passage(
+                id=f"{ref.id}:abstract", text=p.abstract, citation=ref, kind="abstract", context=p.title or ""
+            )
+        )
     return st.add(passages)

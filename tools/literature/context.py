@@ -99,15 +99,33 @@ def detect_stack(ws: Workspace, run_id: str, iteration: int) -> Stack:
 
 
 def _source(p: Paper) -> dict[str, Any]:
-    return {"title": p.title, "authors": p.authors, "year": p.year, "venue": p.venue, "url": p.url,
-            "doi": p.doi, "citation_id": p.id, "page": p.page, "origin": p.source}  # fmt: skip
+    return {
+        "title": p.title,
+        "authors": p.authors,
+        "year": p.year,
+        "venue": p.venue,
+        "url": p.url,
+        "doi": p.doi,
+        "citation_id": p.id,
+        "page": p.page,
+        "origin": p.source,
+    }
 
 
-def session_search_optimization_context(run_id: str, system: str, workload: str, *, iteration: int | None = None,
-                                        stack: Stack | Mapping[str, Any] | None = None,
-                                        store: PaperStore | None = None, remote: Remote | None = None,
-                                        online: bool | None = None, max_results_each: int = 3, k_local: int = 5,
-                                        workspace: Workspace | None = None) -> dict[str, Any]:  # fmt: skip
+def session_search_optimization_context(
+    run_id: str,
+    system: str,
+    workload: str,
+    *,
+    iteration: int | None = None,
+    stack: Stack | Mapping[str, Any] | None = None,
+    store: PaperStore | None = None,
+    remote: Remote | None = None,
+    online: bool | None = None,
+    max_results_each: int = 3,
+    k_local: int = 5,
+    workspace: Workspace | None = None,
+) -> dict[str, Any]:
     """Search every detected layer local-first, then remote; write the two artifacts.
 
     ``iteration`` defaults to the run's latest ``opt<n>``; ``online=None`` follows
@@ -127,11 +145,22 @@ def session_search_optimization_context(run_id: str, system: str, workload: str,
 
     from dftune.tools.kb import opt_kb_lookup
 
-    software = [x for x in (st.mpi, "mpi-io" if st.romio or st.mpi else None, "hdf5" if st.hdf5 else None,
-                            st.fs_type, st.ml_framework, *st.other) if x]  # fmt: skip
+    software = [
+        x
+        for x in (
+            st.mpi,
+            "mpi-io" if st.romio or st.mpi else None,
+            "hdf5" if st.hdf5 else None,
+            st.fs_type,
+            st.ml_framework,
+            *st.other,
+        )
+        if x
+    ]
     kb = opt_kb_lookup(system=system, workload=workload, software=software)
-    kb_findings = [r.model_dump(mode="json") for r in (*kb.system_findings, *kb.software_findings,
-                                                       *kb.workload_findings)]  # fmt: skip
+    kb_findings = [
+        r.model_dump(mode="json") for r in (*kb.system_findings, *kb.software_findings, *kb.workload_findings)
+    ]
 
     searches: list[SearchResult] = []
     opportunities: list[dict[str, Any]] = []
@@ -161,15 +190,31 @@ def session_search_optimization_context(run_id: str, system: str, workload: str,
                         if key in seen_opp:
                             continue
                         seen_opp.add(key)
-                        opportunities.append({"layer": layer, "query": query, **_source(p), "passage": p.passage,
-                                              "passage_kind": p.passage_kind, "strategy": p.strategy,
-                                              "verified": p.verified, "trust": p.trust})  # fmt: skip
+                        opportunities.append(
+                            {
+                                "layer": layer,
+                                "query": query,
+                                **_source(p),
+                                "passage": p.passage,
+                                "passage_kind": p.passage_kind,
+                                "strategy": p.strategy,
+                                "verified": p.verified,
+                                "trust": p.trust,
+                            }
+                        )
                     elif kind == "benchmark" and _PERF_WORDS.search(p.passage):
                         if p.passage in seen_target:
                             continue
                         seen_target.add(p.passage)
-                        targets.append({"layer": layer, "query": query, "snippet": p.passage, "source": _source(p),
-                                        "trust": p.trust})  # fmt: skip
+                        targets.append(
+                            {
+                                "layer": layer,
+                                "query": query,
+                                "snippet": p.passage,
+                                "source": _source(p),
+                                "trust": p.trust,
+                            }
+                        )
     if not go_remote:
         notes.append("offline: remote paper services skipped (local corpus and knowledge base only)")
 

@@ -19,9 +19,10 @@ from dftune.vectorstore.store import PaperStore, Passage, StoredCitation
 def catalog_record(c: CatalogCitation) -> StoredCitation:
     """A catalog entry as the store keeps it: every field from the catalog, the link resolved."""
     return StoredCitation(
-        **c.bibliographic().model_copy(update={"url": c.link()}).model_dump(), source="catalog",
+        **c.bibliographic().model_copy(update={"url": c.link()}).model_dump(),
+        source="catalog",
         field_sources=dict.fromkeys(("title", "authors", "year", "venue", "url"), "catalog"),
-    )  # fmt: skip
+    )
 
 
 def catalog_passages(catalog: Catalog) -> list[Passage]:
@@ -32,8 +33,15 @@ def catalog_passages(catalog: Catalog) -> list[Passage]:
         cited_by = [s for s in catalog.strategies.values() if c.id in s.citations]
         names = "; ".join(sorted({s.name for s in cited_by}))
         if c.summary:
-            out.append(Passage(id=f"catalog:{c.id}:summary", text=c.summary, citation=ref, kind="summary",
-                               context=f"{c.title}. {c.venue}. Strategies: {names}"))  # fmt: skip
+            out.append(
+                Passage(
+                    id=f"catalog:{c.id}:summary",
+                    text=c.summary,
+                    citation=ref,
+                    kind="summary",
+                    context=f"{c.title}. {c.venue}. Strategies: {names}",
+                )
+            )
         for i, cl in enumerate(c.claims):
             s = catalog.strategies.get(cl.strategy) if cl.strategy else None
             ctx = [c.title]
@@ -41,11 +49,19 @@ def catalog_passages(catalog: Catalog) -> list[Passage]:
                 ctx += [s.name, s.description, " ".join(s.bottlenecks), " ".join(s.requires), s.layer]
             elif cl.topic:
                 ctx.append(cl.topic.replace(".", " ").replace("_", " "))
-            out.append(Passage(
-                id=f"catalog:{c.id}:claim:{i}", text=cl.claim, citation=ref, kind="claim",
-                context=" ".join(x for x in ctx if x), strategy=cl.strategy, topic=cl.topic,
-                verified=cl.verified, evidence=cl.evidence or cl.note,
-            ))  # fmt: skip
+            out.append(
+                Passage(
+                    id=f"catalog:{c.id}:claim:{i}",
+                    text=cl.claim,
+                    citation=ref,
+                    kind="claim",
+                    context=" ".join(x for x in ctx if x),
+                    strategy=cl.strategy,
+                    topic=cl.topic,
+                    verified=cl.verified,
+                    evidence=cl.evidence or cl.note,
+                )
+            )
     return out
 
 

@@ -58,8 +58,13 @@ class Paper(Citation):
         return "title:" + re.sub(r"[^a-z0-9]+", " ", (self.title or "").lower()).strip()
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.model_dump(mode="json"), "citation_id": self.id or None, "url": self.link(),
-                "missing": self.missing, "complete": self.complete}  # fmt: skip
+        return {
+            **self.model_dump(mode="json"),
+            "citation_id": self.id or None,
+            "url": self.link(),
+            "missing": self.missing,
+            "complete": self.complete,
+        }
 
 
 class SearchResult(BaseModel):

@@ -187,8 +187,14 @@ class Remote:
 
     # ----- requests
 
-    def get(self, url: str, params: Mapping[str, Any] | None = None, *, headers: Mapping[str, str] | None = None,
-            use_cache: bool = True) -> HttpResponse:  # fmt: skip
+    def get(
+        self,
+        url: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        use_cache: bool = True,
+    ) -> HttpResponse:
         """GET ``url`` (with query ``params``); a 200 reply or :class:`RemoteError`/:class:`Offline`."""
         if params:
             url = f"{url}{'&' if '?' in url else '?'}{urllib.parse.urlencode(params, doseq=True)}"

@@ -121,8 +121,9 @@ def _from_arxiv(r: Any) -> Paper:
     )
 
 
-def search_arxiv(query: str, max_results: int = 5, category: str | None = "cs.DC", *,
-                 remote: Remote | None = None) -> SearchResult:  # fmt: skip
+def search_arxiv(
+    query: str, max_results: int = 5, category: str | None = "cs.DC", *, remote: Remote | None = None
+) -> SearchResult:
     """arXiv search (``search_arxiv``, dftracer-io-optimization skill): by relevance, maybe one category."""
     import arxiv
 
@@ -165,8 +166,16 @@ def get_arxiv_paper(paper_id: str, *, remote: Remote | None = None) -> SearchRes
 # --------------------------------------------------------------------------- JSON services
 
 
-def _json_search(tool: str, service: str, url: str, params: dict[str, Any], rows_of: Callable[[Any], Any],
-                 convert: Callable[[dict[str, Any]], Paper], query: str, remote: Remote | None) -> SearchResult:  # fmt: skip
+def _json_search(
+    tool: str,
+    service: str,
+    url: str,
+    params: dict[str, Any],
+    rows_of: Callable[[Any], Any],
+    convert: Callable[[dict[str, Any]], Paper],
+    query: str,
+    remote: Remote | None,
+) -> SearchResult:
     """One JSON search service: fetch, find the result list (else a malformed-reply error), convert each row."""
     rem = remote or default_remote()
     try:
@@ -183,8 +192,16 @@ def search_semantic_scholar(
     query: str, max_results: int = 5, *, remote: Remote | None = None
 ) -> SearchResult:
     params = {"query": query, "limit": max(1, min(max_results, 100)), "fields": S2_FIELDS}
-    return _json_search("semantic_scholar", "Semantic Scholar", S2_SEARCH, params, lambda d: _obj(d).get("data"),
-                        _from_s2, query, remote)  # fmt: skip
+    return _json_search(
+        "semantic_scholar",
+        "Semantic Scholar",
+        S2_SEARCH,
+        params,
+        lambda d: _obj(d).get("data"),
+        _from_s2,
+        query,
+        remote,
+    )
 
 
 def _obj(v: Any) -> dict[str, Any]:
@@ -215,8 +232,16 @@ def _from_s2(r: dict[str, Any]) -> Paper:
 
 def search_openalex(query: str, max_results: int = 5, *, remote: Remote | None = None) -> SearchResult:
     params = {"search": query, "per-page": max(1, min(max_results, 50))}
-    return _json_search("openalex", "OpenAlex", OPENALEX_WORKS, params, lambda d: _obj(d).get("results"),
-                        _from_openalex, query, remote)  # fmt: skip
+    return _json_search(
+        "openalex",
+        "OpenAlex",
+        OPENALEX_WORKS,
+        params,
+        lambda d: _obj(d).get("results"),
+        _from_openalex,
+        query,
+        remote,
+    )
 
 
 def _inverted_abstract(inv: Any) -> str | None:
@@ -260,8 +285,16 @@ def _from_openalex(r: dict[str, Any]) -> Paper:
 
 def search_crossref(query: str, max_results: int = 5, *, remote: Remote | None = None) -> SearchResult:
     params = {"query.bibliographic": query, "rows": max(1, min(max_results, 50))}
-    return _json_search("crossref", "Crossref", CROSSREF_WORKS, params,
-                        lambda d: _obj(_obj(d).get("message")).get("items"), crossref_paper, query, remote)  # fmt: skip
+    return _json_search(
+        "crossref",
+        "Crossref",
+        CROSSREF_WORKS,
+        params,
+        lambda d: _obj(_obj(d).get("message")).get("items"),
+        crossref_paper,
+        query,
+        remote,
+    )
 
 
 def crossref_doi(doi: str, *, remote: Remote | None = None) -> Paper | None:
@@ -310,8 +343,13 @@ def crossref_paper(r: dict[str, Any]) -> Paper:
 COMBINED_SOURCES = ("arxiv", "semantic_scholar", "openalex", "crossref")
 
 
-def search_papers_combined(query: str, max_results_each: int = 5, *, sources: tuple[str, ...] = COMBINED_SOURCES,
-                           remote: Remote | None = None) -> SearchResult:  # fmt: skip
+def search_papers_combined(
+    query: str,
+    max_results_each: int = 5,
+    *,
+    sources: tuple[str, ...] = COMBINED_SOURCES,
+    remote: Remote | None = None,
+) -> SearchResult:
     """arXiv + Semantic Scholar (+ OpenAlex, Crossref), merged and de-duplicated by DOI /
     arXiv id / title; the record with the most complete metadata wins, abstracts are kept."""
     rem = remote or default_remote()
@@ -334,8 +372,13 @@ def search_papers_combined(query: str, max_results_each: int = 5, *, sources: tu
             have = merged.get(k)
             if have is None or len(p.missing) < len(have.missing):
                 if have is not None and not p.abstract and have.abstract:
-                    p = p.model_copy(update={"abstract": have.abstract, "passage": have.passage,
-                                             "passage_kind": have.passage_kind})  # fmt: skip
+                    p = p.model_copy(
+                        update={
+                            "abstract": have.abstract,
+                            "passage": have.passage,
+                            "passage_kind": have.passage_kind,
+                        }
+                    )
                 merged[k] = p
     out.papers = list(merged.values())
     out.skipped = skipped == len(sources)

@@ -70,16 +70,35 @@ def remote_query(bottleneck: str, extra: str = "") -> str:
 def hit_to_paper(h: Hit) -> Paper:
     p, c = h.passage, h.passage.citation
     return Paper(
-        title=c.title, authors=list(c.authors), year=c.year, venue=c.venue, doi=c.doi, url=c.link(),
-        arxiv=c.arxiv, source="catalog" if c.source == "catalog" else "local", id=c.id,
-        passage=p.text, passage_kind=p.kind, page=p.page, strategy=p.strategy, verified=p.verified,
-        trust=p.trust, score=h.score, verified_by=c.fetched_by,
-    )  # fmt: skip
+        title=c.title,
+        authors=list(c.authors),
+        year=c.year,
+        venue=c.venue,
+        doi=c.doi,
+        url=c.link(),
+        arxiv=c.arxiv,
+        source="catalog" if c.source == "catalog" else "local",
+        id=c.id,
+        passage=p.text,
+        passage_kind=p.kind,
+        page=p.page,
+        strategy=p.strategy,
+        verified=p.verified,
+        trust=p.trust,
+        score=h.score,
+        verified_by=c.fetched_by,
+    )
 
 
-def rag_search(query: str, bottleneck: str | None = None, system_config: SystemConfig = None, *, k: int = 5,
-               store: PaperStore | None = None, mode: Literal["hybrid", "lexical", "vector"] = "hybrid",
-               ) -> SearchResult:  # fmt: skip
+def rag_search(
+    query: str,
+    bottleneck: str | None = None,
+    system_config: SystemConfig = None,
+    *,
+    k: int = 5,
+    store: PaperStore | None = None,
+    mode: Literal["hybrid", "lexical", "vector"] = "hybrid",
+) -> SearchResult:
     """Local, free, no network: hybrid search over the catalog and the ingested papers.
 
     Returns up to ``k`` different papers, each with the passage that matched (page for PDFs,
@@ -113,9 +132,15 @@ class LiteratureSearch:
     ``context_papers`` are papers the run already holds (optimization_context.json,
     context_opportunities.json); ``online=False`` skips every remote step at once."""
 
-    def __init__(self, *, context_papers: Sequence[Paper] = (), store: PaperStore | None = None,
-                 remote: Remote | None = None, online: bool | None = None,
-                 max_attempts: int = MAX_ATTEMPTS) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        context_papers: Sequence[Paper] = (),
+        store: PaperStore | None = None,
+        remote: Remote | None = None,
+        online: bool | None = None,
+        max_attempts: int = MAX_ATTEMPTS,
+    ) -> None:
         self.context_papers = list(context_papers)
         self._store = store
         self.remote = remote or default_remote()
@@ -132,8 +157,9 @@ class LiteratureSearch:
     def attempts(self, bottleneck: str, strategy_id: str | None = None) -> list[Attempt]:
         return list(self._attempts.get(f"{bottleneck}|{strategy_id or ''}", []))
 
-    def _plan(self, bottleneck: str, strategy_name: str | None, system_config: SystemConfig,
-              queries: Sequence[str]) -> list[tuple[str, str]]:  # fmt: skip
+    def _plan(
+        self, bottleneck: str, strategy_name: str | None, system_config: SystemConfig, queries: Sequence[str]
+    ) -> list[tuple[str, str]]:
         words = bottleneck.replace("-", " ")
         topic = strategy_name or words
         plan: list[tuple[str, str]] = [("context", f"{topic} {words}")]
@@ -148,10 +174,17 @@ class LiteratureSearch:
         ]
         return plan
 
-    def find_support(self, bottleneck: str, *, strategy_id: str | None = None, strategy_name: str | None = None,
-                     system_config: SystemConfig = None, queries: Sequence[str] = (),
-                     require_strategy_claim: bool = False,
-                     accept: Callable[[Paper], bool] | None = None) -> Support:  # fmt: skip
+    def find_support(
+        self,
+        bottleneck: str,
+        *,
+        strategy_id: str | None = None,
+        strategy_name: str | None = None,
+        system_config: SystemConfig = None,
+        queries: Sequence[str] = (),
+        require_strategy_claim: bool = False,
+        accept: Callable[[Paper], bool] | None = None,
+    ) -> Support:
         """Search until a complete citation with a supporting passage turns up, at most
         ``max_attempts`` tool calls per (bottleneck, strategy) over the life of this object.
 
@@ -168,29 +201,45 @@ class LiteratureSearch:
                     continue
                 query = arxiv_ids[0]
             res = self._run(tool, query, bottleneck, system_config)
-            good = [p for p in res.papers if p.complete and p.passage and _relevant(p, query)
-                    and (accept is None or accept(p))]  # fmt: skip
+            good = [
+                p
+                for p in res.papers
+                if p.complete and p.passage and _relevant(p, query) and (accept is None or accept(p))
+            ]
             if strategy_id and require_strategy_claim:
                 good = [p for p in good if p.strategy == strategy_id and p.verified]
             elif strategy_id:
                 good.sort(key=lambda p: (p.strategy != strategy_id, not p.verified))
             arxiv_ids += [p.arxiv for p in res.papers if p.arxiv and not p.abstract]
             note = "; ".join(res.notes + res.errors) or None
-            done.append(Attempt(n=len(done) + 1, tool=tool, query=query, found=len(good), skipped=res.skipped,
-                                note=note))  # fmt: skip
+            done.append(
+                Attempt(
+                    n=len(done) + 1, tool=tool, query=query, found=len(good), skipped=res.skipped, note=note
+                )
+            )
             if good:
                 found = good
                 break
         if found:
             best = found[0]
-            return Support(bottleneck=bottleneck, strategy=strategy_id, status="supported", papers=found[:5],
-                           attempts=list(done),
-                           reason=f"supported by {best.title!r} ({best.source}) after {len(done)} attempt(s)")  # fmt: skip
+            return Support(
+                bottleneck=bottleneck,
+                strategy=strategy_id,
+                status="supported",
+                papers=found[:5],
+                attempts=list(done),
+                reason=f"supported by {best.title!r} ({best.source}) after {len(done)} attempt(s)",
+            )
         return Support(
-            bottleneck=bottleneck, strategy=strategy_id, status="unsupported", attempts=list(done),
-            reason=(f"UNSUPPORTED: no complete citation with a supporting passage after {len(done)} "
-                    f"search attempt(s) (limit {self.max_attempts})"),
-        )  # fmt: skip
+            bottleneck=bottleneck,
+            strategy=strategy_id,
+            status="unsupported",
+            attempts=list(done),
+            reason=(
+                f"UNSUPPORTED: no complete citation with a supporting passage after {len(done)} "
+                f"search attempt(s) (limit {self.max_attempts})"
+            ),
+        )
 
     def _run(self, tool: str, query: str, bottleneck: str, system_config: SystemConfig) -> SearchResult:
         offline_note = "offline: remote search skipped"

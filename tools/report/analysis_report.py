@@ -68,8 +68,13 @@ def write_input_report(path: str | Path, output: str | Path | None = None) -> di
 def render_input_html(label: str, a: Analysis, d: Diagnosis) -> str:
     kind = "Darshan log" if a.darshan is not None else "dftracer trace"
     title = f"dftune report: {Path(label).name} ({kind})"
-    sections = [("findings", "Bottlenecks"), ("numbers", "Numbers"), ("plots", "Plots"), ("processes", "Processes"),
-                ("files", "Files")]  # fmt: skip
+    sections = [
+        ("findings", "Bottlenecks"),
+        ("numbers", "Numbers"),
+        ("plots", "Plots"),
+        ("processes", "Processes"),
+        ("files", "Files"),
+    ]
     if a.darshan is not None:
         sections.insert(2, ("darshan", "Darshan log"))
     parts = [
@@ -102,10 +107,23 @@ def _warnings(a: Analysis) -> str:
 
 
 def _findings(d: Diagnosis) -> str:
-    rows = [[severity_html(severity(b.score)), e(b.id), e(b.name), e(b.category), e(b.score), e(b.evidence),
-             e(b.provenance)] for b in d.bottlenecks]  # fmt: skip
-    body = table(["severity", "id", "rule", "category", "score", "evidence", "threshold from"], rows, num=(4,)) \
-        if rows else '<p class="note">No rule fired.</p>'  # fmt: skip
+    rows = [
+        [
+            severity_html(severity(b.score)),
+            e(b.id),
+            e(b.name),
+            e(b.category),
+            e(b.score),
+            e(b.evidence),
+            e(b.provenance),
+        ]
+        for b in d.bottlenecks
+    ]
+    body = (
+        table(["severity", "id", "rule", "category", "score", "evidence", "threshold from"], rows, num=(4,))
+        if rows
+        else '<p class="note">No rule fired.</p>'
+    )
     fired = {b.category for b in d.bottlenecks}
     ok = [c.category for c in d.checklist if not (set(_checklist_bottlenecks(c.number)) & fired)]
     ok_line = f"<p>{severity_html('OK')} checked, no rule fired: {e(', '.join(ok))}.</p>" if ok else ""
@@ -143,77 +161,172 @@ def _recommendations(d: Diagnosis) -> str:
         out.extend(snippet_html(f) for f in fixes)
     if not out:
         return ""
-    return ("<h2 id=\"fixes\">Recommendations</h2><p>Candidate fixes per bottleneck, as code or configuration "
-            "(from the strategy catalog; cited ones first). Measure before keeping any: `dftune run` does.</p>"
-            + "".join(out))  # fmt: skip
+    return (
+        '<h2 id="fixes">Recommendations</h2><p>Candidate fixes per bottleneck, as code or configuration '
+        "(from the strategy catalog; cited ones first). Measure before keeping any: `dftune run` does.</p>"
+        + "".join(out)
+    )
 
 
 def _numbers(a: Analysis) -> str:
     rows = [
-        ("read: calls / bytes / time", f"{a.read.count:,} / {human_bytes(a.read.bytes or 0)} / {a.read.time_s:.4g} s"),
-        ("write: calls / bytes / time",
-         f"{a.write.count:,} / {human_bytes(a.write.bytes or 0)} / {a.write.time_s:.4g} s"),
+        (
+            "read: calls / bytes / time",
+            f"{a.read.count:,} / {human_bytes(a.read.bytes or 0)} / {a.read.time_s:.4g} s",
+        ),
+        (
+            "write: calls / bytes / time",
+            f"{a.write.count:,} / {human_bytes(a.write.bytes or 0)} / {a.write.time_s:.4g} s",
+        ),
         ("metadata: calls / time", f"{a.metadata.count:,} / {a.metadata.time_s:.4g} s"),
         ("sync: calls", f"{a.sync.count:,}"),
-        ("read / write / metadata share of I/O time",
-         f"{a.read_time_pct:.1f}% / {a.write_time_pct:.1f}% / {a.metadata_time_pct:.1f}%"),
+        (
+            "read / write / metadata share of I/O time",
+            f"{a.read_time_pct:.1f}% / {a.write_time_pct:.1f}% / {a.metadata_time_pct:.1f}%",
+        ),
         ("small I/O (< 1 MiB)", f"{a.small_io_pct:.1f}% of sized operations"),
-        ("sequential / consecutive / random", f"{a.seq_pct:.1f}% / {a.consecutive_pct:.1f}% / {a.rand_pct:.1f}% "
-                                              f"of {a.classified_accesses:,} classified accesses"),
+        (
+            "sequential / consecutive / random",
+            f"{a.seq_pct:.1f}% / {a.consecutive_pct:.1f}% / {a.rand_pct:.1f}% "
+            f"of {a.classified_accesses:,} classified accesses",
+        ),
         ("misaligned", f"{a.misaligned_pct:.1f}%"),
         ("I/O share of process time", f"{100 * a.io_fraction_of_job:.2f}%"),
-        ("imbalance across processes (time, (max - mean) / max)", f"{a.imbalance.time_max_mean:.3f}"
-                                                                  f" (slowest {a.imbalance.slowest_process or '-'})"),
+        (
+            "imbalance across processes (time, (max - mean) / max)",
+            f"{a.imbalance.time_max_mean:.3f} (slowest {a.imbalance.slowest_process or '-'})",
+        ),
         ("files accessed", f"{a.files_accessed:,}"),
         ("shape", f"{a.shape.kind}: {a.shape.reason}"),
-    ]  # fmt: skip
+    ]
     layers = [
         [e(x.cat), e(f"{x.count:,}"), e(f"{x.time_s:.4g}"), e(f"{x.share_of_job_pct:.2f}")] for x in a.layers
     ]
-    extra = ("<h3>Layers</h3>" + table(["layer", "calls", "time (s)", "% of process time"], layers, num=(1, 2, 3))
-             if layers else "")  # fmt: skip
-    return ('<section id="numbers"><h2>Numbers</h2>' + table(["metric", "value"], [[e(k), e(v)] for k, v in rows])
-            + extra + "</section>")  # fmt: skip
+    extra = (
+        "<h3>Layers</h3>" + table(["layer", "calls", "time (s)", "% of process time"], layers, num=(1, 2, 3))
+        if layers
+        else ""
+    )
+    return (
+        '<section id="numbers"><h2>Numbers</h2>'
+        + table(["metric", "value"], [[e(k), e(v)] for k, v in rows])
+        + extra
+        + "</section>"
+    )
 
 
 def _darshan(a: Analysis) -> str:
     d = a.darshan
     assert d is not None
     out = ['<section id="darshan"><h2>Darshan log</h2>']
-    out.append(table(["", ""], [[e("executable"), e(d.executable)], [e("job id(s)"), e(", ".join(map(str, d.jobids)))],
-                                [e("logs"), e(", ".join(f"{Path(x.path).name} (format {x.log_format}, Darshan "
-                                                        f"{x.darshan_version})" for x in d.logs[:10]))],
-                                [e("hints in the header"), e(f"{d.log_write_hints or '-'} (the hints Darshan used to "
-                                                             "write its own log, not the application's)")]]))  # fmt: skip
+    out.append(
+        table(
+            ["", ""],
+            [
+                [e("executable"), e(d.executable)],
+                [e("job id(s)"), e(", ".join(map(str, d.jobids)))],
+                [
+                    e("logs"),
+                    e(
+                        ", ".join(
+                            f"{Path(x.path).name} (format {x.log_format}, Darshan {x.darshan_version})"
+                            for x in d.logs[:10]
+                        )
+                    ),
+                ],
+                [
+                    e("hints in the header"),
+                    e(
+                        f"{d.log_write_hints or '-'} (the hints Darshan used to "
+                        "write its own log, not the application's)"
+                    ),
+                ],
+            ],
+        )
+    )
     out.append("<h3>Modules</h3>")
-    out.append(table(["module", "records", "role", "partial"],
-                     [[e(m), e(f"{v.records:,}"), e(v.role), e("PARTIAL: lower bounds" if v.partial else "complete")]
-                      for m, v in sorted(d.modules.items())], num=(1,)))  # fmt: skip
+    out.append(
+        table(
+            ["module", "records", "role", "partial"],
+            [
+                [
+                    e(m),
+                    e(f"{v.records:,}"),
+                    e(v.role),
+                    e("PARTIAL: lower bounds" if v.partial else "complete"),
+                ]
+                for m, v in sorted(d.modules.items())
+            ],
+            num=(1,),
+        )
+    )
     f = d.files
-    out.append("<h3>POSIX files</h3>" + table(
-        ["total", "read-only", "write-only", "read-write", "shared (all ranks)", "partially shared", "unique"],
-        [[e(f"{x:,}") for x in (f.total, f.read_only, f.write_only, f.read_write, f.shared, f.partially_shared, f.unique)]],
-        num=tuple(range(7))))  # fmt: skip
+    out.append(
+        "<h3>POSIX files</h3>"
+        + table(
+            [
+                "total",
+                "read-only",
+                "write-only",
+                "read-write",
+                "shared (all ranks)",
+                "partially shared",
+                "unique",
+            ],
+            [
+                [
+                    e(f"{x:,}")
+                    for x in (
+                        f.total,
+                        f.read_only,
+                        f.write_only,
+                        f.read_write,
+                        f.shared,
+                        f.partially_shared,
+                        f.unique,
+                    )
+                ]
+            ],
+            num=tuple(range(7)),
+        )
+    )
     if d.mpiio:
         m = d.mpiio
-        out.append("<h3>MPI-IO</h3>" + table(["", "reads", "writes"], [
-            [e("collective"), e(f"{m.coll_reads:,}"), e(f"{m.coll_writes:,}")],
-            [e("independent"), e(f"{m.indep_reads:,}"), e(f"{m.indep_writes:,}")],
-            [e("non-blocking"), e(f"{m.nb_reads:,}"), e(f"{m.nb_writes:,}")],
-            [e("split"), e(f"{m.split_reads:,}"), e(f"{m.split_writes:,}")]], num=(1, 2)))  # fmt: skip
-        out.append(f'<p class="note">Hints set by the application: {m.hints_set:,} time(s) (MPIIO_HINTS). MPI-IO time '
-                   f"{m.time_s:.4g} s over POSIX time {m.posix_time_s:.4g} s of the same files.</p>")  # fmt: skip
+        out.append(
+            "<h3>MPI-IO</h3>"
+            + table(
+                ["", "reads", "writes"],
+                [
+                    [e("collective"), e(f"{m.coll_reads:,}"), e(f"{m.coll_writes:,}")],
+                    [e("independent"), e(f"{m.indep_reads:,}"), e(f"{m.indep_writes:,}")],
+                    [e("non-blocking"), e(f"{m.nb_reads:,}"), e(f"{m.nb_writes:,}")],
+                    [e("split"), e(f"{m.split_reads:,}"), e(f"{m.split_writes:,}")],
+                ],
+                num=(1, 2),
+            )
+        )
+        out.append(
+            f'<p class="note">Hints set by the application: {m.hints_set:,} time(s) (MPIIO_HINTS). MPI-IO time '
+            f"{m.time_s:.4g} s over POSIX time {m.posix_time_s:.4g} s of the same files.</p>"
+        )
     if d.lustre:
         lu = d.lustre
-        out.append("<h3>Lustre</h3>" + table(["stripe count", "files"], [[e(k), e(f"{v:,}")] for k, v in
-                                                                         sorted(lu.stripe_counts.items(), key=lambda kv: int(kv[0]))]))  # fmt: skip
+        out.append(
+            "<h3>Lustre</h3>"
+            + table(
+                ["stripe count", "files"],
+                [[e(k), e(f"{v:,}")] for k, v in sorted(lu.stripe_counts.items(), key=lambda kv: int(kv[0]))],
+            )
+        )
         out.append(
             f'<p class="note">{lu.osts_used:,} OSTs used; {lu.shared_stripe1:,} shared file(s) on one OST.</p>'
         )
     p = d.perf
     if p.agg_perf_by_slowest_mib_s is not None:
-        out.append(f"<p><b>POSIX performance estimate</b> (darshan-job-summary's): {p.agg_perf_by_slowest_mib_s:,.1f} "
-                   f"MiB/s, {p.total_bytes / MIB:,.1f} MiB in {p.agg_time_by_slowest_s:,.3f} s of the slowest rank.</p>")  # fmt: skip
+        out.append(
+            f"<p><b>POSIX performance estimate</b> (darshan-job-summary's): {p.agg_perf_by_slowest_mib_s:,.1f} "
+            f"MiB/s, {p.total_bytes / MIB:,.1f} MiB in {p.agg_time_by_slowest_s:,.3f} s of the slowest rank.</p>"
+        )
     out.append("<h3>Where each number comes from</h3>")
     out.append(table(["number", "source"], [[e(k), e(v)] for k, v in d.sources.items()]))
     out.append("</section>")
@@ -223,11 +336,26 @@ def _darshan(a: Analysis) -> str:
 def _files(a: Analysis) -> str:
     rows = (a.views.get("file") or {}).get("rows", [])[:TOP_FILES]
     cols = ["path", "processes", "read", "written", "I/O time (s)", "sequential %", "stripe count"]
-    body = table(cols, [[e(r.get("path")), e(r.get("processes")), e(human_bytes(r.get("read_bytes") or 0)),
-                         e(human_bytes(r.get("write_bytes") or 0)), e(_g(r.get("io_time_s"))),
-                         e(_g(r.get("seq_pct"))), e(r.get("stripe_count") if r.get("stripe_count") is not None else "-")]
-                        for r in rows], num=(1, 2, 3, 4, 5, 6)) if rows \
-        else '<p class="note">No file.</p>'  # fmt: skip
+    body = (
+        table(
+            cols,
+            [
+                [
+                    e(r.get("path")),
+                    e(r.get("processes")),
+                    e(human_bytes(r.get("read_bytes") or 0)),
+                    e(human_bytes(r.get("write_bytes") or 0)),
+                    e(_g(r.get("io_time_s"))),
+                    e(_g(r.get("seq_pct"))),
+                    e(r.get("stripe_count") if r.get("stripe_count") is not None else "-"),
+                ]
+                for r in rows
+            ],
+            num=(1, 2, 3, 4, 5, 6),
+        )
+        if rows
+        else '<p class="note">No file.</p>'
+    )
     system = (a.views.get("file") or {}).get("system_paths") or {}
     if system.get("files") and not system.get("included"):
         body += (
@@ -247,29 +375,59 @@ def _processes(a: Analysis) -> str:
     rows = (a.views.get("proc") or {}).get("rows", [])
     if not rows:
         return '<section id="processes"><h2>Processes</h2><p class="note">No process view.</p></section>'
-    ordered = sorted(rows, key=lambda r: (r.get("rank") is None, r.get("rank") or 0, r.get("host") or "",
-                                          r.get("pid") or 0))  # fmt: skip
+    ordered = sorted(
+        rows,
+        key=lambda r: (r.get("rank") is None, r.get("rank") or 0, r.get("host") or "", r.get("pid") or 0),
+    )
     times = sorted(float(r.get("io_time_s") or 0.0) for r in rows)
     mid = times[len(times) // 2]
-    head = (f"<p>{len(rows):,} process(es). I/O time per process: min {times[0]:.4g} s, median {mid:.4g} s, "
-            f"max {times[-1]:.4g} s (imbalance (max - mean) / max = {a.imbalance.time_max_mean:.2f}; "
-            f"slowest {e(a.imbalance.slowest_process or '-')}). I/O share = I/O time over the process's lifetime "
-            "(its threads summed).</p>")  # fmt: skip
+    head = (
+        f"<p>{len(rows):,} process(es). I/O time per process: min {times[0]:.4g} s, median {mid:.4g} s, "
+        f"max {times[-1]:.4g} s (imbalance (max - mean) / max = {a.imbalance.time_max_mean:.2f}; "
+        f"slowest {e(a.imbalance.slowest_process or '-')}). I/O share = I/O time over the process's lifetime "
+        "(its threads summed).</p>"
+    )
     body = []
     for r in ordered[:TOP_PROCESSES]:
         life = float(r.get("lifetime_s") or 0.0)
         io = float(r.get("io_time_s") or 0.0)
         who = f"rank {r['rank']}" if r.get("rank") is not None else f"pid {r.get('pid')}"
-        body.append([e(who), e(r.get("host") or "-"), e(_g(life)), e(_g(io)),
-                     e(f"{100 * io / life:.1f}%" if life > 0 else "-"),
-                     e(human_bytes(r.get("read_bytes") or 0)), e(human_bytes(r.get("write_bytes") or 0)),
-                     e(f"{int(r.get('metadata_count') or 0):,}"), e(_g(r.get("metadata_time_s")))])  # fmt: skip
-    more = (f'<p class="note">{len(ordered) - TOP_PROCESSES:,} more process(es) not listed.</p>'
-            if len(ordered) > TOP_PROCESSES else "")  # fmt: skip
-    cols = ["process", "host", "lifetime (s)", "I/O time (s)", "I/O share", "read", "written", "metadata calls",
-            "metadata time (s)"]  # fmt: skip
-    return ('<section id="processes"><h2>Processes</h2>' + head
-            + table(cols, body, num=(2, 3, 4, 5, 6, 7, 8)) + more + "</section>")  # fmt: skip
+        body.append(
+            [
+                e(who),
+                e(r.get("host") or "-"),
+                e(_g(life)),
+                e(_g(io)),
+                e(f"{100 * io / life:.1f}%" if life > 0 else "-"),
+                e(human_bytes(r.get("read_bytes") or 0)),
+                e(human_bytes(r.get("write_bytes") or 0)),
+                e(f"{int(r.get('metadata_count') or 0):,}"),
+                e(_g(r.get("metadata_time_s"))),
+            ]
+        )
+    more = (
+        f'<p class="note">{len(ordered) - TOP_PROCESSES:,} more process(es) not listed.</p>'
+        if len(ordered) > TOP_PROCESSES
+        else ""
+    )
+    cols = [
+        "process",
+        "host",
+        "lifetime (s)",
+        "I/O time (s)",
+        "I/O share",
+        "read",
+        "written",
+        "metadata calls",
+        "metadata time (s)",
+    ]
+    return (
+        '<section id="processes"><h2>Processes</h2>'
+        + head
+        + table(cols, body, num=(2, 3, 4, 5, 6, 7, 8))
+        + more
+        + "</section>"
+    )
 
 
 def build_input_plots(a: Analysis) -> list[Plot]:
@@ -289,8 +447,13 @@ def timeline(a: Analysis) -> Plot:
     width = float(view.get("window_s") or 1.0)
     starts = [float(r["start_s"]) for r in rows]
     for key, color in (("read_bytes", "#2b6cb0"), ("write_bytes", "#c05621")):
-        ax.step(starts, [(r.get(key) or 0) / MIB / width for r in rows], where="post", label=key.split("_")[0],
-                color=color)  # fmt: skip
+        ax.step(
+            starts,
+            [(r.get(key) or 0) / MIB / width for r in rows],
+            where="post",
+            label=key.split("_")[0],
+            color=color,
+        )
     ax.set_xlabel("seconds since the job started")
     ax.set_ylabel("MiB/s")
     ax.set_ylim(
@@ -306,8 +469,11 @@ def heatmap(a: Analysis) -> Plot:
     calls (every file is one process); for Darshan logs the bytes moved (DXT, or the HEATMAP module)."""
     hm: dict[str, Any] = (a.views.get("time") or {}).get("heatmap") or {}
     if not hm or not hm.get("ranks"):
-        why = ("no DXT trace and no HEATMAP module in the log" if a.darshan is not None
-               else "no timed I/O call in the trace")  # fmt: skip
+        why = (
+            "no DXT trace and no HEATMAP module in the log"
+            if a.darshan is not None
+            else "no timed I/O call in the trace"
+        )
         return Plot(
             "heatmap", "Heatmap: ranks x time", "One row per rank, one column per time window.", note=why
         )
@@ -327,13 +493,17 @@ def heatmap(a: Analysis) -> Plot:
     shown = f"the {len(ranks)} busiest of {total}" if len(ranks) < total else f"all {total}"
     if busy:
         title = "Heatmap: time in I/O calls per process and time window"
-        caption = (f"One row per process ({shown}; rank when the trace names it, else pid), one column per time "
-                   f"window of {float(hm['window_s']):.3g} s (source: {hm.get('source')}). "
-                   + busy_caption(grid.ravel().tolist()))  # fmt: skip
+        caption = (
+            f"One row per process ({shown}; rank when the trace names it, else pid), one column per time "
+            f"window of {float(hm['window_s']):.3g} s (source: {hm.get('source')}). "
+            + busy_caption(grid.ravel().tolist())
+        )
     else:
         title = "Heatmap: bytes per rank and time window"
-        caption = (f"Read + write bytes of each rank in each time window (source: {hm.get('source', '-')}); {shown} "
-                   "ranks.")  # fmt: skip
+        caption = (
+            f"Read + write bytes of each rank in each time window (source: {hm.get('source', '-')}); {shown} "
+            "ranks."
+        )
     fig = _figure(7.5, min(max(3.0, 1.5 + 0.12 * len(ranks)), 9.0))
     ax = fig.subplots()
     width = float(hm.get("window_s") or 1.0)
@@ -341,12 +511,24 @@ def heatmap(a: Analysis) -> Plot:
     if busy:
         from matplotlib.colors import Normalize
 
-        im = ax.imshow(grid, aspect="auto", interpolation="nearest", cmap=busy_colormap(),
-                       norm=Normalize(0.0, 100.0), extent=extent)  # fmt: skip
+        im = ax.imshow(
+            grid,
+            aspect="auto",
+            interpolation="nearest",
+            cmap=busy_colormap(),
+            norm=Normalize(0.0, 100.0),
+            extent=extent,
+        )
         fig.colorbar(im, ax=ax, label="time in I/O calls, % of window", extend="max")
     else:
-        unit, size = next(((u, n) for u, n in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
-                           if float(grid.max(initial=0.0)) >= n), ("bytes", 1))  # fmt: skip
+        unit, size = next(
+            (
+                (u, n)
+                for u, n in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+                if float(grid.max(initial=0.0)) >= n
+            ),
+            ("bytes", 1),
+        )
         im = ax.imshow(grid / size, aspect="auto", interpolation="nearest", cmap="viridis", extent=extent)
         fig.colorbar(im, ax=ax, label=f"{unit} per window")
     ax.set_xlabel("seconds since the job started")

@@ -42,23 +42,36 @@ def member_rows(meta: CampaignMeta, ws: Workspace) -> list[dict[str, Any]]:
     for m in meta.members:
         run_dir = ws.run_dir(m.run_id)
         doc = _report_doc(run_dir)
-        row: dict[str, Any] = {"workload": m.workload, "run_id": m.run_id, "spec_path": m.spec_path,
-                               "status": m.status, "reason": m.reason, "coverage": m.coverage,
-                               "pending": m.pending,
-                               "report": str(run_dir / "report.md") if (run_dir / "report.md").is_file() else None,
-                               "html": str(run_dir / "report.html") if (run_dir / "report.html").is_file() else None}  # fmt: skip
+        row: dict[str, Any] = {
+            "workload": m.workload,
+            "run_id": m.run_id,
+            "spec_path": m.spec_path,
+            "status": m.status,
+            "reason": m.reason,
+            "coverage": m.coverage,
+            "pending": m.pending,
+            "report": str(run_dir / "report.md") if (run_dir / "report.md").is_file() else None,
+            "html": str(run_dir / "report.html") if (run_dir / "report.html").is_file() else None,
+        }
         if doc is not None:
             metric = metric_of(doc)
             total = overall(doc)
             exps = doc.get("experiments", [])
-            row.update(metric=metric, baseline_median=(doc.get("baseline") or {}).get("median"),
-                       best_median=(doc.get("incumbent") or {}).get("median"),
-                       change_pct=total["pct"] if total else None, change_ci=total["ci"] if total else None,
-                       experiments=sum(x.get("candidate") is not None for x in exps),
-                       wins=sum(bool(x.get("kept")) and x.get("verdict") != "pending" for x in exps),
-                       pending=[{"proposal_id": p["proposal"], "question": p["question"], "change_pct": p["pct"]}
-                                for p in pending_changes(doc)] or m.pending,
-                       glance=headline(doc))  # fmt: skip
+            row.update(
+                metric=metric,
+                baseline_median=(doc.get("baseline") or {}).get("median"),
+                best_median=(doc.get("incumbent") or {}).get("median"),
+                change_pct=total["pct"] if total else None,
+                change_ci=total["ci"] if total else None,
+                experiments=sum(x.get("candidate") is not None for x in exps),
+                wins=sum(bool(x.get("kept")) and x.get("verdict") != "pending" for x in exps),
+                pending=[
+                    {"proposal_id": p["proposal"], "question": p["question"], "change_pct": p["pct"]}
+                    for p in pending_changes(doc)
+                ]
+                or m.pending,
+                glance=headline(doc),
+            )
         rows.append(row)
     return rows
 
@@ -77,16 +90,22 @@ def units_text(cov: dict[str, Any] | None) -> str:
 def coverage_sentence(rows: list[dict[str, Any]]) -> tuple[bool, str]:
     """(partial?, the sentence): which workloads and baseline units this report covers."""
     ended = ("completed", "awaiting_approval")
-    tuned = [f"{r['workload']} ({r['experiments']} experiment(s), {r.get('wins', 0)} kept)" for r in rows
-             if r["status"] in ended and r.get("experiments")]  # fmt: skip
+    tuned = [
+        f"{r['workload']} ({r['experiments']} experiment(s), {r.get('wins', 0)} kept)"
+        for r in rows
+        if r["status"] in ended and r.get("experiments")
+    ]
     baseline_only = [r["workload"] for r in rows if r["status"] in ended and not r.get("experiments")]
     gated = [r["workload"] for r in rows if r["status"] == "not_worth_tuning"]
     failed = [f"{r['workload']} ({r['reason'] or 'failed'})" for r in rows if r["status"] == "failed"]
     waiting = [
         f"{r['workload']} (dftune approve {r['run_id']})" for r in rows if r["status"] == "awaiting_approval"
     ]
-    pending = [f"{r['workload']} ({r['reason'] or r['status']})" for r in rows
-               if r["status"] in ("interrupted", "pending", "running")]  # fmt: skip
+    pending = [
+        f"{r['workload']} ({r['reason'] or r['status']})"
+        for r in rows
+        if r["status"] in ("interrupted", "pending", "running")
+    ]
     units = [r.get("coverage") or {} for r in rows]
     ok = sum(c.get("units_ok", 0) for c in units)
     total = sum(c.get("units_total", 0) for c in units)
@@ -99,8 +118,11 @@ def coverage_sentence(rows: list[dict[str, Any]]) -> tuple[bool, str]:
         parts.append(f"not worth tuning: {', '.join(gated)}")
     if waiting:
         parts.append(f"a change that needs a person waits (the rest ran): {', '.join(waiting)}")
-    trial = [f"{r['workload']} ({len(r['pending'])}: dftune approve {r['run_id']} [--reject])" for r in rows
-             if r.get("pending") and r["status"] != "awaiting_approval"]  # fmt: skip
+    trial = [
+        f"{r['workload']} ({len(r['pending'])}: dftune approve {r['run_id']} [--reject])"
+        for r in rows
+        if r.get("pending") and r["status"] != "awaiting_approval"
+    ]
     if trial:
         parts.append(f"wins the traces could not settle wait for a person's confirmation: {', '.join(trial)}")
     if failed:
@@ -139,15 +161,42 @@ def medians_text(r: dict[str, Any]) -> str:
 
 def render_campaign_markdown(meta: CampaignMeta, rows: list[dict[str, Any]]) -> str:
     partial, cov = coverage_sentence(rows)
-    lines = [f"# dftune campaign: {md_text(meta.name)} ({md_code(meta.id)})", "",
-             f"**Status:** {md_text(meta.status)}" + (f": {md_text(meta.status_reason)}" if meta.status_reason else ""),
-             "", md_text(timing_text(meta)), "", f"**{md_text(cov)}**" if partial else md_text(cov), ""]  # fmt: skip
+    lines = [
+        f"# dftune campaign: {md_text(meta.name)} ({md_code(meta.id)})",
+        "",
+        f"**Status:** {md_text(meta.status)}"
+        + (f": {md_text(meta.status_reason)}" if meta.status_reason else ""),
+        "",
+        md_text(timing_text(meta)),
+        "",
+        f"**{md_text(cov)}**" if partial else md_text(cov),
+        "",
+    ]
     lines += markdown_table(
-        ["workload", "run", "status", "baseline units", "metric", "baseline -> best kept", "change (95% CI)",
-         "experiments (kept)"],
-        [[r["workload"], r["run_id"], r["status"], units_text(r.get("coverage")), (r.get("metric") or {}).get("name", "-"),
-          medians_text(r), change_text(r), f"{r.get('experiments', 0)} ({r.get('wins', 0)})"] for r in rows],
-    )  # fmt: skip
+        [
+            "workload",
+            "run",
+            "status",
+            "baseline units",
+            "metric",
+            "baseline -> best kept",
+            "change (95% CI)",
+            "experiments (kept)",
+        ],
+        [
+            [
+                r["workload"],
+                r["run_id"],
+                r["status"],
+                units_text(r.get("coverage")),
+                (r.get("metric") or {}).get("name", "-"),
+                medians_text(r),
+                change_text(r),
+                f"{r.get('experiments', 0)} ({r.get('wins', 0)})",
+            ]
+            for r in rows
+        ],
+    )
     for r in rows:
         lines += ["", f"## {md_text(r['workload'])} (run {md_code(r['run_id'])}): {md_text(r['status'])}", ""]
         if r.get("reason"):
@@ -167,26 +216,56 @@ def render_campaign_html(meta: CampaignMeta, rows: list[dict[str, Any]]) -> str:
     from dftune.tools.report.html import CSS
 
     partial, cov = coverage_sentence(rows)
-    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-           '<meta name="viewport" content="width=device-width, initial-scale=1">',
-           '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'">',
-           f"<title>dftune campaign: {e(meta.name)}</title><style>{CSS}{GLANCE_CSS}</style></head><body>",
-           f"<header><h1>dftune campaign: {e(meta.name)}</h1><div class=\"meta\">campaign {e(meta.id)} · status "
-           f"<b>{e(meta.status)}</b> · {e(timing_text(meta))}</div></header><main>",
-           f'<div class="banner"><b>{e(cov)}</b></div>' if partial else f'<p class="note">{e(cov)}</p>']  # fmt: skip
-    out.append(table(["workload", "run", "status", "baseline units", "metric", "baseline → best kept",
-                      "change (95% CI)", "experiments (kept)"],
-                     [[e(r["workload"]), f"<code>{e(r['run_id'])}</code>", e(r["status"]), e(units_text(r.get("coverage"))),
-                       e((r.get("metric") or {}).get("name")), e(medians_text(r)), e(change_text(r)),
-                       e(f"{r.get('experiments', 0)} ({r.get('wins', 0)})")] for r in rows]))  # fmt: skip
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
+        f"<title>dftune campaign: {e(meta.name)}</title><style>{CSS}{GLANCE_CSS}</style></head><body>",
+        f'<header><h1>dftune campaign: {e(meta.name)}</h1><div class="meta">campaign {e(meta.id)} · status '
+        f"<b>{e(meta.status)}</b> · {e(timing_text(meta))}</div></header><main>",
+        f'<div class="banner"><b>{e(cov)}</b></div>' if partial else f'<p class="note">{e(cov)}</p>',
+    ]
+    out.append(
+        table(
+            [
+                "workload",
+                "run",
+                "status",
+                "baseline units",
+                "metric",
+                "baseline → best kept",
+                "change (95% CI)",
+                "experiments (kept)",
+            ],
+            [
+                [
+                    e(r["workload"]),
+                    f"<code>{e(r['run_id'])}</code>",
+                    e(r["status"]),
+                    e(units_text(r.get("coverage"))),
+                    e((r.get("metric") or {}).get("name")),
+                    e(medians_text(r)),
+                    e(change_text(r)),
+                    e(f"{r.get('experiments', 0)} ({r.get('wins', 0)})"),
+                ]
+                for r in rows
+            ],
+        )
+    )
     for r in rows:
-        out.append(f"<h2>{e(r['workload'])} <span class=\"note\">run <code>{e(r['run_id'])}</code>: "
-                   f"{e(r['status'])}</span></h2>")  # fmt: skip
+        out.append(
+            f'<h2>{e(r["workload"])} <span class="note">run <code>{e(r["run_id"])}</code>: '
+            f"{e(r['status'])}</span></h2>"
+        )
         if r.get("reason"):
             out.append(f"<p>{e(r['reason'])}</p>")
         if r.get("glance"):
-            out.append('<dl class="glance">' + "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in r["glance"])
-                       + "</dl>")  # fmt: skip
+            out.append(
+                '<dl class="glance">'
+                + "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in r["glance"])
+                + "</dl>"
+            )
         if r.get("report"):
             out.append(f'<p class="note">Report: <code>{e(r["html"] or r["report"])}</code></p>')
     out.append("</main></body></html>")

@@ -20,10 +20,25 @@ class CampaignRenderer:
         c.print(text(f"campaign {r['campaign_id']}: {r['status']}", "bold"))
         c.print(text(r.get("timing") or ""))
         c.print(text(r["coverage"], "bold yellow" if r.get("partial") else ""))
-        cols = [Col("workload"), Col("status"), Col("baseline units"), Col("baseline -> best kept", justify="right"),
-                Col("change (95% CI)", wrap=True, min_width=14), Col("experiments (kept)", justify="right")]  # fmt: skip
-        rows = [[m["workload"], m["status"], units_text(m.get("coverage")), medians_text(m), change_text(m),
-                 f"{m.get('experiments', 0)} ({m.get('wins', 0)})"] for m in r["members"]]  # fmt: skip
+        cols = [
+            Col("workload"),
+            Col("status"),
+            Col("baseline units"),
+            Col("baseline -> best kept", justify="right"),
+            Col("change (95% CI)", wrap=True, min_width=14),
+            Col("experiments (kept)", justify="right"),
+        ]
+        rows = [
+            [
+                m["workload"],
+                m["status"],
+                units_text(m.get("coverage")),
+                medians_text(m),
+                change_text(m),
+                f"{m.get('experiments', 0)} ({m.get('wins', 0)})",
+            ]
+            for m in r["members"]
+        ]
         c.print(responsive(c, "Workloads", cols, rows, head=(0, 1)))
         for m in r["members"]:
             c.print(

@@ -61,9 +61,16 @@ Better = Literal["lower", "higher"] | None
 
 #: Which way is better for the trace metrics that have a direction (time spent: lower; bandwidth:
 #: higher); counts, bytes and shares describe the work and have none.
-BETTER: dict[str, Better] = {"job_time_s": "lower", "io_time_s": "lower", "unoverlapped_io_time_s": "lower",
-                             "read.time_s": "lower", "write.time_s": "lower", "metadata.time_s": "lower",
-                             "sync.time_s": "lower", "bw_job_mib_s": "higher"}  # fmt: skip
+BETTER: dict[str, Better] = {
+    "job_time_s": "lower",
+    "io_time_s": "lower",
+    "unoverlapped_io_time_s": "lower",
+    "read.time_s": "lower",
+    "write.time_s": "lower",
+    "metadata.time_s": "lower",
+    "sync.time_s": "lower",
+    "bw_job_mib_s": "higher",
+}
 
 
 def row(
@@ -75,8 +82,16 @@ def row(
     change = None
     if delta is not None and unit != "pct" and a:
         change = 100.0 * delta / abs(a)
-    return {"key": key, "label": label, "unit": unit, "a": a, "b": b, "delta": delta, "change_pct": change,
-            "better": better}  # fmt: skip
+    return {
+        "key": key,
+        "label": label,
+        "unit": unit,
+        "a": a,
+        "b": b,
+        "delta": delta,
+        "change_pct": change,
+        "better": better,
+    }
 
 
 def compare_analyses(a: Analysis, b: Analysis) -> list[dict[str, Any]]:
@@ -88,15 +103,27 @@ def run_summary(doc: dict[str, Any]) -> dict[str, Any]:
     """What a run found, from its ``report.json``: medians, overall change, each experiment's verdict."""
     base, inc, out = doc.get("baseline") or {}, doc.get("incumbent") or {}, doc.get("outcome") or {}
     return {
-        "run_id": doc.get("run_id"), "workload": doc.get("workload"), "status": doc.get("status"),
-        "baseline_median": base.get("median"), "baseline_ci95": base.get("ci95"),
-        "best_median": inc.get("median"), "best_ci95": inc.get("ci95"),
+        "run_id": doc.get("run_id"),
+        "workload": doc.get("workload"),
+        "status": doc.get("status"),
+        "baseline_median": base.get("median"),
+        "baseline_ci95": base.get("ci95"),
+        "best_median": inc.get("median"),
+        "best_ci95": inc.get("ci95"),
         "best_settings": {**(inc.get("settings") or {}), **(inc.get("env") or {})},
         "overall_pct": out.get("overall_pct"),
-        "experiments": [{"iteration": e["iteration"], "proposal": e["proposal_id"], "strategy": e["strategy"],
-                         "verdict": e.get("verdict"), "change_pct": (e.get("comparison") or {}).get("change_pct"),
-                         "kept": bool(e.get("kept"))} for e in doc.get("experiments", [])],
-    }  # fmt: skip
+        "experiments": [
+            {
+                "iteration": e["iteration"],
+                "proposal": e["proposal_id"],
+                "strategy": e["strategy"],
+                "verdict": e.get("verdict"),
+                "change_pct": (e.get("comparison") or {}).get("change_pct"),
+                "kept": bool(e.get("kept")),
+            }
+            for e in doc.get("experiments", [])
+        ],
+    }
 
 
 def compare_runs(
@@ -112,14 +139,39 @@ def compare_runs(
     lower = (a.get("metric") or {}).get("lower_is_better", True)
     direction: Better = "lower" if lower else "higher"
     outcome = [
-        row("baseline_median", "baseline median", "metric", sa["baseline_median"], sb["baseline_median"], direction),
+        row(
+            "baseline_median",
+            "baseline median",
+            "metric",
+            sa["baseline_median"],
+            sb["baseline_median"],
+            direction,
+        ),
         row("best_median", "best kept median", "metric", sa["best_median"], sb["best_median"], direction),
-        row("overall_pct", "overall change (positive = better)", "pct", sa["overall_pct"], sb["overall_pct"],
-            "higher"),
-        row("experiments", "experiments", "count", float(len(sa["experiments"])), float(len(sb["experiments"]))),
-        row("wins", "wins kept", "count", float(sum(e["kept"] for e in sa["experiments"])),
-            float(sum(e["kept"] for e in sb["experiments"])), "higher"),
-    ]  # fmt: skip
+        row(
+            "overall_pct",
+            "overall change (positive = better)",
+            "pct",
+            sa["overall_pct"],
+            sb["overall_pct"],
+            "higher",
+        ),
+        row(
+            "experiments",
+            "experiments",
+            "count",
+            float(len(sa["experiments"])),
+            float(len(sb["experiments"])),
+        ),
+        row(
+            "wins",
+            "wins kept",
+            "count",
+            float(sum(e["kept"] for e in sa["experiments"])),
+            float(sum(e["kept"] for e in sb["experiments"])),
+            "higher",
+        ),
+    ]
     doc: dict[str, Any] = {"schema": SCHEMA, "kind": "runs", "a": sa, "b": sb, "outcome": outcome}
     for name, idx in (("baseline_trace", 0), ("best_trace", 1)):
         xa, xb = analyses["a"][idx], analyses["b"][idx]
@@ -136,23 +188,33 @@ def work_notes(a: Analysis, b: Analysis) -> list[str]:
     if (a.events and b.events and 0 < moved_bytes(b) < moved_bytes(a)) or (
         moved_bytes(a) and not moved_bytes(b)
     ):
-        return [f"B moved fewer bytes than A ({moved_bytes(b):,} < {moved_bytes(a):,}): "
-                "a speed-up here may be doing less work"]  # fmt: skip
+        return [
+            f"B moved fewer bytes than A ({moved_bytes(b):,} < {moved_bytes(a):,}): "
+            "a speed-up here may be doing less work"
+        ]
     return []
 
 
 def compare_traces(a: Analysis, b: Analysis, labels: tuple[str, str]) -> dict[str, Any]:
-    return {"schema": SCHEMA, "kind": "traces", "a": {"path": labels[0]}, "b": {"path": labels[1]},
-            "trace": compare_analyses(a, b), "shape": {"a": a.shape.kind, "b": b.shape.kind},
-            "notes": work_notes(a, b) + _kind_notes(a, b)}  # fmt: skip
+    return {
+        "schema": SCHEMA,
+        "kind": "traces",
+        "a": {"path": labels[0]},
+        "b": {"path": labels[1]},
+        "trace": compare_analyses(a, b),
+        "shape": {"a": a.shape.kind, "b": b.shape.kind},
+        "notes": work_notes(a, b) + _kind_notes(a, b),
+    }
 
 
 def _kind_notes(a: Analysis, b: Analysis) -> list[str]:
     """A Darshan log next to a dftracer trace: same schema, not the same instrument."""
     if (a.darshan is None) == (b.darshan is None):
         return []
-    return ["one side is a Darshan log, the other a dftracer trace: Darshan's counters and dftracer's events count "
-            "calls differently (docs/darshan.md), so compare the shares more than the counts"]  # fmt: skip
+    return [
+        "one side is a Darshan log, the other a dftracer trace: Darshan's counters and dftracer's events count "
+        "calls differently (docs/darshan.md), so compare the shares more than the counts"
+    ]
 
 
 # --------------------------------------------------------------------------- loading

@@ -51,26 +51,45 @@ class RunRenderer:
     def __init__(self, console: Console) -> None:
         self.console = console
 
-    def render(self, r: dict[str, Any], *, table: bool = False, dftune: str | None = None,
-               next_steps: bool = True) -> None:  # fmt: skip
+    def render(
+        self, r: dict[str, Any], *, table: bool = False, dftune: str | None = None, next_steps: bool = True
+    ) -> None:
         """The run's result: at a glance and the next commands; ``table``: also the proposal table,
         the experiments and every refusal (as before the glance existed)."""
         c = self.console
-        c.print(_line(("run ", "bold"), (r["run_id"], "bold"), (f" ({r['workload']}): ", ""),
-                      (r["status"], "bold"), ((" - " + r["status_reason"]) if r.get("status_reason") else "", "")))  # fmt: skip
+        c.print(
+            _line(
+                ("run ", "bold"),
+                (r["run_id"], "bold"),
+                (f" ({r['workload']}): ", ""),
+                (r["status"], "bold"),
+                ((" - " + r["status_reason"]) if r.get("status_reason") else "", ""),
+            )
+        )
         if table:
             self._details(r)
         self.render_glance(glance_rows(r))
         for p in r.get("pending") or []:  # what waits for a person comes first
             if p.get("kind") == "confirm_pending":  # a win kept on trial: the question the trace left open
                 pct = f" ({p['change_pct']:+.1f}%)" if p.get("change_pct") is not None else ""
-                c.print(_line(("pending confirmation", "bold yellow"),
-                              (f": {p['proposal_id']}{pct}: {p.get('question') or ''}", "")))  # fmt: skip
+                c.print(
+                    _line(
+                        ("pending confirmation", "bold yellow"),
+                        (f": {p['proposal_id']}{pct}: {p.get('question') or ''}", ""),
+                    )
+                )
             else:  # an approval: what exactly it will do, and its rollback
                 what = p.get("description") or p.get("question") or ""
-                c.print(_line(("waiting for approval", "bold yellow"),
-                              (f": {p.get('proposal_id')} ({p.get('strategy') or p.get('kind')}, "
-                               f"{p.get('privilege') or 'a question'}): {what}", "")))  # fmt: skip
+                c.print(
+                    _line(
+                        ("waiting for approval", "bold yellow"),
+                        (
+                            f": {p.get('proposal_id')} ({p.get('strategy') or p.get('kind')}, "
+                            f"{p.get('privilege') or 'a question'}): {what}",
+                            "",
+                        ),
+                    )
+                )
                 for line in change_lines(p.get("change")):
                     c.print(text(f"  {line}"), soft_wrap=True)
             if p.get("resume_with"):
@@ -95,15 +114,34 @@ class RunRenderer:
         c = self.console
         if r.get("baseline_median") is not None:
             best = r.get("best_median")
-            c.print(text(f"baseline median {r['baseline_median']:.4g} -> best kept "
-                         f"{best:.4g}" if best is not None else f"baseline median {r['baseline_median']:.4g}"))  # fmt: skip
+            c.print(
+                text(
+                    f"baseline median {r['baseline_median']:.4g} -> best kept {best:.4g}"
+                    if best is not None
+                    else f"baseline median {r['baseline_median']:.4g}"
+                )
+            )
         self.render_table(r["proposal_table"])
         if r["verdicts"]:
-            cols = [Col("opt", justify="right"), Col("proposal"), Col("verdict"), Col("change", justify="right"),
-                    Col("kept"), Col("KB record", justify="right")]  # fmt: skip
-            rows = [[v["iteration"], v["proposal"], v["verdict"], change_cell(v["change_pct"]),
-                     "yes" if v["kept"] else ("reverted" if v["reverted"] else "no"), v["kb_record"]]
-                    for v in r["verdicts"]]  # fmt: skip
+            cols = [
+                Col("opt", justify="right"),
+                Col("proposal"),
+                Col("verdict"),
+                Col("change", justify="right"),
+                Col("kept"),
+                Col("KB record", justify="right"),
+            ]
+            rows = [
+                [
+                    v["iteration"],
+                    v["proposal"],
+                    v["verdict"],
+                    change_cell(v["change_pct"]),
+                    "yes" if v["kept"] else ("reverted" if v["reverted"] else "no"),
+                    v["kb_record"],
+                ]
+                for v in r["verdicts"]
+            ]
             c.print(responsive(c, "Experiments", cols, rows, head=(0, 1)))
         for x in r.get("refused", []):
             c.print(
@@ -117,8 +155,16 @@ class RunRenderer:
         """The full proposal table (measured rows first, then by weighted score)."""
         if table_rows:
             rows = [terminal_cells(row) for row in table_rows]
-            self.console.print(responsive(self.console, "Proposal table (measured first, then by weighted score)",
-                                          TERMINAL_COLUMNS, rows, head=(0, 1), caption=SOURCE_LEGEND))  # fmt: skip
+            self.console.print(
+                responsive(
+                    self.console,
+                    "Proposal table (measured first, then by weighted score)",
+                    TERMINAL_COLUMNS,
+                    rows,
+                    head=(0, 1),
+                    caption=SOURCE_LEGEND,
+                )
+            )
 
     def render_glance(self, lines: list[tuple[str, str]]) -> None:
         """The report's first screen in the terminal: one labeled answer per line (the answers wrap)."""
@@ -138,8 +184,17 @@ class RunRenderer:
             Col("next"),
             Col("status"),
         ]
-        cells: list[list[object]] = [[h["step"], h["checkpoint_id"], h["node"], str(h["time"])[:19],
-                                      ",".join(h["next"]) or "-", h["status"]] for h in rows]  # fmt: skip
+        cells: list[list[object]] = [
+            [
+                h["step"],
+                h["checkpoint_id"],
+                h["node"],
+                str(h["time"])[:19],
+                ",".join(h["next"]) or "-",
+                h["status"],
+            ]
+            for h in rows
+        ]
         experiments = [h.get("experiment") or "-" for h in rows]
         if any(e != "-" for e in experiments):  # which experiment (opt2 WORKERS=4) each step belongs to
             cols.insert(3, Col("experiment"))
@@ -155,8 +210,15 @@ class RunRenderer:
             cols.append(Col("decided (tokens so far)", wrap=True, min_width=16))
             for row, d in zip(cells, decided, strict=True):
                 row.append(d)
-        self.console.print(responsive(self.console, "Checkpoints (replay --checkpoint takes the id or the step)",
-                                      cols, cells, head=(0, 1)))  # fmt: skip
+        self.console.print(
+            responsive(
+                self.console,
+                "Checkpoints (replay --checkpoint takes the id or the step)",
+                cols,
+                cells,
+                head=(0, 1),
+            )
+        )
 
     def render_runs(self, runs: list[dict[str, Any]], campaigns: list[dict[str, Any]] | None = None) -> None:
         cols = [
@@ -168,8 +230,18 @@ class RunRenderer:
             Col("result", wrap=True, min_width=20),
             Col("next"),
         ]
-        cells = [[r["id"], r["workload"], run_status(r), str(r["created"])[:19], len(r["iterations"]),
-                  r.get("result") or "-", r.get("next_step") or ""] for r in runs]  # fmt: skip
+        cells = [
+            [
+                r["id"],
+                r["workload"],
+                run_status(r),
+                str(r["created"])[:19],
+                len(r["iterations"]),
+                r.get("result") or "-",
+                r.get("next_step") or "",
+            ]
+            for r in runs
+        ]
         self.console.print(responsive(self.console, "Runs", cols, cells))
         if campaigns:
             cols = [
@@ -178,8 +250,15 @@ class RunRenderer:
                 Col("workloads", wrap=True, min_width=20),
                 Col("deadline"),
             ]
-            cells = [[c["id"], c["status"], ", ".join(m["workload"] for m in c["members"]), c.get("deadline_text") or "-"]
-                     for c in campaigns]  # fmt: skip
+            cells = [
+                [
+                    c["id"],
+                    c["status"],
+                    ", ".join(m["workload"] for m in c["members"]),
+                    c.get("deadline_text") or "-",
+                ]
+                for c in campaigns
+            ]
             self.console.print(responsive(self.console, "Campaigns", cols, cells))
 
 
@@ -208,9 +287,12 @@ def compare_value(unit: str, v: float | None) -> str:
     if v is None:
         return "-"
     return {
-        "count": lambda: f"{v:,.0f}", "bytes": lambda: _human_bytes(v), "s": lambda: f"{v:.4g} s",
-        "pct": lambda: f"{v:.1f}%", "mib_s": lambda: f"{v:.4g} MiB/s",
-    }.get(unit, lambda: f"{v:.4g}")()  # fmt: skip
+        "count": lambda: f"{v:,.0f}",
+        "bytes": lambda: _human_bytes(v),
+        "s": lambda: f"{v:.4g} s",
+        "pct": lambda: f"{v:.1f}%",
+        "mib_s": lambda: f"{v:.4g} MiB/s",
+    }.get(unit, lambda: f"{v:.4g}")()
 
 
 def compare_change(r: dict[str, Any]) -> str:
@@ -247,8 +329,15 @@ class CompareRenderer:
             Col(b, justify="right"),
             Col("change (B vs A)", justify="right"),
         ]
-        cells = [[r["label"], compare_value(r["unit"], r["a"]), compare_value(r["unit"], r["b"]), compare_change(r)]
-                 for r in rows]  # fmt: skip
+        cells = [
+            [
+                r["label"],
+                compare_value(r["unit"], r["a"]),
+                compare_value(r["unit"], r["b"]),
+                compare_change(r),
+            ]
+            for r in rows
+        ]
         self.console.print(responsive(self.console, title, cols, cells))
 
     def render(self, doc: dict[str, Any]) -> None:
@@ -267,8 +356,24 @@ class CompareRenderer:
         for key, title in (("baseline_trace", "Baseline traces"), ("best_trace", "Best-kept traces")):
             if doc.get(key):
                 self._rows(title, doc[key], "A", "B")
-        cols = [Col("run"), Col("opt", justify="right"), Col("proposal"), Col("verdict"), Col("change", justify="right"),
-                Col("kept")]  # fmt: skip
-        cells = [[side.upper(), x["iteration"], x["proposal"], x["verdict"], change_cell(x["change_pct"]),
-                  "yes" if x["kept"] else "no"] for side in ("a", "b") for x in doc[side]["experiments"]]  # fmt: skip
+        cols = [
+            Col("run"),
+            Col("opt", justify="right"),
+            Col("proposal"),
+            Col("verdict"),
+            Col("change", justify="right"),
+            Col("kept"),
+        ]
+        cells = [
+            [
+                side.upper(),
+                x["iteration"],
+                x["proposal"],
+                x["verdict"],
+                change_cell(x["change_pct"]),
+                "yes" if x["kept"] else "no",
+            ]
+            for side in ("a", "b")
+            for x in doc[side]["experiments"]
+        ]
         c.print(responsive(c, "Experiments", cols, cells, head=(0, 1, 2)))

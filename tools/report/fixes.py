@@ -78,8 +78,10 @@ def snippet_html(s: dict[str, Any], applied: str = "") -> str:
     """One fix: its name, what dftune applied (when it did), and the snippet."""
     e = html.escape
     done = f" <span class='note'>dftune measured it as: <code>{e(applied)}</code></span>" if applied else ""
-    return (f"<h4><code>{e(s['strategy'])}</code>: {e(s['name'])}{done}</h4>"
-            f'<pre class="snippet"><code class="language-{e(s["language"])}">{e(s["code"])}</code></pre>')  # fmt: skip
+    return (
+        f"<h4><code>{e(s['strategy'])}</code>: {e(s['name'])}{done}</h4>"
+        f'<pre class="snippet"><code class="language-{e(s["language"])}">{e(s["code"])}</code></pre>'
+    )
 
 
 def snippet_markdown(s: dict[str, Any], applied: str = "") -> list[str]:

@@ -20,8 +20,11 @@ def glance_html(doc: dict[str, Any]) -> str:
     """The answers a performance engineer wants first, one line each."""
     rows = headline(doc)
     partial, _ = coverage_note(doc)
-    items = "".join(f"<dt>{e(k)}</dt><dd>{'<b>' if k == 'Coverage' and partial else ''}{e(v)}"
-                    f"{'</b>' if k == 'Coverage' and partial else ''}</dd>" for k, v in rows)  # fmt: skip
+    items = "".join(
+        f"<dt>{e(k)}</dt><dd>{'<b>' if k == 'Coverage' and partial else ''}{e(v)}"
+        f"{'</b>' if k == 'Coverage' and partial else ''}</dd>"
+        for k, v in rows
+    )
     return f'<section id="glance"><h2>At a glance</h2><dl class="glance">{items}</dl></section>'
 
 
@@ -49,8 +52,12 @@ def hotspots_html(doc: dict[str, Any]) -> str:
         if a is None:
             continue
         hot = hotspots(a)
-        for key, title in (("file_by_time", "Files by I/O time"), ("file_by_bytes", "Files by bytes moved"),
-                           ("proc_by_time", "Processes by I/O time"), ("proc_by_bytes", "Processes by bytes moved")):  # fmt: skip
+        for key, title in (
+            ("file_by_time", "Files by I/O time"),
+            ("file_by_bytes", "Files by bytes moved"),
+            ("proc_by_time", "Processes by I/O time"),
+            ("proc_by_bytes", "Processes by bytes moved"),
+        ):
             rows = hot.get(key) or []
             if not rows:
                 continue
@@ -61,9 +68,22 @@ def hotspots_html(doc: dict[str, Any]) -> str:
                 else ""
             )
             out.append(f"<h3>{e(title)} ({e(arm)}{under})</h3>")
-            out.append(table(["name", "I/O time (s)", "read", "written", "calls"],
-                             [[e(r["name"]), e(f"{r['io_time_s']:.4g}"), e(_bytes(r["read_bytes"])),
-                               e(_bytes(r["write_bytes"])), e(f"{r['ops']:,}")] for r in rows], num=(1, 2, 3, 4)))  # fmt: skip
+            out.append(
+                table(
+                    ["name", "I/O time (s)", "read", "written", "calls"],
+                    [
+                        [
+                            e(r["name"]),
+                            e(f"{r['io_time_s']:.4g}"),
+                            e(_bytes(r["read_bytes"])),
+                            e(_bytes(r["write_bytes"])),
+                            e(f"{r['ops']:,}"),
+                        ]
+                        for r in rows
+                    ],
+                    num=(1, 2, 3, 4),
+                )
+            )
     if not shown:
         out.append('<p class="note">No traced arm: no hotspots.</p>')
     out.append("</section>")

@@ -129,26 +129,43 @@ def _outcome(doc: dict[str, Any]) -> str:
         out.append(f"<p>{e(doc['summary'])}</p>")
     o = doc.get("outcome") or {}
     base, inc = doc.get("baseline") or {}, doc.get("incumbent") or {}
-    cards = [("baseline median", num(o.get("baseline_median"))), ("best kept median", num(o.get("best_median"))),
-             ("overall change", f"{o.get('overall_pct', 0.0):+.1f}%"),
-             ("experiments", str(o.get("experiments", len(doc.get("experiments", []))))),
-             ("wins kept", str(len(o.get("wins", []))))]  # fmt: skip
-    out.append('<div class="cards">' + "".join(
-        f'<div class="card"><div class="v">{e(v)}</div><div class="k">{e(k)}</div></div>' for k, v in cards
-    ) + "</div>")  # fmt: skip
+    cards = [
+        ("baseline median", num(o.get("baseline_median"))),
+        ("best kept median", num(o.get("best_median"))),
+        ("overall change", f"{o.get('overall_pct', 0.0):+.1f}%"),
+        ("experiments", str(o.get("experiments", len(doc.get("experiments", []))))),
+        ("wins kept", str(len(o.get("wins", [])))),
+    ]
+    out.append(
+        '<div class="cards">'
+        + "".join(
+            f'<div class="card"><div class="v">{e(v)}</div><div class="k">{e(k)}</div></div>'
+            for k, v in cards
+        )
+        + "</div>"
+    )
     if base:
         rows = []
         for name, m in (("baseline", base), ("best kept", inc)):
             if not m:
                 continue
             settings = {**(m.get("settings") or {}), **(m.get("env") or {})}
-            rows.append([e(name), num(m.get("median")), e(ci(m.get("ci95"))), e(f"{m.get('ok')}/{m.get('replicates')}"),
-                         e(", ".join(f"{k}={v}" for k, v in settings.items()))])  # fmt: skip
+            rows.append(
+                [
+                    e(name),
+                    num(m.get("median")),
+                    e(ci(m.get("ci95"))),
+                    e(f"{m.get('ok')}/{m.get('replicates')}"),
+                    e(", ".join(f"{k}={v}" for k, v in settings.items())),
+                ]
+            )
         out.append(
             table(["", "median", "95% CI of the median", "replicates ok", "settings"], rows, num=(1, 2, 3))
         )
-        out.append('<p class="note">Positive change = better on the metric. Medians and confidence intervals come '
-                   "from the runner's replicates of each arm.</p>")  # fmt: skip
+        out.append(
+            '<p class="note">Positive change = better on the metric. Medians and confidence intervals come '
+            "from the runner's replicates of each arm.</p>"
+        )
     partial, note = coverage_note(doc)
     out.append(f'<div class="banner"><b>{e(note)}</b></div>' if partial else f'<p class="note">{e(note)}</p>')
     out.append("</section>")
@@ -157,10 +174,12 @@ def _outcome(doc: dict[str, Any]) -> str:
 
 def _findings(doc: dict[str, Any]) -> str:
     rows = findings(doc)
-    out = ['<section id="findings"><h2>What was wrong: findings</h2>',
-           "<p>Measured findings come from this run's traces and experiments; estimates are expected "
-           "effects of the cited fixes (a trace model, an earlier run's measurement in the knowledge base, or "
-           "the model) and are never counted as measured here. Each row names its source.</p>"]  # fmt: skip
+    out = [
+        '<section id="findings"><h2>What was wrong: findings</h2>',
+        "<p>Measured findings come from this run's traces and experiments; estimates are expected "
+        "effects of the cited fixes (a trace model, an earlier run's measurement in the knowledge base, or "
+        "the model) and are never counted as measured here. Each row names its source.</p>",
+    ]
     for kind, title in (
         ("measured", "Measured (this run)"),
         (ESTIMATED, "Estimated, or measured before (not measured in this run)"),
@@ -174,10 +193,22 @@ def _findings(doc: dict[str, Any]) -> str:
         if not subset:
             out.append('<p class="note">none</p>')
             continue
-        out.append(table(["kind", "finding", "score", "detail", "source"],
-                         [[tag(f["kind"], "measured" if kind == "measured" else "estimate"), e(f["finding"]),
-                           (severity_html(f["severity"]) + " " if f.get("severity") else "") + e(f["score"]),
-                           e(f["detail"]), e(f["source"])] for f in subset], num=(2,)))  # fmt: skip
+        out.append(
+            table(
+                ["kind", "finding", "score", "detail", "source"],
+                [
+                    [
+                        tag(f["kind"], "measured" if kind == "measured" else "estimate"),
+                        e(f["finding"]),
+                        (severity_html(f["severity"]) + " " if f.get("severity") else "") + e(f["score"]),
+                        e(f["detail"]),
+                        e(f["source"]),
+                    ]
+                    for f in subset
+                ],
+                num=(2,),
+            )
+        )
         if kind == "measured" and any(f.get("severity") for f in subset):
             out.append(f'<p class="note">{e(SEVERITY_LEGEND)}</p>')
     out.append(_baseline_glance(doc))
@@ -196,17 +227,31 @@ def _baseline_glance(doc: dict[str, Any]) -> str:
         ("trace files / events / processes", f"{a.files} / {a.events:,} / {a.processes}"),
         ("job time", f"{a.job_time_s:.4g} s"),
         ("time in I/O calls (summed)", f"{a.io_time_s:.4g} s"),
-        ("unoverlapped I/O time", f"{a.unoverlapped_io_time_s:.4g} s ({100 * a.unoverlapped_io_fraction:.1f}% of job)"),
-        ("read: calls / bytes / time", f"{a.read.count:,} / {human_bytes(a.read.bytes or 0)} / {a.read.time_s:.4g} s"),
-        ("write: calls / bytes / time", f"{a.write.count:,} / {human_bytes(a.write.bytes or 0)} / {a.write.time_s:.4g} s"),
+        (
+            "unoverlapped I/O time",
+            f"{a.unoverlapped_io_time_s:.4g} s ({100 * a.unoverlapped_io_fraction:.1f}% of job)",
+        ),
+        (
+            "read: calls / bytes / time",
+            f"{a.read.count:,} / {human_bytes(a.read.bytes or 0)} / {a.read.time_s:.4g} s",
+        ),
+        (
+            "write: calls / bytes / time",
+            f"{a.write.count:,} / {human_bytes(a.write.bytes or 0)} / {a.write.time_s:.4g} s",
+        ),
         ("metadata: calls / time", f"{a.metadata.count:,} / {a.metadata.time_s:.4g} s"),
         ("sync: calls / time", f"{a.sync.count:,} / {a.sync.time_s:.4g} s"),
-        ("read / write / metadata share of I/O time",
-         f"{a.read_time_pct:.1f}% / {a.write_time_pct:.1f}% / {a.metadata_time_pct:.1f}%"),
+        (
+            "read / write / metadata share of I/O time",
+            f"{a.read_time_pct:.1f}% / {a.write_time_pct:.1f}% / {a.metadata_time_pct:.1f}%",
+        ),
         ("small I/O (< 1 MiB)", f"{a.small_io_pct:.1f}%"),
-        ("sequential / consecutive / random", f"{a.seq_pct:.1f}% / {a.consecutive_pct:.1f}% / {a.rand_pct:.1f}%"),
+        (
+            "sequential / consecutive / random",
+            f"{a.seq_pct:.1f}% / {a.consecutive_pct:.1f}% / {a.rand_pct:.1f}%",
+        ),
         ("files accessed", f"{a.files_accessed:,}"),
-    ]  # fmt: skip
+    ]
     return "<h3>Baseline trace at a glance</h3>" + table(["metric", "value"], [[e(k), e(v)] for k, v in rows])
 
 
@@ -227,48 +272,87 @@ def plots_section(plots: list[Plot]) -> str:
 
 
 def _proposals(doc: dict[str, Any]) -> str:
-    out = ['<section id="proposals"><h2>Proposal table</h2>',
-           "<p>Columns of the dftracer-io-optimization skill's proposal table, sorted by the weighted score "
-           "(50% app impact, 50% system impact). Every row "
-           "carries a checked citation; every impact says where it came from (measured here, the KB, a trace model, the model) or n/a.</p>"]  # fmt: skip
-    rows = [[e(r["#"]), f"<code>{e(r['strategy'])}</code> ({e(r.get('layer'))})", e(r["description"]),
-             _impact(r["app_impact_pct"], r["app_impact_source"]),
-             _impact(r["system_impact_pct"], r["system_impact_source"]), f"{r['weighted_score']:.2f}",
-             tag(r["status"]), (link(r["url"], r["citation"]) if r.get("citation") else tag("UNSUPPORTED", "unsupported"))]
-            for r in proposal_rows(doc)]  # fmt: skip
-    out.append(table([*PROPOSAL_COLUMNS, *EXTRA_COLUMNS], rows, num=(0, 3, 4, 5)) if rows
-               else '<p class="note">No cited proposal.</p>')  # fmt: skip
+    out = [
+        '<section id="proposals"><h2>Proposal table</h2>',
+        "<p>Columns of the dftracer-io-optimization skill's proposal table, sorted by the weighted score "
+        "(50% app impact, 50% system impact). Every row "
+        "carries a checked citation; every impact says where it came from (measured here, the KB, a trace model, the model) or n/a.</p>",
+    ]
+    rows = [
+        [
+            e(r["#"]),
+            f"<code>{e(r['strategy'])}</code> ({e(r.get('layer'))})",
+            e(r["description"]),
+            _impact(r["app_impact_pct"], r["app_impact_source"]),
+            _impact(r["system_impact_pct"], r["system_impact_source"]),
+            f"{r['weighted_score']:.2f}",
+            tag(r["status"]),
+            (link(r["url"], r["citation"]) if r.get("citation") else tag("UNSUPPORTED", "unsupported")),
+        ]
+        for r in proposal_rows(doc)
+    ]
+    out.append(
+        table([*PROPOSAL_COLUMNS, *EXTRA_COLUMNS], rows, num=(0, 3, 4, 5))
+        if rows
+        else '<p class="note">No cited proposal.</p>'
+    )
     props = doc.get("proposals", [])
     refused = [p for p in props if p["status"] in REFUSED]
     if refused:
         out.append("<h3>Refused before anything was applied</h3>")
-        out.append(table(["proposal", "strategy", "status", "reason"],
-                         [[e(p["id"]), f"<code>{e(p['strategy'])}</code>", tag(p["status"]), e(p["reason"])]
-                          for p in refused]))  # fmt: skip
+        out.append(
+            table(
+                ["proposal", "strategy", "status", "reason"],
+                [
+                    [e(p["id"]), f"<code>{e(p['strategy'])}</code>", tag(p["status"]), e(p["reason"])]
+                    for p in refused
+                ],
+            )
+        )
     fixes = fix_rows(doc)
     if fixes:
-        out.append('<h3 id="fixes">How to apply each fix</h3><p>The change as code or configuration, from the '
-                   "strategy catalog (values are the catalog's recommended ones; where dftune measured the fix, the "
-                   "setting it measured is named).</p>")  # fmt: skip
+        out.append(
+            '<h3 id="fixes">How to apply each fix</h3><p>The change as code or configuration, from the '
+            "strategy catalog (values are the catalog's recommended ones; where dftune measured the fix, the "
+            "setting it measured is named).</p>"
+        )
         out.extend(snippet_html(snip, applied) for snip, applied in fixes)
     manual = [p for p in props if p["status"] == "manual" and p.get("citation")]
     if manual:
         out.append("<h3>Recommendations dftune does not apply itself</h3>")
-        out.append(table(["strategy", "description", "why not applied", "citation"],
-                         [[f"<code>{e(p['strategy'])}</code>", e(p["description"]), e(p["reason"]),
-                           link(p["citation"]["url"], p["citation"]["reference"])] for p in manual]))  # fmt: skip
+        out.append(
+            table(
+                ["strategy", "description", "why not applied", "citation"],
+                [
+                    [
+                        f"<code>{e(p['strategy'])}</code>",
+                        e(p["description"]),
+                        e(p["reason"]),
+                        link(p["citation"]["url"], p["citation"]["reference"]),
+                    ]
+                    for p in manual
+                ],
+            )
+        )
     out.append("</section>")
     return "".join(out)
 
 
 def _checklist(doc: dict[str, Any]) -> str:
-    rows = [[e(c["number"]), e(c["category"]), tag(checklist_label(c["verdict"]), c["verdict"]), e(c["reason"])]
-            for c in sorted(doc.get("checklist", []), key=lambda c: c["number"])]  # fmt: skip
-    body = (table(["#", "category", "verdict", "reason"], rows, num=(0,)) if rows
-            else '<p class="note">The checklist was not evaluated (no baseline).</p>')  # fmt: skip
-    return (f'<section id="checklist"><h2>Checklist ({len(rows)} categories)</h2>'
-            "<p>Every category gets a verdict and a reason, including the ones that turned out not to matter.</p>"
-            f"{body}</section>")  # fmt: skip
+    rows = [
+        [e(c["number"]), e(c["category"]), tag(checklist_label(c["verdict"]), c["verdict"]), e(c["reason"])]
+        for c in sorted(doc.get("checklist", []), key=lambda c: c["number"])
+    ]
+    body = (
+        table(["#", "category", "verdict", "reason"], rows, num=(0,))
+        if rows
+        else '<p class="note">The checklist was not evaluated (no baseline).</p>'
+    )
+    return (
+        f'<section id="checklist"><h2>Checklist ({len(rows)} categories)</h2>'
+        "<p>Every category gets a verdict and a reason, including the ones that turned out not to matter.</p>"
+        f"{body}</section>"
+    )
 
 
 def _experiments(doc: dict[str, Any]) -> str:
@@ -281,13 +365,22 @@ def _experiments(doc: dict[str, Any]) -> str:
         cand = x.get("candidate") or {}
         cmp = x.get("comparison") or {}
         state = " (kept)" if x.get("kept") else (" (reverted)" if x.get("reverted") else "")
-        out.append(f"<h3>opt{e(x['iteration'])}: <code>{e(x['proposal_id'])}</code> ({e(x['strategy'])}) "
-                   f"{tag(x.get('verdict') or 'pending')}{html.escape(state)}</h3>")  # fmt: skip
+        out.append(
+            f"<h3>opt{e(x['iteration'])}: <code>{e(x['proposal_id'])}</code> ({e(x['strategy'])}) "
+            f"{tag(x.get('verdict') or 'pending')}{html.escape(state)}</h3>"
+        )
         arms = []
         for name, m in (("reference", x["reference"]), ("candidate", cand)):
             if m:
-                arms.append([e(name), e(", ".join(f"{v:.4g}" for v in m.get("values", []))), num(m.get("median")),
-                             e(ci(m.get("ci95"))), e(f"{m.get('ok')}/{m.get('replicates')}")])  # fmt: skip
+                arms.append(
+                    [
+                        e(name),
+                        e(", ".join(f"{v:.4g}" for v in m.get("values", []))),
+                        num(m.get("median")),
+                        e(ci(m.get("ci95"))),
+                        e(f"{m.get('ok')}/{m.get('replicates')}"),
+                    ]
+                )
         out.append(table(["arm", "replicates", "median", "95% CI of the median", "ok"], arms, num=(2, 3, 4)))
         stats = []
         if cmp.get("change_pct") is not None:
@@ -303,39 +396,69 @@ def _experiments(doc: dict[str, Any]) -> str:
             out.append(f"<p>Verdict: {e(x['verdict_reason'])}</p>")
         mine = [g for g in guards if g["when"] == f"after opt{x['iteration']}"]
         if mine:
-            out.append("<ul>" + "".join(f"<li>guard <b>{e(g['guard'])}</b> {tag('passed' if g['passed'] else 'failed')}"
-                                        f": {e(g['reason'])}</li>" for g in mine) + "</ul>")  # fmt: skip
+            out.append(
+                "<ul>"
+                + "".join(
+                    f"<li>guard <b>{e(g['guard'])}</b> {tag('passed' if g['passed'] else 'failed')}"
+                    f": {e(g['reason'])}</li>"
+                    for g in mine
+                )
+                + "</ul>"
+            )
     if doc.get("kb_records"):
-        out.append(f"<p>Knowledge-base records: {e(', '.join(str(i) for i in doc['kb_records']))}"
-                   + (f" (published to <code>{e(doc['kb_skill_path'])}</code>)" if doc.get("kb_skill_path") else "")
-                   + "</p>")  # fmt: skip
+        out.append(
+            f"<p>Knowledge-base records: {e(', '.join(str(i) for i in doc['kb_records']))}"
+            + (f" (published to <code>{e(doc['kb_skill_path'])}</code>)" if doc.get("kb_skill_path") else "")
+            + "</p>"
+        )
     out.append("</section>")
     return "".join(out)
 
 
 def _guards(doc: dict[str, Any]) -> str:
     def rows(gs: list[dict[str, Any]]) -> list[list[str]]:
-        return [[e(g["proposal"]), e(g["when"]), e(g["guard"]), tag("passed" if g["passed"] else "failed"),
-                 e(g["reason"])] for g in gs]  # fmt: skip
+        return [
+            [
+                e(g["proposal"]),
+                e(g["when"]),
+                e(g["guard"]),
+                tag("passed" if g["passed"] else "failed"),
+                e(g["reason"]),
+            ]
+            for g in gs
+        ]
 
     head = ["proposal", "when", "guard", "result", "reason"]
     all_ = guard_rows(doc)
     # what decided the outcome first: every judgment of an experiment and every refusal
     key = [g for g in all_ if not g["when"].startswith("screen") or not g["passed"]]
     screened = [g for g in all_ if g["when"].startswith("screen")]
-    out = ['<section id="guards"><h2>Guard decisions</h2>',
-           "<p>Hard-coded guards (citation, access pattern, no doing less, non-degradation) stand in front of "
-           "every change and every knowledge-base record. Below: every judgment of an experiment and every "
-           "refusal; the full screening log follows.</p>"]  # fmt: skip
-    out.append(table(head, rows(key)) if key else '<p class="note">No guard refused anything and no experiment '
-               "was judged.</p>")  # fmt: skip
+    out = [
+        '<section id="guards"><h2>Guard decisions</h2>',
+        "<p>Hard-coded guards (citation, access pattern, no doing less, non-degradation) stand in front of "
+        "every change and every knowledge-base record. Below: every judgment of an experiment and every "
+        "refusal; the full screening log follows.</p>",
+    ]
+    out.append(
+        table(head, rows(key))
+        if key
+        else '<p class="note">No guard refused anything and no experiment was judged.</p>'
+    )
     if screened:
         failed = sum(not g["passed"] for g in screened)
-        out.append(f"<details><summary>All {len(screened)} screening decisions taken before anything was applied "
-                   f"({failed} refused)</summary>{table(head, rows(screened))}</details>")  # fmt: skip
-    approvals = [[e(a["proposal_id"]), tag("approved" if a["approved"] else "refused",
-                                           "passed" if a["approved"] else "failed"), e(a["by"]), e(a["reason"])]
-                 for a in doc.get("approvals", [])]  # fmt: skip
+        out.append(
+            f"<details><summary>All {len(screened)} screening decisions taken before anything was applied "
+            f"({failed} refused)</summary>{table(head, rows(screened))}</details>"
+        )
+    approvals = [
+        [
+            e(a["proposal_id"]),
+            tag("approved" if a["approved"] else "refused", "passed" if a["approved"] else "failed"),
+            e(a["by"]),
+            e(a["reason"]),
+        ]
+        for a in doc.get("approvals", [])
+    ]
     if approvals:
         out.append("<h3>Approvals</h3>" + table(["proposal", "answer", "by", "reason"], approvals))
     out.append("</section>")
@@ -344,11 +467,24 @@ def _guards(doc: dict[str, Any]) -> str:
 
 def _pitfalls(doc: dict[str, Any]) -> str:
     pits = doc.get("pitfalls", [])
-    body = ("<ul>" + "".join(f"<li><b>{e(p['message'])}</b>" + (f"<br><span class=\"note\">{e(p['detail'])}</span>"
-                                                               if p.get("detail") else "") + "</li>" for p in pits)
-            + "</ul>") if pits else '<p class="note">The installer found no blind spot of the tracer here.</p>'  # fmt: skip
-    return ('<section id="pitfalls"><h2>Tracer pitfalls</h2><p>What dftracer does not see on this machine: '
-            f"absence of these calls in a trace is not evidence.</p>{body}</section>")  # fmt: skip
+    body = (
+        (
+            "<ul>"
+            + "".join(
+                f"<li><b>{e(p['message'])}</b>"
+                + (f'<br><span class="note">{e(p["detail"])}</span>' if p.get("detail") else "")
+                + "</li>"
+                for p in pits
+            )
+            + "</ul>"
+        )
+        if pits
+        else '<p class="note">The installer found no blind spot of the tracer here.</p>'
+    )
+    return (
+        '<section id="pitfalls"><h2>Tracer pitfalls</h2><p>What dftracer does not see on this machine: '
+        f"absence of these calls in a trace is not evidence.</p>{body}</section>"
+    )
 
 
 def _backing(c: dict[str, Any]) -> str:
@@ -363,8 +499,11 @@ def _backing(c: dict[str, Any]) -> str:
 
 def _citations(doc: dict[str, Any]) -> str:
     cites = citations(doc)
-    items = [f'<li id="cite-{e(c["id"])}"><b>[{e(c["id"])}]</b> {e(c["reference"])} {link(c.get("url"))}'
-             f"<br><span class=\"note\">Supports: {e(c.get('claim'))} (checked: {e(c.get('evidence'))}; "
-             f"source: {e(c.get('source'))})</span>{_backing(c)}</li>" for c in cites]  # fmt: skip
+    items = [
+        f'<li id="cite-{e(c["id"])}"><b>[{e(c["id"])}]</b> {e(c["reference"])} {link(c.get("url"))}'
+        f'<br><span class="note">Supports: {e(c.get("claim"))} (checked: {e(c.get("evidence"))}; '
+        f"source: {e(c.get('source'))})</span>{_backing(c)}</li>"
+        for c in cites
+    ]
     body = f'<ol class="cites">{"".join(items)}</ol>' if items else '<p class="note">No citation.</p>'
     return f'<section id="citations"><h2>Citations</h2>{body}</section>'

@@ -82,8 +82,12 @@ def hotspot_markdown(doc: dict[str, Any]) -> list[str]:
         if a is None:
             continue
         hot = hotspots(a)
-        for key, title in (("file_by_time", "files by I/O time"), ("proc_by_time", "processes by I/O time"),
-                           ("file_by_bytes", "files by bytes moved"), ("proc_by_bytes", "processes by bytes moved")):  # fmt: skip
+        for key, title in (
+            ("file_by_time", "files by I/O time"),
+            ("proc_by_time", "processes by I/O time"),
+            ("file_by_bytes", "files by bytes moved"),
+            ("proc_by_bytes", "processes by bytes moved"),
+        ):
             rows = hot.get(key) or []
             if not rows:
                 continue
@@ -93,9 +97,19 @@ def hotspot_markdown(doc: dict[str, Any]) -> list[str]:
                 else ""
             )
             out += [f"Top {title} ({arm} trace{under}):", ""]
-            out += markdown_table(["name", "I/O time (s)", "read", "written", "calls"],
-                                  [[r["name"], f"{r['io_time_s']:.4g}", _bytes(r["read_bytes"]), _bytes(r["write_bytes"]),
-                                    f"{r['ops']:,}"] for r in rows])  # fmt: skip
+            out += markdown_table(
+                ["name", "I/O time (s)", "read", "written", "calls"],
+                [
+                    [
+                        r["name"],
+                        f"{r['io_time_s']:.4g}",
+                        _bytes(r["read_bytes"]),
+                        _bytes(r["write_bytes"]),
+                        f"{r['ops']:,}",
+                    ]
+                    for r in rows
+                ],
+            )
             out.append("")
     return out
 
@@ -117,12 +131,25 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     inc = s.get("incumbent") or {}
     if base:
         lines += ["## Outcome", ""]
-        lines += markdown_table(["", "median", "95% CI of the median", "replicates ok", "settings"], [
-            ["baseline", _num(base.get("median")), _ci(base.get("ci95")), f"{base.get('ok')}/{base.get('replicates')}",
-             _settings(base)],
-            ["best kept", _num(inc.get("median")), _ci(inc.get("ci95")), f"{inc.get('ok')}/{inc.get('replicates')}",
-             _settings(inc)],
-        ])  # fmt: skip
+        lines += markdown_table(
+            ["", "median", "95% CI of the median", "replicates ok", "settings"],
+            [
+                [
+                    "baseline",
+                    _num(base.get("median")),
+                    _ci(base.get("ci95")),
+                    f"{base.get('ok')}/{base.get('replicates')}",
+                    _settings(base),
+                ],
+                [
+                    "best kept",
+                    _num(inc.get("median")),
+                    _ci(inc.get("ci95")),
+                    f"{inc.get('ok')}/{inc.get('replicates')}",
+                    _settings(inc),
+                ],
+            ],
+        )
         lines.append("")
     partial, note = coverage_note(s)
     lines += [f"**{md_text(note)}**" if partial else md_text(note), ""]
@@ -151,8 +178,10 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     refused = [p for p in s.get("proposals", []) if p["status"] in ("rejected", "unsupported", "declined")]
     if refused:
         lines += ["", "Refused before anything was applied:", ""]
-        lines += [f"- {md_code(p['id'])} ({md_text(p['strategy'])}): **{md_text(p['status'])}**: {md_text(p['reason'])}"
-                  for p in refused]  # fmt: skip
+        lines += [
+            f"- {md_code(p['id'])} ({md_text(p['strategy'])}): **{md_text(p['status'])}**: {md_text(p['reason'])}"
+            for p in refused
+        ]
     fixes = fix_rows(s)
     if fixes:
         lines += ["", "### How to apply each fix", ""]
@@ -174,14 +203,28 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     for e in s.get("experiments", []):
         cand = e.get("candidate") or {}
         cmp = e.get("comparison") or {}
-        lines += [f"### opt{e['iteration']}: {md_code(e['proposal_id'])} -> {md_text(e.get('verdict'))}"
-                  f"{' (kept)' if e.get('kept') else ''}{' (reverted)' if e.get('reverted') else ''}", ""]  # fmt: skip
-        lines += markdown_table(["arm", "replicates", "median", "95% CI"], [
-            ["reference", ", ".join(f"{v:.4g}" for v in e["reference"].get("values", [])),
-             _num(e["reference"].get("median")), _ci(e["reference"].get("ci95"))],
-            ["candidate", ", ".join(f"{v:.4g}" for v in cand.get("values", [])), _num(cand.get("median")),
-             _ci(cand.get("ci95"))],
-        ])  # fmt: skip
+        lines += [
+            f"### opt{e['iteration']}: {md_code(e['proposal_id'])} -> {md_text(e.get('verdict'))}"
+            f"{' (kept)' if e.get('kept') else ''}{' (reverted)' if e.get('reverted') else ''}",
+            "",
+        ]
+        lines += markdown_table(
+            ["arm", "replicates", "median", "95% CI"],
+            [
+                [
+                    "reference",
+                    ", ".join(f"{v:.4g}" for v in e["reference"].get("values", [])),
+                    _num(e["reference"].get("median")),
+                    _ci(e["reference"].get("ci95")),
+                ],
+                [
+                    "candidate",
+                    ", ".join(f"{v:.4g}" for v in cand.get("values", [])),
+                    _num(cand.get("median")),
+                    _ci(cand.get("ci95")),
+                ],
+            ],
+        )
         lines += ["", f"Comparison: {md_text(cmp.get('reason', e.get('verdict_reason', '-')))}", ""]
         if e.get("verdict_reason"):
             lines += [f"KB verdict: {md_text(e['verdict_reason'])}", ""]
@@ -194,14 +237,18 @@ def render_run_markdown(s: dict[str, Any]) -> str:
         lines.append("")
     lines += hints_markdown(s)
     if s.get("kb_records"):
-        lines += [f"Knowledge-base records: {', '.join(str(int(i)) for i in s['kb_records'])}"
-                  + (f" (published to {md_code(s['kb_skill_path'])})" if s.get("kb_skill_path") else ""), ""]  # fmt: skip
+        lines += [
+            f"Knowledge-base records: {', '.join(str(int(i)) for i in s['kb_records'])}"
+            + (f" (published to {md_code(s['kb_skill_path'])})" if s.get("kb_skill_path") else ""),
+            "",
+        ]
     screen = [g for g in guard_rows(s) if g["when"].startswith("screen")]
     if screen:
         lines += ["## Guard decisions before anything was applied", ""]
-        lines += markdown_table(["proposal", "guard", "result", "reason"],
-                        [[g["proposal"], g["guard"], "passed" if g["passed"] else "FAILED", g["reason"]]
-                         for g in screen])  # fmt: skip
+        lines += markdown_table(
+            ["proposal", "guard", "result", "reason"],
+            [[g["proposal"], g["guard"], "passed" if g["passed"] else "FAILED", g["reason"]] for g in screen],
+        )
         lines.append("")
     lines += approvals_markdown(s)
     lines += reasoning_markdown(s)
@@ -209,8 +256,10 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     if cites:
         lines += ["## Citations", ""]
         for c in cites:
-            lines.append(f"- \\[{md_text(c['id'])}\\] {md_text(c['reference'])} {md_link(c.get('url'))} — supports: "
-                         f"{md_text(c['claim'])} (checked: {md_text(c['evidence'])})")  # fmt: skip
+            lines.append(
+                f"- \\[{md_text(c['id'])}\\] {md_text(c['reference'])} {md_link(c.get('url'))} — supports: "
+                f"{md_text(c['claim'])} (checked: {md_text(c['evidence'])})"
+            )
             if c.get("passage"):
                 page = f", page {md_text(c['page'])}" if c.get("page") else ""
                 lines.append(f"  > {md_text(c['passage'])}{page}")

@@ -89,8 +89,14 @@ def process_series(trace_files: list[str], *, windows: int = TIME_WINDOWS) -> tu
         if not a.events or not time_view:
             continue
         procs = (a.views.get("proc") or {}).get("rows", [])
-        raw.append((ProcessSeries(label=_process_label(procs, Path(f).name), io_time_s=a.io_time_s),
-                    float(time_view["origin_us"]) / 1e6, time_view["rows"], float(time_view["window_s"])))  # fmt: skip
+        raw.append(
+            (
+                ProcessSeries(label=_process_label(procs, Path(f).name), io_time_s=a.io_time_s),
+                float(time_view["origin_us"]) / 1e6,
+                time_view["rows"],
+                float(time_view["window_s"]),
+            )
+        )
     if not raw:
         return [], "; ".join(notes) or "no I/O events in the trace"
     raw.sort(key=lambda r: -r[0].io_time_s)
@@ -145,9 +151,11 @@ def _svg(fig: Any, key: str) -> str:
 def timeline_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "") -> Plot:
     """I/O over time per process: MiB/s moved and share of the window spent in I/O calls."""
     title = "I/O over time per process"
-    caption = ("Bytes read+written per second, and the time spent inside I/O calls as a share of each time "
-               f"window (at most {TIME_WINDOWS} windows per process), from the first traced replicate. The share sums the "
-               "process's threads, so it exceeds 100% when several threads wait on I/O at once.")  # fmt: skip
+    caption = (
+        "Bytes read+written per second, and the time spent inside I/O calls as a share of each time "
+        f"window (at most {TIME_WINDOWS} windows per process), from the first traced replicate. The share sums the "
+        "process's threads, so it exceeds 100% when several threads wait on I/O at once."
+    )
     panels = [(name, s) for name, s in panels if s]
     if not panels:
         return Plot("timeline", title, caption, note=note or "no traced measurement with I/O events")
@@ -168,8 +176,10 @@ def timeline_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "")
             top.legend(fontsize=7, loc="upper right")
     # one scale per row that fits every arm (set once all arms are drawn: a limit set while only the
     # baseline was drawn cut the best kept arm's higher curve off at the top)
-    for row, values in ((0, [v for _, ss in panels for s in ss for v in s.mib_s]),
-                        (1, [v for _, ss in panels for s in ss for v in s.busy_pct])):  # fmt: skip
+    for row, values in (
+        (0, [v for _, ss in panels for s in ss for v in s.mib_s]),
+        (1, [v for _, ss in panels for s in ss for v in s.busy_pct]),
+    ):
         axes[row][0].set_ylim(0, fitting_top(values))
     return Plot("timeline", title, caption, svg=_svg(fig, "timeline"), note=note, figure=fig)
 
@@ -195,9 +205,11 @@ def busy_colormap() -> Any:
 def busy_caption(cells: list[float]) -> str:
     """What the heatmap's colour sums, and how many cells passed 100%."""
     over = [v for v in cells if v > 100.0]
-    text = ("Colour: the share of the window the process spent inside I/O calls, 0-100%. A process's threads are "
-            "summed, so a cell passes 100% when several of its threads were inside I/O calls at once; such cells "
-            "are drawn red")  # fmt: skip
+    text = (
+        "Colour: the share of the window the process spent inside I/O calls, 0-100%. A process's threads are "
+        "summed, so a cell passes 100% when several of its threads were inside I/O calls at once; such cells "
+        "are drawn red"
+    )
     if over:
         return text + f" ({len(over)} cell(s) here, up to {max(over):.0f}%)."
     busiest = max(cells, default=0.0)
@@ -210,9 +222,12 @@ def heatmap_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "") 
     title = "I/O activity: process x time heatmap"
     panels = [(name, s) for name, s in panels if s]
     cells = [v for _, series in panels for s in series for v in s.busy_pct]
-    caption = ("Each row is one process (rank when the trace names it), each cell one time window. "
-               + busy_caption(cells) + " Panels share the time axis, the row count and the colour scale, so the "
-               "best kept arm can be read against the baseline directly.")  # fmt: skip
+    caption = (
+        "Each row is one process (rank when the trace names it), each cell one time window. "
+        + busy_caption(cells)
+        + " Panels share the time axis, the row count and the colour scale, so the "
+        "best kept arm can be read against the baseline directly."
+    )
     if not panels:
         return Plot("heatmap", title, caption, note=note or "no traced measurement with I/O events")
     from matplotlib.colors import Normalize
@@ -256,8 +271,12 @@ def xfer_histogram_plot(analysis: Analysis | None) -> Plot:
         xs = [j + (i - (len(fams) - 1) / 2) * width for j in range(len(bins))]
         ax.bar(xs, [hist[fam].get(b, 0) for b in bins], width=width, label=fam, color=FAMILY_COLORS[fam])
     ax.set_xticks(range(len(bins)), [plain(b) for b in bins])
-    ax.axvline(bins.index("1-4M") - 0.5 if "1-4M" in bins else len(bins) - 0.5, color="#999", linestyle="--",
-               linewidth=1)  # fmt: skip
+    ax.axvline(
+        bins.index("1-4M") - 0.5 if "1-4M" in bins else len(bins) - 0.5,
+        color="#999",
+        linestyle="--",
+        linewidth=1,
+    )
     ax.set_ylabel("calls")
     ax.set_xlabel("transfer size (bytes, K = KiB, M = MiB); dashed line: 1 MiB")
     ax.grid(axis="y", alpha=0.3)
@@ -268,8 +287,10 @@ def xfer_histogram_plot(analysis: Analysis | None) -> Plot:
 def family_split_plot(arms: list[tuple[str, Analysis]]) -> Plot:
     """Time in read/write/metadata/sync calls, summed over processes, per traced arm."""
     title = "Where the I/O time went"
-    caption = ("Seconds spent in read, write, metadata and sync calls (summed over processes), with each "
-               "family's share of that I/O time.")  # fmt: skip
+    caption = (
+        "Seconds spent in read, write, metadata and sync calls (summed over processes), with each "
+        "family's share of that I/O time."
+    )
     if not arms:
         return Plot("families", title, caption, note="no traced measurement")
     fig = _figure(7.0, 1.3 + 0.7 * len(arms))
@@ -284,8 +305,15 @@ def family_split_plot(arms: list[tuple[str, Analysis]]) -> Plot:
         for i, v in enumerate(vals):
             total = sum(float(getattr(arms[i][1], f).time_s or 0.0) for f in FAMILIES)
             if total and v / total >= 0.08:
-                ax.text(lefts[i] + v / 2, i, f"{100 * v / total:.0f}%", ha="center", va="center",
-                        color="white", fontsize=8)  # fmt: skip
+                ax.text(
+                    lefts[i] + v / 2,
+                    i,
+                    f"{100 * v / total:.0f}%",
+                    ha="center",
+                    va="center",
+                    color="white",
+                    fontsize=8,
+                )
         lefts = [lefts[i] + vals[i] for i in range(len(arms))]
     ax.invert_yaxis()
     ax.set_xlabel("seconds in I/O calls")
@@ -297,14 +325,25 @@ def family_split_plot(arms: list[tuple[str, Analysis]]) -> Plot:
 def experiments_plot(experiments: list[dict[str, Any]]) -> Plot:
     """Before/after medians with their 95% confidence intervals and the replicates, per experiment."""
     title = "Experiments: before and after"
-    caption = ("Median of the reference (incumbent) and candidate arms with the 95% confidence interval of "
-               "the median (bars) and every replicate (dots); colour = verdict.")  # fmt: skip
-    done = [e for e in experiments if (e.get("candidate") or {}).get("median") is not None
-            and e["reference"].get("median") is not None]  # fmt: skip
+    caption = (
+        "Median of the reference (incumbent) and candidate arms with the 95% confidence interval of "
+        "the median (bars) and every replicate (dots); colour = verdict."
+    )
+    done = [
+        e
+        for e in experiments
+        if (e.get("candidate") or {}).get("median") is not None and e["reference"].get("median") is not None
+    ]
     if not done:
         return Plot("experiments", title, caption, note="no experiment was measured")
-    lower = next(((e.get("comparison") or {}).get("lower_is_better") for e in done
-                  if (e.get("comparison") or {}).get("lower_is_better") is not None), True)  # fmt: skip
+    lower = next(
+        (
+            (e.get("comparison") or {}).get("lower_is_better")
+            for e in done
+            if (e.get("comparison") or {}).get("lower_is_better") is not None
+        ),
+        True,
+    )
     fig = _figure(max(5.0, 1.5 * len(done) + 1.5), 3.8)
     ax = fig.subplots()
     for i, e in enumerate(done):
@@ -313,13 +352,23 @@ def experiments_plot(experiments: list[dict[str, Any]]) -> Plot:
             color = "#a0aec0" if j == 0 else VERDICT_COLORS.get(str(e.get("verdict")), "#4a5568")
             ci = m.get("ci95") or [m["median"], m["median"]]
             err = [[max(0.0, m["median"] - ci[0])], [max(0.0, ci[1] - m["median"])]]
-            ax.bar(x, m["median"], width=0.34, color=color, yerr=err, capsize=4, ecolor="#1a202c",
-                   label=arm if i == 0 else None)  # fmt: skip
+            ax.bar(
+                x,
+                m["median"],
+                width=0.34,
+                color=color,
+                yerr=err,
+                capsize=4,
+                ecolor="#1a202c",
+                label=arm if i == 0 else None,
+            )
             vals = m.get("values") or []
             ax.scatter([x] * len(vals), vals, s=9, color="#1a202c", zorder=3, alpha=0.7)
-    ax.set_xticks(range(len(done)),
-                  [plain(f"opt{e['iteration']}\n{e['proposal_id']}\n{e.get('verdict')}") for e in done],
-                  fontsize=8)  # fmt: skip
+    ax.set_xticks(
+        range(len(done)),
+        [plain(f"opt{e['iteration']}\n{e['proposal_id']}\n{e.get('verdict')}") for e in done],
+        fontsize=8,
+    )
     ax.set_ylabel("metric (" + ("lower" if lower else "higher") + " is better)")
     ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
@@ -371,10 +420,16 @@ def artists_outside_axes(fig: Any, tolerance_px: float = 1.5) -> list[str]:
         if not len(pts):
             return
         lo, hi = pts.min(axis=0), pts.max(axis=0)
-        if (lo[0] < box.x0 - tolerance_px or hi[0] > box.x1 + tolerance_px
-                or lo[1] < box.y0 - tolerance_px or hi[1] > box.y1 + tolerance_px):  # fmt: skip
-            out.append(f"{where}: drawn at x {lo[0]:.0f}..{hi[0]:.0f}, y {lo[1]:.0f}..{hi[1]:.0f} px, "
-                       f"axes box x {box.x0:.0f}..{box.x1:.0f}, y {box.y0:.0f}..{box.y1:.0f} px")  # fmt: skip
+        if (
+            lo[0] < box.x0 - tolerance_px
+            or hi[0] > box.x1 + tolerance_px
+            or lo[1] < box.y0 - tolerance_px
+            or hi[1] > box.y1 + tolerance_px
+        ):
+            out.append(
+                f"{where}: drawn at x {lo[0]:.0f}..{hi[0]:.0f}, y {lo[1]:.0f}..{hi[1]:.0f} px, "
+                f"axes box x {box.x0:.0f}..{box.x1:.0f}, y {box.y0:.0f}..{box.y1:.0f} px"
+            )
 
     for i, ax in enumerate(fig.axes):
         if ax.get_label() == "<colorbar>":
@@ -411,7 +466,11 @@ def artists_outside_axes(fig: Any, tolerance_px: float = 1.5) -> list[str]:
     tight = fig.get_tightbbox(renderer)  # inches: every label, tick, title and legend
     page = fig.bbox_inches
     slack = tolerance_px / fig.dpi
-    if (tight.x0 < page.x0 - slack or tight.y0 < page.y0 - slack or tight.x1 > page.x1 + slack
-            or tight.y1 > page.y1 + slack):  # fmt: skip
+    if (
+        tight.x0 < page.x0 - slack
+        or tight.y0 < page.y0 - slack
+        or tight.x1 > page.x1 + slack
+        or tight.y1 > page.y1 + slack
+    ):
         out.append(f"figure: text or labels reach past the figure's edge ({tight} vs {page})")
     return out

@@ -72,19 +72,36 @@ def glance_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
     if base is None:
         rows.append(("result", "no baseline was measured"))
     elif kept and best is not None:
-        rows.append(("result", f"{with_unit(base, unit)} -> {with_unit(best, unit)} "
-                               f"({gain_text(_pct(base, best, lib))}), baseline -> best kept"))  # fmt: skip
+        rows.append(
+            (
+                "result",
+                f"{with_unit(base, unit)} -> {with_unit(best, unit)} "
+                f"({gain_text(_pct(base, best, lib))}), baseline -> best kept",
+            )
+        )
     else:
         rows.append(("result", f"{with_unit(base, unit)} at the baseline; no change kept"))
     # each kept change is measured against the incumbent before it: a chain, not a sum
-    rows.append(("kept", ", then ".join(f"{v['proposal']} (opt{v['iteration']}, {gain_text(v.get('change_pct'))})"
-                                        for v in kept) or "nothing"))  # fmt: skip
+    rows.append(
+        (
+            "kept",
+            ", then ".join(
+                f"{v['proposal']} (opt{v['iteration']}, {gain_text(v.get('change_pct'))})" for v in kept
+            )
+            or "nothing",
+        )
+    )
     if verdicts:
         counts: dict[str, int] = {}
         for v in verdicts:
             counts[str(v.get("verdict"))] = counts.get(str(v.get("verdict")), 0) + 1
-        rows.append(("tried", f"{len(verdicts)} experiment(s): "
-                              + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.items())))  # fmt: skip
+        rows.append(
+            (
+                "tried",
+                f"{len(verdicts)} experiment(s): "
+                + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.items()),
+            )
+        )
     refused = r.get("refused") or []
     if refused:
         names = ", ".join(_refusal(x) for x in refused[:3]) + (", ..." if len(refused) > 3 else "")
@@ -95,8 +112,13 @@ def glance_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
     if waiting:
         p = waiting[0]
         more = f" (and {len(waiting) - 1} more)" if len(waiting) > 1 else ""
-        rows.append(("waiting", f"{p.get('proposal_id')} ({p.get('privilege') or p.get('kind') or 'a question'}) "
-                                f"needs your answer{more}"))  # fmt: skip
+        rows.append(
+            (
+                "waiting",
+                f"{p.get('proposal_id')} ({p.get('privilege') or p.get('kind') or 'a question'}) "
+                f"needs your answer{more}",
+            )
+        )
     else:
         rows.append(("waiting", "nothing"))
     return rows
@@ -165,6 +187,8 @@ def run_result(run_dir: str | Path) -> str:
         return "no baseline measured"
     n = out.get("experiments", 0)
     if out.get("wins") and best is not None:
-        return (f"{metric.get('name', 'metric')} {with_unit(base, unit)} -> {with_unit(best, unit)} "
-                f"({gain_text(out.get('overall_pct'))}), {len(out['wins'])} of {n} kept")  # fmt: skip
+        return (
+            f"{metric.get('name', 'metric')} {with_unit(base, unit)} -> {with_unit(best, unit)} "
+            f"({gain_text(out.get('overall_pct'))}), {len(out['wins'])} of {n} kept"
+        )
     return f"{metric.get('name', 'metric')} {with_unit(base, unit)}, none of {n} experiment(s) kept"

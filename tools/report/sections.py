@@ -50,12 +50,16 @@ def findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
     base = doc.get("baseline") or {}
     reps = f"{base.get('ok')}/{base.get('replicates')} replicates" if base else "no baseline"
     for b in (doc.get("diagnosis") or {}).get("bottlenecks", []):
-        out.append({
-            "kind": MEASURED, "finding": b.get("category") or b.get("name"), "score": b.get("score"),
-            "severity": severity(b.get("score")),
-            "detail": b.get("evidence", ""),
-            "source": f"baseline trace ({reps}), rule {b.get('name')} ({b.get('rule_source', 'dftune')})",
-        })  # fmt: skip
+        out.append(
+            {
+                "kind": MEASURED,
+                "finding": b.get("category") or b.get("name"),
+                "score": b.get("score"),
+                "severity": severity(b.get("score")),
+                "detail": b.get("evidence", ""),
+                "source": f"baseline trace ({reps}), rule {b.get('name')} ({b.get('rule_source', 'dftune')})",
+            }
+        )
     proposals = {p["id"]: p for p in doc.get("proposals", [])}
     for e in doc.get("experiments", []):
         cmp = e.get("comparison") or {}
@@ -63,13 +67,16 @@ def findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
         p = proposals.get(e["proposal_id"], {})
         cite = (p.get("citation") or {}).get("id")
         cand = e.get("candidate") or {}
-        out.append({
-            "kind": MEASURED, "finding": f"{e['strategy']} ({e['proposal_id']}): {e.get('verdict') or 'pending'}",
-            "score": None,
-            "detail": _experiment_detail(e, cmp, change, metric_of(doc).get("name", "metric")),
-            "source": f"experiment opt{e['iteration']} ({len(e['reference'].get('values', []))} vs "
-                      f"{len(cand.get('values', []))} replicates)" + (f", cited: {cite}" if cite else ""),
-        })  # fmt: skip
+        out.append(
+            {
+                "kind": MEASURED,
+                "finding": f"{e['strategy']} ({e['proposal_id']}): {e.get('verdict') or 'pending'}",
+                "score": None,
+                "detail": _experiment_detail(e, cmp, change, metric_of(doc).get("name", "metric")),
+                "source": f"experiment opt{e['iteration']} ({len(e['reference'].get('values', []))} vs "
+                f"{len(cand.get('values', []))} replicates)" + (f", cited: {cite}" if cite else ""),
+            }
+        )
     for p in doc.get("proposals", []):
         cite = p.get("citation")
         if (
@@ -79,17 +86,26 @@ def findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
         ):
             by = p.get("impact_estimated_by") or "rules"
             model = by != "rules"  # a model's guess is its own, not the literature's
-            out.append({
-                "kind": MODEL_ESTIMATED if model else KB_MEASURED if p["app_impact_source"] == "kb" else ESTIMATED,
-                "finding": f"{p['strategy']} ({p['id']})",
-                "score": None,
-                "detail": f"expected app impact {p['app_impact_pct']:.1f}%"
-                          + (f": {p['impact_reason']}" if p.get("impact_reason") else ""),
-                "source": (f"the model {by}'s estimate (not measured; capped by the I/O bound); cited: "
-                           f"{cite['reference']}" if model
-                           else f"{_ESTIMATE_SOURCE[p['app_impact_source']]}; the fix is cited: {cite['reference']} "
-                                f"{cite['url']}"),
-            })  # fmt: skip
+            out.append(
+                {
+                    "kind": MODEL_ESTIMATED
+                    if model
+                    else KB_MEASURED
+                    if p["app_impact_source"] == "kb"
+                    else ESTIMATED,
+                    "finding": f"{p['strategy']} ({p['id']})",
+                    "score": None,
+                    "detail": f"expected app impact {p['app_impact_pct']:.1f}%"
+                    + (f": {p['impact_reason']}" if p.get("impact_reason") else ""),
+                    "source": (
+                        f"the model {by}'s estimate (not measured; capped by the I/O bound); cited: "
+                        f"{cite['reference']}"
+                        if model
+                        else f"{_ESTIMATE_SOURCE[p['app_impact_source']]}; the fix is cited: {cite['reference']} "
+                        f"{cite['url']}"
+                    ),
+                }
+            )
     return out
 
 
@@ -111,8 +127,10 @@ def coverage_note(doc: dict[str, Any]) -> tuple[bool, str]:
     missing = [*cov.get("units_failed", []), *cov.get("units_pending", [])]
     included = cov.get("units_included", [])
     if missing:
-        return True, (f"Partial coverage: this report covers {len(included)} of {cov.get('units_total')} units "
-                      f"({', '.join(included) or 'none'}); not covered: {', '.join(missing)}.")  # fmt: skip
+        return True, (
+            f"Partial coverage: this report covers {len(included)} of {cov.get('units_total')} units "
+            f"({', '.join(included) or 'none'}); not covered: {', '.join(missing)}."
+        )
     return False, f"Coverage: all {cov.get('units_total')} units included ({', '.join(included)})."
 
 
@@ -143,8 +161,15 @@ def guard_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     for g in doc.get("guard_decisions", []):
         d = g["decision"]
         when = "screen (before applying)" if g.get("iteration") is None else f"after opt{g['iteration']}"
-        rows.append({"proposal": g["proposal_id"], "when": when, "guard": d["guard"],
-                     "passed": bool(d["passed"]), "reason": d["reason"]})  # fmt: skip
+        rows.append(
+            {
+                "proposal": g["proposal_id"],
+                "when": when,
+                "guard": d["guard"],
+                "passed": bool(d["passed"]),
+                "reason": d["reason"],
+            }
+        )
     return rows
 
 
@@ -166,8 +191,12 @@ def citations(doc: dict[str, Any]) -> list[dict[str, Any]]:
 def metric_info(spec: WorkloadSpec) -> dict[str, Any]:
     """The metric a run optimizes, named as the program (or benchmark) calls it, with its unit and direction."""
     name, unit = metric_label(spec.metric)
-    return {"name": name, "unit": unit, "lower_is_better": spec.metric.lower_is_better,
-            "kind": spec.metric.kind}  # fmt: skip
+    return {
+        "name": name,
+        "unit": unit,
+        "lower_is_better": spec.metric.lower_is_better,
+        "kind": spec.metric.kind,
+    }
 
 
 def metric_of(doc: dict[str, Any]) -> dict[str, Any]:
@@ -211,8 +240,12 @@ def overall(doc: dict[str, Any]) -> dict[str, Any] | None:
     bv, iv = base.get("values") or [], inc.get("values") or []
     if not bv or not iv or base.get("workdir") == inc.get("workdir"):
         return None
-    out: dict[str, Any] = {"before": base.get("median"), "after": inc.get("median"),
-                           "pct": pct_change(base.get("median"), inc.get("median"), lower_is_better=lib), "ci": None}  # fmt: skip
+    out: dict[str, Any] = {
+        "before": base.get("median"),
+        "after": inc.get("median"),
+        "pct": pct_change(base.get("median"), inc.get("median"), lower_is_better=lib),
+        "ci": None,
+    }
     try:
         cmp = compare_arms(bv, iv, lower_is_better=lib)
     except ValueError:
@@ -230,8 +263,15 @@ def kept_changes(doc: dict[str, Any]) -> list[dict[str, Any]]:
         if not e.get("kept") or e.get("verdict") == "pending":
             continue
         cmp = e.get("comparison") or {}
-        out.append({"iteration": e["iteration"], "proposal": e["proposal_id"], "strategy": e["strategy"],
-                    "pct": cmp.get("change_pct"), "ci": gain_ci(cmp.get("ci95"), lib)})  # fmt: skip
+        out.append(
+            {
+                "iteration": e["iteration"],
+                "proposal": e["proposal_id"],
+                "strategy": e["strategy"],
+                "pct": cmp.get("change_pct"),
+                "ci": gain_ci(cmp.get("ci95"), lib),
+            }
+        )
     return sorted(out, key=lambda k: -(k["pct"] or 0.0))
 
 
@@ -242,8 +282,15 @@ def pending_changes(doc: dict[str, Any]) -> list[dict[str, Any]]:
         if e.get("verdict") != "pending" or not e.get("kept"):
             continue
         cmp = e.get("comparison") or {}
-        out.append({"iteration": e["iteration"], "proposal": e["proposal_id"], "strategy": e["strategy"],
-                    "pct": cmp.get("change_pct"), "question": e.get("question") or e.get("verdict_reason", "")})  # fmt: skip
+        out.append(
+            {
+                "iteration": e["iteration"],
+                "proposal": e["proposal_id"],
+                "strategy": e["strategy"],
+                "pct": cmp.get("change_pct"),
+                "question": e.get("question") or e.get("verdict_reason", ""),
+            }
+        )
     return out
 
 
@@ -252,9 +299,12 @@ def pending_lines(doc: dict[str, Any]) -> list[str]:
     run = doc.get("run_id", "RUN_ID")
     name = metric_of(doc).get("name", "metric")
     pct = lambda x: "?" if x is None else f"{x:+.1f}%"  # noqa: E731
-    return [f"{p['proposal']} ({p['strategy']}, opt{p['iteration']}): {pct(p['pct'])} on {name}, kept on trial "
-            f"until you answer. {p['question'].rstrip('. ')}. Answer: dftune approve {run} (legitimate) or "
-            f"dftune approve {run} --reject --reason TEXT" for p in pending_changes(doc)]  # fmt: skip
+    return [
+        f"{p['proposal']} ({p['strategy']}, opt{p['iteration']}): {pct(p['pct'])} on {name}, kept on trial "
+        f"until you answer. {p['question'].rstrip('. ')}. Answer: dftune approve {run} (legitimate) or "
+        f"dftune approve {run} --reject --reason TEXT"
+        for p in pending_changes(doc)
+    ]
 
 
 def settings_changed(doc: dict[str, Any]) -> dict[str, Any]:
@@ -273,8 +323,9 @@ def next_steps(doc: dict[str, Any], limit: int = 3) -> list[dict[str, Any]]:
     open_ = [
         p for p in doc.get("proposals", []) if p.get("status") in ("proposed", "manual") and p.get("citation")
     ]
-    open_.sort(key=lambda p: (-(0.5 * p.get("app_impact_pct", 0.0) + 0.5 * p.get("system_impact_pct", 0.0)),
-                              p["id"]))  # fmt: skip
+    open_.sort(
+        key=lambda p: (-(0.5 * p.get("app_impact_pct", 0.0) + 0.5 * p.get("system_impact_pct", 0.0)), p["id"])
+    )
     return open_[:limit]
 
 
@@ -296,16 +347,26 @@ def headline(doc: dict[str, Any]) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = [("Pending", line) for line in pending_lines(doc)]
     a = load_analysis((doc.get("baseline") or {}).get("analysis_path"))
     if a is not None:
-        rows.append(("I/O", f"{100 * a.io_fraction_of_job:.0f}% of the processes' run time is spent in I/O calls, "
-                            f"{100 * a.unoverlapped_io_fraction:.0f}% of the job time not hidden behind compute "
-                            f"(baseline trace: {a.job_time_s:.3g} s, {a.processes} process(es))"))  # fmt: skip
+        rows.append(
+            (
+                "I/O",
+                f"{100 * a.io_fraction_of_job:.0f}% of the processes' run time is spent in I/O calls, "
+                f"{100 * a.unoverlapped_io_fraction:.0f}% of the job time not hidden behind compute "
+                f"(baseline trace: {a.job_time_s:.3g} s, {a.processes} process(es))",
+            )
+        )
     else:
         rows.append(("I/O", "not traced: the share of I/O in the run time is unknown"))
     bns = (doc.get("diagnosis") or {}).get("bottlenecks") or []
     if bns:
         b = bns[0]
-        rows.append(("Bottleneck", f"{b.get('category')} (score {b.get('score')}/5, rule {b.get('id')}): "
-                                   f"{b.get('evidence') or b.get('message') or ''}".rstrip(": ")))  # fmt: skip
+        rows.append(
+            (
+                "Bottleneck",
+                f"{b.get('category')} (score {b.get('score')}/5, rule {b.get('id')}): "
+                f"{b.get('evidence') or b.get('message') or ''}".rstrip(": "),
+            )
+        )
     elif doc.get("diagnosis"):
         rows.append(("Bottleneck", "no diagnosis rule fired on the baseline trace"))
     base = doc.get("baseline") or {}
@@ -313,20 +374,40 @@ def headline(doc: dict[str, Any]) -> list[tuple[str, str]]:
     total = overall(doc)
     if kept and total is not None:
         best = kept[0]
-        rows.append(("Best change", f"{best['proposal']} ({best['strategy']}, opt{best['iteration']}): "
-                                    f"{gain_text(best['pct'], best['ci'])} on {name}"))  # fmt: skip
+        rows.append(
+            (
+                "Best change",
+                f"{best['proposal']} ({best['strategy']}, opt{best['iteration']}): "
+                f"{gain_text(best['pct'], best['ci'])} on {name}",
+            )
+        )
         settings = ", ".join(f"{k}={v}" for k, v in settings_changed(doc).items()) or "the kept changes"
-        rows.append(("Overall", f"{name} {with_unit(total['before'], unit)} -> {with_unit(total['after'], unit)}: "
-                                f"{gain_text(total['pct'], total['ci'])} with {settings} kept"))  # fmt: skip
+        rows.append(
+            (
+                "Overall",
+                f"{name} {with_unit(total['before'], unit)} -> {with_unit(total['after'], unit)}: "
+                f"{gain_text(total['pct'], total['ci'])} with {settings} kept",
+            )
+        )
     elif base.get("median") is not None and pending_changes(doc):
         inc = (doc.get("incumbent") or {}).get("median")
-        rows.append(("Best change", f"none confirmed yet: {len(pending_changes(doc))} change(s) kept on trial (see "
-                                    f"Pending); {name} {with_unit(base['median'], unit)} -> {with_unit(inc, unit)} "
-                                    "with them"))  # fmt: skip
+        rows.append(
+            (
+                "Best change",
+                f"none confirmed yet: {len(pending_changes(doc))} change(s) kept on trial (see "
+                f"Pending); {name} {with_unit(base['median'], unit)} -> {with_unit(inc, unit)} "
+                "with them",
+            )
+        )
     elif base.get("median") is not None:
-        rows.append(("Best change", f"none kept: {name} stays at the baseline median {with_unit(base['median'], unit)}"
-                                    f" ({sum(x.get('candidate') is not None for x in doc.get('experiments', []))} "
-                                    "experiment(s) measured)"))  # fmt: skip
+        rows.append(
+            (
+                "Best change",
+                f"none kept: {name} stays at the baseline median {with_unit(base['median'], unit)}"
+                f" ({sum(x.get('candidate') is not None for x in doc.get('experiments', []))} "
+                "experiment(s) measured)",
+            )
+        )
     bound = io_bound_pct(doc)
     bound_text = (
         f"; bounded by the I/O not hidden behind compute: {bound:.0f}% of the job time"
@@ -337,8 +418,13 @@ def headline(doc: dict[str, Any]) -> list[tuple[str, str]]:
     if nxt:
         p = nxt[0]
         how = "try it next" if p["status"] == "proposed" else "a change to make by hand"
-        rows.append(("Next", f"{p['strategy']} ({p['id']}, {how}): expected {p.get('app_impact_pct', 0.0):.0f}% on "
-                             f"{name} ({p.get('app_impact_source', 'estimate')}){bound_text}"))  # fmt: skip
+        rows.append(
+            (
+                "Next",
+                f"{p['strategy']} ({p['id']}, {how}): expected {p.get('app_impact_pct', 0.0):.0f}% on "
+                f"{name} ({p.get('app_impact_source', 'estimate')}){bound_text}",
+            )
+        )
     elif base:
         rows.append(("Next", f"nothing left that fits this workload{bound_text}"))
     rows.append(("Coverage", coverage_note(doc)[1].removeprefix("Coverage: ")))
@@ -360,8 +446,11 @@ def hotspots(analysis: Any, limit: int = 5) -> dict[str, Any]:
         out[f"{view}_by_time"] = [_hot(view, r) for r in by_time]
         # the by-bytes list only when it names other rows than the by-time one (each table shows both)
         same = {id(r) for r in by_time} == {id(r) for r in by_bytes}
-        out[f"{view}_by_bytes"] = [] if same else [_hot(view, r) for r in by_bytes
-                                                   if (r.get("read_bytes") or 0) + (r.get("write_bytes") or 0)]  # fmt: skip
+        out[f"{view}_by_bytes"] = (
+            []
+            if same
+            else [_hot(view, r) for r in by_bytes if (r.get("read_bytes") or 0) + (r.get("write_bytes") or 0)]
+        )
     names = [r["name"] for k in ("file_by_time", "file_by_bytes") for r in out[k]]
     if len(set(names)) > 1 and all(n.startswith("/") for n in names):
         prefix = os.path.commonpath(names)
@@ -380,9 +469,13 @@ def process_name(r: dict[str, Any]) -> str:
 
 
 def _hot(view: str, r: dict[str, Any]) -> dict[str, Any]:
-    return {"name": str(r.get("path")) if view == "file" else process_name(r), "io_time_s": r.get("io_time_s") or 0.0,
-            "read_bytes": r.get("read_bytes") or 0, "write_bytes": r.get("write_bytes") or 0,
-            "ops": (r.get("read_count") or 0) + (r.get("write_count") or 0) + (r.get("metadata_count") or 0)}  # fmt: skip
+    return {
+        "name": str(r.get("path")) if view == "file" else process_name(r),
+        "io_time_s": r.get("io_time_s") or 0.0,
+        "read_bytes": r.get("read_bytes") or 0,
+        "write_bytes": r.get("write_bytes") or 0,
+        "ops": (r.get("read_count") or 0) + (r.get("write_count") or 0) + (r.get("metadata_count") or 0),
+    }
 
 
 # --------------------------------------------------------------------------- who decided
@@ -412,14 +505,19 @@ def decision_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     tokens = sum(int(d.get("tokens") or 0) for d in ds)
     estimated = any(d.get("tokens_estimated") for d in ds)
     if reasoner == "rules":
-        head = [f"Reasoner: rules (deterministic, offline). All {len(ds)} judgment(s) were made by the rules; "
-                "no model was asked."]  # fmt: skip
+        head = [
+            f"Reasoner: rules (deterministic, offline). All {len(ds)} judgment(s) were made by the rules; "
+            "no model was asked."
+        ]
     else:
         by_model = sum(d.get("decided_by") == "model" for d in ds)
-        head = [f"Reasoner: {reasoner}. {by_model} of {len(ds)} judgment(s) were made by the model, "
-                f"{len(ds) - by_model} by the rules after a fallback. Tokens: {tokens:,} of the budget of "
-                f"{int(doc.get('token_budget') or 0):,}" + (" (partly estimated from the text: the server sent "
-                                                            "no usage)" if estimated else "") + "."]  # fmt: skip
+        head = [
+            f"Reasoner: {reasoner}. {by_model} of {len(ds)} judgment(s) were made by the model, "
+            f"{len(ds) - by_model} by the rules after a fallback. Tokens: {tokens:,} of the budget of "
+            f"{int(doc.get('token_budget') or 0):,}"
+            + (" (partly estimated from the text: the server sent no usage)" if estimated else "")
+            + "."
+        ]
     rows = []
     for d in ds:
         who = d["reasoner"] if d.get("decided_by") == "model" else "rules"
@@ -427,8 +525,17 @@ def decision_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         why = "; ".join(
             [*([f"fallback: {d['fallback']}"] if d.get("fallback") else []), *(d.get("notes") or [])]
         )
-        rows.append([str(d.get("question")), who, str(d.get("answer") or "-"), cost, str(d.get("calls", 0)),
-                     f"{float(d.get('latency_s') or 0):.2f} s", why or "-"])  # fmt: skip
+        rows.append(
+            [
+                str(d.get("question")),
+                who,
+                str(d.get("answer") or "-"),
+                cost,
+                str(d.get("calls", 0)),
+                f"{float(d.get('latency_s') or 0):.2f} s",
+                why or "-",
+            ]
+        )
     return head, rows
 
 
@@ -451,8 +558,11 @@ def reasoning_html(doc: dict[str, Any]) -> str:
     head, rows = decision_rows(doc)
     out = ['<section id="decisions"><h2>Who decided</h2>', *(f"<p>{html.escape(h)}</p>" for h in head)]
     if rows:
-        out.append("<table><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in DECISION_COLUMNS)
-                   + "</tr></thead><tbody>")  # fmt: skip
+        out.append(
+            "<table><thead><tr>"
+            + "".join(f"<th>{html.escape(c)}</th>" for c in DECISION_COLUMNS)
+            + "</tr></thead><tbody>"
+        )
         out += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows]
         out.append("</tbody></table>")
     out.append("</section>")

@@ -27,8 +27,11 @@ def load_report(run_id: str, workspace: Workspace | None = None) -> tuple[Path, 
     run_dir = ws.run_dir(run_id)
     path = run_dir / REPORT_JSON
     if not path.is_file():
-        how = (f"answer it with `dftune approve {run_id}` (or --reject)" if meta.status == "awaiting_approval"
-               else f"continue it with `dftune resume {run_id}`")  # fmt: skip
+        how = (
+            f"answer it with `dftune approve {run_id}` (or --reject)"
+            if meta.status == "awaiting_approval"
+            else f"continue it with `dftune resume {run_id}`"
+        )
         raise ReportError(
             f"run {run_id} has not finished (status {meta.status}), so it has no report yet; {how}"
         )

@@ -285,12 +285,19 @@ def _run(
 ) -> ProcessResult:
     kind = spec.launcher.kind
     if kind in ("local", "mpirun"):
-        return run_process(launch_argv(spec, argv, env), cwd=cwd, env=launcher_env(spec, env),
-                           timeout_s=spec.timeout_s, log_dir=log_dir, label=label)  # fmt: skip
+        return run_process(
+            launch_argv(spec, argv, env),
+            cwd=cwd,
+            env=launcher_env(spec, env),
+            timeout_s=spec.timeout_s,
+            log_dir=log_dir,
+            label=label,
+        )
     from dftune.tools.runner.schedulers import run_scheduled
 
-    return run_scheduled(argv, cwd=cwd, env=env, timeout_s=spec.timeout_s, log_dir=log_dir, label=label,
-                         launcher=spec.launcher)  # fmt: skip
+    return run_scheduled(
+        argv, cwd=cwd, env=env, timeout_s=spec.timeout_s, log_dir=log_dir, label=label, launcher=spec.launcher
+    )
 
 
 #: Left in the workdir when a replicate's empty preload trace showed the program traces itself, so the
@@ -417,8 +424,10 @@ def bench(
     if created:
         notes.append(f"created the data folder {created} (absent before the first run)")
     if withheld:
-        notes.append(f"{len(withheld)} credential variable(s) withheld from the workload ({', '.join(withheld)}); "
-                     "name one in the spec's pass_env to pass it")  # fmt: skip
+        notes.append(
+            f"{len(withheld)} credential variable(s) withheld from the workload ({', '.join(withheld)}); "
+            "name one in the spec's pass_env to pass it"
+        )
 
     setup_argv = spec.render(spec.setup, settings, workdir=workdir) if spec.setup else []
     stamp = _setup_stamp(spec, setup_argv, Path(data_dir), workdir)
@@ -440,8 +449,10 @@ def bench(
         notes.append("prepared by an earlier call (setup and cache policy as recorded there)")
     elif cache_policy == "warm_up":
         warm = _run(spec, argv, cwd=cwd, env=base_env, log_dir=logs, label="warmup")
-        notes.append("page cache could not be dropped (not permitted here): one untraced warm-up run first, "
-                     f"status {warm.status}; every replicate then ran with a warm cache")  # fmt: skip
+        notes.append(
+            "page cache could not be dropped (not permitted here): one untraced warm-up run first, "
+            f"status {warm.status}; every replicate then ran with a warm cache"
+        )
     else:
         notes.append("page cache dropped (sync; echo 3 > /proc/sys/vm/drop_caches) before every replicate")
 
@@ -522,15 +533,27 @@ def bench(
         start_up = (
             _startup(rep_trace, run_started, res.wall_s, data_dir) if rep_trace and not trace_why else None
         )
-        rep = Replicate(index=i, status=status, wall_s=round(res.wall_s, 6), exit_code=res.exit_code, metric=metric,
-                        traced=traced, trace_dir=str(rep_trace) if rep_trace else None, reason=reason,
-                        work=work, wall_source=res.wall_source, state_source=res.state_source,
-                        startup_s=start_up.seconds if start_up else None,
-                        startup_share=start_up.share if start_up else None)  # fmt: skip
+        rep = Replicate(
+            index=i,
+            status=status,
+            wall_s=round(res.wall_s, 6),
+            exit_code=res.exit_code,
+            metric=metric,
+            traced=traced,
+            trace_dir=str(rep_trace) if rep_trace else None,
+            reason=reason,
+            work=work,
+            wall_source=res.wall_source,
+            state_source=res.state_source,
+            startup_s=start_up.seconds if start_up else None,
+            startup_share=start_up.share if start_up else None,
+        )
         results.append(rep)
         if res.leftovers:
-            notes.append(f"replicate r{i} left {len(res.leftovers)} process(es) outside its process group, "
-                         f"killed after it: {', '.join(res.leftovers[:3])}")  # fmt: skip
+            notes.append(
+                f"replicate r{i} left {len(res.leftovers)} process(es) outside its process group, "
+                f"killed after it: {', '.join(res.leftovers[:3])}"
+            )
         if progress:
             progress(i - first_index + 1, n, rep)
         failures_in_row = failures_in_row + 1 if status != "ok" else 0
@@ -550,11 +573,24 @@ def bench(
     if len(values) < MIN_REPLICATES:
         notes.append(f"only {len(values)} successful replicate(s): no confidence interval")
     return BenchResult(
-        schema_=SCHEMA, workload=spec.name, spec_path=spec.spec_path, settings=settings, traced=traced,
-        metric=spec.metric.model_dump(), replicates=results, ok=len(values), median=median, p95=p95, ci95=ci95,
-        trace_dir=str(trace_root) if trace_root else None, workdir=str(workdir), cache_policy=cache_policy,
-        notes=notes, stopped_reason=stopped, started=started.isoformat(),
-    )  # fmt: skip
+        schema_=SCHEMA,
+        workload=spec.name,
+        spec_path=spec.spec_path,
+        settings=settings,
+        traced=traced,
+        metric=spec.metric.model_dump(),
+        replicates=results,
+        ok=len(values),
+        median=median,
+        p95=p95,
+        ci95=ci95,
+        trace_dir=str(trace_root) if trace_root else None,
+        workdir=str(workdir),
+        cache_policy=cache_policy,
+        notes=notes,
+        stopped_reason=stopped,
+        started=started.isoformat(),
+    )
 
 
 __all__ = ["SCHEMA", "BenchError", "BenchResult", "Replicate", "SpecError", "bench", "drop_page_cache"]

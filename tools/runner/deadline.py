@@ -101,8 +101,10 @@ class Deadline:
                 f"not started: {what}: the deadline {clock(self.at)} is {self.reserve_s:.0f} s away or past"
             )
         if need_s is not None and need_s > left:
-            return (f"not started: {what} needs about {need_s:.0f} s (measured) but only {left:.0f} s are left "
-                    f"before the deadline {clock(self.at)} (minus {self.reserve_s:.0f} s for reverting and reports)")  # fmt: skip
+            return (
+                f"not started: {what} needs about {need_s:.0f} s (measured) but only {left:.0f} s are left "
+                f"before the deadline {clock(self.at)} (minus {self.reserve_s:.0f} s for reverting and reports)"
+            )
         return None
 
     def cap(self, timeout_s: float) -> float:

@@ -47,8 +47,17 @@ class PairedResult:
 def _merged(first: BenchResult, reps: list[Replicate], notes: list[str], stopped: str | None) -> BenchResult:
     values = [r.metric for r in reps if r.status == "ok" and r.metric is not None]
     median, p95, ci95 = summary_stats(values)
-    return first.model_copy(update={"replicates": reps, "ok": len(values), "median": median, "p95": p95,
-                                    "ci95": ci95, "notes": notes, "stopped_reason": stopped})  # fmt: skip
+    return first.model_copy(
+        update={
+            "replicates": reps,
+            "ok": len(values),
+            "median": median,
+            "p95": p95,
+            "ci95": ci95,
+            "notes": notes,
+            "stopped_reason": stopped,
+        }
+    )
 
 
 def paired_bench(
@@ -75,8 +84,16 @@ def paired_bench(
     limit, k = max_pairs, 0
     while k < limit:
         for side, arm in enumerate(arms):
-            one = bench(arm.spec, overrides=arm.overrides, replicates=1, trace=arm.traced, workdir=arm.workdir,
-                        env=arm.env, first_index=k, prepare=k == 0)  # fmt: skip
+            one = bench(
+                arm.spec,
+                overrides=arm.overrides,
+                replicates=1,
+                trace=arm.traced,
+                workdir=arm.workdir,
+                env=arm.env,
+                first_index=k,
+                prepare=k == 0,
+            )
             if firsts[side] is None:
                 firsts[side] = one
                 notes[side] = [*one.notes, "interleaved with the other arm of the comparison (A B A B ...)"]
@@ -84,8 +101,10 @@ def paired_bench(
             reps[side].append(rep)
             failures[side] = failures[side] + 1 if rep.status != "ok" else 0
             if failures[side] >= MAX_CONSECUTIVE_FAILURES and stopped[side] is None:
-                stopped[side] = (f"stopped after {failures[side]} failed replicates in a row; last: {rep.status} "
-                                 f"({rep.reason})")  # fmt: skip
+                stopped[side] = (
+                    f"stopped after {failures[side]} failed replicates in a row; last: {rep.status} "
+                    f"({rep.reason})"
+                )
         k += 1
         if progress:
             progress(k, limit, reps[0][-1], reps[1][-1])
@@ -103,8 +122,10 @@ def paired_bench(
         ):
             limit += extra_pairs
             for side in (0, 1):
-                notes[side].append(f"inconclusive after {k} pair(s) with an effect of at least {extend_at_pct:g}%: "
-                                   f"{extra_pairs} more pair(s)")  # fmt: skip
+                notes[side].append(
+                    f"inconclusive after {k} pair(s) with an effect of at least {extend_at_pct:g}%: "
+                    f"{extra_pairs} more pair(s)"
+                )
     done = []
     for side in (0, 1):
         first = firsts[side]

@@ -39,8 +39,10 @@ def replicate_line(spec: WorkloadSpec, done: int, total: int, rep: Replicate, wh
 
 def sitting_start(iteration: int, change: str, pairs: int) -> str:
     """The plan of a paired sitting, with the counts it can really end at."""
-    return Transient(f"opt{iteration}: {pairs} interleaved pair(s) of the incumbent and {change} "
-                     f"(fewer once the numbers decide; up to {2 * pairs} if a large effect stays unclear)")  # fmt: skip
+    return Transient(
+        f"opt{iteration}: {pairs} interleaved pair(s) of the incumbent and {change} "
+        f"(fewer once the numbers decide; up to {2 * pairs} if a large effect stays unclear)"
+    )
 
 
 def pair_line(

@@ -87,8 +87,9 @@ class Metric(_Strict):
         if self.pattern and self.patterns:
             raise ValueError("give pattern or patterns, not both")
         if k == "stdout_regex" and self.stream not in (None, "stdout"):
-            raise ValueError("kind = 'stdout_regex' reads stdout; use kind = 'regex' with stream = "
-                             f"'{self.stream}'")  # fmt: skip
+            raise ValueError(
+                f"kind = 'stdout_regex' reads stdout; use kind = 'regex' with stream = '{self.stream}'"
+            )
         if self.stream is not None and k not in ("stdout_regex", "regex", "ior", "dlio"):
             raise ValueError(f"stream is not used with kind = '{k}'")
         if k == "file":
@@ -414,11 +415,15 @@ class WorkloadSpec(_Strict):
     def placeholder_values(
         self, settings: dict[str, KnobValue], *, workdir: Path, trace_dir: Path | None = None
     ) -> dict[str, Any]:
-        base: dict[str, Any] = {"workdir": str(workdir), "source_dir": str(self.resolve(self.source_dir)),
-                                "ranks": self.launcher.ranks, "python": sys.executable,
-                                "app_python": self.app_interpreter(),
-                                "trace_dir": str(trace_dir if trace_dir is not None else workdir / "traces"),
-                                **{k: _text(v) for k, v in settings.items()}}  # fmt: skip
+        base: dict[str, Any] = {
+            "workdir": str(workdir),
+            "source_dir": str(self.resolve(self.source_dir)),
+            "ranks": self.launcher.ranks,
+            "python": sys.executable,
+            "app_python": self.app_interpreter(),
+            "trace_dir": str(trace_dir if trace_dir is not None else workdir / "traces"),
+            **{k: _text(v) for k, v in settings.items()},
+        }
         data = fill_placeholders(self.data_dir, base)
         base["data_dir"] = str(self.resolve(data)) if not Path(data).is_absolute() else data
         return base

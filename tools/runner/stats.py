@@ -415,13 +415,17 @@ def early_stop(
         return None
     lo, hi = bootstrap_ratio_ci(baseline, candidate, confidence=INTERIM_CONFIDENCE)
     if 1.0 - min_effect < lo and hi < 1.0 + min_effect:
-        return (f"the effect cannot reach {100 * min_effect:g}%: the {100 * INTERIM_CONFIDENCE:g}% CI of the "
-                f"ratio [{_fmt(lo)}, {_fmt(hi)}] lies inside 1 +- {min_effect:g}")  # fmt: skip
+        return (
+            f"the effect cannot reach {100 * min_effect:g}%: the {100 * INTERIM_CONFIDENCE:g}% CI of the "
+            f"ratio [{_fmt(lo)}, {_fmt(hi)}] lies inside 1 +- {min_effect:g}"
+        )
     p = mann_whitney(baseline, candidate)
     clear = hi < 1.0 - min_effect or lo > 1.0 + min_effect
     if clear and p < INTERIM_ALPHA:
         better = (hi < 1.0) == lower_is_better
-        return (f"the verdict is clear ({'win' if better else 'regression'}): the {100 * INTERIM_CONFIDENCE:g}% "
-                f"CI of the ratio [{_fmt(lo)}, {_fmt(hi)}] clears {100 * min_effect:g}% and Mann-Whitney "
-                f"p={_fmt(p)} < {INTERIM_ALPHA:g}")  # fmt: skip
+        return (
+            f"the verdict is clear ({'win' if better else 'regression'}): the {100 * INTERIM_CONFIDENCE:g}% "
+            f"CI of the ratio [{_fmt(lo)}, {_fmt(hi)}] clears {100 * min_effect:g}% and Mann-Whitney "
+            f"p={_fmt(p)} < {INTERIM_ALPHA:g}"
+        )
     return None

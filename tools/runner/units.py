@@ -58,9 +58,19 @@ class UnitRecord(BaseModel):
 class BaselineUnits:
     """The baseline units of one workload, run in a background thread."""
 
-    def __init__(self, spec: WorkloadSpec, workdir: Path, replicates: int, *, traced: bool, lane: str,
-                 pool: SlotPool | None = None, deadline: Deadline | None = None, min_ok: int = 3,
-                 gate: Callable[[], bool] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        spec: WorkloadSpec,
+        workdir: Path,
+        replicates: int,
+        *,
+        traced: bool,
+        lane: str,
+        pool: SlotPool | None = None,
+        deadline: Deadline | None = None,
+        min_ok: int = 3,
+        gate: Callable[[], bool] | None = None,
+    ) -> None:
         """``gate``: units start once it says yes (the run's folder exists: its run creates it)."""
         self.spec, self.workdir, self.n, self.traced = spec, workdir, replicates, traced
         self.gate = gate
@@ -117,13 +127,22 @@ class BaselineUnits:
         values = [r.metric for r in reps if r.status == "ok" and r.metric is not None]
         median, p95, ci95 = summary_stats(values)
         notes = list(dict.fromkeys(n for r in recs for n in r.bench.notes))
-        notes.append(f"baseline measured as {self.n} independent units (one replicate each); "
-                     f"{len(recs)} finished")  # fmt: skip
+        notes.append(
+            f"baseline measured as {self.n} independent units (one replicate each); {len(recs)} finished"
+        )
         first = recs[0].bench
-        return first.model_copy(update={
-            "replicates": reps, "ok": len(values), "median": median, "p95": p95, "ci95": ci95, "notes": notes,
-            "stopped_reason": fatal, "started": min(r.bench.started for r in recs),
-        })  # fmt: skip
+        return first.model_copy(
+            update={
+                "replicates": reps,
+                "ok": len(values),
+                "median": median,
+                "p95": p95,
+                "ci95": ci95,
+                "notes": notes,
+                "stopped_reason": fatal,
+                "started": min(r.bench.started for r in recs),
+            }
+        )
 
     def elapsed_s(self) -> float:
         """Slot time the finished units took (the baseline arm's measured cost)."""
@@ -169,8 +188,13 @@ class BaselineUnits:
                 with holder:
                     if self._stop.is_set():
                         break
-                    why = self.deadline.refuse(f"baseline unit r{batch[0]} of {self.spec.name}",
-                                               self.estimate_s()) if self.deadline else None  # fmt: skip
+                    why = (
+                        self.deadline.refuse(
+                            f"baseline unit r{batch[0]} of {self.spec.name}", self.estimate_s()
+                        )
+                        if self.deadline
+                        else None
+                    )
                     if why:
                         self._refused = why
                         break

@@ -171,8 +171,10 @@ class Workspace:
                     if time.monotonic() >= deadline:
                         holder = _lock_pid(path)
                         who = f"pid {holder}" if holder else "another process"
-                        raise RunLocked(f"run {run_id} is being driven by {who} (lock {path}): one driver "
-                                        "per run; wait for it to end or stop it") from None  # fmt: skip
+                        raise RunLocked(
+                            f"run {run_id} is being driven by {who} (lock {path}): one driver "
+                            "per run; wait for it to end or stop it"
+                        ) from None
                     time.sleep(0.02)
             with suppress(OSError):  # the pid is for the message of a refused driver; the lock holds anyway
                 os.ftruncate(fd, 0)

@@ -46,15 +46,33 @@ _SET_OPEN, _SET_LSEEK, _SET_FSEEK, _SET_REWIND = 1, 2, 3, 4
 def _call_rows() -> list[tuple[str, str, int, bool, int]]:
     """(name, family, position role, bytes are items*size, setter kind) for every named call."""
     rows: dict[str, tuple[str, str, int, bool, int]] = {}
-    setters = ((S.OPEN_CALLS, _SET_OPEN), (S.LSEEK_CALLS, _SET_LSEEK), (S.FSEEK_CALLS, _SET_FSEEK),
-               (S.REWIND_CALLS, _SET_REWIND))  # fmt: skip
+    setters = (
+        (S.OPEN_CALLS, _SET_OPEN),
+        (S.LSEEK_CALLS, _SET_LSEEK),
+        (S.FSEEK_CALLS, _SET_FSEEK),
+        (S.REWIND_CALLS, _SET_REWIND),
+    )
     names = {*S.READ_CALLS, *S.WRITE_CALLS, *S.SYNC_CALLS, *(n for group, _ in setters for n in group)}
     for name in sorted(names):
-        fam = ("read" if name in S.READ_CALLS else "write" if name in S.WRITE_CALLS
-               else "sync" if name in S.SYNC_CALLS else "metadata")  # fmt: skip
+        fam = (
+            "read"
+            if name in S.READ_CALLS
+            else "write"
+            if name in S.WRITE_CALLS
+            else "sync"
+            if name in S.SYNC_CALLS
+            else "metadata"
+        )
         setter = next((kind for group, kind in setters if name in group), 0)
-        role = (V.POSITIONAL if name in S.POSITIONAL_CALLS else V.STREAM if name in S.STREAM_CALLS
-                else V.SETTER if setter else V.OTHER)  # fmt: skip
+        role = (
+            V.POSITIONAL
+            if name in S.POSITIONAL_CALLS
+            else V.STREAM
+            if name in S.STREAM_CALLS
+            else V.SETTER
+            if setter
+            else V.OTHER
+        )
         rows[name] = (name, fam, role, name in S.ITEM_CALLS, setter)
     return list(rows.values())
 
@@ -165,9 +183,9 @@ _BATCH_SQL = {
     "epochspan": "SELECT hkey, bool_or(host_inline) AS host_inline, pid, epoch, min(ts) AS first_ts, "
     "max(ts + dur) AS last_end FROM ev WHERE k = 1 AND epoch IS NOT NULL GROUP BY hkey, pid, epoch",
     "meta": "SELECT name AS kind, mvalue AS h, mname AS v FROM ev WHERE k = 4 AND name IN ('FH', 'HH', 'SH') "
-            "AND mvalue IS NOT NULL",
+    "AND mvalue IS NOT NULL",
     "start": "SELECT version, cfg FROM ev WHERE k = 1 AND name IN ('start', 'end') AND upper(cat) = 'DFTRACER'",
-}  # fmt: skip
+}
 
 _APP_SQL = """
     SELECT cat, name, count(*) AS count, sum(isize) AS size_sum, count(isize) AS sized FROM ev
@@ -250,8 +268,15 @@ class BatchReducer:
     def add(self, batch: pa.Table, health: dict[str, Any]) -> None:
         """Fold one healthy batch in."""
         c = self.counts
-        for key in ("rows", "events", "metadata_lines", "counter_events", "aggregated_events", "legacy_rows",
-                    "v2_rows"):  # fmt: skip
+        for key in (
+            "rows",
+            "events",
+            "metadata_lines",
+            "counter_events",
+            "aggregated_events",
+            "legacy_rows",
+            "v2_rows",
+        ):
             c[key] = c.get(key, 0) + int(health[key] or 0)
         for key, pick in (("first_ts", min), ("last_end", max)):
             if health[key] is not None:
@@ -268,7 +293,8 @@ class BatchReducer:
             if not self.file_view:
                 # distinct accessed files, as 8-byte hashes, for the summary's files_accessed
                 self.parts.setdefault("fks", []).append(
-                    _fetch_arrow(con.sql("SELECT DISTINCT fk FROM io WHERE fkey IS NOT NULL")))  # fmt: skip
+                    _fetch_arrow(con.sql("SELECT DISTINCT fk FROM io WHERE fkey IS NOT NULL"))
+                )
             if self.profile:
                 # application-level events (not POSIX/STDIO/tracer): what the program itself says it
                 # did, with the size it logged; the access-pattern guard compares them between arms
@@ -282,9 +308,12 @@ class BatchReducer:
                 if self.profile
                 else ""
             )
-            self.positions.append(con.execute(
-                f"SELECT {streams}g_file, ts, pkind, COALESCE(nbytes, -1) AS nbytes, COALESCE(off, -1) AS off, "
-                f"setpos, fk, fam = 'write' AS is_write, dur FROM io WHERE pkind <> {V.OTHER}").fetchnumpy())  # fmt: skip
+            self.positions.append(
+                con.execute(
+                    f"SELECT {streams}g_file, ts, pkind, COALESCE(nbytes, -1) AS nbytes, COALESCE(off, -1) AS off, "
+                    f"setpos, fk, fam = 'write' AS is_write, dur FROM io WHERE pkind <> {V.OTHER}"
+                ).fetchnumpy()
+            )
             self.io_spans.append(con.execute("SELECT g_proc AS g, ts, ts + dur AS e FROM io").fetchnumpy())
             self.compute_spans.append(
                 con.execute(
@@ -313,9 +342,14 @@ class BatchReducer:
         while (c["time_hi"] >> shift) - (c["time_lo"] >> shift) >= self.time_bins:
             shift += 1
         c["time_shift"] = shift
-        self.parts.setdefault("time", []).append(_fetch_arrow(con.sql(
-            f"SELECT {shift} AS shift, ts >> {shift} AS bin, fam, count(*) AS count, sum(nbytes) AS bytes, "
-            "sum(dur) AS time_us FROM io GROUP BY 2, 3")))  # fmt: skip
+        self.parts.setdefault("time", []).append(
+            _fetch_arrow(
+                con.sql(
+                    f"SELECT {shift} AS shift, ts >> {shift} AS bin, fam, count(*) AS count, sum(nbytes) AS bytes, "
+                    "sum(dur) AS time_us FROM io GROUP BY 2, 3"
+                )
+            )
+        )
 
     def add_native(self, counts: dict[str, Any], tables: dict[str, pa.Table]) -> None:
         """Take a whole file's tables from the native scanner (:mod:`native`) instead of batches.
@@ -336,8 +370,12 @@ class BatchReducer:
         con.register("path_native", path)
         con.register("ovl_native", ovl)
         procs = tables["proctot"]
-        con.register("procs_native", pa.table({"g": pa.array(range(procs.num_rows), pa.int64()),
-                                               "hkey": procs["hkey"], "pid": procs["pid"]}))  # fmt: skip
+        con.register(
+            "procs_native",
+            pa.table(
+                {"g": pa.array(range(procs.num_rows), pa.int64()), "hkey": procs["hkey"], "pid": procs["pid"]}
+            ),
+        )
         # The scanner's tables are final: register them instead of copying them into DuckDB
         # (acc has a row per accessed file, meta one per distinct (kind, hash) already).
         self._hold("acc", acc)
@@ -357,8 +395,12 @@ class BatchReducer:
     @staticmethod
     def _native_path_sql() -> str:
         """The scanner's path rows are final (one per key, named, with processes and pattern counts)."""
-        sums = ", ".join(f"{f}_{m}" for f in S.FAMILIES for m in ("count", "bytes", "time_us")
-                         if not (m == "bytes" and f in ("metadata", "sync")))  # fmt: skip
+        sums = ", ".join(
+            f"{f}_{m}"
+            for f in S.FAMILIES
+            for m in ("count", "bytes", "time_us")
+            if not (m == "bytes" and f in ("metadata", "sync"))
+        )
         return (
             "SELECT CASE WHEN is_path THEN fkey ELSE COALESCE(name, 'fhash:' || fkey) END AS path, "
             f"hash(fkey) AS pkey, {sums}, processes, consecutive, sequential, random FROM b_path"
@@ -372,8 +414,24 @@ class BatchReducer:
     def finish(self, rank_from_name: int | None) -> tuple[dict[str, pa.Table], dict[str, Any]]:
         """Whole-file passes and re-aggregation: (tables, scalars)."""
         con = self.con
-        for name in ("meta", "fam", "agg", "hist", "path", "pathproc", "layer", "proctot", "procfam", "steps",
-                     "start", "time", "fks", "iface", "names", "epochspan"):  # fmt: skip
+        for name in (
+            "meta",
+            "fam",
+            "agg",
+            "hist",
+            "path",
+            "pathproc",
+            "layer",
+            "proctot",
+            "procfam",
+            "steps",
+            "start",
+            "time",
+            "fks",
+            "iface",
+            "names",
+            "epochspan",
+        ):
             batches = self.parts.get(name)
             if batches:
                 con.register(f"b_{name}", pa.concat_tables(batches, promote_options="permissive"))
@@ -472,9 +530,12 @@ class BatchReducer:
             # the native table is final; batches are coarsened to the file's last (largest) shift
             final = 0 if self.native else int(self.counts["time_shift"])
             shifted = "bin" if self.native else f"bin >> ({final} - shift)"
-            tables["time"] = _fetch_arrow(con.sql(
-                f"SELECT {shifted} AS bin, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
-                "FROM b_time GROUP BY 1, 2 ORDER BY 1, 2"))  # fmt: skip
+            tables["time"] = _fetch_arrow(
+                con.sql(
+                    f"SELECT {shifted} AS bin, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
+                    "FROM b_time GROUP BY 1, 2 ORDER BY 1, 2"
+                )
+            )
         scalars: dict[str, Any] = {}
         io_row = con.execute(
             "SELECT COALESCE(sum(count), 0), COALESCE(sum(no_args), 0) FROM b_fam"
@@ -483,8 +544,10 @@ class BatchReducer:
         ckpt = con.execute("SELECT COALESCE(sum(checkpoint_events), 0) FROM b_layer").fetchall()[0]
         scalars["checkpoint_events"] = int(ckpt[0])
         if self.parts.get("steps"):
-            row = con.execute("SELECT list(DISTINCT epoch), count(DISTINCT (epoch, step)) FILTER (WHERE step IS NOT NULL) "
-                              "FROM b_steps").fetchall()[0]  # fmt: skip
+            row = con.execute(
+                "SELECT list(DISTINCT epoch), count(DISTINCT (epoch, step)) FILTER (WHERE step IS NOT NULL) "
+                "FROM b_steps"
+            ).fetchall()[0]
             scalars["epochs"] = sorted(str(e) for e in (row[0] or []))
             scalars["steps"] = int(row[1] or 0)
         if self.parts.get("start"):
@@ -498,8 +561,11 @@ class BatchReducer:
         if self.file_view:
             # names of file hashes this file defines but never accesses, for the file view's rows of
             # other trace files (2.x hashes are global); the hashes it accesses are named in its own rows
-            tables["fh"] = _fetch_arrow(con.sql(
-                "SELECT h, v FROM hmap WHERE kind = 'FH' AND h NOT IN (SELECT fkey FROM b_path WHERE NOT is_path)"))  # fmt: skip
+            tables["fh"] = _fetch_arrow(
+                con.sql(
+                    "SELECT h, v FROM hmap WHERE kind = 'FH' AND h NOT IN (SELECT fkey FROM b_path WHERE NOT is_path)"
+                )
+            )
         return tables, scalars
 
     def _positions(self) -> None:
@@ -517,11 +583,17 @@ class BatchReducer:
             cols["g_file"], cols["ts"], cols["pkind"], cols["nbytes"], cols["off"], cols["setpos"]
         )
         keep = res.start >= 0  # accesses with a known start offset (classified ones are a subset)
-        acc = pa.table({
-            "fk": cols["fk"][keep], "is_write": cols["is_write"][keep],
-            "consecutive": res.consecutive[keep], "sequential": res.sequential[keep], "random": res.random[keep],
-            "misaligned": (res.start[keep] % S.ALIGNMENT_BYTES) != 0, "dur": cols["dur"][keep],
-        })  # fmt: skip
+        acc = pa.table(
+            {
+                "fk": cols["fk"][keep],
+                "is_write": cols["is_write"][keep],
+                "consecutive": res.consecutive[keep],
+                "sequential": res.sequential[keep],
+                "random": res.random[keep],
+                "misaligned": (res.start[keep] % S.ALIGNMENT_BYTES) != 0,
+                "dur": cols["dur"][keep],
+            }
+        )
         if self.profile:
             self._profile_rows(cols, res.start)
         self.con.register("acc_rows", acc)
@@ -549,11 +621,17 @@ class BatchReducer:
         ranged = (a_start >= 0) & (a_nb > 0)
         sg, slo, shi = V.interval_union(inv[ranged], a_start[ranged], a_start[ranged] + a_nb[ranged])
         sg_i = sg.astype(np.int64)
-        self.con.register("pseg_rows", pa.table({
-            "fk": keys[sg_i, 0] if len(sg_i) else np.zeros(0, np.uint64),
-            "is_write": keys[sg_i, 1].astype(bool) if len(sg_i) else np.zeros(0, bool),
-            "lo": slo, "hi": shi,
-        }))  # fmt: skip
+        self.con.register(
+            "pseg_rows",
+            pa.table(
+                {
+                    "fk": keys[sg_i, 0] if len(sg_i) else np.zeros(0, np.uint64),
+                    "is_write": keys[sg_i, 1].astype(bool) if len(sg_i) else np.zeros(0, bool),
+                    "lo": slo,
+                    "hi": shi,
+                }
+            ),
+        )
         self.con.execute("CREATE TEMP TABLE pseg AS SELECT * FROM pseg_rows")
         self.con.unregister("pseg_rows")
         self._request_rows(cols, start)
@@ -561,15 +639,30 @@ class BatchReducer:
         sbin = np.searchsorted(
             np.array([lo for _, lo in S.SIZE_BINS[1:]], dtype=np.int64), a_nb, side="right"
         )
-        self.con.register("pacc_rows", pa.table({
-            "g": inv, "nbytes": np.where(sized, a_nb, 0), "sized": sized, "ranged": ranged, "ts": a_ts,
-            "sbin": sbin.astype(np.int64), "dur": a_dur,
-        }))  # fmt: skip
-        self.con.register("pkeys", pa.table({
-            "g": np.arange(len(keys), dtype=np.uint64),
-            "fk": keys[:, 0] if len(keys) else np.zeros(0, np.uint64),
-            "is_write": keys[:, 1].astype(bool) if len(keys) else np.zeros(0, bool),
-        }))  # fmt: skip
+        self.con.register(
+            "pacc_rows",
+            pa.table(
+                {
+                    "g": inv,
+                    "nbytes": np.where(sized, a_nb, 0),
+                    "sized": sized,
+                    "ranged": ranged,
+                    "ts": a_ts,
+                    "sbin": sbin.astype(np.int64),
+                    "dur": a_dur,
+                }
+            ),
+        )
+        self.con.register(
+            "pkeys",
+            pa.table(
+                {
+                    "g": np.arange(len(keys), dtype=np.uint64),
+                    "fk": keys[:, 0] if len(keys) else np.zeros(0, np.uint64),
+                    "is_write": keys[:, 1].astype(bool) if len(keys) else np.zeros(0, bool),
+                }
+            ),
+        )
         self.con.execute(
             "CREATE TEMP TABLE pacc AS SELECT k.fk, k.is_write, count(*) AS calls, sum(r.nbytes) AS bytes, "
             "count(*) FILTER (WHERE r.ranged) AS ranged, min(r.ts) AS first_ts "
@@ -624,16 +717,34 @@ class BatchReducer:
         out = {
             name: _fetch_arrow(con.sql(f"SELECT * FROM {name}")) for name in ("pseg", "pacc", "psize", "preq")
         }
-        con.register("b_papp_all", pa.concat_tables(self.parts.get("papp") or [_fetch_arrow(con.sql(
-            "SELECT NULL::VARCHAR AS cat, NULL::VARCHAR AS name, 0::BIGINT AS count, 0::HUGEINT AS size_sum, "
-            "0::BIGINT AS sized WHERE false"))], promote_options="permissive"))  # fmt: skip
-        out["papp"] = _fetch_arrow(con.sql(
-            "SELECT cat, name, sum(count) AS count, sum(size_sum) AS size_sum, sum(sized) AS sized "
-            "FROM b_papp_all GROUP BY ALL"))  # fmt: skip
+        con.register(
+            "b_papp_all",
+            pa.concat_tables(
+                self.parts.get("papp")
+                or [
+                    _fetch_arrow(
+                        con.sql(
+                            "SELECT NULL::VARCHAR AS cat, NULL::VARCHAR AS name, 0::BIGINT AS count, 0::HUGEINT AS size_sum, "
+                            "0::BIGINT AS sized WHERE false"
+                        )
+                    )
+                ],
+                promote_options="permissive",
+            ),
+        )
+        out["papp"] = _fetch_arrow(
+            con.sql(
+                "SELECT cat, name, sum(count) AS count, sum(size_sum) AS size_sum, sum(sized) AS sized "
+                "FROM b_papp_all GROUP BY ALL"
+            )
+        )
         con.unregister("b_papp_all")
-        out["pfk"] = _fetch_arrow(con.sql(
-            "SELECT DISTINCT p.fk, CASE WHEN p.is_path THEN p.fkey ELSE COALESCE(fh.v, 'fhash:' || p.fkey) END AS path "
-            "FROM b_path p LEFT JOIN hmap fh ON fh.kind = 'FH' AND fh.h = p.fkey AND NOT p.is_path"))  # fmt: skip
+        out["pfk"] = _fetch_arrow(
+            con.sql(
+                "SELECT DISTINCT p.fk, CASE WHEN p.is_path THEN p.fkey ELSE COALESCE(fh.v, 'fhash:' || p.fkey) END AS path "
+                "FROM b_path p LEFT JOIN hmap fh ON fh.kind = 'FH' AND fh.h = p.fkey AND NOT p.is_path"
+            )
+        )
         return out
 
     def _overlap(self) -> None:
@@ -645,10 +756,13 @@ class BatchReducer:
             )
 
         per = V.union_and_overlap(
-            cat(self.io_spans, "g", np.uint64), cat(self.io_spans, "ts", np.int64), cat(self.io_spans, "e", np.int64),
-            cat(self.compute_spans, "g", np.uint64), cat(self.compute_spans, "ts", np.int64),
+            cat(self.io_spans, "g", np.uint64),
+            cat(self.io_spans, "ts", np.int64),
+            cat(self.io_spans, "e", np.int64),
+            cat(self.compute_spans, "g", np.uint64),
+            cat(self.compute_spans, "ts", np.int64),
             cat(self.compute_spans, "e", np.int64),
-        )  # fmt: skip
+        )
         if self.spans:
             rows = [
                 (g, 0, s, e)
@@ -678,12 +792,14 @@ class BatchReducer:
         self.io_spans.clear()
         self.compute_spans.clear()
         keys = list(per)
-        ovl = pa.table({
-            "g": pa.array(keys, type=pa.uint64()),
-            "io_wall_us": pa.array([per[k][0] for k in keys], type=pa.int64()),
-            "overlap_us": pa.array([per[k][1] for k in keys], type=pa.int64()),
-            "compute_wall_us": pa.array([per[k][2] for k in keys], type=pa.int64()),
-        })  # fmt: skip
+        ovl = pa.table(
+            {
+                "g": pa.array(keys, type=pa.uint64()),
+                "io_wall_us": pa.array([per[k][0] for k in keys], type=pa.int64()),
+                "overlap_us": pa.array([per[k][1] for k in keys], type=pa.int64()),
+                "compute_wall_us": pa.array([per[k][2] for k in keys], type=pa.int64()),
+            }
+        )
         self.con.register("ovl_rows", ovl)
         self.con.execute("CREATE TEMP TABLE ovl AS SELECT * FROM ovl_rows")
         self.con.unregister("ovl_rows")

@@ -224,10 +224,18 @@ def _run_info(run: Run, index: int, runs: int) -> RunInfo:
         if name:
             counts[name] = counts.get(name, 0) + 1
     return RunInfo(
-        index=index, runs=runs, hosts=run.hosts(), processes=len(run.procs), app_processes=len(run.app),
-        helper_processes=len(run.procs) - len(run.app), start_us=run.first_ts, end_us=run.last_end,
-        span_s=run.span_us / 1e6, commands=sorted(counts, key=lambda c: (-counts[c], c))[:5], apart=run.apart,
-    )  # fmt: skip
+        index=index,
+        runs=runs,
+        hosts=run.hosts(),
+        processes=len(run.procs),
+        app_processes=len(run.app),
+        helper_processes=len(run.procs) - len(run.app),
+        start_us=run.first_ts,
+        end_us=run.last_end,
+        span_s=run.span_us / 1e6,
+        commands=sorted(counts, key=lambda c: (-counts[c], c))[:5],
+        apart=run.apart,
+    )
 
 
 def _runs_message(acc: Accounting) -> str:
@@ -236,8 +244,10 @@ def _runs_message(acc: Accounting) -> str:
         hosts = ", ".join(run.hosts()[:2]) or "unknown host"
         why = f"; {run.apart}" if run.apart else ""
         parts.append(f"run {i}: {len(run.app)} process(es) on {hosts}, {run.span_us / 1e6:.3g} s{why}")
-    return (f"the traces hold {len(acc.runs)} separate runs ({'; '.join(parts)}): analyze each run with "
-            "--split-runs (MCP: split_runs=true), or pass one run's trace files")  # fmt: skip
+    return (
+        f"the traces hold {len(acc.runs)} separate runs ({'; '.join(parts)}): analyze each run with "
+        "--split-runs (MCP: split_runs=true), or pass one run's trace files"
+    )
 
 
 def _map(
@@ -363,8 +373,10 @@ def _map_dask(
                     out.append(fut.result(timeout=DASK_POLL_S))
                     break
                 except KilledWorker as exc:
-                    raise DaskError(f"{path}: a Dask worker died every time it read this file (KilledWorker: "
-                                    f"{one_line(exc, 200)}); see the workers' logs") from None  # fmt: skip
+                    raise DaskError(
+                        f"{path}: a Dask worker died every time it read this file (KilledWorker: "
+                        f"{one_line(exc, 200)}); see the workers' logs"
+                    ) from None
                 except TimeoutError:
                     pass
                 except Exception as exc:
@@ -381,11 +393,15 @@ def _map_dask(
                     raise DaskError(f"lost the Dask scheduler at {where}: {one_line(exc, 300)}") from None
                 no_workers_since = None if workers else (no_workers_since or now)
                 if no_workers_since is not None and now - no_workers_since >= no_workers_s:
-                    raise DaskError(f"the Dask cluster at {where} has had no worker for {no_workers_s:g} s "
-                                    f"(every worker died, or none joined); {len(out)} of {len(files)} files read")  # fmt: skip
+                    raise DaskError(
+                        f"the Dask cluster at {where} has had no worker for {no_workers_s:g} s "
+                        f"(every worker died, or none joined); {len(out)} of {len(files)} files read"
+                    )
                 if now - last_progress >= stall_s:
-                    raise DaskError(f"no file finished on the Dask cluster at {where} for {stall_s:g} s "
-                                    f"({workers} worker(s)); {len(out)} of {len(files)} files read")  # fmt: skip
+                    raise DaskError(
+                        f"no file finished on the Dask cluster at {where} for {stall_s:g} s "
+                        f"({workers} worker(s)); {len(out)} of {len(files)} files read"
+                    )
             last_progress = time.monotonic()
             report(path)
         return out

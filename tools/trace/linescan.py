@@ -26,8 +26,20 @@ MAX_REPORTED = 50
 #: The head of a file (first line, time metric) is read in lines of at most this many bytes.
 HEAD_LINE_BYTES = 1 << 16
 #: Integer fields of ``args`` (the reader types them BIGINT); checked against the number limits.
-ARG_INTS = ("ret", "offset", "size", "whence", "flags", "rank", "dft_cnt", "dur", "dur_sum", "ret_sum",
-            "size_min", "size_max")  # fmt: skip
+ARG_INTS = (
+    "ret",
+    "offset",
+    "size",
+    "whence",
+    "flags",
+    "rank",
+    "dft_cnt",
+    "dur",
+    "dur_sum",
+    "ret_sum",
+    "size_min",
+    "size_max",
+)
 
 
 @dataclass

@@ -136,11 +136,15 @@ def _merge(
     job_us = (max(lasts) - min(firsts)) if firsts and lasts else 0
     job_s = job_us / US
 
-    fam_rows = _query(con, concat_partials(partials, "fam"), """
+    fam_rows = _query(
+        con,
+        concat_partials(partials, "fam"),
+        """
         SELECT fam, sum(count), sum(bytes), sum(sized), sum(time_us), sum(small), sum(small_time_us), sum(bw_sum), sum(bw_n),
                sum(consecutive), sum(sequential), sum(random), sum(positioned), sum(misaligned),
                sum(random_time_us), sum(misaligned_time_us)
-        FROM t GROUP BY fam""")  # fmt: skip
+        FROM t GROUP BY fam""",
+    )
     agg_rows = _query(
         con,
         concat_partials(partials, "agg"),
@@ -203,14 +207,18 @@ def _merge(
         hist[fam][S.SIZE_BINS[int(sbin)][0]] += int(count)
 
     proc_t = concat_partials(partials, "proc")
-    procs = _query(con, proc_t, """
+    procs = _query(
+        con,
+        proc_t,
+        """
         SELECT host, pid, max(rank), any_value(cmd), sum(events),
                sum(COALESCE(read_count,0) + COALESCE(write_count,0) + COALESCE(metadata_count,0) + COALESCE(sync_count,0)),
                sum(COALESCE(read_bytes,0) + COALESCE(write_bytes,0)),
                sum(COALESCE(read_time_us,0) + COALESCE(write_time_us,0) + COALESCE(metadata_time_us,0)
                    + COALESCE(sync_time_us,0)),
                sum(io_wall_us), sum(unoverlapped_us), sum(compute_wall_us), max(last_end) - min(first_ts)
-        FROM t GROUP BY host, pid""")  # fmt: skip
+        FROM t GROUP BY host, pid""",
+    )
     pids = {p[1] for p in procs if p[1] is not None}
     hosts = sorted({str(p[0]) for p in procs if p[0]})
     helpers = [p for p in accounted if p.helper is not None]
@@ -276,8 +284,12 @@ def _merge(
             skipped.append(
                 SkippedLine(file=p.path, line=None if bad.line < 0 else bad.line, reason=bad.reason)
             )
-    no_args = [p.path for p in partials if p.scalars.get("io_events") and
-               p.scalars.get("io_events") == p.scalars.get("io_events_without_args")]  # fmt: skip
+    no_args = [
+        p.path
+        for p in partials
+        if p.scalars.get("io_events")
+        and p.scalars.get("io_events") == p.scalars.get("io_events_without_args")
+    ]
     if no_args:
         warnings.append(
             f"{len(no_args)} trace file(s) have I/O events without args (traced without DFTRACER_INC_METADATA=1?): "
@@ -359,8 +371,16 @@ def _merge(
 
 
 def _helper(p: Proc) -> HelperProcess:
-    return HelperProcess(host=p.host, pid=p.pid, cmd=p.cmd, events=p.events, lifetime_s=p.lifetime_us / US,
-                         io_time_s=p.io_time_us / US, bytes=p.moved, why=str(p.helper))  # fmt: skip
+    return HelperProcess(
+        host=p.host,
+        pid=p.pid,
+        cmd=p.cmd,
+        events=p.events,
+        lifetime_s=p.lifetime_us / US,
+        io_time_s=p.io_time_us / US,
+        bytes=p.moved,
+        why=str(p.helper),
+    )
 
 
 def _helper_warning(helpers: list[Proc], excluded: bool) -> list[str]:
@@ -368,9 +388,12 @@ def _helper_warning(helpers: list[Proc], excluded: bool) -> list[str]:
         return []
     names = sorted({(p.cmd or f"pid {p.pid}").replace(";", " ")[:60] for p in helpers})
     left_out = "every number here" if excluded else "the I/O fraction, imbalance and stragglers"
-    return [f"{len(helpers)} helper process(es) (shell wrappers, shims, launchers, short children) do none of the "
-            f"application's I/O and are left out of {left_out} (listed in helper_processes): "
-            + ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")]  # fmt: skip
+    return [
+        f"{len(helpers)} helper process(es) (shell wrappers, shims, launchers, short children) do none of the "
+        f"application's I/O and are left out of {left_out} (listed in helper_processes): "
+        + ", ".join(names[:3])
+        + (", ..." if len(names) > 3 else "")
+    ]
 
 
 def _key(row: tuple[Any, ...]) -> tuple[str, int | None]:
@@ -483,8 +506,17 @@ def _epoch_spreads(
         if not str(epoch).isdigit():  # DLIO tags set-up with epoch -1 and phases with names
             continue
         spread = (hi - med) / hi if hi else 0.0
-        out.append(EpochSpread(epoch=str(epoch), processes=int(n), min_s=float(lo), median_s=float(med),
-                               max_s=float(hi), straggler_spread=round(spread, 6), slowest_process=str(slowest)))  # fmt: skip
+        out.append(
+            EpochSpread(
+                epoch=str(epoch),
+                processes=int(n),
+                min_s=float(lo),
+                median_s=float(med),
+                max_s=float(hi),
+                straggler_spread=round(spread, 6),
+                slowest_process=str(slowest),
+            )
+        )
     return sorted(out, key=lambda e: _natural(e.epoch))
 
 
@@ -556,11 +588,14 @@ def _imbalance(procs: list[tuple[Any, ...]]) -> Imbalance:
     slow = max(rows, key=lambda r: float(r[7] or 0))
     label = f"{slow[0]}:{slow[1]}" + (f" (rank {slow[2]})" if slow[2] is not None else "")
     return Imbalance(
-        ops_max_mean=round(ops[0], 6), ops_max_min=round(ops[1], 6),
-        bytes_max_mean=round(nbytes[0], 6), bytes_max_min=round(nbytes[1], 6),
-        time_max_mean=round(time[0], 6), time_max_min=round(time[1], 6),
+        ops_max_mean=round(ops[0], 6),
+        ops_max_min=round(ops[1], 6),
+        bytes_max_mean=round(nbytes[0], 6),
+        bytes_max_min=round(nbytes[1], 6),
+        time_max_mean=round(time[0], 6),
+        time_max_min=round(time[1], 6),
         slowest_process=label,
-    )  # fmt: skip
+    )
 
 
 def _shape(ops: int, nbytes: int, fams: dict[str, FamilyStats], io_wall_us: float) -> Shape:
@@ -571,8 +606,10 @@ def _shape(ops: int, nbytes: int, fams: dict[str, FamilyStats], io_wall_us: floa
     rate = ops / (io_wall_us / US) if io_wall_us else None
     if mean < S.OP_COUNT_BOUND_BYTES:
         kind = "op-count-bound"
-        why = (f"mean transfer {mean:,.0f} B < {S.OP_COUNT_BOUND_BYTES // 1024} KiB: many small operations; "
-               "coalescing helps, striping or ROMIO hints do not")  # fmt: skip
+        why = (
+            f"mean transfer {mean:,.0f} B < {S.OP_COUNT_BOUND_BYTES // 1024} KiB: many small operations; "
+            "coalescing helps, striping or ROMIO hints do not"
+        )
     elif mean >= S.BANDWIDTH_BOUND_BYTES:
         kind = "bandwidth-bound"
         why = f"mean transfer {mean / MIB:,.1f} MiB >= 1 MiB: few large operations; bandwidth levers apply"

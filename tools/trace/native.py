@@ -80,34 +80,84 @@ def _semantics() -> tuple[Any, ...]:
 
 
 _FAMCOLS = tuple(
-    (f"{f}_{m}", "i64") for f in S.FAMILIES for m in ("count", "bytes", "time_us")
+    (f"{f}_{m}", "i64")
+    for f in S.FAMILIES
+    for m in ("count", "bytes", "time_us")
     if not (m == "bytes" and f in ("metadata", "sync"))
-)  # fmt: skip
+)
 #: Column kinds of each table the scanner returns: str = string id, fam = family index.
 _SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
-    "fam": (("fam", "fam"), ("count", "i64"), ("bytes", "i64"), ("sized", "i64"), ("time_us", "i64"),
-            ("small", "i64"), ("small_time_us", "i64"), ("bw_sum", "f64"), ("bw_n", "i64"), ("no_args", "i64")),
+    "fam": (
+        ("fam", "fam"),
+        ("count", "i64"),
+        ("bytes", "i64"),
+        ("sized", "i64"),
+        ("time_us", "i64"),
+        ("small", "i64"),
+        ("small_time_us", "i64"),
+        ("bw_sum", "f64"),
+        ("bw_n", "i64"),
+        ("no_args", "i64"),
+    ),
     "agg": (("fam", "fam"), ("records", "i64"), ("count", "i64"), ("bytes", "i64"), ("time_us", "i64")),
     "hist": (("fam", "fam"), ("sbin", "i64"), ("count", "i64"), ("bytes", "i64")),
-    "path": (("fkey", "str"), ("fk", "i64"), ("is_path", "bool"), *_FAMCOLS, ("name", "str"), ("processes", "i64"),
-             ("consecutive", "i64"), ("sequential", "i64"), ("random", "i64")),
+    "path": (
+        ("fkey", "str"),
+        ("fk", "i64"),
+        ("is_path", "bool"),
+        *_FAMCOLS,
+        ("name", "str"),
+        ("processes", "i64"),
+        ("consecutive", "i64"),
+        ("sequential", "i64"),
+        ("random", "i64"),
+    ),
     "names": (("cat", "str"), ("name", "str"), ("count", "i64"), ("time_us", "i64")),
     "iface": (("iface", "str"), ("fam", "fam"), ("count", "i64"), ("bytes", "i64"), ("time_us", "i64")),
-    "layer": (("cat", "str"), ("count", "i64"), ("time_us", "i64"), ("first_ts", "i64"), ("last_end", "i64"),
-              ("checkpoint_events", "i64")),
-    "proctot": (("hkey", "str"), ("host_inline", "bool"), ("pid", "i64"), ("events", "i64"), ("first_ts", "i64"),
-                ("last_end", "i64"), ("rank", "i64"), ("cmd_hash", "str")),
+    "layer": (
+        ("cat", "str"),
+        ("count", "i64"),
+        ("time_us", "i64"),
+        ("first_ts", "i64"),
+        ("last_end", "i64"),
+        ("checkpoint_events", "i64"),
+    ),
+    "proctot": (
+        ("hkey", "str"),
+        ("host_inline", "bool"),
+        ("pid", "i64"),
+        ("events", "i64"),
+        ("first_ts", "i64"),
+        ("last_end", "i64"),
+        ("rank", "i64"),
+        ("cmd_hash", "str"),
+    ),
     "procfam": (("hkey", "str"), ("pid", "i64"), *_FAMCOLS),
     "steps": (("epoch", "str"), ("step", "str")),
-    "epochspan": (("hkey", "str"), ("host_inline", "bool"), ("pid", "i64"), ("epoch", "str"), ("first_ts", "i64"),
-                  ("last_end", "i64")),
+    "epochspan": (
+        ("hkey", "str"),
+        ("host_inline", "bool"),
+        ("pid", "i64"),
+        ("epoch", "str"),
+        ("first_ts", "i64"),
+        ("last_end", "i64"),
+    ),
     "meta": (("kind", "kind"), ("h", "str"), ("v", "str")),
     "start": (("version", "str"), ("cfg", "str")),
     "time": (("bin", "i64"), ("fam", "fam"), ("count", "i64"), ("bytes", "i64"), ("time_us", "i64")),
-    "acc": (("fk", "i64"), ("fam", "rw"), ("consecutive", "i64"), ("sequential", "i64"), ("random", "i64"),
-            ("positioned", "i64"), ("misaligned", "i64"), ("random_time_us", "i64"), ("misaligned_time_us", "i64")),
+    "acc": (
+        ("fk", "i64"),
+        ("fam", "rw"),
+        ("consecutive", "i64"),
+        ("sequential", "i64"),
+        ("random", "i64"),
+        ("positioned", "i64"),
+        ("misaligned", "i64"),
+        ("random_time_us", "i64"),
+        ("misaligned_time_us", "i64"),
+    ),
     "ovl": (("g", "i64"), ("io_wall_us", "i64"), ("overlap_us", "i64"), ("compute_wall_us", "i64")),
-}  # fmt: skip
+}
 _RAW_NAMES = {"acc": {"fam": "is_write"}, "path": {"fk": "fkey"}}
 _FAMILY_ARRAY = pa.array(list(S.FAMILIES), pa.string())
 _RW_ARRAY = pa.array(["read", "write"], pa.string())
@@ -141,8 +191,9 @@ def _table(name: str, cols: dict[str, tuple[bytes, bytes]], strings: pa.Array) -
     return pa.table(arrays, names=names)
 
 
-def scan(path: Path, *, metric: str, file_view: bool, time_bins: int | None,
-         batch_rows: int) -> tuple[dict[str, Any], dict[str, pa.Table]]:  # fmt: skip
+def scan(
+    path: Path, *, metric: str, file_view: bool, time_bins: int | None, batch_rows: int
+) -> tuple[dict[str, Any], dict[str, pa.Table]]:
     """(counts, tables) for one file; raises :class:`Fallback` when the C scanner declines it."""
     mod = module()
     if mod is None or metric not in _SCALES:

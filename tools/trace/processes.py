@@ -47,12 +47,16 @@ def rules() -> Rules:
     data = tomllib.loads(text)
     h, r = data["helpers"], data["runs"]
     return Rules(
-        max_data_share=float(h["max_data_share"]), max_events=int(h["max_events"]),
-        max_lifetime_share=float(h["max_lifetime_share"]), commands=tuple(h["commands"]),
-        interpreters=tuple(h["interpreters"]), min_gap_s=float(r["min_gap_s"]), far_gap_ratio=float(r["far_gap_ratio"]),
+        max_data_share=float(h["max_data_share"]),
+        max_events=int(h["max_events"]),
+        max_lifetime_share=float(h["max_lifetime_share"]),
+        commands=tuple(h["commands"]),
+        interpreters=tuple(h["interpreters"]),
+        min_gap_s=float(r["min_gap_s"]),
+        far_gap_ratio=float(r["far_gap_ratio"]),
         worker_min_start_delay_s=float(data.get("roles", {}).get("worker_min_start_delay_s", 0.02)),
         rank_markers=tuple(data.get("roles", {}).get("rank_markers", [])),
-    )  # fmt: skip
+    )
 
 
 @dataclass(eq=False)  # identity: two processes are never "equal"
@@ -230,8 +234,11 @@ def classify(procs: list[Proc], r: Rules) -> None:
         p.helper = None
         if not heavy or p in heavy or p.rank is not None or (p.identity(r) in app_cmds):
             continue
-        moved = (f"moved {p.moved:,} B ({p.moved / top:.2%} of the busiest process's)" if use_bytes
-                 else f"made {p.io_calls:,} I/O calls ({p.io_calls / top:.2%} of the busiest process's)")  # fmt: skip
+        moved = (
+            f"moved {p.moved:,} B ({p.moved / top:.2%} of the busiest process's)"
+            if use_bytes
+            else f"made {p.io_calls:,} I/O calls ({p.io_calls / top:.2%} of the busiest process's)"
+        )
         name = _is_launcher(p, r)
         if name is not None:
             p.helper = f"runs {name} (a shell, launcher or tool) and {moved}"

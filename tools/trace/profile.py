@@ -63,15 +63,22 @@ def _paths(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> dict[
 def _build(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> AccessProfile:
     paths = _paths(con, partials)
     files: dict[str, dict[str, Any]] = defaultdict(
-        lambda: {"sizes": {"read": {}, "write": {}}, "size_bytes": {"read": {}, "write": {}},
-                 "size_time_s": {"read": {}, "write": {}}}
-    )  # fmt: skip
+        lambda: {
+            "sizes": {"read": {}, "write": {}},
+            "size_bytes": {"read": {}, "write": {}},
+            "size_time_s": {"read": {}, "write": {}},
+        }
+    )
 
     def entry(fk: Any) -> dict[str, Any]:
         return files[paths.get(int(fk), f"fk:{int(fk)}")]
 
-    _, acc = query_rows(con, concat_partials(partials, "pacc"), """
-        SELECT fk, is_write, sum(calls), sum(bytes), sum(ranged), min(first_ts) FROM t GROUP BY ALL""")  # fmt: skip
+    _, acc = query_rows(
+        con,
+        concat_partials(partials, "pacc"),
+        """
+        SELECT fk, is_write, sum(calls), sum(bytes), sum(ranged), min(first_ts) FROM t GROUP BY ALL""",
+    )
     for fk, is_write, calls, nbytes, ranged, first in acc:
         f, d = entry(fk), _DIRECTIONS[int(bool(is_write))]
         f[f"{d}_calls"] = f.get(f"{d}_calls", 0) + int(calls or 0)
@@ -80,11 +87,18 @@ def _build(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> Acces
         f["unpositioned"] = f.get("unpositioned", 0) + int(calls or 0) - int(ranged or 0)
         if first is not None:
             f["first_ts"] = min(int(first), f.get("first_ts", int(first)))
-    for fk, is_write, sbin, count, nbytes, time_us in query_rows(con, concat_partials(partials, "psize"), """
-            SELECT fk, is_write, sbin, sum(count), sum(bytes), sum(time_us) FROM t GROUP BY ALL""")[1]:  # fmt: skip
+    for fk, is_write, sbin, count, nbytes, time_us in query_rows(
+        con,
+        concat_partials(partials, "psize"),
+        """
+            SELECT fk, is_write, sbin, sum(count), sum(bytes), sum(time_us) FROM t GROUP BY ALL""",
+    )[1]:
         f, d, label = entry(fk), _DIRECTIONS[int(bool(is_write))], S.SIZE_BINS[int(sbin)][0]
-        for key, value in (("sizes", int(count)), ("size_bytes", int(nbytes or 0)),
-                           ("size_time_s", float(time_us or 0) / 1e6)):  # fmt: skip
+        for key, value in (
+            ("sizes", int(count)),
+            ("size_bytes", int(nbytes or 0)),
+            ("size_time_s", float(time_us or 0) / 1e6),
+        ):
             f[key][d][label] = f[key][d].get(label, 0) + value
     _ranges(con, partials, paths, files)
     _path_counts(con, partials, paths, files)
@@ -138,10 +152,14 @@ def _path_counts(
 ) -> None:
     """Processes, metadata calls and order classes per path, from the file view's table (its
     ``pkey`` is the hash of the file key, the ``fk`` of ``paths``)."""
-    _, rows = query_rows(con, concat_partials(partials, "path"), """
+    _, rows = query_rows(
+        con,
+        concat_partials(partials, "path"),
+        """
         SELECT pkey, any_value(path), sum(processes), sum(metadata_count), sum(consecutive), sum(sequential),
                sum(random)
-        FROM t GROUP BY pkey""")  # fmt: skip
+        FROM t GROUP BY pkey""",
+    )
     for pkey, path, procs, meta, consec, sequ, rand in rows:
         f = files[paths.get(int(pkey), str(path))]
         f["processes"] = f.get("processes", 0) + int(procs or 0)
@@ -152,8 +170,12 @@ def _path_counts(
 
 
 def _app_events(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> list[AppEvent]:
-    _, rows = query_rows(con, concat_partials(partials, "papp"), """
-        SELECT cat, name, sum(count), sum(size_sum), sum(sized) FROM t GROUP BY cat, name ORDER BY cat, name""")  # fmt: skip
+    _, rows = query_rows(
+        con,
+        concat_partials(partials, "papp"),
+        """
+        SELECT cat, name, sum(count), sum(size_sum), sum(sized) FROM t GROUP BY cat, name ORDER BY cat, name""",
+    )
     return [
         AppEvent(cat=str(c), name=str(n), count=int(k or 0), size_sum=int(sz) if sized else None)
         for c, n, k, sz, sized in rows

@@ -180,8 +180,12 @@ def read_file_native(path: str | Path, options: ReadOptions = ReadOptions()) -> 
 
 def _stream(path: Path, source: str, options: ReadOptions, metric: str, *, trusted: bool) -> FilePartial:
     """Parse ``source`` batch by batch and reduce it; ``trusted`` sources were cleaned already."""
-    reducer = BatchReducer(time_bins=options.time_bins, file_view=options.file_view or options.profile, spans=options.spans,
-                           profile=options.profile)  # fmt: skip
+    reducer = BatchReducer(
+        time_bins=options.time_bins,
+        file_view=options.file_view or options.profile,
+        spans=options.spans,
+        profile=options.profile,
+    )
     con = duckdb.connect(config={"threads": 1})
     try:
         con.execute("SET enable_progress_bar = false")
@@ -233,12 +237,21 @@ def _partial(
     sc = partial.scalars
     sc.update(_empty_scalars())
     sc.update(
-        rows=c.get("rows", 0), events=c.get("events", 0), metadata_lines=c.get("metadata_lines", 0),
-        counter_events=c.get("counter_events", 0), aggregated_events=c.get("aggregated_events", 0),
-        first_ts=c.get("first_ts"), last_end=c.get("last_end"),
-        formats={k: v for k, v in (("dftracer-1.x", c.get("legacy_rows", 0)), ("dftracer-2.x", c.get("v2_rows", 0))) if v},
-        time_metric=metric, **extra,
-    )  # fmt: skip
+        rows=c.get("rows", 0),
+        events=c.get("events", 0),
+        metadata_lines=c.get("metadata_lines", 0),
+        counter_events=c.get("counter_events", 0),
+        aggregated_events=c.get("aggregated_events", 0),
+        first_ts=c.get("first_ts"),
+        last_end=c.get("last_end"),
+        formats={
+            k: v
+            for k, v in (("dftracer-1.x", c.get("legacy_rows", 0)), ("dftracer-2.x", c.get("v2_rows", 0)))
+            if v
+        },
+        time_metric=metric,
+        **extra,
+    )
     if c.get("time_shift") is not None:  # the file's fine time bins are ts >> time_shift
         sc["time_shift"] = int(c["time_shift"])
     if sc["io_events"] and sc["io_events"] == sc["io_events_without_args"] and not options.skip_bad:
@@ -285,10 +298,20 @@ def _has_long_line(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
 
 def _empty_scalars() -> dict[str, Any]:
     return {
-        "rows": 0, "events": 0, "metadata_lines": 0, "counter_events": 0, "aggregated_events": 0,
-        "first_ts": None, "last_end": None, "bad_line_count": 0, "truncated": False,
-        "empty": False, "formats": {}, "io_events": 0, "io_events_without_args": 0,
-    }  # fmt: skip
+        "rows": 0,
+        "events": 0,
+        "metadata_lines": 0,
+        "counter_events": 0,
+        "aggregated_events": 0,
+        "first_ts": None,
+        "last_end": None,
+        "bad_line_count": 0,
+        "truncated": False,
+        "empty": False,
+        "formats": {},
+        "io_events": 0,
+        "io_events_without_args": 0,
+    }
 
 
 def _load_sql(source: str, scale: float) -> str:
@@ -301,10 +324,13 @@ def _load_sql(source: str, scale: float) -> str:
     top, max_ts = limits.max_value(), limits.max_ts()
     # a number no real run produces (limits.py) marks the row: the validator then names the line
     out_of_range = " OR ".join(
-        [f"NOT (abs(args.\"{k}\") <= {top})" for k in _ARG_INTS]
-        + [f"NOT (abs({t('ts')}) <= {max_ts})", f"NOT ({t('dur')} BETWEEN 0 AND {top})",
-           f"NOT (abs(pid) <= {top})"]
-    )  # fmt: skip
+        [f'NOT (abs(args."{k}") <= {top})' for k in _ARG_INTS]
+        + [
+            f"NOT (abs({t('ts')}) <= {max_ts})",
+            f"NOT ({t('dur')} BETWEEN 0 AND {top})",
+            f"NOT (abs(pid) <= {top})",
+        ]
+    )
     ints = ", ".join(f'"{k}" := TRY_CAST(args."{k}" AS BIGINT)' for k in _ARG_INTS)
     text = ", ".join(f'"{k}" := args."{k}"' for k in _ARG_TEXT)
 

@@ -20,18 +20,51 @@ from dftune.tools.trace.model import Analysis, FamilyStats
 MIB = float(1 << 20)
 #: Columns shown in the terminal per view (``--json`` carries every column), with their headers.
 VIEW_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
-    "file": (("path", "path"), ("processes", "procs"), ("read_count", "reads"), ("read_bytes", "read"),
-             ("write_count", "writes"), ("write_bytes", "written"), ("metadata_count", "meta ops"),
-             ("io_time_s", "I/O s"), ("seq_pct", "seq %"), ("rand_pct", "rand %")),
-    "proc": (("host", "host"), ("pid", "pid"), ("rank", "rank"), ("events", "events"), ("lifetime_s", "life s"),
-             ("read_count", "reads"), ("read_bytes", "read"), ("write_count", "writes"), ("write_bytes", "written"),
-             ("io_time_s", "I/O s"), ("io_wall_s", "I/O wall s"), ("unoverlapped_io_s", "unoverl. s")),
-    "time": (("start_s", "start s"), ("end_s", "end s"), ("read_count", "reads"), ("read_bytes", "read"),
-             ("write_count", "writes"), ("write_bytes", "written"), ("metadata_count", "meta ops"),
-             ("io_time_s", "I/O s"), ("bandwidth_mib_s", "MiB/s")),
-    "layer": (("cat", "category"), ("count", "events"), ("time_s", "time s"), ("mean_ms", "mean ms"),
-              ("share_of_job_pct", "% of process-time")),
-}  # fmt: skip
+    "file": (
+        ("path", "path"),
+        ("processes", "procs"),
+        ("read_count", "reads"),
+        ("read_bytes", "read"),
+        ("write_count", "writes"),
+        ("write_bytes", "written"),
+        ("metadata_count", "meta ops"),
+        ("io_time_s", "I/O s"),
+        ("seq_pct", "seq %"),
+        ("rand_pct", "rand %"),
+    ),
+    "proc": (
+        ("host", "host"),
+        ("pid", "pid"),
+        ("rank", "rank"),
+        ("events", "events"),
+        ("lifetime_s", "life s"),
+        ("read_count", "reads"),
+        ("read_bytes", "read"),
+        ("write_count", "writes"),
+        ("write_bytes", "written"),
+        ("io_time_s", "I/O s"),
+        ("io_wall_s", "I/O wall s"),
+        ("unoverlapped_io_s", "unoverl. s"),
+    ),
+    "time": (
+        ("start_s", "start s"),
+        ("end_s", "end s"),
+        ("read_count", "reads"),
+        ("read_bytes", "read"),
+        ("write_count", "writes"),
+        ("write_bytes", "written"),
+        ("metadata_count", "meta ops"),
+        ("io_time_s", "I/O s"),
+        ("bandwidth_mib_s", "MiB/s"),
+    ),
+    "layer": (
+        ("cat", "category"),
+        ("count", "events"),
+        ("time_s", "time s"),
+        ("mean_ms", "mean ms"),
+        ("share_of_job_pct", "% of process-time"),
+    ),
+}
 _BYTE_COLUMNS = {"read_bytes", "write_bytes"}
 _TEXT_COLUMNS = {"path", "host", "cmd", "cat"}
 #: Heads of the stacked layout per view (the cells that name the row).
@@ -87,63 +120,135 @@ class AnalysisRenderer:
     def summary(self, a: Analysis) -> Group:
         fmt = ", ".join(f"{k} ({v:,} lines)" for k, v in a.formats.items()) or "-"
         helpers = len(a.helper_processes)
-        head = _pairs("", [
-            ("trace files", f"{a.files:,}" + (f"  ({len(a.empty_files)} empty)" if a.empty_files else "")),
-            ("format", fmt),
-            ("events", f"{a.events:,} complete, {a.metadata_lines:,} metadata, {a.aggregated_events:,} aggregated, "
-                       f"{a.counter_events:,} counter"),
-            ("skipped lines", f"{a.skipped_lines:,}"),
-            ("processes / hosts", f"{a.processes:,} / {len(a.hosts):,}" + (
-                f"  ({a.app_processes:,} do the application's I/O, {helpers:,} helpers)" if helpers else "")),
-            *([("run", f"{a.run.index} of {a.run.runs}" + (f" ({a.run.apart})" if a.run.apart else ""))]
-              if a.run is not None and a.run.runs > 1 else []),
-            ("job time", f"{a.job_time_s:,.3f} s"),
-            ("files accessed", f"{a.files_accessed:,}"),
-        ])  # fmt: skip
+        head = _pairs(
+            "",
+            [
+                (
+                    "trace files",
+                    f"{a.files:,}" + (f"  ({len(a.empty_files)} empty)" if a.empty_files else ""),
+                ),
+                ("format", fmt),
+                (
+                    "events",
+                    f"{a.events:,} complete, {a.metadata_lines:,} metadata, {a.aggregated_events:,} aggregated, "
+                    f"{a.counter_events:,} counter",
+                ),
+                ("skipped lines", f"{a.skipped_lines:,}"),
+                (
+                    "processes / hosts",
+                    f"{a.processes:,} / {len(a.hosts):,}"
+                    + (
+                        f"  ({a.app_processes:,} do the application's I/O, {helpers:,} helpers)"
+                        if helpers
+                        else ""
+                    ),
+                ),
+                *(
+                    [("run", f"{a.run.index} of {a.run.runs}" + (f" ({a.run.apart})" if a.run.apart else ""))]
+                    if a.run is not None and a.run.runs > 1
+                    else []
+                ),
+                ("job time", f"{a.job_time_s:,.3f} s"),
+                ("files accessed", f"{a.files_accessed:,}"),
+            ],
+        )
         shares = {"read": a.read_time_pct, "write": a.write_time_pct, "metadata": a.metadata_time_pct}
-        fam_cols = [Col("family"), *(Col(h, justify="right") for h in ("ops", "bytes", "time s", "time %", "mean xfer",
-                                                                          "MiB/s in I/O"))]  # fmt: skip
-        fam_rows = [[name, _num(st.count), _bytes_cell(st, name), _num(st.time_s, 3),
-                     _num(shares.get(name), 1) if name in shares else "-", human_bytes(st.mean_xfer_bytes),
-                     _num(st.bw_io_time_mib_s, 1)]
-                    for name, st in (("read", a.read), ("write", a.write), ("metadata", a.metadata), ("sync", a.sync))]  # fmt: skip
-        pattern = _pairs("Access pattern", [
-            ("small (< 1 MiB)", f"{_num(a.small_io_pct, 1)} %"), ("sequential", f"{_num(a.seq_pct, 1)} %"),
-            ("consecutive", f"{_num(a.consecutive_pct, 1)} %"), ("random", f"{_num(a.rand_pct, 1)} %"),
-            ("classified accesses", _num(a.classified_accesses)), ("shape", f"{a.shape.kind}: {a.shape.reason}"),
-        ])  # fmt: skip
-        times = _pairs("Time", [
-            ("I/O call time", f"{_num(a.io_time_s, 3)} s"), ("I/O wall time", f"{_num(a.io_wall_time_s, 3)} s"),
-            ("unoverlapped I/O", f"{_num(a.unoverlapped_io_time_s, 3)} s"),
-            ("I/O share of app time", f"{100 * a.io_fraction_of_job:,.1f} %"),
-            ("imbalance (time)", _num(a.imbalance.time_max_mean, 3)),
-        ])  # fmt: skip
+        fam_cols = [
+            Col("family"),
+            *(
+                Col(h, justify="right")
+                for h in ("ops", "bytes", "time s", "time %", "mean xfer", "MiB/s in I/O")
+            ),
+        ]
+        fam_rows = [
+            [
+                name,
+                _num(st.count),
+                _bytes_cell(st, name),
+                _num(st.time_s, 3),
+                _num(shares.get(name), 1) if name in shares else "-",
+                human_bytes(st.mean_xfer_bytes),
+                _num(st.bw_io_time_mib_s, 1),
+            ]
+            for name, st in (("read", a.read), ("write", a.write), ("metadata", a.metadata), ("sync", a.sync))
+        ]
+        pattern = _pairs(
+            "Access pattern",
+            [
+                ("small (< 1 MiB)", f"{_num(a.small_io_pct, 1)} %"),
+                ("sequential", f"{_num(a.seq_pct, 1)} %"),
+                ("consecutive", f"{_num(a.consecutive_pct, 1)} %"),
+                ("random", f"{_num(a.rand_pct, 1)} %"),
+                ("classified accesses", _num(a.classified_accesses)),
+                ("shape", f"{a.shape.kind}: {a.shape.reason}"),
+            ],
+        )
+        times = _pairs(
+            "Time",
+            [
+                ("I/O call time", f"{_num(a.io_time_s, 3)} s"),
+                ("I/O wall time", f"{_num(a.io_wall_time_s, 3)} s"),
+                ("unoverlapped I/O", f"{_num(a.unoverlapped_io_time_s, 3)} s"),
+                ("I/O share of app time", f"{100 * a.io_fraction_of_job:,.1f} %"),
+                ("imbalance (time)", _num(a.imbalance.time_max_mean, 3)),
+            ],
+        )
         bins = list(next(iter(a.xfer_size_hist.values()), {}).keys())
         fams = list(a.xfer_size_hist)
-        hist = responsive(self.console, "Transfer sizes (ops per bin)", [Col("size"), *(Col(f, justify="right") for f in fams)],
-                          [[b, *(_num(a.xfer_size_hist[f][b]) for f in fams)] for b in bins])  # fmt: skip
+        hist = responsive(
+            self.console,
+            "Transfer sizes (ops per bin)",
+            [Col("size"), *(Col(f, justify="right") for f in fams)],
+            [[b, *(_num(a.xfer_size_hist[f][b]) for f in fams)] for b in bins],
+        )
         if a.darshan is not None:  # a Darshan log: its header instead of the trace-file counts
             from dftune.tools.trace.darshan.render import header
 
             head = header(a, a.darshan)
-        parts: list[RenderableType] = [Panel(head, title="dftune analyze", expand=False),
-                                       responsive(self.console, "I/O by family", fam_cols, fam_rows), pattern, times, hist]  # fmt: skip
+        parts: list[RenderableType] = [
+            Panel(head, title="dftune analyze", expand=False),
+            responsive(self.console, "I/O by family", fam_cols, fam_rows),
+            pattern,
+            times,
+            hist,
+        ]
         if a.layers:
             cols = [
                 Col("category"),
                 *(Col(h, justify="right") for h in ("events", "time s", "mean ms", "% of process-time")),
             ]
-            rows = [[layer.cat, _num(layer.count), _num(layer.time_s, 3), _num(layer.mean_ms, 3),
-                     _num(layer.share_of_job_pct, 1)] for layer in a.layers[:15]]  # fmt: skip
+            rows = [
+                [
+                    layer.cat,
+                    _num(layer.count),
+                    _num(layer.time_s, 3),
+                    _num(layer.mean_ms, 3),
+                    _num(layer.share_of_job_pct, 1),
+                ]
+                for layer in a.layers[:15]
+            ]
             caption = layer_share_caption([layer.share_of_job_pct for layer in a.layers])
             parts.append(
                 responsive(self.console, "Layers (application categories)", cols, rows, caption=caption)
             )
         if a.helper_processes:
-            cols = [Col("process"), Col("command", wrap=True, min_width=16), Col("events", justify="right"),
-                    Col("lifetime s", justify="right"), Col("why", wrap=True, min_width=16)]  # fmt: skip
-            rows = [[f"{h.host}:{h.pid}", (h.cmd or "?").replace(";", " "), _num(h.events),
-                     _num(h.lifetime_s, 3), h.why] for h in a.helper_processes[:10]]  # fmt: skip
+            cols = [
+                Col("process"),
+                Col("command", wrap=True, min_width=16),
+                Col("events", justify="right"),
+                Col("lifetime s", justify="right"),
+                Col("why", wrap=True, min_width=16),
+            ]
+            rows = [
+                [
+                    f"{h.host}:{h.pid}",
+                    (h.cmd or "?").replace(";", " "),
+                    _num(h.events),
+                    _num(h.lifetime_s, 3),
+                    h.why,
+                ]
+                for h in a.helper_processes[:10]
+            ]
             parts.append(
                 responsive(self.console, "Helper processes (none of the application's I/O)", cols, rows)
             )
@@ -166,8 +271,17 @@ class AnalysisRenderer:
         spec = VIEW_COLUMNS.get(name, tuple((k, k) for k in rows[0]))
         columns = [(key, header) for key, header in spec if key in rows[0]]
         cols = [Col(header, justify="left" if key in _TEXT_COLUMNS else "right") for key, header in columns]
-        cells = [[human_bytes(row[k]) if k in _BYTE_COLUMNS else row[k] if k in _TEXT_COLUMNS else _num(row[k], 3)
-                  for k, _ in columns] for row in rows[:limit]]  # fmt: skip
+        cells = [
+            [
+                human_bytes(row[k])
+                if k in _BYTE_COLUMNS
+                else row[k]
+                if k in _TEXT_COLUMNS
+                else _num(row[k], 3)
+                for k, _ in columns
+            ]
+            for row in rows[:limit]
+        ]
         heads = tuple(i for i in _HEADS.get(name, (0,)) if i < len(cols))
         caption = (
             layer_share_caption([float(r.get("share_of_job_pct") or 0) for r in rows])
@@ -187,8 +301,10 @@ class AnalysisRenderer:
 
 def layer_share_caption(shares: list[float]) -> str:
     """What the layer shares sum, so a column past 100% is read as what it is."""
-    out = ("% of process-time: a category's call time summed over every thread, over job time x processes; "
-           "categories nest (a reader's time holds its POSIX calls), so the column does not add to 100%")  # fmt: skip
+    out = (
+        "% of process-time: a category's call time summed over every thread, over job time x processes; "
+        "categories nest (a reader's time holds its POSIX calls), so the column does not add to 100%"
+    )
     return out + ("; above 100%: threads of one process overlap" if max(shares, default=0.0) > 100.0 else "")
 
 

@@ -35,9 +35,18 @@ POSITIONAL_CALLS: Final = (
 STREAM_CALLS: Final = ("read", "readv", "fread", "write", "writev", "fwrite")
 #: Calls that (re)start a stream at offset 0 (append mode makes the position unknown).
 OPEN_CALLS: Final = (
-    "open", "open64", "openat", "openat64", "creat", "creat64",
-    "fopen", "fopen64", "freopen", "freopen64", "fdopen",
-)  # fmt: skip
+    "open",
+    "open64",
+    "openat",
+    "openat64",
+    "creat",
+    "creat64",
+    "fopen",
+    "fopen64",
+    "freopen",
+    "freopen64",
+    "fdopen",
+)
 #: lseek-style calls: ``ret`` is the resulting offset.
 LSEEK_CALLS: Final = ("lseek", "lseek64", "llseek", "_llseek")
 #: fseek-style calls: ``ret`` is a status, so only SEEK_SET offsets are known.

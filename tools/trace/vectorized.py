@@ -59,9 +59,11 @@ def classify_accesses(
     """
     n = len(group)
     out = Classified(
-        start=np.full(n, UNKNOWN, dtype=np.int64), consecutive=np.zeros(n, dtype=bool),
-        sequential=np.zeros(n, dtype=bool), random=np.zeros(n, dtype=bool),
-    )  # fmt: skip
+        start=np.full(n, UNKNOWN, dtype=np.int64),
+        consecutive=np.zeros(n, dtype=bool),
+        sequential=np.zeros(n, dtype=bool),
+        random=np.zeros(n, dtype=bool),
+    )
     if n == 0:
         return out
     order = np.lexsort((ts, group))  # stable

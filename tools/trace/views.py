@@ -112,7 +112,7 @@ def _file_view(
                               CASE WHEN sum(sequential) + sum(random) > 0
                                    THEN round(100.0 * sum(random) / (sum(sequential) + sum(random)), 2) END AS rand_pct
                        FROM r GROUP BY pkey)
-            SELECT * EXCLUDE (pkey) FROM g ORDER BY io_time_s DESC, path LIMIT {FILE_VIEW_LIMIT}""")  # fmt: skip
+            SELECT * EXCLUDE (pkey) FROM g ORDER BY io_time_s DESC, path LIMIT {FILE_VIEW_LIMIT}""")
         names = [d[0] for d in cur.description]
         rows = [dict(zip(names, _clean(row), strict=True)) for row in cur.fetchall()]
     finally:
@@ -142,12 +142,17 @@ def _names(con: duckdb.DuckDBPyConnection, fh: pa.Table, hashes: list[str]) -> d
 def _proc_view(
     con: duckdb.DuckDBPyConnection, partials: list[FilePartial], analysis: Analysis
 ) -> dict[str, Any]:
-    rows = _rows(con, partials, "proc", f"""
+    rows = _rows(
+        con,
+        partials,
+        "proc",
+        f"""
         SELECT host, pid, max(rank) AS rank, any_value(cmd) AS cmd, sum(events) AS events,
                (max(last_end) - min(first_ts)) / 1e6 AS lifetime_s, {_FAMILY_SUMS},
                sum(io_wall_us) / 1e6 AS io_wall_s, sum(unoverlapped_us) / 1e6 AS unoverlapped_io_s,
                sum(compute_wall_us) / 1e6 AS compute_wall_s
-        FROM t GROUP BY host, pid ORDER BY io_time_s DESC, host, pid""")  # fmt: skip
+        FROM t GROUP BY host, pid ORDER BY io_time_s DESC, host, pid""",
+    )
     return {"total": len(rows), "rows": rows}
 
 
@@ -181,7 +186,10 @@ def _time_view(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], wind
         t = t.append_column("up", pa.array([shift - int(p.scalars["time_shift"])] * t.num_rows, pa.int64()))
         tables.append(t.append_column("fi", pa.array([fi] * t.num_rows, pa.int64())))
     table = concat_partials([FilePartial(path="", tables={"time": t}) for t in tables], "time")
-    names, raw = query_rows(con, table, f"""
+    names, raw = query_rows(
+        con,
+        table,
+        f"""
         SELECT least((bin >> up) - {first}, {nwin - 1}) AS w,
                sum(count) FILTER (WHERE fam = 'read') AS read_count, sum(bytes) FILTER (WHERE fam = 'read') AS read_bytes,
                sum(count) FILTER (WHERE fam = 'write') AS write_count,
@@ -191,33 +199,57 @@ def _time_view(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], wind
                COALESCE(sum(time_us) FILTER (WHERE fam = 'write'), 0) / 1e6 AS write_time_s,
                COALESCE(sum(time_us) FILTER (WHERE fam = 'metadata'), 0) / 1e6 AS metadata_time_s,
                sum(time_us) / 1e6 AS io_time_s
-        FROM t GROUP BY 1 ORDER BY 1""")  # fmt: skip
+        FROM t GROUP BY 1 ORDER BY 1""",
+    )
     rows = []
     for r in (dict(zip(names, _clean(row), strict=True)) for row in raw):
         w = int(r.pop("w"))
         # a window is one step of the absolute grid, clipped to the job at both ends
         lo, hi = max((first + w) << shift, origin), min((first + w + 1) << shift, end)
         moved = (r["read_bytes"] or 0) + (r["write_bytes"] or 0)
-        rows.append({"start_s": round((lo - origin) / US, 6), "end_s": round((hi - origin) / US, 6), **r,
-                     "bandwidth_mib_s": round(moved / MIB / ((hi - lo) / US), 3) if hi > lo else None})  # fmt: skip
-    out: dict[str, Any] = {"origin_us": origin, "window_s": (1 << shift) / US, "windows": nwin, "shift": shift,
-                           "rows": rows}  # fmt: skip
+        rows.append(
+            {
+                "start_s": round((lo - origin) / US, 6),
+                "end_s": round((hi - origin) / US, 6),
+                **r,
+                "bandwidth_mib_s": round(moved / MIB / ((hi - lo) / US), 3) if hi > lo else None,
+            }
+        )
+    out: dict[str, Any] = {
+        "origin_us": origin,
+        "window_s": (1 << shift) / US,
+        "windows": nwin,
+        "shift": shift,
+        "rows": rows,
+    }
     if 0 < nwin <= HEATMAP_MAX_WINDOWS and binned:
         out["heatmap"] = _process_heatmap(con, table, binned, first, nwin, shift, origin, end)
     return out
 
 
-def _process_heatmap(con: duckdb.DuckDBPyConnection, table: pa.Table | None, binned: list[FilePartial],
-                     first: int, nwin: int, shift: int, origin: int, end: int) -> dict[str, Any]:  # fmt: skip
+def _process_heatmap(
+    con: duckdb.DuckDBPyConnection,
+    table: pa.Table | None,
+    binned: list[FilePartial],
+    first: int,
+    nwin: int,
+    shift: int,
+    origin: int,
+    end: int,
+) -> dict[str, Any]:
     """Process x window grids (bytes read, bytes written, seconds inside I/O calls), the dftracer
     counterpart of Darshan's DXT heatmap: dftracer writes one trace file per process, so each file's
     bins are one process's row. Rows are the busiest :data:`HEATMAP_MAX_PROCESSES` by I/O time, in
     rank (else pid) order; ``window_span_s`` is each window's length (the first and last are clipped
     to the job), so a cell's I/O time over its span is the share of that window spent in I/O calls."""
-    _, raw = query_rows(con, table, f"""
+    _, raw = query_rows(
+        con,
+        table,
+        f"""
         SELECT fi, least((bin >> up) - {first}, {nwin - 1}) AS w,
                COALESCE(sum(bytes) FILTER (WHERE fam = 'read'), 0), COALESCE(sum(bytes) FILTER (WHERE fam = 'write'), 0),
-               sum(time_us) FROM t GROUP BY 1, 2""")  # fmt: skip
+               sum(time_us) FROM t GROUP BY 1, 2""",
+    )
     n = len(binned)
     grids = {k: [[0] * nwin for _ in range(n)] for k in ("read_bytes", "write_bytes", "io_time_us")}
     for fi, w, rb, wb, us in raw:
@@ -227,16 +259,21 @@ def _process_heatmap(con: duckdb.DuckDBPyConnection, table: pa.Table | None, bin
     busy = sorted(range(n), key=lambda i: -sum(grids["io_time_us"][i]))[:HEATMAP_MAX_PROCESSES]
     who = [_file_process(p) for p in binned]
     keep = sorted(busy, key=lambda i: who[i][0])
-    spans = [round((min((first + w + 1) << shift, end) - max((first + w) << shift, origin)) / US, 6)
-             for w in range(nwin)]  # fmt: skip
+    spans = [
+        round((min((first + w + 1) << shift, end) - max((first + w) << shift, origin)) / US, 6)
+        for w in range(nwin)
+    ]
     return {
         "source": "dftracer: one trace file per process",
-        "window_s": (1 << shift) / US, "windows": nwin, "window_span_s": spans,
-        "ranks": [who[i][1] for i in keep], "ranks_total": n,
+        "window_s": (1 << shift) / US,
+        "windows": nwin,
+        "window_span_s": spans,
+        "ranks": [who[i][1] for i in keep],
+        "ranks_total": n,
         "read_bytes": [grids["read_bytes"][i] for i in keep],
         "write_bytes": [grids["write_bytes"][i] for i in keep],
         "io_time_s": [[round(us / US, 6) for us in grids["io_time_us"][i]] for i in keep],
-    }  # fmt: skip
+    }
 
 
 def _file_process(p: FilePartial) -> tuple[tuple[int, int, str], str]:

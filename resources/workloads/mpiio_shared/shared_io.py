@@ -132,8 +132,17 @@ def main() -> None:
     if rank == 0:
         hints = dict(in_effect.items())
         with open(os.path.join(args.data, "hints-in-effect.json"), "w", encoding="utf-8") as out:
-            json.dump({"ranks": nranks, "collective": args.collective, "requested": dict(info.items()),
-                       "in_effect": hints}, out, indent=1, sort_keys=True)  # fmt: skip
+            json.dump(
+                {
+                    "ranks": nranks,
+                    "collective": args.collective,
+                    "requested": dict(info.items()),
+                    "in_effect": hints,
+                },
+                out,
+                indent=1,
+                sort_keys=True,
+            )
         print(
             f"ranks {nranks} records {args.records} record_bytes {rec} bytes_written {nbytes} bytes_read {nbytes}"
         )

@@ -76,5 +76,10 @@ def _resources_command(change: CommandChange, undo: CommandUndo) -> set[str]:
     return {"cmd:" + json.dumps(change.read_current)}
 
 
-COMMAND_EFFECT = Effect(prepare=_prepare_command, execute=_execute_command, probe=_probe_command,
-                        restore=_restore_command, resources=_resources_command)  # fmt: skip
+COMMAND_EFFECT = Effect(
+    prepare=_prepare_command,
+    execute=_execute_command,
+    probe=_probe_command,
+    restore=_restore_command,
+    resources=_resources_command,
+)

@@ -145,5 +145,10 @@ def _resources_env(change: EnvChange, undo: EnvUndo) -> set[str]:
     return {f"file:{undo.path}"}
 
 
-ENV_EFFECT = Effect(prepare=_prepare_env, execute=_execute_env, probe=lambda change, undo: _probe_env(undo),
-                    restore=lambda change, undo: _restore_env(undo), resources=_resources_env)  # fmt: skip
+ENV_EFFECT = Effect(
+    prepare=_prepare_env,
+    execute=_execute_env,
+    probe=lambda change, undo: _probe_env(undo),
+    restore=lambda change, undo: _restore_env(undo),
+    resources=_resources_env,
+)

@@ -215,5 +215,10 @@ def _resources_patch(change: FilePatch, undo: PatchUndo) -> set[str]:
     return {f"file:{Path(undo.root) / f.path}" for f in undo.files}
 
 
-PATCH_EFFECT = Effect(prepare=_prepare_patch, execute=_execute_patch, probe=lambda change, undo: _probe_patch(undo),
-                      restore=lambda change, undo: _restore_patch(undo), resources=_resources_patch)  # fmt: skip
+PATCH_EFFECT = Effect(
+    prepare=_prepare_patch,
+    execute=_execute_patch,
+    probe=lambda change, undo: _probe_patch(undo),
+    restore=lambda change, undo: _restore_patch(undo),
+    resources=_resources_patch,
+)

@@ -98,5 +98,6 @@ def run_scheduled(
     runners = {"slurm": run_slurm, "flux": run_flux}
     if launcher.kind not in runners:
         raise ValueError(f"launcher kind {launcher.kind!r} is not a batch scheduler (slurm or flux)")
-    return runners[launcher.kind](argv, cwd=cwd, env=env, timeout_s=timeout_s, log_dir=log_dir, label=label,
-                                  launcher=launcher)  # fmt: skip
+    return runners[launcher.kind](
+        argv, cwd=cwd, env=env, timeout_s=timeout_s, log_dir=log_dir, label=label, launcher=launcher
+    )

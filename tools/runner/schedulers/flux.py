@@ -51,10 +51,16 @@ def flux_submit_argv(
     _check_argv(argv)
     out, err = _paths(log_dir, label)
     cmd = [
-        "flux", "submit", f"--job-name={_job_name(label)}", f"--nodes={launcher.nodes}",
-        f"--ntasks={launcher.ranks}", f"--time-limit={launcher.time_limit_min}m",
-        f"--output={_flux_filename(out)}", f"--error={_flux_filename(err)}", f"--cwd={os.path.abspath(cwd)}",
-    ]  # fmt: skip
+        "flux",
+        "submit",
+        f"--job-name={_job_name(label)}",
+        f"--nodes={launcher.nodes}",
+        f"--ntasks={launcher.ranks}",
+        f"--time-limit={launcher.time_limit_min}m",
+        f"--output={_flux_filename(out)}",
+        f"--error={_flux_filename(err)}",
+        f"--cwd={os.path.abspath(cwd)}",
+    ]
     if launcher.partition:
         cmd.append(f"--queue={launcher.partition}")
     return [*cmd, *launcher.extra_args, *argv]
@@ -108,8 +114,11 @@ class _FluxJob(_Job):
             raise _QueryError(f"flux jobs printed no state for {self.job_id}")
         if state not in FLUX_ACTIVE:
             return None
-        return QueueState(state=state, reason=f"urgency {urgency.strip()}" if urgency.strip() else "",
-                          waiting=state in FLUX_WAITING)  # fmt: skip
+        return QueueState(
+            state=state,
+            reason=f"urgency {urgency.strip()}" if urgency.strip() else "",
+            waiting=state in FLUX_WAITING,
+        )
 
     def never_starts(self, q: QueueState) -> str:
         # urgency 0 is Flux's hold: the scheduler never considers the job until someone raises it
@@ -136,9 +145,13 @@ class _FluxJob(_Job):
         if result == "COMPLETED" and code in (0, None):
             return end("ok", 0, "")
         # Flux's job shell exits 128+S when a task died of signal S
-        how = (f"exit code {code} (128+{code - 128}: a task killed by {_signal_name(code - 128)})"
-               if code is not None and 128 < code < 128 + 65 else
-               f"exit code {code}" if code is not None else "no exit status")  # fmt: skip
+        how = (
+            f"exit code {code} (128+{code - 128}: a task killed by {_signal_name(code - 128)})"
+            if code is not None and 128 < code < 128 + 65
+            else f"exit code {code}"
+            if code is not None
+            else "no exit status"
+        )
         if result == "TIMEOUT":
             return end("timeout", code, f"Flux time limit reached, {how} ({where}{exception})")
         if result == "CANCELED":
@@ -187,6 +200,15 @@ def run_flux(
         return _failed(f"cannot build the Flux job: {exc}")
     (Path(os.path.abspath(log_dir)) / f"{label}.flux").write_text(shlex.join(cmd) + "\n", encoding="utf-8")
     return _submit_and_follow(
-        "flux submit", [tools["flux"], *cmd[1:]], parse_flux_id, lambda job_id: _FluxJob(job_id, tools, cli_env, err),
-        cli_env=cli_env, cwd=cwd, timeout_s=timeout_s, poll_s=launcher.poll_s, out=out, err=err, clock=None,
-    )  # fmt: skip
+        "flux submit",
+        [tools["flux"], *cmd[1:]],
+        parse_flux_id,
+        lambda job_id: _FluxJob(job_id, tools, cli_env, err),
+        cli_env=cli_env,
+        cwd=cwd,
+        timeout_s=timeout_s,
+        poll_s=launcher.poll_s,
+        out=out,
+        err=err,
+        clock=None,
+    )

@@ -271,17 +271,25 @@ def _follow(
 ) -> ProcessResult:
     """Poll ``job`` until it leaves the queue (or cancel it at ``timeout_s``), then read its result."""
 
-    def result(status: Status, code: int | None, reason: str, end: JobEnd | None = None,
-               source: str = "") -> ProcessResult:  # fmt: skip
+    def result(
+        status: Status, code: int | None, reason: str, end: JobEnd | None = None, source: str = ""
+    ) -> ProcessResult:
         if watch.gone is None:  # stopped following it (timeout, lost): it ran until now at most
             watch.gone = time.perf_counter()
         wall, wall_source, queue = _wall(watch, end, clock)
         if status != "ok" and watch.first_running is None and end is None:
             wall, wall_source = 0.0, "none: the job never started"
-        return ProcessResult(status=status, exit_code=code, wall_s=wall, stdout_tail=_tail(out),
-                             stderr_tail=program_stderr(_read_tail(err, 2 * TAIL_BYTES))[-TAIL_BYTES:],
-                             reason=reason, wall_source=wall_source, state_source=source or (end.source if end else ""),
-                             queue_s=queue)  # fmt: skip
+        return ProcessResult(
+            status=status,
+            exit_code=code,
+            wall_s=wall,
+            stdout_tail=_tail(out),
+            stderr_tail=program_stderr(_read_tail(err, 2 * TAIL_BYTES))[-TAIL_BYTES:],
+            reason=reason,
+            wall_source=wall_source,
+            state_source=source or (end.source if end else ""),
+            queue_s=queue,
+        )
 
     deadline = watch.submitted + timeout_s
     errors: list[str] = []
@@ -336,8 +344,11 @@ def _follow(
         if attempt + 1 < FINAL_TRIES:
             time.sleep(min(poll_s, 1.0))
     why = f": {problem}" if problem else ""
-    return result("failed", None,
-                  f"{job.scheduler} job {job.job_id} left the queue but {job.final_tools} gave no final state{why}")  # fmt: skip
+    return result(
+        "failed",
+        None,
+        f"{job.scheduler} job {job.job_id} left the queue but {job.final_tools} gave no final state{why}",
+    )
 
 
 def _submit_and_follow(

@@ -40,9 +40,19 @@ from dftune.tools.runner.spec import Launcher
 
 #: Slurm job states after which a job is over (squeue may still list it for MinJobAge).
 SLURM_TERMINAL = frozenset(
-    {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
-     "REVOKED", "TIMEOUT"}
-)  # fmt: skip
+    {
+        "BOOT_FAIL",
+        "CANCELLED",
+        "COMPLETED",
+        "DEADLINE",
+        "FAILED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "REVOKED",
+        "TIMEOUT",
+    }
+)
 
 
 #: Slurm states of a job that has not started its program yet.
@@ -187,8 +197,17 @@ def parse_sacct(stdout: str) -> list[SacctRow]:
         step = fields[0].partition(".")[2]
         code, sig = _exit_pair(fields[2])
         times = [_slurm_time(f) for f in fields[3:6]] + [None, None, None]
-        rows.append(SacctRow(step=step, state=fields[1].split()[0].rstrip("+").upper(), code=code, signal=sig,
-                             submit=times[0], start=times[1], end=times[2]))  # fmt: skip
+        rows.append(
+            SacctRow(
+                step=step,
+                state=fields[1].split()[0].rstrip("+").upper(),
+                code=code,
+                signal=sig,
+                submit=times[0],
+                start=times[1],
+                end=times[2],
+            )
+        )
     rows.sort(key=lambda r: r.step != "")  # the job line first
     return rows
 
@@ -231,8 +250,9 @@ def srun_signal(stderr: str, status: int) -> int:
     return sig if name and any(s == name or s.startswith(name + " ") for s in said) else 0
 
 
-def slurm_outcome(job_id: str, state: str, code: int | None, sig: int, steps: list[SacctRow], stderr: str,
-                  source: str) -> tuple[Status, int | None, str]:  # fmt: skip
+def slurm_outcome(
+    job_id: str, state: str, code: int | None, sig: int, steps: list[SacctRow], stderr: str, source: str
+) -> tuple[Status, int | None, str]:
     """(status, exit code, reason) of a finished Slurm job.
 
     ``state``/``code``/``sig`` are the job's (``N:S``); ``steps`` its sacct step lines (none
@@ -250,8 +270,13 @@ def slurm_outcome(job_id: str, state: str, code: int | None, sig: int, steps: li
     where = f"Slurm job {job_id}, state from {source}"
     if state == "COMPLETED" and not killed and not code:
         return "ok", 0, ""
-    how = (f"killed by signal {killed} ({_signal_name(killed)})" if killed
-           else f"exit code {exit_code}" if exit_code is not None else "no exit status")  # fmt: skip
+    how = (
+        f"killed by signal {killed} ({_signal_name(killed)})"
+        if killed
+        else f"exit code {exit_code}"
+        if exit_code is not None
+        else "no exit status"
+    )
     if state == "TIMEOUT":
         return "timeout", exit_code, f"Slurm time limit reached, {how} ({where})"
     if state == "CANCELLED":
@@ -313,8 +338,15 @@ class _SlurmJob(_Job):
         if not rows or rows[0].step or rows[0].state not in SLURM_TERMINAL:
             return None  # accounting has not caught up yet
         job = rows[0]
-        status, code, reason = slurm_outcome(self.job_id, job.state, job.code, job.signal, rows[1:],
-                                             _read_tail(self.err, 4 * TAIL_BYTES), "sacct")  # fmt: skip
+        status, code, reason = slurm_outcome(
+            self.job_id,
+            job.state,
+            job.code,
+            job.signal,
+            rows[1:],
+            _read_tail(self.err, 4 * TAIL_BYTES),
+            "sacct",
+        )
         return JobEnd(status, code, reason, "sacct", job.submit, job.start, job.end)
 
     def _from_scontrol(self, why: str) -> JobEnd | None:
@@ -322,8 +354,10 @@ class _SlurmJob(_Job):
         proc = _cli([self.tools["scontrol"], "-o", "show", "job", self.job_id], self.env)
         if proc.exit_code != 0:
             if "invalid job id" in proc.stderr.lower():
-                raise _QueryError(f"scontrol no longer knows job {self.job_id} (purged after MinJobAge) "
-                                  f"and sacct cannot tell ({why})")  # fmt: skip
+                raise _QueryError(
+                    f"scontrol no longer knows job {self.job_id} (purged after MinJobAge) "
+                    f"and sacct cannot tell ({why})"
+                )
             raise _QueryError(_complaint(proc))
         info = parse_scontrol_job(proc.stdout)
         state = info.get("JobState", "").upper()
@@ -331,10 +365,18 @@ class _SlurmJob(_Job):
             return None
         code, sig = _exit_pair(info.get("ExitCode", ""))
         source = f"scontrol ({why})"
-        status, exit_code, reason = slurm_outcome(self.job_id, state, code, sig, [],
-                                                  _read_tail(self.err, 4 * TAIL_BYTES), source)  # fmt: skip
-        return JobEnd(status, exit_code, reason, source, _slurm_time(info.get("SubmitTime", "")),
-                      _slurm_time(info.get("StartTime", "")), _slurm_time(info.get("EndTime", "")))  # fmt: skip
+        status, exit_code, reason = slurm_outcome(
+            self.job_id, state, code, sig, [], _read_tail(self.err, 4 * TAIL_BYTES), source
+        )
+        return JobEnd(
+            status,
+            exit_code,
+            reason,
+            source,
+            _slurm_time(info.get("SubmitTime", "")),
+            _slurm_time(info.get("StartTime", "")),
+            _slurm_time(info.get("EndTime", "")),
+        )
 
     def cancel(self) -> str:
         try:
@@ -376,6 +418,15 @@ def run_slurm(
     script.write_text(text, encoding="utf-8")
     cmd = [tools["sbatch"], "--parsable", *launcher.extra_args, str(script)]
     return _submit_and_follow(
-        "sbatch", cmd, parse_sbatch_id, lambda job_id: _SlurmJob(job_id, tools, cli_env, err),
-        cli_env=cli_env, cwd=cwd, timeout_s=timeout_s, poll_s=launcher.poll_s, out=out, err=err, clock=clock,
-    )  # fmt: skip
+        "sbatch",
+        cmd,
+        parse_sbatch_id,
+        lambda job_id: _SlurmJob(job_id, tools, cli_env, err),
+        cli_env=cli_env,
+        cwd=cwd,
+        timeout_s=timeout_s,
+        poll_s=launcher.poll_s,
+        out=out,
+        err=err,
+        clock=clock,
+    )

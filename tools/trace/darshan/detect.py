@@ -46,8 +46,13 @@ def split_inputs(paths: Iterable[str | Path]) -> tuple[list[Path], bool]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            files = [f for f in _candidates(p) if f.name.endswith(DARSHAN_SUFFIX) or is_darshan_log(f)
-                     or any(f.name.endswith(s) for s in TRACE_SUFFIXES)]  # fmt: skip
+            files = [
+                f
+                for f in _candidates(p)
+                if f.name.endswith(DARSHAN_SUFFIX)
+                or is_darshan_log(f)
+                or any(f.name.endswith(s) for s in TRACE_SUFFIXES)
+            ]
         elif p.is_file():
             files = [p]
         elif p.exists() or p.is_symlink():
@@ -61,8 +66,11 @@ def split_inputs(paths: Iterable[str | Path]) -> tuple[list[Path], bool]:
             seen.add(key)
             (logs if f.name.endswith(DARSHAN_SUFFIX) or is_darshan_log(f) else traces).append(f)
     if logs and traces:
-        raise TraceError(str(traces[0]), f"a dftracer trace (or unknown file) next to Darshan log {logs[0]}: "
-                         "analyze Darshan logs and dftracer traces separately")  # fmt: skip
+        raise TraceError(
+            str(traces[0]),
+            f"a dftracer trace (or unknown file) next to Darshan log {logs[0]}: "
+            "analyze Darshan logs and dftracer traces separately",
+        )
     return logs, bool(logs)
 
 

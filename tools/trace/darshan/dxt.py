@@ -64,9 +64,19 @@ def dxt_ops(job: Job, module: str) -> DxtOps | None:
     g = np.concatenate(group)
     order = np.lexsort((seg["start"], g))  # stable: ties keep DXT's order
     g, seg = g[order], seg[order]
-    ops = DxtOps(module=module, group=g, rank=np.concatenate(rank)[order], ids=np.concatenate(ids)[order],
-                 is_write=np.concatenate(is_write)[order], offset=seg["offset"], length=seg["length"],
-                 start=seg["start"], end=seg["end"], cls=np.zeros(len(g), dtype=np.int8), hosts=sorted(hosts))  # fmt: skip
+    ops = DxtOps(
+        module=module,
+        group=g,
+        rank=np.concatenate(rank)[order],
+        ids=np.concatenate(ids)[order],
+        is_write=np.concatenate(is_write)[order],
+        offset=seg["offset"],
+        length=seg["length"],
+        start=seg["start"],
+        end=seg["end"],
+        cls=np.zeros(len(g), dtype=np.int8),
+        hosts=sorted(hosts),
+    )
     ops.cls = classify(ops.group, ops.offset, ops.length)
     return ops
 
@@ -99,12 +109,15 @@ def family_exact(ops: DxtOps, write: bool) -> dict[str, float]:
     cls, length = ops.cls[m], ops.length[m]
     small = length < S.SMALL_IO_BYTES
     return {
-        "ops": int(m.sum()), "bytes": int(length.sum()),
+        "ops": int(m.sum()),
+        "bytes": int(length.sum()),
         "consecutive": int((cls == CONSECUTIVE).sum()),
         "sequential": int(((cls == CONSECUTIVE) | (cls == SEQUENTIAL)).sum()),
-        "random": int((cls == RANDOM).sum()), "random_time_s": float(dur[cls == RANDOM].sum()),
-        "small": int(small.sum()), "small_time_s": float(dur[small].sum()),
-    }  # fmt: skip
+        "random": int((cls == RANDOM).sum()),
+        "random_time_s": float(dur[cls == RANDOM].sum()),
+        "small": int(small.sum()),
+        "small_time_s": float(dur[small].sum()),
+    }
 
 
 def size_hist(ops: DxtOps) -> dict[str, dict[str, int]]:
@@ -145,22 +158,45 @@ def time_view(ops: DxtOps, job_time_s: float, windows: int, nprocs: int) -> dict
         m = b == i
         r, w = m & ~ops.is_write, m & ops.is_write
         rb, wb = int(ops.length[r].sum()), int(ops.length[w].sum())
-        rows.append({"start_s": round(i * width, 6), "end_s": round((i + 1) * width, 6),
-                     "read_count": int(r.sum()), "read_bytes": rb, "write_count": int(w.sum()), "write_bytes": wb,
-                     "metadata_count": None, "read_time_s": round(float(dur[r].sum()), 6),
-                     "write_time_s": round(float(dur[w].sum()), 6), "metadata_time_s": 0.0,
-                     "io_time_s": round(float(dur[m].sum()), 6),
-                     "bandwidth_mib_s": round((rb + wb) / float(1 << 20) / width, 3)})  # fmt: skip
-    return {"origin_us": 0, "window_s": width, "windows": windows, "rows": rows, "source": ops.module,
-            "heatmap": heatmap(ops.rank, b, ops.length, ops.is_write, windows, width, ops.module)}  # fmt: skip
+        rows.append(
+            {
+                "start_s": round(i * width, 6),
+                "end_s": round((i + 1) * width, 6),
+                "read_count": int(r.sum()),
+                "read_bytes": rb,
+                "write_count": int(w.sum()),
+                "write_bytes": wb,
+                "metadata_count": None,
+                "read_time_s": round(float(dur[r].sum()), 6),
+                "write_time_s": round(float(dur[w].sum()), 6),
+                "metadata_time_s": 0.0,
+                "io_time_s": round(float(dur[m].sum()), 6),
+                "bandwidth_mib_s": round((rb + wb) / float(1 << 20) / width, 3),
+            }
+        )
+    return {
+        "origin_us": 0,
+        "window_s": width,
+        "windows": windows,
+        "rows": rows,
+        "source": ops.module,
+        "heatmap": heatmap(ops.rank, b, ops.length, ops.is_write, windows, width, ops.module),
+    }
 
 
 #: ranks kept in a heatmap (the busiest; the JSON stays small on 10^4-10^5-rank jobs)
 HEATMAP_MAX_RANKS = 1024
 
 
-def heatmap(rank: np.ndarray, window: np.ndarray, nbytes: np.ndarray, is_write: np.ndarray, windows: int,
-            width: float, source: str) -> dict[str, object]:  # fmt: skip
+def heatmap(
+    rank: np.ndarray,
+    window: np.ndarray,
+    nbytes: np.ndarray,
+    is_write: np.ndarray,
+    windows: int,
+    width: float,
+    source: str,
+) -> dict[str, object]:
     """Bytes per (rank, window), read and write; ranks with no I/O are left out, and past
     :data:`HEATMAP_MAX_RANKS` only the busiest ranks are kept (``ranks_total`` says how many there were)."""
     ranks, inv = np.unique(rank, return_inverse=True)
@@ -175,8 +211,13 @@ def heatmap(rank: np.ndarray, window: np.ndarray, nbytes: np.ndarray, is_write: 
     if len(ranks) > HEATMAP_MAX_RANKS:
         busy = grids["read_bytes"].sum(axis=1) + grids["write_bytes"].sum(axis=1)
         keep = np.sort(np.argsort(-busy, kind="stable")[:HEATMAP_MAX_RANKS])
-    out: dict[str, object] = {"source": source, "window_s": width, "windows": windows,
-                              "ranks": ranks[keep].tolist(), "ranks_total": len(ranks)}  # fmt: skip
+    out: dict[str, object] = {
+        "source": source,
+        "window_s": width,
+        "windows": windows,
+        "ranks": ranks[keep].tolist(),
+        "ranks_total": len(ranks),
+    }
     for name, grid in grids.items():
         out[name] = grid[keep].astype(np.int64).tolist()
     return out

@@ -28,10 +28,17 @@ FAMILY_MODULES = ("POSIX", "STDIO")
 LAYER_MODULES = ("MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
 #: each Darshan bin -> the dftune bins (semantics.SIZE_BINS) it overlaps
 SIZE_BIN_MAP = {
-    "0-100": ["<4K"], "100-1K": ["<4K"], "1K-10K": ["<4K", "4-16K"], "10K-100K": ["4-16K", "16-64K", "64-256K"],
-    "100K-1M": ["64-256K", "256K-1M", "1-4M (exactly 1 MiB)"], "1-4M": ["1-4M", "4-16M (exactly 4 MiB)"],
-    "4-10M": ["4-16M"], "10-100M": ["4-16M", "16-64M", ">=64M"], "100M-1G": [">=64M"], ">=1G": [">=64M"],
-}  # fmt: skip
+    "0-100": ["<4K"],
+    "100-1K": ["<4K"],
+    "1K-10K": ["<4K", "4-16K"],
+    "10K-100K": ["4-16K", "16-64K", "64-256K"],
+    "100K-1M": ["64-256K", "256K-1M", "1-4M (exactly 1 MiB)"],
+    "1-4M": ["1-4M", "4-16M (exactly 4 MiB)"],
+    "4-10M": ["4-16M"],
+    "10-100M": ["4-16M", "16-64M", ">=64M"],
+    "100M-1G": [">=64M"],
+    ">=1G": [">=64M"],
+}
 
 
 def _role(mod: str) -> str:
@@ -48,12 +55,22 @@ def _role(mod: str) -> str:
 
 def build_info(job: Job, ops: DxtOps | None, job_time_s: float) -> DarshanInfo:
     rec = job.records
-    logs = [LogInfo(path=lg.path, jobid=int(lg.job["jobid"]), nprocs=int(lg.job["nprocs"]),
-                    start_time=log_start(lg), end_time=log_end(lg), run_time_s=float(lg.job.get("run_time") or 0.0),
-                    log_format=str(lg.job.get("log_ver") or "?"),
-                    darshan_version=str((lg.job.get("metadata") or {}).get("lib_ver") or "?"), executable=lg.exe,
-                    modules=sorted(lg.modules), partial_modules=sorted(m for m, v in lg.modules.items() if v["partial_flag"]))
-            for lg in job.logs]  # fmt: skip
+    logs = [
+        LogInfo(
+            path=lg.path,
+            jobid=int(lg.job["jobid"]),
+            nprocs=int(lg.job["nprocs"]),
+            start_time=log_start(lg),
+            end_time=log_end(lg),
+            run_time_s=float(lg.job.get("run_time") or 0.0),
+            log_format=str(lg.job.get("log_ver") or "?"),
+            darshan_version=str((lg.job.get("metadata") or {}).get("lib_ver") or "?"),
+            executable=lg.exe,
+            modules=sorted(lg.modules),
+            partial_modules=sorted(m for m, v in lg.modules.items() if v["partial_flag"]),
+        )
+        for lg in job.logs
+    ]
     modules: dict[str, ModuleInfo] = {}
     for lg in job.logs:
         for mod, v in lg.modules.items():
@@ -68,18 +85,30 @@ def build_info(job: Job, ops: DxtOps | None, job_time_s: float) -> DarshanInfo:
     }
     dxt = _dxt(job, ops, modules)
     return DarshanInfo(
-        logs=logs, executable=job.logs[0].exe if job.logs else "", jobids=sorted({x.jobid for x in logs}),
-        nprocs=job.nprocs, mounts=[Mount(path=p, fs_type=t) for p, t in sorted(mounts)], modules=modules,
+        logs=logs,
+        executable=job.logs[0].exe if job.logs else "",
+        jobids=sorted({x.jobid for x in logs}),
+        nprocs=job.nprocs,
+        mounts=[Mount(path=p, fs_type=t) for p, t in sorted(mounts)],
+        modules=modules,
         partial_modules=sorted(m for m, v in modules.items() if v.partial),
-        log_write_hints="; ".join(sorted(hints)) or None, files=_categories(job), mpiio=_mpiio(job),
-        lustre=_lustre(job), perf=_perf(job, job_time_s), dxt=dxt,
-        counter_size_hist=_counter_hist(job), size_bin_map=SIZE_BIN_MAP,
-        file_not_aligned=int(rec["file_not_aligned"].sum()), mem_not_aligned=int(rec["mem_not_aligned"].sum()),
+        log_write_hints="; ".join(sorted(hints)) or None,
+        files=_categories(job),
+        mpiio=_mpiio(job),
+        lustre=_lustre(job),
+        perf=_perf(job, job_time_s),
+        dxt=dxt,
+        counter_size_hist=_counter_hist(job),
+        size_bin_map=SIZE_BIN_MAP,
+        file_not_aligned=int(rec["file_not_aligned"].sum()),
+        mem_not_aligned=int(rec["mem_not_aligned"].sum()),
         file_alignments=sorted({int(a) for a in np.unique(rec["file_alignment"]) if a > 0}),
-        exact_1mib_ops=int(sum(x.sum() for x in exact_1mib(rec))), negative_counters=dict(rec.negative),
-        not_recorded=dict(rec.not_recorded), signals=compute_signals(job, shared_ids(job), lustre_layout(job)),
+        exact_1mib_ops=int(sum(x.sum() for x in exact_1mib(rec))),
+        negative_counters=dict(rec.negative),
+        not_recorded=dict(rec.not_recorded),
+        signals=compute_signals(job, shared_ids(job), lustre_layout(job)),
         sources=_sources(job, ops, dxt.complete),
-    )  # fmt: skip
+    )
 
 
 def _records_of(lg: object, mod: str) -> int:
@@ -133,10 +162,15 @@ def _categories(job: Job) -> FileCategories:
     inv = np.searchsorted(ids, rec.ids[m])
     r = np.bincount(inv, weights=rec["bytes_read"][m], minlength=len(ids)) > 0
     w = np.bincount(inv, weights=rec["bytes_written"][m], minlength=len(ids)) > 0
-    return FileCategories(total=len(ids), read_only=int((r & ~w).sum()), write_only=int((w & ~r).sum()),
-                          read_write=int((r & w).sum()), shared=int(reduced.sum()),
-                          partially_shared=int(((ranks > 1) & ~reduced).sum()),
-                          unique=int(((ranks == 1) & ~reduced).sum()))  # fmt: skip
+    return FileCategories(
+        total=len(ids),
+        read_only=int((r & ~w).sum()),
+        write_only=int((w & ~r).sum()),
+        read_write=int((r & w).sum()),
+        shared=int(reduced.sum()),
+        partially_shared=int(((ranks > 1) & ~reduced).sum()),
+        unique=int(((ranks == 1) & ~reduced).sum()),
+    )
 
 
 def _mpiio(job: Job) -> MpiioInfo | None:
@@ -150,14 +184,28 @@ def _mpiio(job: Job) -> MpiioInfo | None:
     rec = job.records
     of_mpiio = np.isin(rec.ids, t.ids) & (rec.iface == "POSIX")
     posix_t = float((rec["read_time"] + rec["write_time"] + rec["meta_time"])[of_mpiio].sum())
-    secs = float(sum(np.clip(t.f(f), 0, None).sum() for f in ("MPIIO_F_READ_TIME", "MPIIO_F_WRITE_TIME",
-                                                                "MPIIO_F_META_TIME")))  # fmt: skip
-    return MpiioInfo(files=len(np.unique(t.ids)), indep_reads=c("MPIIO_INDEP_READS"), indep_writes=c("MPIIO_INDEP_WRITES"),
-                     coll_reads=c("MPIIO_COLL_READS"), coll_writes=c("MPIIO_COLL_WRITES"),
-                     split_reads=c("MPIIO_SPLIT_READS"), split_writes=c("MPIIO_SPLIT_WRITES"),
-                     nb_reads=c("MPIIO_NB_READS"), nb_writes=c("MPIIO_NB_WRITES"), hints_set=c("MPIIO_HINTS"),
-                     bytes_read=c("MPIIO_BYTES_READ"), bytes_written=c("MPIIO_BYTES_WRITTEN"), time_s=secs,
-                     posix_time_s=posix_t)  # fmt: skip
+    secs = float(
+        sum(
+            np.clip(t.f(f), 0, None).sum()
+            for f in ("MPIIO_F_READ_TIME", "MPIIO_F_WRITE_TIME", "MPIIO_F_META_TIME")
+        )
+    )
+    return MpiioInfo(
+        files=len(np.unique(t.ids)),
+        indep_reads=c("MPIIO_INDEP_READS"),
+        indep_writes=c("MPIIO_INDEP_WRITES"),
+        coll_reads=c("MPIIO_COLL_READS"),
+        coll_writes=c("MPIIO_COLL_WRITES"),
+        split_reads=c("MPIIO_SPLIT_READS"),
+        split_writes=c("MPIIO_SPLIT_WRITES"),
+        nb_reads=c("MPIIO_NB_READS"),
+        nb_writes=c("MPIIO_NB_WRITES"),
+        hints_set=c("MPIIO_HINTS"),
+        bytes_read=c("MPIIO_BYTES_READ"),
+        bytes_written=c("MPIIO_BYTES_WRITTEN"),
+        time_s=secs,
+        posix_time_s=posix_t,
+    )
 
 
 def lustre_layout(job: Job) -> dict[int, tuple[int, int, int]]:
@@ -185,8 +233,13 @@ def _lustre(job: Job) -> LustreInfo | None:
         int(o) for lg in job.logs if lg.lustre is not None for arr in lg.lustre.osts for o in arr.tolist()
     }
     shared = {int(i) for i in shared_ids(job).tolist()}
-    return LustreInfo(files=len(layout), stripe_counts=counts, stripe_sizes=sizes, osts_used=len(osts),
-                      shared_stripe1=sum(1 for fid, (sc, _, _) in layout.items() if sc == 1 and fid in shared))  # fmt: skip
+    return LustreInfo(
+        files=len(layout),
+        stripe_counts=counts,
+        stripe_sizes=sizes,
+        osts_used=len(osts),
+        shared_stripe1=sum(1 for fid, (sc, _, _) in layout.items() if sc == 1 and fid in shared),
+    )
 
 
 def _perf(job: Job, job_time_s: float) -> PerfEstimate:
@@ -206,10 +259,15 @@ def _perf(job: Job, job_time_s: float) -> PerfEstimate:
         per = np.bincount(inv, weights=t[own], minlength=len(ranks))
         slowest, slow_rank = float(per.max()), int(ranks[per.argmax()])
     agg = slowest + shared
-    return PerfEstimate(total_bytes=total, slowest_rank_unique_time_s=slowest, slowest_rank=slow_rank,
-                        shared_time_by_slowest_s=shared, agg_time_by_slowest_s=agg,
-                        agg_perf_by_slowest_mib_s=(total / MIB / agg) if agg else None,
-                        slowest_io_fraction=round(min(agg / job_time_s, 1.0), 6) if job_time_s else None)  # fmt: skip
+    return PerfEstimate(
+        total_bytes=total,
+        slowest_rank_unique_time_s=slowest,
+        slowest_rank=slow_rank,
+        shared_time_by_slowest_s=shared,
+        agg_time_by_slowest_s=agg,
+        agg_perf_by_slowest_mib_s=(total / MIB / agg) if agg else None,
+        slowest_io_fraction=round(min(agg / job_time_s, 1.0), 6) if job_time_s else None,
+    )
 
 
 def _dxt(job: Job, ops: DxtOps | None, modules: dict[str, ModuleInfo]) -> DxtInfo:
@@ -223,8 +281,15 @@ def _dxt(job: Job, ops: DxtOps | None, modules: dict[str, ModuleInfo]) -> DxtInf
     rc = r / reads if reads else (1.0 if not r else None)
     wc = w / writes if writes else (1.0 if not w else None)
     complete = rc == 1.0 and wc == 1.0 and not modules["DXT_POSIX"].partial and (reads + writes) > 0
-    return DxtInfo(modules=mods, read_ops=r, write_ops=w, read_coverage=rc, write_coverage=wc, complete=complete,
-                   hosts=ops.hosts)  # fmt: skip
+    return DxtInfo(
+        modules=mods,
+        read_ops=r,
+        write_ops=w,
+        read_coverage=rc,
+        write_coverage=wc,
+        complete=complete,
+        hosts=ops.hosts,
+    )
 
 
 def _counter_hist(job: Job) -> dict[str, dict[str, int]]:
@@ -245,16 +310,21 @@ def _sources(job: Job, ops: DxtOps | None, complete: bool) -> dict[str, str]:
     exact = "dxt (every read and write traced)"
     return {
         "counts_bytes_time": "counters (exact)",
-        "sequentiality": exact if complete else "counters (POSIX_CONSEC_*/POSIX_SEQ_*, first access per rank and file "
-                                                "left unclassified)",
+        "sequentiality": exact
+        if complete
+        else "counters (POSIX_CONSEC_*/POSIX_SEQ_*, first access per rank and file left unclassified)",
         "transfer_sizes": exact + ", dftune bins" if complete else "counters (Darshan's POSIX_SIZE_* bins)",
-        "small_io_time": exact if complete else "estimate (each record's time split by its share of small operations)",
+        "small_io_time": exact
+        if complete
+        else "estimate (each record's time split by its share of small operations)",
         "misalignment": "counters (exact: Darshan checks every access against POSIX_FILE_ALIGNMENT)",
-        "imbalance": exact if complete else "counters (per-rank records only; shared files have their own "
-                                            "slowest/fastest-rank counters in the file view)",
+        "imbalance": exact
+        if complete
+        else "counters (per-rank records only; shared files have their own "
+        "slowest/fastest-rank counters in the file view)",
         "io_wall_time": "counters (the sum of Darshan's non-overlapping per-file timers)",
         "time_view": "dxt" if ops is not None else ("heatmap (bytes only)" if has_heatmap else "none"),
-    }  # fmt: skip
+    }
 
 
 def warnings(job: Job, info: DarshanInfo, ops: DxtOps | None) -> list[str]:
@@ -263,12 +333,16 @@ def warnings(job: Job, info: DarshanInfo, ops: DxtOps | None) -> list[str]:
     for mod in info.partial_modules:
         kept = info.modules[mod].records
         if mod.startswith("DXT"):
-            out.append(f"module {mod} is partial: the DXT trace buffer filled, so the trace holds only the first "
-                       "operations; DXT-derived numbers (time view, heatmap) cover those operations only")  # fmt: skip
+            out.append(
+                f"module {mod} is partial: the DXT trace buffer filled, so the trace holds only the first "
+                "operations; DXT-derived numbers (time view, heatmap) cover those operations only"
+            )
         else:
-            out.append(f"module {mod} is partial: Darshan ran out of memory or record slots for it (by default "
-                       f"1,024 files per process; DARSHAN_MODMEM raises it); only {kept:,} record(s) were kept, so "
-                       "its counts, bytes and times are lower bounds, not complete numbers")  # fmt: skip
+            out.append(
+                f"module {mod} is partial: Darshan ran out of memory or record slots for it (by default "
+                f"1,024 files per process; DARSHAN_MODMEM raises it); only {kept:,} record(s) were kept, so "
+                "its counts, bytes and times are lower bounds, not complete numbers"
+            )
     for name, n in sorted(info.negative_counters.items()):
         out.append(
             f"{n:,} record(s) have a negative {name} (a broken counter or timer in the log): counted as 0"
@@ -283,13 +357,20 @@ def warnings(job: Job, info: DarshanInfo, ops: DxtOps | None) -> list[str]:
     if unmapped:
         out.append(f"module(s) {', '.join(unmapped)} are listed but not mapped into the analysis")
     if ops is None:
-        out.append("no DXT trace: sequentiality, transfer sizes and per-rank imbalance are counters-based "
-                   "(see darshan.sources)")  # fmt: skip
+        out.append(
+            "no DXT trace: sequentiality, transfer sizes and per-rank imbalance are counters-based "
+            "(see darshan.sources)"
+        )
     elif not info.dxt.complete:
-        cov = ", ".join(f"{k} {v:.0%}" for k, v in (("reads", info.dxt.read_coverage),
-                                                    ("writes", info.dxt.write_coverage)) if v is not None)  # fmt: skip
-        out.append(f"DXT traced only part of the POSIX operations ({cov}): sequentiality and sizes stay "
-                   "counters-based; the time view and heatmap show the traced operations only")  # fmt: skip
+        cov = ", ".join(
+            f"{k} {v:.0%}"
+            for k, v in (("reads", info.dxt.read_coverage), ("writes", info.dxt.write_coverage))
+            if v is not None
+        )
+        out.append(
+            f"DXT traced only part of the POSIX operations ({cov}): sequentiality and sizes stay "
+            "counters-based; the time view and heatmap show the traced operations only"
+        )
     if len(info.jobids) > 1:
         out.append(f"{len(job.logs)} logs of {len(info.jobids)} different jobs were analyzed as one")
     return out

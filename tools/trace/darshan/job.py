@@ -17,8 +17,18 @@ import numpy as np
 from dftune.tools.trace.darshan.reader import DarshanLog, ModuleTable
 
 #: Darshan's access-size bins (POSIX_SIZE_READ_* / POSIX_SIZE_WRITE_*), labelled for dftune
-DARSHAN_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G",
-                "1G_PLUS")  # fmt: skip
+DARSHAN_BINS = (
+    "0_100",
+    "100_1K",
+    "1K_10K",
+    "10K_100K",
+    "100K_1M",
+    "1M_4M",
+    "4M_10M",
+    "10M_100M",
+    "100M_1G",
+    "1G_PLUS",
+)
 BIN_LABELS = (
     "0-100",
     "100-1K",
@@ -141,8 +151,16 @@ def build_job(logs: list[DarshanLog]) -> Job:
     for mod in sorted({m for lg in logs for m in lg.tables}):
         parts = [(i, lg.tables[mod]) for i, lg in enumerate(logs) if mod in lg.tables]
         modules[mod], module_logs[mod] = _concat(mod, parts, offsets)
-    return Job(logs=logs, offsets=offsets, clock=clock, nprocs=int(nprocs.sum()), names=names,
-               records=_records(modules, module_logs, nprocs, clock), modules=modules, module_logs=module_logs)  # fmt: skip
+    return Job(
+        logs=logs,
+        offsets=offsets,
+        clock=clock,
+        nprocs=int(nprocs.sum()),
+        names=names,
+        records=_records(modules, module_logs, nprocs, clock),
+        modules=modules,
+        module_logs=module_logs,
+    )
 
 
 def _concat(
@@ -151,17 +169,22 @@ def _concat(
     first = parts[0][1]
     ranks = np.concatenate([np.where(t.ranks >= 0, t.ranks + offsets[i], -1) for i, t in parts])
     table = ModuleTable(
-        name=mod, ids=np.concatenate([t.ids for _, t in parts]), ranks=ranks,
-        counters=np.concatenate([t.counters for _, t in parts]), fcounters=np.concatenate([t.fcounters for _, t in parts]),
-        names=first.names, fnames=first.fnames,
+        name=mod,
+        ids=np.concatenate([t.ids for _, t in parts]),
+        ranks=ranks,
+        counters=np.concatenate([t.counters for _, t in parts]),
+        fcounters=np.concatenate([t.fcounters for _, t in parts]),
+        names=first.names,
+        fnames=first.fnames,
         file_ids=np.concatenate([t.file_ids for _, t in parts]) if first.file_ids is not None else None,
-    )  # fmt: skip
+    )
     which = np.concatenate([np.full(len(t), i, dtype=np.int64) for i, t in parts])
     return table, which
 
 
-def _records(modules: dict[str, ModuleTable], module_logs: dict[str, np.ndarray], nprocs: np.ndarray,
-             clock: np.ndarray) -> Records:  # fmt: skip
+def _records(
+    modules: dict[str, ModuleTable], module_logs: dict[str, np.ndarray], nprocs: np.ndarray, clock: np.ndarray
+) -> Records:
     blocks = []
     negative: dict[str, int] = {}
     not_recorded: dict[str, int] = {}
@@ -196,8 +219,14 @@ def _records(modules: dict[str, ModuleTable], module_logs: dict[str, np.ndarray]
             for c in _COLUMNS
         }
         z = np.zeros(0, dtype=np.int64)
-        return Records(iface=np.zeros(0, dtype=object), ids=np.zeros(0, dtype=np.uint64), rank=z, log=z, nranks=z,
-                       cols=empty)  # fmt: skip
+        return Records(
+            iface=np.zeros(0, dtype=object),
+            ids=np.zeros(0, dtype=np.uint64),
+            rank=z,
+            log=z,
+            nranks=z,
+            cols=empty,
+        )
     return Records(
         iface=np.concatenate([np.full(len(t), mod, dtype=object) for mod, t, _, _ in blocks]),
         ids=np.concatenate([t.ids for _, t, _, _ in blocks]),

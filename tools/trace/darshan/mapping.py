@@ -31,18 +31,44 @@ from dftune.tools.trace.model import Analysis, FamilyStats, Imbalance, Interface
 MIB = float(1 << 20)
 #: modules above POSIX: (module, ops counters, time counters)
 LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "MPI-IO": (("MPIIO_INDEP_OPENS", "MPIIO_COLL_OPENS", "MPIIO_INDEP_READS", "MPIIO_INDEP_WRITES", "MPIIO_COLL_READS",
-                "MPIIO_COLL_WRITES", "MPIIO_SPLIT_READS", "MPIIO_SPLIT_WRITES", "MPIIO_NB_READS", "MPIIO_NB_WRITES",
-                "MPIIO_SYNCS"), ("MPIIO_F_READ_TIME", "MPIIO_F_WRITE_TIME", "MPIIO_F_META_TIME")),
+    "MPI-IO": (
+        (
+            "MPIIO_INDEP_OPENS",
+            "MPIIO_COLL_OPENS",
+            "MPIIO_INDEP_READS",
+            "MPIIO_INDEP_WRITES",
+            "MPIIO_COLL_READS",
+            "MPIIO_COLL_WRITES",
+            "MPIIO_SPLIT_READS",
+            "MPIIO_SPLIT_WRITES",
+            "MPIIO_NB_READS",
+            "MPIIO_NB_WRITES",
+            "MPIIO_SYNCS",
+        ),
+        ("MPIIO_F_READ_TIME", "MPIIO_F_WRITE_TIME", "MPIIO_F_META_TIME"),
+    ),
     "H5F": (("H5F_OPENS", "H5F_FLUSHES"), ("H5F_F_META_TIME",)),
-    "H5D": (("H5D_OPENS", "H5D_READS", "H5D_WRITES", "H5D_FLUSHES"),
-            ("H5D_F_READ_TIME", "H5D_F_WRITE_TIME", "H5D_F_META_TIME")),
-    "PNETCDF_FILE": (("PNETCDF_FILE_CREATES", "PNETCDF_FILE_OPENS", "PNETCDF_FILE_SYNCS"),
-                     ("PNETCDF_FILE_F_META_TIME", "PNETCDF_FILE_F_WAIT_TIME")),
-    "PNETCDF_VAR": (("PNETCDF_VAR_OPENS", "PNETCDF_VAR_INDEP_READS", "PNETCDF_VAR_INDEP_WRITES",
-                     "PNETCDF_VAR_COLL_READS", "PNETCDF_VAR_COLL_WRITES", "PNETCDF_VAR_NB_READS", "PNETCDF_VAR_NB_WRITES"),
-                    ("PNETCDF_VAR_F_READ_TIME", "PNETCDF_VAR_F_WRITE_TIME", "PNETCDF_VAR_F_META_TIME")),
-}  # fmt: skip
+    "H5D": (
+        ("H5D_OPENS", "H5D_READS", "H5D_WRITES", "H5D_FLUSHES"),
+        ("H5D_F_READ_TIME", "H5D_F_WRITE_TIME", "H5D_F_META_TIME"),
+    ),
+    "PNETCDF_FILE": (
+        ("PNETCDF_FILE_CREATES", "PNETCDF_FILE_OPENS", "PNETCDF_FILE_SYNCS"),
+        ("PNETCDF_FILE_F_META_TIME", "PNETCDF_FILE_F_WAIT_TIME"),
+    ),
+    "PNETCDF_VAR": (
+        (
+            "PNETCDF_VAR_OPENS",
+            "PNETCDF_VAR_INDEP_READS",
+            "PNETCDF_VAR_INDEP_WRITES",
+            "PNETCDF_VAR_COLL_READS",
+            "PNETCDF_VAR_COLL_WRITES",
+            "PNETCDF_VAR_NB_READS",
+            "PNETCDF_VAR_NB_WRITES",
+        ),
+        ("PNETCDF_VAR_F_READ_TIME", "PNETCDF_VAR_F_WRITE_TIME", "PNETCDF_VAR_F_META_TIME"),
+    ),
+}
 META_COLUMNS = ("opens", "seeks", "stats", "dups", "mmaps", "renames", "fdopens")
 SYNC_COLUMNS = ("fsyncs", "fdsyncs", "flushes")
 
@@ -89,25 +115,50 @@ def build_analysis(job: Job, views: Sequence[str] = (), windows: int = 20) -> An
     rw_ops = rd.count + wr.count - rd.aggregated_ops - wr.aggregated_ops
     ranks = _rank_totals(rec, ops if exact else None)
     analysis = Analysis(
-        files=len(job.logs), trace_files=[lg.path for lg in job.logs], events=int(sum(f.count for f in fams.values())),
-        skipped_lines=0, metadata_lines=0, counter_events=0, aggregated_events=0,
-        formats=_formats(job), processes=job.nprocs, hosts=info.dxt.hosts, job_time_s=jt,
-        read=rd, write=wr, metadata=fams["metadata"], sync=fams["sync"], io_time_s=io_time,
-        read_time_pct=_pct(rd.time_s, rwm), write_time_pct=_pct(wr.time_s, rwm),
+        files=len(job.logs),
+        trace_files=[lg.path for lg in job.logs],
+        events=int(sum(f.count for f in fams.values())),
+        skipped_lines=0,
+        metadata_lines=0,
+        counter_events=0,
+        aggregated_events=0,
+        formats=_formats(job),
+        processes=job.nprocs,
+        hosts=info.dxt.hosts,
+        job_time_s=jt,
+        read=rd,
+        write=wr,
+        metadata=fams["metadata"],
+        sync=fams["sync"],
+        io_time_s=io_time,
+        read_time_pct=_pct(rd.time_s, rwm),
+        write_time_pct=_pct(wr.time_s, rwm),
         metadata_time_pct=_pct(fams["metadata"].time_s, rwm),
-        small_io_pct=_pct(rd.small + wr.small, rd.sized + wr.sized), small_read_pct=_pct(rd.small, rd.sized),
-        small_write_pct=_pct(wr.small, wr.sized), seq_pct=_pct(rd.sequential + wr.sequential, classified),
+        small_io_pct=_pct(rd.small + wr.small, rd.sized + wr.sized),
+        small_read_pct=_pct(rd.small, rd.sized),
+        small_write_pct=_pct(wr.small, wr.sized),
+        seq_pct=_pct(rd.sequential + wr.sequential, classified),
         consecutive_pct=_pct(rd.consecutive + wr.consecutive, classified),
-        rand_pct=_pct(rd.random + wr.random, classified), classified_accesses=classified, xfer_size_hist=hist,
+        rand_pct=_pct(rd.random + wr.random, classified),
+        classified_accesses=classified,
+        xfer_size_hist=hist,
         # Darshan's timers do not overlap within a record: summed, they are each rank's time in I/O calls
-        unoverlapped_io_time_s=io_time, io_wall_time_s=io_time, process_time_s=job.nprocs * jt,
+        unoverlapped_io_time_s=io_time,
+        io_wall_time_s=io_time,
+        process_time_s=job.nprocs * jt,
         misaligned_pct=_pct(rd.misaligned + wr.misaligned, rd.positioned + wr.positioned),
-        interfaces=_interfaces(rec, posix), io_fraction_of_job=round(io_time / (job.nprocs * jt), 6) if jt else 0.0,
-        unoverlapped_io_fraction=1.0 if io_time else 0.0, bw_job_mib_s=(rw_bytes / MIB / jt) if jt and rw_bytes else None,
-        files_accessed=len(np.unique(rec.ids)), imbalance=_imbalance(ranks),
-        shape=_shape(rw_ops, rw_bytes, fams, io_time * 1e6), layers=_layers(job, jt), time_metric="s",
-        warnings=I.warnings(job, info, ops), darshan=info,
-    )  # fmt: skip
+        interfaces=_interfaces(rec, posix),
+        io_fraction_of_job=round(io_time / (job.nprocs * jt), 6) if jt else 0.0,
+        unoverlapped_io_fraction=1.0 if io_time else 0.0,
+        bw_job_mib_s=(rw_bytes / MIB / jt) if jt and rw_bytes else None,
+        files_accessed=len(np.unique(rec.ids)),
+        imbalance=_imbalance(ranks),
+        shape=_shape(rw_ops, rw_bytes, fams, io_time * 1e6),
+        layers=_layers(job, jt),
+        time_metric="s",
+        warnings=I.warnings(job, info, ops),
+        darshan=info,
+    )
     for view in views:
         if view != "summary":
             analysis.views[view] = V.build_view(view, job, analysis, ops, windows)
@@ -135,14 +186,23 @@ def _family(rec: Records, posix: np.ndarray, *, write: bool) -> FamilyStats:
     total = int(nbytes.sum())
     time_s = float(t.sum())
     return FamilyStats(
-        count=int(n.sum()), bytes=total, time_s=time_s, sized=sized,
+        count=int(n.sum()),
+        bytes=total,
+        time_s=time_s,
+        sized=sized,
         mean_xfer_bytes=(posix_bytes / sized) if sized else None,
         bw_io_time_mib_s=(total / MIB / time_s) if time_s and total else None,
-        aggregated_ops=int(n[~posix].sum()), small=int(small_rec.sum()), small_time_s=_share(t, small_rec, n),
-        consecutive=int(consec.sum()), sequential=int(seq.sum()), random=int(rand.sum()),
-        positioned=int(n[posix].sum()), misaligned=int(mis.sum()),
-        random_time_s=_share(t, rand, n), misaligned_time_s=_share(t, mis, n),
-    )  # fmt: skip
+        aggregated_ops=int(n[~posix].sum()),
+        small=int(small_rec.sum()),
+        small_time_s=_share(t, small_rec, n),
+        consecutive=int(consec.sum()),
+        sequential=int(seq.sum()),
+        random=int(rand.sum()),
+        positioned=int(n[posix].sum()),
+        misaligned=int(mis.sum()),
+        random_time_s=_share(t, rand, n),
+        misaligned_time_s=_share(t, mis, n),
+    )
 
 
 def _ratio(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
@@ -173,8 +233,13 @@ def _interfaces(rec: Records, posix: np.ndarray) -> dict[str, InterfaceStats]:
     out = {}
     for name, m in (("POSIX", posix), ("STDIO", ~posix)):
         if m.any():
-            out[name] = InterfaceStats(count=int(ops[m].sum()), bytes=int(nbytes[m].sum()), time_s=float(t[m].sum()),
-                                       bytes_pct=_pct(float(nbytes[m].sum()), tb), time_pct=_pct(float(t[m].sum()), tt))  # fmt: skip
+            out[name] = InterfaceStats(
+                count=int(ops[m].sum()),
+                bytes=int(nbytes[m].sum()),
+                time_s=float(t[m].sum()),
+                bytes_pct=_pct(float(nbytes[m].sum()), tb),
+                time_pct=_pct(float(t[m].sum()), tt),
+            )
     return out
 
 
@@ -186,8 +251,15 @@ def _layers(job: Job, jt: float) -> list[LayerStats]:
             continue
         n = int(sum(np.clip(t.c(c), 0, None).sum() for c in counts if c in t.names))
         secs = float(sum(np.clip(t.f(f), 0, None).sum() for f in times if f in t.fnames))
-        out.append(LayerStats(cat=mod, count=n, time_s=secs, mean_ms=secs / n * 1000 if n else 0.0,
-                              share_of_job_pct=_pct(secs, jt * job.nprocs)))  # fmt: skip
+        out.append(
+            LayerStats(
+                cat=mod,
+                count=n,
+                time_s=secs,
+                mean_ms=secs / n * 1000 if n else 0.0,
+                share_of_job_pct=_pct(secs, jt * job.nprocs),
+            )
+        )
     return sorted(out, key=lambda x: -x.time_s)
 
 
@@ -218,6 +290,12 @@ def _imbalance(ranks: dict[int, tuple[int, int, float]]) -> Imbalance:
 
     o, b, t = spread(0), spread(1), spread(2)
     slow = max(rows, key=lambda rv: rv[1][2])[0]
-    return Imbalance(ops_max_mean=round(o[0], 6), ops_max_min=round(o[1], 6), bytes_max_mean=round(b[0], 6),
-                     bytes_max_min=round(b[1], 6), time_max_mean=round(t[0], 6), time_max_min=round(t[1], 6),
-                     slowest_process=f"rank {slow}")  # fmt: skip
+    return Imbalance(
+        ops_max_mean=round(o[0], 6),
+        ops_max_min=round(o[1], 6),
+        bytes_max_mean=round(b[0], 6),
+        bytes_max_min=round(b[1], 6),
+        time_max_mean=round(t[0], 6),
+        time_max_min=round(t[1], 6),
+        slowest_process=f"rank {slow}",
+    )

@@ -224,8 +224,14 @@ def _record_dtype(B: Any, struct: str) -> np.dtype:
             fields[fname] = (np.dtype((base, (f.type.length,))), f.offset)
         elif fname == "file_rec_id":
             fields[fname] = (np.dtype("<u8"), f.offset)
-    return np.dtype({"names": list(fields), "formats": [v[0] for v in fields.values()],
-                     "offsets": [v[1] for v in fields.values()], "itemsize": ffi.sizeof(struct)})  # fmt: skip
+    return np.dtype(
+        {
+            "names": list(fields),
+            "formats": [v[0] for v in fields.values()],
+            "offsets": [v[1] for v in fields.values()],
+            "itemsize": ffi.sizeof(struct),
+        }
+    )
 
 
 def _generic(B: Any, log: dict[str, Any], mod: str) -> ModuleTable:
@@ -257,12 +263,15 @@ def _generic(B: Any, log: dict[str, Any], mod: str) -> ModuleTable:
     arr = np.frombuffer(memoryview(store)[: n * size], dtype=dtype)
     names, fnames = list(B.counter_names(mod)), list(B.fcounter_names(mod))
     return ModuleTable(
-        name=mod, ids=arr["id"].copy(), ranks=arr["rank"].copy(),
+        name=mod,
+        ids=arr["id"].copy(),
+        ranks=arr["rank"].copy(),
         counters=arr["counters"].reshape(len(arr), len(names)),  # strided views of the records: no copy
         fcounters=arr["fcounters"].reshape(len(arr), len(fnames)),
-        names=names, fnames=fnames,
+        names=names,
+        fnames=fnames,
         file_ids=arr["file_rec_id"].copy() if "file_rec_id" in (dtype.names or ()) else None,
-    )  # fmt: skip
+    )
 
 
 def _dxt(B: Any, log: dict[str, Any], mod: str) -> DxtTable:
@@ -293,11 +302,20 @@ def _dxt(B: Any, log: dict[str, Any], mod: str) -> DxtTable:
     per = np.array([w + rd for w, rd in counts], dtype=np.int64)
     record = np.repeat(np.arange(len(ids), dtype=np.int64), per)
     # within a record the writes come first, then the reads
-    is_write = np.concatenate([np.r_[np.ones(w, bool), np.zeros(rd, bool)] for w, rd in counts]) if counts \
-        else np.zeros(0, bool)  # fmt: skip
-    return DxtTable(name=mod, record=record, is_write=is_write, segments=segs,
-                    rec_ids=np.array(ids, dtype=np.uint64), rec_ranks=np.array(ranks, dtype=np.int64),
-                    rec_hosts=hosts)  # fmt: skip
+    is_write = (
+        np.concatenate([np.r_[np.ones(w, bool), np.zeros(rd, bool)] for w, rd in counts])
+        if counts
+        else np.zeros(0, bool)
+    )
+    return DxtTable(
+        name=mod,
+        record=record,
+        is_write=is_write,
+        segments=segs,
+        rec_ids=np.array(ids, dtype=np.uint64),
+        rec_ranks=np.array(ranks, dtype=np.int64),
+        rec_hosts=hosts,
+    )
 
 
 def _lustre(B: Any, log: dict[str, Any]) -> LustreTable:
@@ -314,9 +332,14 @@ def _lustre(B: Any, log: dict[str, Any]) -> LustreTable:
         osts.append(
             np.unique(np.concatenate([p["ost_ids"] for p in parts])) if parts else np.zeros(0, np.int64)
         )
-    return LustreTable(ids=np.array(ids, dtype=np.uint64), ranks=np.array(ranks, dtype=np.int64),
-                       stripe_size=np.array(size, dtype=np.int64), stripe_count=np.array(count, dtype=np.int64),
-                       components=np.array(comps, dtype=np.int64), osts=osts)  # fmt: skip
+    return LustreTable(
+        ids=np.array(ids, dtype=np.uint64),
+        ranks=np.array(ranks, dtype=np.int64),
+        stripe_size=np.array(size, dtype=np.int64),
+        stripe_count=np.array(count, dtype=np.int64),
+        components=np.array(comps, dtype=np.int64),
+        osts=osts,
+    )
 
 
 #: HEATMAP record ids are name hashes of "heatmap:<module>" (PyDarshan's table)
@@ -337,5 +360,10 @@ def _heatmap(B: Any, log: dict[str, Any]) -> HeatmapTable:
         widths.append(float(rec["bin_width_seconds"]))
         reads.append(np.asarray(rec["read_bins"], dtype=np.int64))
         writes.append(np.asarray(rec["write_bins"], dtype=np.int64))
-    return HeatmapTable(module=mods, ranks=np.array(ranks, dtype=np.int64),
-                        bin_width_s=np.array(widths, dtype=np.float64), read_bins=reads, write_bins=writes)  # fmt: skip
+    return HeatmapTable(
+        module=mods,
+        ranks=np.array(ranks, dtype=np.int64),
+        bin_width_s=np.array(widths, dtype=np.float64),
+        read_bins=reads,
+        write_bins=writes,
+    )

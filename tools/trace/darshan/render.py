@@ -30,29 +30,44 @@ def header(a: Any, d: DarshanInfo) -> Table:
     )
     head.add_row("modules (records)", mods or "-")
     f = d.files
-    head.add_row("POSIX files", f"{f.total:,}: {f.read_only:,} read-only, {f.write_only:,} write-only, "
-                 f"{f.read_write:,} read-write; {f.shared:,} shared, {f.partially_shared:,} partially shared, "
-                 f"{f.unique:,} unique")  # fmt: skip
+    head.add_row(
+        "POSIX files",
+        f"{f.total:,}: {f.read_only:,} read-only, {f.write_only:,} write-only, "
+        f"{f.read_write:,} read-write; {f.shared:,} shared, {f.partially_shared:,} partially shared, "
+        f"{f.unique:,} unique",
+    )
     if d.mpiio:
         m = d.mpiio
-        head.add_row("MPI-IO", f"{m.files:,} file(s); reads {m.coll_reads:,} collective / {m.indep_reads:,} independent, "
-                     f"writes {m.coll_writes:,} collective / {m.indep_writes:,} independent, non-blocking "
-                     f"{m.nb_reads + m.nb_writes:,}, hints set {m.hints_set:,} time(s)")  # fmt: skip
+        head.add_row(
+            "MPI-IO",
+            f"{m.files:,} file(s); reads {m.coll_reads:,} collective / {m.indep_reads:,} independent, "
+            f"writes {m.coll_writes:,} collective / {m.indep_writes:,} independent, non-blocking "
+            f"{m.nb_reads + m.nb_writes:,}, hints set {m.hints_set:,} time(s)",
+        )
     if d.lustre:
         lu = d.lustre
         counts = ", ".join(
             f"{n:,} x {c}" for c, n in sorted(lu.stripe_counts.items(), key=lambda kv: int(kv[0]))
         )
-        head.add_row("Lustre", f"{lu.files:,} file(s), stripe counts {counts}; {lu.osts_used:,} OSTs used; "
-                     f"{lu.shared_stripe1:,} shared file(s) on one OST")  # fmt: skip
+        head.add_row(
+            "Lustre",
+            f"{lu.files:,} file(s), stripe counts {counts}; {lu.osts_used:,} OSTs used; "
+            f"{lu.shared_stripe1:,} shared file(s) on one OST",
+        )
     p = d.perf
     if p.agg_perf_by_slowest_mib_s is not None:
-        head.add_row("POSIX estimate", f"{p.agg_perf_by_slowest_mib_s:,.1f} MiB/s by the slowest rank "
-                     f"({p.total_bytes / (1 << 20):,.1f} MiB in {p.agg_time_by_slowest_s:,.3f} s)")  # fmt: skip
+        head.add_row(
+            "POSIX estimate",
+            f"{p.agg_perf_by_slowest_mib_s:,.1f} MiB/s by the slowest rank "
+            f"({p.total_bytes / (1 << 20):,.1f} MiB in {p.agg_time_by_slowest_s:,.3f} s)",
+        )
     dx = d.dxt
     if dx.modules:
-        cov = ", ".join(f"{k} {v:.0%}" for k, v in (("reads", dx.read_coverage), ("writes", dx.write_coverage))
-                        if v is not None)  # fmt: skip
+        cov = ", ".join(
+            f"{k} {v:.0%}"
+            for k, v in (("reads", dx.read_coverage), ("writes", dx.write_coverage))
+            if v is not None
+        )
         head.add_row(
             "DXT", f"{', '.join(dx.modules)}; traced {cov or '-'}" + (" (exact)" if dx.complete else "")
         )

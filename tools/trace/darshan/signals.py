@@ -17,25 +17,57 @@ from dftune.tools.trace.darshan.job import SMALL_BINS, Job, exact_1mib
 #: neutral values: on a dftracer trace (or a log without the module) no Darshan rule can fire
 SIGNAL_DEFAULTS: dict[str, Any] = {
     "darshan_input": False,
-    "mpiio_reads": 0, "mpiio_writes": 0, "mpiio_coll_reads": 0, "mpiio_coll_writes": 0,
-    "mpiio_indep_read_frac": 0.0, "mpiio_indep_write_frac": 0.0,
-    "mpiio_time_s": 0.0, "mpiio_posix_time_s": 0.0, "mpiio_slowest_s": 0.0, "posix_slowest_s": 0.0,
-    "mpiio_posix_time_ratio": 0.0, "mpiio_skew_frac": 0.0,
-    "mpiio_read_time_frac": 0.0, "mpiio_write_time_frac": 0.0,
-    "mpiio_small_reads": 0, "mpiio_small_writes": 0, "mpiio_small_read_frac": 0.0, "mpiio_small_write_frac": 0.0,
-    "mpiio_small_read_time_frac": 0.0, "mpiio_small_write_time_frac": 0.0,
-    "mem_misaligned_count": 0, "mem_misaligned_frac": 0.0, "mem_misaligned_time_frac": 0.0,
-    "shared_reads": 0, "shared_small_reads": 0, "shared_small_read_frac": 0.0,
-    "shared_writes": 0, "shared_small_writes": 0, "shared_small_write_frac": 0.0, "shared_small_time_frac": 0.0,
-    "slow_ost": "-", "slow_ost_ratio": 0.0, "slow_ost_time_frac": 0.0, "osts_compared": 0,
-    "rank_time_straggler_frac": 0.0, "slowest_rank_time_s": 0.0, "median_rank_time_s": 0.0,
-}  # fmt: skip
+    "mpiio_reads": 0,
+    "mpiio_writes": 0,
+    "mpiio_coll_reads": 0,
+    "mpiio_coll_writes": 0,
+    "mpiio_indep_read_frac": 0.0,
+    "mpiio_indep_write_frac": 0.0,
+    "mpiio_time_s": 0.0,
+    "mpiio_posix_time_s": 0.0,
+    "mpiio_slowest_s": 0.0,
+    "posix_slowest_s": 0.0,
+    "mpiio_posix_time_ratio": 0.0,
+    "mpiio_skew_frac": 0.0,
+    "mpiio_read_time_frac": 0.0,
+    "mpiio_write_time_frac": 0.0,
+    "mpiio_small_reads": 0,
+    "mpiio_small_writes": 0,
+    "mpiio_small_read_frac": 0.0,
+    "mpiio_small_write_frac": 0.0,
+    "mpiio_small_read_time_frac": 0.0,
+    "mpiio_small_write_time_frac": 0.0,
+    "mem_misaligned_count": 0,
+    "mem_misaligned_frac": 0.0,
+    "mem_misaligned_time_frac": 0.0,
+    "shared_reads": 0,
+    "shared_small_reads": 0,
+    "shared_small_read_frac": 0.0,
+    "shared_writes": 0,
+    "shared_small_writes": 0,
+    "shared_small_write_frac": 0.0,
+    "shared_small_time_frac": 0.0,
+    "slow_ost": "-",
+    "slow_ost_ratio": 0.0,
+    "slow_ost_time_frac": 0.0,
+    "osts_compared": 0,
+    "rank_time_straggler_frac": 0.0,
+    "slowest_rank_time_s": 0.0,
+    "median_rank_time_s": 0.0,
+}
 #: file-view columns of a Darshan analysis, neutral for a dftracer file row
 FILE_DEFAULTS: dict[str, Any] = {
-    "shared": False, "stripe_count": None, "stripe_size": None, "osts": None, "rank_bytes_skew": 0.0,
-    "rank_time_skew": 0.0, "rank_write_spread": 0.0, "rank_read_spread": 0.0, "mpiio_collective_ops": 0,
+    "shared": False,
+    "stripe_count": None,
+    "stripe_size": None,
+    "osts": None,
+    "rank_bytes_skew": 0.0,
+    "rank_time_skew": 0.0,
+    "rank_write_spread": 0.0,
+    "rank_read_spread": 0.0,
+    "mpiio_collective_ops": 0,
     "mpiio_independent_ops": 0,
-}  # fmt: skip
+}
 
 
 def darshan_metrics(signals: dict[str, Any] | None) -> dict[str, Any]:
@@ -111,18 +143,28 @@ def _mpiio(job: Job, total_t: float) -> dict[str, Any]:
     )
     m_slow = float(np.where(t.ranks < 0, np.clip(t.f("MPIIO_F_SLOWEST_RANK_TIME"), 0, None), m_own).max())
     p_own = (rec["read_time"] + rec["write_time"] + rec["meta_time"])[under]
-    p_slow = float(np.where(rec.rank[under] < 0, rec["slowest_rank_time"][under].clip(0), p_own).max()) \
-        if under.any() else 0.0  # fmt: skip
+    p_slow = (
+        float(np.where(rec.rank[under] < 0, rec["slowest_rank_time"][under].clip(0), p_own).max())
+        if under.any()
+        else 0.0
+    )
     return {
-        "mpiio_reads": coll_r + ind_r, "mpiio_writes": coll_w + ind_w, "mpiio_coll_reads": coll_r,
-        "mpiio_coll_writes": coll_w, "mpiio_indep_read_frac": _frac(ind_r, coll_r + ind_r),
-        "mpiio_indep_write_frac": _frac(ind_w, coll_w + ind_w), "mpiio_time_s": m_time, "mpiio_posix_time_s": p_time,
-        "mpiio_slowest_s": m_slow, "posix_slowest_s": p_slow, "mpiio_posix_time_ratio": _frac(m_slow, p_slow),
+        "mpiio_reads": coll_r + ind_r,
+        "mpiio_writes": coll_w + ind_w,
+        "mpiio_coll_reads": coll_r,
+        "mpiio_coll_writes": coll_w,
+        "mpiio_indep_read_frac": _frac(ind_r, coll_r + ind_r),
+        "mpiio_indep_write_frac": _frac(ind_w, coll_w + ind_w),
+        "mpiio_time_s": m_time,
+        "mpiio_posix_time_s": p_time,
+        "mpiio_slowest_s": m_slow,
+        "posix_slowest_s": p_slow,
+        "mpiio_posix_time_ratio": _frac(m_slow, p_slow),
         "mpiio_skew_frac": max(0.0, 1.0 - _frac(p_slow, m_slow)) if m_slow else 0.0,
         "mpiio_read_time_frac": _frac(f("MPIIO_F_READ_TIME"), total_t + m_time),
         "mpiio_write_time_frac": _frac(f("MPIIO_F_WRITE_TIME"), total_t + m_time),
         **_mpiio_small(t, c, f, total_t + m_time),
-    }  # fmt: skip
+    }
 
 
 #: MPI-IO's size bins under 1 MiB (MPIIO_SIZE_{READ,WRITE}_AGG_*): the sizes of the application's own calls
@@ -197,8 +239,12 @@ def _slow_ost(
     rate = np.where(gib > 0, secs / np.where(gib > 0, gib, 1), 0.0)
     worst = int(rate.argmax())
     med = float(np.median(rate))
-    return {"slow_ost": f"OST {int(osts[worst])}", "slow_ost_ratio": float(rate[worst] / med) if med else 0.0,
-            "slow_ost_time_frac": _frac(float(io_t[m][inv == worst].sum()), total_t), "osts_compared": len(osts)}  # fmt: skip
+    return {
+        "slow_ost": f"OST {int(osts[worst])}",
+        "slow_ost_ratio": float(rate[worst] / med) if med else 0.0,
+        "slow_ost_time_frac": _frac(float(io_t[m][inv == worst].sum()), total_t),
+        "osts_compared": len(osts),
+    }
 
 
 def _rank_stragglers(job: Job) -> dict[str, Any]:
@@ -214,5 +260,8 @@ def _rank_stragglers(job: Job) -> dict[str, Any]:
     if len(t) < 2 or t.max() <= 0:
         return {}
     med = float(np.median(t))
-    return {"rank_time_straggler_frac": float((t.max() - med) / t.max()), "slowest_rank_time_s": float(t.max()),
-            "median_rank_time_s": med}  # fmt: skip
+    return {
+        "rank_time_straggler_frac": float((t.max() - med) / t.max()),
+        "slowest_rank_time_s": float(t.max()),
+        "median_rank_time_s": med,
+    }

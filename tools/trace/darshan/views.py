@@ -50,21 +50,37 @@ def file_view(job: Job, analysis: Analysis, ops: X.DxtOps | None) -> dict[str, A
         [rec[c] for c in ("opens", "seeks", "stats", "dups", "mmaps", "renames", "fdopens")], axis=0
     )
     sync = rec["fsyncs"] + rec["fdsyncs"] + rec["flushes"]
-    s = {k: _sum(inv, n, v) for k, v in {
-        "read_count": rec["reads"], "read_bytes": rec["bytes_read"], "read_time_s": rec["read_time"],
-        "write_count": rec["writes"], "write_bytes": rec["bytes_written"], "write_time_s": rec["write_time"],
-        "metadata_count": meta, "metadata_time_s": rec["meta_time"], "sync_count": sync,
-        "seq": rec["seq_reads"] + rec["seq_writes"], "misaligned": rec["file_not_aligned"],
-        "reduced_ranks": np.where(rec.rank < 0, rec.nranks, 0), "rank_records": rec.rank >= 0,
-        "posix": rec.iface == "POSIX", "stdio": rec.iface == "STDIO",
-    }.items()}  # fmt: skip
+    s = {
+        k: _sum(inv, n, v)
+        for k, v in {
+            "read_count": rec["reads"],
+            "read_bytes": rec["bytes_read"],
+            "read_time_s": rec["read_time"],
+            "write_count": rec["writes"],
+            "write_bytes": rec["bytes_written"],
+            "write_time_s": rec["write_time"],
+            "metadata_count": meta,
+            "metadata_time_s": rec["meta_time"],
+            "sync_count": sync,
+            "seq": rec["seq_reads"] + rec["seq_writes"],
+            "misaligned": rec["file_not_aligned"],
+            "reduced_ranks": np.where(rec.rank < 0, rec.nranks, 0),
+            "rank_records": rec.rank >= 0,
+            "posix": rec.iface == "POSIX",
+            "stdio": rec.iface == "STDIO",
+        }.items()
+    }
     r1, w1 = exact_1mib(rec)
     small_r = sum(rec[f"rb{i}"] for i in range(SMALL_BINS)) - r1
     small_w = sum(rec[f"wb{i}"] for i in range(SMALL_BINS)) - w1
     small = (_sum(inv, n, small_r), _sum(inv, n, small_w))
     first = np.where((rec.iface == "POSIX") & (rec["reads"] + rec["writes"] > 0), rec.nranks, 0)
-    rand = _sum(inv, n, np.clip(rec["reads"] + rec["writes"] - rec["seq_reads"] - rec["seq_writes"] - first, 0, None)
-                * (rec.iface == "POSIX"))  # fmt: skip
+    rand = _sum(
+        inv,
+        n,
+        np.clip(rec["reads"] + rec["writes"] - rec["seq_reads"] - rec["seq_writes"] - first, 0, None)
+        * (rec.iface == "POSIX"),
+    )
     exact = ops is not None and analysis.darshan is not None and analysis.darshan.dxt.complete
     classes = X.per_file_classes(ops) if exact and ops is not None else {}
     skew = _shared_skew(rec, inv, n)
@@ -82,22 +98,44 @@ def file_view(job: Job, analysis: Analysis, ops: X.DxtOps | None) -> dict[str, A
         stripe = layout.get(fid)
         coll, indep = mpiio.get(fid, (0, 0))
         ranks = int(s["reduced_ranks"][i]) + int(s["rank_records"][i])
-        rows.append({
-            "path": job.names.get(fid, f"record:{fid}"), "processes": ranks,
-            **{k: int(s[k][i]) for k in ("read_count", "read_bytes", "write_count", "write_bytes", "metadata_count",
-                                          "sync_count")},
-            "read_time_s": round(float(s["read_time_s"][i]), 6), "write_time_s": round(float(s["write_time_s"][i]), 6),
-            "metadata_time_s": round(float(s["metadata_time_s"][i]), 6), "sync_time_s": 0.0, "io_time_s": round(float(io), 6),
-            "seq_pct": round(100.0 * seq / (seq + rnd), 2) if seq + rnd else None,
-            "rand_pct": round(100.0 * rnd / (seq + rnd), 2) if seq + rnd else None,
-            "interface": "+".join(x for x, k in (("POSIX", "posix"), ("STDIO", "stdio")) if s[k][i]),
-            "shared": ranks > 1, "small_reads": int(small[0][i]), "small_writes": int(small[1][i]),
-            "misaligned": int(s["misaligned"][i]),
-            "stripe_count": stripe[0] if stripe else None, "stripe_size": stripe[1] if stripe else None,
-            "osts": stripe[2] if stripe else None, "mpiio_collective_ops": coll, "mpiio_independent_ops": indep,
-            "rank_bytes_skew": round(float(skew[0][i]), 6), "rank_time_skew": round(float(skew[1][i]), 6),
-            "rank_write_spread": round(float(spread_w[i]), 6), "rank_read_spread": round(float(spread_r[i]), 6),
-        })  # fmt: skip
+        rows.append(
+            {
+                "path": job.names.get(fid, f"record:{fid}"),
+                "processes": ranks,
+                **{
+                    k: int(s[k][i])
+                    for k in (
+                        "read_count",
+                        "read_bytes",
+                        "write_count",
+                        "write_bytes",
+                        "metadata_count",
+                        "sync_count",
+                    )
+                },
+                "read_time_s": round(float(s["read_time_s"][i]), 6),
+                "write_time_s": round(float(s["write_time_s"][i]), 6),
+                "metadata_time_s": round(float(s["metadata_time_s"][i]), 6),
+                "sync_time_s": 0.0,
+                "io_time_s": round(float(io), 6),
+                "seq_pct": round(100.0 * seq / (seq + rnd), 2) if seq + rnd else None,
+                "rand_pct": round(100.0 * rnd / (seq + rnd), 2) if seq + rnd else None,
+                "interface": "+".join(x for x, k in (("POSIX", "posix"), ("STDIO", "stdio")) if s[k][i]),
+                "shared": ranks > 1,
+                "small_reads": int(small[0][i]),
+                "small_writes": int(small[1][i]),
+                "misaligned": int(s["misaligned"][i]),
+                "stripe_count": stripe[0] if stripe else None,
+                "stripe_size": stripe[1] if stripe else None,
+                "osts": stripe[2] if stripe else None,
+                "mpiio_collective_ops": coll,
+                "mpiio_independent_ops": indep,
+                "rank_bytes_skew": round(float(skew[0][i]), 6),
+                "rank_time_skew": round(float(skew[1][i]), 6),
+                "rank_write_spread": round(float(spread_w[i]), 6),
+                "rank_read_spread": round(float(spread_r[i]), 6),
+            }
+        )
     return {"total": n, "rows": rows}
 
 
@@ -116,8 +154,11 @@ def _shared_skew(rec: Any, inv: np.ndarray, n: int) -> tuple[np.ndarray, np.ndar
             np.abs(rec["slowest_rank_bytes"] - rec["fastest_rank_bytes"]) / np.where(total_b > 0, total_b, 1),
             0.0,
         )
-        t = np.where(shared & (total_t > 0), np.abs(rec["slowest_rank_time"] - rec["fastest_rank_time"])
-                     / np.where(total_t > 0, total_t, 1), 0.0)  # fmt: skip
+        t = np.where(
+            shared & (total_t > 0),
+            np.abs(rec["slowest_rank_time"] - rec["fastest_rank_time"]) / np.where(total_t > 0, total_t, 1),
+            0.0,
+        )
     bb, tt = np.zeros(n), np.zeros(n)
     np.maximum.at(bb, inv, b)
     np.maximum.at(tt, inv, t)
@@ -177,10 +218,17 @@ def proc_view(job: Job) -> dict[str, Any]:
         [rec[c] for c in ("opens", "seeks", "stats", "dups", "mmaps", "renames", "fdopens")], axis=0
     )
     sync = rec["fsyncs"] + rec["fdsyncs"] + rec["flushes"]
-    cols = {"read_count": s(rec["reads"]), "read_bytes": s(rec["bytes_read"]), "read_time_s": s(rec["read_time"]),
-            "write_count": s(rec["writes"]), "write_bytes": s(rec["bytes_written"]),
-            "write_time_s": s(rec["write_time"]), "metadata_count": s(meta), "metadata_time_s": s(rec["meta_time"]),
-            "sync_count": s(sync)}  # fmt: skip
+    cols = {
+        "read_count": s(rec["reads"]),
+        "read_bytes": s(rec["bytes_read"]),
+        "read_time_s": s(rec["read_time"]),
+        "write_count": s(rec["writes"]),
+        "write_bytes": s(rec["bytes_written"]),
+        "write_time_s": s(rec["write_time"]),
+        "metadata_count": s(meta),
+        "metadata_time_s": s(rec["meta_time"]),
+        "sync_count": s(sync),
+    }
     first = np.full(n, np.inf)
     last = np.zeros(n)
     opened = rec["open_start"][own]
@@ -193,11 +241,22 @@ def proc_view(job: Job) -> dict[str, Any]:
         ops = (
             cols["read_count"][i] + cols["write_count"][i] + cols["metadata_count"][i] + cols["sync_count"][i]
         )
-        rows.append({"host": hosts.get(int(r), "?"), "pid": int(r), "rank": int(r), "cmd": None, "events": int(ops),
-                     "lifetime_s": round(float(last[i] - first[i]), 6) if np.isfinite(first[i]) else None,
-                     **{k: (round(float(v[i]), 6) if k.endswith("_s") else int(v[i])) for k, v in cols.items()},
-                     "sync_time_s": 0.0, "io_time_s": round(float(io), 6), "io_wall_s": round(float(io), 6),
-                     "unoverlapped_io_s": round(float(io), 6), "compute_wall_s": 0.0})  # fmt: skip
+        rows.append(
+            {
+                "host": hosts.get(int(r), "?"),
+                "pid": int(r),
+                "rank": int(r),
+                "cmd": None,
+                "events": int(ops),
+                "lifetime_s": round(float(last[i] - first[i]), 6) if np.isfinite(first[i]) else None,
+                **{k: (round(float(v[i]), 6) if k.endswith("_s") else int(v[i])) for k, v in cols.items()},
+                "sync_time_s": 0.0,
+                "io_time_s": round(float(io), 6),
+                "io_wall_s": round(float(io), 6),
+                "unoverlapped_io_s": round(float(io), 6),
+                "compute_wall_s": 0.0,
+            }
+        )
     rows.sort(key=lambda row: (-row["io_time_s"], row["rank"]))
     return {"total": len(rows), "rows": rows}
 
@@ -221,8 +280,14 @@ def time_view(job: Job, analysis: Analysis, ops: X.DxtOps | None, windows: int) 
     hm = _heatmap_view(job, jt, windows)
     if hm is not None:
         return hm
-    return {"origin_us": 0, "window_s": jt / windows if jt else 0.0, "windows": windows, "rows": [], "source": "none",
-            "note": "the log has neither DXT nor HEATMAP data: Darshan's counters have no timeline"}  # fmt: skip
+    return {
+        "origin_us": 0,
+        "window_s": jt / windows if jt else 0.0,
+        "windows": windows,
+        "rows": [],
+        "source": "none",
+        "note": "the log has neither DXT nor HEATMAP data: Darshan's counters have no timeline",
+    }
 
 
 def _heatmap_view(job: Job, jt: float, windows: int) -> dict[str, Any] | None:
@@ -252,13 +317,31 @@ def _heatmap_view(job: Job, jt: float, windows: int) -> dict[str, Any] | None:
     for w in range(windows):
         m = b == w
         rb, wb = int(rd[m].sum()), int(wr[m].sum())
-        rows.append({"start_s": round(w * width, 6), "end_s": round((w + 1) * width, 6), "read_count": None,
-                     "read_bytes": rb, "write_count": None, "write_bytes": wb, "metadata_count": None,
-                     "read_time_s": None, "write_time_s": None, "metadata_time_s": None, "io_time_s": None,
-                     "bandwidth_mib_s": round((rb + wb) / MIB / width, 3)})  # fmt: skip
+        rows.append(
+            {
+                "start_s": round(w * width, 6),
+                "end_s": round((w + 1) * width, 6),
+                "read_count": None,
+                "read_bytes": rb,
+                "write_count": None,
+                "write_bytes": wb,
+                "metadata_count": None,
+                "read_time_s": None,
+                "write_time_s": None,
+                "metadata_time_s": None,
+                "io_time_s": None,
+                "bandwidth_mib_s": round((rb + wb) / MIB / width, 3),
+            }
+        )
     src = f"HEATMAP:{parts[0][4]}"
     both = np.concatenate([rd, wr])
     is_write = np.r_[np.zeros(len(rd), bool), np.ones(len(wr), bool)]
-    return {"origin_us": 0, "window_s": width, "windows": windows, "rows": rows, "source": src,
-            "note": "Darshan's runtime heatmap: bytes per time bin only (no operation counts or times)",
-            "heatmap": X.heatmap(np.r_[rank, rank], np.r_[b, b], both, is_write, windows, width, src)}  # fmt: skip
+    return {
+        "origin_us": 0,
+        "window_s": width,
+        "windows": windows,
+        "rows": rows,
+        "source": src,
+        "note": "Darshan's runtime heatmap: bytes per time bin only (no operation counts or times)",
+        "heatmap": X.heatmap(np.r_[rank, rank], np.r_[b, b], both, is_write, windows, width, src),
+    }
