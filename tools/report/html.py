@@ -13,7 +13,7 @@ from typing import Any
 
 from dftune.tools.report.fixes import SEVERITY_CSS, SEVERITY_LEGEND, severity_html, snippet_html
 from dftune.tools.report.glance import GLANCE_CSS, glance_html, hotspots_html
-from dftune.tools.report.htmlkit import ci, e, link, num, table, tag
+from dftune.tools.report.htmlkit import ci, e, ident, link, num, table, tag
 from dftune.tools.report.plots import Plot
 from dftune.tools.report.sections import (
     ESTIMATED,
@@ -63,6 +63,7 @@ table { border-collapse: collapse; width: 100%; margin: 8px 0 12px; font-size: 1
 th, td { border: 1px solid var(--line); padding: 5px 8px; text-align: left; vertical-align: top; }
 th { background: var(--bg); }
 td { overflow-wrap: anywhere; }  /* a long path or URL wraps instead of pushing the table off the page */
+td code { overflow-wrap: normal; }  /* ids and settings wrap only at their <wbr> (after . _ = , /) */
 td.num { text-align: right; font-variant-numeric: tabular-nums; overflow-wrap: normal; }
 .cards { display: flex; gap: 12px; flex-wrap: wrap; margin: 12px 0; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; min-width: 150px; background: var(--bg); }
@@ -229,7 +230,7 @@ def _proposals(doc: dict[str, Any]) -> str:
            "<p>Columns of the dftracer-io-optimization skill's proposal table, sorted by the weighted score "
            "(50% app impact, 50% system impact). Every row "
            "carries a checked citation; every impact says where it came from (measured here, the KB, a trace model, the model) or n/a.</p>"]  # fmt: skip
-    rows = [[e(r["#"]), f"<code>{e(r['strategy'])}</code> ({e(r.get('layer'))})", e(r["description"]),
+    rows = [[e(r["#"]), f"{ident(r['strategy'])} ({e(r.get('layer'))})", e(r["description"]),
              _impact(r["app_impact_pct"], r["app_impact_source"]),
              _impact(r["system_impact_pct"], r["system_impact_source"]), f"{r['weighted_score']:.2f}",
              tag(r["status"]), (link(r["url"], r["citation"]) if r.get("citation") else tag("UNSUPPORTED", "unsupported"))]
@@ -241,7 +242,7 @@ def _proposals(doc: dict[str, Any]) -> str:
     if refused:
         out.append("<h3>Refused before anything was applied</h3>")
         out.append(table(["proposal", "strategy", "status", "reason"],
-                         [[e(p["id"]), f"<code>{e(p['strategy'])}</code>", tag(p["status"]), e(p["reason"])]
+                         [[ident(p["id"]), ident(p["strategy"]), tag(p["status"]), e(p["reason"])]
                           for p in refused]))  # fmt: skip
     fixes = fix_rows(doc)
     if fixes:
@@ -253,7 +254,7 @@ def _proposals(doc: dict[str, Any]) -> str:
     if manual:
         out.append("<h3>Recommendations dftune does not apply itself</h3>")
         out.append(table(["strategy", "description", "why not applied", "citation"],
-                         [[f"<code>{e(p['strategy'])}</code>", e(p["description"]), e(p["reason"]),
+                         [[ident(p["strategy"]), e(p["description"]), e(p["reason"]),
                            link(p["citation"]["url"], p["citation"]["reference"])] for p in manual]))  # fmt: skip
     out.append("</section>")
     return "".join(out)
