@@ -51,3 +51,22 @@ def test_an_ended_drivers_files_are_removed_once_forgotten() -> None:
     _fake_output("ended", age_s=0)
     assert rt.forget_driver("ended")
     assert not any(f.exists() for f in rt._driver_files("ended"))
+
+
+def test_run_report_removes_the_ended_runs_driver_files() -> None:
+    import json
+    from pathlib import Path
+
+    from dftune import mcp_server as m
+    from dftune.tools.session.workspace import Workspace
+
+    recorded = Path(__file__).parent / "recorded" / "run_small_reads.json"
+    ws = Workspace()
+    ws.create_run("ended", "small-reads")
+    doc = {**json.loads(recorded.read_text())["run"], "run_id": "ended"}
+    (ws.run_dir("ended") / "report.json").write_text(json.dumps(doc))
+    _fake_output("ended", age_s=0)
+    _fake_output("other", age_s=0)
+    out = m.call("run_report", {"run_id": "ended"})
+    assert Path(out["markdown"]).is_file()
+    assert _left() == {"other"}  # only the reported run's driver output went
