@@ -29,6 +29,9 @@ MAX_WAIT_S = 600
 #: Characters of report.md returned by run_report (the whole file is on disk at the returned path).
 REPORT_CHARS = 40_000
 DRIVERS_DIR = "mcp-drivers"
+#: Drivers whose files (stdout JSON, stderr log) are kept in $DFTUNE_HOME/mcp-drivers, newest first;
+#: older ones go when a driver starts, and a run's own go once run_report has read its ended run.
+MAX_DRIVER_LOGS = 50
 
 # The drivers this server started, by run id: polled so an ended driver is reaped, never a zombie.
 _drivers: dict[str, subprocess.Popen[bytes]] = {}
@@ -50,8 +53,36 @@ def _driver_files(run_id: str) -> tuple[Path, Path]:
     return folder / f"{run_id}.json", folder / f"{run_id}.log"
 
 
+def prune_driver_files(keep: int = MAX_DRIVER_LOGS) -> list[str]:
+    """Remove the files of all but the ``keep`` most recent drivers (never a live one's); the run
+    ids whose files went. The runs' own records are untouched: these are only the drivers' output."""
+    from dftune.core.home import dftune_home
+
+    folder = dftune_home() / DRIVERS_DIR
+    newest: dict[str, float] = {}
+    for f in folder.glob("*") if folder.is_dir() else ():
+        if f.suffix in (".json", ".log") and f.is_file():
+            newest[f.stem] = max(newest.get(f.stem, 0.0), f.stat().st_mtime)
+    ranked = sorted(newest, key=lambda r: newest[r], reverse=True)
+    gone = [r for r in ranked[keep:] if not _driver_state(r)[0]]
+    for run_id in gone:
+        forget_driver(run_id)
+    return gone
+
+
+def forget_driver(run_id: str) -> bool:
+    """Remove an ended driver's files (its result was read); a live driver's stay. True if removed."""
+    if _driver_state(run_id)[0]:
+        return False
+    _drivers.pop(run_id, None)
+    for f in _driver_files(run_id):
+        f.unlink(missing_ok=True)
+    return True
+
+
 def _spawn(run_id: str, args: list[str]) -> None:
     """``dftune ARGS --json`` in its own session (a client's exit or Ctrl-C does not stop the run)."""
+    prune_driver_files(MAX_DRIVER_LOGS - 1)
     out, err = _driver_files(run_id)
     argv = [sys.executable, "-m", "dftune.cli", *args, "--json"]
     with out.open("wb") as o, err.open("ab") as e:
@@ -116,7 +147,8 @@ def _show(run_id: str) -> dict[str, Any]:
     if code not in (None, 0):
         doc["driver_exit_code"] = code
         doc["driver_error"] = _last_error(run_id)
-    doc["driver_log"] = str(_driver_files(run_id)[1])
+    if _driver_files(run_id)[1].is_file():
+        doc["driver_log"] = str(_driver_files(run_id)[1])
     doc["next"] = _next_step(run_id, doc)
     return doc
 
@@ -364,6 +396,7 @@ def run_report_tool(p: RunReportIn) -> dict[str, Any]:
         raise ToolFailure(f"run {p.run_id} is still running: run_show(run_id, wait_s=...) first")
     paths = write_reports(p.run_id, html=p.html)
     text = Path(paths["markdown"]).read_text("utf-8")
+    forget_driver(p.run_id)  # the run ended and its result is read: its driver's output is done with
     return {
         "schema": "dftune.report/1",
         "run_id": p.run_id,

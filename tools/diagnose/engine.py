@@ -369,6 +369,38 @@ def _checklist(bottlenecks: list[Bottleneck]) -> list[ChecklistEntry]:
     return entries
 
 
+def row_metrics(
+    analysis: Analysis, summary: dict[str, Any], everything: dict[str, Any]
+) -> dict[str, list[dict[str, Any]]]:
+    """The rows of each view with their metrics, for the row rules.
+
+    File rows are the program's data files (system paths and set-apart start-up reads are not
+    judged, tools/diagnose/scope.py); process and time rows cannot be split by path, so they are
+    shares of all I/O (``everything``). A row's ``io_time_share`` is over the larger of that I/O
+    time and the sum of the view's rows: a file row also counts fsync time that the job's
+    read+write+metadata total leaves out, so over that total alone a few files could "hold" more
+    than 100% of it. Over the larger sum, the shares of any set of rows add up to at most 100%.
+    """
+
+    def over(raw: list[dict[str, Any]], total: float) -> float:
+        return max(float(total), sum(float(r.get("io_time_s") or 0.0) for r in raw))
+
+    rows: dict[str, list[dict[str, Any]]] = {}
+    if "file" in analysis.views:
+        raw = data_rows(analysis.views["file"].get("rows", []), analysis)
+        file_total = over(raw, judged_io_time(analysis) or summary["io_time_s"])
+        ranks = summary["processes"]  # a file shared within one rank group is not shared between ranks
+        rows["file"] = [
+            {**m, "processes": min(m["processes"], ranks)} for m in (file_metrics(r, file_total) for r in raw)
+        ]
+    for view, build in (("proc", proc_metrics), ("time", time_metrics)):
+        if view in analysis.views:
+            raw = analysis.views[view].get("rows", [])
+            rows[view] = [build(r, over(raw, everything["io_time_s"])) for r in raw]
+    rows["layer"] = [layer_metrics(layer.model_dump()) for layer in analysis.layers]
+    return rows
+
+
 def diagnose_analysis(
     analysis: Analysis,
     *,
@@ -385,25 +417,7 @@ def diagnose_analysis(
     # runtime's start-up reads are set apart (tools/diagnose/scope.py)
     everything = summary_metrics(analysis)
     summary = data_summary(everything, analysis)
-    total = everything["io_time_s"]  # process and time rows cannot be split by path: shares of all I/O
-    file_total = (
-        judged_io_time(analysis) or summary["io_time_s"]
-    )  # shares of the files judged: they sum to <= 100%
-    rows: dict[str, list[dict[str, Any]]] = {}
-    if "file" in analysis.views:
-        ranks = summary["processes"]  # a file shared within one rank group is not shared between ranks
-        rows["file"] = [
-            {**m, "processes": min(m["processes"], ranks)}
-            for m in (
-                file_metrics(r, file_total)
-                for r in data_rows(analysis.views["file"].get("rows", []), analysis)
-            )
-        ]
-    if "proc" in analysis.views:
-        rows["proc"] = [proc_metrics(r, total) for r in analysis.views["proc"].get("rows", [])]
-    rows["layer"] = [layer_metrics(layer.model_dump()) for layer in analysis.layers]
-    if "time" in analysis.views:
-        rows["time"] = [time_metrics(r, total) for r in analysis.views["time"].get("rows", [])]
+    rows = row_metrics(analysis, summary, everything)
     findings: list[Finding] = evaluate(rulesets or load_rulesets(), summary, rows)
     shape = data_shape(summary, analysis)
     g = gate(

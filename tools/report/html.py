@@ -14,7 +14,7 @@ from typing import Any
 from dftune.tools.report.fixes import SEVERITY_CSS, SEVERITY_LEGEND, severity_html, snippet_html
 from dftune.tools.report.glance import GLANCE_CSS, glance_html, hotspots_html
 from dftune.tools.report.hints import hints_html
-from dftune.tools.report.htmlkit import ci, e, link, num, table, tag
+from dftune.tools.report.htmlkit import ci, e, ident, link, num, table, tag
 from dftune.tools.report.plots import Plot
 from dftune.tools.report.sections import (
     ESTIMATED,
@@ -64,6 +64,7 @@ table { border-collapse: collapse; width: 100%; margin: 8px 0 12px; font-size: 1
 th, td { border: 1px solid var(--line); padding: 5px 8px; text-align: left; vertical-align: top; }
 th { background: var(--bg); }
 td { overflow-wrap: anywhere; }  /* a long path or URL wraps instead of pushing the table off the page */
+td code { overflow-wrap: normal; }  /* ids and settings wrap only at their <wbr> (after . _ = , /) */
 td.num { text-align: right; font-variant-numeric: tabular-nums; overflow-wrap: normal; }
 .cards { display: flex; gap: 12px; flex-wrap: wrap; margin: 12px 0; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; min-width: 150px; background: var(--bg); }
@@ -281,7 +282,7 @@ def _proposals(doc: dict[str, Any]) -> str:
     rows = [
         [
             e(r["#"]),
-            f"<code>{e(r['strategy'])}</code> ({e(r.get('layer'))})",
+            f"{ident(r['strategy'])} ({e(r.get('layer'))})",
             e(r["description"]),
             _impact(r["app_impact_pct"], r["app_impact_source"]),
             _impact(r["system_impact_pct"], r["system_impact_source"]),
@@ -303,10 +304,7 @@ def _proposals(doc: dict[str, Any]) -> str:
         out.append(
             table(
                 ["proposal", "strategy", "status", "reason"],
-                [
-                    [e(p["id"]), f"<code>{e(p['strategy'])}</code>", tag(p["status"]), e(p["reason"])]
-                    for p in refused
-                ],
+                [[ident(p["id"]), ident(p["strategy"]), tag(p["status"]), e(p["reason"])] for p in refused],
             )
         )
     fixes = fix_rows(doc)
@@ -325,7 +323,7 @@ def _proposals(doc: dict[str, Any]) -> str:
                 ["strategy", "description", "why not applied", "citation"],
                 [
                     [
-                        f"<code>{e(p['strategy'])}</code>",
+                        ident(p["strategy"]),
                         e(p["description"]),
                         e(p["reason"]),
                         link(p["citation"]["url"], p["citation"]["reference"]),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -14,6 +15,16 @@ def e(value: Any) -> str:
     return html.escape(
         "-" if value is None or value == "" else printable(value, keep_newlines=True), quote=True
     )
+
+
+#: Where an id or a setting may wrap: after these characters, never inside a word.
+_ID_BREAKS = re.compile(r"([._=,/])")
+
+
+def ident(value: Any) -> str:
+    """An id or a setting (``l1.read_buffering``, ``WORKERS=4``) as code that wraps only after
+    ``. _ = , /`` (a ``<wbr>`` there, and CSS keeps code whole otherwise), never mid-word."""
+    return "<code>" + _ID_BREAKS.sub(r"\1<wbr>", e(value)) + "</code>"
 
 
 def link(url: Any, text: Any = None) -> str:
