@@ -9,8 +9,8 @@ from pathlib import Path
 
 from dftune.tools.diagnose.engine import row_metrics
 from dftune.tools.diagnose.metrics import summary_metrics
-from dftune.tools.diagnose.scope import data_summary
 from dftune.tools.diagnose.rules import evaluate, load_rulesets
+from dftune.tools.diagnose.scope import data_summary
 from dftune.tools.trace import analyze
 from tests.tracegen import Proc, write_trace
 
