@@ -215,7 +215,10 @@ def _run_title(run: Any) -> str:
     if run is None:
         return "run"
     apart = f": {run.apart}" if run.apart else ""
-    return f"run {run.index} of {run.runs} ({', '.join(run.hosts) or 'unknown host'}, {run.span_s:,.3f} s{apart})"
+    return (
+        f"run {run.index} of {run.runs} ({', '.join(run.hosts) or 'unknown host'}, {run.span_s:,.3f} "
+        f"s{apart})"
+    )
 
 
 @app.command()
@@ -1036,7 +1039,8 @@ def papers_search(
         who = ", ".join(p["authors"][:3]) + (" et al." if len(p["authors"]) > 3 else "")
         out.print(
             text(
-                f"{i}. {p['title']} -- {who or '?'} ({p['venue'] or '?'}, {p['year'] or '?'}) {p['url'] or ''}"
+                f"{i}. {p['title']} -- {who or '?'} ({p['venue'] or '?'}, {p['year'] or '?'}) "
+                f"{p['url'] or ''}"
             ),
             highlight=False,
         )
@@ -1083,7 +1087,8 @@ def main() -> None:  # pragma: no cover - console entry point
         from dftune.core.safetext import one_line_text
 
         sys.stderr.write(
-            f"dftune: internal error: {type(exc).__name__}: {one_line_text(exc)} (set DFTUNE_DEBUG=1 for a traceback)\n"
+            f"dftune: internal error: {type(exc).__name__}: {one_line_text(exc)} (set "
+            "DFTUNE_DEBUG=1 for a traceback)\n"
         )
         raise SystemExit(1) from None
 

@@ -286,7 +286,8 @@ def _where(run_id: str, snap: Any, state: TuningState) -> str:
     cid = snap.config["configurable"].get("checkpoint_id", "?")
     nxt = ", ".join(snap.next) or "nothing (it has ended)"
     return (
-        f"run {run_id} at step {meta.get('step', '?')} (checkpoint {cid}, saved {str(snap.created_at)[:19]}): "
+        f"run {run_id} at step {meta.get('step', '?')} (checkpoint {cid}, saved "
+        f"{str(snap.created_at)[:19]}): "
         f"next {nxt}; {len(state.experiments)} experiment(s) so far"
     )
 

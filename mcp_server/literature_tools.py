@@ -27,7 +27,8 @@ class RagSearchIn(_In):
     "rag_search",
     RagSearchIn,
     """Search the local corpus (dftune's citation catalog and ingested PDFs):
-       offline, free. Each paper comes with its citation fields, what is missing, and the matching passage.""",
+       offline, free. Each paper comes with its citation fields, what is missing, and the matching
+       passage.""",
 )
 def rag_search_tool(p: RagSearchIn) -> dict[str, Any]:
     """Local first: citations that need no network and were checked against their source."""

@@ -148,8 +148,10 @@ def trusted_arm(m: Measurement, state: TuningState, ctx: Context, before: int) -
     ]
     if differ:
         raise TamperedProposal(
-            f"refused to measure against the incumbent: its {', '.join(differ)} in the checkpoint differ from "
-            f"what the kept experiments derive (settings {settings}, env {env}, source {source}); nothing was applied"
+            f"refused to measure against the incumbent: its {', '.join(differ)} in the checkpoint "
+            "differ from "
+            f"what the kept experiments derive (settings {settings}, env {env}, source {source}); "
+            "nothing was applied"
         )
     return m
 

@@ -56,7 +56,10 @@ def _slurm_unreachable() -> str | None:
         return "scontrol ping did not answer within 20 s"
     said = " ".join((ping.stdout + ping.stderr).split())
     if ping.returncode != 0 or "UP" not in ping.stdout:
-        return f"no Slurm controller reachable (start one with .ci/start-slurm): scontrol ping said {said[:120]!r}"
+        return (
+            "no Slurm controller reachable (start one with .ci/start-slurm): scontrol ping said "
+            f"{said[:120]!r}"
+        )
     return None
 
 

@@ -204,7 +204,8 @@ def gate(
             "no MPI-IO, no wait events of the program, no I/O-time metric"
         )
         reason = (
-            f"I/O is only {frac:.2%} of {whose} (< {floor:.0%}): even removing it all would save at most that, "
+            f"I/O is only {frac:.2%} of {whose} (< {floor:.0%}): even removing it all would save "
+            "at most that, "
             f"and no time the trace cannot see reaches {floor:.0%} ({checked}); {t['reasons'].get(shape, '')}"
         )
     return Gate(
@@ -316,7 +317,10 @@ def misfit(s: Strategy, analysis: Analysis) -> str | None:
             if word in text:
                 seen = library_evidence(analysis) if seen is None else seen
                 if lib not in seen:
-                    return f"presumes {need}, and the trace shows no {lib.upper()} (no such calls, files or library)"
+                    return (
+                        f"presumes {need}, and the trace shows no {lib.upper()} (no such calls, files "
+                        "or library)"
+                    )
     return None
 
 
@@ -356,7 +360,10 @@ def _checklist(bottlenecks: list[Bottleneck]) -> list[ChecklistEntry]:
         ids = sorted({i for i, _ in hits})
         if hits:
             cats = sorted({c for _, c in hits})
-            reason = f"targets diagnosed bottleneck(s) {', '.join(cats)}; candidates: {', '.join(ids)}; not measured yet"
+            reason = (
+                f"targets diagnosed bottleneck(s) {', '.join(cats)}; candidates: {', '.join(ids)}; not "
+                "measured yet"
+            )
         else:
             reason = (
                 "no diagnosed bottleneck maps to it; it stays open until the literature search has run for it"

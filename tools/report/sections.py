@@ -101,7 +101,8 @@ def findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
                         f"the model {by}'s estimate (not measured; capped by the I/O bound); cited: "
                         f"{cite['reference']}"
                         if model
-                        else f"{_ESTIMATE_SOURCE[p['app_impact_source']]}; the fix is cited: {cite['reference']} "
+                        else f"{_ESTIMATE_SOURCE[p['app_impact_source']]}; the fix is cited: "
+                        f"{cite['reference']} "
                         f"{cite['url']}"
                     ),
                 }

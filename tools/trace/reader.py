@@ -258,7 +258,8 @@ def _partial(
         raise TraceError(
             str(path),
             f"none of its {sc['io_events']} I/O events carries args (traced without "
-            "DFTRACER_INC_METADATA=1?): bytes, offsets and file names are unknown; use --skip-bad to analyze anyway",
+            "DFTRACER_INC_METADATA=1?): bytes, offsets and file names are unknown; use --skip-bad "
+            "to analyze anyway",
         )
     partial.tables = tables
     return partial
@@ -350,7 +351,8 @@ def _load_sql(source: str, scale: float) -> str:
           -- dur/ret/size fields instead of *_sum/_min/_max
           args.dft_cnt AS agg_cnt, {t("COALESCE(args.dur_sum, args.dur)")} AS agg_dur,
           COALESCE(args.ret_sum, args.ret) AS agg_ret,
-          COALESCE(args.size_min, args.size) AS agg_size_min, COALESCE(args.size_max, args.size) AS agg_size_max
+          COALESCE(args.size_min, args.size) AS agg_size_min, COALESCE(args.size_max, args.size) AS
+          agg_size_max
           , bad_num
         FROM (SELECT name, cat, pid, tid, ts, dur, ph, COALESCE({out_of_range}, false) AS bad_num,
                      CASE WHEN args IS NULL THEN NULL ELSE struct_pack({ints}, {text}) END AS args
