@@ -36,7 +36,8 @@ def _root() -> None:
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    """One line on stderr, non-zero exit: the contract for every error (data in it cannot drive the terminal)."""
+    """One line on stderr, non-zero exit: the contract for every error (data in it cannot drive the
+    terminal)."""
     from dftune.core.safetext import one_line_text
 
     for printer in _printers:  # a progress line counting in place ends before the error
@@ -54,7 +55,8 @@ def emit_json(doc: object) -> None:
 
 @contextmanager
 def _bar(label: str, quiet: bool) -> Iterator[Any]:
-    """A Rich progress bar on stderr fed by ``tick(done, total, what)``; nothing with --json or off a terminal."""
+    """A Rich progress bar on stderr fed by ``tick(done, total, what)``; nothing with --json or off a
+    terminal."""
     err = Console(stderr=True)
     if quiet or not err.is_terminal:
         yield None
@@ -778,7 +780,8 @@ def doctor(
         bool, typer.Option("--json", help="Print one JSON document (schema dftune.doctor/1).")
     ] = False,
 ) -> None:
-    """Is dftracer usable here, what does it trace and not trace, are MPI/HDF5 present, which FS holds the data."""
+    """Is dftracer usable here, what does it trace and not trace, are MPI/HDF5 present, which FS holds the
+    data."""
     from dftune.agents.doctor import doctor as run_doctor
 
     with user_errors():

@@ -466,7 +466,8 @@ def _experiment_label(values: dict[str, Any]) -> str:
 
 
 def _branches(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Mark each step's branch: ``main``, or ``fork 1 (from step 12)`` for a replay's fork and what follows it."""
+    """Mark each step's branch: ``main``, or ``fork 1 (from step 12)`` for a replay's fork and what follows
+    it."""
     children: dict[str | None, list[str]] = {}
     for r in rows:
         children.setdefault(r["parent_id"], []).append(r["checkpoint_id"])

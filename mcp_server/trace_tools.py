@@ -94,7 +94,8 @@ class DiagnoseIn(_In):
 @box.tool(
     "diagnose",
     DiagnoseIn,
-    """Name the I/O bottlenecks of traces or Darshan logs (WisIO, Drishti, dftune, DLIO and Darshan-only rules as
+    """Name the I/O bottlenecks of traces or Darshan logs (WisIO, Drishti, dftune, DLIO and Darshan-only
+    rules as
        data), score them 1..5, pick the metric to optimize, decide whether tuning can pay off (I/O share and
        op-count vs bandwidth shape), and list candidate strategies per bottleneck; dftune.diagnosis/1.""",
 )

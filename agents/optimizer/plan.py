@@ -32,7 +32,8 @@ def knob_id(name: str, value: object) -> str:
 
 
 def knob_proposals(spec: WorkloadSpec, catalog: Catalog) -> list[Proposal]:
-    """Every non-default value of every knob the workload exposes, and every patch it offers: one proposal each."""
+    """Every non-default value of every knob the workload exposes, and every patch it offers: one proposal
+    each."""
     out = []
     for knob in spec.knobs:
         s = catalog.strategies.get(knob.strategy) if knob.strategy else None

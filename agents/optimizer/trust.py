@@ -83,7 +83,8 @@ def derive(
 
 
 def trusted_proposal(p: Proposal, state: TuningState, ctx: Context) -> Proposal:
-    """``p`` when it is exactly what the catalog and the archived spec derive, else :class:`TamperedProposal`."""
+    """``p`` when it is exactly what the catalog and the archived spec derive, else
+    :class:`TamperedProposal`."""
     spec = ctx.workload_spec
     context = derivation_context(spec, ctx.workspace.baseline_dir(state.run_id))
     d = derive(p, spec, ctx, context, ctx.workspace.run_dir(state.run_id), state.software)

@@ -470,7 +470,8 @@ def test_local_runs_keep_the_tracer_in_their_environment() -> None:
 def test_job_killed_by_a_signal_reports_the_signal(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch, disabled: bool
 ) -> None:
-    """srun exits 137 for a task killed by SIGKILL: sacct's step line (CANCELLED|0:9) or srun's "Killed" say so."""
+    """srun exits 137 for a task killed by SIGKILL: sacct's step line (CANCELLED|0:9) or srun's "Killed"
+    say so."""
     if disabled:
         monkeypatch.setenv("FAKE_SACCT_DISABLED", "1")
     prog = (

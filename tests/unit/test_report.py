@@ -1,4 +1,5 @@
-"""Run reports: the HTML page (structure, escaping, sections, embedded plots), Markdown, dftune report/compare."""
+"""Run reports: the HTML page (structure, escaping, sections, embedded plots), Markdown, dftune
+report/compare."""
 
 from __future__ import annotations
 

@@ -253,7 +253,8 @@ _MPI_HINTS = ("libmpi", "mpi4py", "libromio", "mpich", "openmpi", "mpirun", "mpi
 
 
 def uses_mpi(analysis: Analysis) -> bool:
-    """Whether the trace shows MPI: ranks, or MPI libraries and launchers among its files and command lines."""
+    """Whether the trace shows MPI: ranks, or MPI libraries and launchers among its files and command
+    lines."""
     procs = (analysis.views.get("proc") or {}).get("rows", [])
     if any(p.get("rank") is not None for p in procs):
         return True
@@ -327,7 +328,8 @@ def misfit(s: Strategy, analysis: Analysis) -> str | None:
 def _candidates(
     category: str, fs_type: str, layers: list[str], analysis: Analysis | None = None
 ) -> list[CandidateStrategy]:
-    """Strategies for one bottleneck that may run on this filesystem and layer and fit this job (when known)."""
+    """Strategies for one bottleneck that may run on this filesystem and layer and fit this job (when
+    known)."""
     cat = default_catalog()
     out = [
         CandidateStrategy(

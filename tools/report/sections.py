@@ -190,7 +190,8 @@ def citations(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def metric_info(spec: WorkloadSpec) -> dict[str, Any]:
-    """The metric a run optimizes, named as the program (or benchmark) calls it, with its unit and direction."""
+    """The metric a run optimizes, named as the program (or benchmark) calls it, with its unit and
+    direction."""
     name, unit = metric_label(spec.metric)
     return {
         "name": name,

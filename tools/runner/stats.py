@@ -379,7 +379,8 @@ def regression_guard(
     lower_is_better: bool = True,
     threshold: float = 0.02,
 ) -> bool:
-    """The dftracer-io-optimization skill's non-degradation guard: True when the app metric got worse by MORE than ``threshold``.
+    """The dftracer-io-optimization skill's non-degradation guard: True when the app metric got worse by MORE
+    than ``threshold``.
 
     The relative worsening is ``(after - before) / |before|`` for lower-is-better metrics and
     ``(before - after) / |before|`` otherwise. Exactly ``threshold`` (2% by default) does not
