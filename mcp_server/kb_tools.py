@@ -69,7 +69,9 @@ _KB_FIELD_DOCS = {
     "fs_type": "Filesystem of the data (lustre, gpfs, nfs, ...).",
     "found_citation": "A citation found by the literature search, complete and with its supporting passage.",
     "system_metric": "On an app-scoped record: the system metric the same change moved (e.g. I/O bandwidth).",
-    "system_before": "That system metric before (with system_after, the non-degradation guard judges this record).",
+    "system_before": (
+        "That system metric before (with system_after, the non-degradation guard judges this record)."
+    ),
     "system_after": "That system metric after.",
     "confirmed_by": "A person's note confirming that an inconclusive access-pattern decision is a legitimate "
     "change (only a person may give it; without it such a result is recorded, never kept).",

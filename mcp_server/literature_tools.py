@@ -100,7 +100,9 @@ class ContextSearchIn(_In):
     iteration: int | None = Field(None, ge=1, description="opt<n> to write into (default: the latest).")
     stack: dict[str, Any] | None = Field(
         None,
-        description="Detected layers: fs_type, mpi, romio, hdf5, ml_framework, other (default: from the run).",
+        description=(
+            "Detected layers: fs_type, mpi, romio, hdf5, ml_framework, other (default: from the run)."
+        ),
     )
     online: bool | None = Field(
         None, description="Force remote search on/off (default: DFTUNE_OFFLINE, reachability)."

@@ -47,7 +47,9 @@ def knob_proposals(spec: WorkloadSpec, catalog: Catalog) -> list[Proposal]:
                     strategy_name=s.name if s else knob.name,
                     layer=s.layer if s else "L1",
                     checklist=s.checklist if s else 1,
-                    description=f"{s.name if s else knob.name}: {knob.name}={value} instead of {knob.default}",
+                    description=(
+                        f"{s.name if s else knob.name}: {knob.name}={value} instead of {knob.default}"
+                    ),
                     change=Change(kind="knob", settings={knob.name: str(value)}),
                     privilege=s.privilege if s else "no-sudo",
                 )

@@ -153,7 +153,7 @@ def _dftune(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
     )
 
 
-# --------------------------------------------------------------------------- the time-limit job, in the background
+# -------------------------------------------------------------------- the time-limit job, in the background
 
 
 class _Background:

@@ -106,9 +106,10 @@ def render_run_html(doc: dict[str, Any], plots: list[Plot]) -> str:
         "style-src 'unsafe-inline'\">",
         f"<title>{e(title)}</title><style>{CSS}{GLANCE_CSS}{SEVERITY_CSS}</style></head><body>",
         f'<header><h1>{e(title)}</h1><div class="meta">run {e(doc.get("run_id"))} · status '
-        f"<b>{e(doc.get('status'))}</b>{' (' + e(doc['status_reason']) + ')' if doc.get('status_reason') else ''}"
-        f" · system {e(doc.get('system'))} · data filesystem {e(doc.get('fs_type'))} · mode "
-        f"{e(doc.get('mode'))}"
+        f"<b>{e(doc.get('status'))}</b>"
+        f"{' (' + e(doc['status_reason']) + ')' if doc.get('status_reason') else ''}"
+        f" · system {e(doc.get('system'))} · data filesystem {e(doc.get('fs_type'))}"
+        f" · mode {e(doc.get('mode'))}"
         f" · reasoner {e(doc.get('model'))}</div></header>",
         "<nav>" + "".join(f'<a href="#{k}">{e(t)}</a>' for k, t in SECTIONS) + "</nav><main>",
         glance_html(doc),

@@ -486,10 +486,10 @@ class BatchReducer:
             "sum(time_us) AS time_us FROM b_agg GROUP BY fam",
             "hist": "SELECT fam, sbin, sum(count) AS count, sum(bytes) AS bytes FROM b_hist GROUP BY fam, "
             "sbin",
-            "names": "SELECT cat, name, sum(count) AS count, sum(time_us) AS time_us FROM b_names GROUP BY "
-            "ALL",
-            "epochspan": f"SELECT {host} AS host, t.pid, t.epoch, min(t.first_ts) AS first_ts, max(t.last_end) "
-            "AS last_end "
+            "names": "SELECT cat, name, sum(count) AS count, sum(time_us) AS time_us "
+            "FROM b_names GROUP BY ALL",
+            "epochspan": f"SELECT {host} AS host, t.pid, t.epoch, min(t.first_ts) AS first_ts, "
+            "max(t.last_end) AS last_end "
             f"FROM b_epochspan t {host_join} GROUP BY ALL",
             "iface": "SELECT iface, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
             "FROM b_iface GROUP BY iface, fam",

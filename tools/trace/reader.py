@@ -288,8 +288,9 @@ def _has_long_line(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     src = str(path).replace("'", "''")
     try:
         con.execute(
-            f"""SELECT count(*) FROM read_csv('{src}', columns = {{'l': 'VARCHAR'}}, delim = chr(1), quote = '',
-                         escape = '', header = false, auto_detect = false, strict_mode = false,
+            f"""SELECT count(*) FROM read_csv('{src}', columns = {{'l': 'VARCHAR'}},
+                         delim = chr(1), quote = '', escape = '', header = false, auto_detect = false,
+                         strict_mode = false,
                          max_line_size = {limits.max_line_bytes()})"""
         ).fetchall()
     except duckdb.Error:
