@@ -152,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()[0]
     if load_before > 0.5 * (os.cpu_count() or 1):
         log(
-            f"warning: 1-minute load average is {load_before:.1f} on {os.cpu_count()} CPUs; "
-            "timings will be noisy"
+            f"warning: 1-minute load average is {load_before:.1f} "
+            f"on {os.cpu_count()} CPUs; timings will be noisy"
         )
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
     for i in range(1, args.repeat + 1):
@@ -165,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             runs[kind].append(run)
             log(
-                f"{LABELS[kind]:<20} run {i}/{args.repeat}: {run['wall_s']:.2f} s wall, "
-                f"{run['cpu_s']:.2f} s CPU, "
+                f"{LABELS[kind]:<20} run {i}/{args.repeat}: "
+                f"{run['wall_s']:.2f} s wall, {run['cpu_s']:.2f} s CPU, "
                 f"peak RSS {run['tree_peak_rss_kib'] / 1024:.0f} MiB, load {os.getloadavg()[0]:.1f}"
             )
     best = {k: min(r["wall_s"] for r in v) for k, v in runs.items()}

@@ -1,5 +1,5 @@
-"""The `dftune analyze` command line honours the interface contract (JSON keys, one-line errors, exit
-codes)."""
+"""The `dftune analyze` command line honours the interface
+contract (JSON keys, one-line errors, exit codes)."""
 
 from __future__ import annotations
 

@@ -204,8 +204,8 @@ def gate(
             "no MPI-IO, no wait events of the program, no I/O-time metric"
         )
         reason = (
-            f"I/O is only {frac:.2%} of {whose} (< {floor:.0%}): even removing it all would save "
-            "at most that, "
+            f"I/O is only {frac:.2%} of {whose} (< {floor:.0%}): "
+            "even removing it all would save at most that, "
             f"and no time the trace cannot see reaches {floor:.0%} ({checked}); {t['reasons'].get(shape, '')}"
         )
     return Gate(
@@ -253,8 +253,8 @@ _MPI_HINTS = ("libmpi", "mpi4py", "libromio", "mpich", "openmpi", "mpirun", "mpi
 
 
 def uses_mpi(analysis: Analysis) -> bool:
-    """Whether the trace shows MPI: ranks, or MPI libraries and launchers among its files and command
-    lines."""
+    """Whether the trace shows MPI: ranks, or MPI libraries
+    and launchers among its files and command lines."""
     procs = (analysis.views.get("proc") or {}).get("rows", [])
     if any(p.get("rank") is not None for p in procs):
         return True
@@ -319,8 +319,8 @@ def misfit(s: Strategy, analysis: Analysis) -> str | None:
                 seen = library_evidence(analysis) if seen is None else seen
                 if lib not in seen:
                     return (
-                        f"presumes {need}, and the trace shows no {lib.upper()} (no such calls, files "
-                        "or library)"
+                        f"presumes {need}, and the trace shows no "
+                        f"{lib.upper()} (no such calls, files or library)"
                     )
     return None
 
@@ -328,8 +328,8 @@ def misfit(s: Strategy, analysis: Analysis) -> str | None:
 def _candidates(
     category: str, fs_type: str, layers: list[str], analysis: Analysis | None = None
 ) -> list[CandidateStrategy]:
-    """Strategies for one bottleneck that may run on this filesystem and layer and fit this job (when
-    known)."""
+    """Strategies for one bottleneck that may run on this
+    filesystem and layer and fit this job (when known)."""
     cat = default_catalog()
     out = [
         CandidateStrategy(
@@ -363,8 +363,8 @@ def _checklist(bottlenecks: list[Bottleneck]) -> list[ChecklistEntry]:
         if hits:
             cats = sorted({c for _, c in hits})
             reason = (
-                f"targets diagnosed bottleneck(s) {', '.join(cats)}; candidates: {', '.join(ids)}; not "
-                "measured yet"
+                f"targets diagnosed bottleneck(s) {', '.join(cats)}; "
+                f"candidates: {', '.join(ids)}; not measured yet"
             )
         else:
             reason = (

@@ -330,8 +330,8 @@ def _follow(
             if watch.first_running is None:
                 said = f"{q.state.lower()}" + (f", reason {q.reason}" if q.reason else "")
                 reason = (
-                    f"job {job.job_id} never started within {timeout_s:g} s ({said}): "
-                    f"{job.cancel_tool} {job.job_id}"
+                    f"job {job.job_id} never started within {timeout_s:g} "
+                    f"s ({said}): {job.cancel_tool} {job.job_id}"
                 )
             else:
                 reason = f"killed after {timeout_s:g} s: {job.cancel_tool} {job.job_id}"
