@@ -463,10 +463,9 @@ class BatchReducer:
         rank = "NULL" if rank_from_name is None else str(rank_from_name)
         out = {
             "fam": """
-                SELECT b.fam, sum(count) AS count, sum(bytes) AS
-                bytes, sum(sized) AS sized, sum(time_us) AS time_us,
-                       sum(small) AS small, sum(small_time_us) AS
-                       small_time_us, sum(bw_sum) AS bw_sum, sum(bw_n) AS bw_n,
+                SELECT b.fam, sum(count) AS count, sum(bytes) AS bytes, sum(sized) AS sized,
+                       sum(time_us) AS time_us, sum(small) AS small, sum(small_time_us) AS small_time_us,
+                       sum(bw_sum) AS bw_sum, sum(bw_n) AS bw_n,
                        COALESCE(any_value(p.consecutive), 0) AS consecutive,
                        COALESCE(any_value(p.sequential), 0) AS sequential,
                        COALESCE(any_value(p.random), 0) AS random,
@@ -474,8 +473,8 @@ class BatchReducer:
                        COALESCE(any_value(p.misaligned), 0) AS misaligned,
                        COALESCE(any_value(p.random_time_us), 0) AS random_time_us,
                        COALESCE(any_value(p.misaligned_time_us), 0) AS misaligned_time_us
-                FROM b_fam b LEFT JOIN (SELECT fam, sum(consecutive)
-                AS consecutive, sum(sequential) AS sequential,
+                FROM b_fam b LEFT JOIN (SELECT fam, sum(consecutive) AS consecutive,
+                                               sum(sequential) AS sequential,
                                                sum(random) AS random, sum(positioned) AS positioned,
                                                sum(misaligned) AS misaligned,
                                                sum(random_time_us) AS random_time_us,
@@ -502,8 +501,8 @@ class BatchReducer:
                                   sum(random) AS random FROM acc GROUP BY fk),
                      n AS (SELECT fk, count(DISTINCT g_proc) AS processes FROM b_pathproc GROUP BY fk)
                 SELECT CASE WHEN f.is_path THEN f.fkey ELSE COALESCE(fh.v, 'fhash:' || f.fkey) END AS path,
-                       hash(f.fkey) AS pkey, f.* EXCLUDE (fkey, fk,
-                       is_path), COALESCE(n.processes, 0) AS processes,
+                       hash(f.fkey) AS pkey, f.* EXCLUDE (fkey, fk, is_path),
+                       COALESCE(n.processes, 0) AS processes,
                        COALESCE(q.consecutive, 0) AS consecutive, COALESCE(q.sequential, 0) AS sequential,
                        COALESCE(q.random, 0) AS random
                 FROM f LEFT JOIN q ON q.fk = f.fk LEFT JOIN n ON n.fk = f.fk
@@ -517,7 +516,7 @@ class BatchReducer:
                            FROM b_proctot GROUP BY hkey, pid),
                      fam AS (SELECT hkey, pid, {_FAMILY_SUMS} FROM b_procfam GROUP BY hkey, pid)
                 SELECT {host} AS host, t.pid, t.rank, sh.v AS cmd,
-                t.cmd_hash, t.events, t.first_ts, t.last_end,
+                       t.cmd_hash, t.events, t.first_ts, t.last_end,
                        COALESCE(fam.read_count, 0) AS read_count, fam.read_bytes, fam.read_time_us,
                        COALESCE(fam.write_count, 0) AS write_count, fam.write_bytes, fam.write_time_us,
                        COALESCE(fam.metadata_count, 0) AS metadata_count, fam.metadata_time_us,

@@ -141,7 +141,7 @@ def _merge(
         concat_partials(partials, "fam"),
         """
         SELECT fam, sum(count), sum(bytes), sum(sized), sum(time_us),
-        sum(small), sum(small_time_us), sum(bw_sum), sum(bw_n),
+               sum(small), sum(small_time_us), sum(bw_sum), sum(bw_n),
                sum(consecutive), sum(sequential), sum(random), sum(positioned), sum(misaligned),
                sum(random_time_us), sum(misaligned_time_us)
         FROM t GROUP BY fam""",
@@ -213,8 +213,8 @@ def _merge(
         proc_t,
         """
         SELECT host, pid, max(rank), any_value(cmd), sum(events),
-               sum(COALESCE(read_count,0) + COALESCE(write_count,0) +
-               COALESCE(metadata_count,0) + COALESCE(sync_count,0)),
+               sum(COALESCE(read_count,0) + COALESCE(write_count,0)
+                   + COALESCE(metadata_count,0) + COALESCE(sync_count,0)),
                sum(COALESCE(read_bytes,0) + COALESCE(write_bytes,0)),
                sum(COALESCE(read_time_us,0) + COALESCE(write_time_us,0) + COALESCE(metadata_time_us,0)
                    + COALESCE(sync_time_us,0)),

@@ -108,15 +108,15 @@ def _file_view(
         keep = f"WHERE {kept.format(cut=cut[0][0])}" if cut else ""
         cur = con.execute(f"""
             WITH r AS (SELECT * FROM t {keep}),
-                 g AS (SELECT pkey, COALESCE(min(path) FILTER (WHERE
-                 NOT starts_with(path, 'fhash:')), min(path)) AS path,
+                 g AS (SELECT pkey,
+                              COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')), min(path)) AS path,
                               sum(processes) AS processes, {_FAMILY_SUMS},
                               CASE WHEN sum(sequential) + sum(random) > 0
-                                   THEN round(100.0 * sum(sequential) /
-                                   (sum(sequential) + sum(random)), 2) END AS seq_pct,
+                                   THEN round(100.0 * sum(sequential) / (sum(sequential) + sum(random)), 2)
+                              END AS seq_pct,
                               CASE WHEN sum(sequential) + sum(random) > 0
-                                   THEN round(100.0 * sum(random) / (sum(sequential)
-                                   + sum(random)), 2) END AS rand_pct
+                                   THEN round(100.0 * sum(random) / (sum(sequential) + sum(random)), 2)
+                              END AS rand_pct
                        FROM r GROUP BY pkey)
             SELECT * EXCLUDE (pkey) FROM g ORDER BY io_time_s DESC, path LIMIT {FILE_VIEW_LIMIT}""")
         names = [d[0] for d in cur.description]
@@ -319,8 +319,8 @@ def class_totals(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) ->
         con,
         table,
         f"""
-        WITH f AS (SELECT pkey, COALESCE(min(path) FILTER (WHERE
-        NOT starts_with(path, 'fhash:')), min(path)) AS path,
+        WITH f AS (SELECT pkey,
+                          COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')), min(path)) AS path,
                           sum(read_count) AS rc, sum(read_bytes) AS rb, sum(read_time_us) AS rt,
                           sum(write_count) AS wc, sum(write_bytes) AS wb, sum(write_time_us) AS wt,
                           sum(metadata_count) AS mc, sum(metadata_time_us) AS mt,
