@@ -109,7 +109,8 @@ def _file_view(
         cur = con.execute(f"""
             WITH r AS (SELECT * FROM t {keep}),
                  g AS (SELECT pkey,
-                              COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')), min(path)) AS path,
+                              COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')),
+                                       min(path)) AS path,
                               sum(processes) AS processes, {_FAMILY_SUMS},
                               CASE WHEN sum(sequential) + sum(random) > 0
                                    THEN round(100.0 * sum(sequential) / (sum(sequential) + sum(random)), 2)
@@ -320,7 +321,8 @@ def class_totals(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) ->
         table,
         f"""
         WITH f AS (SELECT pkey,
-                          COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')), min(path)) AS path,
+                          COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')),
+                                   min(path)) AS path,
                           sum(read_count) AS rc, sum(read_bytes) AS rb, sum(read_time_us) AS rt,
                           sum(write_count) AS wc, sum(write_bytes) AS wb, sum(write_time_us) AS wt,
                           sum(metadata_count) AS mc, sum(metadata_time_us) AS mt,
