@@ -363,8 +363,8 @@ def test_bench_wraps_the_command_in_mpirun(tmp_path: Path, monkeypatch: pytest.M
         'command = ["{python}", "-c", "import os, sys; '
         "open(os.path.join(sys.argv[1], os.environ['PMI_RANK']), 'w')\", "
         f'"{marks}"]\n'
-        'replicates = 1\n[tracing]\nmode = "off"\n[launcher]\nkind '
-        '= "mpirun"\nranks = 3\nextra_args = ["-genv", "X"]\n'
+        'replicates = 1\n[tracing]\nmode = "off"\n[launcher]\n'
+        'kind = "mpirun"\nranks = 3\nextra_args = ["-genv", "X"]\n'
     )
     spec = load_spec(toml)
     monkeypatch.setattr(bench_mod, "_python_bin_dir", lambda: tmp_path)  # no mpirun beside Python
@@ -580,8 +580,8 @@ def test_failure_reason_quotes_the_program_not_srun(cluster: Cluster, tmp_path: 
     toml = tmp_path / "fails.toml"
     toml.write_text(
         'name = "sched-fails"\n'
-        'command = ["{python}", "-c", "import sys; print(\'bad '
-        "input file', file=sys.stderr); sys.exit(3)\"]\n"
+        'command = ["{python}", "-c", '
+        "\"import sys; print('bad input file', file=sys.stderr); sys.exit(3)\"]\n"
         'replicates = 1\ntimeout_s = 60\n[metric]\nkind = "wall_time"\n[tracing]\nmode = "off"\n'
         '[launcher]\nkind = "slurm"\npoll_s = 0.1\n'
     )

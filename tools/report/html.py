@@ -51,8 +51,8 @@ CSS = """
 :root { --fg:#1a202c; --muted:#4a5568; --line:#e2e8f0;
 --bg:#f7fafc; --win:#2f855a; --bad:#c53030; --warn:#b7791f; }
 * { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe
-UI", Roboto, "DejaVu Sans", sans-serif; color: var(--fg);
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+       color: var(--fg);
        margin: 0; background: #fff; }
 header { background: #1a365d; color: #fff; padding: 18px 32px; }
 header h1 { margin: 0 0 4px; font-size: 22px; }
