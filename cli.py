@@ -36,7 +36,8 @@ def _root() -> None:
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    """One line on stderr, non-zero exit: the contract for every error (data in it cannot drive the terminal)."""
+    """One line on stderr, non-zero exit: the contract for
+    every error (data in it cannot drive the terminal)."""
     from dftune.core.safetext import one_line_text
 
     for printer in _printers:  # a progress line counting in place ends before the error
@@ -54,7 +55,8 @@ def emit_json(doc: object) -> None:
 
 @contextmanager
 def _bar(label: str, quiet: bool) -> Iterator[Any]:
-    """A Rich progress bar on stderr fed by ``tick(done, total, what)``; nothing with --json or off a terminal."""
+    """A Rich progress bar on stderr fed by ``tick(done,
+    total, what)``; nothing with --json or off a terminal."""
     err = Console(stderr=True)
     if quiet or not err.is_terminal:
         yield None
@@ -215,7 +217,10 @@ def _run_title(run: Any) -> str:
     if run is None:
         return "run"
     apart = f": {run.apart}" if run.apart else ""
-    return f"run {run.index} of {run.runs} ({', '.join(run.hosts) or 'unknown host'}, {run.span_s:,.3f} s{apart})"
+    return (
+        f"run {run.index} of {run.runs} "
+        f"({', '.join(run.hosts) or 'unknown host'}, {run.span_s:,.3f} s{apart})"
+    )
 
 
 @app.command()
@@ -775,7 +780,8 @@ def doctor(
         bool, typer.Option("--json", help="Print one JSON document (schema dftune.doctor/1).")
     ] = False,
 ) -> None:
-    """Is dftracer usable here, what does it trace and not trace, are MPI/HDF5 present, which FS holds the data."""
+    """Is dftracer usable here, what does it trace and not
+    trace, are MPI/HDF5 present, which FS holds the data."""
     from dftune.agents.doctor import doctor as run_doctor
 
     with user_errors():
@@ -1036,7 +1042,8 @@ def papers_search(
         who = ", ".join(p["authors"][:3]) + (" et al." if len(p["authors"]) > 3 else "")
         out.print(
             text(
-                f"{i}. {p['title']} -- {who or '?'} ({p['venue'] or '?'}, {p['year'] or '?'}) {p['url'] or ''}"
+                f"{i}. {p['title']} -- {who or '?'} ({p['venue'] or '?'}, "
+                f"{p['year'] or '?'}) {p['url'] or ''}"
             ),
             highlight=False,
         )
@@ -1083,7 +1090,8 @@ def main() -> None:  # pragma: no cover - console entry point
         from dftune.core.safetext import one_line_text
 
         sys.stderr.write(
-            f"dftune: internal error: {type(exc).__name__}: {one_line_text(exc)} (set DFTUNE_DEBUG=1 for a traceback)\n"
+            f"dftune: internal error: {type(exc).__name__}: "
+            f"{one_line_text(exc)} (set DFTUNE_DEBUG=1 for a traceback)\n"
         )
         raise SystemExit(1) from None
 

@@ -95,7 +95,8 @@ class Budget:
         """Hold a measurement slot for the body and yield the spec to run it with (timeout capped).
 
         ``arm``: the body measures an arm; it is refused when it cannot finish in time
-        (:class:`OutOfTime`) and its duration is recorded as ``kind`` (see :meth:`record`). Otherwise (an analysis) it only waits
+        (:class:`OutOfTime`) and its duration is recorded as ``kind``
+        (see :meth:`record`). Otherwise (an analysis) it only waits
         for the slot."""
         local = spec.launcher.kind in ("local", "mpirun")
         holder = self.pool.slot(self.lane) if (self.pool is not None and local) else nullcontext()

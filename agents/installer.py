@@ -144,8 +144,10 @@ def check_tracer(work: Path, *, allow_install: bool) -> tuple[TracerFacts, list[
             pitfalls.append(
                 Pitfall(
                     id=f"untraced:{call}",
-                    message=f"{call} is not traced here: the smoke program called it and the trace has no such event",
-                    detail="counts of this call (and the metadata time it costs) are missing from every trace on "
+                    message=f"{call} is not traced here: the smoke program "
+                    "called it and the trace has no such event",
+                    detail="counts of this call (and the metadata time "
+                    "it costs) are missing from every trace on "
                     "this machine; do not read its absence as 'the application does not do this'",
                 )
             )

@@ -538,7 +538,8 @@ class TuningState:
 
     @property
     def tokens_spent(self) -> int:
-        """Tokens the model spent in this run so far: kept in the checkpoints, so resume and approve keep it."""
+        """Tokens the model spent in this run so far: kept in
+        the checkpoints, so resume and approve keep it."""
         return sum(d.tokens for d in self.decisions)
 
     @property

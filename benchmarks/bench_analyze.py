@@ -296,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()[0]
     if load_before > 0.5 * (os.cpu_count() or 1):
         log(
-            f"warning: 1-minute load average is {load_before:.1f} on {os.cpu_count()} CPUs; timings will be noisy"
+            f"warning: 1-minute load average is {load_before:.1f} "
+            f"on {os.cpu_count()} CPUs; timings will be noisy"
         )
     raw_runs, ana_runs = [], []
     # Alternate raw and analyze so that both see the same (shared, changing) machine load.
@@ -313,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         ana_runs.append(run)
         log(
             f"analyze   run {i}/{args.repeat}: {run['wall_s']:.2f} s, "
-            f"peak RSS {run['tree_peak_rss_kib'] / 1024:.0f} MiB (process tree, {run['max_processes']} processes)"
+            f"peak RSS {run['tree_peak_rss_kib'] / 1024:.0f} MiB "
+            f"(process tree, {run['max_processes']} processes)"
         )
 
     raw, ana = _best(raw_runs), _best(ana_runs)
@@ -339,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
         "expected": expected,
         "repeat": args.repeat,
         "raw_scan": {
-            "sql": "SELECT count(*) FROM read_json('<dir>/*.pfw.gz', format='newline_delimited', ignore_errors=true)",
+            "sql": "SELECT count(*) FROM read_json('<dir>/*.pfw.gz', "
+            "format='newline_delimited', ignore_errors=true)",
             "threads": RAW_THREADS,
             "rows": raw["rows"],
             "best_wall_s": raw["wall_s"],
@@ -401,7 +404,8 @@ def render(r: dict[str, Any]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
         f"{r['data']['events']:,} events in {r['data']['files']} files "
-        f"({r['data']['bytes_on_disk'] / 2**20:.0f} MiB gz), best of {r['repeat']}, {r['host']['cpus']} CPUs, "
+        f"({r['data']['bytes_on_disk'] / 2**20:.0f} MiB gz), "
+        f"best of {r['repeat']}, {r['host']['cpus']} CPUs, "
         f"load {r['host']['loadavg_1m_before']:.1f} before / {r['host']['loadavg_1m_after']:.1f} after",
     ]
     for row in rows:
@@ -416,8 +420,10 @@ def render(r: dict[str, Any]) -> str:
         f"peak RSS < {t['peak_rss_mib_max']:.0f} MiB: {ana['peak_rss_mib']:.0f} {mark[t['peak_rss_ok']]}"
     )
     lines.append(
-        f"analyze memory: tree PSS {ana['peak_pss_mib']:.0f} MiB, main process {ana['main_process_peak_rss_mib']:.0f} "
-        f"MiB, largest worker {ana['worker_process_peak_rss_mib']:.0f} MiB, up to {ana['max_processes']} processes"
+        f"analyze memory: tree PSS {ana['peak_pss_mib']:.0f} MiB, "
+        f"main process {ana['main_process_peak_rss_mib']:.0f} "
+        f"MiB, largest worker {ana['worker_process_peak_rss_mib']:.0f} "
+        f"MiB, up to {ana['max_processes']} processes"
     )
     lines.append("counts: events, read/write counts and bytes equal expected.json")
     return "\n".join(lines)

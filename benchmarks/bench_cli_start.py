@@ -87,7 +87,8 @@ def main() -> int:
         for r in rows:
             flag = "" if r["ok"] else "  over target"
             print(
-                f"{r['command']:<44} {r['exit_code']:>4} {r['cpu_s_median']:>7.3f}s {r['cpu_s_max']:>7.3f}s{flag}"
+                f"{r['command']:<44} {r['exit_code']:>4} "
+                f"{r['cpu_s_median']:>7.3f}s {r['cpu_s_max']:>7.3f}s{flag}"
             )
         print(f"target: every median below {TARGET_CPU_S} s of CPU")
     return 1 if args.check and not all(r["ok"] for r in rows) else 0

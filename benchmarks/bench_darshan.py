@@ -63,7 +63,8 @@ def main() -> None:
         big,
     ]
     print(
-        "| log | processes | files | records | analyze (s) | all views (s) | diagnose (s) | PyDarshan read+to_df (s) |"
+        "| log | processes | files | records | analyze (s) | all "
+        "views (s) | diagnose (s) | PyDarshan read+to_df (s) |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for log in logs:
@@ -75,7 +76,8 @@ def main() -> None:
         ref = "-" if log.is_dir() else f"{pydarshan(log):.2f}"
         note = " (all records unnamed: PyDarshan drops them)" if log == big else ""
         print(
-            f"| {log.name} | {a.processes:,} | {a.files_accessed:,} | {recs:,} | {t1:.2f} | {t2:.2f} | {t3:.2f} | "  # type: ignore[attr-defined]
+            f"| {log.name} | {a.processes:,} | {a.files_accessed:,} "
+            f"| {recs:,} | {t1:.2f} | {t2:.2f} | {t3:.2f} | "  # type: ignore[attr-defined]
             f"{ref}{note} |"
         )
 

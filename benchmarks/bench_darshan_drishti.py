@@ -109,7 +109,8 @@ def why_not(code: str, why: str, a: Analysis) -> str:
     d = a.darshan
     if code in ("P05", "P06", "P15", "P16") and d is not None and d.exact_1mib_ops:
         return (
-            f"{d.exact_1mib_ops:,} operations are exactly 1 MiB: Darshan's 100K-1M bin includes 1 MiB, so Drishti "
+            f"{d.exact_1mib_ops:,} operations are exactly 1 MiB: "
+            "Darshan's 100K-1M bin includes 1 MiB, so Drishti "
             "counts them as small; dftune (small = < 1 MiB) takes them out with the POSIX_ACCESS* counters"
         )
     if code == "P17" and d is not None and d.nprocs > 1:
@@ -152,7 +153,8 @@ def _condensed(results: list[dict[str, Any]]) -> None:
     """One row per log: the issues dftune names (Drishti code -> dftune rule) and those it does not."""
     reasons: dict[str, int] = {}
     print(
-        "| log | Drishti issue -> dftune rule | Drishti issues dftune does not raise (reason) | only dftune names |"
+        "| log | Drishti issue -> dftune rule | Drishti issues "
+        "dftune does not raise (reason) | only dftune names |"
     )
     print("|---|---|---|---|")
     for r in results:
@@ -188,7 +190,8 @@ def main() -> None:
     issues = [i for r in results for i in r["issues"]]
     countable = [i for i in issues if SAME.get(i["code"], ((), ""))[0]]
     print(
-        f"\nDrishti raised {len(issues)} issues (HIGH/WARN) on {len(results)} logs; {len(countable)} have a dftune "
+        f"\nDrishti raised {len(issues)} issues (HIGH/WARN) on "
+        f"{len(results)} logs; {len(countable)} have a dftune "
         f"counterpart rule and dftune names {sum(i['same'] for i in countable)} of those; every other one is "
         "explained above."
     )

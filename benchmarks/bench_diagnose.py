@@ -152,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()[0]
     if load_before > 0.5 * (os.cpu_count() or 1):
         log(
-            f"warning: 1-minute load average is {load_before:.1f} on {os.cpu_count()} CPUs; timings will be noisy"
+            f"warning: 1-minute load average is {load_before:.1f} "
+            f"on {os.cpu_count()} CPUs; timings will be noisy"
         )
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
     for i in range(1, args.repeat + 1):
@@ -164,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             runs[kind].append(run)
             log(
-                f"{LABELS[kind]:<20} run {i}/{args.repeat}: {run['wall_s']:.2f} s wall, {run['cpu_s']:.2f} s CPU, "
+                f"{LABELS[kind]:<20} run {i}/{args.repeat}: "
+                f"{run['wall_s']:.2f} s wall, {run['cpu_s']:.2f} s CPU, "
                 f"peak RSS {run['tree_peak_rss_kib'] / 1024:.0f} MiB, load {os.getloadavg()[0]:.1f}"
             )
     best = {k: min(r["wall_s"] for r in v) for k, v in runs.items()}
@@ -229,7 +231,8 @@ def render(r: dict[str, Any]) -> str:
         runs = ", ".join(f"{w:.2f}" for w in r["runs_wall_s"][k])
         lines.append(
             f"{LABELS[k]:<20}  {r['best_wall_s'][k]:>7.2f}  {runs:<20}  {r['ratio_over_analyze'][k]:>10.2f}  "
-            f"{r['best_cpu_s'][k]:>6.2f}  {r['cpu_ratio_over_analyze'][k]:>6.2f}  {r['peak_rss_mib'][k]:>12.0f}"
+            f"{r['best_cpu_s'][k]:>6.2f}  {r['cpu_ratio_over_analyze'][k]:>6.2f}  "
+            f"{r['peak_rss_mib'][k]:>12.0f}"
         )
     mark = {True: "ok", False: "MISSED"}
     lines.append(

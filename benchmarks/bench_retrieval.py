@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         print(
-            f"embedding {doc['embedding']} ({args.mode}): {doc['queries']} queries over {doc['passages']} passages"
+            f"embedding {doc['embedding']} ({args.mode}): "
+            f"{doc['queries']} queries over {doc['passages']} passages"
         )
         print(
             f"recall@{args.k} = {doc['recall_at_k']:.3f} ({doc['queries_all_found']} queries with every "

@@ -100,7 +100,8 @@ def tuned(toml: Path, max_experiments: int, replicates: int | None, disguised: C
             break  # approve answers the first item: an approval the run waits at is not the truth's to give
         setting = ",".join(f"{k}={v}" for k, v in waiting[0]["settings"].items())
         log(
-            f"  a person answers {waiting[0]['proposal_id']}: {'refused' if setting in disguised else 'confirmed'}"
+            f"  a person answers {waiting[0]['proposal_id']}: "
+            f"{'refused' if setting in disguised else 'confirmed'}"
         )
         result = approve_run(
             result["run_id"],

@@ -108,7 +108,8 @@ def main() -> None:
     t = time.perf_counter()
     info = build(args.out, args.ranks, args.files)
     print(
-        f"{args.out}: {info['records']:,} POSIX records, {args.ranks} ranks, {info['bytes'] / 2**20:.1f} MiB, "
+        f"{args.out}: {info['records']:,} POSIX records, "
+        f"{args.ranks} ranks, {info['bytes'] / 2**20:.1f} MiB, "
         f"written in {time.perf_counter() - t:.1f} s"
     )
 

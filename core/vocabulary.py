@@ -50,7 +50,8 @@ LAYERS: Final = get_args(Layer)
 Metric = Literal["time", "bandwidth", "iops", "metadata_ops"]
 METRICS: Final = get_args(Metric)
 
-#: The 12-category checklist, by number (the dftracer-io-optimization skill's list lost their names; these are the categories its strategy sections describe).
+#: The 12-category checklist, by number (the dftracer-io-optimization skill's list
+#: lost their names; these are the categories its strategy sections describe).
 CHECKLIST: Final = {
     1: "buffering/coalescing",
     2: "caching",

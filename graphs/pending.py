@@ -220,7 +220,8 @@ def _without(state: TuningState, ctx: Context, exp: Experiment, step: dict[str, 
                     "remeasures": e.iteration,
                     "iteration": None,
                     "kb_record_id": None,
-                    "reason": f"measured in opt{e.iteration} on top of opt{exp.iteration}, which a person refused: "
+                    "reason": f"measured in opt{e.iteration} on top of "
+                    f"opt{exp.iteration}, which a person refused: "
                     "measured again without it",
                 }
             )

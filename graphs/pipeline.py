@@ -1,6 +1,7 @@
 """The tuning graph: five agents, the guard nodes, approvals, and the KB record node.
 
-    installer -> diagnoser -> plan -> literature -> expand (a model's own proposals) -> screen -> estimate -> record
+    installer -> diagnoser -> plan -> literature -> expand (a
+    model's own proposals) -> screen -> estimate -> record
     record -> settle (a person's answers to changes pending confirmation) -> choose
     choose -> approval -> apply -> verifier -> judge -> record -> settle -> choose ...
     choose -> finalize (nothing left, or the budget is spent)

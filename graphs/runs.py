@@ -286,7 +286,8 @@ def _where(run_id: str, snap: Any, state: TuningState) -> str:
     cid = snap.config["configurable"].get("checkpoint_id", "?")
     nxt = ", ".join(snap.next) or "nothing (it has ended)"
     return (
-        f"run {run_id} at step {meta.get('step', '?')} (checkpoint {cid}, saved {str(snap.created_at)[:19]}): "
+        f"run {run_id} at step {meta.get('step', '?')} "
+        f"(checkpoint {cid}, saved {str(snap.created_at)[:19]}): "
         f"next {nxt}; {len(state.experiments)} experiment(s) so far"
     )
 
@@ -465,7 +466,8 @@ def _experiment_label(values: dict[str, Any]) -> str:
 
 
 def _branches(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Mark each step's branch: ``main``, or ``fork 1 (from step 12)`` for a replay's fork and what follows it."""
+    """Mark each step's branch: ``main``, or ``fork 1 (from
+    step 12)`` for a replay's fork and what follows it."""
     children: dict[str | None, list[str]] = {}
     for r in rows:
         children.setdefault(r["parent_id"], []).append(r["checkpoint_id"])

@@ -45,7 +45,8 @@ def opt_kb_lookup_tool(p: KbLookupIn) -> dict[str, Any]:
 
 
 _KB_FIELD_DOCS = {
-    "run_id": "The dftune run that measured it (recording the same input twice in a run returns the first record).",
+    "run_id": "The dftune run that measured it (recording the "
+    "same input twice in a run returns the first record).",
     "iteration": "The opt<n> iteration the change was applied in.",
     "system": "Hostname or cluster (L3 findings stay on it).",
     "workload": "Application name (L1 findings stay with it).",
@@ -68,7 +69,8 @@ _KB_FIELD_DOCS = {
     "fs_type": "Filesystem of the data (lustre, gpfs, nfs, ...).",
     "found_citation": "A citation found by the literature search, complete and with its supporting passage.",
     "system_metric": "On an app-scoped record: the system metric the same change moved (e.g. I/O bandwidth).",
-    "system_before": "That system metric before (with system_after, the non-degradation guard judges this record).",
+    "system_before": "That system metric before (with system_after, "
+    "the non-degradation guard judges this record).",
     "system_after": "That system metric after.",
     "confirmed_by": "A person's note confirming that an inconclusive access-pattern decision is a legitimate "
     "change (only a person may give it; without it such a result is recorded, never kept).",
@@ -99,7 +101,8 @@ class KbRecordArgs(KbRecordIn):
     """Record one measured (or refused) change in the knowledge base. The
        guards run inside and cannot be bypassed: citation (none -> unsupported), access pattern and doing less
        (-> rejected), non-degradation (a system-scoped result needs the paired app metric; app > 2% worse ->
-       regression). Record no-ops and regressions too. Returns the stored record with every guard decision.""",
+       regression). Record no-ops and regressions too. Returns
+       the stored record with every guard decision.""",
     read_only=False,
 )
 def opt_kb_record_tool(p: KbRecordArgs) -> dict[str, Any]:

@@ -27,7 +27,8 @@ class RagSearchIn(_In):
     "rag_search",
     RagSearchIn,
     """Search the local corpus (dftune's citation catalog and ingested PDFs):
-       offline, free. Each paper comes with its citation fields, what is missing, and the matching passage.""",
+       offline, free. Each paper comes with its citation
+       fields, what is missing, and the matching passage.""",
 )
 def rag_search_tool(p: RagSearchIn) -> dict[str, Any]:
     """Local first: citations that need no network and were checked against their source."""
@@ -99,7 +100,8 @@ class ContextSearchIn(_In):
     iteration: int | None = Field(None, ge=1, description="opt<n> to write into (default: the latest).")
     stack: dict[str, Any] | None = Field(
         None,
-        description="Detected layers: fs_type, mpi, romio, hdf5, ml_framework, other (default: from the run).",
+        description="Detected layers: fs_type, mpi, romio, hdf5, "
+        "ml_framework, other (default: from the run).",
     )
     online: bool | None = Field(
         None, description="Force remote search on/off (default: DFTUNE_OFFLINE, reachability)."

@@ -217,7 +217,8 @@ class RunStartIn(_In):
     "run_start",
     RunStartIn,
     """Start a tuning run of a workload spec with a budget (max_experiments, time_budget): baseline,
-       diagnosis, cited proposals, one guarded experiment at a time, report. Checked as `dftune run` checks it,
+       diagnosis, cited proposals, one guarded experiment at
+       a time, report. Checked as `dftune run` checks it,
        then driven in a detached process (it outlives this call); returns the run id and its state after
        wait_s. Follow with run_show, run_answer when it asks, run_report when it ends.""",
     read_only=False,
@@ -385,7 +386,8 @@ class RunReportIn(_In):
     "run_report",
     RunReportIn,
     """(Re)write a finished run's report.md (and report.html with html=true) and return their paths
-       (markdown, html) and the markdown's text: what was measured, kept, refused, approved, with citations and fix snippets.""",
+       (markdown, html) and the markdown's text: what was measured,
+       kept, refused, approved, with citations and fix snippets.""",
     read_only=False,
 )
 def run_report_tool(p: RunReportIn) -> dict[str, Any]:

@@ -63,7 +63,8 @@ class RunIn(_In):
     RunIn,
     """Check a run's folder against the session layout (run.json,
        baseline/, opt<n>/ with source, patches, scripts, traces/raw, traces/compact; artifacts in their
-       iteration); reports each problem and whether session_reorganize_structure can fix it. Changes nothing.""",
+       iteration); reports each problem and whether
+       session_reorganize_structure can fix it. Changes nothing.""",
 )
 def session_validate_structure_tool(p: RunIn) -> dict[str, Any]:
     """The dftracer-io-optimization skill calls it before each iteration: no artifact in a hand-built path."""
@@ -81,7 +82,8 @@ class ReorganizeIn(_In):
     "session_reorganize_structure",
     ReorganizeIn,
     """Plan (dry_run, the default) or perform the moves that
-       fix session_validate_structure's fixable problems; never overwrites (a taken target is a 'conflict').""",
+       fix session_validate_structure's fixable problems;
+       never overwrites (a taken target is a 'conflict').""",
     read_only=False,
 )
 def session_reorganize_structure_tool(p: ReorganizeIn) -> dict[str, Any]:

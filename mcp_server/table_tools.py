@@ -77,8 +77,10 @@ def _proposal(i: int, row: ProposalRowIn) -> Any:
     "opt_proposal_table",
     ProposalTableIn,
     """Render proposals as the skill's table: #, Strategy, Description of
-       Optimization, App Impact, System Impact, Weighted Score (50/50 of app and system impact), sorted by score
-       descending, each row with its citation. A row without a verifiable citation is rejected with an error.""",
+       Optimization, App Impact, System Impact, Weighted Score
+       (50/50 of app and system impact), sorted by score
+       descending, each row with its citation. A row without
+       a verifiable citation is rejected with an error.""",
 )
 def opt_proposal_table_tool(p: ProposalTableIn) -> dict[str, Any]:
     """Uncited proposals never reach a person: the table refuses them instead of dropping them quietly."""

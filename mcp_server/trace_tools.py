@@ -47,8 +47,10 @@ class AnalyzeIn(_In):
     AnalyzeIn,
     """Read dftracer traces exactly (2.x and legacy 1.x) or Darshan logs (PyDarshan) and summarize their I/O:
        counts, bytes and time per family (read/write/metadata/sync), time shares, small-I/O and access-pattern
-       shares, transfer-size histogram, overlap with compute, layers; the dftune.analysis/1 document (Darshan input
-       adds a `darshan` section: header, partial modules, MPI-IO, Lustre, and which numbers are DXT-exact).""",
+       shares, transfer-size histogram, overlap with compute,
+       layers; the dftune.analysis/1 document (Darshan input
+       adds a `darshan` section: header, partial modules,
+       MPI-IO, Lustre, and which numbers are DXT-exact).""",
 )
 def analyze_tool(p: AnalyzeIn) -> dict[str, Any]:
     """The pipeline's first tool: the numbers every later step reasons from."""
@@ -92,7 +94,8 @@ class DiagnoseIn(_In):
 @box.tool(
     "diagnose",
     DiagnoseIn,
-    """Name the I/O bottlenecks of traces or Darshan logs (WisIO, Drishti, dftune, DLIO and Darshan-only rules as
+    """Name the I/O bottlenecks of traces or Darshan logs
+    (WisIO, Drishti, dftune, DLIO and Darshan-only rules as
        data), score them 1..5, pick the metric to optimize, decide whether tuning can pay off (I/O share and
        op-count vs bandwidth shape), and list candidate strategies per bottleneck; dftune.diagnosis/1.""",
 )
@@ -145,7 +148,8 @@ def _resolve(src: TraceSource) -> tuple[list[str], str]:
     ComparatorIn,
     """Compare two trace sets (paths) or two runs' traces (run id + baseline or
        opt<n>) side by side: one row per metric (counts, bytes and time per family, shares, job time) with
-       b - a and the relative change (shares: the difference in points), and a note when b moved fewer bytes.""",
+       b - a and the relative change (shares: the difference
+       in points), and a note when b moved fewer bytes.""",
 )
 def comparator_tool(p: ComparatorIn) -> dict[str, Any]:
     """Says whether an experiment moved the I/O, and flags a speed-up that moved fewer bytes."""
@@ -209,7 +213,8 @@ def _iso(us: int) -> str | None:
     "reader",
     ReaderIn,
     """Trace metadata: files read (and empty or truncated ones), line formats, hosts,
-       process count, dftracer versions, the tracer configuration recorded in the trace, and the time range.""",
+       process count, dftracer versions, the tracer configuration
+       recorded in the trace, and the time range.""",
 )
 def reader_tool(p: ReaderIn) -> dict[str, Any]:
     """What the traces are before what they say: which tracer, which config, which hosts, when."""

@@ -12,7 +12,8 @@ COLLECTION = Path(__file__).parent / "data" / "darshan_logs"
 
 
 def shipped_logs() -> list[Path]:
-    """Every log inside the installed PyDarshan (tests/input and examples/example_logs), deduplicated by name."""
+    """Every log inside the installed PyDarshan (tests/input
+    and examples/example_logs), deduplicated by name."""
     found: dict[str, Path] = {}
     for folder in ("tests/input", "examples/example_logs"):
         for f in sorted((PYDARSHAN / folder).glob("*.darshan")):

@@ -173,7 +173,8 @@ def _bandwidth(facts: TraceFacts, saved_critical_s: float) -> tuple[float | None
     pct = 100.0 * wall_saved / (facts.io_wall_s - wall_saved)
     return (
         round(pct, 2),
-        f"the same bytes in {facts.io_wall_s - wall_saved:.3g} s instead of {facts.io_wall_s:.3g} s of I/O wall time",
+        f"the same bytes in {facts.io_wall_s - wall_saved:.3g} "
+        f"s instead of {facts.io_wall_s:.3g} s of I/O wall time",
     )
 
 
@@ -220,12 +221,14 @@ def _coalesce(
             gain = t_small * (1.0 - 1.0 / merge)
             parts.append(
                 f"{direction}: {t_small:.3g} s in small calls of {mean / 1024:,.1f} KiB; merged "
-                f"{merge:,.0f} to one ({target / 1024:,.0f} KiB) the per-call cost falls by 1 - 1/{merge:,.0f}"
+                f"{merge:,.0f} to one ({target / 1024:,.0f} KiB) "
+                f"the per-call cost falls by 1 - 1/{merge:,.0f}"
             )
         saved_calls += gain * scale
     saved = saved_calls * facts.critical_share * m.efficiency
     why = ("; ".join(parts) or "no small calls on the data files") + (
-        f"; x {facts.critical_share:.2f} of the call time on the critical path x {m.efficiency:g} efficiency{label}"
+        f"; x {facts.critical_share:.2f} of the call time on "
+        f"the critical path x {m.efficiency:g} efficiency{label}"
     )
     return saved, why, None
 
@@ -252,7 +255,8 @@ def _caching(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
     return (
         saved,
         (
-            f"{human_bytes(t.reread_bytes)} of {human_bytes(t.read_bytes)} read are re-reads: {share:.0%} of {facts.read_time_s:.3g} s "
+            f"{human_bytes(t.reread_bytes)} of {human_bytes(t.read_bytes)} "
+            f"read are re-reads: {share:.0%} of {facts.read_time_s:.3g} s "
             f"of read time x {facts.critical_share:.2f} critical x {m.efficiency:g}"
         ),
         None,
@@ -292,7 +296,8 @@ def _hide_writes(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
     return (
         saved,
         (
-            f"min({unover_write:.3g} s of unoverlapped write wall time, {facts.compute_s:.3g} s of compute to "
+            f"min({unover_write:.3g} s of unoverlapped write "
+            f"wall time, {facts.compute_s:.3g} s of compute to "
             f"hide it behind) x {m.efficiency:g}"
         ),
         (
@@ -337,7 +342,8 @@ def _kernel(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
     return (
         saved,
         (
-            f"{m.kernel_share:.0%} of the {small_read:.3g} s of small reads and {facts.write_time_s:.3g} s of "
+            f"{m.kernel_share:.0%} of the {small_read:.3g} s "
+            f"of small reads and {facts.write_time_s:.3g} s of "
             f"writes the kernel serves x {facts.critical_share:.2f} critical"
         ),
         None,

@@ -32,7 +32,8 @@ def knob_id(name: str, value: object) -> str:
 
 
 def knob_proposals(spec: WorkloadSpec, catalog: Catalog) -> list[Proposal]:
-    """Every non-default value of every knob the workload exposes, and every patch it offers: one proposal each."""
+    """Every non-default value of every knob the workload
+    exposes, and every patch it offers: one proposal each."""
     out = []
     for knob in spec.knobs:
         s = catalog.strategies.get(knob.strategy) if knob.strategy else None
@@ -46,7 +47,8 @@ def knob_proposals(spec: WorkloadSpec, catalog: Catalog) -> list[Proposal]:
                     strategy_name=s.name if s else knob.name,
                     layer=s.layer if s else "L1",
                     checklist=s.checklist if s else 1,
-                    description=f"{s.name if s else knob.name}: {knob.name}={value} instead of {knob.default}",
+                    description=f"{s.name if s else knob.name}: "
+                    f"{knob.name}={value} instead of {knob.default}",
                     change=Change(kind="knob", settings={knob.name: str(value)}),
                     privilege=s.privilege if s else "no-sudo",
                 )

@@ -150,7 +150,8 @@ def reopened(state: TuningState) -> list[Proposal]:
                     "status": "proposed",
                     "retry_of": origin,
                     "app_impact_source": "trace model",
-                    "reason": f"measured no gain in opt{e.iteration} against the older incumbent; {won.id} was kept "
+                    "reason": f"measured no gain in opt{e.iteration} against "
+                    f"the older incumbent; {won.id} was kept "
                     f"since, and {partners[p.checklist]}",
                 }
             )

@@ -83,7 +83,8 @@ def derive(
 
 
 def trusted_proposal(p: Proposal, state: TuningState, ctx: Context) -> Proposal:
-    """``p`` when it is exactly what the catalog and the archived spec derive, else :class:`TamperedProposal`."""
+    """``p`` when it is exactly what the catalog and the
+    archived spec derive, else :class:`TamperedProposal`."""
     spec = ctx.workload_spec
     context = derivation_context(spec, ctx.workspace.baseline_dir(state.run_id))
     d = derive(p, spec, ctx, context, ctx.workspace.run_dir(state.run_id), state.software)
@@ -148,8 +149,10 @@ def trusted_arm(m: Measurement, state: TuningState, ctx: Context, before: int) -
     ]
     if differ:
         raise TamperedProposal(
-            f"refused to measure against the incumbent: its {', '.join(differ)} in the checkpoint differ from "
-            f"what the kept experiments derive (settings {settings}, env {env}, source {source}); nothing was applied"
+            "refused to measure against the incumbent: its "
+            f"{', '.join(differ)} in the checkpoint differ from "
+            f"what the kept experiments derive (settings {settings}, "
+            f"env {env}, source {source}); nothing was applied"
         )
     return m
 

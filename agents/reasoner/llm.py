@@ -160,7 +160,8 @@ class LLMReasoner(RulesOnly):
 
     # ------------------------------------------------------------------ one question
     def _ask(self, q: Question[A], facts: Facts, spend: _Spend, start: float, answers: list[A]) -> str:
-        """Ask until a valid answer (appended to ``answers``, returns "") or a reason for the rules to decide."""
+        """Ask until a valid answer (appended to ``answers``,
+        returns "") or a reason for the rules to decide."""
         if self.disabled:
             return self.disabled
         from langchain_core.messages import HumanMessage, SystemMessage

@@ -241,7 +241,8 @@ def l2_question(
 def draft_question(
     recommendations: list[dict[str, Any]], source: str, build: Callable[[PatchDraft], Proposal], facts: Facts
 ) -> Question[list[Proposal]]:
-    """Source patches for manual recommendations, each applying cleanly. Rules: none (the rules write no code)."""
+    """Source patches for manual recommendations, each applying
+    cleanly. Rules: none (the rules write no code)."""
     return _proposing(
         "draft_patch",
         PatchDrafts,

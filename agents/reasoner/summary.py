@@ -26,7 +26,8 @@ _CLAIM = re.compile(
     r"\b(best|win|wins|won|winner|kept|worked|helped|improv\w*|faster|speed[- ]?ups?)\b", re.I
 )
 _NEGATION = re.compile(
-    r"\b(not|no|never|didn't|did not|without|instead|regress\w*|slower|worse|reverted|refused|rejected|failed)\b",
+    r"\b(not|no|never|didn't|did not|without|instead|"
+    r"regress\w*|slower|worse|reverted|refused|rejected|failed)\b",
     re.I,
 )
 _MARKUP = re.compile(r"\||^\s*#{1,6}\s|```")

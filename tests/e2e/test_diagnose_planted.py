@@ -288,7 +288,8 @@ def test_random_preads_are_diagnosed_as_random(planted: dict[str, Planted]) -> N
     shares = ("read-time", "write-time")
     patterns = list(dict.fromkeys(b.category for b in d.bottlenecks if b.category not in shares))
     assert "sequentiality" in patterns[:2], _top(d, 10)
-    # the dftracer-io-optimization skill's metric table: small-io/sequentiality -> iops, unless read-time also dominates
+    # the dftracer-io-optimization skill's metric table:
+    # small-io/sequentiality -> iops, unless read-time also dominates
     if d.category_scores["read-time"] >= 4:
         assert d.metric.metric == "time"
     else:
@@ -297,8 +298,10 @@ def test_random_preads_are_diagnosed_as_random(planted: dict[str, Planted]) -> N
 
 @pytest.mark.xfail(
     strict=True,
-    reason="rules as of this test: T01 read-time and DP05/W03 small-io score 5 on any 4 KiB read-only job, while "
-    "random_time_frac is ~0.5 for uniform offsets (score 2-3), so sequentiality ranks 4th and the dftracer-io-optimization skill's "
+    reason="rules as of this test: T01 read-time and DP05/W03 "
+    "small-io score 5 on any 4 KiB read-only job, while "
+    "random_time_frac is ~0.5 for uniform offsets (score 2-3), so "
+    "sequentiality ranks 4th and the dftracer-io-optimization skill's "
     "'multiple >= 4 -> time' picks time, not iops",
 )
 def test_random_preads_rank_sequentiality_top2_with_iops_metric(planted: dict[str, Planted]) -> None:

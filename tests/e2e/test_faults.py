@@ -434,7 +434,7 @@ def test_a_tampered_incumbent_environment_is_never_run(tmp_path: Path) -> None:
     )
 
 
-# --------------------------------------------------------------------------- inputs that must not write or cite
+# ----------------------------------------------------------------------- inputs that must not write or cite
 
 
 def test_hostile_paths_through_a_real_mcp_session(tmp_path: Path) -> None:

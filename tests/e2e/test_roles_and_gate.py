@@ -1,4 +1,5 @@
-"""Process roles, start-up reads and the worth-tuning gate on programs written for them, under the real dftracer.
+"""Process roles, start-up reads and the worth-tuning gate
+on programs written for them, under the real dftracer.
 
 - a DataLoader-style reader (a main process and ``multiprocessing`` workers, one rank) diagnoses
   like its single-process equivalent: no imbalance between the main process and its workers;
@@ -108,7 +109,8 @@ def _env(trace_dir: Path) -> dict[str, str]:
 
 
 def _traced(argv: list[str], base: Path, name: str, data_file: int = 0) -> Path:
-    """Run ``argv`` under dftracer ({data} is its data folder, holding ``train.bin`` of ``data_file`` bytes)."""
+    """Run ``argv`` under dftracer ({data} is its data
+    folder, holding ``train.bin`` of ``data_file`` bytes)."""
     trace = base / name / "trace"
     data = base / name / "data"
     trace.mkdir(parents=True)

@@ -141,7 +141,8 @@ def _gone(pid: int, within_s: float = 5.0) -> bool:
 HELLO = (
     "import os, sys; rank = os.environ.get('SLURM_PROCID', os.environ.get('FLUX_TASK_RANK'));"
     # one write per rank: the ranks share the output file, and an unbuffered print writes word by word
-    "sys.stdout.write(f'hello from rank {rank} in {os.getcwd()}\\n'); print('note on stderr', file=sys.stderr)"
+    "sys.stdout.write(f'hello from rank {rank} in "
+    "{os.getcwd()}\\n'); print('note on stderr', file=sys.stderr)"
 )
 
 
@@ -244,7 +245,10 @@ def test_job_cancelled_by_someone_else_is_failed(cluster: Cluster, kind: str) ->
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_environment_reaches_the_job_and_preload_only_the_program(cluster: Cluster, kind: str) -> None:
-    prog = "import os; print('VAR=' + os.environ['DFTUNE_SCHED_VAR']); print('PRELOAD=' + os.environ['LD_PRELOAD'])"
+    prog = (
+        "import os; print('VAR=' + os.environ['DFTUNE_SCHED_VAR']); "
+        "print('PRELOAD=' + os.environ['LD_PRELOAD'])"
+    )
     lib = str(cluster.tmp / "libnothing.so")  # missing: the loader warns on stderr and goes on
     res = cluster.run(kind, [PY, "-c", prog], env={"DFTUNE_SCHED_VAR": "a b=c", "LD_PRELOAD": lib})
     assert res.status == "ok", res
@@ -356,9 +360,11 @@ def test_bench_wraps_the_command_in_mpirun(tmp_path: Path, monkeypatch: pytest.M
     toml = tmp_path / "mpi.toml"
     toml.write_text(
         'name = "mpi-demo"\n'
-        'command = ["{python}", "-c", "import os, sys; open(os.path.join(sys.argv[1], os.environ[\'PMI_RANK\']), \'w\')", '
+        'command = ["{python}", "-c", "import os, sys; '
+        "open(os.path.join(sys.argv[1], os.environ['PMI_RANK']), 'w')\", "
         f'"{marks}"]\n'
-        'replicates = 1\n[tracing]\nmode = "off"\n[launcher]\nkind = "mpirun"\nranks = 3\nextra_args = ["-genv", "X"]\n'
+        'replicates = 1\n[tracing]\nmode = "off"\n[launcher]\n'
+        'kind = "mpirun"\nranks = 3\nextra_args = ["-genv", "X"]\n'
     )
     spec = load_spec(toml)
     monkeypatch.setattr(bench_mod, "_python_bin_dir", lambda: tmp_path)  # no mpirun beside Python
@@ -400,7 +406,8 @@ def test_mpirun_ranks_get_the_tracer_and_the_launcher_does_not(
     toml.write_text(
         'name = "mpi-env"\n'
         'command = ["{python}", "-c", "import json, os, sys; json.dump(dict((k, os.environ.get(k)) for k in '
-        "('LD_PRELOAD', 'DFTRACER_LOG_FILE', 'OTHER')), open(os.path.join(sys.argv[1], os.environ['PMI_RANK']), 'w'))\", "
+        "('LD_PRELOAD', 'DFTRACER_LOG_FILE', 'OTHER')), "
+        "open(os.path.join(sys.argv[1], os.environ['PMI_RANK']), 'w'))\", "
         f'"{marks}"]\n'
         '[launcher]\nkind = "mpirun"\nranks = 2\n'
     )
@@ -463,10 +470,14 @@ def test_local_runs_keep_the_tracer_in_their_environment() -> None:
 def test_job_killed_by_a_signal_reports_the_signal(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch, disabled: bool
 ) -> None:
-    """srun exits 137 for a task killed by SIGKILL: sacct's step line (CANCELLED|0:9) or srun's "Killed" say so."""
+    """srun exits 137 for a task killed by SIGKILL: sacct's
+    step line (CANCELLED|0:9) or srun's "Killed" say so."""
     if disabled:
         monkeypatch.setenv("FAKE_SACCT_DISABLED", "1")
-    prog = "import os, signal, sys; print('dying', file=sys.stderr, flush=True); os.kill(os.getpid(), signal.SIGKILL)"
+    prog = (
+        "import os, signal, sys; print('dying', file=sys.stderr, "
+        "flush=True); os.kill(os.getpid(), signal.SIGKILL)"
+    )
     res = cluster.run("slurm", [PY, "-c", prog])
     assert res.status == "failed", res
     assert res.exit_code == -9, res
@@ -569,7 +580,8 @@ def test_failure_reason_quotes_the_program_not_srun(cluster: Cluster, tmp_path: 
     toml = tmp_path / "fails.toml"
     toml.write_text(
         'name = "sched-fails"\n'
-        'command = ["{python}", "-c", "import sys; print(\'bad input file\', file=sys.stderr); sys.exit(3)"]\n'
+        'command = ["{python}", "-c", '
+        "\"import sys; print('bad input file', file=sys.stderr); sys.exit(3)\"]\n"
         'replicates = 1\ntimeout_s = 60\n[metric]\nkind = "wall_time"\n[tracing]\nmode = "off"\n'
         '[launcher]\nkind = "slurm"\npoll_s = 0.1\n'
     )

@@ -56,7 +56,10 @@ def _slurm_unreachable() -> str | None:
         return "scontrol ping did not answer within 20 s"
     said = " ".join((ping.stdout + ping.stderr).split())
     if ping.returncode != 0 or "UP" not in ping.stdout:
-        return f"no Slurm controller reachable (start one with .ci/start-slurm): scontrol ping said {said[:120]!r}"
+        return (
+            "no Slurm controller reachable (start one with "
+            f".ci/start-slurm): scontrol ping said {said[:120]!r}"
+        )
     return None
 
 
@@ -150,7 +153,7 @@ def _dftune(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
     )
 
 
-# --------------------------------------------------------------------------- the time-limit job, in the background
+# -------------------------------------------------------------------- the time-limit job, in the background
 
 
 class _Background:
@@ -189,7 +192,8 @@ def time_limit_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Backgr
 
 
 def test_bench_traces_inside_the_job_and_times_the_job_not_the_queue(tmp_path: Path) -> None:
-    """dftune bench --trace through sbatch/srun: the traces come from inside the job; wall_time is the job's."""
+    """dftune bench --trace through sbatch/srun: the traces
+    come from inside the job; wall_time is the job's."""
     pytest.importorskip("dftracer")
     spec = _spec(tmp_path)
     text = spec.read_text().replace('kind = "stdout_regex"', 'kind = "wall_time"')
@@ -271,7 +275,8 @@ def test_job_killed_by_a_signal(tmp_path: Path) -> None:
 
 
 def test_job_that_can_never_start_fails_fast(tmp_path: Path) -> None:
-    """More ranks than the partition has CPUs: Slurm accepts the job and leaves it pending (PartitionConfig)."""
+    """More ranks than the partition has CPUs: Slurm accepts
+    the job and leaves it pending (PartitionConfig)."""
     ranks = _total_cpus() + 1
     t0 = time.monotonic()
     res = _run([PY, "-c", "print(1)"], tmp_path, timeout_s=120, ranks=ranks)

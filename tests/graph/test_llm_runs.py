@@ -177,7 +177,8 @@ def test_a_hanging_model_costs_at_most_two_deadlines_per_run(api: Any) -> None:
 
 
 LIE = (
-    "Fewer epochs (EPOCHS=1) was the best fix: +95% faster. | opt | change |\n|---|---|\n| EPOCHS=1 | +95% |\n"
+    "Fewer epochs (EPOCHS=1) was the best fix: +95% faster. "
+    "| opt | change |\n|---|---|\n| EPOCHS=1 | +95% |\n"
     "WORKERS=4 won with a 99.9% gain. SLOW=1 was reverted."
 )
 

@@ -1,4 +1,5 @@
-"""``replay --checkpoint`` also takes the step number ``dftune history`` shows (and refuses an ambiguous one)."""
+"""``replay --checkpoint`` also takes the step number
+``dftune history`` shows (and refuses an ambiguous one)."""
 
 from __future__ import annotations
 

@@ -320,7 +320,8 @@ def test_context_mismatch_refused_without_touching_anything(
     before = tree_digest(copy)
     diff = (
         "--- a/crlf.txt\n+++ b/crlf.txt\n@@ -1,2 +1,2 @@\n alpha\r\n-beta\r\n+BETA\r\n"  # fine
-        "--- a/app.py\n+++ b/app.py\n@@ -3,3 +3,3 @@\n line 3\n-line 4 (not what the file says)\n+line four\n line 5\n"
+        "--- a/app.py\n+++ b/app.py\n@@ -3,3 +3,3 @@\n"
+        " line 3\n-line 4 (not what the file says)\n+line four\n line 5\n"
     )
     with pytest.raises(
         PatchError, match=r"app\.py hunk #1 \(@@ -3,3 \+3,3 @@\): context does not match at line 4"

@@ -1,4 +1,5 @@
-"""The `dftune analyze` command line honours the interface contract (JSON keys, one-line errors, exit codes)."""
+"""The `dftune analyze` command line honours the interface
+contract (JSON keys, one-line errors, exit codes)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,14 @@ import pytest
 
 from tests.cli_inproc import dftune
 
-FH = '{"name":"FH","cat":"dftracer","type":1,"pid":7,"tid":7,"ph":4,"args":{"hhash":"aa","name":"/data/x","value":"bb"}}'
-HH = '{"name":"HH","cat":"dftracer","type":1,"pid":7,"tid":7,"ph":4,"args":{"hhash":"aa","name":"node1","value":"aa"}}'
+FH = (
+    '{"name":"FH","cat":"dftracer","type":1,"pid":7,"tid":7,"ph":4,'
+    '"args":{"hhash":"aa","name":"/data/x","value":"bb"}}'
+)
+HH = (
+    '{"name":"HH","cat":"dftracer","type":1,"pid":7,"tid":7,"ph":4,'
+    '"args":{"hhash":"aa","name":"node1","value":"aa"}}'
+)
 
 
 def ev(i: int, name: str, ts: int, dur: int, **args: object) -> str:

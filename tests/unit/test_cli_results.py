@@ -58,7 +58,8 @@ def test_a_finding_names_the_exact_change_and_its_numbers() -> None:
         change={"settings": {"STRIPES": "4,8"}, "incumbent": {"settings": {"STRIPES": "1"}, "env": {}}},
     )
     assert finding_line(r) == (
-        "l2.lustre_striping STRIPES=4,8 (was STRIPES=1) on w@vm: win, epoch_time_s 0.8476 -> 0.4495 (+47.0% better)"
+        "l2.lustre_striping STRIPES=4,8 (was STRIPES=1) on "
+        "w@vm: win, epoch_time_s 0.8476 -> 0.4495 (+47.0% better)"
     )
     bandwidth = SimpleNamespace(
         **{**vars(r), "metric": "io_bandwidth_bytes_per_s", "before": 5.343e7, "after": 6.036e7}

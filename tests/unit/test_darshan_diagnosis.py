@@ -105,7 +105,8 @@ def test_partial_logs_are_warnings_not_complete_numbers() -> None:
 
 
 def test_dxt_heatmap_shows_the_diagonal() -> None:
-    """32 ranks each write one byte on staggered delays: rank r's byte lands in a later window than rank r-1's."""
+    """32 ranks each write one byte on staggered delays: rank
+    r's byte lands in a later window than rank r-1's."""
     log = collection(
         "runtime_and_dxt_heatmaps_diagonal_write_only/runtime_and_dxt_heatmaps_diagonal_write_only.darshan"
     )

@@ -16,7 +16,8 @@ from dftune.tools.trace import analyze
 
 
 def _trace(tmp_path: Path) -> Path:
-    """One process: 200 reads of 4 KiB from one file, then 50 writes of 4 KiB to another, with compute between."""
+    """One process: 200 reads of 4 KiB from one file, then
+    50 writes of 4 KiB to another, with compute between."""
     lines, ts = ["["], 1_000_000
     calls = [("open", "/d/in.bin", 3)] + [("read", "/d/in.bin", 4096)] * 200
     calls += [("open", "/d/out.bin", 4)] + [("write", "/d/out.bin", 4096)] * 50

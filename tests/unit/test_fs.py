@@ -68,7 +68,10 @@ class Table:
         return path
 
 
-NFS4_OPTS = "rw,vers=4.2,rsize=1048576,wsize=1048576,namlen=255,hard,proto=tcp,timeo=600,retrans=2,sec=sys,clientaddr=10.1.1.5,local_lock=none,addr=10.1.1.9"
+NFS4_OPTS = (
+    "rw,vers=4.2,rsize=1048576,wsize=1048576,namlen=255,hard,proto=tcp,timeo=600,retrans=2,sec=sys,"
+    "clientaddr=10.1.1.5,local_lock=none,addr=10.1.1.9"
+)
 
 
 @pytest.fixture

@@ -354,7 +354,8 @@ def _unknown_keys() -> list[str]:
 
 def _number_and_key_edges() -> list[str]:
     """Around the scanner's word-at-a-time paths: integers of 8, 9 and 15-19 digits (up to the
-    trace limits: 2^50 for most numbers, 2^62 for timestamps), keys of 8 and 9 bytes (a known key plus a suffix is another key), spaces around colons."""
+    trace limits: 2^50 for most numbers, 2^62 for timestamps), keys of 8 and 9
+    bytes (a known key plus a suffix is another key), spaces around colons."""
     return [
         meta("FH", "/d/x", "bb"),
         '{"id":12345678,"name":"read","cat":"POSIX","pid":0,"tid":123456789012345678,"ts":99999999,'

@@ -61,7 +61,8 @@ def provider(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def serve(provider: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """``serve(script, settings=..., expect_violations=...)`` -> (server, reasoner), the server stopped after the test."""
+    """``serve(script, settings=..., expect_violations=...)`` ->
+    (server, reasoner), the server stopped after the test."""
     started: list[Any] = []
 
     def start(script: list[Any], settings: LLMSettings = FAST, **kw: Any) -> tuple[Any, LLMReasoner]:

@@ -1,4 +1,5 @@
-"""Run reports: the HTML page (structure, escaping, sections, embedded plots), Markdown, dftune report/compare."""
+"""Run reports: the HTML page (structure, escaping, sections,
+embedded plots), Markdown, dftune report/compare."""
 
 from __future__ import annotations
 
@@ -303,7 +304,8 @@ def test_html_has_every_section_escapes_run_data_and_embeds_every_plot(run_dir: 
         assert "<svg" in svg and "<script" not in svg
     # the timeline has one series per process of the baseline trace
     assert "pid 7@node1" in base64.b64decode(page.imgs[1].split(",", 1)[1]).decode()
-    # what the skill page asks of a report: partial coverage, both kinds of finding, the proposal columns, 12 checklist rows
+    # what the skill page asks of a report: partial coverage, both
+    # kinds of finding, the proposal columns, 12 checklist rows
     assert "Partial coverage" in text and "replicate r3 (timeout)" in text
     assert (
         "Measured (this run)" in text and "Estimated, or measured before (not measured in this run)" in text

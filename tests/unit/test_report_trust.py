@@ -85,7 +85,7 @@ def test_heatmap_scale_is_0_to_100_percent_and_says_what_passes_it() -> None:
     assert "threads are summed" in plot.caption
 
 
-# --------------------------------------------------------------------------- dftracer heatmap and per-rank table
+# ---------------------------------------------------------------------- dftracer heatmap and per-rank table
 
 
 @pytest.fixture(scope="module")

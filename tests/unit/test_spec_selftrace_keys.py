@@ -41,6 +41,9 @@ def test_trace_dir_and_app_python_render(tmp_path: Path) -> None:
 
 
 def test_knob_cannot_be_named_like_the_new_placeholders(tmp_path: Path) -> None:
-    body = 'command = ["a", "{trace_dir}"]\n[[knobs]]\nname = "trace_dir"\nkind = "env"\nvalues = [1]\ndefault = 1\n'
+    body = (
+        'command = ["a", "{trace_dir}"]\n[[knobs]]\n'
+        'name = "trace_dir"\nkind = "env"\nvalues = [1]\ndefault = 1\n'
+    )
     with pytest.raises(SpecError, match="clash with built-in placeholders"):
         load_spec(_write(tmp_path, body))

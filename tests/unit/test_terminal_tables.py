@@ -88,7 +88,9 @@ def test_the_run_result_reads_whole_at_80_and_200_columns(width: int) -> None:
         assert row["strategy"] in text
     if (
         width >= 200
-    ):  # the table: one header line with the dftracer-io-optimization skill's six columns, then one row per proposal
+        # the table: one header line with the dftracer-io-optimization
+        # skill's six columns, then one row per proposal
+    ):
         header = next(line for line in lines if "Description of Optimization" in line)
         for col in PROPOSAL_COLUMNS:
             assert col in header

@@ -157,7 +157,10 @@ def test_mcp_analyze_names_the_line_and_counts_it_with_skip_bad(tmp_path: Path) 
 
 def test_a_counter_with_a_nan_timestamp_is_named_and_one_without_is_fine(tmp_path: Path) -> None:
     """A counter's NaN ts read as a silent NULL on the DuckDB path; an absent ts is still fine."""
-    nan = '{"id": 90, "name": "mem", "cat": "sys", "pid": 7, "tid": 7, "ts": NaN, "ph": "C", "args": {"value": 3}}'
+    nan = (
+        '{"id": 90, "name": "mem", "cat": "sys", "pid": 7, '
+        '"tid": 7, "ts": NaN, "ph": "C", "args": {"value": 3}}'
+    )
     absent = '{"id": 91, "name": "mem", "cat": "sys", "pid": 7, "tid": 7, "ph": "C", "args": {"value": 3}}'
     with pytest.raises(TraceError, match=rf":{GOOD + 3}: 'ts' nan is not a finite number"):
         analyze([trace(tmp_path / "nan.pfw", nan)])

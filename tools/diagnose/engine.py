@@ -204,7 +204,8 @@ def gate(
             "no MPI-IO, no wait events of the program, no I/O-time metric"
         )
         reason = (
-            f"I/O is only {frac:.2%} of {whose} (< {floor:.0%}): even removing it all would save at most that, "
+            f"I/O is only {frac:.2%} of {whose} (< {floor:.0%}): "
+            "even removing it all would save at most that, "
             f"and no time the trace cannot see reaches {floor:.0%} ({checked}); {t['reasons'].get(shape, '')}"
         )
     return Gate(
@@ -252,7 +253,8 @@ _MPI_HINTS = ("libmpi", "mpi4py", "libromio", "mpich", "openmpi", "mpirun", "mpi
 
 
 def uses_mpi(analysis: Analysis) -> bool:
-    """Whether the trace shows MPI: ranks, or MPI libraries and launchers among its files and command lines."""
+    """Whether the trace shows MPI: ranks, or MPI libraries
+    and launchers among its files and command lines."""
     procs = (analysis.views.get("proc") or {}).get("rows", [])
     if any(p.get("rank") is not None for p in procs):
         return True
@@ -316,14 +318,18 @@ def misfit(s: Strategy, analysis: Analysis) -> str | None:
             if word in text:
                 seen = library_evidence(analysis) if seen is None else seen
                 if lib not in seen:
-                    return f"presumes {need}, and the trace shows no {lib.upper()} (no such calls, files or library)"
+                    return (
+                        f"presumes {need}, and the trace shows no "
+                        f"{lib.upper()} (no such calls, files or library)"
+                    )
     return None
 
 
 def _candidates(
     category: str, fs_type: str, layers: list[str], analysis: Analysis | None = None
 ) -> list[CandidateStrategy]:
-    """Strategies for one bottleneck that may run on this filesystem and layer and fit this job (when known)."""
+    """Strategies for one bottleneck that may run on this
+    filesystem and layer and fit this job (when known)."""
     cat = default_catalog()
     out = [
         CandidateStrategy(
@@ -356,7 +362,10 @@ def _checklist(bottlenecks: list[Bottleneck]) -> list[ChecklistEntry]:
         ids = sorted({i for i, _ in hits})
         if hits:
             cats = sorted({c for _, c in hits})
-            reason = f"targets diagnosed bottleneck(s) {', '.join(cats)}; candidates: {', '.join(ids)}; not measured yet"
+            reason = (
+                f"targets diagnosed bottleneck(s) {', '.join(cats)}; "
+                f"candidates: {', '.join(ids)}; not measured yet"
+            )
         else:
             reason = (
                 "no diagnosed bottleneck maps to it; it stays open until the literature search has run for it"

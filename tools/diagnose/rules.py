@@ -27,7 +27,8 @@ from dftune.tools.trace.render import human_bytes
 
 @functools.cache
 def time_categories() -> frozenset[str]:
-    """Categories that say where the time goes; they lead at equal score (resources/diagnosis/ranking.toml)."""
+    """Categories that say where the time goes; they lead
+    at equal score (resources/diagnosis/ranking.toml)."""
     text = (resources.files("dftune.resources") / "diagnosis" / "ranking.toml").read_text("utf-8")
     return frozenset(tomllib.loads(text)["where_the_time_goes"])
 

@@ -106,7 +106,8 @@ def _still_the_baselines_requests(base: Arm, inc: Arm, exp: Arm, decision: Guard
             passed=False,
             verdict="inconclusive",
             details=details,
-            reason=f"inconclusive: the {inc.label}'s {direction}s follow the baseline's shuffled {small} requests "
+            reason=f"inconclusive: the {inc.label}'s {direction}s "
+            f"follow the baseline's shuffled {small} requests "
             f"block by block (rank correlation {kept.follow.with_finer:+.2f}), the experiment's do not "
             f"({now.follow.with_finer:+.2f}): its {large} requests may be larger application records. Not "
             f"kept without a person's confirmation. {question}",
@@ -179,9 +180,15 @@ class _Comparison:
                 gone = [n for n in gone if not self._library_read(n)]
                 new = [n for n in new if not self._library_read(n)]
             if gone:
-                return f"it no longer {direction}s {len(gone)} of the {len(have)} data files the {self.inc.label} {direction}s (e.g. {gone[0]})"
+                return (
+                    f"it no longer {direction}s {len(gone)} of the {len(have)} "
+                    f"data files the {self.inc.label} {direction}s (e.g. {gone[0]})"
+                )
             if new and not self.allowed.new_files:
-                return f"it {direction}s {len(new)} data files the {self.inc.label} never {direction}s (e.g. {new[0]})"
+                return (
+                    f"it {direction}s {len(new)} data files the "
+                    f"{self.inc.label} never {direction}s (e.g. {new[0]})"
+                )
         return None
 
     def _ranges(self) -> str | None:
@@ -209,8 +216,10 @@ class _Comparison:
                 f, g = self.inc.files[name], self.exp.files[name]
                 total = sum(1 for x in self.inc.files.values() if getattr(x, f"{direction}_bytes") > 0)
                 return (
-                    f"it {direction}s different byte ranges of {len(differ)} of {total} data files (e.g. {name}: "
-                    f"{getattr(f, f'{direction}_segments')} segment(s), {getattr(f, f'{direction}_unique_bytes'):,} "
+                    f"it {direction}s different byte ranges of "
+                    f"{len(differ)} of {total} data files (e.g. {name}: "
+                    f"{getattr(f, f'{direction}_segments')} segment(s), "
+                    f"{getattr(f, f'{direction}_unique_bytes'):,} "
                     f"bytes -> {getattr(g, f'{direction}_segments')} segment(s), "
                     f"{getattr(g, f'{direction}_unique_bytes'):,} bytes)"
                 )
@@ -240,8 +249,10 @@ class _Comparison:
                 if self.allowed.serve_rereads and (a.share or 0) < (b.share or 0):
                     continue  # re-reads served from memory leave fewer backward steps
                 return (
-                    f"the {direction} requests are visited in another order {level}: {100 * (b.share or 0):.0f}% "
-                    f"-> {100 * (a.share or 0):.0f}% of each stream's steps {level} go backwards in (file, offset) "
+                    f"the {direction} requests are visited in another "
+                    f"order {level}: {100 * (b.share or 0):.0f}% "
+                    f"-> {100 * (a.share or 0):.0f}% of each stream's "
+                    f"steps {level} go backwards in (file, offset) "
                     f"order ({b.label} -> {a.label}; {b.streams} -> {a.streams} stream(s), {d.grid.blocks:,} "
                     "blocks that both arms' requests share)"
                 )
@@ -347,7 +358,8 @@ class _Comparison:
             return "the requests come in file order, which requests of any size follow"
         if f.departs:
             return (
-                f"the larger requests come in an order of their own (rank correlation {f.with_finer:+.2f} with "
+                "the larger requests come in an order of their "
+                f"own (rank correlation {f.with_finer:+.2f} with "
                 "the smaller requests' shuffled order: a new sequence, or one that is not seeded)"
             )
         return (

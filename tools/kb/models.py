@@ -167,7 +167,8 @@ class KbRecordIn(StrictModel):
             cmp = self.comparison
             if cmp.lower_is_better != self.lower_is_better:
                 raise ValueError(
-                    f"comparison.lower_is_better={cmp.lower_is_better} contradicts lower_is_better={self.lower_is_better}"
+                    f"comparison.lower_is_better={cmp.lower_is_better} "
+                    f"contradicts lower_is_better={self.lower_is_better}"
                 )
             for name, given, median in (
                 ("before", self.before, cmp.baseline.median),

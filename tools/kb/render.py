@@ -158,7 +158,8 @@ def _row(r: KbRecord, same: Sequence[KbRecord] = ()) -> str:
     if same:
         runs = sorted({x.run_id for x in (r, *same) if x.run_id})
         where = (
-            f"workload {r.workload} (system {r.system}); refused the same way in {len(runs) or len(same) + 1} "
+            f"workload {r.workload} (system {r.system}); refused "
+            f"the same way in {len(runs) or len(same) + 1} "
             f"run(s): {', '.join(runs)}"
         )
     cells = (ids, strategy, where, _metric(r), _change(r), _verdict(r), _guards(r), _citation(r), r.caveats)

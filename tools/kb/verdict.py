@@ -48,7 +48,8 @@ class Decided(BaseModel):
 
     verdict: Verdict
     reason: str
-    #: the dftracer-io-optimization skill's flag: the non-degradation guard tripped (treat exactly like a regression)
+    #: the dftracer-io-optimization skill's flag: the non-degradation
+    #: guard tripped (treat exactly like a regression)
     guard_triggered: bool = False
     #: signed change of the metric in percent, positive = better (None without numbers)
     change_pct: float | None = None

@@ -176,7 +176,8 @@ def _json_search(
     query: str,
     remote: Remote | None,
 ) -> SearchResult:
-    """One JSON search service: fetch, find the result list (else a malformed-reply error), convert each row."""
+    """One JSON search service: fetch, find the result list
+    (else a malformed-reply error), convert each row."""
     rem = remote or default_remote()
     try:
         rows = rows_of(rem.get(url, params).json())

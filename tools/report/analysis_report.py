@@ -306,7 +306,8 @@ def _darshan(a: Analysis) -> str:
             )
         )
         out.append(
-            f'<p class="note">Hints set by the application: {m.hints_set:,} time(s) (MPIIO_HINTS). MPI-IO time '
+            '<p class="note">Hints set by the application: '
+            f"{m.hints_set:,} time(s) (MPIIO_HINTS). MPI-IO time "
             f"{m.time_s:.4g} s over POSIX time {m.posix_time_s:.4g} s of the same files.</p>"
         )
     if d.lustre:
@@ -319,13 +320,16 @@ def _darshan(a: Analysis) -> str:
             )
         )
         out.append(
-            f'<p class="note">{lu.osts_used:,} OSTs used; {lu.shared_stripe1:,} shared file(s) on one OST.</p>'
+            f'<p class="note">{lu.osts_used:,} OSTs used; '
+            f"{lu.shared_stripe1:,} shared file(s) on one OST.</p>"
         )
     p = d.perf
     if p.agg_perf_by_slowest_mib_s is not None:
         out.append(
-            f"<p><b>POSIX performance estimate</b> (darshan-job-summary's): {p.agg_perf_by_slowest_mib_s:,.1f} "
-            f"MiB/s, {p.total_bytes / MIB:,.1f} MiB in {p.agg_time_by_slowest_s:,.3f} s of the slowest rank.</p>"
+            "<p><b>POSIX performance estimate</b> "
+            f"(darshan-job-summary's): {p.agg_perf_by_slowest_mib_s:,.1f} "
+            f"MiB/s, {p.total_bytes / MIB:,.1f} MiB in "
+            f"{p.agg_time_by_slowest_s:,.3f} s of the slowest rank.</p>"
         )
     out.append("<h3>Where each number comes from</h3>")
     out.append(table(["number", "source"], [[e(k), e(v)] for k, v in d.sources.items()]))
@@ -359,7 +363,8 @@ def _files(a: Analysis) -> str:
     system = (a.views.get("file") or {}).get("system_paths") or {}
     if system.get("files") and not system.get("included"):
         body += (
-            f'<p class="note">{system["files"]:,} system files (/proc, /sys, /dev; {system["io_time_s"]:.3g} s '
+            f'<p class="note">{system["files"]:,} system files '
+            f"(/proc, /sys, /dev; {system['io_time_s']:.3g} s "
             "of I/O) left out; dftune analyze --include-system-paths shows them.</p>"
         )
     return f'<section id="files"><h2>Files (top {TOP_FILES} by I/O time)</h2>{body}</section>'

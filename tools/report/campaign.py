@@ -220,7 +220,8 @@ def render_campaign_html(meta: CampaignMeta, rows: list[dict[str, Any]]) -> str:
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
+        '<meta http-equiv="Content-Security-Policy" '
+        "content=\"default-src 'none'; style-src 'unsafe-inline'\">",
         f"<title>dftune campaign: {e(meta.name)}</title><style>{CSS}{GLANCE_CSS}</style></head><body>",
         f'<header><h1>dftune campaign: {e(meta.name)}</h1><div class="meta">campaign {e(meta.id)} · status '
         f"<b>{e(meta.status)}</b> · {e(timing_text(meta))}</div></header><main>",

@@ -212,7 +212,8 @@ def _kind_notes(a: Analysis, b: Analysis) -> list[str]:
     if (a.darshan is None) == (b.darshan is None):
         return []
     return [
-        "one side is a Darshan log, the other a dftracer trace: Darshan's counters and dftracer's events count "
+        "one side is a Darshan log, the other a dftracer "
+        "trace: Darshan's counters and dftracer's events count "
         "calls differently (docs/darshan.md), so compare the shares more than the counts"
     ]
 

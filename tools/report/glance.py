@@ -9,7 +9,8 @@ from dftune.tools.report.htmlkit import e, table
 from dftune.tools.report.sections import coverage_note, headline, hotspots
 
 GLANCE_CSS = """
-.glance { border: 1px solid var(--line); border-left: 5px solid #2c5282; background: var(--bg); padding: 6px 16px;
+.glance { border: 1px solid var(--line); border-left: 5px
+solid #2c5282; background: var(--bg); padding: 6px 16px;
           margin: 16px 0; }
 .glance dt { font-weight: 600; float: left; width: 110px; clear: left; }
 .glance dd { margin: 4px 0 4px 120px; }

@@ -48,14 +48,17 @@ SECTIONS = (
 )
 
 CSS = """
-:root { --fg:#1a202c; --muted:#4a5568; --line:#e2e8f0; --bg:#f7fafc; --win:#2f855a; --bad:#c53030; --warn:#b7791f; }
+:root { --fg:#1a202c; --muted:#4a5568; --line:#e2e8f0;
+--bg:#f7fafc; --win:#2f855a; --bad:#c53030; --warn:#b7791f; }
 * { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--fg);
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+       color: var(--fg);
        margin: 0; background: #fff; }
 header { background: #1a365d; color: #fff; padding: 18px 32px; }
 header h1 { margin: 0 0 4px; font-size: 22px; }
 header .meta { color: #cbd5e0; font-size: 13px; }
-nav { background: var(--bg); border-bottom: 1px solid var(--line); padding: 8px 32px; position: sticky; top: 0; }
+nav { background: var(--bg); border-bottom: 1px solid
+var(--line); padding: 8px 32px; position: sticky; top: 0; }
 nav a { margin-right: 14px; color: #2c5282; text-decoration: none; font-size: 13px; }
 main { padding: 8px 32px 40px; max-width: 1400px; }
 h2 { border-bottom: 2px solid var(--line); padding-bottom: 4px; margin-top: 32px; }
@@ -67,7 +70,8 @@ td { overflow-wrap: anywhere; }  /* a long path or URL wraps instead of pushing 
 td code { overflow-wrap: normal; }  /* ids and settings wrap only at their <wbr> (after . _ = , /) */
 td.num { text-align: right; font-variant-numeric: tabular-nums; overflow-wrap: normal; }
 .cards { display: flex; gap: 12px; flex-wrap: wrap; margin: 12px 0; }
-.card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; min-width: 150px; background: var(--bg); }
+.card { border: 1px solid var(--line); border-radius: 6px;
+padding: 10px 14px; min-width: 150px; background: var(--bg); }
 .card .v { font-size: 20px; font-weight: 600; }
 .card .k { color: var(--muted); font-size: 12px; }
 .banner { border-left: 4px solid var(--warn); background: #fffaf0; padding: 8px 12px; margin: 12px 0; }
@@ -76,7 +80,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; overflow-wrap: n
        background: #edf2f7; }
 .tag.win, .tag.passed, .tag.measured, .tag.applied_measured { background: #c6f6d5; color: #22543d; }
 .tag.regression, .tag.failed, .tag.rejected, .tag.unsupported { background: #fed7d7; color: #742a2a; }
-.tag.estimate, .tag.applicable_not_measured, .tag.declined, .tag.manual { background: #fefcbf; color: #744210; }
+.tag.estimate, .tag.applicable_not_measured, .tag.declined,
+.tag.manual { background: #fefcbf; color: #744210; }
 figure { margin: 16px 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 figcaption { color: var(--muted); font-size: 12px; }
@@ -102,8 +107,10 @@ def render_run_html(doc: dict[str, Any], plots: list[Plot]) -> str:
         "style-src 'unsafe-inline'\">",
         f"<title>{e(title)}</title><style>{CSS}{GLANCE_CSS}{SEVERITY_CSS}</style></head><body>",
         f'<header><h1>{e(title)}</h1><div class="meta">run {e(doc.get("run_id"))} · status '
-        f"<b>{e(doc.get('status'))}</b>{' (' + e(doc['status_reason']) + ')' if doc.get('status_reason') else ''}"
-        f" · system {e(doc.get('system'))} · data filesystem {e(doc.get('fs_type'))} · mode {e(doc.get('mode'))}"
+        f"<b>{e(doc.get('status'))}</b>"
+        f"{' (' + e(doc['status_reason']) + ')' if doc.get('status_reason') else ''}"
+        f" · system {e(doc.get('system'))} · data filesystem {e(doc.get('fs_type'))}"
+        f" · mode {e(doc.get('mode'))}"
         f" · reasoner {e(doc.get('model'))}</div></header>",
         "<nav>" + "".join(f'<a href="#{k}">{e(t)}</a>' for k, t in SECTIONS) + "</nav><main>",
         glance_html(doc),
@@ -277,7 +284,8 @@ def _proposals(doc: dict[str, Any]) -> str:
         '<section id="proposals"><h2>Proposal table</h2>',
         "<p>Columns of the dftracer-io-optimization skill's proposal table, sorted by the weighted score "
         "(50% app impact, 50% system impact). Every row "
-        "carries a checked citation; every impact says where it came from (measured here, the KB, a trace model, the model) or n/a.</p>",
+        "carries a checked citation; every impact says where it came from "
+        "(measured here, the KB, a trace model, the model) or n/a.</p>",
     ]
     rows = [
         [

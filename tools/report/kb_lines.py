@@ -38,9 +38,13 @@ def _num(v: float | None, metric: str = "") -> str:
 
 
 def finding_line(r: Any) -> str:
-    """``l1.dataloader_workers WORKERS=4 (was WORKERS=2) on w@host: win, epoch_time_s 0.8476 -> 0.4495 (+47.0% better)``."""
+    """``l1.dataloader_workers WORKERS=4 (was WORKERS=2) on w@host:
+    win, epoch_time_s 0.8476 -> 0.4495 (+47.0% better)``."""
     change = dict(r.change or {})
     head = f"{r.strategy} {change_text(change)}{_against(change)} on {r.workload}@{r.system}: {r.verdict}"
     if r.change_pct is None:
         return head
-    return f"{head}, {r.metric} {_num(r.before, r.metric)} -> {_num(r.after, r.metric)} ({gain_text(r.change_pct)})"
+    return (
+        f"{head}, {r.metric} {_num(r.before, r.metric)} -> "
+        f"{_num(r.after, r.metric)} ({gain_text(r.change_pct)})"
+    )

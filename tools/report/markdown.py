@@ -179,7 +179,8 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     if refused:
         lines += ["", "Refused before anything was applied:", ""]
         lines += [
-            f"- {md_code(p['id'])} ({md_text(p['strategy'])}): **{md_text(p['status'])}**: {md_text(p['reason'])}"
+            f"- {md_code(p['id'])} ({md_text(p['strategy'])}): "
+            f"**{md_text(p['status'])}**: {md_text(p['reason'])}"
             for p in refused
         ]
     fixes = fix_rows(s)
@@ -232,7 +233,8 @@ def render_run_markdown(s: dict[str, Any]) -> str:
             if g.get("iteration") == e["iteration"]:
                 d = g["decision"]
                 lines.append(
-                    f"- guard **{md_text(d['guard'])}**: {'passed' if d['passed'] else 'FAILED'}: {md_text(d['reason'])}"
+                    f"- guard **{md_text(d['guard'])}**: "
+                    f"{'passed' if d['passed'] else 'FAILED'}: {md_text(d['reason'])}"
                 )
         lines.append("")
     lines += hints_markdown(s)

@@ -153,7 +153,8 @@ def timeline_plot(panels: list[tuple[str, list[ProcessSeries]]], note: str = "")
     title = "I/O over time per process"
     caption = (
         "Bytes read+written per second, and the time spent inside I/O calls as a share of each time "
-        f"window (at most {TIME_WINDOWS} windows per process), from the first traced replicate. The share sums the "
+        f"window (at most {TIME_WINDOWS} windows per process), "
+        "from the first traced replicate. The share sums the "
         "process's threads, so it exceeds 100% when several threads wait on I/O at once."
     )
     panels = [(name, s) for name, s in panels if s]

@@ -172,7 +172,8 @@ def change_lines(change: dict[str, Any] | None) -> list[str]:
 
 
 def run_result(run_dir: str | Path) -> str:
-    """A finished run's result in one phrase (``dftune runs``): baseline -> best kept, from its report.json."""
+    """A finished run's result in one phrase (``dftune
+    runs``): baseline -> best kept, from its report.json."""
     import json
 
     path = Path(run_dir) / "report.json"

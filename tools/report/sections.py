@@ -101,7 +101,8 @@ def findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
                         f"the model {by}'s estimate (not measured; capped by the I/O bound); cited: "
                         f"{cite['reference']}"
                         if model
-                        else f"{_ESTIMATE_SOURCE[p['app_impact_source']]}; the fix is cited: {cite['reference']} "
+                        else f"{_ESTIMATE_SOURCE[p['app_impact_source']]}; "
+                        f"the fix is cited: {cite['reference']} "
                         f"{cite['url']}"
                     ),
                 }
@@ -189,7 +190,8 @@ def citations(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def metric_info(spec: WorkloadSpec) -> dict[str, Any]:
-    """The metric a run optimizes, named as the program (or benchmark) calls it, with its unit and direction."""
+    """The metric a run optimizes, named as the program (or
+    benchmark) calls it, with its unit and direction."""
     name, unit = metric_label(spec.metric)
     return {
         "name": name,

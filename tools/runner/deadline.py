@@ -103,7 +103,8 @@ class Deadline:
         if need_s is not None and need_s > left:
             return (
                 f"not started: {what} needs about {need_s:.0f} s (measured) but only {left:.0f} s are left "
-                f"before the deadline {clock(self.at)} (minus {self.reserve_s:.0f} s for reverting and reports)"
+                f"before the deadline {clock(self.at)} (minus "
+                f"{self.reserve_s:.0f} s for reverting and reports)"
             )
         return None
 

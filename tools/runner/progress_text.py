@@ -49,5 +49,6 @@ def pair_line(
     spec: WorkloadSpec, iteration: int, done: int, planned: int, ref: Replicate, cand: Replicate
 ) -> str:
     return Transient(
-        f"opt{iteration}: pair {done}/{planned}: incumbent {_outcome(spec, ref)}, candidate {_outcome(spec, cand)}"
+        f"opt{iteration}: pair {done}/{planned}: incumbent "
+        f"{_outcome(spec, ref)}, candidate {_outcome(spec, cand)}"
     )

@@ -345,7 +345,8 @@ class WorkloadSpec(_Strict):
                 for name in _placeholders_in(item):
                     if name not in known:
                         raise ValueError(
-                            f"{field}: placeholder {{{name}}} is neither a knob nor one of {BUILTIN_PLACEHOLDERS}"
+                            f"{field}: placeholder {{{name}}} is neither "
+                            f"a knob nor one of {BUILTIN_PLACEHOLDERS}"
                         )
         for knob in self.knobs:
             if knob.kind == "arg" and not any(knob.name in _placeholders_in(i) for i in self.command):
@@ -451,7 +452,10 @@ def placeholder_problem(text: str) -> str | None:
         if not name:
             return f"empty placeholder {shown}: only plain {{name}} placeholders are valid"
         if conversion or spec or not _PLAIN_NAME.fullmatch(name):
-            return f"placeholder {shown} is not a plain {{name}}: conversions, format specs, attributes and indexes are refused"
+            return (
+                f"placeholder {shown} is not a plain {{name}}: conversions, "
+                "format specs, attributes and indexes are refused"
+            )
     return None
 
 

@@ -11,10 +11,12 @@ Rules (the dftracer-io-optimization skill's statistics and its non-degradation g
   medians is at least ``min_effect`` (2% by default). Anything else is ``no_change``: a
   difference inside the noise is never a win.
 - Fewer than ``MIN_REPLICATES`` values in either arm is ``no_change`` ("too few
-  replicates"). The default is ``DEFAULT_REPLICATES`` = 5, as the dftracer-io-optimization skill requires. Note that
+  replicates"). The default is ``DEFAULT_REPLICATES`` = 5, as the dftracer-io-optimization
+  skill requires. Note that
   with 3 replicates per arm the smallest exact two-sided Mann-Whitney p-value is 0.1, so at
   ``alpha=0.05`` a win needs at least 4 replicates per arm; 5 gives a floor of about 0.008.
-- ``regression_guard`` is the dftracer-io-optimization skill's non-degradation guard: a paired app metric that got
+- ``regression_guard`` is the dftracer-io-optimization skill's non-degradation guard: a
+  paired app metric that got
   worse by more than 2% forces the verdict to regression.
 
 Ratios are ``candidate / baseline`` and need strictly positive values (times, bandwidths,
@@ -377,7 +379,8 @@ def regression_guard(
     lower_is_better: bool = True,
     threshold: float = 0.02,
 ) -> bool:
-    """The dftracer-io-optimization skill's non-degradation guard: True when the app metric got worse by MORE than ``threshold``.
+    """The dftracer-io-optimization skill's non-degradation guard:
+    True when the app metric got worse by MORE than ``threshold``.
 
     The relative worsening is ``(after - before) / |before|`` for lower-is-better metrics and
     ``(before - after) / |before|`` otherwise. Exactly ``threshold`` (2% by default) does not

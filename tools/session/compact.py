@@ -183,7 +183,8 @@ def compact_traces(raw_dir: str | Path, compact_dir: str | Path) -> CompactRepor
         out_rel = _output_name(rel)
         if out_rel in taken:
             errors.append(
-                f"{rel.as_posix()}: its compact name {out_rel.as_posix()} is already taken by {taken[out_rel].as_posix()}"
+                f"{rel.as_posix()}: its compact name {out_rel.as_posix()} "
+                f"is already taken by {taken[out_rel].as_posix()}"
             )
             continue
         taken[out_rel] = rel

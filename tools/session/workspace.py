@@ -309,7 +309,8 @@ class Workspace:
     # ----- structure
 
     def validate_structure(self, run_id: str) -> StructureReport:
-        """``session_validate_structure`` (dftracer-io-optimization skill; see :func:`structure.validate_run`)."""
+        """``session_validate_structure`` (dftracer-io-optimization
+        skill; see :func:`structure.validate_run`)."""
         return validate_run(self._require_run(run_id), run_id)
 
     def reorganize_structure(self, run_id: str, dry_run: bool = True) -> list[Move]:

@@ -91,7 +91,8 @@ def _io_sql() -> str:
 
     CASE lookups generated from :func:`_call_rows` classify each call; unlike a join with a
     table of calls they keep the rows in trace-file order, which the position pass relies on
-    for calls with equal timestamps (and the native scanner reproduces); everything the order-dependent passes need is computed here as integers:
+    for calls with equal timestamps (and the native scanner reproduces);
+    everything the order-dependent passes need is computed here as integers:
     group hashes per (process, file) and per process, the call's position role, and the
     position a setter establishes.
     """
@@ -100,7 +101,8 @@ def _io_sql() -> str:
            CASE WHEN fkey IS NULL THEN {V.OTHER} ELSE role END::TINYINT AS pkind,
            COALESCE(CASE setter
              WHEN {_SET_OPEN} THEN
-               CASE WHEN (flags IS NOT NULL AND (flags & {S.O_APPEND}) <> 0) OR (fmode IS NOT NULL AND fmode LIKE 'a%')
+               CASE WHEN (flags IS NOT NULL AND (flags & {S.O_APPEND}) <> 0)
+                      OR (fmode IS NOT NULL AND fmode LIKE 'a%')
                     THEN NULL ELSE 0 END
              WHEN {_SET_LSEEK} THEN CASE WHEN ret >= 0 THEN ret WHEN whence = {S.SEEK_SET} THEN off END
              WHEN {_SET_FSEEK} THEN CASE WHEN whence = {S.SEEK_SET} AND ret = 0 THEN off END
@@ -109,8 +111,10 @@ def _io_sql() -> str:
            hash(hkey, pid, fkey) AS g_file, hash(hkey, pid) AS g_proc, hash(fkey) AS fk
     FROM (
       SELECT e.hkey, e.host_inline, e.pid, e.tid, e.name, COALESCE(e.fname, e.fhash) AS fkey,
-             e.fname IS NOT NULL AS fkey_is_path, upper(e.cat) AS iface, e.ts, e.dur, e.ret, e.off, e.whence, e.flags, e.fmode, e.no_args,
-             {_lookup(0, "'metadata'")} AS fam, {_lookup(1, str(V.OTHER))} AS role, {_lookup(3, "0")} AS setter,
+             e.fname IS NOT NULL AS fkey_is_path, upper(e.cat) AS iface, e.ts,
+             e.dur, e.ret, e.off, e.whence, e.flags, e.fmode, e.no_args,
+             {_lookup(0, "'metadata'")} AS fam, {_lookup(1, str(V.OTHER))} AS role,
+             {_lookup(3, "0")} AS setter,
              CASE WHEN e.ret IS NULL THEN NULL WHEN e.ret <= 0 THEN 0
                   WHEN {_lookup(2, "false")} THEN e.ret * e.isize ELSE e.ret END AS nbytes
       FROM ev e
@@ -124,9 +128,11 @@ _IO_SQL = _io_sql()
 _FAMILY_COLUMNS = """
   count(*) FILTER (WHERE fam = 'read') AS read_count, sum(nbytes) FILTER (WHERE fam = 'read') AS read_bytes,
   sum(dur) FILTER (WHERE fam = 'read') AS read_time_us,
-  count(*) FILTER (WHERE fam = 'write') AS write_count, sum(nbytes) FILTER (WHERE fam = 'write') AS write_bytes,
+  count(*) FILTER (WHERE fam = 'write') AS write_count,
+  sum(nbytes) FILTER (WHERE fam = 'write') AS write_bytes,
   sum(dur) FILTER (WHERE fam = 'write') AS write_time_us,
-  count(*) FILTER (WHERE fam = 'metadata') AS metadata_count, sum(dur) FILTER (WHERE fam = 'metadata') AS metadata_time_us,
+  count(*) FILTER (WHERE fam = 'metadata') AS metadata_count,
+  sum(dur) FILTER (WHERE fam = 'metadata') AS metadata_time_us,
   count(*) FILTER (WHERE fam = 'sync') AS sync_count, sum(dur) FILTER (WHERE fam = 'sync') AS sync_time_us
 """
 _FAMILY_SUMS = ", ".join(
@@ -165,12 +171,14 @@ _BATCH_SQL = {
     "names": """
         SELECT cat, name, count(*) AS count, sum(dur) AS time_us FROM ev
         WHERE k = 1 AND cat IS NOT NULL AND upper(cat) NOT IN ('POSIX', 'STDIO', 'DFTRACER') GROUP BY ALL""",
-    "iface": "SELECT iface, fam, count(*) AS count, sum(nbytes) AS bytes, sum(dur) AS time_us FROM io GROUP BY ALL",
+    "iface": "SELECT iface, fam, count(*) AS count, sum(nbytes) AS bytes, sum(dur) AS time_us "
+    "FROM io GROUP BY ALL",
     "layer": """
         SELECT cat, count(*) AS count, sum(dur) AS time_us, min(ts) AS first_ts, max(ts + dur) AS last_end,
                CASE WHEN lower(cat) = 'checkpoint' THEN count(*)
                     WHEN upper(cat) IN ('POSIX', 'STDIO') THEN 0
-                    ELSE count(*) FILTER (WHERE lower(name) LIKE '%checkpoint%' AND lower(name) NOT LIKE '%init%')
+                    ELSE count(*) FILTER (WHERE lower(name) LIKE '%checkpoint%'
+                                          AND lower(name) NOT LIKE '%init%')
                END AS checkpoint_events
         FROM ev WHERE k = 1 AND cat IS NOT NULL AND upper(cat) <> 'DFTRACER' GROUP BY cat""",
     "proctot": """
@@ -184,7 +192,8 @@ _BATCH_SQL = {
     "max(ts + dur) AS last_end FROM ev WHERE k = 1 AND epoch IS NOT NULL GROUP BY hkey, pid, epoch",
     "meta": "SELECT name AS kind, mvalue AS h, mname AS v FROM ev WHERE k = 4 AND name IN ('FH', 'HH', 'SH') "
     "AND mvalue IS NOT NULL",
-    "start": "SELECT version, cfg FROM ev WHERE k = 1 AND name IN ('start', 'end') AND upper(cat) = 'DFTRACER'",
+    "start": "SELECT version, cfg FROM ev "
+    "WHERE k = 1 AND name IN ('start', 'end') AND upper(cat) = 'DFTRACER'",
 }
 
 _APP_SQL = """
@@ -192,7 +201,8 @@ _APP_SQL = """
     WHERE k = 1 AND cat IS NOT NULL AND upper(cat) NOT IN ('POSIX', 'STDIO', 'DFTRACER') GROUP BY ALL"""
 
 _COMPUTE = (
-    f"k = 1 AND (lower(name) LIKE '{S.COMPUTE_NAME_PATTERN}' OR lower(cat) IN {S.sql_list(S.COMPUTE_CATEGORIES)})"
+    f"k = 1 AND (lower(name) LIKE '{S.COMPUTE_NAME_PATTERN}' "
+    f"OR lower(cat) IN {S.sql_list(S.COMPUTE_CATEGORIES)})"
     f" AND upper(cat) NOT IN {_IO}"
 )
 _POSITION_COLUMNS = ("g_file", "ts", "pkind", "nbytes", "off", "setpos", "fk", "is_write", "dur")
@@ -310,7 +320,8 @@ class BatchReducer:
             )
             self.positions.append(
                 con.execute(
-                    f"SELECT {streams}g_file, ts, pkind, COALESCE(nbytes, -1) AS nbytes, COALESCE(off, -1) AS off, "
+                    f"SELECT {streams}g_file, ts, pkind, COALESCE(nbytes, "
+                    "-1) AS nbytes, COALESCE(off, -1) AS off, "
                     f"setpos, fk, fam = 'write' AS is_write, dur FROM io WHERE pkind <> {V.OTHER}"
                 ).fetchnumpy()
             )
@@ -345,7 +356,8 @@ class BatchReducer:
         self.parts.setdefault("time", []).append(
             _fetch_arrow(
                 con.sql(
-                    f"SELECT {shift} AS shift, ts >> {shift} AS bin, fam, count(*) AS count, sum(nbytes) AS bytes, "
+                    f"SELECT {shift} AS shift, ts >> {shift} AS bin, "
+                    "fam, count(*) AS count, sum(nbytes) AS bytes, "
                     "sum(dur) AS time_us FROM io GROUP BY 2, 3"
                 )
             )
@@ -451,25 +463,32 @@ class BatchReducer:
         rank = "NULL" if rank_from_name is None else str(rank_from_name)
         out = {
             "fam": """
-                SELECT b.fam, sum(count) AS count, sum(bytes) AS bytes, sum(sized) AS sized, sum(time_us) AS time_us,
-                       sum(small) AS small, sum(small_time_us) AS small_time_us, sum(bw_sum) AS bw_sum, sum(bw_n) AS bw_n,
+                SELECT b.fam, sum(count) AS count, sum(bytes) AS bytes, sum(sized) AS sized,
+                       sum(time_us) AS time_us, sum(small) AS small, sum(small_time_us) AS small_time_us,
+                       sum(bw_sum) AS bw_sum, sum(bw_n) AS bw_n,
                        COALESCE(any_value(p.consecutive), 0) AS consecutive,
-                       COALESCE(any_value(p.sequential), 0) AS sequential, COALESCE(any_value(p.random), 0) AS random,
+                       COALESCE(any_value(p.sequential), 0) AS sequential,
+                       COALESCE(any_value(p.random), 0) AS random,
                        COALESCE(any_value(p.positioned), 0) AS positioned,
                        COALESCE(any_value(p.misaligned), 0) AS misaligned,
                        COALESCE(any_value(p.random_time_us), 0) AS random_time_us,
                        COALESCE(any_value(p.misaligned_time_us), 0) AS misaligned_time_us
-                FROM b_fam b LEFT JOIN (SELECT fam, sum(consecutive) AS consecutive, sum(sequential) AS sequential,
+                FROM b_fam b LEFT JOIN (SELECT fam, sum(consecutive) AS consecutive,
+                                               sum(sequential) AS sequential,
                                                sum(random) AS random, sum(positioned) AS positioned,
-                                               sum(misaligned) AS misaligned, sum(random_time_us) AS random_time_us,
+                                               sum(misaligned) AS misaligned,
+                                               sum(random_time_us) AS random_time_us,
                                                sum(misaligned_time_us) AS misaligned_time_us
                                         FROM acc GROUP BY fam) p ON p.fam = b.fam
                 GROUP BY b.fam""",
             "agg": "SELECT fam, sum(records) AS records, sum(count) AS count, sum(bytes) AS bytes, "
             "sum(time_us) AS time_us FROM b_agg GROUP BY fam",
-            "hist": "SELECT fam, sbin, sum(count) AS count, sum(bytes) AS bytes FROM b_hist GROUP BY fam, sbin",
-            "names": "SELECT cat, name, sum(count) AS count, sum(time_us) AS time_us FROM b_names GROUP BY ALL",
-            "epochspan": f"SELECT {host} AS host, t.pid, t.epoch, min(t.first_ts) AS first_ts, max(t.last_end) AS last_end "
+            "hist": "SELECT fam, sbin, sum(count) AS count, "
+            "sum(bytes) AS bytes FROM b_hist GROUP BY fam, sbin",
+            "names": "SELECT cat, name, sum(count) AS count, "
+            "sum(time_us) AS time_us FROM b_names GROUP BY ALL",
+            "epochspan": f"SELECT {host} AS host, t.pid, t.epoch, min(t.first_ts) "
+            "AS first_ts, max(t.last_end) AS last_end "
             f"FROM b_epochspan t {host_join} GROUP BY ALL",
             "iface": "SELECT iface, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
             "FROM b_iface GROUP BY iface, fam",
@@ -482,7 +501,8 @@ class BatchReducer:
                                   sum(random) AS random FROM acc GROUP BY fk),
                      n AS (SELECT fk, count(DISTINCT g_proc) AS processes FROM b_pathproc GROUP BY fk)
                 SELECT CASE WHEN f.is_path THEN f.fkey ELSE COALESCE(fh.v, 'fhash:' || f.fkey) END AS path,
-                       hash(f.fkey) AS pkey, f.* EXCLUDE (fkey, fk, is_path), COALESCE(n.processes, 0) AS processes,
+                       hash(f.fkey) AS pkey, f.* EXCLUDE (fkey, fk, is_path),
+                       COALESCE(n.processes, 0) AS processes,
                        COALESCE(q.consecutive, 0) AS consecutive, COALESCE(q.sequential, 0) AS sequential,
                        COALESCE(q.random, 0) AS random
                 FROM f LEFT JOIN q ON q.fk = f.fk LEFT JOIN n ON n.fk = f.fk
@@ -495,7 +515,8 @@ class BatchReducer:
                                   COALESCE(max(rank), {rank}) AS rank, any_value(cmd_hash) AS cmd_hash
                            FROM b_proctot GROUP BY hkey, pid),
                      fam AS (SELECT hkey, pid, {_FAMILY_SUMS} FROM b_procfam GROUP BY hkey, pid)
-                SELECT {host} AS host, t.pid, t.rank, sh.v AS cmd, t.cmd_hash, t.events, t.first_ts, t.last_end,
+                SELECT {host} AS host, t.pid, t.rank, sh.v AS cmd,
+                       t.cmd_hash, t.events, t.first_ts, t.last_end,
                        COALESCE(fam.read_count, 0) AS read_count, fam.read_bytes, fam.read_time_us,
                        COALESCE(fam.write_count, 0) AS write_count, fam.write_bytes, fam.write_time_us,
                        COALESCE(fam.metadata_count, 0) AS metadata_count, fam.metadata_time_us,
@@ -520,7 +541,8 @@ class BatchReducer:
             tables["spans"] = _fetch_arrow(
                 con.sql(
                     f"SELECT {host} AS host, t.pid, r.kind, r.s, r.e FROM spans_rows r "
-                    f"JOIN (SELECT DISTINCT hkey, pid, host_inline FROM b_proctot) t ON r.g = hash(t.hkey, t.pid) "
+                    "JOIN (SELECT DISTINCT hkey, pid, host_inline "
+                    "FROM b_proctot) t ON r.g = hash(t.hkey, t.pid) "
                     f"{host_join}"
                 )
             )
@@ -532,7 +554,8 @@ class BatchReducer:
             shifted = "bin" if self.native else f"bin >> ({final} - shift)"
             tables["time"] = _fetch_arrow(
                 con.sql(
-                    f"SELECT {shifted} AS bin, fam, sum(count) AS count, sum(bytes) AS bytes, sum(time_us) AS time_us "
+                    f"SELECT {shifted} AS bin, fam, sum(count) AS count, "
+                    "sum(bytes) AS bytes, sum(time_us) AS time_us "
                     "FROM b_time GROUP BY 1, 2 ORDER BY 1, 2"
                 )
             )
@@ -563,7 +586,8 @@ class BatchReducer:
             # other trace files (2.x hashes are global); the hashes it accesses are named in its own rows
             tables["fh"] = _fetch_arrow(
                 con.sql(
-                    "SELECT h, v FROM hmap WHERE kind = 'FH' AND h NOT IN (SELECT fkey FROM b_path WHERE NOT is_path)"
+                    "SELECT h, v FROM hmap WHERE kind = 'FH' AND h "
+                    "NOT IN (SELECT fkey FROM b_path WHERE NOT is_path)"
                 )
             )
         return tables, scalars
@@ -599,9 +623,11 @@ class BatchReducer:
         self.con.register("acc_rows", acc)
         self.con.execute(
             "CREATE TEMP TABLE acc AS SELECT fk, CASE WHEN is_write THEN 'write' ELSE 'read' END AS fam, "
-            "count(*) FILTER (WHERE consecutive) AS consecutive, count(*) FILTER (WHERE sequential) AS sequential, "
+            "count(*) FILTER (WHERE consecutive) AS consecutive, "
+            "count(*) FILTER (WHERE sequential) AS sequential, "
             "count(*) FILTER (WHERE random) AS random, count(*) AS positioned, "
-            "count(*) FILTER (WHERE misaligned) AS misaligned, sum(dur) FILTER (WHERE random) AS random_time_us, "
+            "count(*) FILTER (WHERE misaligned) AS misaligned, "
+            "sum(dur) FILTER (WHERE random) AS random_time_us, "
             "sum(dur) FILTER (WHERE misaligned) AS misaligned_time_us FROM acc_rows GROUP BY ALL"
         )
         self.con.unregister("acc_rows")
@@ -724,7 +750,8 @@ class BatchReducer:
                 or [
                     _fetch_arrow(
                         con.sql(
-                            "SELECT NULL::VARCHAR AS cat, NULL::VARCHAR AS name, 0::BIGINT AS count, 0::HUGEINT AS size_sum, "
+                            "SELECT NULL::VARCHAR AS cat, NULL::VARCHAR AS "
+                            "name, 0::BIGINT AS count, 0::HUGEINT AS size_sum, "
                             "0::BIGINT AS sized WHERE false"
                         )
                     )
@@ -741,7 +768,8 @@ class BatchReducer:
         con.unregister("b_papp_all")
         out["pfk"] = _fetch_arrow(
             con.sql(
-                "SELECT DISTINCT p.fk, CASE WHEN p.is_path THEN p.fkey ELSE COALESCE(fh.v, 'fhash:' || p.fkey) END AS path "
+                "SELECT DISTINCT p.fk, CASE WHEN p.is_path THEN p.fkey "
+                "ELSE COALESCE(fh.v, 'fhash:' || p.fkey) END AS path "
                 "FROM b_path p LEFT JOIN hmap fh ON fh.kind = 'FH' AND fh.h = p.fkey AND NOT p.is_path"
             )
         )

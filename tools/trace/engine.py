@@ -381,7 +381,8 @@ def _map_dask(
                     pass
                 except Exception as exc:
                     if fut.status == "error":
-                        raise  # the reader's own failure (a bad trace, a missing file), as a local run raises it
+                        # the reader's own failure (a bad trace, a missing file), as a local run raises it
+                        raise
                     raise DaskError(f"lost the Dask scheduler at {where}: {one_line(exc, 300)}") from None
                 now = time.monotonic()
                 done = sum(f.done() for f in futures)

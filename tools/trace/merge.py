@@ -140,7 +140,8 @@ def _merge(
         con,
         concat_partials(partials, "fam"),
         """
-        SELECT fam, sum(count), sum(bytes), sum(sized), sum(time_us), sum(small), sum(small_time_us), sum(bw_sum), sum(bw_n),
+        SELECT fam, sum(count), sum(bytes), sum(sized), sum(time_us),
+               sum(small), sum(small_time_us), sum(bw_sum), sum(bw_n),
                sum(consecutive), sum(sequential), sum(random), sum(positioned), sum(misaligned),
                sum(random_time_us), sum(misaligned_time_us)
         FROM t GROUP BY fam""",
@@ -212,7 +213,8 @@ def _merge(
         proc_t,
         """
         SELECT host, pid, max(rank), any_value(cmd), sum(events),
-               sum(COALESCE(read_count,0) + COALESCE(write_count,0) + COALESCE(metadata_count,0) + COALESCE(sync_count,0)),
+               sum(COALESCE(read_count,0) + COALESCE(write_count,0)
+                   + COALESCE(metadata_count,0) + COALESCE(sync_count,0)),
                sum(COALESCE(read_bytes,0) + COALESCE(write_bytes,0)),
                sum(COALESCE(read_time_us,0) + COALESCE(write_time_us,0) + COALESCE(metadata_time_us,0)
                    + COALESCE(sync_time_us,0)),
@@ -292,7 +294,8 @@ def _merge(
     ]
     if no_args:
         warnings.append(
-            f"{len(no_args)} trace file(s) have I/O events without args (traced without DFTRACER_INC_METADATA=1?): "
+            f"{len(no_args)} trace file(s) have I/O events without "
+            "args (traced without DFTRACER_INC_METADATA=1?): "
             "bytes, sizes and sequentiality are unknown for them, e.g. " + no_args[0]
         )
     formats: dict[str, int] = {}
@@ -389,7 +392,8 @@ def _helper_warning(helpers: list[Proc], excluded: bool) -> list[str]:
     names = sorted({(p.cmd or f"pid {p.pid}").replace(";", " ")[:60] for p in helpers})
     left_out = "every number here" if excluded else "the I/O fraction, imbalance and stragglers"
     return [
-        f"{len(helpers)} helper process(es) (shell wrappers, shims, launchers, short children) do none of the "
+        f"{len(helpers)} helper process(es) (shell wrappers, "
+        "shims, launchers, short children) do none of the "
         f"application's I/O and are left out of {left_out} (listed in helper_processes): "
         + ", ".join(names[:3])
         + (", ..." if len(names) > 3 else "")
@@ -524,7 +528,8 @@ def _app_events(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> 
     rows = _query(
         con,
         concat_partials(partials, "names"),
-        "SELECT cat, name, sum(count), sum(time_us) FROM t GROUP BY cat, name ORDER BY 4 DESC, 1, 2 LIMIT 200",
+        "SELECT cat, name, sum(count), sum(time_us) FROM t "
+        "GROUP BY cat, name ORDER BY 4 DESC, 1, 2 LIMIT 200",
     )
     return [
         AppEventStats(cat=str(c), name=str(n), count=int(k or 0), time_s=float(t or 0) / US)

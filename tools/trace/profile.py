@@ -174,7 +174,8 @@ def _app_events(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> 
         con,
         concat_partials(partials, "papp"),
         """
-        SELECT cat, name, sum(count), sum(size_sum), sum(sized) FROM t GROUP BY cat, name ORDER BY cat, name""",
+        SELECT cat, name, sum(count), sum(size_sum), sum(sized)
+        FROM t GROUP BY cat, name ORDER BY cat, name""",
     )
     return [
         AppEvent(cat=str(c), name=str(n), count=int(k or 0), size_sum=int(sz) if sized else None)

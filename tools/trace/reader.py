@@ -258,7 +258,8 @@ def _partial(
         raise TraceError(
             str(path),
             f"none of its {sc['io_events']} I/O events carries args (traced without "
-            "DFTRACER_INC_METADATA=1?): bytes, offsets and file names are unknown; use --skip-bad to analyze anyway",
+            "DFTRACER_INC_METADATA=1?): bytes, offsets and file "
+            "names are unknown; use --skip-bad to analyze anyway",
         )
     partial.tables = tables
     return partial
@@ -287,9 +288,9 @@ def _has_long_line(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     src = str(path).replace("'", "''")
     try:
         con.execute(
-            f"""SELECT count(*) FROM read_csv('{src}', columns = {{'l': 'VARCHAR'}}, delim = chr(1), quote = '',
-                         escape = '', header = false, auto_detect = false, strict_mode = false,
-                         max_line_size = {limits.max_line_bytes()})"""
+            f"""SELECT count(*) FROM read_csv('{src}', columns = {{'l': 'VARCHAR'}},
+                         delim = chr(1), quote = '', escape = '', header = false, auto_detect = false,
+                         strict_mode = false, max_line_size = {limits.max_line_bytes()})"""
         ).fetchall()
     except duckdb.Error:
         return True
@@ -350,7 +351,8 @@ def _load_sql(source: str, scale: float) -> str:
           -- dur/ret/size fields instead of *_sum/_min/_max
           args.dft_cnt AS agg_cnt, {t("COALESCE(args.dur_sum, args.dur)")} AS agg_dur,
           COALESCE(args.ret_sum, args.ret) AS agg_ret,
-          COALESCE(args.size_min, args.size) AS agg_size_min, COALESCE(args.size_max, args.size) AS agg_size_max
+          COALESCE(args.size_min, args.size) AS agg_size_min,
+          COALESCE(args.size_max, args.size) AS agg_size_max
           , bad_num
         FROM (SELECT name, cat, pid, tid, ts, dur, ph, COALESCE({out_of_range}, false) AS bad_num,
                      CASE WHEN args IS NULL THEN NULL ELSE struct_pack({ints}, {text}) END AS args

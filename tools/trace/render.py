@@ -130,7 +130,8 @@ class AnalysisRenderer:
                 ("format", fmt),
                 (
                     "events",
-                    f"{a.events:,} complete, {a.metadata_lines:,} metadata, {a.aggregated_events:,} aggregated, "
+                    f"{a.events:,} complete, {a.metadata_lines:,} "
+                    f"metadata, {a.aggregated_events:,} aggregated, "
                     f"{a.counter_events:,} counter",
                 ),
                 ("skipped lines", f"{a.skipped_lines:,}"),

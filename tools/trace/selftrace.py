@@ -1,6 +1,7 @@
 """Programs that trace themselves: tell them apart, and collect the traces they write.
 
-dftracer has two ways in (its documentation, and docs/self-tracing-and-frameworks.md): ``LD_PRELOAD`` of its preload library,
+dftracer has two ways in (its documentation, and
+docs/self-tracing-and-frameworks.md): ``LD_PRELOAD`` of its preload library,
 or its Python API (``dftracer.python.dftracer.initialize_log``) called by the program itself,
 as DLIO and other dftracer-annotated applications do.  The two must not meet in one process:
 the preload trace then stays empty (measured: 0 bytes beside the program's own trace) and

@@ -90,7 +90,10 @@ def _file_view(
     paths = concat_partials(partials, "path")
     if paths is None:
         return {"total": 0, "rows": []}
-    io = "COALESCE(read_time_us, 0) + COALESCE(write_time_us, 0) + COALESCE(metadata_time_us, 0) + COALESCE(sync_time_us, 0)"
+    io = (
+        "COALESCE(read_time_us, 0) + COALESCE(write_time_us, 0) + "
+        "COALESCE(metadata_time_us, 0) + COALESCE(sync_time_us, 0)"
+    )
     con.register("t", paths)
     try:
         total = con.execute("SELECT count(DISTINCT pkey) FROM t").fetchall()[0][0]
@@ -105,12 +108,16 @@ def _file_view(
         keep = f"WHERE {kept.format(cut=cut[0][0])}" if cut else ""
         cur = con.execute(f"""
             WITH r AS (SELECT * FROM t {keep}),
-                 g AS (SELECT pkey, COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')), min(path)) AS path,
+                 g AS (SELECT pkey,
+                              COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')),
+                                       min(path)) AS path,
                               sum(processes) AS processes, {_FAMILY_SUMS},
                               CASE WHEN sum(sequential) + sum(random) > 0
-                                   THEN round(100.0 * sum(sequential) / (sum(sequential) + sum(random)), 2) END AS seq_pct,
+                                   THEN round(100.0 * sum(sequential) / (sum(sequential) + sum(random)), 2)
+                              END AS seq_pct,
                               CASE WHEN sum(sequential) + sum(random) > 0
-                                   THEN round(100.0 * sum(random) / (sum(sequential) + sum(random)), 2) END AS rand_pct
+                                   THEN round(100.0 * sum(random) / (sum(sequential) + sum(random)), 2)
+                              END AS rand_pct
                        FROM r GROUP BY pkey)
             SELECT * EXCLUDE (pkey) FROM g ORDER BY io_time_s DESC, path LIMIT {FILE_VIEW_LIMIT}""")
         names = [d[0] for d in cur.description]
@@ -191,7 +198,8 @@ def _time_view(con: duckdb.DuckDBPyConnection, partials: list[FilePartial], wind
         table,
         f"""
         SELECT least((bin >> up) - {first}, {nwin - 1}) AS w,
-               sum(count) FILTER (WHERE fam = 'read') AS read_count, sum(bytes) FILTER (WHERE fam = 'read') AS read_bytes,
+               sum(count) FILTER (WHERE fam = 'read') AS read_count,
+               sum(bytes) FILTER (WHERE fam = 'read') AS read_bytes,
                sum(count) FILTER (WHERE fam = 'write') AS write_count,
                sum(bytes) FILTER (WHERE fam = 'write') AS write_bytes,
                sum(count) FILTER (WHERE fam = 'metadata') AS metadata_count,
@@ -247,7 +255,8 @@ def _process_heatmap(
         table,
         f"""
         SELECT fi, least((bin >> up) - {first}, {nwin - 1}) AS w,
-               COALESCE(sum(bytes) FILTER (WHERE fam = 'read'), 0), COALESCE(sum(bytes) FILTER (WHERE fam = 'write'), 0),
+               COALESCE(sum(bytes) FILTER (WHERE fam = 'read'), 0),
+               COALESCE(sum(bytes) FILTER (WHERE fam = 'write'), 0),
                sum(time_us) FROM t GROUP BY 1, 2""",
     )
     n = len(binned)
@@ -311,7 +320,9 @@ def class_totals(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) ->
         con,
         table,
         f"""
-        WITH f AS (SELECT pkey, COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')), min(path)) AS path,
+        WITH f AS (SELECT pkey,
+                          COALESCE(min(path) FILTER (WHERE NOT starts_with(path, 'fhash:')),
+                                   min(path)) AS path,
                           sum(read_count) AS rc, sum(read_bytes) AS rb, sum(read_time_us) AS rt,
                           sum(write_count) AS wc, sum(write_bytes) AS wb, sum(write_time_us) AS wt,
                           sum(metadata_count) AS mc, sum(metadata_time_us) AS mt,

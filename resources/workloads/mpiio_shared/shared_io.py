@@ -18,7 +18,8 @@ data sieving: each rank writes 512 KiB blocks under a file lock, in turns) and
 ``MPI_File_read_all``: ROMIO's two-phase collective buffering lets aggregators write large
 contiguous pieces).  ``--cb-write``/``--cb-read``/``--cb-nodes``/``--cb-config-list``/
 ``--cb-buffer-size``/``--ds-read`` set the other ROMIO hints (on one host ROMIO's default
-``cb_config_list`` of ``*:1`` caps ``cb_nodes`` at one aggregator).  Every hint goes to ``MPI_File_open`` in an
+``cb_config_list`` of ``*:1`` caps ``cb_nodes`` at one
+aggregator).  Every hint goes to ``MPI_File_open`` in an
 ``MPI_Info``; "default" leaves it unset.
 
 The hints in effect (``MPI_File_get_info``) are written to ``<data>/hints-in-effect.json``, so
@@ -144,7 +145,8 @@ def main() -> None:
                 sort_keys=True,
             )
         print(
-            f"ranks {nranks} records {args.records} record_bytes {rec} bytes_written {nbytes} bytes_read {nbytes}"
+            f"ranks {nranks} records {args.records} record_bytes "
+            f"{rec} bytes_written {nbytes} bytes_read {nbytes}"
         )
         print(f"mismatched_bytes {bad}")
         print(f"write_time_s {write_s:.6f}")

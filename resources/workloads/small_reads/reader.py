@@ -3,7 +3,8 @@
 What is wrong with it: one reader thread fetches every sample with 4 KiB reads, one file
 after another, and the "training step" waits for each sample: I/O is neither parallel nor
 overlapped with compute.  Reads bypass the page cache (O_DIRECT, where the filesystem allows
-it) so each request pays the device's latency, as a first epoch from cold storage does.  Knobs that fix it without doing less: ``--workers`` (reader
+it) so each request pays the device's latency, as a first epoch from cold
+storage does.  Knobs that fix it without doing less: ``--workers`` (reader
 parallelism) and ``--prefetch`` (samples fetched ahead by background threads).  The
 ``--epochs`` knob does less (fewer epochs), which the guards must reject; ``--request``
 changes the transfer size, an access-pattern change the guards must also reject.

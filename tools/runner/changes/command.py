@@ -66,7 +66,8 @@ def _restore_command(change: CommandChange, undo: CommandUndo) -> dict[str, Any]
     detail["value_after"] = value
     if value != undo.previous:
         raise EffectFailed(
-            f"{change.id}: rollback ran but read_current prints {value!r}, not the previous {undo.previous!r}",
+            f"{change.id}: rollback ran but read_current prints "
+            f"{value!r}, not the previous {undo.previous!r}",
             detail,
         )
     return detail

@@ -97,7 +97,8 @@ def _plan_patch(change: FilePatch) -> tuple[Path, dict[str, bytes | None], list[
             if fd.delete:
                 if after:
                     raise PatchError(
-                        f"{fd.path}: the deletion does not remove the whole file ({len(after)} bytes would remain)"
+                        f"{fd.path}: the deletion does not remove the "
+                        f"whole file ({len(after)} bytes would remain)"
                     )
                 plan[fd.path] = None
             else:

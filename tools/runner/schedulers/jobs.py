@@ -138,7 +138,10 @@ def _find(tools: tuple[str, ...], env: dict[str, str]) -> dict[str, str] | str:
     found = {t: shutil.which(t, path=path) for t in tools}
     missing = [t for t, p in found.items() if p is None]
     if missing:
-        return f"{', '.join(missing)} not found on PATH (is this a {'Slurm' if 'sbatch' in tools else 'Flux'} machine?)"
+        return (
+            f"{', '.join(missing)} not found on PATH (is this a "
+            f"{'Slurm' if 'sbatch' in tools else 'Flux'} machine?)"
+        )
     return {t: p for t, p in found.items() if p is not None}
 
 
@@ -326,7 +329,10 @@ def _follow(
             problem = _cancel_and_wait(job, poll_s)
             if watch.first_running is None:
                 said = f"{q.state.lower()}" + (f", reason {q.reason}" if q.reason else "")
-                reason = f"job {job.job_id} never started within {timeout_s:g} s ({said}): {job.cancel_tool} {job.job_id}"
+                reason = (
+                    f"job {job.job_id} never started within {timeout_s:g} "
+                    f"s ({said}): {job.cancel_tool} {job.job_id}"
+                )
             else:
                 reason = f"killed after {timeout_s:g} s: {job.cancel_tool} {job.job_id}"
             reason += f" ({problem})" if problem else ""
