@@ -1,6 +1,6 @@
 """The layering check: imports point down only, and nothing imports in a circle.
 
-    front ends (cli.py, mcp_server.py, demo.py) -> graphs -> agents -> tools -> vectorstore
+    front ends (cli/, mcp_server/, demo.py) -> graphs -> agents -> tools -> vectorstore
     -> core -> resources, prompts
 
 Read from the source (every ``import``/``from ... import`` of ``dftune``, including the ones

@@ -1,0 +1,117 @@
+"""The machine and the spec: ``dftune doctor``, ``dftune mcp`` and ``dftune spec init``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+if TYPE_CHECKING:
+    pass
+
+from dftune.cli.common import (
+    app,
+    emit_json,
+    user_errors,
+)
+
+
+@app.command()
+def doctor(
+    data_dir: Annotated[
+        list[Path] | None,
+        typer.Option("--data-dir", help="Report the filesystem of this folder (repeatable)."),
+    ] = None,
+    allow_install: Annotated[
+        bool, typer.Option("--allow-install", help="pip-install dftracer if it is missing.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document (schema dftune.doctor/1).")
+    ] = False,
+) -> None:
+    """Is dftracer usable here, what does it trace and not
+    trace, are MPI/HDF5 present, which FS holds the data."""
+    from dftune.agents.doctor import doctor as run_doctor
+
+    with user_errors():
+        report = run_doctor(data_dir, allow_install=allow_install)
+    if as_json:
+        emit_json(report)
+    else:
+        from rich.text import Text
+
+        from dftune.core.terminal import text
+
+        out = Console()
+        t = report["tracer"]
+        mark = (
+            Text("usable", style="green")
+            if t.get("usable")
+            else Text("not usable", style="red") + text(f": {t.get('reason')}")
+        )
+        out.print(text(f"dftracer {report['software']['dftracer'] or '(not installed)'}: ") + mark)
+        if t.get("preload_library"):
+            out.print(text(f"  preload library: {t['preload_library']}"), soft_wrap=True)
+        if t.get("smoke_calls_traced"):
+            out.print(text("  traced by the smoke program: " + ", ".join(sorted(t["smoke_calls_traced"]))))
+        for p in report["pitfalls"]:
+            out.print(Text("  blind spot", style="yellow") + text(f": {p['message']}"))
+        for name, version in report["software"].items():
+            if name not in ("dftracer", "mpirun"):  # the launcher has its own line below
+                out.print(
+                    text(f"{name}: ") + (text(version) if version else Text("not found", style="dim")),
+                    soft_wrap=True,
+                )
+        launcher = report.get("mpi_launcher") or {}
+        if launcher:
+            out.print(
+                text(
+                    f"MPI launcher the runner uses: {launcher.get('path') or 'none found'}"
+                    + (f" ({launcher['where']})" if launcher.get("where") else "")
+                ),
+                soft_wrap=True,
+            )
+        for fs in report["filesystems"]:
+            line = text(f"{fs['path']}: {fs['fs_type']} (mount {fs['mount_point']})")
+            if fs.get("warning"):
+                line += Text(" ") + text(fs["warning"], "yellow")
+            out.print(line, soft_wrap=True)
+    if not report["ok"]:
+        raise typer.Exit(1)
+
+
+@app.command("mcp")
+def mcp_cmd() -> None:
+    """Serve dftune's tools to MCP clients (Claude Code, Codex, ...) over stdio."""
+    from dftune.mcp_server import serve
+
+    with user_errors():
+        serve()
+
+
+spec_app = typer.Typer(help="Workload specs: draft one from a command.", no_args_is_help=True)
+
+
+app.add_typer(spec_app, name="spec")
+
+
+@spec_app.command("init", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def spec_init(
+    ctx: typer.Context,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the drafted TOML here (default: stdout).")
+    ] = None,
+) -> None:
+    """Draft a workload spec from a command: dftune spec init [--out FILE] -- COMMAND..."""
+    from dftune.tools.runner.draft import draft_spec, render_toml
+
+    with user_errors():
+        text = render_toml(draft_spec(list(ctx.args), Path.cwd()))
+        if out is None:
+            sys.stdout.write(text)
+        else:
+            out.write_text(text, encoding="utf-8")
+            sys.stderr.write(f"dftune: drafted spec written to {out}\n")

@@ -1,0 +1,486 @@
+"""Measuring and tuning workloads: bench, run, resume, approve, history, replay, report, compare, runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from dftune.agents.state import RunSettings
+
+from dftune.cli.common import (
+    EXIT_RUN_FAILED,
+    BudgetOpt,
+    DeadlineOpt,
+    JsonOpt,
+    TableOpt,
+    _progress,
+    _show_run,
+    app,
+    emit_json,
+    fail,
+    parse_sets,
+    refuse_early,
+    user_errors,
+)
+
+
+@app.command()
+def bench(
+    workload: Annotated[Path, typer.Argument(help="Workload spec (TOML).")],
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Knob value NAME=VALUE (repeatable).")
+    ] = None,
+    replicates: Annotated[
+        int | None, typer.Option("--replicates", min=1, help="Runs (default: the spec's).")
+    ] = None,
+    trace: Annotated[
+        bool | None,
+        typer.Option("--trace/--no-trace", help="Trace with dftracer (default: the spec's tracing mode)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document (schema dftune.bench/1).")
+    ] = False,
+) -> None:
+    """Run a workload's replicates (one condition) and report median, p95 and a 95% CI."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.missing_spec([workload]))
+    from dftune.tools.runner.bench import bench as run_bench
+    from dftune.tools.runner.spec import load_spec
+
+    overrides = parse_sets(set_)
+    err = Console(stderr=True)
+
+    from dftune.core.terminal import text
+
+    def show(done: int, total: int, rep: Any) -> None:
+        metric = f" metric {rep.metric:g}" if rep.metric is not None else ""
+        why = f": {rep.reason}" if rep.status != "ok" and rep.reason else ""
+        err.print(
+            text(
+                f"replicate {done}/{total}: {rep.status} {rep.wall_s:.3f} s{metric}{why}",
+                "" if rep.status == "ok" else "yellow",
+            )
+        )
+
+    from dftune.core.supervise import DriverInterrupted, supervised
+
+    with user_errors():
+        spec = load_spec(workload)
+        try:
+            with supervised("bench"):  # SIGTERM/SIGINT kill the workload's group, then we stop
+                result = run_bench(
+                    spec,
+                    overrides=overrides,
+                    replicates=replicates,
+                    trace=trace,
+                    progress=None if as_json else show,
+                )
+        except DriverInterrupted as exc:
+            fail(f"bench {spec.name} {exc}: its workload was killed", 128 + exc.signum)
+    if as_json:
+        emit_json(result.to_json_dict())
+    else:
+        out = Console()
+        out.print(
+            text(
+                f"{result.workload} {result.settings} traced={result.traced} "
+                f"({result.ok}/{len(result.replicates)} ok)",
+                "bold",
+            )
+        )
+        if result.median is not None:
+            ci = f", 95% CI of the median [{result.ci95[0]:.4g}, {result.ci95[1]:.4g}]" if result.ci95 else ""
+            out.print(text(f"median {result.median:.4g}, p95 {result.p95:.4g}{ci}"))
+        for rep in result.replicates:
+            if rep.status != "ok":
+                out.print(
+                    text(
+                        f"replicate r{rep.index} {rep.status}: {rep.reason or 'no reason recorded'}", "yellow"
+                    )
+                )
+        for note in result.notes:
+            out.print(text(note, "dim"))
+        if result.stopped_reason:
+            out.print(text(result.stopped_reason, "yellow"))
+        if result.trace_dir:
+            out.print(text(f"traces: {result.trace_dir}"), soft_wrap=True)
+    if result.ok == 0:
+        reasons = (
+            "; ".join(dict.fromkeys(f"{r.status}: {r.reason}" for r in result.replicates))
+            or "no replicate ran"
+        )
+        fail(f"no replicate of {result.workload} succeeded ({reasons})", code=EXIT_RUN_FAILED)
+
+
+@app.command()
+def run(
+    workloads: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Workload spec(s) (TOML). Several specs, or one campaign TOML, make one campaign."
+        ),
+    ],
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            help="autonomous (default; overnight: no-sudo L1/L2 changes approved by policy) "
+            "or interactive (every change waits for dftune approve).",
+        ),
+    ] = None,
+    max_experiments: Annotated[
+        int | None,
+        typer.Option("--max-experiments", min=0, help="Experiment budget per workload (default 6)."),
+    ] = None,
+    run_id: Annotated[
+        str | None, typer.Option("--run-id", help="Run (or campaign) id (default: generated).")
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="rules (default; offline, deterministic) or PROVIDER:MODEL "
+            "(anthropic:..., openai:...; OPENAI_BASE_URL for compatible servers).",
+        ),
+    ] = None,
+    replicates: Annotated[
+        int | None, typer.Option("--replicates", min=1, help="Replicates per arm (default: the spec's).")
+    ] = None,
+    allow_install: Annotated[
+        bool, typer.Option("--allow-install", help="Let the installer pip-install dftracer if it is missing.")
+    ] = False,
+    token_budget: Annotated[
+        int | None,
+        typer.Option("--token-budget", min=0, help="Tokens the chat model may spend; then the rules decide."),
+    ] = None,
+    retry_known: Annotated[
+        bool,
+        typer.Option(
+            "--retry-known",
+            help="Measure again what the knowledge base already measured here "
+            "without a gain (against the same incumbent).",
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Tune even when the worth-tuning gate says I/O cannot pay off here."),
+    ] = False,
+    llm_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--llm-timeout",
+            envvar="DFTUNE_LLM_TIMEOUT_S",
+            show_default="30",
+            help="Seconds one request to the chat model may take.",
+        ),
+    ] = None,
+    llm_retries: Annotated[
+        int | None,
+        typer.Option(
+            "--llm-retries",
+            envvar="DFTUNE_LLM_RETRIES",
+            show_default="2",
+            help="Retries of a failed request (429, 5xx, timeouts), with backoff and retry-after.",
+        ),
+    ] = None,
+    llm_deadline: Annotated[
+        float | None,
+        typer.Option(
+            "--llm-deadline",
+            envvar="DFTUNE_LLM_DEADLINE_S",
+            show_default="60",
+            help="Seconds one judgment may take in all (retries, re-asks); then the rules decide.",
+        ),
+    ] = None,
+    time_budget: BudgetOpt = None,
+    deadline: DeadlineOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document (dftune.run/1, or dftune.campaign/1).")
+    ] = False,
+    table: TableOpt = False,
+) -> None:
+    """Tune workloads: baseline, diagnosis, cited proposals, one guarded experiment at a time, report.
+
+    One spec is one run; several specs (or a campaign TOML) are one campaign under one deadline."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.missing_spec(workloads))
+    from dftune.agents.reasoner import llm_settings
+    from dftune.graphs.campaign import CampaignFile, is_campaign_file, load_campaign_file, start_campaign
+    from dftune.graphs.runs import run_settings_of
+    from dftune.tools.runner.deadline import resolve
+
+    with user_errors():
+        llm = llm_settings(timeout_s=llm_timeout, retries=llm_retries, deadline_s=llm_deadline)
+        file: CampaignFile | None = None
+        specs = list(workloads)
+        if len(specs) == 1 and is_campaign_file(specs[0]):
+            file, specs = load_campaign_file(specs[0])
+        budget_text = time_budget or (file.time_budget if file and not deadline else None)
+        until = resolve(budget_text, deadline or (file.deadline if file and not time_budget else None))
+        # the command line wins over the campaign file, which wins over RunSettings' defaults
+        cli_settings = {
+            "mode": mode,
+            "max_experiments": max_experiments,
+            "model": model,
+            "replicates": replicates,
+            "token_budget": token_budget,
+            "allow_install": allow_install or None,
+            "retry_known": retry_known or None,
+            "force": force or None,
+            "llm": llm,
+        }
+        settings = run_settings_of(file, {k: v for k, v in cli_settings.items() if v is not None})
+        if file is None and len(specs) == 1:
+            result = _single_run(specs[0], settings, run_id, until, as_json)
+        else:
+            result = start_campaign(
+                specs,
+                deadline=until,
+                budget_text=budget_text or "",
+                campaign_id=run_id,
+                name=file.name if file else "campaign",
+                progress=_progress(as_json),
+                settings=settings,
+            )
+    if "campaign_id" in result:
+        _show_campaign(result, as_json)
+        if all(m["status"] == "failed" for m in result["members"]):
+            raise typer.Exit(EXIT_RUN_FAILED)
+        return
+    _show_run(result, as_json, table)
+    if result["status"] == "failed":
+        raise typer.Exit(EXIT_RUN_FAILED)
+
+
+def _single_run(
+    spec: Path, settings: RunSettings, run_id: str | None, until: float | None, as_json: bool
+) -> dict[str, Any]:
+    from dftune.agents.budget import Budget
+    from dftune.graphs.campaign import RUN_RESERVE_S
+    from dftune.graphs.runs import start_run
+    from dftune.tools.runner.deadline import Deadline
+
+    budget = Budget(deadline=Deadline(until, reserve_s=RUN_RESERVE_S)) if until is not None else None
+    return start_run(spec, settings=settings, run_id=run_id, progress=_progress(as_json), budget=budget)
+
+
+def _show_campaign(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(result)
+        return
+    from dftune.tools.report.campaign_console import CampaignRenderer
+
+    CampaignRenderer(Console()).render(result)
+
+
+@app.command()
+def resume(
+    run_id: Annotated[str, typer.Argument(help="Run id or campaign id.")],
+    time_budget: BudgetOpt = None,
+    deadline: DeadlineOpt = None,
+    as_json: JsonOpt = False,
+    table: TableOpt = False,
+) -> None:
+    """Continue a run or a campaign after a crash, a kill or its deadline, from its last saved state."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.unknown_run(run_id, checkpoints=True))
+    from dftune.graphs.campaign import RUN_RESERVE_S, is_campaign, resume_campaign
+    from dftune.graphs.runs import resume_run
+    from dftune.tools.runner.deadline import Deadline, resolve
+
+    with user_errors():
+        until = resolve(time_budget, deadline)
+        if is_campaign(run_id):
+            result = resume_campaign(run_id, deadline=until, progress=_progress(as_json))
+            _show_campaign(result, as_json)
+            return
+        from dftune.agents.budget import Budget
+
+        budget = Budget(deadline=Deadline(until, reserve_s=RUN_RESERVE_S)) if until is not None else None
+        result = resume_run(run_id, progress=_progress(as_json), budget=budget)
+    _show_run(result, as_json, table)
+
+
+@app.command()
+def approve(
+    run_id: Annotated[str, typer.Argument(help="Run id.")],
+    reject: Annotated[bool, typer.Option("--reject", help="Refuse the pending change instead.")] = False,
+    reason: Annotated[str, typer.Option("--reason", help="Why (kept in the run's record).")] = "",
+    as_json: JsonOpt = False,
+    table: TableOpt = False,
+) -> None:
+    """Answer the first thing a run waits for (an approval, else the oldest change kept on trial), and let it
+    continue; also after the run finished."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.unknown_run(run_id, campaigns=False, checkpoints=True))
+    from dftune.graphs.runs import approve_run
+
+    with user_errors():
+        result = approve_run(run_id, reject=reject, reason=reason, progress=_progress(as_json))
+    _show_run(result, as_json, table)
+
+
+@app.command("history")
+def history_cmd(
+    run_id: Annotated[str, typer.Argument(help="Run id or campaign id.")], as_json: JsonOpt = False
+) -> None:
+    """The run's saved graph states (checkpoints), oldest first; a campaign's events."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.unknown_run(run_id, checkpoints=True))
+    from dftune.graphs.campaign import campaign_history, is_campaign
+    from dftune.graphs.runs import history
+
+    if is_campaign(run_id):
+        with user_errors():
+            events = campaign_history(run_id)
+        if as_json:
+            emit_json({"schema": "dftune.campaign.history/1", "campaign_id": run_id, "events": events})
+            return
+        from dftune.tools.report.campaign_console import CampaignRenderer
+
+        CampaignRenderer(Console()).render_history(events)
+        return
+    with user_errors():
+        rows = history(run_id)
+    if as_json:
+        emit_json({"schema": "dftune.history/1", "run_id": run_id, "checkpoints": rows})
+        return
+    from dftune.tools.report.console import RunRenderer
+
+    RunRenderer(Console()).render_history(rows)
+
+
+@app.command()
+def replay(
+    run_id: Annotated[str, typer.Argument(help="Run id.")],
+    checkpoint: Annotated[
+        str, typer.Option("--checkpoint", help="Checkpoint id, or the step number dftune history shows.")
+    ],
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Change an input before forking: FIELD=VALUE (repeatable)."),
+    ] = None,
+    as_json: JsonOpt = False,
+    table: TableOpt = False,
+) -> None:
+    """Fork the run from a saved state (optionally with changed inputs) and run the fork."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.unknown_run(run_id, campaigns=False, checkpoints=True))
+    from dftune.graphs.runs import replay_run
+    from dftune.graphs.steps import resolve_checkpoint
+
+    sets = parse_sets(set_)
+    with user_errors():
+        result = replay_run(run_id, resolve_checkpoint(run_id, checkpoint), sets, progress=_progress(as_json))
+    _show_run(result, as_json, table)
+
+
+@app.command()
+def report(
+    run_id: Annotated[
+        str, typer.Argument(help="Run id (see dftune runs), or a Darshan log / trace file or folder.")
+    ],
+    html: Annotated[
+        bool, typer.Option("--html", help="Also write a self-contained report.html (plots embedded).")
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", help="For a log or trace: where to write the HTML (default ./NAME_report.html)."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document with the paths.")] = False,
+    table: Annotated[bool, typer.Option("--table", help="Also print the run's full proposal table.")] = False,
+) -> None:
+    """Write a finished run's (or campaign's) report.md (and report.html with --html), or the HTML
+    report of one Darshan log or trace (analysis, diagnosis, plots); print its first screen."""
+    from dftune.tools.session import preflight
+
+    if not Path(run_id).exists():
+        refuse_early(preflight.unknown_run(run_id))
+    from dftune.core.terminal import text
+    from dftune.graphs.campaign import campaign_reports, is_campaign
+    from dftune.tools.report.writer import load_report, write_reports
+
+    source = Path(run_id).exists()  # a log or trace, not a run id
+    campaign = not source and is_campaign(run_id)
+    with user_errors():
+        if campaign:
+            paths = campaign_reports(run_id, html=html)
+        elif source:  # its analysis report (always HTML)
+            from dftune.tools.report.analysis_report import write_input_report
+
+            paths = write_input_report(run_id, output)
+        else:
+            paths = write_reports(run_id, html=html)
+    if as_json:
+        emit_json(
+            {
+                "schema": "dftune.report/1",
+                "run_id": run_id,
+                "kind": "input" if source else ("campaign" if campaign else "run"),
+                **paths,
+            }
+        )
+        return
+    out = Console()
+    if not campaign and not source:
+        from dftune.tools.report.console import RunRenderer
+        from dftune.tools.report.sections import headline
+
+        with user_errors():
+            _, doc = load_report(run_id)
+        RunRenderer(out).render_glance(headline(doc))
+        if table:
+            RunRenderer(out).render_table(doc.get("proposal_table") or [])
+    for kind, path in paths.items():
+        out.print(text(f"{kind}: {path}"), soft_wrap=True)
+
+
+@app.command()
+def compare(
+    a: Annotated[str, typer.Argument(help="A: a trace file/folder, or a run id.")],
+    b: Annotated[str, typer.Argument(help="B: a trace file/folder, or a run id (same kind as A).")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document (schema dftune.compare/1).")
+    ] = False,
+) -> None:
+    """Two traces or two runs side by side, with the change from A to B."""
+    from dftune.tools.report.compare import compare as run_compare
+
+    with user_errors():
+        doc = run_compare(a, b)
+    if as_json:
+        emit_json(doc)
+        return
+    from dftune.tools.report.console import CompareRenderer
+
+    CompareRenderer(Console()).render(doc)
+
+
+@app.command()
+def runs(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False) -> None:
+    """Every run (and campaign) under $DFTUNE_HOME with its status."""
+    from dftune.graphs.campaign import list_campaigns
+    from dftune.tools.report.run_glance import run_result
+    from dftune.tools.session.workspace import Workspace
+
+    with user_errors():
+        rows = [{**r.model_dump(mode="json"), "result": run_result(r.path)} for r in Workspace().list_runs()]
+        campaigns = list_campaigns()
+    if as_json:
+        emit_json({"schema": "dftune.runs/1", "runs": rows, "campaigns": campaigns})
+        return
+    from dftune.tools.report.console import RunRenderer
+
+    RunRenderer(Console()).render_runs(rows, campaigns)
