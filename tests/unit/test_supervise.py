@@ -120,17 +120,41 @@ def start_driver(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path]:
     return proc, rec, ledger
 
 
-def test_sigkill_of_the_driver_kills_the_direct_child_and_the_next_driver_kills_the_rest(
-    tmp_path: Path,
-) -> None:
+def guardians_of(pid: int) -> list[int]:
+    """The guardian process(es) a driver started (core/guardian.py): its children that carry the tag."""
+    found = []
+    for name in os.listdir("/proc"):
+        info = supervise.proc_info(int(name)) if name.isdigit() else None
+        if info is not None and info.ppid == pid:
+            try:
+                if b"DFTUNE_PROC_TAG" in Path(f"/proc/{name}/cmdline").read_bytes():
+                    found.append(info.pid)
+            except OSError:
+                continue
+    return found
+
+
+def test_sigkill_of_the_driver_alone_leaves_nothing_the_guardian_ends_the_rest(tmp_path: Path) -> None:
+    proc, rec, _ledger = start_driver(tmp_path)
+    main, gc = (int(x) for x in wait_for(rec).split())
+    assert guardians_of(proc.pid), "the driver started no guardian"
+    proc.kill()
+    proc.wait()
+    assert wait_gone(main), "PR_SET_PDEATHSIG did not take the direct child with the driver"
+    assert wait_gone(gc), "the guardian did not end the setsid'd grandchild when the driver was killed"
+
+
+def test_sigkill_of_the_driver_and_its_guardian_the_next_driver_kills_the_rest(tmp_path: Path) -> None:
     proc, rec, ledger = start_driver(tmp_path)
     main, gc = (int(x) for x in wait_for(rec).split())
     entries = json.loads(ledger.read_text())
     assert [e["pid"] for e in entries] == [main] and entries[0]["tag"].startswith("run-x/")
+    for pid in guardians_of(proc.pid):  # the guardian killed too (the OOM killer, a cgroup's kill)
+        os.kill(pid, signal.SIGKILL)
     proc.kill()
     proc.wait()
     assert wait_gone(main), "PR_SET_PDEATHSIG did not take the direct child with the driver"
-    assert alive(gc)  # a setsid'd grandchild survives a SIGKILL; the next driver of the run kills it
+    assert alive(gc)  # a setsid'd grandchild survives that; the next driver of the run kills it
     found = supervise.kill_leftovers(supervise.Ledger(ledger), "run-x")
     assert found and wait_gone(gc, 2.0)
     assert json.loads(ledger.read_text()) == []
