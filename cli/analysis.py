@@ -164,15 +164,15 @@ def diagnose(
     from dftune.tools.diagnose.engine import diagnose_runs
     from dftune.tools.diagnose.render import DiagnosisRenderer
 
+    options: dict[str, Any] = {
+        "data_dirs": data_dir or [],
+        "skip_bad": skip_bad,
+        "scheduler": scheduler,
+        "include_system_paths": system_paths,
+    }
     if split_runs:
         with user_errors():
-            results = diagnose_runs(
-                paths,
-                data_dirs=data_dir or [],
-                skip_bad=skip_bad,
-                scheduler=scheduler,
-                include_system_paths=system_paths,
-            )
+            results = diagnose_runs(paths, **options)
         if as_json:
             emit_json({"schema": "dftune.diagnosis.runs/1", "runs": [d.to_json_dict() for d in results]})
             return
@@ -182,13 +182,7 @@ def diagnose(
             DiagnosisRenderer(out).render(d)
         return
     with user_errors():
-        result = run_diagnosis(
-            paths,
-            data_dirs=data_dir or [],
-            skip_bad=skip_bad,
-            scheduler=scheduler,
-            include_system_paths=system_paths,
-        )
+        result = run_diagnosis(paths, **options)
     if as_json:
         emit_json(result.to_json_dict())
         return

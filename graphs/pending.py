@@ -133,21 +133,12 @@ def _applied(state: TuningState, step: dict[str, Any]) -> TuningState:
 
 def _confirm(state: TuningState, ctx: Context, exp: Experiment, answer: PendingAnswer) -> dict[str, Any]:
     note = answer.reason or "a person"
-    asked = exp.model_copy(update={"confirmed_by": note})
-    rec, system_rec = record_experiment(state, ctx.workload_spec, ctx, asked, settles=exp.iteration)
+    done, rec, kb_ids = _record_answer(state, ctx, exp, {"confirmed_by": note})
     won = rec.verdict == "win"
-    done = asked.model_copy(
-        update={
-            "verdict": rec.verdict,
-            "verdict_reason": rec.verdict_reason,
-            "kb_record_id": rec.id,
-            "question": "",
-        }
-    )
     ctx.progress("kb", f"opt{exp.iteration}: confirmed by a person -> {rec.verdict}, KB record {rec.id}")
     step: dict[str, Any] = {
         "experiments": [done],
-        "kb_records": [rec.id, *([system_rec.id] if system_rec else [])],
+        "kb_records": kb_ids,
         "proposals": [state.proposal(exp.proposal_id).model_copy(update={"kb_record_id": rec.id})],
         "events": [
             log(
@@ -164,9 +155,12 @@ def _confirm(state: TuningState, ctx: Context, exp: Experiment, answer: PendingA
     return _without(state, ctx, done, step)
 
 
-def _refuse(state: TuningState, ctx: Context, exp: Experiment, answer: PendingAnswer) -> dict[str, Any]:
-    why = answer.reason or "a person did not confirm it"
-    asked = exp.model_copy(update={"refused_by": why})
+def _record_answer(
+    state: TuningState, ctx: Context, exp: Experiment, answer_fields: dict[str, Any]
+) -> tuple[Experiment, Any, list[int]]:
+    """Record the person's answer in the KB (a new record that settles the pending one) and return
+    the experiment as it now stands, the record, and the KB ids it added."""
+    asked = exp.model_copy(update=answer_fields)
     rec, system_rec = record_experiment(state, ctx.workload_spec, ctx, asked, settles=exp.iteration)
     done = asked.model_copy(
         update={
@@ -176,10 +170,16 @@ def _refuse(state: TuningState, ctx: Context, exp: Experiment, answer: PendingAn
             "question": "",
         }
     )
+    return done, rec, [rec.id, *([system_rec.id] if system_rec else [])]
+
+
+def _refuse(state: TuningState, ctx: Context, exp: Experiment, answer: PendingAnswer) -> dict[str, Any]:
+    why = answer.reason or "a person did not confirm it"
+    done, rec, kb_ids = _record_answer(state, ctx, exp, {"refused_by": why})
     ctx.progress("kb", f"opt{exp.iteration}: refused by a person ({why}) -> KB record {rec.id}")
     step: dict[str, Any] = {
         "experiments": [done],
-        "kb_records": [rec.id, *([system_rec.id] if system_rec else [])],
+        "kb_records": kb_ids,
         "proposals": [
             state.proposal(exp.proposal_id).model_copy(
                 update={"kb_record_id": rec.id, "status": "declined", "reason": f"refused by a person: {why}"}

@@ -25,26 +25,20 @@ import pyarrow as pa
 from dftune.tools.trace import limits, native
 from dftune.tools.trace.batch import BatchReducer
 from dftune.tools.trace.errors import TraceError
-from dftune.tools.trace.linescan import STRUCTURAL_LINES, BadLine, first_line, head_time_metric, scan
+from dftune.tools.trace.linescan import (
+    ARG_INTS,
+    STRUCTURAL_LINES,
+    BadLine,
+    first_line,
+    head_time_metric,
+    scan,
+)
 
 #: args keys read from every event.  Numbers are typed BIGINT by the JSON reader itself
 #: (it converts legacy numbers-as-strings and floats; garbage becomes NULL, which the health
 #: check reports as a bad line); hashes and free text stay VARCHAR so 64-bit unsigned and
 #: hex hashes survive unchanged.
-_ARG_INTS = (
-    "ret",
-    "offset",
-    "size",
-    "whence",
-    "flags",
-    "rank",
-    "dft_cnt",
-    "dur",
-    "dur_sum",
-    "ret_sum",
-    "size_min",
-    "size_max",
-)
+_ARG_INTS = ARG_INTS  # one list for the scan and the line validator (linescan.py)
 _ARG_TEXT = (
     "fhash",
     "hhash",
