@@ -34,7 +34,8 @@ import conftest as c  # tests/ is on sys.path (rootdir conftest, prepend import 
 import pytest
 
 from dftune.core.vocabulary import FS_TYPES
-from dftune.tools.diagnose.engine import Bottleneck, Diagnosis, diagnose
+from dftune.tools.diagnose.engine import Bottleneck, DataDirError, Diagnosis, diagnose, diagnose_analysis
+from dftune.tools.trace import analyze
 
 pytestmark = pytest.mark.e2e
 
@@ -404,6 +405,10 @@ def test_data_dir_gives_a_known_fs_type_and_none_warns(planted: dict[str, Plante
     assert bare["fs_type"] == "unknown"
     assert bare["data_dirs"] == []
     assert any("--data-dir" in w and "unknown" in w for w in bare["warnings"]), bare["warnings"]
-    # a data dir the setup step has not created yet resolves to its nearest existing parent
-    later = diagnose([trace], data_dirs=[tmp_path / "not" / "yet"])
+    # a user's --data-dir that does not exist is refused (a typo is not a filesystem) ...
+    with pytest.raises(DataDirError, match="no such file or directory"):
+        diagnose([trace], data_dirs=[tmp_path / "not" / "yet"])
+    # ... while a run's own data dir, not created before the workload's setup, resolves to its
+    # nearest existing parent (the diagnoser agent diagnoses the baseline's analysis this way)
+    later = diagnose_analysis(analyze([trace], views=["file", "proc"]), data_dirs=[tmp_path / "not" / "yet"])
     assert later.fs_type == doc["fs_type"]
