@@ -35,6 +35,7 @@ from dftune.tools.runner.metrics import (
     ior_value,
     json_values,
     last_number,
+    last_text,
 )
 from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
 from dftune.tools.runner.stats import MIN_REPLICATES, bootstrap_median_ci, summarize
@@ -173,6 +174,7 @@ def extract_metric(
         return checked_metric(result.wall_s)
     streams = m.streams()
     where = " and ".join(streams)
+    printed: list[str] = []
     try:
         if m.kind == "file" or (m.kind == "dlio" and metric_file is not None):
             assert metric_file is not None
@@ -197,11 +199,13 @@ def extract_metric(
             elif m.kind == "dlio":
                 values = [dlio_value(text, f, where) for f in m.names("field")]
             else:
+                printed = [last_text(p, text, where) for p in m.regexes()]
                 values = [last_number(p, text, where) for p in m.regexes()]
     except MetricNotFound as exc:
         return None, f"metric: {exc}"
     value = combined(values, m.combine)
-    raw = str(values[0]) if len(values) == 1 else f"{m.combine}({', '.join(map(str, values))})"
+    shown = printed or [str(v) for v in values]  # a refusal quotes what the program printed
+    raw = shown[0] if len(shown) == 1 else f"{m.combine}({', '.join(shown)})"
     return checked_metric(value, raw)  # the reason quotes what was reported
 
 

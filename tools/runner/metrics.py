@@ -29,13 +29,18 @@ class MetricNotFound(ValueError):
     """The replicate's output does not hold the metric; ``str()`` says what was looked for and where."""
 
 
-def last_number(pattern: str, text: str, where: str) -> float:
-    """The last match of ``pattern`` (its first group, or the whole match) as a number."""
+def last_text(pattern: str, text: str, where: str) -> str:
+    """The last match of ``pattern`` (its first group, or the whole match), as the program printed it."""
     matches = list(re.finditer(pattern, text, flags=re.MULTILINE))
     if not matches:
         raise MetricNotFound(f"pattern {pattern!r} not found in {where}")
     last = matches[-1]
-    raw = last.group(1) if last.groups() else last.group(0)
+    return last.group(1) if last.groups() else last.group(0)
+
+
+def last_number(pattern: str, text: str, where: str) -> float:
+    """The last match of ``pattern`` (its first group, or the whole match) as a number."""
+    raw = last_text(pattern, text, where)
     try:
         return float(raw)
     except ValueError:
