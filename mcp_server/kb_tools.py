@@ -74,6 +74,10 @@ _KB_FIELD_DOCS = {
     "system_after": "That system metric after.",
     "confirmed_by": "A person's note confirming that an inconclusive access-pattern decision is a legitimate "
     "change (only a person may give it; without it such a result is recorded, never kept).",
+    "refused_by": "A person's reason for refusing a change the traces could not settle "
+    "(recorded as rejected; only a person may give it).",
+    "supersedes": "The id of the earlier record of this run that this one settles "
+    "(a pending change's answer, or a measurement taken again without a change a person refused).",
 }
 
 

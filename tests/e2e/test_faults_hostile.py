@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -27,26 +28,31 @@ pytestmark = pytest.mark.e2e
 GOOD = 30
 
 
+#: Runs one command and writes the peak RSS of it and the processes it waited for (KiB) to a file:
+#: a wrapper of its own, so the number is that command's, never the largest of every child this test
+#: process has started (RUSAGE_CHILDREN of pytest keeps the peak of earlier tests' programs).
+_PEAK = (
+    "import resource, subprocess, sys\n"
+    "done = subprocess.run(sys.argv[2:])\n"
+    "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+    "sys.exit(done.returncode)\n"
+)
+
+
 def dftune(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> tuple[int, str, str, int]:
     """(exit code, stdout, stderr, peak RSS in KiB) of one `dftune` command."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dftune.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
-    out, err = proc.communicate(timeout=timeout)
-    _pid, _status, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)
-    rss = usage.ru_maxrss if usage is not None else _child_rss(proc)
-    return proc.returncode, out, err, rss
-
-
-def _child_rss(proc: subprocess.Popen[str]) -> int:
-    """communicate() reaped the child; RUSAGE_CHILDREN keeps the largest child's peak."""
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    with tempfile.TemporaryDirectory(prefix="dftune-peak-") as tmp:
+        peak = Path(tmp) / "peak"
+        proc = subprocess.run(
+            [sys.executable, "-c", _PEAK, str(peak), sys.executable, "-m", "dftune.cli", *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
+            timeout=timeout,
+            check=False,
+        )
+        rss = int(peak.read_text()) if peak.exists() else 0
+    return proc.returncode, proc.stdout, proc.stderr, rss
 
 
 def one_error(err: str) -> str:
