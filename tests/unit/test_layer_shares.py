@@ -3,12 +3,15 @@ explained where it is shown, on a real DLIO trace whose shares reach past 1,000%
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 
 from dftune.tools.trace import analyze
 from dftune.tools.trace.render import AnalysisRenderer, layer_share_caption
 
-DLIO = "/work/shared/traces/dlio-legacy-strings/dlio-1proc.pfw.gz"
+#: a DLIO trace of the recorded public set beside the checkout (../shared/traces)
+DLIO = "dlio-legacy-strings/dlio-1proc.pfw.gz"
 
 
 def test_the_caption_says_what_is_summed() -> None:
@@ -17,8 +20,8 @@ def test_the_caption_says_what_is_summed() -> None:
     assert "threads of one process overlap" in layer_share_caption([194.6])
 
 
-def test_a_real_trace_past_100_percent_is_explained_in_both_tables() -> None:
-    a = analyze([DLIO], views=["summary", "layer"])
+def test_a_real_trace_past_100_percent_is_explained_in_both_tables(shared_traces: Path) -> None:
+    a = analyze([str(shared_traces / DLIO)], views=["summary", "layer"])
     assert max(layer.share_of_job_pct for layer in a.layers) > 100.0
     c = Console(width=120, record=True, color_system=None)
     AnalysisRenderer(c).render(a, ["summary", "layer"])
