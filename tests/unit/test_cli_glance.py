@@ -91,14 +91,20 @@ def test_a_knob_change_says_what_it_sets_and_that_nothing_on_the_system_changes(
 
 
 def test_the_dftune_command_is_the_venvs_when_not_on_path(monkeypatch: Any, tmp_path: Path) -> None:
-    venv_bin = Path(sys.executable).parent
-    if not (venv_bin / "dftune").exists():
-        return  # not installed next to this interpreter: nothing to resolve
+    # a virtual environment of its own: the interpreter and its dftune script side by side
+    venv_bin = tmp_path / "proj" / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").write_text("")
+    (venv_bin / "dftune").write_text("#!/bin/sh\n")
+    (venv_bin / "dftune").chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(venv_bin / "python"))
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    assert dftune_command(cwd=tmp_path) == str(venv_bin / "dftune")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert dftune_command(cwd=elsewhere) == str(venv_bin / "dftune")
     assert dftune_command(cwd=venv_bin.parent.parent) == f"{venv_bin.parent.name}/bin/dftune"
     monkeypatch.setenv("PATH", f"{venv_bin}:/usr/bin:/bin")
-    assert dftune_command(cwd=tmp_path) == "dftune"
+    assert dftune_command(cwd=elsewhere) == "dftune"
 
 
 class _Tty(io.StringIO):
