@@ -109,8 +109,8 @@ def _still_the_baselines_requests(base: Arm, inc: Arm, exp: Arm, decision: Guard
             reason=f"inconclusive: the {inc.label}'s {direction}s "
             f"follow the baseline's shuffled {small} requests "
             f"block by block (rank correlation {kept.follow.with_finer:+.2f}), the experiment's do not "
-            f"({now.follow.with_finer:+.2f}): its {large} requests may be larger application records. Not "
-            f"kept without a person's confirmation. {question}",
+            f"({now.follow.with_finer:+.2f}): its {large} requests may be larger application records. "
+            f"Settled only by a person (a win stays on trial until then). {question}",
         )
     return decision
 
@@ -409,8 +409,8 @@ class _Comparison:
             details=details,
             reason=f"inconclusive: {same_ranges}; the trace cannot tell coalescing (allowed) from a larger "
             f"application record (an access-pattern change): {seen}, and there is no application-level "
-            "evidence (work counters in the workload spec, or application events with sizes). Not kept "
-            f"without a person's confirmation. {details['question']}",
+            "evidence (work counters in the workload spec, or application events with sizes). "
+            f"Settled only by a person (a win stays on trial until then). {details['question']}",
         )
 
     def _app_event_change(self) -> str | None:
