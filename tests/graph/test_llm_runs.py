@@ -385,7 +385,7 @@ def test_no_key_reaches_the_workload_or_dftune_home(
     )
     spec = tmp_path / "workload.toml"
     spec.write_text(
-        'name = "envdump"\ncommand = ["{python}", "dump.py"]\nreplicates = 3\n'
+        'name = "envdump"\ncommand = ["{python}", "dump.py"]\nreplicates = 3\npage_cache = "warm"\n'
         '[metric]\nkind = "wall_time"\n[tracing]\nmode = "off"\n'
         '[[knobs]]\nname = "WORKERS"\nkind = "env"\nvalues = [1, 2]\ndefault = 1\n'
         'strategy = "l1.dataloader_workers"\n'

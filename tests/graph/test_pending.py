@@ -164,6 +164,7 @@ BUF_ONLY = textwrap.dedent("""
     source_dir = "%s"
     replicates = 5
     timeout_s = 60
+    page_cache = "warm"
     [metric]
     kind = "stdout_regex"
     pattern = 'run_time_s ([0-9.]+)'

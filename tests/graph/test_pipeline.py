@@ -197,7 +197,7 @@ def test_a_source_patch_is_applied_to_a_copy_measured_and_kept(tmp_path: Path, h
         "-time.sleep(0.05)\n+time.sleep(0.01)\n print(f'run_time_s {time.perf_counter() - start:.6f}')\n"
     )
     (work / "workload.toml").write_text(
-        'name = "patched"\ncommand = ["{python}", "app.py"]\nreplicates = 5\n'
+        'name = "patched"\ncommand = ["{python}", "app.py"]\nreplicates = 5\npage_cache = "warm"\n'
         '[metric]\nkind = "stdout_regex"\npattern = \'run_time_s ([0-9.]+)\'\n[tracing]\nmode = "off"\n'
         '[[patches]]\nname = "shorter-stall"\nfile = "fast.diff"\nstrategy = "l1.vectored_io"\n'
     )

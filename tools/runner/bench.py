@@ -448,13 +448,16 @@ def bench(
         if stamp is not None:
             stamp.write_text(json.dumps(setup_argv), encoding="utf-8")
 
-    cache_policy: Literal["drop_caches", "warm_up"] = "drop_caches" if drop_page_cache() else "warm_up"
+    cold = spec.page_cache == "cold"
+    dropped = cold and drop_page_cache()
+    cache_policy: Literal["drop_caches", "warm_up"] = "drop_caches" if dropped else "warm_up"
     if not prepare:
         notes.append("prepared by an earlier call (setup and cache policy as recorded there)")
     elif cache_policy == "warm_up":
         warm = _run(spec, argv, cwd=cwd, env=base_env, log_dir=logs, label="warmup")
+        why = "could not be dropped (not permitted here)" if cold else "kept warm (the spec's page_cache)"
         notes.append(
-            "page cache could not be dropped (not permitted here): one untraced warm-up run first, "
+            f"page cache {why}: one untraced warm-up run first, "
             f"status {warm.status}; every replicate then ran with a warm cache"
         )
     else:

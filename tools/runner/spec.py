@@ -273,6 +273,10 @@ class WorkloadSpec(_Strict):
     data_dir: str = "{workdir}/data"
     replicates: int = Field(default=5, ge=1, le=1000)
     timeout_s: float = Field(default=300.0, gt=0)
+    #: the page cache each replicate starts from: "cold" drops it before every replicate where the
+    #: kernel permits (root), else one warm-up run comes first; "warm" never drops it (one warm-up
+    #: run), for programs whose data is cache-resident in production or nodes others share
+    page_cache: Literal["cold", "warm"] = "cold"
     metric: Metric = Metric()
     #: what the program reports about the work it did (see :class:`WorkCounter`)
     work: list[WorkCounter] = []
