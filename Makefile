@@ -4,6 +4,12 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+# pytest-xdist workers: the fast tiers wait on many short subprocesses, so one more worker than
+# this 2-core machine's cores pays; end-to-end tests measure real programs, so no more than cores.
+# 0 runs serially (e.g. to debug one test).
+TEST_WORKERS ?= 3
+E2E_WORKERS ?= 2
+XDIST = --dist loadgroup
 
 .PHONY: demo test test-e2e test-all lint typecheck bench bench-suite clean venv
 
@@ -36,13 +42,13 @@ demo: $(STAMP)
 # fresh checkpointer). The end-to-end tier (real dftracer, real programs, Slurm, Dask, MPI,
 # Chromium) is `make test-e2e`; `make test-all` runs every tier.
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not e2e" -n $(TEST_WORKERS) $(XDIST) $(PYTEST_ARGS)
 
 test-e2e: $(STAMP)
-	$(BIN)/python -m pytest -m e2e $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m e2e -n $(E2E_WORKERS) $(XDIST) $(PYTEST_ARGS)
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(E2E_WORKERS) $(XDIST) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

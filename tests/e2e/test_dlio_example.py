@@ -21,7 +21,8 @@ from dftune.tools.diagnose.engine import diagnose
 from dftune.tools.runner.bench import bench
 from dftune.tools.runner.spec import load_spec
 
-pytestmark = [pytest.mark.e2e, pytest.mark.dlio]
+# one xdist worker builds and uses the cached DLIO environment
+pytestmark = [pytest.mark.e2e, pytest.mark.dlio, pytest.mark.xdist_group("dlio")]
 
 VENV = Path(os.environ.get("DFTUNE_DLIO_VENV", Path.home() / ".cache" / "dftune" / "dlio-venv"))
 DLIO = VENV / "bin" / "dlio_benchmark"

@@ -32,7 +32,9 @@ from dftune.core.process import ProcessResult
 from dftune.tools.runner.schedulers import run_slurm
 from dftune.tools.runner.spec import Launcher
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slurm]
+# one xdist worker runs the whole module: it shares one single-node controller and its module
+# fixture holds a time-limited job that a failure cancels by name
+pytestmark = [pytest.mark.e2e, pytest.mark.slurm, pytest.mark.xdist_group("slurm")]
 
 PY = sys.executable
 #: Where .ci/start-slurm keeps its config when SLURM_CONF is not set.
