@@ -33,7 +33,8 @@ VOID = {"meta", "img", "br", "hr", "link", "input", "col", "wbr", "source", "are
 
 def hide_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make matplotlib unimportable for this test (restored afterwards by monkeypatch)."""
-    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith(("matplotlib.", "mpl_toolkits"))]:
+    loaded = [m for m in sys.modules if m == "matplotlib" or m.startswith(("matplotlib.", "mpl_toolkits"))]
+    for name in loaded:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
 
