@@ -52,7 +52,12 @@ def main() -> int:
     if result.get("report"):
         path_line(console, "report", result["report"])
     if result.get("report_html"):
-        path_line(console, "with plots", result["report_html"])
+        from dftune.tools.report.plots import plots_unavailable
+
+        why = plots_unavailable()
+        path_line(console, "HTML" if why else "with plots", result["report_html"])
+        if why:
+            err.print(text(why))
     renderer.render_next(result)
     return 0 if result["status"] == "completed" else 1
 

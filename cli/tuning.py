@@ -423,6 +423,10 @@ def report(
             paths = write_input_report(run_id, output)
         else:
             paths = write_reports(run_id, html=html)
+    from dftune.tools.report.plots import plots_unavailable
+
+    if (html or source) and (why := plots_unavailable()):  # once per command, not once per plot
+        Console(stderr=True).print(text(why))
     if as_json:
         emit_json(
             {

@@ -33,6 +33,7 @@ from dftune.tools.report.plots import (
     family_split_plot,
     fitting_top,
     plain,
+    plots_unavailable,
     xfer_histogram_plot,
 )
 from dftune.tools.trace import Analysis, analyze
@@ -436,6 +437,9 @@ def _processes(a: Analysis) -> str:
 
 
 def build_input_plots(a: Analysis) -> list[Plot]:
+    """The input report's plots (none without matplotlib; the page says what to install)."""
+    if plots_unavailable():
+        return []
     return [xfer_histogram_plot(a), family_split_plot([("this input", a)]), timeline(a), heatmap(a)]
 
 

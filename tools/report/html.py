@@ -15,7 +15,7 @@ from dftune.tools.report.fixes import SEVERITY_CSS, SEVERITY_LEGEND, severity_ht
 from dftune.tools.report.glance import GLANCE_CSS, glance_html, hotspots_html
 from dftune.tools.report.hints import hints_html
 from dftune.tools.report.htmlkit import ci, e, ident, link, num, table, tag
-from dftune.tools.report.plots import Plot
+from dftune.tools.report.plots import Plot, plots_unavailable
 from dftune.tools.report.sections import (
     ESTIMATED,
     KB_MEASURED,
@@ -264,8 +264,12 @@ def _baseline_glance(doc: dict[str, Any]) -> str:
 
 
 def plots_section(plots: list[Plot]) -> str:
-    """The plots as embedded SVG figures (or why each was not drawn), shared by the run and input reports."""
+    """The plots as embedded SVG figures (or why each was not drawn), shared by the run and input reports.
+
+    No plot at all means matplotlib is missing: one line says which extra draws them."""
     out = ['<section id="plots"><h2>Plots</h2>']
+    if not plots:
+        out.append(f'<p class="note">{e(plots_unavailable() or "No plot for this report.")}</p>')
     for p in plots:
         out.append(f'<figure id="plot-{e(p.key)}"><h3>{e(p.title)}</h3>')
         if p.svg:

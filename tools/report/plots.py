@@ -4,7 +4,8 @@ People would rather look than read for four things: when each process did its I/
 transfer sizes it used, where the I/O time went, and how far each experiment moved the metric
 (with its confidence interval). Each plot is built from ``report.json`` and the analyses and
 traces the run saved; a plot whose input is gone comes back as a :class:`Plot` with a note
-instead of an image, so the report still renders.
+instead of an image, so the report still renders. matplotlib is the optional ``plots`` extra:
+without it no plot is built and the report says, in one line, what to install.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dftune.core.extras import missing
 from dftune.tools.trace import Analysis, TraceError, analyze
 
 FAMILIES = ("read", "write", "metadata", "sync")
@@ -49,6 +51,11 @@ class ProcessSeries:
     starts: list[float] = field(default_factory=list)
     mib_s: list[float] = field(default_factory=list)
     busy_pct: list[float] = field(default_factory=list)
+
+
+def plots_unavailable() -> str | None:
+    """The one line naming the extra to install when matplotlib is absent (None when plots can be drawn)."""
+    return missing("matplotlib", "plots", "Drawing the report's plots")
 
 
 def load_analysis(path: str | None) -> Analysis | None:
@@ -378,7 +385,10 @@ def experiments_plot(experiments: list[dict[str, Any]]) -> Plot:
 
 
 def build_plots(doc: dict[str, Any]) -> list[Plot]:
-    """Every plot of a run's report, from ``report.json`` and the analyses/traces it points to."""
+    """Every plot of a run's report, from ``report.json`` and the analyses/traces it points to
+    (none without matplotlib: the traces are not even read then)."""
+    if plots_unavailable():
+        return []
     base = doc.get("baseline") or {}
     inc = doc.get("incumbent") or {}
     base_a = load_analysis(base.get("analysis_path"))
