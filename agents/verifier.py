@@ -136,7 +136,14 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             **update,
             "experiments": [refused_exp],
             "proposals": [p.model_copy(update={"status": "rejected", "reason": refused})],
-            "events": [log("verifier", f"opt{exp.iteration}: {refused}", hints_asked=asked)],
+            "events": [
+                log(
+                    "verifier",
+                    f"opt{exp.iteration}: {refused}",
+                    hints_asked=asked,
+                    **({"hints_replaced": replaced} if replaced else {}),
+                )
+            ],
         }
     if in_effect:
         ctx.progress("verifier", f"opt{exp.iteration}: {in_effect}")
