@@ -18,12 +18,14 @@ from langgraph.runtime import Runtime
 from dftune.agents.budget import OutOfTime
 from dftune.agents.context import Context
 from dftune.agents.measure import joined_baseline, measure_paired
-from dftune.agents.optimizer.hints import override_check
+from dftune.agents.optimizer.hints import arm_hints, override_check
 from dftune.agents.optimizer.trust import TamperedProposal, trusted_arm, trusted_proposal
 from dftune.agents.state import TuningState, log
 from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT, decide
 from dftune.tools.runner import progress_text
 from dftune.tools.runner.bench import BenchError, Replicate
+from dftune.tools.runner.changes import ChangeError
+from dftune.tools.runner.changes.layering import layer_env, replaced_text
 from dftune.tools.runner.stats import MIN_REPLICATES, compare, pct_change
 
 
@@ -43,7 +45,17 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             "events": [log("verifier", f"opt{exp.iteration}: {exc}")],
         }
     overrides = {**{k: str(v) for k, v in ref.settings.items()}, **p.change.settings}
-    env = {**ref.env, **p.change.env}
+    try:
+        layered = layer_env(ref.env, p.change.env)  # the kept hints and the new ones in one hint file
+    except ChangeError as exc:
+        return {
+            "experiments": [exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
+            "events": [log("verifier", f"opt{exp.iteration}: {exc}")],
+        }
+    env = layered.env
+    replaced = replaced_text(layered.replaced)
+    if replaced:
+        ctx.progress("verifier", f"opt{exp.iteration}: the new proposal's value wins: {replaced}")
     it_source = ctx.workspace.iteration_dir(state.run_id, exp.iteration) / "source"
     source_dir = str(it_source) if p.change.kind == "patch" else ref.source_dir
     # the baseline's count (whatever an extension added), or more when the model asked for them (bounded)
@@ -113,7 +125,8 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             "proposals": [p.model_copy(update={"status": "failed", "reason": why})],
             "events": [log("verifier", f"opt{exp.iteration}: {why}")],
         }
-    refused, in_effect = override_check(p, Path(cand.workdir))
+    asked = arm_hints(env)
+    refused, in_effect = override_check(p, Path(cand.workdir), asked if asked else None)
     if refused:  # the program's own hints won: what ran is not the change
         refused_exp = exp.model_copy(
             update={"reference": ref, "candidate": cand, "verdict": "failed", "verdict_reason": refused}
@@ -123,7 +136,14 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             **update,
             "experiments": [refused_exp],
             "proposals": [p.model_copy(update={"status": "rejected", "reason": refused})],
-            "events": [log("verifier", f"opt{exp.iteration}: {refused}")],
+            "events": [
+                log(
+                    "verifier",
+                    f"opt{exp.iteration}: {refused}",
+                    hints_asked=asked,
+                    **({"hints_replaced": replaced} if replaced else {}),
+                )
+            ],
         }
     if in_effect:
         ctx.progress("verifier", f"opt{exp.iteration}: {in_effect}")
@@ -160,6 +180,8 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                 f"opt{exp.iteration}: {cmp.reason}",
                 ratio_ci95=list(cmp.ci95),
                 **({"hints_in_effect": in_effect} if in_effect else {}),
+                **({"hints_asked": asked} if asked else {}),
+                **({"hints_replaced": replaced} if replaced else {}),
                 p_value=cmp.p_value,
                 pairs=sitting.pairs,
                 stopped_early=sitting.stopped_early,

@@ -24,6 +24,7 @@ from dftune.agents.state import Experiment, TuningState, log
 from dftune.core.errors import is_storage_error
 from dftune.core.failpoint import failpoint
 from dftune.tools.runner.changes import ChangeError, CommandChange, EnvChange, FilePatch, Journal
+from dftune.tools.runner.changes.layering import layer_env
 from dftune.tools.session.workspace import ITERATION_SUBDIRS
 
 
@@ -119,7 +120,7 @@ def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any
                     id=cid,
                     strategy=p.strategy,
                     env_file=it_dir / "opt_l2_env.sh",
-                    variables={**incumbent.env, **p.change.env},
+                    variables=layer_env(incumbent.env, p.change.env).env,
                     description=p.description[:200],
                 ),
             )

@@ -28,6 +28,7 @@ from dftune.agents.state import Change, Proposal
 from dftune.tools.catalog import Catalog
 from dftune.tools.diagnose.stack import IOR_HINT_PREFIX, hints_printed, overridden
 from dftune.tools.runner.bench import BenchError, bench
+from dftune.tools.runner.changes.layering import HINTS_VAR, hint_file_text, read_hint_file
 from dftune.tools.runner.spec import WorkloadSpec
 
 HINTS_DIR = "hints"
@@ -83,11 +84,6 @@ def ranks_of(spec: WorkloadSpec) -> int:
     return 1
 
 
-def hint_file_text(hints: dict[str, str]) -> str:
-    """ROMIO's hint file format: one ``key value`` pair per line (ROMIO Users Guide, system hints)."""
-    return "".join(f"{k} {v}\n" for k, v in hints.items())
-
-
 def hint_proposals(
     catalog: Catalog, software: list[str], ranks: int, run_dir: Path, *, write: bool = True
 ) -> list[Proposal]:
@@ -130,7 +126,18 @@ def hint_proposals(
 
 def requested_hints(p: Proposal) -> dict[str, str]:
     """The ROMIO hints a proposal asks for (empty for any other change)."""
-    return dict(p.change.params) if p.change.kind == "env" and "ROMIO_HINTS" in p.change.env else {}
+    return dict(p.change.params) if p.change.kind == "env" and HINTS_VAR in p.change.env else {}
+
+
+def arm_hints(env: dict[str, str]) -> dict[str, str]:
+    """The ROMIO hints an arm's environment asks for: its hint file's (the kept ones merged with the
+    new one, tools/runner/changes/layering.py), then the program's MPI_Info variables (they win)."""
+    out: dict[str, str] = {}
+    path = env.get(HINTS_VAR)
+    if path and Path(path).is_file():
+        out.update(read_hint_file(path))
+    out.update({k.removeprefix(IOR_HINT_PREFIX): v for k, v in env.items() if k.startswith(IOR_HINT_PREFIX)})
+    return out
 
 
 #: the hints a report shows before and after (the ones the proposals set)
@@ -180,13 +187,14 @@ def hints_in_effect(workdir: Path) -> list[dict[str, str]]:
     return blocks
 
 
-def override_check(p: Proposal, workdir: Path) -> tuple[str | None, str]:
-    """(why the arm does not count, or None; what was in effect) for a proposal of ROMIO hints.
+def override_check(p: Proposal, workdir: Path, asked: dict[str, str] | None = None) -> tuple[str | None, str]:
+    """(why the arm does not count, or None; what was in effect) for an arm that asks for ROMIO hints.
 
-    A hint the program set itself (its own MPI_Info) wins over a hint file: the arm then measured
-    the program's value, not the proposal's, and counting it would credit a change that never took
-    effect."""
-    asked = requested_hints(p)
+    ``asked`` is every hint the arm asks for (the kept ones and the new one, :func:`arm_hints`);
+    by default the proposal's own. A hint the program set itself (its own MPI_Info) wins over a hint
+    file: the arm then measured the program's value, not the one asked for, and counting it would
+    credit a change that never took effect."""
+    asked = requested_hints(p) if asked is None else asked
     if not asked:
         return None, ""
     blocks = hints_in_effect(workdir)
@@ -208,6 +216,7 @@ def override_check(p: Proposal, workdir: Path) -> tuple[str | None, str]:
 
 __all__ = [
     "HINTS_DIR",
+    "arm_hints",
     "hint_file_text",
     "hint_proposals",
     "hint_sets",

@@ -20,6 +20,8 @@ from dftune.agents.optimizer.hints import hint_proposals, ranks_of
 from dftune.agents.optimizer.plan import catalog_proposal, derivation_context, knob_proposals
 from dftune.agents.state import Measurement, Proposal, TuningState
 from dftune.core.errors import DftuneError
+from dftune.tools.runner.changes import ChangeError
+from dftune.tools.runner.changes.layering import layer_env
 from dftune.tools.runner.spec import WorkloadSpec
 
 #: The fields of a proposal that decide what runs and who must approve it.
@@ -127,7 +129,10 @@ def expected_arm(
         d = derive(p, spec, ctx, context, ctx.workspace.run_dir(state.run_id), state.software)
         assert d is not None  # trusted_proposal derived it
         overrides.update(d.change.settings)
-        env.update(d.change.env)
+        try:  # kept ROMIO hint files merge into one, as the verifier layers them
+            env = layer_env(env, d.change.env).env
+        except ChangeError as exc:
+            raise TamperedProposal(f"refused to rebuild the incumbent: {exc}; nothing was applied") from exc
         if d.change.kind == "patch":
             source = str(ctx.workspace.iteration_dir(state.run_id, exp.iteration) / "source")
     return {k: _text(v) for k, v in spec.settings(overrides).items()}, env, source

@@ -10,6 +10,7 @@ runs only with the e2e tier (markers e2e and dlio).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -122,6 +123,11 @@ def test_dlio_traces_cleanly_under_the_default_spec(dlio: Path, tmp_path: Path) 
     rep = result.replicates[0]
     assert result.ok == 1 and rep.exit_code == 0, rep.reason  # no SIGSEGV at exit
     assert any("dlio_benchmark is a dftracer-annotated application" in n for n in result.notes)
+    # the metric is DLIO's own summary.json, written into workload.output.folder = the replicate's folder
+    metric = json.loads((Path(rep.trace_dir) / "summary.json").read_text())["metric"]
+    assert rep.metric == metric["train_throughput_mean_samples_per_second"]
+    epochs = metric["train_throughput_samples_per_second"]  # one value per epoch; the mean is over them
+    assert len(epochs) == 2 and rep.metric == pytest.approx(sum(epochs) / len(epochs))
     traces = [p for p in Path(rep.trace_dir).iterdir() if ".pfw" in p.name]
     assert traces and all(p.stat().st_size > 0 for p in traces)
     text = "".join(p.read_text(errors="replace") for p in traces if not p.name.endswith(".gz"))
@@ -162,12 +168,17 @@ def test_dlio_bare_spec_traces_are_collected_from_hydras_output(dlio: Path, tmp_
     toml.write_text(
         f'name = "dlio-bare"\ncommand = ["{dlio}", "--config-dir", "cfg", "workload=unet3d_mini", '
         '"++workload.dataset.data_folder={data_dir}", "++workload.workflow.generate_data=True"]\n'
-        "timeout_s = 600\n"
+        'timeout_s = 600\n[metric]\nkind = "dlio"\nfield = "train_au"\n'
     )
     result = bench(load_spec(toml), replicates=1, trace=True, workdir=tmp_path / "run")
     rep = result.replicates[0]
     assert result.ok == 1 and rep.exit_code == 0, rep.reason
     traces = [p for p in Path(rep.trace_dir).iterdir() if ".pfw" in p.name]
     assert traces and all(p.stat().st_size > 0 for p in traces), traces
-    assert not list((tmp_path / "outputs").rglob("*.pfw*"))  # moved into the replicate's folder
+    # DLIO's output folder is Hydra's run folder, ./hydra_log/<model>/<date>-<time> (DLIO's config.yaml)
+    (summary,) = tmp_path.glob("hydra_log/unet3d_mini/*/summary.json")
+    assert not list((tmp_path / "hydra_log").rglob("*.pfw*"))  # moved into the replicate's folder
+    # the metric is read from that summary.json, with no wrapper and no output folder in the spec
+    assert rep.metric == json.loads(summary.read_text())["metric"]["train_au_mean_percentage"]
+    assert (Path(rep.trace_dir) / "summary.json").read_text() == summary.read_text()  # the replicate's copy
     assert rep.startup_share is not None and 0 < rep.startup_share < 1

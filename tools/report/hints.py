@@ -35,6 +35,8 @@ def hint_rows(doc: dict[str, Any]) -> list[list[str]]:
     if before is not None:
         rows.append(["baseline (before any change)", "-", before.removeprefix(BEFORE_PREFIX)])
     said: dict[int, str] = {}
+    asked_by: dict[int, dict[str, str]] = {}  # what the arm asked: the kept hints merged with the new ones
+    replaced: dict[int, str] = {}
     for ev in events:
         if ev.get("node") != "verifier":
             continue
@@ -42,20 +44,25 @@ def hint_rows(doc: dict[str, Any]) -> list[list[str]]:
         if not m:
             continue
         data = ev.get("data") or {}
+        if data.get("hints_asked"):
+            asked_by[int(m.group(1))] = {str(k): str(v) for k, v in data["hints_asked"].items()}
+        if data.get("hints_replaced"):
+            replaced[int(m.group(1))] = str(data["hints_replaced"])
         if data.get("hints_in_effect"):
             said[int(m.group(1))] = str(data["hints_in_effect"])
         elif "overrode the hint" in ev["message"]:
             said[int(m.group(1))] = ev["message"][m.end() :]
     proposals = {p["id"]: p for p in doc.get("proposals") or []}
     for exp in doc.get("experiments") or []:
-        asked = _asked(proposals.get(exp.get("proposal_id")))
+        n = int(exp["iteration"])
+        asked = asked_by.get(n) or _asked(proposals.get(exp.get("proposal_id")))
         if not asked:
             continue
-        n = int(exp["iteration"])
+        shown = ", ".join(f"{k}={v}" for k, v in asked.items())
         rows.append(
             [
                 f"opt{n} ({exp['proposal_id']})",
-                ", ".join(f"{k}={v}" for k, v in asked.items()),
+                f"{shown} ({replaced[n]})" if n in replaced else shown,
                 said.get(n, "unknown (the MPI library printed none)"),
             ]
         )
@@ -70,7 +77,8 @@ def hints_markdown(doc: dict[str, Any]) -> list[str]:
     return [
         "## ROMIO hints in effect",
         "",
-        "What each arm asked for (a ROMIO_HINTS file) and what ROMIO said it used at every open; "
+        "What each arm asked for (a ROMIO_HINTS file: the kept hints and the new ones) and what ROMIO "
+        "said it used at every open; "
         "a hint the program overrode in its own MPI_Info is not counted.",
         "",
         *markdown_table(HEAD, rows),

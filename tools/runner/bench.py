@@ -27,6 +27,7 @@ from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
 from dftune.core.process import ProcessResult, Status, run_process
 from dftune.core.secrets import scrubbed_environ
+from dftune.tools.runner.dlio_summary import find_summary, keep_summary, looked_in
 from dftune.tools.runner.metrics import (
     MetricNotFound,
     combined,
@@ -181,8 +182,14 @@ def extract_metric(
             try:
                 text = metric_file.read_text(encoding="utf-8", errors="replace")
             except OSError as exc:
+                if m.kind == "dlio":
+                    return None, (
+                        f"metric: DLIO's summary {metric_file} not readable ({exc.strerror or exc}): DLIO "
+                        "writes summary.json into workload.output.folder when training ends; the path must "
+                        "name that folder"
+                    )
                 return None, f"metric file {metric_file} not readable: {exc.strerror or exc}"
-            where = str(metric_file)
+            where = f"{metric_file} (DLIO's summary.json)" if m.kind == "dlio" else str(metric_file)
             if m.kind == "dlio":
                 values = [dlio_value(text, f, where, summary_json=True) for f in m.names("field")]
             elif m.names("key"):
@@ -523,11 +530,19 @@ def bench(
                     "re-run in FUNCTION mode, collecting the program's own trace files"
                 )
                 continue
+        summary_roots: list[Path] = []
+        if spec.metric.kind == "dlio" and metric_file is None and res.status == "ok":
+            # a bare spec: DLIO's output folder, found as tools/runner/dlio_summary.py says
+            summary_roots = [folder, cwd, workdir]
+            found = find_summary(summary_roots, since)
+            metric_file = keep_summary(found, folder) if found else None
         metric, why = (
             (None, "")
             if res.status != "ok"
             else extract_metric(spec, res, logs / f"{label}.out", metric_file)
         )
+        if metric is None and summary_roots and metric_file is None:
+            why += f"; and no DLIO summary.json written by this run in {looked_in(summary_roots)}"
         work, work_why = extract_work(spec, logs / f"{label}.out") if res.status == "ok" else ({}, "")
         if work_why and metric is not None:  # the work cannot be checked: not a usable replicate
             metric, why = None, work_why
