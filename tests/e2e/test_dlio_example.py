@@ -10,6 +10,7 @@ runs only with the e2e tier (markers e2e and dlio).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -89,10 +90,17 @@ def _pip(*args: str) -> None:
 
 @pytest.fixture(scope="module")
 def dlio() -> Path:
-    if not DLIO.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, timeout=300)
-        _pip("--no-deps", "dlio-benchmark==2.0.0")
-        _pip(*DEPS)
+    """The cached environment, built under a lock (another test process may be building it) and
+    marked complete only at the end, so an interrupted build is finished, never trusted."""
+    VENV.parent.mkdir(parents=True, exist_ok=True)
+    built = VENV / ".dftune-built"
+    with open(VENV.parent / f"{VENV.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not built.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, timeout=300)
+            _pip("--no-deps", "dlio-benchmark==2.0.0")
+            _pip(*DEPS)
+            built.write_text("dlio-benchmark==2.0.0\n")
     return DLIO
 
 
