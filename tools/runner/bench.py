@@ -139,6 +139,8 @@ def _last_number(pattern: str, text: str, what: str) -> tuple[float | None, str,
         value = float(raw)
     except ValueError:
         return None, raw, f"{what} {raw!r} is not a number"
+    if not math.isfinite(value):  # 'nan', 'inf' or 1e999: no count, and no JSON number either
+        return None, raw, f"{what} {raw!r} is not a finite number"
     return value, raw, ""
 
 
@@ -226,13 +228,17 @@ def extract_work(spec: WorkloadSpec, stdout_path: Path) -> tuple[dict[str, float
         return {}, why
     out: dict[str, float] = {}
     missing: list[str] = []
+    wrong: list[str] = []
     for counter in spec.work:
-        value, _, _ = _last_number(counter.pattern, text, f"work counter {counter.name}")
-        if value is None:
-            missing.append(counter.name)
-        else:
+        value, raw, why = _last_number(counter.pattern, text, f"work counter {counter.name}")
+        if value is not None:
             out[counter.name] = value
-    return out, (f"work counter(s) {', '.join(missing)} not found in stdout" if missing else "")
+        elif raw:
+            wrong.append(why)
+        else:
+            missing.append(counter.name)
+    said = [f"work counter(s) {', '.join(missing)} not found in stdout"] if missing else []
+    return out, "; ".join(said + wrong)
 
 
 def _python_bin_dir() -> Path:
