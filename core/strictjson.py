@@ -45,9 +45,10 @@ def _refuse(constant: str) -> Any:
     raise ValueError(f"not JSON: {constant}")
 
 
-def loads(text: str) -> Any:
-    """A strict parser: ``NaN``, ``Infinity`` and ``-Infinity`` are errors, as in RFC 8259."""
-    return json.loads(text, parse_constant=_refuse)
+def loads(text: str | bytes) -> Any:
+    """A strict parser: ``NaN``, ``Infinity``, ``-Infinity`` and a number too large for a float
+    (``1e999``, which Python reads as infinity) are errors (ValueError)."""
+    return json.loads(text, parse_constant=_refuse, parse_float=_number)
 
 
 # --------------------------------------------------------------------------- files

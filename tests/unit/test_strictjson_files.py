@@ -128,3 +128,23 @@ def test_a_non_finite_work_counter_is_said_not_recorded(tmp_path: Path, printed:
     assert counters == {} and f"work counter items {printed!r} is not a finite number" in why
     out.write_text("items=12\n")
     assert extract_work(spec, out) == ({"items": 12.0}, "")
+
+
+def test_a_report_json_with_a_nan_is_one_line_exit_2(run_dir: Path) -> None:
+    make_report(run_dir)
+    path = run_dir / "report.json"
+    text = path.read_text()
+    path.write_text(text[: text.rindex("}")] + ', "late": NaN}')
+    out = dftune("report", run_dir.name, "--html")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert str(path) in out.stderr and "NaN is not JSON" in out.stderr
+
+
+def test_the_other_files_dftune_keeps_refuse_a_nan_at_the_writer(tmp_path: Path) -> None:
+    from dftune.tools.session.layout import dumps_json
+
+    with pytest.raises(strictjson.JSONFileError, match=r"run\.json: budget\.seconds is nan"):
+        dumps_json({"budget": {"seconds": float("nan")}}, tmp_path / "run.json")
+    with pytest.raises(strictjson.JSONFileError, match=r"cannot write .*x\.json: \[1\] is inf"):
+        strictjson.write_file(tmp_path / "x.json", [1.0, float("inf")])
+    assert not (tmp_path / "x.json").exists()

@@ -9,7 +9,6 @@ failures in a row stop the experiment with the reason.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -23,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core import strictjson
 from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
 from dftune.core.process import ProcessResult, Status, run_process
@@ -328,7 +328,7 @@ def _setup_stamp(spec: WorkloadSpec, setup_argv: list[str], data_dir: Path, work
 
 def _stamp_matches(stamp: Path, setup_argv: list[str]) -> bool:
     try:
-        return bool(json.loads(stamp.read_text(encoding="utf-8")) == setup_argv)
+        return bool(strictjson.loads(stamp.read_text(encoding="utf-8")) == setup_argv)
     except (OSError, ValueError):
         return False
 
@@ -452,7 +452,7 @@ def bench(
                 f"{spec.spec_path}: setup {setup.status} ({setup.reason}): {setup.stderr_tail[-300:].strip()}"
             )
         if stamp is not None:
-            stamp.write_text(json.dumps(setup_argv), encoding="utf-8")
+            strictjson.write_file(stamp, setup_argv)
 
     cache_policy: Literal["drop_caches", "warm_up"] = "drop_caches" if drop_page_cache() else "warm_up"
     if not prepare:
