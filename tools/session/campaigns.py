@@ -16,7 +16,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dftune.core import strictjson
-from dftune.core.fsio import atomic_write_bytes
 from dftune.core.home import dftune_home
 from dftune.tools.session.layout import RunNotFound, WorkspaceError, validate_run_id
 
@@ -110,9 +109,7 @@ class CampaignStore:
 
     def write(self, meta: CampaignMeta) -> None:
         meta.updated = datetime.now(UTC)
-        atomic_write_bytes(
-            self.dir(meta.id) / META, meta.model_dump_json(indent=2, by_alias=True).encode("utf-8")
-        )
+        strictjson.write_file(self.dir(meta.id) / META, meta.model_dump(mode="json", by_alias=True), indent=2)
 
     def log(self, campaign_id: str, event: str, message: str, **data: Any) -> None:
         line = {
