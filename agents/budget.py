@@ -11,13 +11,13 @@ measured times.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dftune.core import strictjson
 from dftune.tools.runner.bench import BenchError
 from dftune.tools.runner.deadline import Deadline
 from dftune.tools.runner.pool import SlotPool
@@ -55,7 +55,7 @@ class Budget:
                 lines = []
             for line in lines:
                 try:
-                    rec = json.loads(line)
+                    rec = strictjson.loads(line)
                     # a baseline measures one arm; an experiment's sitting runs the incumbent beside the
                     # candidate (A B A B), so it costs two arms
                     seconds = float(rec["seconds"]) * (
@@ -75,7 +75,7 @@ class Budget:
         logs.mkdir(parents=True, exist_ok=True)
         line = {"label": label, "kind": kind, "seconds": round(seconds, 3), "at": time.time()}
         with open(logs / TIMINGS, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(line) + "\n")
+            fh.write(strictjson.dumps_checked(line, logs / TIMINGS) + "\n")
 
     def arm_estimate(self, run_dir: Path) -> float | None:
         """What the next experiment will cost, from what this run measured (None before the first arm)."""

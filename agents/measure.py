@@ -10,13 +10,13 @@ a thread's last events in one replicate) is analyzed and saved next to the bench
 
 from __future__ import annotations
 
-import json
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from dftune.agents.context import Context
 from dftune.agents.state import Coverage, Measurement
+from dftune.core import strictjson
 from dftune.tools.runner.bench import BenchResult, Progress, Replicate, bench
 from dftune.tools.runner.paired import ArmPlan, PairedResult, PairProgress, paired_bench
 from dftune.tools.runner.spec import WorkloadSpec
@@ -109,18 +109,18 @@ def _summarize(
     *,
     reuse_analysis: bool,
 ) -> tuple[Measurement, Analysis | None, BenchResult]:
-    (workdir / BENCH_FILE).write_text(json.dumps(result.to_json_dict(), indent=1), encoding="utf-8")
+    strictjson.write_file(workdir / BENCH_FILE, result.to_json_dict(), indent=1)
     analysis: Analysis | None = None
     analysis_path: Path | None = None
     if reuse_analysis and (workdir / ANALYSIS_FILE).is_file():  # the arm's analysis stands
         analysis_path = workdir / ANALYSIS_FILE
-        analysis = Analysis.model_validate_json(analysis_path.read_bytes())
+        analysis = strictjson.read_model(analysis_path, Analysis)
     first_ok, trace_notes = (None, []) if analysis is not None or not traced else fullest_trace(result)
     if traced and first_ok is not None and first_ok.trace_dir:
         # the application's I/O: helper processes (a pyenv shim's bash, a launch script) left out
         analysis = analyze([first_ok.trace_dir], views=list(views), profile=True, exclude_helpers=True)
         analysis_path = workdir / ANALYSIS_FILE
-        analysis_path.write_text(json.dumps(analysis.to_json_dict()), encoding="utf-8")
+        strictjson.write_file(analysis_path, analysis.to_json_dict())
     work, work_notes = replicate_work(result)
     m = Measurement(
         settings=dict(result.settings),
@@ -278,9 +278,10 @@ def io_bandwidth(a: Analysis | None) -> float | None:
 
 
 def load_analysis(path: str | None) -> Analysis | None:
+    """A measurement's saved analysis, read strictly (a corrupt file is one line naming it)."""
     if not path:
         return None
-    return Analysis.model_validate_json(Path(path).read_bytes())
+    return strictjson.read_model(path, Analysis)
 
 
 def settings_text(settings: dict[str, Any]) -> dict[str, str]:

@@ -62,9 +62,9 @@ SAME: dict[str, tuple[tuple[str, ...], str]] = {
     "P15": (("DD15", "DA04"), "same thresholds"),
     "P16": (("DD16", "DA05"), "same thresholds"),
     "P17": (
-        ("DP17",),
-        "dftune checks each rank's own records; Drishti also counts a shared record, whose "
-        "metadata time is the sum over all ranks",
+        ("DP17", "DD17"),
+        "dftune checks each rank's own records and the shared records' summed metadata time "
+        "with the same 30 s threshold",
     ),
     "P18": (("DD18", "DP18"), "same threshold"),
     "P19": (("DD19", "DA02"), "same threshold"),
@@ -112,11 +112,6 @@ def why_not(code: str, why: str, a: Analysis) -> str:
             f"{d.exact_1mib_ops:,} operations are exactly 1 MiB: "
             "Darshan's 100K-1M bin includes 1 MiB, so Drishti "
             "counts them as small; dftune (small = < 1 MiB) takes them out with the POSIX_ACCESS* counters"
-        )
-    if code == "P17" and d is not None and d.nprocs > 1:
-        return (
-            f"{why}: here {a.metadata.time_s:,.1f} s of metadata summed over {d.nprocs:,} ranks, "
-            f"{a.metadata.time_s / d.nprocs:,.2f} s per rank on average"
         )
     if code == "P08" and d is not None:
         return f"{why} (here {d.file_not_aligned:,})"

@@ -10,6 +10,9 @@ scale, not a workload.  It has no name records (their hash table cannot be built
 so files are named record:<id>.
 
     python benchmarks/gen_darshan_log.py OUT.darshan [--ranks 512] [--files 1000]
+
+``--shared`` writes each file once as a reduced record (rank -1, every rank opened it), as
+Darshan's shared-file reduction does; ``--meta-time S`` sets each record's POSIX_F_META_TIME.
 """
 
 from __future__ import annotations
@@ -40,8 +43,11 @@ def _declare() -> None:
         B.ffi.cdef(DECLS)
 
 
-def build(out: Path, ranks: int, files: int) -> dict[str, float]:
-    """Write the log; returns what was written."""
+def build(
+    out: Path, ranks: int, files: int, *, shared: bool = False, meta_time_s: float | None = None
+) -> dict[str, float]:
+    """Write the log; returns what was written.  ``shared``: FILES reduced records (rank -1)
+    instead of RANKS x FILES per-rank ones; ``meta_time_s``: every record's metadata seconds."""
     from dftune.tools.trace.darshan.reader import read_log
 
     _declare()
@@ -49,7 +55,7 @@ def build(out: Path, ranks: int, files: int) -> dict[str, float]:
     src = read_log(source)
     posix = src.tables["POSIX"]
     struct = "struct darshan_posix_file"
-    n = ranks * files
+    n = files if shared else ranks * files
     take = np.arange(n) % len(posix)
     size = B.ffi.sizeof(struct)
     rec = np.zeros(
@@ -67,9 +73,11 @@ def build(out: Path, ranks: int, files: int) -> dict[str, float]:
     rec["id"] = np.arange(1, n + 1, dtype=np.uint64) * np.uint64(
         0x9E3779B97F4A7C15
     )  # distinct, hash-like ids
-    rec["rank"] = np.repeat(np.arange(ranks), files)
+    rec["rank"] = -1 if shared else np.repeat(np.arange(ranks), files)
     rec["c"] = posix.counters[take]
     rec["f"] = posix.fcounters[take]
+    if meta_time_s is not None:
+        rec["f"][:, posix.fnames.index("POSIX_F_META_TIME")] = meta_time_s
     if out.exists():
         out.unlink()
     lib = B.libdutil
@@ -104,9 +112,11 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("--ranks", type=int, default=512)
     ap.add_argument("--files", type=int, default=1000, help="files per rank")
+    ap.add_argument("--shared", action="store_true", help="one reduced record per file, shared by all ranks")
+    ap.add_argument("--meta-time", type=float, default=None, help="POSIX_F_META_TIME of every record (s)")
     args = ap.parse_args()
     t = time.perf_counter()
-    info = build(args.out, args.ranks, args.files)
+    info = build(args.out, args.ranks, args.files, shared=args.shared, meta_time_s=args.meta_time)
     print(
         f"{args.out}: {info['records']:,} POSIX records, "
         f"{args.ranks} ranks, {info['bytes'] / 2**20:.1f} MiB, "

@@ -30,7 +30,6 @@ with dftune. They are named in :data:`LIMITS` and in docs/limits.md.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import signal
 import sys
@@ -43,6 +42,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from dftune.core import strictjson
 from dftune.core.fsio import atomic_write_bytes
 from dftune.core.guardian import Guardian
 
@@ -231,13 +231,13 @@ class Ledger:
 
     def entries(self) -> list[dict[str, Any]]:
         try:
-            data = json.loads(self.path.read_bytes())
+            data = strictjson.loads(self.path.read_bytes())
         except (OSError, ValueError):
             return []
         return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
 
     def _write(self, entries: list[dict[str, Any]]) -> None:
-        atomic_write_bytes(self.path, json.dumps(entries, indent=1).encode("utf-8"))
+        atomic_write_bytes(self.path, strictjson.dumps_checked(entries, self.path, indent=1).encode("utf-8"))
 
     def add(self, entry: dict[str, Any]) -> None:
         with self.lock:

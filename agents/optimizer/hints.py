@@ -20,11 +20,11 @@ Each proposal is offered in the form the program reads:
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from dftune.agents.state import Change, Proposal
+from dftune.core import strictjson
 from dftune.tools.catalog import Catalog
 from dftune.tools.diagnose.stack import IOR_HINT_PREFIX, hints_printed, overridden
 from dftune.tools.runner.bench import BenchError, bench
@@ -156,7 +156,7 @@ def hints_before(spec: WorkloadSpec, run_dir: Path) -> str:
     """The hints in effect before any change: one untraced run with ROMIO_PRINT_HINTS=1 (once per run)."""
     record = run_dir / HINTS_DIR / "before.json"
     if record.is_file():
-        return str(json.loads(record.read_text(encoding="utf-8")).get("said", ""))
+        return str(strictjson.read_file(record).get("said", ""))
     try:
         result = bench(
             spec, replicates=1, trace=False, env=PRINT_HINTS, workdir=run_dir / HINTS_DIR / "before"
@@ -172,7 +172,7 @@ def hints_before(spec: WorkloadSpec, run_dir: Path) -> str:
             f"{k}={'|'.join(v)}" for k, v in shown.items() if v
         )
     record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(json.dumps({"said": said, "blocks": blocks}, indent=1), encoding="utf-8")
+    strictjson.write_file(record, {"said": said, "blocks": blocks}, indent=1)
     return said
 
 

@@ -43,3 +43,5 @@ def test_drishti_issues_are_named_or_explained(log: Path, tmp_path: Path) -> Non
         # POSIX sees exactly-1-MiB aggregator writes; the application's own MPI-IO writes are small
         p06 = next(i for i in result["issues"] if i["code"] == "P06")
         assert p06["same"] and p06["dftune"] == ["DA05"]
+        # Drishti's 30 s metadata limit on the shared record (its time summed over the ranks)
+        assert next(i for i in result["issues"] if i["code"] == "P17")["dftune"] == ["DD17"]

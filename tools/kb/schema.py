@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dftune.core import strictjson
 from dftune.core.errors import is_storage_error, storage_error
 from dftune.tools.guards import GuardDecision
 from dftune.tools.kb.models import KbError, KbRecord, default_db_path
@@ -238,7 +239,7 @@ def to_row(f: dict[str, Any]) -> dict[str, Any]:
         "layer": f["layer"],
         "strategy": f["strategy"],
         "strategy_name": f["strategy_name"],
-        "change": json.dumps(f["change"], sort_keys=True),
+        "change": strictjson.dumps_checked(f["change"], "the knowledge base record", sort_keys=True),
         "metric": f["metric"],
         "metric_scope": f["metric_scope"],
         "lower_is_better": int(f["lower_is_better"]),
@@ -254,7 +255,11 @@ def to_row(f: dict[str, Any]) -> dict[str, Any]:
         "p_value": f["p_value"],
         "comparison_verdict": f["comparison_verdict"],
         "comparison_reason": f["comparison_reason"],
-        "comparison": json.dumps(f["comparison"], sort_keys=True) if f["comparison"] is not None else None,
+        "comparison": (
+            strictjson.dumps_checked(f["comparison"], "the knowledge base record", sort_keys=True)
+            if f["comparison"] is not None
+            else None
+        ),
         "app_metric": f["app_metric"],
         "app_before": f["app_before"],
         "app_after": f["app_after"],
@@ -263,8 +268,10 @@ def to_row(f: dict[str, Any]) -> dict[str, Any]:
         "verdict": f["verdict"],
         "verdict_reason": f["verdict_reason"],
         "guard_triggered": int(f["guard_triggered"]),
-        "guards": json.dumps([d.model_dump(mode="json") for d in f["guards"]], sort_keys=True),
-        "unchecked_guards": json.dumps(f["unchecked_guards"]),
+        "guards": strictjson.dumps_checked(
+            [d.model_dump(mode="json") for d in f["guards"]], "the knowledge base record", sort_keys=True
+        ),
+        "unchecked_guards": strictjson.dumps_checked(f["unchecked_guards"], "the knowledge base record"),
         "citation_id": f["citation_id"],
         "citation": f["citation"],
         "citation_url": f["citation_url"],

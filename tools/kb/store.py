@@ -23,12 +23,12 @@ The dftracer-io-optimization skill's ``opt_kb_record`` / ``opt_kb_lookup``. The 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dftune.core import strictjson
 from dftune.core.failpoint import failpoint
 from dftune.core.vocabulary import Layer
 from dftune.tools.catalog import Catalog, Strategy, default_catalog
@@ -140,7 +140,7 @@ def _dedup_key(rec: KbRecordIn, arms: MeasuredArms) -> str | None:
         "baseline": work_done(arms.baseline.analysis) if arms.baseline is not None else None,
         "experiment": work_done(arms.experiment.analysis) if arms.experiment is not None else None,
     }
-    blob = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    blob = strictjson.dumps_checked(doc, "the knowledge base record", sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

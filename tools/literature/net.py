@@ -24,8 +24,8 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from dftune.core import strictjson
 from dftune.core.errors import DftuneError
-from dftune.core.fsio import atomic_write_bytes
 from dftune.core.home import dftune_home
 from dftune.core.network import OFFLINE_ENV, offline_forced, probe_host
 
@@ -168,7 +168,7 @@ class Remote:
     def _cached(self, url: str) -> HttpResponse | None:
         path = self._cache_path(url)
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = strictjson.loads(path.read_text(encoding="utf-8"))
             if time.time() - float(doc["stored"]) > self.cache_ttl_s:
                 return None
             return HttpResponse(int(doc["status"]), doc["body"].encode("utf-8"), {}, url)
@@ -183,7 +183,7 @@ class Remote:
         path = self._cache_path(url)
         path.parent.mkdir(parents=True, exist_ok=True)
         doc = {"url": url, "stored": time.time(), "status": resp.status, "body": body}
-        atomic_write_bytes(path, json.dumps(doc).encode("utf-8"))
+        strictjson.write_file(path, doc)
 
     # ----- requests
 

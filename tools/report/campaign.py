@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dftune.core import strictjson
 from dftune.core.errors import DftuneError
 from dftune.core.fsio import atomic_write_bytes
 from dftune.core.safetext import md_code, md_text
@@ -27,10 +28,8 @@ MEMBER_HTML_S = 20.0
 
 
 def _report_doc(run_dir: Path) -> dict[str, Any] | None:
-    import json
-
     try:
-        doc = json.loads((run_dir / "report.json").read_bytes())
+        doc = strictjson.loads((run_dir / "report.json").read_bytes())
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dftune.core import strictjson
 from dftune.core.extras import missing
 from dftune.tools.trace import Analysis, TraceError, analyze
 
@@ -62,7 +63,7 @@ def load_analysis(path: str | None) -> Analysis | None:
     """The saved analysis of a measurement (None when it was not traced or the file is gone)."""
     if not path or not Path(path).is_file():
         return None
-    return Analysis.model_validate_json(Path(path).read_bytes())
+    return strictjson.read_model(path, Analysis)
 
 
 def plain(text: object) -> str:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dftune.core import strictjson
 from dftune.tools.report.sections import gain_text, with_unit
 
 #: the refusal reasons' first word, as the guards write them ("no_doing_less: ...")
@@ -174,11 +175,10 @@ def change_lines(change: dict[str, Any] | None) -> list[str]:
 def run_result(run_dir: str | Path) -> str:
     """A finished run's result in one phrase (``dftune
     runs``): baseline -> best kept, from its report.json."""
-    import json
 
     path = Path(run_dir) / "report.json"
     try:
-        doc = json.loads(path.read_bytes())
+        doc = strictjson.loads(path.read_bytes())
         out, metric = doc.get("outcome") or {}, doc.get("metric") or {}
     except (OSError, ValueError, AttributeError):
         return "-"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from dftune.core import strictjson
 from dftune.core.errors import DftuneError
 from dftune.core.fsio import atomic_write_bytes
 from dftune.tools.report.html import render_run_html
@@ -36,9 +36,9 @@ def load_report(run_id: str, workspace: Workspace | None = None) -> tuple[Path, 
             f"run {run_id} has not finished (status {meta.status}), so it has no report yet; {how}"
         )
     try:
-        doc = json.loads(path.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ReportError(f"{path} is not valid JSON ({exc}); rerun `dftune resume {run_id}`") from None
+        doc = strictjson.read_file(path)
+    except strictjson.JSONFileError as exc:
+        raise ReportError(f"{exc}; rerun `dftune resume {run_id}`") from None
     if not isinstance(doc, dict) or "run_id" not in doc:
         raise ReportError(f"{path} is not a dftune run report")
     return run_dir, doc

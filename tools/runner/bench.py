@@ -9,7 +9,6 @@ failures in a row stop the experiment with the reason.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -23,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core import strictjson
 from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
 from dftune.core.process import ProcessResult, Status, run_process
@@ -140,6 +140,8 @@ def _last_number(pattern: str, text: str, what: str) -> tuple[float | None, str,
         value = float(raw)
     except ValueError:
         return None, raw, f"{what} {raw!r} is not a number"
+    if not math.isfinite(value):  # 'nan', 'inf' or 1e999: no count, and no JSON number either
+        return None, raw, f"{what} {raw!r} is not a finite number"
     return value, raw, ""
 
 
@@ -233,13 +235,17 @@ def extract_work(spec: WorkloadSpec, stdout_path: Path) -> tuple[dict[str, float
         return {}, why
     out: dict[str, float] = {}
     missing: list[str] = []
+    wrong: list[str] = []
     for counter in spec.work:
-        value, _, _ = _last_number(counter.pattern, text, f"work counter {counter.name}")
-        if value is None:
-            missing.append(counter.name)
-        else:
+        value, raw, why = _last_number(counter.pattern, text, f"work counter {counter.name}")
+        if value is not None:
             out[counter.name] = value
-    return out, (f"work counter(s) {', '.join(missing)} not found in stdout" if missing else "")
+        elif raw:
+            wrong.append(why)
+        else:
+            missing.append(counter.name)
+    said = [f"work counter(s) {', '.join(missing)} not found in stdout"] if missing else []
+    return out, "; ".join(said + wrong)
 
 
 def _python_bin_dir() -> Path:
@@ -329,7 +335,7 @@ def _setup_stamp(spec: WorkloadSpec, setup_argv: list[str], data_dir: Path, work
 
 def _stamp_matches(stamp: Path, setup_argv: list[str]) -> bool:
     try:
-        return bool(json.loads(stamp.read_text(encoding="utf-8")) == setup_argv)
+        return bool(strictjson.loads(stamp.read_text(encoding="utf-8")) == setup_argv)
     except (OSError, ValueError):
         return False
 
@@ -453,7 +459,7 @@ def bench(
                 f"{spec.spec_path}: setup {setup.status} ({setup.reason}): {setup.stderr_tail[-300:].strip()}"
             )
         if stamp is not None:
-            stamp.write_text(json.dumps(setup_argv), encoding="utf-8")
+            strictjson.write_file(stamp, setup_argv)
 
     cold = spec.page_cache == "cold"
     dropped = cold and drop_page_cache()

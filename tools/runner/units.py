@@ -29,8 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from dftune.core import strictjson
 from dftune.core.errors import DftuneError
-from dftune.core.fsio import atomic_write_bytes
 from dftune.core.supervise import owned_by
 from dftune.tools.runner.bench import BenchError, BenchResult, bench, summary_stats
 from dftune.tools.runner.deadline import Deadline
@@ -96,7 +96,7 @@ class BaselineUnits:
             return
         for f in sorted(self.store.glob("r*.json")):
             try:
-                rec = UnitRecord.model_validate_json(f.read_bytes())
+                rec = UnitRecord.model_validate(strictjson.loads(f.read_bytes()))
             except ValueError:
                 continue  # a unit whose record is unreadable runs again
             if rec.index < self.n:
@@ -240,7 +240,7 @@ class BaselineUnits:
             return  # cut by the deadline, not by the workload: it stays pending and runs on resume
         rec = UnitRecord(index=i, elapsed_s=round(time.monotonic() - start, 3), bench=res)
         self.store.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(self.store / f"r{i}.json", rec.model_dump_json(indent=1).encode("utf-8"))
+        strictjson.write_file(self.store / f"r{i}.json", rec.model_dump(mode="json"), indent=1)
         with self._cond:
             self._records[i] = rec
             self._cond.notify_all()

@@ -8,7 +8,6 @@ coverage), ``events.jsonl`` (its history) and the combined ``report.md`` / ``rep
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dftune.core.fsio import atomic_write_bytes
+from dftune.core import strictjson
 from dftune.core.home import dftune_home
 from dftune.tools.session.layout import RunNotFound, WorkspaceError, validate_run_id
 
@@ -110,9 +109,7 @@ class CampaignStore:
 
     def write(self, meta: CampaignMeta) -> None:
         meta.updated = datetime.now(UTC)
-        atomic_write_bytes(
-            self.dir(meta.id) / META, meta.model_dump_json(indent=2, by_alias=True).encode("utf-8")
-        )
+        strictjson.write_file(self.dir(meta.id) / META, meta.model_dump(mode="json", by_alias=True), indent=2)
 
     def log(self, campaign_id: str, event: str, message: str, **data: Any) -> None:
         line = {
@@ -122,7 +119,7 @@ class CampaignStore:
             **data,
         }
         with open(self.dir(campaign_id) / EVENTS, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(line, default=str) + "\n")
+            fh.write(strictjson.dumps_checked(line, self.dir(campaign_id) / EVENTS, default=str) + "\n")
 
     def events(self, campaign_id: str) -> list[dict[str, Any]]:
         path = self.dir(campaign_id) / EVENTS
@@ -135,7 +132,7 @@ class CampaignStore:
         out = []
         for line in lines:
             try:
-                out.append(json.loads(line))
+                out.append(strictjson.loads(line))
             except ValueError:
                 continue  # a line cut by a crash
         return out

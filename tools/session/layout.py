@@ -15,7 +15,6 @@ Run ids are a single path component of safe characters, so no id can reach outsi
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -25,6 +24,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
+from dftune.core import strictjson
 from dftune.core.errors import DftuneError
 
 RUNS_DIRNAME: Final = "runs"
@@ -197,10 +197,10 @@ def _json_default(obj: object) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
-def dumps_json(data: Any) -> bytes:
+def dumps_json(data: Any, where: str | Path = "a run file") -> bytes:
     if isinstance(data, BaseModel):
         data = data.model_dump(mode="json")
-    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default)
+    text = strictjson.dumps_checked(data, where, indent=2, ensure_ascii=False, default=_json_default)
     return (text + "\n").encode("utf-8")
 
 

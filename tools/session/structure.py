@@ -518,7 +518,7 @@ class _Structure:
                     meta = RunMeta(
                         id=run.name, created=datetime.now(UTC), workload="unknown", status="unknown"
                     )
-                    atomic_write_bytes(run / RUN_META, dumps_json(meta), exclusive=True)
+                    atomic_write_bytes(run / RUN_META, dumps_json(meta, run / RUN_META), exclusive=True)
                 elif step.action == "mkdir":
                     assert step.dst is not None
                     confined(run / step.dst, run, "the run folder")  # no move through a link out of it

@@ -10,7 +10,6 @@ are written atomically, so a reader never sees half a file.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from dftune.core import strictjson
 from dftune.core.errors import is_storage_error, storage_error
 from dftune.core.fsio import atomic_write_bytes, confined
 from dftune.core.home import dftune_home
@@ -121,7 +121,7 @@ class Workspace:
         except FileExistsError:
             raise RunExists(f"run {rid!r} already exists at {path}") from None
         meta = RunMeta(id=rid, created=datetime.now(UTC), workload=workload, status="created")
-        atomic_write_bytes(path / RUN_META, dumps_json(meta))
+        atomic_write_bytes(path / RUN_META, dumps_json(meta, path / RUN_META))
         for sub in BASELINE_SUBDIRS:
             (path / BASELINE / sub).mkdir(parents=True, exist_ok=True)
         return meta
@@ -144,7 +144,7 @@ class Workspace:
         setattr(meta, "reason", reason)  # noqa: B010 - extra keys of run.json
         setattr(meta, "next_step", next_step)  # noqa: B010
         meta.updated = datetime.now(UTC)
-        atomic_write_bytes(self.run_dir(run_id) / RUN_META, dumps_json(meta))
+        atomic_write_bytes(self.run_dir(run_id) / RUN_META, dumps_json(meta, self.run_dir(run_id) / RUN_META))
         return meta
 
     # ----- the one driver of a run
@@ -285,7 +285,7 @@ class Workspace:
                 f"{name!r} is not a JSON artifact; known: {', '.join(sorted(JSON_ARTIFACTS))}"
             )
         path = self._existing_artifact_path(run_id, n, name)
-        atomic_write_bytes(path, dumps_json(data))
+        atomic_write_bytes(path, dumps_json(data, path))
         return path
 
     def write_text_artifact(self, run_id: str, n: int, name: str, text: str) -> Path:
@@ -297,7 +297,7 @@ class Workspace:
     def read_json_artifact(self, run_id: str, n: int, name: str) -> Any:
         if name not in JSON_ARTIFACTS:
             raise UnknownArtifact(f"{name!r} is not a JSON artifact")
-        return json.loads(self.artifact_path(run_id, n, name).read_text(encoding="utf-8"))
+        return strictjson.read_file(self.artifact_path(run_id, n, name))
 
     def compact(self, run_id: str, iteration: int | None) -> CompactReport:
         """Compact ``traces/raw`` into ``traces/compact`` for an iteration (None: baseline)."""

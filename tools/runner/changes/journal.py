@@ -19,7 +19,6 @@ as ``failed``; if even that fails the change is left ``revert_failed``.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import shlex
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dftune.core import strictjson
 from dftune.core.failpoint import failpoint
 from dftune.core.fsio import fsync_dir
 from dftune.tools.runner.changes.command import COMMAND_EFFECT
@@ -135,7 +135,7 @@ class Journal:
             if not raw.strip():
                 continue
             try:
-                rec = JournalRecord.model_validate(json.loads(raw))
+                rec = JournalRecord.model_validate(strictjson.loads(raw))
             except ValueError as exc:
                 if last:  # no newline after it: the write was cut short by a crash
                     torn_at = start
@@ -228,7 +228,7 @@ class Journal:
             detail=detail or {},
             error=error,
         )
-        line = json.dumps(rec.model_dump(mode="json"), ensure_ascii=True) + "\n"
+        line = strictjson.dumps_checked(rec.model_dump(mode="json"), self.path, ensure_ascii=True) + "\n"
         assert self._lock_fd is not None, "journal writes happen under the lock"
         if loaded.needs_newline:
             line = "\n" + line

@@ -54,6 +54,11 @@ SIGNAL_DEFAULTS: dict[str, Any] = {
     "rank_time_straggler_frac": 0.0,
     "slowest_rank_time_s": 0.0,
     "median_rank_time_s": 0.0,
+    "shared_meta_time_s": 0.0,
+    "shared_meta_ranks": 0,
+    "shared_meta_per_rank_s": 0.0,
+    "shared_meta_time_frac": 0.0,
+    "shared_meta_opens": 0,
 }
 #: file-view columns of a Darshan analysis, neutral for a dftracer file row
 FILE_DEFAULTS: dict[str, Any] = {
@@ -117,6 +122,7 @@ def compute_signals(job: Job, shared: np.ndarray, layout: dict[int, tuple[int, i
     )
     out.update(_slow_ost(job, layout, io_t, total_t))
     out.update(_rank_stragglers(job))
+    out.update(_shared_metadata(job, total_t))
     return out
 
 
@@ -264,4 +270,25 @@ def _rank_stragglers(job: Job) -> dict[str, Any]:
         "rank_time_straggler_frac": float((t.max() - med) / t.max()),
         "slowest_rank_time_s": float(t.max()),
         "median_rank_time_s": med,
+    }
+
+
+def _shared_metadata(job: Job, total_t: float) -> dict[str, Any]:
+    """The POSIX record of a shared file with the most metadata time (Drishti's per-record
+    POSIX_F_META_TIME test, which on a reduced record compares the sum over every rank with a
+    per-rank limit): its summed seconds, the ranks it stands for, their average, its share of
+    I/O time and the opens behind it, so the finding states what the sum is made of."""
+    rec = job.records
+    shared = (rec.iface == "POSIX") & (rec.rank < 0)
+    if not shared.any():
+        return {}
+    meta = rec["meta_time"][shared]
+    worst = int(meta.argmax())
+    seconds, ranks = float(meta[worst]), int(rec.nranks[shared][worst])
+    return {
+        "shared_meta_time_s": seconds,
+        "shared_meta_ranks": ranks,
+        "shared_meta_per_rank_s": _frac(seconds, ranks),
+        "shared_meta_time_frac": _frac(seconds, total_t),
+        "shared_meta_opens": int(rec["opens"][shared][worst]),
     }
