@@ -20,6 +20,7 @@ from dftune.agents.state import Coverage, Measurement
 from dftune.tools.runner.bench import BenchResult, Progress, Replicate, bench
 from dftune.tools.runner.paired import ArmPlan, PairedResult, PairProgress, paired_bench
 from dftune.tools.runner.spec import WorkloadSpec
+from dftune.tools.runner.staging import StagePlan, staged_path
 from dftune.tools.trace import Analysis, TraceError, analyze
 
 ANALYSIS_FILE = "analysis.json"
@@ -69,15 +70,22 @@ def measure_paired(
     source_dir: str | None = None,
     extend_at_pct: float = 5.0,
     progress: PairProgress | None = None,
+    stage: StagePlan | None = None,
 ) -> tuple[Measurement, Measurement, PairedResult]:
     """The incumbent (``reference``'s condition) and the candidate, interleaved in one sitting, each
-    traced as the reference was and summarized as :func:`measure` would (its own analysis)."""
+    traced as the reference was and summarized as :func:`measure` would (its own analysis).
+    ``stage``: the candidate stages its data folder in every replicate (the reference as it did)."""
     ref_spec = spec.relocated(Path(reference.source_dir)) if reference.source_dir else spec
     cand_spec = spec.relocated(Path(source_dir)) if source_dir else spec
     ref_plan = ArmPlan(
-        ref_spec, ref_workdir, settings_text(reference.settings), dict(reference.env), reference.traced
+        ref_spec,
+        ref_workdir,
+        settings_text(reference.settings),
+        dict(reference.env),
+        reference.traced,
+        reference.stage,
     )
-    cand_plan = ArmPlan(cand_spec, workdir, overrides, env, reference.traced)
+    cand_plan = ArmPlan(cand_spec, workdir, overrides, env, reference.traced, stage)
     sitting = paired_bench(
         ref_plan,
         cand_plan,
@@ -96,7 +104,21 @@ def measure_paired(
             result, plan.workdir, plan.env, plan.traced, ("file", "proc"), reuse_analysis=False
         )
         data_dir = plan.spec.placeholder_values(result.settings, workdir=plan.workdir).get("data_dir")
-        out.append(m.model_copy(update={"source_dir": src, "data_dir": str(data_dir) if data_dir else None}))
+        staged = (
+            str(staged_path(plan.stage, str(plan.workdir.resolve()), Path(data_dir)))
+            if plan.stage is not None and data_dir
+            else None
+        )
+        out.append(
+            m.model_copy(
+                update={
+                    "source_dir": src,
+                    "data_dir": str(data_dir) if data_dir else None,
+                    "stage": plan.stage,
+                    "staged_dir": staged,
+                }
+            )
+        )
     return out[0], out[1], sitting
 
 

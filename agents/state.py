@@ -28,6 +28,7 @@ from dftune.tools.diagnose.engine import (
 )
 from dftune.tools.diagnose.rules import Finding
 from dftune.tools.guards import GuardDecision
+from dftune.tools.runner.staging import StagePlan
 from dftune.tools.runner.stats import ArmStats, Comparison
 
 Mode = Literal["autonomous", "interactive"]
@@ -190,6 +191,10 @@ class Measurement(_Model):
     unoverlapped_io_fraction: float | None = None
     #: the arm's data folder (its trace's files are compared relative to it)
     data_dir: str | None = None
+    #: a staged arm: the tier each replicate copied the data folder to, and the copy's path (the
+    #: same in every replicate; its traced files are the data folder's, see tools/runner/staging.py)
+    stage: StagePlan | None = None
+    staged_dir: str | None = None
     #: the spec's work counters as the replicates printed them (the same in every replicate)
     work: dict[str, float] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
