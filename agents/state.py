@@ -109,7 +109,7 @@ class KbPrior(_Model):
 class Change(_Model):
     """What applying a proposal changes: knob settings, L2 environment, or a command."""
 
-    kind: Literal["knob", "env", "command", "patch", "manual"]
+    kind: Literal["knob", "env", "command", "patch", "stage", "manual"]
     settings: dict[str, str] = Field(default_factory=dict)
     #: kind "patch": the unified diff (a file next to the workload spec) and its ``-p`` strip
     patch_file: str = ""
@@ -122,6 +122,8 @@ class Change(_Model):
     instructions: str = ""
     #: a catalog strategy's parameter values the change was rendered from (a model's L2 settings)
     params: dict[str, str] = Field(default_factory=dict)
+    #: kind "stage": every replicate runs on a fresh copy of the data folder on this tier
+    stage: StagePlan | None = None
 
 
 class Proposal(_Model):
