@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from dftune.agents.optimizer.staging import read_share, stage_gap
 from dftune.tools.guards.arms import Arm
 from dftune.tools.runner import staging
 from dftune.tools.runner.staging import (
@@ -25,6 +26,7 @@ from dftune.tools.runner.staging import (
     stage_share,
     staged_replicate,
 )
+from dftune.tools.trace.model import AccessProfile, Analysis, FileAccess
 
 GIB = 1 << 30
 
@@ -57,14 +59,35 @@ def test_staged_paths_map_back_to_the_data_folder() -> None:
     assert map_to_origin("/usr/lib/libc.so.6", staged, origin) == "/usr/lib/libc.so.6"
 
 
-def test_the_guards_see_a_staged_file_under_the_same_name_as_the_original() -> None:
-    """An arm that read the staged copy names its files as the arm that read the original does."""
-    from dftune.tools.trace.model import Analysis
+def profile_of(*files: tuple[str, int, int]) -> Analysis:
+    """An analysis holding only the access profile (what the arms and the read share look at)."""
+    fs = [
+        FileAccess(path=p, read_calls=1, read_bytes=r, write_calls=int(w > 0), write_bytes=w)
+        for p, r, w in files
+    ]
+    return Analysis.model_construct(profile=AccessProfile(files=fs))
 
-    fields = Analysis.model_fields
-    assert "profile" in fields  # the access profile is what Arm.files reads
-    arm = Arm.__dataclass_fields__
-    assert "staged_dir" in arm
+
+def test_the_guards_name_a_staged_file_as_the_original_one() -> None:
+    original = Arm(analysis=profile_of(("/scratch/u/data/sub/s001.bin", 10, 0)), data_dir="/scratch/u/data")
+    staged = Arm(
+        analysis=profile_of(("/dev/shm/dftune-stage-1-ab/data/sub/s001.bin", 10, 0), ("/usr/lib/x.so", 5, 0)),
+        data_dir="/scratch/u/data",
+        staged_dir="/dev/shm/dftune-stage-1-ab/data",
+    )
+    assert list(original.files) == list(staged.files) == ["<data>/sub/s001.bin"]
+    unmapped = Arm(analysis=staged.analysis, data_dir="/scratch/u/data")
+    assert "<data>/sub/s001.bin" not in unmapped.files  # without the mapping: "different files"
+
+
+def test_read_mostly_is_most_data_bytes_read_under_the_data_folder() -> None:
+    reads = profile_of(("/d/a.bin", 900, 0), ("/out/log.txt", 0, 100))
+    assert read_share(reads, "/d") == pytest.approx(0.9)
+    writes = profile_of(("/d/a.bin", 100, 0), ("/out/ckpt.bin", 0, 900))
+    assert read_share(writes, "/d") == pytest.approx(0.1)
+    why = stage_gap(StagePlan(tier="shm"), "/d", writes)
+    assert why is not None and "not a read-mostly data set" in why
+    assert "no traced baseline" in (stage_gap(StagePlan(tier="shm"), "/d", None) or "")
 
 
 # --------------------------------------------------------------------------- the metric
@@ -162,10 +185,10 @@ def test_the_copy_goes_when_the_run_fails(tmp_path: Path) -> None:
     root = other_device_root(data)
     if root is None:
         pytest.skip("no second filesystem to stage onto")
-    with pytest.raises(RuntimeError):
-        with staged_replicate(data, StagePlan(tier="shm", root=str(root)), str(tmp_path)) as st:
-            (st.path / "partial.out").write_text("half")
-            raise RuntimeError("the program crashed")
+    plan = StagePlan(tier="shm", root=str(root))
+    with pytest.raises(RuntimeError), staged_replicate(data, plan, str(tmp_path)) as st:
+        (st.path / "partial.out").write_text("half")
+        raise RuntimeError("the program crashed")
     assert not st.home.exists()
     assert not (data / "partial.out").exists()  # a failed run's outputs are not copied back
 
@@ -176,9 +199,8 @@ def test_a_data_set_that_does_not_fit_is_refused_with_the_reason(tmp_path: Path)
     if root is None:
         pytest.skip("no second filesystem to stage onto")
     tiny = StagePlan(tier="shm", root=str(root), shm_share=1e-9)
-    with pytest.raises(StagingError, match="exceeds 0% of node memory"):
-        with staged_replicate(data, tiny, str(tmp_path)):
-            pass
+    with pytest.raises(StagingError, match="exceeds 0% of node memory"), staged_replicate(data, tiny, "k"):
+        pass
 
 
 def test_a_copy_left_by_a_dead_dftune_is_removed_but_a_live_ones_stays(tmp_path: Path) -> None:
