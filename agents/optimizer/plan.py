@@ -208,6 +208,16 @@ def plan_proposals(
     return proposals
 
 
+def staging_proposals(catalog: Catalog, context: dict[str, str], fs_type: str) -> list[Proposal]:
+    """Every staging strategy valid on this filesystem: offered from the data set's use (see
+    :func:`staging_fit`), whatever bottleneck the diagnosis ranked first."""
+    return [
+        catalog_proposal(s, context)
+        for s in catalog.strategies.values()
+        if not s.forbidden and s.apply is not None and s.apply.kind == "stage" and s.valid_on(fs_type)
+    ]
+
+
 def staging_fit(proposals: list[Proposal], data_dir: str, baseline: Measurement | None) -> list[Proposal]:
     """Staging proposals that do not apply here (not read-mostly, same tier, no room) marked so."""
     out = []
@@ -244,6 +254,9 @@ def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx.progress("optimizer", said)
         before.append(log("optimizer", said))
     proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context, state.software, stack)
+    covered = {p.strategy for p in proposals}
+    staged = staging_proposals(ctx.catalog, context, state.fs_type)
+    proposals += [p for p in staged if p.strategy not in covered]
     proposals = staging_fit(proposals, context.get("data_dir", ""), state.baseline)
     # the plan's order breaks ties between equal estimates (estimates come after the screen)
     out = [p.model_copy(update={"order": i}) for i, p in enumerate(proposals)]
