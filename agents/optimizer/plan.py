@@ -218,13 +218,20 @@ def staging_proposals(catalog: Catalog, context: dict[str, str], fs_type: str) -
     ]
 
 
-def staging_fit(proposals: list[Proposal], data_dir: str, baseline: Measurement | None) -> list[Proposal]:
+def staging_fit(
+    proposals: list[Proposal], data_dir: str, baseline: Measurement | None, launcher: str = "local"
+) -> list[Proposal]:
     """Staging proposals that do not apply here (not read-mostly, same tier, no room) marked so."""
     out = []
     for p in proposals:
         if p.change.kind == "stage" and p.change.stage is not None and p.status == "proposed":
             analysis = load_analysis(baseline.analysis_path) if baseline is not None else None
-            gap = stage_gap(p.change.stage, data_dir, analysis)
+            gap = (
+                f"the program runs through {launcher} on other nodes: a copy made where dftune runs "
+                "would not be on them"
+                if launcher not in ("local", "mpirun")
+                else stage_gap(p.change.stage, data_dir, analysis)
+            )
             if gap:
                 p = p.model_copy(update={"status": "not_applicable", "reason": gap})
         out.append(p)
@@ -257,7 +264,7 @@ def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     covered = {p.strategy for p in proposals}
     staged = staging_proposals(ctx.catalog, context, state.fs_type)
     proposals += [p for p in staged if p.strategy not in covered]
-    proposals = staging_fit(proposals, context.get("data_dir", ""), state.baseline)
+    proposals = staging_fit(proposals, context.get("data_dir", ""), state.baseline, spec.launcher.kind)
     # the plan's order breaks ties between equal estimates (estimates come after the screen)
     out = [p.model_copy(update={"order": i}) for i, p in enumerate(proposals)]
     ctx.progress(

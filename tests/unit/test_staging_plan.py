@@ -42,3 +42,9 @@ def test_an_autonomous_run_measures_staging_and_an_interactive_one_asks() -> Non
     p = catalog_proposal(CAT.strategies["l3.stage_shm"], CONTEXT)
     assert approval_rule(p, "autonomous") == "approve"
     assert approval_rule(p, "interactive") == "ask"
+
+
+def test_a_program_on_batch_nodes_is_not_offered_staging() -> None:
+    p = catalog_proposal(CAT.strategies["l3.stage_shm"], CONTEXT)
+    (q,) = staging_fit([p], "/scratch/u/data", None, "slurm")
+    assert q.status == "not_applicable" and "through slurm on other nodes" in q.reason
