@@ -3,10 +3,13 @@ a change that leaves nothing behind."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dftune.agents.optimizer.plan import LOCAL_DIR_KEY, catalog_proposal, staging_fit, staging_proposals
 from dftune.agents.policy import approval_rule
 from dftune.tools.catalog import default_catalog
 from dftune.tools.runner.staging import StagePlan
+from tests.cli_inproc import dftune
 
 CAT = default_catalog()
 CONTEXT = {"data_dir": "/scratch/u/data", "workdir": "/tmp/w"}
@@ -48,3 +51,15 @@ def test_a_program_on_batch_nodes_is_not_offered_staging() -> None:
     p = catalog_proposal(CAT.strategies["l3.stage_shm"], CONTEXT)
     (q,) = staging_fit([p], "/scratch/u/data", None, "slurm")
     assert q.status == "not_applicable" and "through slurm on other nodes" in q.reason
+
+
+def test_bench_stage_local_without_a_local_dir_is_one_line_naming_the_spec(tmp_path: Path) -> None:
+    spec = tmp_path / "w.toml"
+    spec.write_text('name = "w"\ncommand = ["true"]\n')
+    done = dftune("bench", str(spec), "--stage", "local", "--no-trace")
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines() == [
+        f"dftune: error: {spec}: staging to a local folder needs [staging] local_dir in the workload spec"
+    ]
+    odd = dftune("bench", str(spec), "--stage", "nvme", "--no-trace")
+    assert "unknown staging tier 'nvme' (shm | local)" in odd.stderr

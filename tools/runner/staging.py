@@ -61,6 +61,17 @@ class StagePlan(BaseModel):
     shm_share: float = Field(default=SHM_SHARE, gt=0, le=1)
 
 
+def plan_for(tier: str, local_dir: Path | None) -> StagePlan:
+    """The stage plan a person asks for: ``shm`` (/dev/shm) or ``local`` (the spec's local_dir)."""
+    if tier == "shm":
+        return StagePlan(tier="shm")
+    if tier == "local":
+        if local_dir is None:
+            raise StagingError("staging to a local folder needs [staging] local_dir in the workload spec")
+        return StagePlan(tier="local", root=str(local_dir))
+    raise StagingError(f"unknown staging tier {tier!r} (shm | local)")
+
+
 # --------------------------------------------------------------------------- sizes and the bound
 
 
