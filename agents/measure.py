@@ -100,7 +100,7 @@ def measure_paired(
         (ref_plan, sitting.reference, reference.source_dir),
         (cand_plan, sitting.candidate, source_dir),
     ):
-        m, _, _ = _summarize(
+        m, analysis, _ = _summarize(
             result, plan.workdir, plan.env, plan.traced, ("file", "proc"), reuse_analysis=False
         )
         data_dir = plan.spec.placeholder_values(result.settings, workdir=plan.workdir).get("data_dir")
@@ -109,16 +109,16 @@ def measure_paired(
             if plan.stage is not None and data_dir
             else None
         )
-        out.append(
-            m.model_copy(
-                update={
-                    "source_dir": src,
-                    "data_dir": str(data_dir) if data_dir else None,
-                    "stage": plan.stage,
-                    "staged_dir": staged,
-                }
-            )
-        )
+        update: dict[str, Any] = {
+            "source_dir": src,
+            "data_dir": str(data_dir) if data_dir else None,
+            "stage": plan.stage,
+            "staged_dir": staged,
+        }
+        if plan.stage is not None and m.io_bandwidth and analysis is not None:
+            io_wall = analysis.io_wall_time_s or analysis.io_time_s
+            update["io_bandwidth"] = staged_bandwidth(m.io_bandwidth, io_wall, result.replicates)
+        out.append(m.model_copy(update=update))
     return out[0], out[1], sitting
 
 
@@ -297,6 +297,15 @@ def io_bandwidth(a: Analysis | None) -> float | None:
     moved = (a.read.bytes or 0) + (a.write.bytes or 0)
     wall = a.io_wall_time_s or a.io_time_s
     return moved / wall if moved and wall > 0 else None
+
+
+def staged_bandwidth(bandwidth: float, io_wall_s: float, replicates: list[Replicate]) -> float:
+    """A staged arm's I/O bandwidth with the copies' seconds (the median replicate's) counted as I/O
+    time: the trace sees only the reads of the fast copy, not the copy that made it."""
+    seconds = sorted(r.stage_s for r in replicates if r.status == "ok" and r.stage_s)
+    if not seconds or io_wall_s <= 0:
+        return bandwidth
+    return bandwidth * io_wall_s / (io_wall_s + seconds[len(seconds) // 2])
 
 
 def load_analysis(path: str | None) -> Analysis | None:

@@ -249,3 +249,18 @@ def test_sigkill_of_dftune_still_removes_the_staged_copy(tmp_path: Path) -> None
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_staged_arms_io_bandwidth_counts_the_copies_as_io_time() -> None:
+    from dftune.agents.measure import staged_bandwidth
+    from dftune.tools.runner.bench import Replicate
+
+    def rep(i: int, stage_s: float | None) -> Replicate:
+        return Replicate(
+            index=i, status="ok", wall_s=1.0, exit_code=0, metric=1.0, traced=True, stage_s=stage_s
+        )
+
+    # 100 MB/s over 0.1 s of traced I/O, and 0.3 s (median) of copying: 10 MB in 0.4 s
+    reps = [rep(0, 0.2), rep(1, 0.3), rep(2, 0.5)]
+    assert staged_bandwidth(100e6, 0.1, reps) == pytest.approx(25e6)
+    assert staged_bandwidth(100e6, 0.1, [rep(0, None)]) == 100e6
