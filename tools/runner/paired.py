@@ -145,12 +145,10 @@ def paired_bench(
         first = firsts[side]
         assert first is not None
         extra = [f"stopped early after {k} of {limit} pair(s): {early}"] if early else []
-        stage = arms[side].stage
-        if stage is not None:
-            data_dir = arms[side].spec.placeholder_values(first.settings, workdir=arms[side].workdir)[
-                "data_dir"
-            ]
-            extra.append(staging_note(reps[side], str(data_dir), stage))
+        arm = arms[side]
+        if arm.stage is not None:
+            data_dir = arm.spec.placeholder_values(first.settings, workdir=arm.workdir)["data_dir"]
+            extra.append(staging_note(reps[side], str(data_dir), arm.stage))
         done.append(_merged(first, reps[side], [*notes[side], *extra], stopped[side]))
     return PairedResult(reference=done[0], candidate=done[1], pairs=k, stopped_early=early)
 
