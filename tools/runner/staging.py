@@ -172,8 +172,11 @@ def _alive(pid: int, start: int) -> bool:
 
 
 def remove_stale(root: Path) -> list[str]:
-    """Remove staged copies under ``root`` whose dftune process is gone (killed before it could)."""
+    """Remove staged copies under ``root`` whose dftune process is gone (killed before it could).
+    Without ``/proc`` no process can be told alive, so nothing is removed."""
     removed: list[str] = []
+    if proc_info(os.getpid()) is None:
+        return removed
     with suppress(OSError):
         for entry in root.iterdir():
             if not entry.name.startswith(STAGE_PREFIX) or entry.is_symlink() or not entry.is_dir():
