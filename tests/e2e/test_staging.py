@@ -85,6 +85,8 @@ def test_a_staged_run_pays_for_its_copies_and_reads_the_same_data(tmp_path: Path
         assert rep.metric == pytest.approx(rep.wall_s, abs=1e-5)  # the wall time includes the copies
         assert rep.stage_share == pytest.approx(rep.stage_s / rep.wall_s, rel=1e-3)
     assert all(r.stage_s is None for r in plain.replicates)
+    # start-up is timed from the program's start, to its first read of the copy (not of the original)
+    assert all(r.startup_s is not None for r in [*plain.replicates, *staged.replicates])
     assert any("% of the replicate" in n and "counted in the metric" in n for n in staged.notes)
     # the summary each run wrote came back to the original folder: 2 plain + 2 staged runs
     lines = (data / "out" / "summary.txt").read_text().splitlines()

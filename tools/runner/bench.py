@@ -538,12 +538,12 @@ def bench(
         label = f"r{i}"
         if metric_file is not None:  # a metric file left by an earlier run must never be read as this one's
             metric_file.unlink(missing_ok=True)
-        run_started = time.time()
         staged: Staged | None = None
         stage_why = ""
         ran: ProcessResult | None = None
         try:
             with staged_replicate(Path(data_dir), stage, arm_key) if stage else nullcontext() as staged:
+                run_started = time.time()  # the program's start (after any copy-in)
                 ran = _run(spec, rep_argv, cwd=cwd, env=env, log_dir=logs, label=label)
         except StagingError as exc:
             raise BenchError(f"{spec.spec_path}: {exc}") from None
@@ -551,6 +551,7 @@ def bench(
             if ran is None:
                 raise BenchError(f"{spec.spec_path}: staging {data_dir} failed: {exc}") from None
             stage_why = f"copying the outputs back to {data_dir} failed: {exc}"
+        assert ran is not None
         res = ran
         trace_why = ""
         if rep_trace is not None:
@@ -594,7 +595,9 @@ def bench(
         if res.status != "ok" and res.stderr_tail:
             reason += f": {res.stderr_tail.strip().splitlines()[-1][-300:]}"
         start_up = (
-            _startup(rep_trace, run_started, res.wall_s, data_dir) if rep_trace and not trace_why else None
+            _startup(rep_trace, run_started, res.wall_s, str(copy or data_dir))
+            if rep_trace and not trace_why
+            else None
         )
         rep = Replicate(
             index=i,
