@@ -165,3 +165,21 @@ def test_dftune_bench_stage_shm_reports_the_staging_of_each_replicate(tmp_path: 
     (rep,) = doc["replicates"]
     assert rep["status"] == "ok" and rep["stage_s"] > 0 and 0 < rep["stage_share"] < 1
     assert any(n.startswith("staged ") for n in doc["notes"])
+
+
+def test_a_trace_limited_to_the_data_folder_also_traces_the_staged_copy(tmp_path: Path) -> None:
+    """DFTRACER_DATA_DIR names the data folder: the staged copy is added to it (':'-separated)."""
+    toml = make_spec(tmp_path)
+    toml.write_text(toml.read_text() + f'[tracing]\ndata_dir = "{tmp_path}/dataset"\n')
+    spec = load_spec(toml)
+    bench(spec, trace=False, replicates=1, workdir=tmp_path / "prep")
+    shm_or_skip(tmp_path / "dataset")
+    plan = StagePlan(tier="shm")
+    staged = bench(spec, trace=True, replicates=1, workdir=tmp_path / "staged", stage=plan)
+    assert staged.ok == 1, staged.replicates
+    trace = staged.replicates[0].trace_dir
+    assert trace is not None
+    copy = str(staged_path(plan, str((tmp_path / "staged").resolve()), tmp_path / "dataset"))
+    profile = analyze([trace], profile=True).profile
+    assert profile is not None
+    assert sum(1 for f in profile.files if f.path.startswith(copy + "/train/") and f.read_bytes) == SAMPLES
