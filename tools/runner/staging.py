@@ -280,13 +280,14 @@ def staged_replicate(
     if home.exists():
         shutil.rmtree(home)
     home.mkdir(parents=True)
-    _mark(home, data_dir)  # before the guardian hears of it: it removes only marked folders
-    watched = "\n" not in str(home)
-    if watched:
-        GUARDIAN.watch_dir(str(home))
     copy = staged_path(plan, arm_key, data_dir)
     staged = Staged(origin=data_dir, path=copy, home=home, removed_stale=stale)
+    watched = False
     try:
+        _mark(home, data_dir)  # before the guardian hears of it: it removes only marked folders
+        if "\n" not in str(home):
+            GUARDIAN.watch_dir(str(home))
+            watched = True
         t0 = time.perf_counter()
         shutil.copytree(data_dir, staged.path, symlinks=True, copy_function=copier)
         before = snapshot(staged.path)
