@@ -20,6 +20,7 @@ from dftune.core import strictjson
 from dftune.tools.runner.bench import BenchResult, Progress, Replicate, bench
 from dftune.tools.runner.paired import ArmPlan, PairedResult, PairProgress, paired_bench
 from dftune.tools.runner.spec import WorkloadSpec
+from dftune.tools.runner.staging import StagePlan, staged_path
 from dftune.tools.trace import Analysis, TraceError, analyze
 
 ANALYSIS_FILE = "analysis.json"
@@ -69,15 +70,22 @@ def measure_paired(
     source_dir: str | None = None,
     extend_at_pct: float = 5.0,
     progress: PairProgress | None = None,
+    stage: StagePlan | None = None,
 ) -> tuple[Measurement, Measurement, PairedResult]:
     """The incumbent (``reference``'s condition) and the candidate, interleaved in one sitting, each
-    traced as the reference was and summarized as :func:`measure` would (its own analysis)."""
+    traced as the reference was and summarized as :func:`measure` would (its own analysis).
+    ``stage``: the candidate stages its data folder in every replicate (the reference as it did)."""
     ref_spec = spec.relocated(Path(reference.source_dir)) if reference.source_dir else spec
     cand_spec = spec.relocated(Path(source_dir)) if source_dir else spec
     ref_plan = ArmPlan(
-        ref_spec, ref_workdir, settings_text(reference.settings), dict(reference.env), reference.traced
+        ref_spec,
+        ref_workdir,
+        settings_text(reference.settings),
+        dict(reference.env),
+        reference.traced,
+        reference.stage,
     )
-    cand_plan = ArmPlan(cand_spec, workdir, overrides, env, reference.traced)
+    cand_plan = ArmPlan(cand_spec, workdir, overrides, env, reference.traced, stage)
     sitting = paired_bench(
         ref_plan,
         cand_plan,
@@ -92,11 +100,25 @@ def measure_paired(
         (ref_plan, sitting.reference, reference.source_dir),
         (cand_plan, sitting.candidate, source_dir),
     ):
-        m, _, _ = _summarize(
+        m, analysis, _ = _summarize(
             result, plan.workdir, plan.env, plan.traced, ("file", "proc"), reuse_analysis=False
         )
         data_dir = plan.spec.placeholder_values(result.settings, workdir=plan.workdir).get("data_dir")
-        out.append(m.model_copy(update={"source_dir": src, "data_dir": str(data_dir) if data_dir else None}))
+        staged = (
+            str(staged_path(plan.stage, str(plan.workdir.resolve()), Path(data_dir)))
+            if plan.stage is not None and data_dir
+            else None
+        )
+        update: dict[str, Any] = {
+            "source_dir": src,
+            "data_dir": str(data_dir) if data_dir else None,
+            "stage": plan.stage,
+            "staged_dir": staged,
+        }
+        if plan.stage is not None and m.io_bandwidth and analysis is not None:
+            io_wall = analysis.io_wall_time_s or analysis.io_time_s
+            update["io_bandwidth"] = staged_bandwidth(m.io_bandwidth, io_wall, result.replicates)
+        out.append(m.model_copy(update=update))
     return out[0], out[1], sitting
 
 
@@ -275,6 +297,15 @@ def io_bandwidth(a: Analysis | None) -> float | None:
     moved = (a.read.bytes or 0) + (a.write.bytes or 0)
     wall = a.io_wall_time_s or a.io_time_s
     return moved / wall if moved and wall > 0 else None
+
+
+def staged_bandwidth(bandwidth: float, io_wall_s: float, replicates: list[Replicate]) -> float:
+    """A staged arm's I/O bandwidth with the copies' seconds (the median replicate's) counted as I/O
+    time: the trace sees only the reads of the fast copy, not the copy that made it."""
+    seconds = sorted(r.stage_s for r in replicates if r.status == "ok" and r.stage_s)
+    if not seconds or io_wall_s <= 0:
+        return bandwidth
+    return bandwidth * io_wall_s / (io_wall_s + seconds[len(seconds) // 2])
 
 
 def load_analysis(path: str | None) -> Analysis | None:

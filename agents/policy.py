@@ -21,4 +21,6 @@ def approval_rule(p: Proposal, mode: str) -> Decision:
         return "manual"
     if mode == "autonomous" and p.privilege == "no-sudo" and p.layer in ("L1", "L2"):
         return "approve"
+    if mode == "autonomous" and p.privilege == "no-sudo" and p.change.kind == "stage":
+        return "approve"  # a copy per replicate, removed after it: nothing of the system stays changed
     return "ask"

@@ -28,6 +28,7 @@ from dftune.tools.diagnose.engine import (
 )
 from dftune.tools.diagnose.rules import Finding
 from dftune.tools.guards import GuardDecision
+from dftune.tools.runner.staging import StagePlan
 from dftune.tools.runner.stats import ArmStats, Comparison
 
 Mode = Literal["autonomous", "interactive"]
@@ -108,7 +109,7 @@ class KbPrior(_Model):
 class Change(_Model):
     """What applying a proposal changes: knob settings, L2 environment, or a command."""
 
-    kind: Literal["knob", "env", "command", "patch", "manual"]
+    kind: Literal["knob", "env", "command", "patch", "stage", "manual"]
     settings: dict[str, str] = Field(default_factory=dict)
     #: kind "patch": the unified diff (a file next to the workload spec) and its ``-p`` strip
     patch_file: str = ""
@@ -121,6 +122,8 @@ class Change(_Model):
     instructions: str = ""
     #: a catalog strategy's parameter values the change was rendered from (a model's L2 settings)
     params: dict[str, str] = Field(default_factory=dict)
+    #: kind "stage": every replicate runs on a fresh copy of the data folder on this tier
+    stage: StagePlan | None = None
 
 
 class Proposal(_Model):
@@ -190,6 +193,10 @@ class Measurement(_Model):
     unoverlapped_io_fraction: float | None = None
     #: the arm's data folder (its trace's files are compared relative to it)
     data_dir: str | None = None
+    #: a staged arm: the tier each replicate copied the data folder to, and the copy's path (the
+    #: same in every replicate; its traced files are the data folder's, see tools/runner/staging.py)
+    stage: StagePlan | None = None
+    staged_dir: str | None = None
     #: the spec's work counters as the replicates printed them (the same in every replicate)
     work: dict[str, float] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)

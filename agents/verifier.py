@@ -58,6 +58,8 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx.progress("verifier", f"opt{exp.iteration}: the new proposal's value wins: {replaced}")
     it_source = ctx.workspace.iteration_dir(state.run_id, exp.iteration) / "source"
     source_dir = str(it_source) if p.change.kind == "patch" else ref.source_dir
+    # a staging change stages every candidate replicate; a kept one goes on staging later arms
+    stage = p.change.stage if p.change.kind == "stage" else ref.stage
     # the baseline's count (whatever an extension added), or more when the model asked for them (bounded)
     n = state.next_replicates or state.replicates or spec.replicates
     it_dir = ctx.workspace.iteration_dir(state.run_id, exp.iteration)
@@ -88,6 +90,7 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                 source_dir=source_dir,
                 extend_at_pct=WIN_THRESHOLD_PCT,
                 progress=each_pair,
+                stage=stage,
             )
     except OutOfTime as exc:  # not tried: the proposal stays open, the change is reverted by record
         ctx.progress("verifier", f"opt{exp.iteration}: {exc}")

@@ -28,6 +28,17 @@ from dftune.cli.common import (
 )
 
 
+def staging_plan(spec: Any, tier: str) -> Any:
+    """``--stage``'s plan, or a one-line error naming the spec."""
+    from dftune.tools.runner.staging import StagingError, plan_for
+
+    local = spec.resolve(spec.staging.local_dir) if spec.staging.local_dir else None
+    try:
+        return plan_for(tier, local)
+    except StagingError as exc:
+        fail(f"{spec.spec_path}: {exc}")
+
+
 @app.command()
 def bench(
     workload: Annotated[Path, typer.Argument(help="Workload spec (TOML).")],
@@ -44,6 +55,14 @@ def bench(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document (schema dftune.bench/1).")
     ] = False,
+    stage: Annotated[
+        str | None,
+        typer.Option(
+            "--stage",
+            help="Copy data_dir to shm (/dev/shm) or local ([staging] local_dir) in every replicate, "
+            "the copy's time inside the metric (docs/staging.md).",
+        ),
+    ] = None,
 ) -> None:
     """Run a workload's replicates (one condition) and report median, p95 and a 95% CI."""
     from dftune.tools.session import preflight
@@ -71,6 +90,7 @@ def bench(
 
     with user_errors():
         spec = load_spec(workload)
+        plan = staging_plan(spec, stage) if stage else None
         try:
             with supervised("bench"):  # SIGTERM/SIGINT kill the workload's group, then we stop
                 result = run_bench(
@@ -79,6 +99,7 @@ def bench(
                     replicates=replicates,
                     trace=trace,
                     progress=None if as_json else show,
+                    stage=plan,
                 )
         except DriverInterrupted as exc:
             fail(f"bench {spec.name} {exc}: its workload was killed", 128 + exc.signum)

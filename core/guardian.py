@@ -8,8 +8,9 @@ it starts a program and ``-<pgid>`` when the program is done.  When the pipe rea
 (dftune exited or was killed: the kernel closes its end either way) the guardian SIGKILLs every
 group still registered, then every process that carries one of this dftune's tags
 (``DFTUNE_PROC_TAG=<owner>/<pid>.<n>``, so a grandchild that left the group with ``setsid`` goes
-too), and exits.  It sits outside the workload's process tree, so exit codes, signals and the
-measured wall time of the workload are untouched.
+too), then removes every folder registered with ``+d<path>`` (a staged data set copy, only when it
+still holds its staging marker), and exits.  It sits outside the workload's process tree, so exit
+codes, signals and the measured wall time of the workload are untouched.
 
 What it cannot catch (docs/limits.md): a grandchild that left the group *and* scrubbed its
 environment; and everything, if the guardian is killed together with dftune (e.g. the OOM killer
@@ -27,13 +28,17 @@ from typing import IO
 
 #: The guardian's whole program (run with ``python -I -S``: no site, no user paths, fast start).
 GUARDIAN_SOURCE = r"""
-import os, signal, sys
+import os, shutil, signal, sys
 parent, key = sys.argv[1], sys.argv[2].encode() + b"="
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-groups = set()
+groups, folders = set(), set()
 for line in sys.stdin.buffer:
-    word = line.strip()
+    word = line.rstrip(b"\n")
+    if word[:2] in (b"+d", b"-d") and word[2:3] == b"/":
+        (folders.add if word[:1] == b"+" else folders.discard)(word[2:])
+        continue
+    word = word.strip()
     if word[:1] in (b"+", b"-") and word[1:].isdigit():
         (groups.add if word[:1] == b"+" else groups.discard)(int(word[1:]))
 for pgid in groups:
@@ -57,6 +62,9 @@ for name in os.listdir("/proc"):
                 os.kill(int(name), signal.SIGKILL)
             except OSError:
                 pass
+for folder in folders:
+    if os.path.isfile(os.path.join(folder, b".dftune-stage.json")):
+        shutil.rmtree(folder, ignore_errors=True)
 """
 
 
@@ -111,3 +119,10 @@ class Guardian:
 
     def release(self, pgid: int) -> None:
         self._send(f"-{pgid}")
+
+    def watch_dir(self, path: str) -> None:
+        """Remove folder ``path`` (an absolute path holding a staging marker) if dftune dies first."""
+        self._send(f"+d{path}")
+
+    def release_dir(self, path: str) -> None:
+        self._send(f"-d{path}")

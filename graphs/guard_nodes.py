@@ -85,7 +85,9 @@ def arm_of(m: Measurement | None, label: str) -> Arm | None:
     analysis = load_analysis(m.analysis_path) if m is not None else None
     if m is None or analysis is None:
         return None
-    return Arm(analysis=analysis, data_dir=m.data_dir, work=dict(m.work), label=label)
+    return Arm(
+        analysis=analysis, data_dir=m.data_dir, work=dict(m.work), label=label, staged_dir=m.staged_dir
+    )
 
 
 def measured_arms(state: TuningState, exp: Experiment) -> MeasuredArms:

@@ -26,7 +26,7 @@ from dftune.agents.reasoner.questions import pace_question
 from dftune.agents.state import TuningState, log, merge_by_id
 
 #: Kinds of change dftune applies and measures by itself.
-ACTIONABLE = ("knob", "env", "command", "patch")
+ACTIONABLE = ("knob", "env", "command", "patch", "stage")
 
 
 #: the most replicates per arm the model may ask for, as a multiple of the run's count

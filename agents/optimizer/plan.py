@@ -14,12 +14,18 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
+from dftune.agents.measure import load_analysis
 from dftune.agents.optimizer.hints import hint_proposals, hints_before, ranks_of
-from dftune.agents.state import Change, Proposal, TuningState, log
+from dftune.agents.optimizer.staging import stage_gap
+from dftune.agents.state import Change, Measurement, Proposal, TuningState, log
 from dftune.tools.catalog import Catalog, Strategy
 from dftune.tools.catalog.models import placeholders
 from dftune.tools.diagnose.engine import Diagnosis
 from dftune.tools.runner.spec import WorkloadSpec
+from dftune.tools.runner.staging import SHM_ROOT, StagePlan
+
+#: The derivation context's key for the spec's ``[staging] local_dir``.
+LOCAL_DIR_KEY = "staging_local_dir"
 
 
 def slug(text: str) -> str:
@@ -124,6 +130,11 @@ def catalog_proposal(s: Strategy, context: dict[str, str]) -> Proposal:
                 ),
             )
         why = "its command needs context this run does not have (e.g. the block device)"
+    elif a.kind == "stage" and a.tier is not None:
+        root = str(SHM_ROOT) if a.tier == "shm" else context.get(LOCAL_DIR_KEY, "")
+        if root:
+            return Proposal(**base, change=Change(kind="stage", stage=StagePlan(tier=a.tier, root=root)))
+        why = "needs a faster folder to stage onto: set [staging] local_dir in the workload spec"
     elif a.kind == "source_patch":
         why = (
             "a source change: expose it as a knob in the workload spec (or apply the patch in a copy) "
@@ -197,10 +208,44 @@ def plan_proposals(
     return proposals
 
 
+def staging_proposals(catalog: Catalog, context: dict[str, str], fs_type: str) -> list[Proposal]:
+    """Every staging strategy valid on this filesystem: offered from the data set's use (see
+    :func:`staging_fit`), whatever bottleneck the diagnosis ranked first."""
+    return [
+        catalog_proposal(s, context)
+        for s in catalog.strategies.values()
+        if not s.forbidden and s.apply is not None and s.apply.kind == "stage" and s.valid_on(fs_type)
+    ]
+
+
+def staging_fit(
+    proposals: list[Proposal], data_dir: str, baseline: Measurement | None, launcher: str = "local"
+) -> list[Proposal]:
+    """Staging proposals that do not apply here (not read-mostly, same tier, no room) marked so."""
+    out = []
+    for p in proposals:
+        if p.change.kind == "stage" and p.change.stage is not None and p.status == "proposed":
+            analysis = load_analysis(baseline.analysis_path) if baseline is not None else None
+            gap = (
+                f"the program runs through {launcher} on other nodes: a copy made where dftune runs "
+                "would not be on them"
+                if launcher not in ("local", "mpirun")
+                else stage_gap(p.change.stage, data_dir, analysis)
+            )
+            if gap:
+                p = p.model_copy(update={"status": "not_applicable", "reason": gap})
+        out.append(p)
+    return out
+
+
 def derivation_context(spec: WorkloadSpec, workdir: Path) -> dict[str, str]:
     """The values a catalog change is rendered with (``agents.optimizer.trust`` renders it again, so
     the folder is resolved: another spelling of the same DFTUNE_HOME derives the same change)."""
-    return {k: str(v) for k, v in spec.placeholder_values(spec.settings(), workdir=workdir.resolve()).items()}
+    filled = spec.placeholder_values(spec.settings(), workdir=workdir.resolve())
+    values = {k: str(v) for k, v in filled.items()}
+    if spec.staging.local_dir:
+        values[LOCAL_DIR_KEY] = str(spec.resolve(spec.staging.local_dir))
+    return values
 
 
 def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -216,6 +261,10 @@ def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx.progress("optimizer", said)
         before.append(log("optimizer", said))
     proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context, state.software, stack)
+    covered = {p.strategy for p in proposals}
+    staged = staging_proposals(ctx.catalog, context, state.fs_type)
+    proposals += [p for p in staged if p.strategy not in covered]
+    proposals = staging_fit(proposals, context.get("data_dir", ""), state.baseline, spec.launcher.kind)
     # the plan's order breaks ties between equal estimates (estimates come after the screen)
     out = [p.model_copy(update={"order": i}) for i, p in enumerate(proposals)]
     ctx.progress(

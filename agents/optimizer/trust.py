@@ -23,6 +23,7 @@ from dftune.core.errors import DftuneError
 from dftune.tools.runner.changes import ChangeError
 from dftune.tools.runner.changes.layering import layer_env
 from dftune.tools.runner.spec import WorkloadSpec
+from dftune.tools.runner.staging import StagePlan
 
 #: The fields of a proposal that decide what runs and who must approve it.
 CHECKED_FIELDS = ("strategy", "layer", "privilege", "change")
@@ -138,9 +139,24 @@ def expected_arm(
     return {k: _text(v) for k, v in spec.settings(overrides).items()}, env, source
 
 
+def expected_stage(state: TuningState, ctx: Context, before: int) -> StagePlan | None:
+    """The staging the incumbent runs with before iteration ``before``: the last kept staging change."""
+    spec = ctx.workload_spec
+    context = derivation_context(spec, ctx.workspace.baseline_dir(state.run_id))
+    stage: StagePlan | None = None
+    for exp in state.experiments:
+        if exp.kept and exp.iteration < before:
+            p = trusted_proposal(state.proposal(exp.proposal_id), state, ctx)
+            d = derive(p, spec, ctx, context, ctx.workspace.run_dir(state.run_id), state.software)
+            if d is not None and d.change.kind == "stage":
+                stage = d.change.stage
+    return stage
+
+
 def trusted_arm(m: Measurement, state: TuningState, ctx: Context, before: int) -> Measurement:
     """``m`` (the arm an experiment is measured against) when it is what the kept experiments derive."""
     settings, env, source = expected_arm(state, ctx, before)
+    stage = expected_stage(state, ctx, before)
     got = {k: _text(v) for k, v in m.settings.items()}
     here, there = (None if d is None else os.path.realpath(d) for d in (m.source_dir, source))
     differ = [
@@ -149,6 +165,7 @@ def trusted_arm(m: Measurement, state: TuningState, ctx: Context, before: int) -
             ("settings", got == settings),
             ("env", m.env == env),
             ("source_dir", here == there),
+            ("stage", m.stage == stage),
         )
         if not same
     ]

@@ -29,7 +29,7 @@ from dftune.core.vocabulary import CHECKLIST, Category, FsType, Layer, Privilege
 #: A parameter value as TOML spells it. Strict types: TOML ``true`` never becomes ``1``.
 Scalar: TypeAlias = StrictBool | StrictInt | StrictFloat | StrictStr
 ValidFs: TypeAlias = FsType | Literal["any"]
-ApplyKind = Literal["env", "hint_file", "source_patch", "command", "launcher", "manual"]
+ApplyKind = Literal["env", "hint_file", "source_patch", "command", "launcher", "stage", "manual"]
 RollbackKind = Literal["command", "restore_env", "remove_file", "revert_patch", "manual"]
 CitationKind = Literal["paper", "docs", "techreport"]
 
@@ -116,6 +116,9 @@ class Apply(_Model):
     patch: str | None = None
     #: Steps a human performs, for kind ``manual`` (admin-only recommendations).
     instructions: str | None = None
+    #: kind ``stage``: the tier every replicate copies the data folder to (``shm``: /dev/shm within
+    #: the memory bound; ``local``: the spec's ``[staging] local_dir``), see tools/runner/staging.py
+    tier: Literal["shm", "local"] | None = None
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> Apply:
@@ -125,6 +128,7 @@ class Apply(_Model):
             "source_patch": ("patch",),
             "command": ("command",),
             "launcher": ("launcher",),
+            "stage": ("tier",),
             "manual": ("instructions",),
         }
         missing = [f for f in need[self.kind] if not getattr(self, f)]
@@ -134,6 +138,8 @@ class Apply(_Model):
             raise ValueError("stdin is only for kind 'command'")
         if self.patch and self.kind != "source_patch":
             raise ValueError("patch is only for kind 'source_patch'")
+        if self.tier is not None and self.kind != "stage":
+            raise ValueError("tier is only for kind 'stage'")
         return self
 
     def templates(self) -> list[str]:

@@ -1,8 +1,9 @@
 """One measured arm as the guards see it: its trace's data files, summed, and what the program said.
 
 Arms of one workload run in their own folders, so a data file is known by its path relative
-to the arm's data directory (``<data>/sample_00001.bin``); files outside it (the interpreter's
-own libraries, scripts) are not the application's data and are left out.
+to the arm's data directory (``<data>/sample_00001.bin``), or to its staged copy for an arm that
+ran on one; files outside it (the interpreter's own libraries, scripts) are not the application's
+data and are left out.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ class Arm:
     data_dir: str | None = None
     work: Mapping[str, float] = field(default_factory=dict)
     label: str = "arm"
+    #: a staged arm's copy of the data folder (tools/runner/staging.py): its files are the data
+    #: folder's, under the same names, since staging serves the same requests from another tier
+    staged_dir: str | None = None
 
     @property
     def profiled(self) -> bool:
@@ -73,11 +77,12 @@ class Arm:
         profile = self.analysis.profile
         if profile is None:
             return {}
-        root = (os.path.normpath(self.data_dir) + os.sep) if self.data_dir else None
+        roots = [os.path.normpath(d) + os.sep for d in (self.data_dir, self.staged_dir) if d]
         inside = {
             f"<data>/{os.path.normpath(f.path)[len(root) :]}": f
             for f in profile.files
-            if root and os.path.normpath(f.path).startswith(root)
+            for root in roots
+            if os.path.normpath(f.path).startswith(root)
         }
         if inside:
             return inside

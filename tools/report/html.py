@@ -30,6 +30,7 @@ from dftune.tools.report.sections import (
     proposal_rows,
     reasoning_html,
 )
+from dftune.tools.report.staging import staging_notes
 from dftune.tools.report.table import EXTRA_COLUMNS, PROPOSAL_COLUMNS
 from dftune.tools.trace.render import human_bytes
 
@@ -402,6 +403,8 @@ def _experiments(doc: dict[str, Any]) -> str:
         if stats:
             out.append(f"<p><b>{e('; '.join(stats))}</b></p>")
         out.append(f"<p>Comparison: {e(cmp.get('reason') or x.get('verdict_reason'))}</p>")
+        for arm, staged in staging_notes(x):
+            out.append(f"<p>Staging ({e(arm)}): {e(staged)}</p>")
         if x.get("verdict_reason"):
             out.append(f"<p>Verdict: {e(x['verdict_reason'])}</p>")
         mine = [g for g in guards if g["when"] == f"after opt{x['iteration']}"]

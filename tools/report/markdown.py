@@ -36,6 +36,7 @@ from dftune.tools.report.sections import (
     reasoning_markdown,
     summary_markdown,
 )
+from dftune.tools.report.staging import staging_notes
 from dftune.tools.report.table import markdown_table, proposal_markdown
 
 
@@ -227,6 +228,8 @@ def render_run_markdown(s: dict[str, Any]) -> str:
             ],
         )
         lines += ["", f"Comparison: {md_text(cmp.get('reason', e.get('verdict_reason', '-')))}", ""]
+        for arm, staged in staging_notes(e):
+            lines += [f"Staging ({arm}): {md_text(staged)}", ""]
         if e.get("verdict_reason"):
             lines += [f"KB verdict: {md_text(e['verdict_reason'])}", ""]
         for g in s.get("guard_decisions", []):

@@ -16,6 +16,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -39,6 +40,15 @@ from dftune.tools.runner.metrics import (
     last_text,
 )
 from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
+from dftune.tools.runner.staging import (
+    Staged,
+    StagePlan,
+    StagingError,
+    adjusted_metric,
+    stage_share,
+    staged_path,
+    staged_replicate,
+)
 from dftune.tools.runner.stats import MIN_REPLICATES, bootstrap_median_ci, summarize
 from dftune.tools.trace import selftrace
 from dftune.tools.trace.startup import StartUp, startup
@@ -76,6 +86,10 @@ class Replicate(BaseModel):
     startup_s: float | None = None
     #: that as a share of the replicate's wall time
     startup_share: float | None = None
+    #: a staged arm: seconds spent copying the data set in and the outputs back (inside wall_s and
+    #: the metric, see tools/runner/staging.py), and that as a share of the replicate
+    stage_s: float | None = None
+    stage_share: float | None = None
 
 
 class BenchResult(BaseModel):
@@ -395,6 +409,21 @@ def make_data_dir(spec: WorkloadSpec, settings: dict[str, KnobValue], workdir: P
     return path
 
 
+def staging_note(results: list[Replicate], data_dir: str, stage: StagePlan) -> str:
+    """How much of each replicate was staging (copy-in and copy-back, inside the metric)."""
+    shares = sorted(r.stage_share for r in results if r.stage_share is not None)
+    seconds = sorted(r.stage_s for r in results if r.stage_s is not None)
+    where = "/dev/shm" if stage.tier == "shm" else stage.root
+    if not shares:
+        return f"staged {data_dir} to {where} in every replicate; no replicate finished its staging"
+    mid = len(shares) // 2
+    return (
+        f"staged {data_dir} to {where} in every replicate: {seconds[mid]:.3f} s "
+        f"({100 * shares[mid]:.1f}% of the replicate, median of {len(shares)}) copying in and back, "
+        "counted in the metric"
+    )
+
+
 def summary_stats(values: list[float]) -> tuple[float | None, float | None, list[float] | None]:
     """Median, p95 and (from MIN_REPLICATES runs on) the bootstrap 95% CI of the median."""
     if not values:
@@ -415,6 +444,7 @@ def bench(
     env: dict[str, str] | None = None,
     first_index: int = 0,
     prepare: bool = True,
+    stage: StagePlan | None = None,
 ) -> BenchResult:
     """Run ``replicates`` runs of one condition and return the record with its statistics.
 
@@ -422,7 +452,8 @@ def bench(
     ``first_index`` numbers the replicates (and their trace folders ``r<i>``) from there, so more
     replicates of the same condition can be added to a workdir without touching earlier ones.
     ``prepare=False`` skips the setup and the warm-up: the workdir was prepared by an earlier
-    call (interleaved arms run one replicate at a time)."""
+    call (interleaved arms run one replicate at a time). ``stage``: every replicate runs on a fresh
+    copy of the data folder on that tier, the copy's time inside its metric (tools/runner/staging.py)."""
     settings = spec.settings(overrides)
     n = replicates or spec.replicates
     traced = (spec.tracing.mode != "off") if trace is None else trace
@@ -491,6 +522,7 @@ def bench(
             "preload library, its own trace files collected into each replicate's trace folder"
         )
     results: list[Replicate] = []
+    arm_key = str(workdir.resolve())  # one staging folder per arm, fresh in every replicate
     failures_in_row = 0
     stopped: str | None = None
     i = first_index
@@ -510,7 +542,11 @@ def bench(
                 raise BenchError(f"{spec.spec_path}: tracing requested but {exc}") from None
         folder = rep_trace if rep_trace is not None else workdir / "untraced" / f"r{i}"
         folder.mkdir(parents=True, exist_ok=True)
-        rep_argv = spec.render(spec.command, settings, workdir=workdir, trace_dir=folder)
+        copy = staged_path(stage, arm_key, Path(data_dir)) if stage else None
+        run_spec = spec.model_copy(update={"data_dir": str(copy)}) if copy else spec
+        if copy and traced and spec.tracing.data_dir != "all":  # the staged copy is the data now
+            env["DFTRACER_DATA_DIR"] = f"{spec.tracing.data_dir}:{copy}"
+        rep_argv = run_spec.render(spec.command, settings, workdir=workdir, trace_dir=folder)
         metric_file = metric_path(spec, settings, workdir, trace_dir=folder)
         since = selftrace.now()
         if cache_policy == "drop_caches" and i > first_index:  # the probe above dropped it for the first run
@@ -518,8 +554,21 @@ def bench(
         label = f"r{i}"
         if metric_file is not None:  # a metric file left by an earlier run must never be read as this one's
             metric_file.unlink(missing_ok=True)
-        run_started = time.time()
-        res = _run(spec, rep_argv, cwd=cwd, env=env, log_dir=logs, label=label)
+        staged: Staged | None = None
+        stage_why = ""
+        ran: ProcessResult | None = None
+        try:
+            with staged_replicate(Path(data_dir), stage, arm_key) if stage else nullcontext() as staged:
+                run_started = time.time()  # the program's start (after any copy-in)
+                ran = _run(spec, rep_argv, cwd=cwd, env=env, log_dir=logs, label=label)
+        except StagingError as exc:
+            raise BenchError(f"{spec.spec_path}: {exc}") from None
+        except OSError as exc:  # a copy that failed (a full tier, an unreadable file)
+            if ran is None:
+                raise BenchError(f"{spec.spec_path}: staging {data_dir} failed: {exc}") from None
+            stage_why = f"copying the outputs back to {data_dir} failed: {exc}"
+        assert ran is not None
+        res = ran
         trace_why = ""
         if rep_trace is not None:
             trace_why = _gather_trace(
@@ -549,6 +598,17 @@ def bench(
         )
         if metric is None and summary_roots and metric_file is None:
             why += f"; and no DLIO summary.json written by this run in {looked_in(summary_roots)}"
+        stage_s = round(staged.seconds, 6) if staged is not None else None
+        if metric is not None and stage_s:
+            metric = adjusted_metric(
+                metric,
+                kind=spec.metric.kind,
+                lower_is_better=spec.metric.lower_is_better,
+                run_wall_s=res.wall_s,
+                stage_s=stage_s,
+            )
+        if stage_why:
+            metric, why = None, stage_why
         work, work_why = extract_work(spec, logs / f"{label}.out") if res.status == "ok" else ({}, "")
         if work_why and metric is not None:  # the work cannot be checked: not a usable replicate
             metric, why = None, work_why
@@ -559,12 +619,14 @@ def bench(
         if res.status != "ok" and res.stderr_tail:
             reason += f": {res.stderr_tail.strip().splitlines()[-1][-300:]}"
         start_up = (
-            _startup(rep_trace, run_started, res.wall_s, data_dir) if rep_trace and not trace_why else None
+            _startup(rep_trace, run_started, res.wall_s, str(copy or data_dir))
+            if rep_trace and not trace_why
+            else None
         )
         rep = Replicate(
             index=i,
             status=status,
-            wall_s=round(res.wall_s, 6),
+            wall_s=round(res.wall_s + (stage_s or 0.0), 6),
             exit_code=res.exit_code,
             metric=metric,
             traced=traced,
@@ -575,6 +637,8 @@ def bench(
             state_source=res.state_source,
             startup_s=start_up.seconds if start_up else None,
             startup_share=start_up.share if start_up else None,
+            stage_s=stage_s,
+            stage_share=stage_share(res.wall_s, stage_s) if stage_s is not None else None,
         )
         results.append(rep)
         if res.leftovers:
@@ -598,6 +662,8 @@ def bench(
             f"start-up (before the first data I/O) was {100 * shares[len(shares) // 2]:.0f}% of each run "
             f"(median of {len(shares)} traced replicate(s)): a change to the data path cannot move it"
         )
+    if stage is not None:
+        notes.append(staging_note(results, data_dir, stage))
     if len(values) < MIN_REPLICATES:
         notes.append(f"only {len(values)} successful replicate(s): no confidence interval")
     return BenchResult(

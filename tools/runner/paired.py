@@ -16,8 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dftune.tools.runner.bench import MAX_CONSECUTIVE_FAILURES, BenchResult, Replicate, bench, summary_stats
+from dftune.tools.runner.bench import (
+    MAX_CONSECUTIVE_FAILURES,
+    BenchResult,
+    Replicate,
+    bench,
+    staging_note,
+    summary_stats,
+)
 from dftune.tools.runner.spec import WorkloadSpec
+from dftune.tools.runner.staging import StagePlan
 from dftune.tools.runner.stats import MIN_REPLICATES, compare, early_stop
 
 #: told after every pair: (pairs done, pairs planned now, the reference's replicate, the candidate's)
@@ -33,6 +41,8 @@ class ArmPlan:
     overrides: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     traced: bool = False
+    #: the arm runs every replicate on a staged copy of its data folder (tools/runner/staging.py)
+    stage: StagePlan | None = None
 
 
 @dataclass(frozen=True)
@@ -93,10 +103,14 @@ def paired_bench(
                 env=arm.env,
                 first_index=k,
                 prepare=k == 0,
+                stage=arm.stage,
             )
             if firsts[side] is None:
                 firsts[side] = one
-                notes[side] = [*one.notes, "interleaved with the other arm of the comparison (A B A B ...)"]
+                notes[side] = [
+                    *(n for n in one.notes if not n.startswith("staged ")),  # said once, over all pairs
+                    "interleaved with the other arm of the comparison (A B A B ...)",
+                ]
             rep = one.replicates[0]
             reps[side].append(rep)
             failures[side] = failures[side] + 1 if rep.status != "ok" else 0
@@ -131,6 +145,10 @@ def paired_bench(
         first = firsts[side]
         assert first is not None
         extra = [f"stopped early after {k} of {limit} pair(s): {early}"] if early else []
+        arm = arms[side]
+        if arm.stage is not None:
+            data_dir = arm.spec.placeholder_values(first.settings, workdir=arm.workdir)["data_dir"]
+            extra.append(staging_note(reps[side], str(data_dir), arm.stage))
         done.append(_merged(first, reps[side], [*notes[side], *extra], stopped[side]))
     return PairedResult(reference=done[0], candidate=done[1], pairs=k, stopped_early=early)
 

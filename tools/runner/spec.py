@@ -166,6 +166,14 @@ class Tracing(_Strict):
         return [value] if isinstance(value, str) else value
 
 
+class Staging(_Strict):
+    """Where a staging change may copy the data folder (see tools/runner/staging.py)."""
+
+    #: a faster filesystem for the data set (node-local disk, a parallel filesystem for an NFS
+    #: data set), relative to the TOML file; the ``local`` tier needs it
+    local_dir: str | None = None
+
+
 class Knob(_Strict):
     """One tunable: an environment variable or a command-line argument."""
 
@@ -281,6 +289,7 @@ class WorkloadSpec(_Strict):
     #: what the program reports about the work it did (see :class:`WorkCounter`)
     work: list[WorkCounter] = []
     tracing: Tracing = Tracing()
+    staging: Staging = Staging()
     knobs: list[Knob] = []
     patches: list[Patch] = []
     launcher: Launcher = Launcher()

@@ -56,7 +56,11 @@ class StartUp:
 
 
 def _is_data(name: str, data_dir: str | None) -> bool:
-    if not name or name.endswith(_NOT_DATA_SUFFIX) or name.startswith(_NOT_DATA_PREFIX):
+    if not name or name.endswith(_NOT_DATA_SUFFIX):
+        return False
+    if data_dir is not None and name.startswith(data_dir.rstrip("/") + "/"):
+        return True  # a data set under /dev/shm (a staged copy) is data
+    if name.startswith(_NOT_DATA_PREFIX):
         return False
     if "site-packages" in name or "/python3" in name:
         return False
