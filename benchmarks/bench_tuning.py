@@ -186,6 +186,8 @@ def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:
         "disguised_not_stopped": unstopped,
         "experiments": tried,
         "combinations": len(medians),
+        "sweep": {",".join(f"{k}={v}" for k, v in c): round(t, 6) for c, t in sorted(medians.items())},
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
         "sweep_s": round(sweep_s, 1),
         "run_s": round(run_s, 1),
         "status": state.status,
