@@ -94,7 +94,8 @@ def main() -> None:
         shares = [batch[w :: args.workers] for w in range(args.workers)]
         if args.workers == 1:
             return sum(read_one(k) for k in batch)
-        return sum(f.result() for f in [pool.submit(lambda s: sum(read_one(k) for k in s), s) for s in shares])
+        futures = [pool.submit(lambda s: sum(read_one(k) for k in s), s) for s in shares]
+        return sum(f.result() for f in futures)
 
     driver = ThreadPoolExecutor(max_workers=1) if args.ahead else None
     queue: deque[Future[int]] = deque()
