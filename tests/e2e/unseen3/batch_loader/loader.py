@@ -5,7 +5,8 @@ in batches of 16; each record is one direct pread (cold storage: no page cache),
 goes to a training step the loop waits for (a sleep: an accelerator's time). Knobs:
 ``--workers`` (a pool reads each batch's records), ``--ahead`` (batches submitted to the pool
 before the loop needs them, so reading overlaps the step), ``--reuse-pct`` (records reused from
-memory "for a warm cache"), ``--window-kib`` (records read "through an aligned window").
+memory "for a warm cache"), ``--window-kib`` (records read "through an aligned window"),
+``--stream`` (the shards "hinted sequential" for the kernel's readahead).
 The program does not say which of them change what it reads; dftune has to measure.
 """
 
@@ -59,6 +60,7 @@ def main() -> None:
     ap.add_argument("--ahead", type=int, default=0)
     ap.add_argument("--reuse-pct", type=int, default=0)
     ap.add_argument("--window-kib", type=int, default=0)
+    ap.add_argument("--stream", type=int, default=0)
     ap.add_argument("--step-ms", type=float, default=3.0)
     ap.add_argument("--setup-only", action="store_true")
     args = ap.parse_args()
@@ -77,6 +79,8 @@ def main() -> None:
     per_shard = size // record
     keys = [(s, i) for s in range(args.shards) for i in range(per_shard)]
     order = random.Random(7).sample(keys, len(keys))
+    if args.stream:  # "hinted sequential": and each epoch walks the shards in file order
+        order.sort()
     batches = [order[b : b + args.batch] for b in range(0, len(order), args.batch)]
     pool = ThreadPoolExecutor(max_workers=args.workers)
     seen: list[tuple[int, int]] = []
