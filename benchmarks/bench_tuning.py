@@ -159,6 +159,8 @@ def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:
                 "disguised": setting in disguised,
                 "stopped_by": stopped,
                 "change_pct": round(e.comparison.change_pct, 2) if e.comparison else None,
+                "p_value": round(e.comparison.p_value, 4) if e.comparison else None,
+                "pairs": e.comparison.candidate.n if e.comparison else None,
             }
         )
     answered, pending = answered_settings(state, final, legit)
