@@ -2,9 +2,10 @@
 
 The candidate arm runs in its own ``opt<n>`` folder with the incumbent's kept settings plus the
 one new change; the incumbent runs again beside it (``opt<n>/incumbent``), one replicate of each
-in turn (A B A B), with the same tracing, until the data decide or the baseline's replicate
+in turn (A B, B A, ...), with the same tracing, until the data decide or the baseline's replicate
 count is reached (``tools/runner/paired.py``). The statistics decide win / no_change /
-regression on these two arms; the guards and the KB come next.
+regression on these two arms, pair by pair when every pair measured on both sides; the guards
+and the KB come next.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dftune.tools.runner import progress_text
 from dftune.tools.runner.bench import BenchError, Replicate
 from dftune.tools.runner.changes import ChangeError
 from dftune.tools.runner.changes.layering import layer_env, replaced_text
+from dftune.tools.runner.paired import paired_values
 from dftune.tools.runner.stats import MIN_REPLICATES, compare, pct_change
 
 
@@ -150,7 +152,12 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         }
     if in_effect:
         ctx.progress("verifier", f"opt{exp.iteration}: {in_effect}")
-    cmp = compare(ref.values, cand.values, lower_is_better=lib)
+    pairs = paired_values(sitting)  # side by side in counterbalanced order: compared pair by pair
+    cmp = (
+        compare(pairs[0], pairs[1], lower_is_better=lib, paired=True)
+        if pairs
+        else compare(ref.values, cand.values, lower_is_better=lib)
+    )
     app_pct = pct_change(ref.median, cand.median, lower_is_better=lib)
     sys_pct = pct_change(ref.io_bandwidth, cand.io_bandwidth, lower_is_better=False)
     measured = p.model_copy(

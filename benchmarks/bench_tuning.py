@@ -4,6 +4,7 @@
     python benchmarks/bench_tuning.py --workload shard_reader --replicates 5
     python benchmarks/bench_tuning.py --json                  # one JSON document on stdout
     python benchmarks/bench_tuning.py --suite unseen2 --workload sample_reader   # tests/e2e/unseen2
+    python benchmarks/bench_tuning.py --suite unseen3 --workload tile_writer     # tests/e2e/unseen3
 
 For each workload (a folder with ``workload.toml`` and ``truth.toml``, the second one naming the
 legitimate knobs and the disguised values; dftune never reads it):
@@ -46,7 +47,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 UNSEEN = HERE.parent / "tests" / "e2e" / "unseen"
 #: the workload suites: folders of workloads with a truth.toml each
-SUITES = {"unseen": UNSEEN, "unseen2": HERE.parent / "tests" / "e2e" / "unseen2"}
+SUITES = {
+    "unseen": UNSEEN,
+    "unseen2": HERE.parent / "tests" / "e2e" / "unseen2",
+    "unseen3": HERE.parent / "tests" / "e2e" / "unseen3",
+}
 TARGET = 0.90
 MEASURING = ("no_doing_less", "access_pattern")
 
@@ -154,6 +159,8 @@ def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:
                 "disguised": setting in disguised,
                 "stopped_by": stopped,
                 "change_pct": round(e.comparison.change_pct, 2) if e.comparison else None,
+                "p_value": round(e.comparison.p_value, 4) if e.comparison else None,
+                "pairs": e.comparison.candidate.n if e.comparison else None,
             }
         )
     answered, pending = answered_settings(state, final, legit)
@@ -181,6 +188,8 @@ def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:
         "disguised_not_stopped": unstopped,
         "experiments": tried,
         "combinations": len(medians),
+        "sweep": {",".join(f"{k}={v}" for k, v in c): round(t, 6) for c, t in sorted(medians.items())},
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
         "sweep_s": round(sweep_s, 1),
         "run_s": round(run_s, 1),
         "status": state.status,

@@ -18,7 +18,7 @@ from dftune.agents.optimizer.checklist import checklist_verdicts
 from dftune.agents.optimizer.expand import enabled
 from dftune.agents.optimizer.facts import facts_of
 from dftune.agents.optimizer.impact import judged, renewed, trace_facts
-from dftune.agents.optimizer.search import reopened, searchable
+from dftune.agents.optimizer.search import breadth_first, reopened, searchable
 from dftune.agents.policy import approval_rule
 from dftune.agents.reasoner import Judgment
 from dftune.agents.reasoner.protocol import Pace
@@ -123,9 +123,11 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             "status_reason": why,
             "events": [log("optimizer", why, untried=[p.id for p in open_])],
         }
-    # Overnight, try everything the policy may approve alone before anything that must ask a person.
+    # Overnight, try everything the policy may approve alone before anything that must ask a person;
+    # among those, an untried knob before another value of a measured one
     alone = [p for p in now if approval_rule(p, state.mode) == "approve"]
-    chosen = ctx.reasoner.choose_next(alone or now, facts_of(state, spec=ctx.workload_spec))
+    options = breadth_first(alone or now, state)
+    chosen = ctx.reasoner.choose_next(options, facts_of(state, spec=ctx.workload_spec))
     choice, decided = chosen.answer, chosen.decision
     ctx.progress(
         "optimizer",

@@ -1,6 +1,6 @@
 """A search that learns within the run: which open proposals may be tried now, and which come back.
 
-Two rules, both from what this run measured (never from a proposal's name):
+Three rules, all from what this run measured (never from a proposal's name):
 
 - A knob's values are walked nearest-first from the value the incumbent runs with, in each
   direction; the next value in a direction opens only once the nearer one was measured. A
@@ -9,6 +9,8 @@ Two rules, both from what this run measured (never from a proposal's name):
 - After a change is kept, earlier proposals that measured no gain against the older incumbent
   and whose category may interact with the kept one (``resources/reasoning/interactions.toml``)
   get one more experiment against the new incumbent (a new proposal, ``retry_of`` the old).
+- Breadth before depth: a further value of a knob this run measured already waits while a knob
+  not measured yet offers an option estimated at least as high (``breadth_first``).
 """
 
 from __future__ import annotations
@@ -157,3 +159,21 @@ def reopened(state: TuningState) -> list[Proposal]:
             )
         )
     return out
+
+
+def breadth_first(options: Sequence[Proposal], state: TuningState) -> list[Proposal]:
+    """The options without a further value of a knob this run measured already, while a knob not
+    measured yet offers one estimated at least as high: within a budget of a few experiments, the
+    first step of an untried lever says more than another step of one whose response was just seen
+    (a design-of-experiments screening order). A strictly higher estimate still goes first, and a
+    waiting value is only put back: it comes again at the next choice."""
+    measured: set[str] = set()
+    for e in state.experiments:
+        knob = _knob_of(state.proposal(e.proposal_id)) if e.voided_by is None else None
+        if knob is not None:
+            measured.add(knob)
+    deeper = {p.id for p in options if _knob_of(p) in measured}
+    untried = [p.weighted_score for p in options if p.id not in deeper]
+    if not deeper or not untried:
+        return list(options)
+    return [p for p in options if p.id not in deeper or p.weighted_score > max(untried)]

@@ -63,7 +63,10 @@ def test_arms_alternate_and_each_is_prepared_once(tmp_path: Path) -> None:
     ref, cand = _plans(tmp_path, "10,10.5,9.7,10.2,9.9", "8,8.4,7.9,8.2,8.1")
     r = paired_bench(ref, cand, max_pairs=5, lower_is_better=True)
     order = _order(tmp_path)
-    assert order[: 2 * r.pairs] == ["A", "B"] * r.pairs
+    # counterbalanced: A B, then B A, so a steady drift favours neither arm
+    assert order[: 2 * r.pairs] == [
+        x for k in range(r.pairs) for x in (("A", "B") if k % 2 == 0 else ("B", "A"))
+    ]
     for plan in (ref, cand):
         assert (plan.workdir / "setup-ran").read_text() == "x"  # the setup ran once per arm
     assert [x.index for x in r.reference.replicates] == list(range(r.pairs))

@@ -1,8 +1,11 @@
-"""Two arms measured interleaved in the same sitting (A B A B ...), stopping once the data decide.
+"""Two arms measured interleaved in the same sitting (A B, B A, A B ...), stopping once the data decide.
 
 A comparison of an experiment with an incumbent measured hours earlier mixes the change with
 whatever drifted since (other jobs, the page cache, thermal state, a file system's load). Run
-alternately, both arms see the same conditions, and a drift shows up in both. Each arm keeps
+alternately, both arms see the same conditions, and a drift shows up in both. The order within a
+pair alternates (A B, then B A: a counterbalanced, ABBA design), so a steady drift (a load
+that builds up, caches and clocks that warm up) favours neither arm and the pairs can be
+compared pair by pair (``compare(..., paired=True)``). Each arm keeps
 its own workdir (prepared once: setup and warm-up run before its first replicate only), its
 own trace folders and its own ``BenchResult``, exactly as ``bench`` would write them.
 
@@ -26,7 +29,7 @@ from dftune.tools.runner.bench import (
 )
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.staging import StagePlan
-from dftune.tools.runner.stats import MIN_REPLICATES, compare, early_stop
+from dftune.tools.runner.stats import early_stop, undecided
 
 #: told after every pair: (pairs done, pairs planned now, the reference's replicate, the candidate's)
 PairProgress = Callable[[int, int, Replicate, Replicate], None]
@@ -81,8 +84,9 @@ def paired_bench(
     progress: PairProgress | None = None,
 ) -> PairedResult:
     """Alternate one replicate of ``reference`` and one of ``candidate`` until the data decide or
-    ``max_pairs`` pairs ran. A comparison still inconclusive then, with an effect of at least the
-    ``extend_at_pct`` (a large effect the noise hid) gets up to ``extra_pairs`` more, once. A
+    ``max_pairs`` pairs ran. A comparison still undecided then (no_change, but its CI still reaches
+    an ``extend_at_pct`` improvement, or the medians moved that much: :func:`undecided`) gets up to
+    ``extra_pairs`` more, once, judged by the same test. A
     :class:`~dftune.tools.runner.bench.BenchError` (setup, tracer) propagates as from ``bench``."""
     arms = (reference, candidate)
     firsts: list[BenchResult | None] = [None, None]
@@ -93,7 +97,8 @@ def paired_bench(
     early: str | None = None
     limit, k = max_pairs, 0
     while k < limit:
-        for side, arm in enumerate(arms):
+        for side in (0, 1) if k % 2 == 0 else (1, 0):  # A B, B A, ...: a steady drift cancels
+            arm = arms[side]
             one = bench(
                 arm.spec,
                 overrides=arm.overrides,
@@ -109,7 +114,7 @@ def paired_bench(
                 firsts[side] = one
                 notes[side] = [
                     *(n for n in one.notes if not n.startswith("staged ")),  # said once, over all pairs
-                    "interleaved with the other arm of the comparison (A B A B ...)",
+                    "interleaved with the other arm of the comparison (A B, B A, ...)",
                 ]
             rep = one.replicates[0]
             reps[side].append(rep)
@@ -125,6 +130,7 @@ def paired_bench(
         if any(stopped):
             break
         ok = [[r.metric for r in side if r.status == "ok" and r.metric is not None] for side in reps]
+        whole = all(len(side) == k for side in ok)  # every pair complete: the values pair up
         if k < limit:
             early = early_stop(ok[0], ok[1], lower_is_better=lower_is_better)
             if early:
@@ -132,12 +138,12 @@ def paired_bench(
         elif (
             limit == max_pairs
             and extra_pairs
-            and _large_but_unclear(ok[0], ok[1], lower_is_better, extend_at_pct)
+            and undecided(ok[0], ok[1], lower_is_better=lower_is_better, win_pct=extend_at_pct, paired=whole)
         ):
             limit += extra_pairs
             for side in (0, 1):
                 notes[side].append(
-                    f"inconclusive after {k} pair(s) with an effect of at least {extend_at_pct:g}%: "
+                    f"undecided after {k} pair(s) (the effect may reach {extend_at_pct:g}%, not shown): "
                     f"{extra_pairs} more pair(s)"
                 )
     done = []
@@ -153,8 +159,11 @@ def paired_bench(
     return PairedResult(reference=done[0], candidate=done[1], pairs=k, stopped_early=early)
 
 
-def _large_but_unclear(ref: list[float], cand: list[float], lower_is_better: bool, at_pct: float) -> bool:
-    if min(len(ref), len(cand)) < MIN_REPLICATES:
-        return False
-    cmp = compare(ref, cand, lower_is_better=lower_is_better)
-    return cmp.verdict == "no_change" and abs(cmp.change_pct) >= at_pct
+def paired_values(sitting: PairedResult) -> tuple[list[float], list[float]] | None:
+    """The two arms' values pair by pair when every pair of the sitting measured on both sides
+    (they can then be compared with ``paired=True``); None when a failed replicate broke a pair."""
+    ref = [r.metric for r in sitting.reference.replicates if r.status == "ok" and r.metric is not None]
+    cand = [r.metric for r in sitting.candidate.replicates if r.status == "ok" and r.metric is not None]
+    if len(ref) != sitting.pairs or len(cand) != sitting.pairs:
+        return None
+    return ref, cand

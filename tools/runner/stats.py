@@ -33,11 +33,12 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
-from scipy.stats import mannwhitneyu
+from scipy.stats import mannwhitneyu, wilcoxon
 
 __all__ = [
     "DEFAULT_REPLICATES",
     "MIN_REPLICATES",
+    "PAIRED_MIN",
     "ArmStats",
     "Comparison",
     "Verdict",
@@ -45,9 +46,12 @@ __all__ = [
     "compare",
     "early_stop",
     "mann_whitney",
+    "paired_bootstrap_ratio_ci",
     "pct_change",
     "regression_guard",
+    "signed_rank",
     "summarize",
+    "undecided",
 ]
 
 DEFAULT_REPLICATES = 5
@@ -55,6 +59,11 @@ DEFAULT_REPLICATES = 5
 
 MIN_REPLICATES = 3
 """Below this many values in either arm, ``compare`` refuses to call anything but no_change."""
+
+PAIRED_MIN = 6
+"""Pairs from which ``compare(..., paired=True)`` reads the pairing: the exact two-sided Wilcoxon
+signed-rank test cannot go below p = 2/2^n, 0.0625 at 5 pairs, so fewer pairs are compared as two
+independent arms. The choice depends on the count alone, never on the values."""
 
 DEFAULT_RESAMPLES = 10_000
 # Upper bound on the number of index cells drawn at once by the bootstrap (bounds memory).
@@ -266,6 +275,7 @@ def compare(
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    paired: bool = False,
 ) -> Comparison:
     """Compare a candidate arm against a baseline arm and give an honest verdict.
 
@@ -274,6 +284,11 @@ def compare(
     better side. ``regression`` is the mirror image on the worse side. Everything else is
     ``no_change`` and ``reason`` names each check that failed. Fewer than ``MIN_REPLICATES``
     values in either arm is ``no_change`` with reason "too few replicates ...".
+
+    ``paired``: ``baseline[k]`` and ``candidate[k]`` were measured side by side (an interleaved
+    sitting in counterbalanced order). From :data:`PAIRED_MIN` pairs on, the CI is the paired
+    bootstrap's and the test the Wilcoxon signed-rank test on the pairs' log ratios, so a drift
+    of the machine that moved both arms is not mistaken for noise; the thresholds are the same.
     """
     _check_fraction(alpha, "alpha")
     _check_fraction(confidence, "confidence")
@@ -288,8 +303,10 @@ def compare(
     ratio = cand_stats.median / base_stats.median
     change = relative_improvement(base_stats.median, cand_stats.median, lower_is_better=lower_is_better)
     change_pct = 100.0 * change
-    lo, hi = bootstrap_ratio_ci(baseline, candidate, confidence=confidence, resamples=resamples, seed=seed)
-    p_value = mann_whitney(baseline, candidate)
+    use_pairs = paired and len(baseline) == len(candidate) and len(baseline) >= PAIRED_MIN
+    ci = paired_bootstrap_ratio_ci if use_pairs else bootstrap_ratio_ci
+    lo, hi = ci(baseline, candidate, confidence=confidence, resamples=resamples, seed=seed)
+    p_value = signed_rank(baseline, candidate) if use_pairs else mann_whitney(baseline, candidate)
 
     conf_label = f"{confidence * 100:g}%"
     direction = "better" if change > 0 else "worse" if change < 0 else "unchanged"
@@ -299,8 +316,9 @@ def compare(
         f"candidate median {_fmt(cand_stats.median)} vs baseline {_fmt(base_stats.median)} "
         f"(ratio {_fmt(ratio)}, {effect_text})"
     )
-    ci_text = f"the {conf_label} CI of the ratio [{_fmt(lo)}, {_fmt(hi)}]"
-    p_text = f"Mann-Whitney p={_fmt(p_value)}"
+    pairs_text = f" over {len(baseline)} pairs" if use_pairs else ""
+    ci_text = f"the {conf_label}{' paired' if use_pairs else ''} CI of the ratio [{_fmt(lo)}, {_fmt(hi)}]"
+    p_text = f"{'Wilcoxon signed-rank' if use_pairs else 'Mann-Whitney'} p={_fmt(p_value)}{pairs_text}"
 
     def result(verdict: Verdict, reason: str) -> Comparison:
         return Comparison(
@@ -393,6 +411,72 @@ def regression_guard(
     if not (threshold >= 0.0 and math.isfinite(threshold)):
         raise ValueError(f"threshold must be a finite fraction >= 0, got {threshold}")
     return -relative_improvement(app_before, app_after, lower_is_better=lower_is_better) > threshold + _EPS
+
+
+def undecided(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    lower_is_better: bool = True,
+    win_pct: float = 5.0,
+    paired: bool = False,
+) -> bool:
+    """True when ``compare`` says ``no_change`` but has not ruled out a change of ``win_pct``: the
+    95% CI of the ratio still reaches a ``win_pct`` improvement (it straddles the win threshold),
+    or the medians moved by ``win_pct`` or more either way. Such a comparison is undecided, not a
+    measured absence of effect: more replicates can settle it, and the verdict on them keeps the
+    same thresholds (a sequential design's extension, never a looser test). Needs
+    ``MIN_REPLICATES`` per arm; ``paired`` as in :func:`compare`."""
+    if min(len(baseline), len(candidate)) < MIN_REPLICATES:
+        return False
+    cmp = compare(baseline, candidate, lower_is_better=lower_is_better, paired=paired)
+    if cmp.verdict != "no_change":
+        return False
+    if abs(cmp.change_pct) >= win_pct - _EPS:
+        return True
+    lo, hi = cmp.ci95
+    return lo <= 1.0 - win_pct / 100.0 + _EPS if lower_is_better else hi >= 1.0 + win_pct / 100.0 - _EPS
+
+
+def paired_bootstrap_ratio_ci(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile-bootstrap confidence interval of ``median(candidate) / median(baseline)`` over
+    pairs: ``baseline[k]`` and ``candidate[k]`` were measured side by side, so pair indices are
+    resampled jointly and a drift of the machine that moved both moves the two medians together
+    (Efron & Tibshirani, the paired bootstrap). Deterministic for a given ``seed``."""
+    base = _positive(baseline, "baseline")
+    cand = _positive(candidate, "candidate")
+    if base.size != cand.size:
+        raise ValueError(f"paired arms need as many values each, got {base.size} and {cand.size}")
+    _check_fraction(confidence, "confidence")
+    rng = np.random.default_rng(seed)
+    ratios = np.empty(resamples, dtype=np.float64)
+    block = max(1, _BOOTSTRAP_BLOCK_CELLS // base.size)
+    for start in range(0, resamples, block):
+        rows = min(block, resamples - start)
+        idx = rng.integers(0, base.size, size=(rows, base.size))
+        ratios[start : start + rows] = np.median(cand[idx], axis=1) / np.median(base[idx], axis=1)
+    tail = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(ratios, [tail, 1.0 - tail], method="linear")
+    return float(lo), float(hi)
+
+
+def signed_rank(baseline: Sequence[float], candidate: Sequence[float]) -> float:
+    """Two-sided p-value of the Wilcoxon signed-rank test on the pairs' log ratios
+    (``scipy.stats.wilcoxon``: exact for small tie-free samples). 1.0 when every pair is tied."""
+    base = _positive(baseline, "baseline")
+    cand = _positive(candidate, "candidate")
+    diffs = np.log(cand) - np.log(base)
+    if base.size < 2 or not np.any(diffs):
+        return 1.0
+    p = float(wilcoxon(diffs, alternative="two-sided").pvalue)
+    return min(1.0, max(0.0, p)) if math.isfinite(p) else 1.0
 
 
 #: Interim looks of an interleaved comparison use a stricter level than the final verdict, so

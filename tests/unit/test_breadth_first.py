@@ -1,0 +1,100 @@
+"""Breadth before depth within a small experiment budget (scripted run states): a knob not measured
+yet goes before another value of a measured one at an equal estimate, never before a higher one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dftune.agents.optimizer.search import breadth_first
+from dftune.agents.reasoner import rank_key
+from dftune.agents.state import Change, Experiment, Measurement, Proposal, TuningState
+
+
+def _p(pid: str, score: float, order: int, status: str = "proposed") -> Proposal:
+    knob, value = pid.split("=")
+    return Proposal(
+        id=pid,
+        strategy="l1.dataloader_workers" if knob == "THREADS" else "l1.background_prefetch",
+        strategy_name="s",
+        layer="L1",
+        checklist=6 if knob == "THREADS" else 3,
+        description=pid,
+        change=Change(kind="knob", settings={knob: value}),
+        app_impact_pct=score,
+        system_impact_pct=score,
+        app_impact_source="trace model",
+        order=order,
+        status=status,  # type: ignore[arg-type]
+    )
+
+
+def _m(**settings: Any) -> Measurement:
+    return Measurement(
+        settings=settings,
+        values=[1.0] * 5,
+        median=1.0,
+        ci95=None,
+        ok=5,
+        replicates=5,
+        traced=False,
+        workdir="/x",
+    )
+
+
+def _exp(n: int, pid: str, verdict: str, kept: bool = False, voided_by: int | None = None) -> Experiment:
+    return Experiment(
+        iteration=n,
+        proposal_id=pid,
+        strategy="s",
+        reference=_m(),
+        verdict=verdict,  # type: ignore[arg-type]
+        kept=kept,
+        voided_by=voided_by,
+    )
+
+
+def _state(proposals: list[Proposal], experiments: list[Experiment]) -> TuningState:
+    return TuningState(
+        run_id="r", spec_path="/x", proposals=proposals, experiments=experiments, incumbent=_m()
+    )
+
+
+def _pick(options: list[Proposal]) -> str:
+    """What the rules policy chooses among ``options`` (its ranking)."""
+    return sorted(options, key=rank_key)[0].id
+
+
+def test_an_untried_knob_goes_before_a_further_value_at_an_equal_estimate() -> None:
+    """The sample reader's run: 2 threads measured no gain under load; 4 threads and a prefetch
+    depth of 2 share the trace model's estimate (both capped by the 2 cores), and the plan's order
+    put the threads first, so the budget ended before prefetching (the sweep's largest lever)."""
+    ps = [_p("THREADS=2", 20, 1, "measured"), _p("THREADS=4", 20, 2), _p("PREFETCH=2", 20, 3)]
+    state = _state(ps, [_exp(1, "THREADS=2", "no_change")])
+    options = [p for p in ps if p.status == "proposed"]
+    assert _pick(options) == "THREADS=4"  # what the ranking alone does
+    assert _pick(breadth_first(options, state)) == "PREFETCH=2"
+
+
+def test_also_after_the_knob_won() -> None:
+    ps = [_p("THREADS=2", 20, 1, "measured"), _p("THREADS=4", 20, 2), _p("PREFETCH=2", 20, 3)]
+    state = _state(ps, [_exp(1, "THREADS=2", "win", kept=True)])
+    assert [p.id for p in breadth_first(ps[1:], state)] == ["PREFETCH=2"]
+
+
+def test_a_higher_estimate_still_goes_first() -> None:
+    ps = [_p("THREADS=2", 20, 1, "measured"), _p("THREADS=4", 30, 2), _p("PREFETCH=2", 20, 3)]
+    state = _state(ps, [_exp(1, "THREADS=2", "no_change")])
+    assert _pick(breadth_first(ps[1:], state)) == "THREADS=4"
+
+
+def test_only_further_values_left_are_all_offered() -> None:
+    ps = [_p("THREADS=2", 20, 1, "measured"), _p("THREADS=4", 20, 2)]
+    state = _state(ps, [_exp(1, "THREADS=2", "no_change")])
+    assert [p.id for p in breadth_first(ps[1:], state)] == ["THREADS=4"]
+
+
+def test_a_voided_experiment_did_not_measure_its_knob() -> None:
+    """Measured on top of a change a person refused: it says nothing about the knob here."""
+    ps = [_p("THREADS=2", 20, 1, "measured"), _p("THREADS=4", 20, 2), _p("PREFETCH=2", 20, 3)]
+    state = _state(ps, [_exp(1, "THREADS=2", "win", voided_by=2)])
+    assert {p.id for p in breadth_first(ps[1:], state)} == {"THREADS=4", "PREFETCH=2"}
