@@ -59,6 +59,8 @@ SCHEMA = "dftune.bench/1"
 MAX_CONSECUTIVE_FAILURES = 3
 STDOUT_METRIC_LIMIT = 64 << 20
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+#: written into a workdir by its warm-up run: later calls into the same folder start warm
+WARM_MARK = ".dftune-warm"
 
 Progress = Callable[[int, int, "Replicate"], None]
 
@@ -111,6 +113,9 @@ class BenchResult(BaseModel):
     notes: list[str] = []
     stopped_reason: str | None = None
     started: str
+    #: seconds of setup and warm-up before the first replicate (in no replicate): what a deadline
+    #: must not count again for a later call into the same workdir
+    prepare_s: float = 0.0
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, mode="json")
@@ -477,6 +482,7 @@ def bench(
             "name one in the spec's pass_env to pass it"
         )
 
+    prepare_t0 = time.monotonic()
     setup_argv = spec.render(spec.setup, settings, workdir=workdir) if spec.setup else []
     stamp = _setup_stamp(spec, setup_argv, Path(data_dir), workdir)
     if spec.setup and prepare and stamp is not None and _stamp_matches(stamp, setup_argv):
@@ -498,14 +504,20 @@ def bench(
     if not prepare:
         notes.append("prepared by an earlier call (setup and cache policy as recorded there)")
     elif cache_policy == "warm_up":
-        warm = _run(spec, argv, cwd=cwd, env=base_env, log_dir=logs, label="warmup")
         why = "could not be dropped (not permitted here)" if cold else "kept warm (the spec's page_cache)"
-        notes.append(
-            f"page cache {why}: one untraced warm-up run first, "
-            f"status {warm.status}; every replicate then ran with a warm cache"
-        )
+        warmed = workdir / WARM_MARK
+        if warmed.is_file():  # an earlier call here (a campaign's baseline unit) warmed it already
+            notes.append(f"page cache {why}: warmed by an earlier run in this folder")
+        else:
+            warm = _run(spec, argv, cwd=cwd, env=base_env, log_dir=logs, label="warmup")
+            warmed.write_text(f"{warm.status}\n", encoding="utf-8")
+            notes.append(
+                f"page cache {why}: one untraced warm-up run first, "
+                f"status {warm.status}; every replicate then ran with a warm cache"
+            )
     else:
         notes.append("page cache dropped (sync; echo 3 > /proc/sys/vm/drop_caches) before every replicate")
+    prepare_s = round(time.monotonic() - prepare_t0, 3)
 
     trace_root = workdir / "traces" / "raw" if traced else None
     # --trace on a spec whose tracing is off: trace the unmodified program (PRELOAD)
@@ -684,6 +696,7 @@ def bench(
         notes=notes,
         stopped_reason=stopped,
         started=started.isoformat(),
+        prepare_s=prepare_s,
     )
 
 

@@ -150,9 +150,11 @@ class BaselineUnits:
             return sum(r.elapsed_s for r in self._records.values())
 
     def estimate_s(self) -> float | None:
-        """The next unit's cost from the ones already measured (None before the first one ends)."""
+        """The next unit's cost from the ones already measured (None before the first one ends).
+
+        The first unit's setup and warm-up are not counted: later units never repeat them."""
         with self._cond:
-            times = [r.elapsed_s for r in self._records.values()]
+            times = [max(0.0, r.elapsed_s - r.bench.prepare_s) for r in self._records.values()]
         return 1.1 * max(times) + 0.5 if times else None
 
     # ----- running
