@@ -10,9 +10,7 @@ import pytest
 
 from dftune.tools.catalog import default_catalog
 from dftune.tools.guards import Arm, access_pattern_guard, no_doing_less_guard
-from dftune.tools.runner.bench import bench
-from dftune.tools.runner.spec import load_spec
-from dftune.tools.trace import analyze
+from tests.e2e.guard_arms import traced_arm
 
 pytestmark = pytest.mark.e2e
 UNSEEN2 = Path(__file__).parent / "unseen2"
@@ -20,15 +18,7 @@ CAT = default_catalog()
 
 
 def _arm(workload: str, tmp: Path, **settings: str) -> Arm:
-    """One traced replicate of the workload with ``settings``, as the guards see it."""
-    spec = load_spec(UNSEEN2 / workload / "workload.toml")
-    workdir = tmp / "_".join([workload, *(f"{k}{v}" for k, v in settings.items())])
-    result = bench(spec, overrides=settings, replicates=1, trace=True, workdir=workdir)
-    ok = [r for r in result.replicates if r.status == "ok" and r.trace_dir]
-    assert ok, result.replicates
-    data = spec.placeholder_values(result.settings, workdir=workdir)["data_dir"]
-    analysis = analyze([ok[0].trace_dir], profile=True, exclude_helpers=True)  # type: ignore[list-item]
-    return Arm(analysis=analysis, data_dir=str(data), label=str(settings or "incumbent"))
+    return traced_arm(UNSEEN2 / workload / "workload.toml", tmp, **settings)
 
 
 @pytest.fixture(scope="module")
