@@ -114,6 +114,14 @@ def guardians_of(pid: int) -> list[int]:
     return found
 
 
+def started_guardians(pid: int, within_s: float = 10.0) -> list[int]:
+    """dftune's guardians once it has one (it starts it right after the workload, which may be first)."""
+    deadline = time.monotonic() + within_s
+    while not (found := guardians_of(pid)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return found
+
+
 def wait_gone(pid: int, timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     while alive(pid) and time.monotonic() < deadline:
@@ -212,7 +220,7 @@ def test_killing_dftune_mid_replicate_leaves_no_process_and_a_resumable_run(tmp_
     proc = start("run", str(KNOB), "--max-experiments", "1", "--run-id", rid, env=env)
     main, gc = wait_for_pid(rec, "main"), wait_for_pid(rec, "gc")
     if sig == signal.SIGKILL:  # dftune and its guardian killed together: only the next driver cleans up
-        for pid in guardians_of(proc.pid):
+        for pid in started_guardians(proc.pid):
             os.kill(pid, signal.SIGKILL)
     proc.send_signal(sig)
     _out, err = proc.communicate(timeout=60)

@@ -134,10 +134,19 @@ def guardians_of(pid: int) -> list[int]:
     return found
 
 
+def started_guardians(pid: int, within_s: float = 10.0) -> list[int]:
+    """The driver's guardians once it has one: the workload may write its pids before the driver,
+    busy on a loaded machine, has started the guardian that watches its group."""
+    deadline = time.monotonic() + within_s
+    while not (found := guardians_of(pid)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return found
+
+
 def test_sigkill_of_the_driver_alone_leaves_nothing_the_guardian_ends_the_rest(tmp_path: Path) -> None:
     proc, rec, _ledger = start_driver(tmp_path)
     main, gc = (int(x) for x in wait_for(rec).split())
-    assert guardians_of(proc.pid), "the driver started no guardian"
+    assert started_guardians(proc.pid), "the driver started no guardian"
     proc.kill()
     proc.wait()
     assert wait_gone(main), "PR_SET_PDEATHSIG did not take the direct child with the driver"
@@ -149,7 +158,7 @@ def test_sigkill_of_the_driver_and_its_guardian_the_next_driver_kills_the_rest(t
     main, gc = (int(x) for x in wait_for(rec).split())
     entries = json.loads(ledger.read_text())
     assert [e["pid"] for e in entries] == [main] and entries[0]["tag"].startswith("run-x/")
-    for pid in guardians_of(proc.pid):  # the guardian killed too (the OOM killer, a cgroup's kill)
+    for pid in started_guardians(proc.pid):  # the guardian killed too (the OOM killer, a cgroup's kill)
         os.kill(pid, signal.SIGKILL)
     proc.kill()
     proc.wait()
