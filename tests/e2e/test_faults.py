@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from dftune.core.supervise import proc_info
+from dftune.core.supervise import LEDGER_FILE, proc_info
+from dftune.tools.session.workspace import Workspace
 
 pytestmark = pytest.mark.e2e
 
@@ -222,6 +223,11 @@ def test_killing_dftune_mid_replicate_leaves_no_process_and_a_resumable_run(tmp_
     if sig == signal.SIGKILL:  # dftune and its guardian killed together: only the next driver cleans up
         for pid in started_guardians(proc.pid):
             os.kill(pid, signal.SIGKILL)
+        ledger = Workspace().run_dir(rid) / LEDGER_FILE  # recorded right after the guardian got it
+        deadline = time.monotonic() + 10
+        while main not in [e["pid"] for e in json.loads(ledger.read_text() or "[]")]:
+            assert time.monotonic() < deadline, "dftune never recorded the workload in its ledger"
+            time.sleep(0.02)
     proc.send_signal(sig)
     _out, err = proc.communicate(timeout=60)
     assert wait_gone(main), "the workload outlived dftune"

@@ -96,9 +96,9 @@ DRIVER = textwrap.dedent("""
     from pathlib import Path
     from dftune.core import supervise
     from dftune.core.process import run_process
-    program, ledger = sys.argv[1:3]
+    program, ledger, owner = sys.argv[1:4]
     try:
-        with supervise.supervised("run-x", Path(ledger)):
+        with supervise.supervised(owner, Path(ledger)):
             run_process(json.loads(program), cwd=Path(ledger).parent, env=dict(os.environ), timeout_s=120,
                         log_dir=Path(ledger).parent / "logs")
     except supervise.DriverInterrupted as exc:
@@ -107,11 +107,17 @@ DRIVER = textwrap.dedent("""
 """)
 
 
+def owner_of(tmp_path: Path) -> str:
+    return f"run-{tmp_path.name}"
+
+
 def start_driver(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path]:
     rec, ledger = tmp_path / "pids", tmp_path / supervise.LEDGER_FILE
     program = json.dumps(grandchild_program(rec, True, 120))
     proc = subprocess.Popen(
-        [sys.executable, "-c", DRIVER, program, str(ledger)],
+        # an owner of its own: kill_leftovers kills whatever carries the owner's tag, and the
+        # other test workers' drivers run at the same time
+        [sys.executable, "-c", DRIVER, program, str(ledger), owner_of(tmp_path)],
         text=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -132,6 +138,17 @@ def guardians_of(pid: int) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def recorded(ledger: Path, within_s: float = 10.0) -> list[dict[str, object]]:
+    """The ledger's entries once the driver has written one (it records a program right after
+    handing it to the guardian, which may be after the program wrote its pids)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if ledger.is_file() and (entries := json.loads(ledger.read_text() or "[]")):
+            return entries  # type: ignore[no-any-return]
+        time.sleep(0.02)
+    return []
 
 
 def started_guardians(pid: int, within_s: float = 10.0) -> list[int]:
@@ -156,15 +173,15 @@ def test_sigkill_of_the_driver_alone_leaves_nothing_the_guardian_ends_the_rest(t
 def test_sigkill_of_the_driver_and_its_guardian_the_next_driver_kills_the_rest(tmp_path: Path) -> None:
     proc, rec, ledger = start_driver(tmp_path)
     main, gc = (int(x) for x in wait_for(rec).split())
-    entries = json.loads(ledger.read_text())
-    assert [e["pid"] for e in entries] == [main] and entries[0]["tag"].startswith("run-x/")
+    entries = recorded(ledger)
+    assert [e["pid"] for e in entries] == [main] and entries[0]["tag"].startswith(f"{owner_of(tmp_path)}/")
     for pid in started_guardians(proc.pid):  # the guardian killed too (the OOM killer, a cgroup's kill)
         os.kill(pid, signal.SIGKILL)
     proc.kill()
     proc.wait()
     assert wait_gone(main), "PR_SET_PDEATHSIG did not take the direct child with the driver"
     assert alive(gc)  # a setsid'd grandchild survives that; the next driver of the run kills it
-    found = supervise.kill_leftovers(supervise.Ledger(ledger), "run-x")
+    found = supervise.kill_leftovers(supervise.Ledger(ledger), owner_of(tmp_path))
     assert found and wait_gone(gc, 2.0)
     assert json.loads(ledger.read_text()) == []
 
