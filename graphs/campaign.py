@@ -217,6 +217,7 @@ class _Member:
             pool=pool,
             deadline=deadline,
             gate=lambda: (run_dir / "run.json").is_file(),
+            owner=ws.process_owner(m.run_id),
         )
         self.budget = Budget(deadline=deadline, pool=pool, lane=m.run_id, units=self.units)
         self.progress = progress

@@ -77,7 +77,7 @@ def _driving(run_id: str, ws: Workspace, progress: ProgressFn) -> Iterator[None]
     resume = f"dftune resume {run_id}"
     with ws.driving(run_id):
         check_kb()
-        with supervised(run_id, ws.run_dir(run_id) / LEDGER_FILE) as leftovers:
+        with supervised(ws.process_owner(run_id), ws.run_dir(run_id) / LEDGER_FILE) as leftovers:
             if leftovers:
                 progress(
                     "run",

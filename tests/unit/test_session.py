@@ -200,6 +200,18 @@ def test_run_id_limits_and_types(ws: Workspace) -> None:
             validate_run_id(bad)
 
 
+def test_process_owner_is_the_run_in_this_home(tmp_path: Path) -> None:
+    """Two homes with a run of the same id never share an owner tag: a driver that kills what a dead
+    driver of its run left must not touch the other home's programs."""
+    a, b = Workspace(tmp_path / "a"), Workspace(tmp_path / "b")
+    assert a.process_owner("nightly") == Workspace(tmp_path / "a").process_owner("nightly")
+    assert a.process_owner("nightly") != b.process_owner("nightly")
+    assert a.process_owner("nightly").startswith("nightly@")
+    assert "/" not in a.process_owner("nightly")  # the tag is <owner>/<pid>.<n>
+    with pytest.raises(InvalidRunId):
+        a.process_owner("../x")
+
+
 def test_symlinked_run_dir_refused(ws: Workspace, tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere"
     outside.mkdir()

@@ -70,11 +70,14 @@ class BaselineUnits:
         deadline: Deadline | None = None,
         min_ok: int = 3,
         gate: Callable[[], bool] | None = None,
+        owner: str | None = None,
     ) -> None:
-        """``gate``: units start once it says yes (the run's folder exists: its run creates it)."""
+        """``gate``: units start once it says yes (the run's folder exists: its run creates it);
+        ``owner``: whose programs the units are (its run's process owner; ``lane`` when None)."""
         self.spec, self.workdir, self.n, self.traced = spec, workdir, replicates, traced
         self.gate = gate
         self.lane, self.pool, self.deadline = lane, pool, deadline
+        self.owner = owner or lane
         self.min_ok = min(min_ok, replicates)
         self._records: dict[int, UnitRecord] = {}
         self._running: set[int] = set()
@@ -232,7 +235,7 @@ class BaselineUnits:
             self._running.add(i)
         start = time.monotonic()
         try:
-            with owned_by(self.lane):  # a campaign member's unit: its run sweeps and kills it, no other
+            with owned_by(self.owner):  # a campaign member's unit: its run sweeps and kills it, no other
                 res = bench(spec, replicates=1, first_index=i, trace=self.traced, workdir=self.workdir)
         finally:
             with self._cond:

@@ -10,6 +10,7 @@ are written atomically, so a reader never sees half a file.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import time
 from collections.abc import Iterator
@@ -83,6 +84,13 @@ class Workspace:
             raise InvalidRunId(f"run folder {path} is a symbolic link; refusing to follow it")
         confined(path, root, "the runs folder")
         return path
+
+    def process_owner(self, run_id: str) -> str:
+        """The owner tag of the run's programs: the run id and a key of this home, so a driver that
+        cleans up what a dead driver of ``run_id`` left never touches another home's run of that id
+        (two users' ``nightly`` on one machine)."""
+        key = hashlib.sha1(str(self.root.resolve()).encode("utf-8")).hexdigest()[:8]
+        return f"{validate_run_id(run_id)}@{key}"
 
     def _require_run(self, run_id: str) -> Path:
         path = self.run_dir(run_id)
