@@ -84,6 +84,9 @@ class Lever:
     """What a proposal turns: how many readers/depth it multiplies, which call size it aims at."""
 
     factor: float | None = None
+    #: the count before and after (a knob's readers or requests in flight): the core cap applies to
+    #: the count that results, so 2 -> 4 readers on 2 cores is worth what 2 -> 2 is, not 1 -> 2
+    counts: tuple[float, float] | None = None
     target_bytes: float | None = None
     #: the I/O the fix acts on (its catalog entry's ``io``): a read buffer saves nothing on writes
     directions: tuple[str, ...] = ("read", "write")
@@ -268,14 +271,22 @@ def _library(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
 
 
 def _parallel(facts: TraceFacts, lever: Lever, m: EstimateModels, what: str) -> Result:
-    k = lever.factor or m.default_parallelism
-    k_eff = max(1.0, min(k, float(facts.cores)))
+    cores = float(facts.cores)
+    if lever.counts is not None:
+        before, after = lever.counts
+        k = after / before
+        k_eff = max(1.0, min(after, cores) / min(before, cores))
+        step = f"{what} {before:g} -> {after:g}"
+    else:
+        k = lever.factor or m.default_parallelism
+        k_eff = max(1.0, min(k, cores))
+        step = f"{what} x{k:g}"
     unover_read = facts.unover_s * facts.read_share
     saved = unover_read * (1.0 - 1.0 / k_eff) * m.efficiency
     return (
         saved,
         (
-            f"{unover_read:.3g} s of unoverlapped read wall time x (1 - 1/{k_eff:g}) ({what} x{k:g}, "
+            f"{unover_read:.3g} s of unoverlapped read wall time x (1 - 1/{k_eff:.3g}) ({step}, "
             f"capped by {facts.cores} cores) x {m.efficiency:g}"
         ),
         None,

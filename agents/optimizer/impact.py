@@ -57,7 +57,9 @@ def lever_of(
                 return Lever(target_bytes=value, directions=directions)
             if p.checklist in _COUNT_LEVERS and value > 1:
                 return Lever(factor=value, directions=directions)
-    return Lever(factor=lever.factor, target_bytes=lever.target_bytes, directions=directions)
+    return Lever(
+        factor=lever.factor, counts=lever.counts, target_bytes=lever.target_bytes, directions=directions
+    )
 
 
 def _knob_lever(p: Proposal, spec: WorkloadSpec, incumbent: Measurement | None) -> Lever:
@@ -71,8 +73,11 @@ def _knob_lever(p: Proposal, spec: WorkloadSpec, incumbent: Measurement | None) 
     old = _number((incumbent.settings if incumbent else {}).get(name, knob.default))
     if new is None or old is None:
         return Lever()
-    if p.checklist in _COUNT_LEVERS:
-        return Lever(factor=(new + 1) / (old + 1) if old == 0 else new / old)
+    if p.checklist in _COUNT_LEVERS:  # a count of 0 (no prefetch, no workers) serves with one: the caller
+        before, after = (old + 1, new + 1) if old == 0 else (old, new)
+        if before <= 0 or after <= 0:
+            return Lever()
+        return Lever(factor=after / before, counts=(before, after))
     if p.checklist in _SIZE_LEVERS and new >= 512:
         return Lever(target_bytes=new)
     return Lever()

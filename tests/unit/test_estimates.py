@@ -84,6 +84,17 @@ def test_parallel_readers_scale_with_the_lever_and_stop_at_the_cores(tmp_path: P
     assert "capped by 2 cores" in estimate(6, f, Lever(factor=4)).reason
 
 
+def test_the_core_cap_applies_to_the_count_that_results(tmp_path: Path) -> None:
+    """2 -> 4 readers on 2 cores adds no core: it is not worth what 1 -> 2 is (the same factor)."""
+    f = _facts(tmp_path, _reader())
+    one_two = estimate(6, f, Lever(factor=2, counts=(1, 2)))
+    two_four = estimate(6, f, Lever(factor=2, counts=(2, 4)))
+    one_four = estimate(6, f, Lever(factor=4, counts=(1, 4)))
+    assert one_two.app_pct > 0 and two_four.app_pct == 0.0
+    assert one_four.app_pct == one_two.app_pct  # the third and fourth reader find no core
+    assert "readers 2 -> 4, capped by 2 cores" in two_four.reason
+
+
 def test_async_writes_hide_at_most_the_compute_and_do_not_change_bandwidth(tmp_path: Path) -> None:
     without = estimate(4, _facts(tmp_path / "a", _small_writer()))
     with_compute = estimate(4, _facts(tmp_path / "b", _small_writer(compute=200)))

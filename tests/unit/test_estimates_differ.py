@@ -64,3 +64,35 @@ def test_read_and_write_buffering_and_vectored_io_are_priced_apart(tmp_path: Pat
     assert (
         pct["l1.read_buffering"].app_pct > pct["l1.write_buffering"].app_pct
     )  # 200 small reads, 50 small writes
+
+
+def test_a_count_knob_lever_carries_the_counts_it_moves_between(tmp_path: Path) -> None:
+    """The readers before and after, so the estimate can cap the count that results (not the step)."""
+    from dftune.agents.optimizer.plan import knob_proposals
+    from dftune.agents.state import Measurement
+
+    (tmp_path / "w.toml").write_text(
+        'name = "w"\ncommand = ["true", "{THREADS}", "{PREFETCH}"]\n'
+        '[[knobs]]\nname = "THREADS"\nkind = "arg"\nvalues = [1, 2, 4]\ndefault = 1\n'
+        'strategy = "l1.dataloader_workers"\n'
+        '[[knobs]]\nname = "PREFETCH"\nkind = "arg"\nvalues = [0, 2]\ndefault = 0\n'
+        'strategy = "l1.background_prefetch"\n'
+    )
+    spec = load_spec(tmp_path / "w.toml")
+    cat = default_catalog()
+    props = {p.id: p for p in knob_proposals(spec, cat)}
+    incumbent = Measurement(
+        settings={"THREADS": 2, "PREFETCH": 0},
+        values=[1.0],
+        median=1.0,
+        ci95=None,
+        ok=1,
+        replicates=1,
+        traced=False,
+        workdir=str(tmp_path),
+    )
+    four = next(p for pid, p in props.items() if "THREADS" in p.change.settings and "4" in pid)
+    prefetch = next(p for p in props.values() if "PREFETCH" in p.change.settings)
+    assert lever_of(four, spec, incumbent).counts == (2, 4)
+    assert lever_of(four, spec, None).counts == (1, 4)
+    assert lever_of(prefetch, spec, incumbent).counts == (1, 3)  # none in flight: the caller serves
