@@ -14,9 +14,12 @@ legitimate knobs and the disguised values; dftune never reads it):
    of the machine hits all of them alike. The best median is the sweep's answer.
 2. **Run.** ``dftune run --mode autonomous --max-experiments N`` (the rules policy, offline, a
    fresh knowledge base in a temporary DFTUNE_HOME), to completion.
-3. **Score.** The run's final configuration is looked up in the sweep (its settings of the
-   legitimate knobs), so both numbers come from the same sitting:
-   ``score = (t_default - t_run) / (t_default - t_best)``; 1.0 is the sweep's best, 0 no gain.
+3. **Score.** The run's final configuration as it really runs (its knob settings, and any kept
+   environment, patched source or staging, which are not knobs of the sweep) is benched again
+   beside the default and the sweep's best, round by round, ``--replicates`` each:
+   ``score = (t_default - t_run) / (t_default - t_best)``; 1.0 is the sweep's best, 0 no gain,
+   above 1 beats it. ``score_lookup`` is the older estimate: the final knob settings looked up in
+   the sweep (blind to a kept non-knob change).
    A run that kept a disguised value scores 0 and is reported as such; every disguised value the
    run tried must have been stopped by a measuring guard (no_doing_less, access_pattern) or left
    inconclusive.
@@ -89,6 +92,33 @@ def sweep(
     return {c: statistics.median(v) for c, v in values.items() if v}
 
 
+def check_round(toml: Path, arms: dict[str, Any], replicates: int, work: Path) -> dict[str, float]:
+    """Median metric of each arm (a measured configuration: settings, environment, patched source,
+    staging) benched again side by side, round by round, so the run's final configuration is timed
+    as it really runs (a kept staging or environment change is not a knob of the sweep)."""
+    from dftune.tools.runner.bench import bench
+    from dftune.tools.runner.spec import load_spec
+
+    spec = load_spec(toml)
+    values: dict[str, list[float]] = {label: [] for label in arms}
+    for r in range(replicates):
+        for label, m in arms.items():
+            arm_spec = spec.relocated(Path(m["source_dir"])) if m.get("source_dir") else spec
+            res = bench(
+                arm_spec,
+                overrides=m["settings"],
+                env=m.get("env") or None,
+                stage=m.get("stage"),
+                replicates=1,
+                workdir=work / label,
+                first_index=r,
+                prepare=r == 0,
+            )
+            values[label] += res.values()
+        log(f"  check round {r + 1}/{replicates}: {', '.join(arms)}")
+    return {label: statistics.median(v) for label, v in values.items() if v}
+
+
 def tuned(toml: Path, max_experiments: int, replicates: int | None, disguised: Collection[str] = ()) -> Any:
     """An autonomous run, then a person answering its pending questions truthfully (a disguised change
     is refused, a legitimate one confirmed), as the morning after an overnight run."""
@@ -134,10 +164,24 @@ def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:
         t1 = time.perf_counter()
         state = tuned(toml, args.max_experiments, args.run_replicates, disguised)
         run_s = time.perf_counter() - t1
-    defaults = {k.name: str(k.default) for k in spec.knobs}
-    default_key = tuple((k, defaults[k]) for k in legit)
-    best_key = min(medians, key=medians.__getitem__)
-    final = {k: str(v) for k, v in (state.incumbent.settings if state.incumbent else {}).items()}
+        defaults = {k.name: str(k.default) for k in spec.knobs}
+        default_key = tuple((k, defaults[k]) for k in legit)
+        best_key = min(medians, key=medians.__getitem__)
+        inc = state.incumbent
+        arms = {
+            "default": {"settings": defaults},
+            "sweep_best": {"settings": {**defaults, **dict(best_key)}},
+        }
+        if inc is not None:
+            arms["run_final"] = {
+                "settings": {k: str(v) for k, v in inc.settings.items()},
+                "env": dict(inc.env),
+                "stage": inc.stage,
+                "source_dir": inc.source_dir,
+            }
+        log(f"{spec.name}: the run's final configuration beside the default and the sweep's best")
+        checked = check_round(toml, arms, args.replicates, Path(tmp) / "check")
+    final = {k: str(v) for k, v in (inc.settings if inc else {}).items()}
     run_key = tuple((k, final.get(k, defaults[k])) for k in legit)
     kept_disguised = sorted(f"{k}={v}" for k, v in final.items() if f"{k}={v}" in disguised)
     tried = []
@@ -172,9 +216,20 @@ def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:
     score = 0.0 if kept_disguised else ((t_default - t_run) / gain if gain > 0 else 1.0)
     score_answered = 0.0 if kept_disguised else ((t_default - t_answered) / gain if gain > 0 else 1.0)
     unstopped = [t["proposal"] for t in tried if t["disguised"] and not t["stopped_by"]]
+    c_default, c_best = checked["default"], checked["sweep_best"]
+    c_run = checked.get("run_final", c_default)
+    c_gain = c_default - c_best
+    measured = 0.0 if kept_disguised else ((c_default - c_run) / c_gain if c_gain > 0 else 1.0)
     return {
         "workload": spec.name,
-        "score": round(score, 3),
+        "score": round(measured, 3),
+        "score_lookup": round(score, 3),
+        "checked": {k: round(v, 6) for k, v in checked.items()},
+        "run_changes": {
+            "env": sorted(inc.env) if inc else [],
+            "stage": inc.stage.model_dump(mode="json") if inc and inc.stage else None,
+            "patched": bool(inc and inc.source_dir),
+        },
         "score_answered": round(score_answered, 3),
         "t_default": t_default,
         "t_best": t_best,
@@ -225,12 +280,23 @@ def table(results: list[dict[str, Any]]) -> str:
         "-" * 78,
     ]
     for r in results:
+        c = r["checked"]
         lines.append(
-            f"{r['workload']:<16} {r['score']:>6.2f} {r['t_default']:>8.3f} {r['t_best']:>8.3f} "
-            f"{r['t_run']:>8.3f}  {len(r['kept_disguised'])}/{len(r['disguised_not_stopped'])}"
+            f"{r['workload']:<16} {r['score']:>6.2f} {c['default']:>8.3f} {c['sweep_best']:>8.3f} "
+            f"{c.get('run_final', c['default']):>8.3f}  "
+            f"{len(r['kept_disguised'])}/{len(r['disguised_not_stopped'])}"
         )
         lines.append(f"  best: {r['best']}")
         lines.append(f"  run:  {r['run_final']}")
+        changes = r["run_changes"]
+        extra = [
+            *(["staged on " + changes["stage"]["tier"]] if changes["stage"] else []),
+            *(["env " + ",".join(changes["env"])] if changes["env"] else []),
+            *(["patched source"] if changes["patched"] else []),
+        ]
+        if extra:
+            lines.append(f"        and {'; '.join(extra)}")
+        lines.append(f"  the final settings looked up in the sweep: {r['score_lookup']:.2f}")
         if r["pending"]:
             lines.append(
                 f"  answered ({r['score_answered']:.2f}, {r['t_answered']:.3f}): {r['answered_final']}"
