@@ -172,7 +172,14 @@ def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:
             "default": {"settings": defaults},
             "sweep_best": {"settings": {**defaults, **dict(best_key)}},
         }
-        if inc is not None:
+        same_as_best = (
+            inc is not None
+            and not inc.env
+            and inc.stage is None
+            and not inc.source_dir
+            and {**defaults, **{k: str(v) for k, v in inc.settings.items()}} == arms["sweep_best"]["settings"]
+        )
+        if inc is not None and not same_as_best:  # one configuration is one arm (its noise is no score)
             arms["run_final"] = {
                 "settings": {k: str(v) for k, v in inc.settings.items()},
                 "env": dict(inc.env),
@@ -217,14 +224,15 @@ def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:
     score_answered = 0.0 if kept_disguised else ((t_default - t_answered) / gain if gain > 0 else 1.0)
     unstopped = [t["proposal"] for t in tried if t["disguised"] and not t["stopped_by"]]
     c_default, c_best = checked["default"], checked["sweep_best"]
-    c_run = checked.get("run_final", c_default)
+    c_run = checked["sweep_best"] if same_as_best else checked.get("run_final", c_default)
     c_gain = c_default - c_best
     measured = 0.0 if kept_disguised else ((c_default - c_run) / c_gain if c_gain > 0 else 1.0)
     return {
         "workload": spec.name,
         "score": round(measured, 3),
         "score_lookup": round(score, 3),
-        "checked": {k: round(v, 6) for k, v in checked.items()},
+        "checked": {k: round(v, 6) for k, v in {**checked, "run_final": c_run}.items()},
+        "run_is_sweep_best": same_as_best,
         "run_changes": {
             "env": sorted(inc.env) if inc else [],
             "stage": inc.stage.model_dump(mode="json") if inc and inc.stage else None,
@@ -283,7 +291,7 @@ def table(results: list[dict[str, Any]]) -> str:
         c = r["checked"]
         lines.append(
             f"{r['workload']:<16} {r['score']:>6.2f} {c['default']:>8.3f} {c['sweep_best']:>8.3f} "
-            f"{c.get('run_final', c['default']):>8.3f}  "
+            f"{c['run_final']:>8.3f}  "
             f"{len(r['kept_disguised'])}/{len(r['disguised_not_stopped'])}"
         )
         lines.append(f"  best: {r['best']}")
