@@ -18,7 +18,7 @@ from dftune.agents.optimizer.checklist import checklist_verdicts
 from dftune.agents.optimizer.expand import enabled
 from dftune.agents.optimizer.facts import facts_of
 from dftune.agents.optimizer.impact import judged, renewed, trace_facts
-from dftune.agents.optimizer.search import breadth_first, reopened, searchable
+from dftune.agents.optimizer.search import breadth_first, cheaper_layers_first, reopened, searchable
 from dftune.agents.policy import approval_rule
 from dftune.agents.reasoner import Judgment
 from dftune.agents.reasoner.protocol import Pace
@@ -124,9 +124,10 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             "events": [log("optimizer", why, untried=[p.id for p in open_])],
         }
     # Overnight, try everything the policy may approve alone before anything that must ask a person;
-    # among those, an untried knob before another value of a measured one
+    # among those, an untried knob before another value of a measured one, and the workload's own
+    # settings before the system's
     alone = [p for p in now if approval_rule(p, state.mode) == "approve"]
-    options = breadth_first(alone or now, state)
+    options = cheaper_layers_first(breadth_first(alone or now, state))
     chosen = ctx.reasoner.choose_next(options, facts_of(state, spec=ctx.workload_spec))
     choice, decided = chosen.answer, chosen.decision
     ctx.progress(

@@ -7,7 +7,10 @@ parameters are data (``resources/reasoning/estimates.toml``); the reason of ever
 which numbers of the trace it used, so a person can redo the arithmetic.
 
 - coalescing: time in small calls minus the same bytes at the bandwidth the trace shows for
-  large calls (or, without large calls, the per-call cost saved by merging to the target size);
+  large calls (or, without large calls, the per-call cost saved by merging to the target size),
+  on the share of calls that continue the previous one of their stream: a buffer merges
+  neighbours, and a shuffled stream of small reads has almost none (its out-of-order share is
+  category 8's, collective I/O and data sieving);
 - caching: the bytes read more than once, as a share of the read time;
 - prefetching and parallel readers: the unoverlapped read wall time x (1 - 1/k), k capped by cores;
 - asynchronous writes: the write wall time compute could hide (at most the compute time);
@@ -129,6 +132,14 @@ class TraceFacts:
         """Of a second of call time, how much is on the critical path (not overlapped, not concurrent)."""
         return min(1.0, self.unover_s / self.io_time_s) if self.io_time_s else 0.0
 
+    def contiguous_share(self, direction: str) -> float:
+        """Of the positioned calls on the data files this direction touches, the share that starts
+        where the previous call of its stream ended: what a buffer or a larger request can merge
+        without reading other bytes or another order (1.0 when no call's position is known)."""
+        fs = [f for f in self.arm.files.values() if f.sizes.get(direction)]
+        classified = sum(f.sequential + f.random for f in fs)
+        return sum(f.consecutive for f in fs) / classified if classified else 1.0
+
     def bins(self, direction: str, *, shared_only: bool = False) -> dict[str, tuple[int, float]]:
         """Per size bin: (bytes, call seconds) over the data files (optionally only the shared ones)."""
         out: dict[str, tuple[int, float]] = {}
@@ -195,6 +206,7 @@ def _coalesce(
     shared_only: bool = False,
     scale: float = 1.0,
     label: str = "",
+    contiguous: bool = False,
 ) -> Result:
     target = lever.target_bytes or m.default_target_bytes
     saved_calls = 0.0
@@ -227,6 +239,10 @@ def _coalesce(
                 f"{merge:,.0f} to one ({target / 1024:,.0f} KiB) "
                 f"the per-call cost falls by 1 - 1/{merge:,.0f}"
             )
+        if contiguous:  # a buffer merges only calls that continue one another
+            share = facts.contiguous_share(direction)
+            gain *= share
+            parts[-1] += f" x {share:.2f} of the calls continuing the previous one"
         saved_calls += gain * scale
     saved = saved_calls * facts.critical_share * m.efficiency
     why = ("; ".join(parts) or "no small calls on the data files") + (
@@ -237,7 +253,7 @@ def _coalesce(
 
 
 def _coalescing(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
-    return _coalesce(facts, lever, m)
+    return _coalesce(facts, lever, m, contiguous=True)
 
 
 def _coalescing_shared(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:

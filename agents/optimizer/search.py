@@ -11,6 +11,9 @@ Three rules, all from what this run measured (never from a proposal's name):
   get one more experiment against the new incumbent (a new proposal, ``retry_of`` the old).
 - Breadth before depth: a further value of a knob this run measured already waits while a knob
   not measured yet offers an option estimated at least as high (``breadth_first``).
+- The workload's own settings before the system's: a system (L3) change waits while an
+  application or library change is estimated at more than half of its application gain
+  (``cheaper_layers_first``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from dftune.tools.runner.spec import Knob, WorkloadSpec
 
 #: a measured value that closes its direction (the search does not go further that way)
 CLOSING = ("regression", "rejected", "inconclusive", "failed")
+#: how much higher a system change's estimate must be to go before the best workload or library change
+L3_LEAD = 2.0
 
 
 class Interaction(BaseModel):
@@ -177,3 +182,25 @@ def breadth_first(options: Sequence[Proposal], state: TuningState) -> list[Propo
     if not deeper or not untried:
         return list(options)
     return [p for p in options if p.id not in deeper or p.weighted_score > max(untried)]
+
+
+def cheaper_layers_first(options: Sequence[Proposal]) -> list[Proposal]:
+    """The options without the system (L3) changes while an application or library (L1/L2) change
+    is estimated at more than half of the best of them. Why: WisIO's and Drishti's bottleneck
+    tables list each fix from L1 to L3, and for data loaders the workload's own settings (workers,
+    prefetching) are "cheapest, usually the biggest win" (Mohan et al., VLDB 2021); a system change
+    such as staging is paid on every run, on this system only, and once kept it changes what the
+    application's levers are worth (data already in memory leaves readers nothing to overlap). The
+    trace models are rough (a stated tier speed-up, an 80% efficiency), so an L3 change goes first
+    only when its estimated gain of the application metric is more than twice the best L1/L2 one
+    (the system metric's estimate is not compared: a faster tier always multiplies bandwidth); a
+    measured or KB number is not an estimate and is never held back."""
+    cheap = [p.app_impact_pct for p in options if p.layer != "L3"]
+    if not cheap:
+        return list(options)
+    bar = L3_LEAD * max(cheap)
+    return [
+        p
+        for p in options
+        if p.layer != "L3" or p.app_impact_source in ("measured", "kb") or p.app_impact_pct > bar
+    ]

@@ -33,15 +33,23 @@ def _small_writer(record: int = 4 * KIB, n: int = 200, dur: int = 50, compute: i
 
 
 def _reader(
-    files: int = 20, size: int = 64 * KIB, chunk: int = 4 * KIB, twice: bool = False, dur: int = 40
+    files: int = 20,
+    size: int = 64 * KIB,
+    chunk: int = 4 * KIB,
+    twice: bool = False,
+    dur: int = 40,
+    shuffled: bool = False,
 ) -> list[Proc]:
     p = Proc(pid=2)
     for i in range(files):
         path = f"{DATA}/s{i:03d}.bin"
+        offsets = [k * chunk for k in range(size // chunk)]
+        if shuffled:  # even offsets up, odd ones down: one read of 15 starts where the previous ended
+            offsets = offsets[::2] + offsets[1::2][::-1]
         for _ in range(2 if twice else 1):
             p.open(path)
-            for k in range(size // chunk):
-                p.read(path, chunk, offset=k * chunk, dur=dur)
+            for off in offsets:
+                p.read(path, chunk, offset=off, dur=dur)
             p.close(path)
     return [p]
 
@@ -67,6 +75,16 @@ def test_a_larger_target_saves_more_up_to_the_bound(tmp_path: Path) -> None:
 def test_coalescing_is_worth_nothing_once_the_calls_are_large(tmp_path: Path) -> None:
     f = _facts(tmp_path, _small_writer(record=4096 * KIB, n=20))
     assert estimate(1, f).app_pct == 0.0
+
+
+def test_buffering_a_shuffled_stream_is_worth_what_its_neighbouring_calls_are(tmp_path: Path) -> None:
+    """A buffer merges calls that continue one another; small reads in a shuffled order have no
+    neighbours to merge (making them neighbours is a change of the access pattern)."""
+    in_order = estimate(1, _facts(tmp_path / "a", _reader()), Lever(target_bytes=64 * KIB))
+    shuffled = estimate(1, _facts(tmp_path / "b", _reader(shuffled=True)), Lever(target_bytes=64 * KIB))
+    assert in_order.app_pct > 0 and "x 1.00 of the calls continuing the previous one" in in_order.reason
+    assert "x 0.07 of the calls continuing" in shuffled.reason
+    assert shuffled.app_pct < in_order.app_pct / 10
 
 
 def test_caching_is_worth_nothing_without_rereads_and_something_with_them(tmp_path: Path) -> None:
