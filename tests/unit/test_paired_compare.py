@@ -27,6 +27,7 @@ def test_a_win_under_a_drifting_load_is_found_pair_by_pair() -> None:
     paired = compare(LOADED_REF, LOADED_CAND, paired=True)
     assert paired.verdict == "win" and paired.p_value < 0.05, paired.reason
     assert "Wilcoxon signed-rank" in paired.reason and "10 pairs" in paired.reason
+    assert paired.test == "signed_rank" and apart.test == "mann_whitney"  # the report names the test
     d = decide(
         [],
         metric="runtime",

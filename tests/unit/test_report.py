@@ -456,3 +456,17 @@ def test_timeline_keeps_the_largest_traces_when_there_are_many(
         plots.TIME_WINDOWS // 2 - 1 <= len(series[0].starts) <= plots.TIME_WINDOWS
         and max(series[0].mib_s) > 0
     )
+
+
+def test_a_verdict_the_guards_gave_is_told_apart_from_what_the_statistics_said(run_dir: Path) -> None:
+    """The non-degradation guard made a no-change a regression: the report says which said what."""
+    doc = make_report(run_dir)
+    (exp,) = doc["experiments"]
+    exp["comparison"]["verdict"] = "no_change"
+    exp["verdict"], exp["verdict_reason"] = "regression", "the application got 6.2% worse, over the 2% limit"
+    md = render_run_markdown(doc)
+    assert "Comparison (the statistics alone said no_change; the verdict is the guards' below)" in md
+    page = render_run_html(doc, {})
+    assert "Comparison (the statistics alone said no_change; the verdict is below)" in page
+    exp["verdict"] = "no_change"  # they agree: one plain line
+    assert "Comparison: " in render_run_markdown(doc) and "alone said" not in render_run_markdown(doc)

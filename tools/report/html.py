@@ -399,10 +399,18 @@ def _experiments(doc: dict[str, Any]) -> str:
         if cmp.get("ci95"):
             stats.append(f"95% CI of the ratio {ci(cmp['ci95'])}")
         if cmp.get("p_value") is not None:
-            stats.append(f"Mann-Whitney p = {cmp['p_value']:.4g}")
+            test = "Wilcoxon signed-rank" if cmp.get("test") == "signed_rank" else "Mann-Whitney"
+            stats.append(f"{test} p = {cmp['p_value']:.4g}")
         if stats:
             out.append(f"<p><b>{e('; '.join(stats))}</b></p>")
-        out.append(f"<p>Comparison: {e(cmp.get('reason') or x.get('verdict_reason'))}</p>")
+        said = cmp.get("verdict")
+        overruled = said and x.get("verdict") and said != x.get("verdict") and x.get("verdict_reason")
+        label = (
+            f"Comparison (the statistics alone said {said}; the verdict is below)"
+            if overruled
+            else "Comparison"
+        )
+        out.append(f"<p>{e(label)}: {e(cmp.get('reason') or x.get('verdict_reason'))}</p>")
         for arm, staged in staging_notes(x):
             out.append(f"<p>Staging ({e(arm)}): {e(staged)}</p>")
         if x.get("verdict_reason"):

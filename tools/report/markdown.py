@@ -227,7 +227,13 @@ def render_run_markdown(s: dict[str, Any]) -> str:
                 ],
             ],
         )
-        lines += ["", f"Comparison: {md_text(cmp.get('reason', e.get('verdict_reason', '-')))}", ""]
+        said = cmp.get("verdict")
+        label = (  # a guard overruled the statistics: the two verdicts are told apart, not side by side
+            f"Comparison (the statistics alone said {md_text(said)}; the verdict is the guards' below)"
+            if said and e.get("verdict") and said != e.get("verdict") and e.get("verdict_reason")
+            else "Comparison"
+        )
+        lines += ["", f"{label}: {md_text(cmp.get('reason', e.get('verdict_reason', '-')))}", ""]
         for arm, staged in staging_notes(e):
             lines += [f"Staging ({arm}): {md_text(staged)}", ""]
         if e.get("verdict_reason"):

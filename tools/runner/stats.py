@@ -111,7 +111,10 @@ class Comparison(BaseModel):
     ci95: tuple[float, float]
     """Percentile-bootstrap confidence interval of ``ratio`` (at ``confidence``, 0.95 by default)."""
     p_value: float
-    """Two-sided Mann-Whitney U p-value."""
+    """Two-sided p-value of :attr:`test`."""
+    #: the test behind ``p_value``: Mann-Whitney U on two samples, or Wilcoxon signed-rank on the
+    #: pairs of an interleaved sitting (older records have no field: they were Mann-Whitney)
+    test: Literal["mann_whitney", "signed_rank"] = "mann_whitney"
     verdict: Verdict
     reason: str
     lower_is_better: bool
@@ -328,6 +331,7 @@ def compare(
             change_pct=change_pct,
             ci95=(lo, hi),
             p_value=p_value,
+            test="signed_rank" if use_pairs else "mann_whitney",
             verdict=verdict,
             reason=reason,
             lower_is_better=lower_is_better,
