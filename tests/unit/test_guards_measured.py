@@ -115,6 +115,32 @@ def test_larger_writes_without_evidence_are_inconclusive(tmp_path: Path) -> None
     assert not d.passed and d.verdict == "inconclusive" and "larger application record" in d.reason
 
 
+def test_a_change_behind_a_kept_buffer_is_as_unsettled_as_the_buffer_was(tmp_path: Path) -> None:
+    """1 KiB records through a kept 64 KiB buffer look the same as 4 KiB records through it: the
+    experiment's calls match the incumbent's, but what the program writes behind them is unseen."""
+    base = _arm(tmp_path, "base", lambda: _writer(KIB))
+    inc = _arm(tmp_path, "inc", lambda: _writer(64 * KIB))  # the buffer a person confirmed
+    packed = _arm(tmp_path, "packed", lambda: _writer(64 * KIB))
+    strategy = CAT.strategies["l1.async_io"]
+    assert access_pattern_guard(strategy, inc, packed).passed  # alone, the incumbent says nothing
+    d = access_pattern_guard(strategy, inc, packed, baseline=base)
+    assert not d.passed and d.verdict == "inconclusive"
+    assert "whose kept change serves the application's requests with larger calls" in d.reason
+    assert "records of 1.0 KiB" in d.details["question"]
+
+
+def test_a_change_behind_a_kept_buffer_is_settled_by_the_same_counters(tmp_path: Path) -> None:
+    base = _arm(tmp_path, "base", lambda: _writer(KIB), records=256)
+    inc = _arm(tmp_path, "inc", lambda: _writer(64 * KIB), records=256)
+    same = _arm(tmp_path, "same", lambda: _writer(64 * KIB), records=256)
+    strategy = CAT.strategies["l1.async_io"]
+    assert access_pattern_guard(strategy, inc, same, baseline=base).passed
+    nothing_kept = access_pattern_guard(
+        strategy, base, _arm(tmp_path, "b2", lambda: _writer(KIB)), baseline=base
+    )
+    assert nothing_kept.passed
+
+
 def test_the_programs_work_counters_settle_coalescing_either_way(tmp_path: Path) -> None:
     inc = _arm(tmp_path, "1k", lambda: _writer(KIB), records=256, record_bytes=1024)
     buffered = _arm(tmp_path, "buf", lambda: _writer(64 * KIB), records=256, record_bytes=1024)

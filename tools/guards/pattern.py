@@ -66,8 +66,37 @@ def access_pattern_guard(
         guard_rules(), guard_rules().allowed(strategy.checklist), incumbent, experiment
     ).decide()
     if decision.passed and baseline is not None and baseline is not incumbent and baseline.profiled:
-        return _still_the_baselines_requests(baseline, incumbent, experiment, decision)
+        decision = _still_the_baselines_requests(baseline, incumbent, experiment, decision)
+        if decision.passed:
+            return _behind_the_kept_coalescing(strategy, baseline, incumbent, experiment, decision)
     return decision
+
+
+def _behind_the_kept_coalescing(
+    strategy: Strategy, base: Arm, inc: Arm, exp: Arm, decision: GuardDecision
+) -> GuardDecision:
+    """A kept change that merged requests into larger calls (buffering) shows its flushes, not the
+    application's requests: an experiment with the incumbent's calls may still have changed the
+    records behind them (4 KiB rows packed into 16 KiB records look the same through a 64 KiB
+    buffer). Against the baseline, the experiment's larger calls must be settled by the same
+    evidence the kept change's needed (work counters, application events, the baseline's shuffled
+    order, files read whole); when they cannot be, neither can this change, and a person is asked."""
+    rules = guard_rules()
+    merging = rules.allowed(strategy.checklist).model_copy(update={"larger_calls": True})
+    against = _Comparison(rules, merging, base, exp).decide()
+    if against.verdict != "inconclusive":
+        return decision
+    question = str(against.details.get("question", ""))
+    said = against.reason.removeprefix("inconclusive: ")
+    return GuardDecision(
+        guard="access_pattern",
+        passed=False,
+        verdict="inconclusive",
+        details={**decision.details, "question": question, "against_baseline": against.details},
+        reason=f"inconclusive: the same calls as the {inc.label}, whose kept change serves the "
+        f"application's requests with larger calls; behind them the trace cannot tell whether this "
+        f"change kept the baseline's requests. Against the baseline: {said}",
+    )
 
 
 def _still_the_baselines_requests(base: Arm, inc: Arm, exp: Arm, decision: GuardDecision) -> GuardDecision:
