@@ -267,9 +267,13 @@ def answered_settings(
     otherwise (in the order the run tried them); and the questions asked."""
     out = dict(final)
     asked = []
+    from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT
+
     for e in state.experiments:
         if e.verdict != "inconclusive" or e.comparison is None or e.comparison.verdict != "win":
             continue
+        if e.comparison.change_pct < WIN_THRESHOLD_PCT:
+            continue  # not a win by the run's own bar: nothing was asked, nothing to answer
         p = state.proposal(e.proposal_id)
         settings = {k: str(v) for k, v in p.change.settings.items()}
         confirmed = bool(settings) and all(k in legit for k in settings)
