@@ -61,3 +61,17 @@ def test_worker_processes_given_contiguous_ranges_are_caught(tmp_path: Path) -> 
     assert log is not None and len(log.streams) >= 2  # forked workers are streams of their own
     d = access_pattern_guard(CAT.strategies["l1.worker_open_once"], workers, sharded)
     assert not d.passed and d.verdict == "rejected" and "visited in another order" in d.reason, d.reason
+
+
+def test_records_packed_behind_a_kept_buffer_are_asked_not_passed(tmp_path: Path) -> None:
+    """The row writer's 4 KiB rows through a 64 KiB buffer (a person confirmed it), then packed four
+    to a 16 KiB record behind the same buffer: the calls are the incumbent's, so only the baseline
+    can show that the records behind them are not settled: a question for a person, not a pass."""
+    base = _arm("row_writer", tmp_path)
+    buffered = _arm("row_writer", tmp_path, BUFFER_KIB="64")
+    packed = _arm("row_writer", tmp_path, BUFFER_KIB="64", PACK="4")
+    strategy = CAT.strategies["l1.write_buffering"]
+    assert access_pattern_guard(strategy, buffered, packed).passed  # against the incumbent alone
+    d = access_pattern_guard(strategy, buffered, packed, baseline=base)
+    assert not d.passed and d.verdict == "inconclusive", d.reason
+    assert "records of 4.0 KiB" in str(d.details["question"])
