@@ -27,11 +27,13 @@ from dftune.tools.report.sections import (
     findings,
     fix_rows,
     guard_rows,
+    overruled,
     proposal_rows,
     reasoning_html,
 )
 from dftune.tools.report.staging import staging_notes
 from dftune.tools.report.table import EXTRA_COLUMNS, PROPOSAL_COLUMNS
+from dftune.tools.runner.stats import TEST_NAMES
 from dftune.tools.trace.render import human_bytes
 
 SECTIONS = (
@@ -399,16 +401,12 @@ def _experiments(doc: dict[str, Any]) -> str:
         if cmp.get("ci95"):
             stats.append(f"95% CI of the ratio {ci(cmp['ci95'])}")
         if cmp.get("p_value") is not None:
-            test = "Wilcoxon signed-rank" if cmp.get("test") == "signed_rank" else "Mann-Whitney"
-            stats.append(f"{test} p = {cmp['p_value']:.4g}")
+            stats.append(f"{TEST_NAMES[cmp.get('test', 'mann_whitney')]} p = {cmp['p_value']:.4g}")
         if stats:
             out.append(f"<p><b>{e('; '.join(stats))}</b></p>")
-        said = cmp.get("verdict")
-        overruled = said and x.get("verdict") and said != x.get("verdict") and x.get("verdict_reason")
+        said = overruled(x)
         label = (
-            f"Comparison (the statistics alone said {said}; the verdict is below)"
-            if overruled
-            else "Comparison"
+            f"Comparison (the statistics alone said {said}; the verdict is below)" if said else "Comparison"
         )
         out.append(f"<p>{e(label)}: {e(cmp.get('reason') or x.get('verdict_reason'))}</p>")
         for arm, staged in staging_notes(x):

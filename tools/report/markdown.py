@@ -31,6 +31,7 @@ from dftune.tools.report.sections import (
     guard_rows,
     headline,
     hotspots,
+    overruled,
     pending_lines,
     proposal_rows,
     reasoning_markdown,
@@ -227,10 +228,10 @@ def render_run_markdown(s: dict[str, Any]) -> str:
                 ],
             ],
         )
-        said = cmp.get("verdict")
-        label = (  # a guard overruled the statistics: the two verdicts are told apart, not side by side
+        said = overruled(e)  # the two verdicts are told apart, not side by side
+        label = (
             f"Comparison (the statistics alone said {md_text(said)}; the verdict is the guards' below)"
-            if said and e.get("verdict") and said != e.get("verdict") and e.get("verdict_reason")
+            if said
             else "Comparison"
         )
         lines += ["", f"{label}: {md_text(cmp.get('reason', e.get('verdict_reason', '-')))}", ""]

@@ -110,12 +110,19 @@ def findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def overruled(e: dict[str, Any]) -> str | None:
+    """What the statistical comparison alone said, when a guard gave the experiment another verdict
+    (with its reason); None when the verdict is the statistics' own."""
+    said = (e.get("comparison") or {}).get("verdict")
+    verdict = e.get("verdict")
+    return said if said and verdict and said != verdict and e.get("verdict_reason") else None
+
+
 def _experiment_detail(e: dict[str, Any], cmp: dict[str, Any], change: float | None, metric: str) -> str:
     """The change, then the verdict's own reason; when a guard overruled the statistics, both, said so."""
     head = f"{gain_text(change)} on {metric}; " if change is not None else ""
-    verdict, said = e.get("verdict"), cmp.get("verdict")
     why = e.get("verdict_reason") or str(cmp.get("reason", ""))
-    if said and verdict and said != verdict and e.get("verdict_reason"):
+    if said := overruled(e):
         why += f" (the statistical comparison alone said {said}: {cmp.get('reason', '')})"
     return head + why
 

@@ -97,6 +97,11 @@ class ArmStats(BaseModel):
     cv: float
 
 
+TestName = Literal["mann_whitney", "signed_rank"]
+#: how reports and reasons name each test
+TEST_NAMES: dict[str, str] = {"mann_whitney": "Mann-Whitney", "signed_rank": "Wilcoxon signed-rank"}
+
+
 class Comparison(BaseModel):
     """Result of ``compare``: both arms, the effect, the evidence, and the verdict with its reason."""
 
@@ -114,7 +119,7 @@ class Comparison(BaseModel):
     """Two-sided p-value of :attr:`test`."""
     #: the test behind ``p_value``: Mann-Whitney U on two samples, or Wilcoxon signed-rank on the
     #: pairs of an interleaved sitting (older records have no field: they were Mann-Whitney)
-    test: Literal["mann_whitney", "signed_rank"] = "mann_whitney"
+    test: TestName = "mann_whitney"
     verdict: Verdict
     reason: str
     lower_is_better: bool
@@ -321,7 +326,8 @@ def compare(
     )
     pairs_text = f" over {len(baseline)} pairs" if use_pairs else ""
     ci_text = f"the {conf_label}{' paired' if use_pairs else ''} CI of the ratio [{_fmt(lo)}, {_fmt(hi)}]"
-    p_text = f"{'Wilcoxon signed-rank' if use_pairs else 'Mann-Whitney'} p={_fmt(p_value)}{pairs_text}"
+    test: TestName = "signed_rank" if use_pairs else "mann_whitney"
+    p_text = f"{TEST_NAMES[test]} p={_fmt(p_value)}{pairs_text}"
 
     def result(verdict: Verdict, reason: str) -> Comparison:
         return Comparison(
@@ -331,7 +337,7 @@ def compare(
             change_pct=change_pct,
             ci95=(lo, hi),
             p_value=p_value,
-            test="signed_rank" if use_pairs else "mann_whitney",
+            test=test,
             verdict=verdict,
             reason=reason,
             lower_is_better=lower_is_better,
