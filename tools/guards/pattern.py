@@ -82,6 +82,8 @@ def _behind_the_kept_coalescing(
     evidence the kept change's needed (work counters, application events, the baseline's shuffled
     order, files read whole); when they cannot be, neither can this change, and a person is asked."""
     rules = guard_rules()
+    if not _calls_grew(base, inc, rules.size_ratio[1]):
+        return decision  # nothing kept merges calls: the incumbent's trace shows the requests
     merging = rules.allowed(strategy.checklist).model_copy(update={"larger_calls": True})
     against = _Comparison(rules, merging, base, exp).decide()
     if against.verdict != "inconclusive":
@@ -97,6 +99,15 @@ def _behind_the_kept_coalescing(
         f"application's requests with larger calls; behind them the trace cannot tell whether this "
         f"change kept the baseline's requests. Against the baseline: {said}",
     )
+
+
+def _calls_grew(base: Arm, inc: Arm, ratio: float) -> bool:
+    """The incumbent's calls are larger than the baseline's in a direction (a kept change merges)."""
+    for direction in ("read", "write"):
+        before, after = base.mean_call_bytes(direction), inc.mean_call_bytes(direction)
+        if before and after and after / before > ratio:
+            return True
+    return False
 
 
 def _still_the_baselines_requests(base: Arm, inc: Arm, exp: Arm, decision: GuardDecision) -> GuardDecision:
