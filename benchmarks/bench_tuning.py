@@ -67,35 +67,23 @@ def sweep(
     toml: Path, legit: list[str], replicates: int, work: Path
 ) -> dict[tuple[tuple[str, str], ...], float]:
     """Median metric of every combination of the legitimate knobs (the others at their defaults)."""
-    from dftune.tools.runner.bench import bench
     from dftune.tools.runner.spec import load_spec
 
-    spec = load_spec(toml)
-    knobs = [k for k in spec.knobs if k.name in legit]
+    knobs = [k for k in load_spec(toml).knobs if k.name in legit]
     combos = [
         tuple((k.name, str(v)) for k, v in zip(knobs, values, strict=True))
         for values in itertools.product(*(k.values for k in knobs))
     ]
-    values: dict[tuple[tuple[str, str], ...], list[float]] = {c: [] for c in combos}
-    for r in range(replicates):
-        for i, combo in enumerate(combos):
-            res = bench(
-                spec,
-                overrides=dict(combo),
-                replicates=1,
-                workdir=work / f"c{i}",
-                first_index=r,
-                prepare=r == 0,
-            )
-            values[combo] += res.values()
-        log(f"  sweep round {r + 1}/{replicates}: {len(combos)} combination(s)")
-    return {c: statistics.median(v) for c, v in values.items() if v}
+    arms = {f"c{i}": {"settings": dict(combo)} for i, combo in enumerate(combos)}
+    medians = interleaved(toml, arms, replicates, work, "sweep")
+    return {c: medians[f"c{i}"] for i, c in enumerate(combos) if f"c{i}" in medians}
 
 
-def check_round(toml: Path, arms: dict[str, Any], replicates: int, work: Path) -> dict[str, float]:
-    """Median metric of each arm (a measured configuration: settings, environment, patched source,
-    staging) benched again side by side, round by round, so the run's final configuration is timed
-    as it really runs (a kept staging or environment change is not a knob of the sweep)."""
+def interleaved(toml: Path, arms: dict[str, Any], replicates: int, work: Path, what: str) -> dict[str, float]:
+    """Median metric of each arm (a configuration: settings, and any environment, patched source or
+    staging), one replicate of every arm per round, so a drift of the machine hits them all alike.
+    The run's final configuration is benched this way beside the sweep's best, as it really runs (a
+    kept staging or environment change is not a knob of the sweep)."""
     from dftune.tools.runner.bench import bench
     from dftune.tools.runner.spec import load_spec
 
@@ -115,7 +103,7 @@ def check_round(toml: Path, arms: dict[str, Any], replicates: int, work: Path) -
                 prepare=r == 0,
             )
             values[label] += res.values()
-        log(f"  check round {r + 1}/{replicates}: {', '.join(arms)}")
+        log(f"  {what} round {r + 1}/{replicates}: {len(arms)} configuration(s)")
     return {label: statistics.median(v) for label, v in values.items() if v}
 
 
@@ -187,7 +175,7 @@ def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:
                 "source_dir": inc.source_dir,
             }
         log(f"{spec.name}: the run's final configuration beside the default and the sweep's best")
-        checked = check_round(toml, arms, args.replicates, Path(tmp) / "check")
+        checked = interleaved(toml, arms, args.replicates, Path(tmp) / "check", "check")
     final = {k: str(v) for k, v in (inc.settings if inc else {}).items()}
     run_key = tuple((k, final.get(k, defaults[k])) for k in legit)
     kept_disguised = sorted(f"{k}={v}" for k, v in final.items() if f"{k}={v}" in disguised)
