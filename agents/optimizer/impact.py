@@ -77,7 +77,7 @@ def _knob_lever(p: Proposal, spec: WorkloadSpec, incumbent: Measurement | None) 
         before, after = (old + 1, new + 1) if old == 0 else (old, new)
         if before <= 0 or after <= 0:
             return Lever()
-        return Lever(factor=after / before, counts=(before, after))
+        return Lever(counts=(before, after))  # the factor is their ratio
     if p.checklist in _SIZE_LEVERS and new >= 512:
         return Lever(target_bytes=new)
     return Lever()
