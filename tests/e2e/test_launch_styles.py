@@ -51,7 +51,6 @@ SMALL_WRITER = textwrap.dedent(
     for _ in range({WRITES}):
         assert os.write(fd, buf) == {WRITE_SIZE}
     os.close(fd)
-    os.unlink(p)
     """
 )
 READER = textwrap.dedent(
@@ -129,6 +128,11 @@ def _run_traced(argv: list[str], base: Path, trace_dir: Path, data_dir: Path) ->
         argv, cwd=str(base), env=_env(trace_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     c.wait_for_traced([(argv[0], trace_dir, proc)], TIMEOUT_S)
+    # The written file is removed untraced: how long the kernel takes to free 320 MB
+    # depends on its writeback, not on the launcher (a slow unlink, or an O_TRUNC of the
+    # last run's file, is a real metadata cost that would decide the diagnosis).
+    for f in data_dir.glob("small.bin"):
+        f.unlink()
 
 
 def _argv(style: str, base: Path, data: Path) -> list[str] | None:
