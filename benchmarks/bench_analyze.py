@@ -270,8 +270,13 @@ def check_counts(run: dict[str, Any], expected: dict[str, int]) -> list[str]:
     return problems
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def log(msg: str) -> None:
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+def parse_args(doc: str | None, argv: list[str] | None) -> argparse.Namespace:
+    """The options the trace benchmarks share (bench_analyze, bench_diagnose)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=5_000_000, help="complete events to generate (default 5M)")
     ap.add_argument("--files", type=int, default=4, help="trace files (processes) (default 4)")
     ap.add_argument(
@@ -283,15 +288,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--child", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
 
-    if args.child:
-        _child_main(args.child[0], Path(args.child[1]))
-        return 0
 
-    def log(msg: str) -> None:
-        print(f"bench: {msg}", file=sys.stderr, flush=True)
-
+def dataset_under_load(args: argparse.Namespace) -> tuple[Path, dict[str, int], float]:
+    """The generated trace (made once, cached) and the 1-minute load average, with a warning
+    when the machine is busy."""
     data, expected = ensure_dataset(args.out.resolve(), args.events, args.files, log)
     load_before = os.getloadavg()[0]
     if load_before > 0.5 * (os.cpu_count() or 1):
@@ -299,6 +301,17 @@ def main(argv: list[str] | None = None) -> int:
             f"warning: 1-minute load average is {load_before:.1f} "
             f"on {os.cpu_count()} CPUs; timings will be noisy"
         )
+    return data, expected, load_before
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(__doc__, argv)
+
+    if args.child:
+        _child_main(args.child[0], Path(args.child[1]))
+        return 0
+
+    data, expected, load_before = dataset_under_load(args)
     raw_runs, ana_runs = [], []
     # Alternate raw and analyze so that both see the same (shared, changing) machine load.
     for i in range(1, args.repeat + 1):

@@ -25,7 +25,6 @@ time view used to read them a second time) and peak RSS < 1024 MiB for all three
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import os
@@ -128,43 +127,22 @@ def _problems(kind: str, run: dict[str, Any], expected: dict[str, int]) -> list[
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--events", type=int, default=5_000_000, help="complete events to generate (default 5M)")
-    ap.add_argument("--files", type=int, default=4, help="trace files (processes) (default 4)")
-    ap.add_argument(
-        "--out", type=Path, default=Path("bench-data"), help="cache folder (default ./bench-data/)"
-    )
-    ap.add_argument(
-        "--repeat", type=int, default=3, help="runs per measurement, best is reported (default 3)"
-    )
-    ap.add_argument("--json", action="store_true", help="print one JSON document on stdout")
-    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
-    ap.add_argument("--child", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    args = B.parse_args(__doc__, argv)
     if args.child:
         _child_main(args.child[0], Path(args.child[1]))
         return 0
 
-    def log(msg: str) -> None:
-        print(f"bench: {msg}", file=sys.stderr, flush=True)
-
-    data, expected = B.ensure_dataset(args.out.resolve(), args.events, args.files, log)
-    load_before = os.getloadavg()[0]
-    if load_before > 0.5 * (os.cpu_count() or 1):
-        log(
-            f"warning: 1-minute load average is {load_before:.1f} "
-            f"on {os.cpu_count()} CPUs; timings will be noisy"
-        )
+    data, expected, load_before = B.dataset_under_load(args)
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
     for i in range(1, args.repeat + 1):
         for kind in KINDS:  # interleaved: all three see the same load
             run = _run(kind, data)
             problems = _problems(kind, run, expected)
             if problems:
-                log("result does not match expected.json: " + "; ".join(problems))
+                B.log("result does not match expected.json: " + "; ".join(problems))
                 return 2
             runs[kind].append(run)
-            log(
+            B.log(
                 f"{LABELS[kind]:<20} run {i}/{args.repeat}: "
                 f"{run['wall_s']:.2f} s wall, {run['cpu_s']:.2f} s CPU, "
                 f"peak RSS {run['tree_peak_rss_kib'] / 1024:.0f} MiB, load {os.getloadavg()[0]:.1f}"

@@ -164,12 +164,8 @@ class _FluxJob(_Job):
             "failed", code, f"Flux job {self.job_id} ended with result {result}, {how} ({where}{exception})"
         )
 
-    def cancel(self) -> str:
-        try:
-            proc = _cli([self.tools["flux"], "cancel", self.job_id], self.env)
-        except _QueryError as exc:
-            return str(exc)
-        return "" if proc.exit_code == 0 else _complaint(proc)
+    def cancel_argv(self) -> list[str]:
+        return [self.tools["flux"], "cancel", self.job_id]
 
 
 def run_flux(

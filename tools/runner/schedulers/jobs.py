@@ -211,8 +211,16 @@ class _Job(abc.ABC):
         """How the job ended, once the scheduler knows; ``None`` while it does not."""
 
     @abc.abstractmethod
+    def cancel_argv(self) -> list[str]:
+        """The command that asks the scheduler to kill the job."""
+
     def cancel(self) -> str:
         """Ask the scheduler to kill the job; returns a complaint, or "" when it accepted."""
+        try:
+            proc = _cli(self.cancel_argv(), self.env)
+        except _QueryError as exc:
+            return str(exc)
+        return "" if proc.exit_code == 0 else _complaint(proc)
 
 
 def _cancel_and_wait(job: _Job, poll_s: float) -> str:

@@ -378,12 +378,8 @@ class _SlurmJob(_Job):
             _slurm_time(info.get("EndTime", "")),
         )
 
-    def cancel(self) -> str:
-        try:
-            proc = _cli([self.tools["scancel"], self.job_id], self.env)
-        except _QueryError as exc:
-            return str(exc)
-        return "" if proc.exit_code == 0 else _complaint(proc)
+    def cancel_argv(self) -> list[str]:
+        return [self.tools["scancel"], self.job_id]
 
 
 def run_slurm(
