@@ -88,6 +88,18 @@ def test_removing_the_shuffle_changes_the_pattern_whatever_the_id(tmp_path: Path
     assert not d.passed and d.verdict == "rejected" and "visited in another order" in d.reason
 
 
+@pytest.mark.parametrize("sid", ["l1.dataset_cache", "l2.hdf5_chunk_cache", "l2.hdf5_chunked_layout"])
+def test_a_cache_that_serves_no_rereads_cannot_explain_a_lost_shuffle(tmp_path: Path, sid: str) -> None:
+    """Fewer backward steps are a cache's only when it served re-reads; the same reads in file
+    order, under a caching or library-layout id, are a removed shuffle."""
+    shuffled = FILES[:]
+    random.Random(7).shuffle(shuffled)
+    inc = _arm(tmp_path, "shuffled", lambda: _reader(shuffled))
+    exp = _arm(tmp_path, "sorted", lambda: _reader(FILES))
+    d = access_pattern_guard(CAT.strategies[sid], inc, exp)
+    assert not d.passed and d.verdict == "rejected" and "visited in another order" in d.reason
+
+
 def test_parallel_readers_keep_the_pattern(tmp_path: Path) -> None:
     shuffled = FILES[:]
     random.Random(7).shuffle(shuffled)

@@ -331,3 +331,24 @@ def compare(
     after_order = stream_order(b, grid.of_b, grid.file_of_block)
     orders = {level: (before_order[level], after_order[level]) for level in LEVELS}
     return Direction(direction, a, b, grid, orders, follow)
+
+
+def own_order(log: RequestLog, keys: Mapping[str, str], direction: str) -> dict[str, Order]:
+    """One arm's order classes on its own requests: for files whose positions the two arms do not
+    share (an I/O library laid them out anew), so no common grid can be drawn. Each distinct
+    (file, start offset) is a block: overlapping requests (a data-sieving window per row) would
+    merge a whole file into one block and leave no order to compare."""
+    index: dict[str, int] = {}
+    req = requests(log, keys, index, direction)
+    names = sorted(index)
+    lookup = np.zeros(len(index), dtype=np.int64)
+    for name, ix in index.items():
+        lookup[ix] = names.index(name)
+    pos = req.start >= 0
+    block = np.full(req.count, -1, dtype=np.int64)
+    if not pos.any():
+        return stream_order(req, block, np.zeros(0, dtype=np.int64))
+    pairs = np.stack([lookup[req.file[pos]], req.start[pos]], axis=1)
+    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)  # sorted by (file rank, start)
+    block[pos] = inverse.reshape(-1)
+    return stream_order(req, block, uniq[:, 0])

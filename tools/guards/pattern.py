@@ -13,6 +13,11 @@ evidence: the work counters it prints, application events with sizes, a shuffled
 sequence the larger requests follow block by block, or files read whole front to back (the
 file is the request). Without any of these the decision is ``inconclusive`` and carries the
 one question a person can answer; the change is never kept on its own.
+
+An I/O library's layout strategy (HDF5 chunking, alignment, file-space pages) moves the same
+bytes to other places in a file the application writes: such a file's positions are the
+library's, so its ranges are not compared, and a change of its order class or call sizes
+(whole chunks read for a row) is settled by the application's evidence or asked of a person.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from collections.abc import Callable
 from dftune.tools.catalog import Strategy
 from dftune.tools.guards.arms import Arm
 from dftune.tools.guards.decision import GuardDecision, not_run
-from dftune.tools.guards.logical import Direction, compare, order_changed
+from dftune.tools.guards.logical import LEVELS, Direction, compare, order_changed, own_order
 from dftune.tools.guards.rules import Allowed, GuardRules, guard_rules
 from dftune.tools.trace.model import FileAccess
 
@@ -165,6 +170,17 @@ def _differing_bytes(f: FileAccess, g: FileAccess, direction: str) -> int:
     return abs(a - b) if whole else max(a, b)
 
 
+def _random_share(files: list[FileAccess]) -> float | None:
+    """Of the positioned accesses to these files, the share that goes backwards."""
+    classified = sum(f.sequential + f.random for f in files)
+    return sum(f.random for f in files) / classified if classified else None
+
+
+def _mean_call(files: list[FileAccess], direction: str) -> float | None:
+    calls = sum(getattr(f, f"{direction}_calls") for f in files)
+    return sum(getattr(f, f"{direction}_bytes") for f in files) / calls if calls else None
+
+
 def _kib(x: float | None) -> str:
     return "-" if x is None else f"{x / 1024:,.1f} KiB"
 
@@ -177,11 +193,33 @@ class _Comparison:
         self.negligible: list[str] = []
         #: the logical comparison per direction (empty: an arm has no request log)
         self.logical: dict[str, Direction] = {}
+        #: files the I/O library laid out anew (their positions are the library's, not compared)
+        self.relaid = self._relaid()
+        keys_inc = {p: k for p, k in inc.data_keys.items() if k not in self.relaid}
+        keys_exp = {p: k for p, k in exp.data_keys.items() if k not in self.relaid}
         before, after = inc.request_log, exp.request_log
         if before is not None and after is not None and before.streams and after.streams:
             for direction in ("read", "write"):
-                if (d := compare(before, after, inc.data_keys, exp.data_keys, direction)) is not None:
+                if (d := compare(before, after, keys_inc, keys_exp, direction)) is not None:
                     self.logical[direction] = d
+
+    def _relaid(self) -> list[str]:
+        """Files written in both arms, at other ranges but with at least the incumbent's bytes, under
+        a strategy whose library may lay its files out anew (fewer bytes is never a new layout)."""
+        if not self.allowed.relayout:
+            return []
+        out = []
+        for name, f in self.inc.files.items():
+            g = self.exp.files.get(name)
+            if g is None or not f.write_bytes or not g.write_bytes or f.write_ranges == g.write_ranges:
+                continue
+            if g.write_unique_bytes >= f.write_unique_bytes * (1 - self.tol):
+                out.append(name)
+        return out
+
+    def _kept(self, arm: Arm) -> list[FileAccess]:
+        """The arm's data files whose positions are compared (all but the re-laid-out ones)."""
+        return [f for name, f in arm.files.items() if name not in self.relaid]
 
     def decide(self) -> GuardDecision:
         checks: list[Callable[[], str | None]] = [
@@ -194,7 +232,8 @@ class _Comparison:
         for check in checks:
             if (why := check()) is not None:
                 return self._rejected(why)
-        return self._sizes()
+        sized = self._sizes()
+        return self._relayout() if sized.passed and self.relaid else sized
 
     # ----- the checks: each returns why the pattern changed, or None
 
@@ -237,7 +276,7 @@ class _Comparison:
             differ, negligible, differing_bytes = [], [], 0
             for name, f in self.inc.files.items():
                 g = self.exp.files.get(name)
-                if g is None or getattr(f, f"{direction}_bytes") == 0:
+                if g is None or getattr(f, f"{direction}_bytes") == 0 or name in self.relaid:
                     continue
                 if getattr(f, f"{direction}_ranges") == getattr(g, f"{direction}_ranges"):
                     continue
@@ -270,10 +309,10 @@ class _Comparison:
             return None  # aggregators and read-modify-write reorder the calls of the same accesses
         if self.logical:
             return self._stream_order()
-        before, after = self.inc.totals.random_share, self.exp.totals.random_share
+        before, after = _random_share(self._kept(self.inc)), _random_share(self._kept(self.exp))
         if before is None or after is None or abs(after - before) <= self.rules.order_tolerance:
             return None
-        if self.allowed.serve_rereads and after < before:
+        if self._served_rereads() and after < before:
             return None  # re-reads served from memory leave fewer out-of-order accesses
         return (
             f"the order within files changed: {100 * before:.0f}% -> {100 * after:.0f}% of the positioned "
@@ -286,7 +325,7 @@ class _Comparison:
             for level, (b, a) in d.orders.items():
                 if not order_changed(b, a):
                     continue
-                if self.allowed.serve_rereads and (a.share or 0) < (b.share or 0):
+                if self._served_rereads() and (a.share or 0) < (b.share or 0):
                     continue  # re-reads served from memory leave fewer backward steps
                 return (
                     f"the {direction} requests are visited in another "
@@ -297,6 +336,12 @@ class _Comparison:
                     "blocks that both arms' requests share)"
                 )
         return None
+
+    def _served_rereads(self) -> bool:
+        """A cache may leave fewer backward steps only by serving re-reads: the experiment reads
+        again less than the incumbent did (the same reads in file order are a removed shuffle)."""
+        before, after = self.inc.totals.reread_bytes, self.exp.totals.reread_bytes
+        return self.allowed.serve_rereads and before > 0 and after < before * (1 - self.tol)
 
     def _visit_order(self) -> str | None:
         if self.logical:
@@ -364,7 +409,7 @@ class _Comparison:
             return d.before.mean_size, d.after.mean_size
         if self.logical:
             return None, None  # the log has no request in this direction in one of the arms
-        return self.inc.mean_call_bytes(direction), self.exp.mean_call_bytes(direction)
+        return _mean_call(self._kept(self.inc), direction), _mean_call(self._kept(self.exp), direction)
 
     def _follows(self, direction: str) -> bool:
         """The coarser arm touches the blocks in the finer arm's shuffled order: the same requests."""
@@ -453,6 +498,85 @@ class _Comparison:
             f"Settled only by a person (a win stays on trial until then). {details['question']}",
         )
 
+    def _relayout(self) -> GuardDecision:
+        """The re-laid-out files: the same order class and call sizes pass. Other call sizes (whole
+        chunks or pages for a row) are the library's or the application's: its work counters or
+        events settle them. Another order class is never the layout's to prove (counters do not
+        carry order): without application events that show the same requests, a person decides."""
+        lo, hi = self.rules.size_ratio
+        order = self._relaid_order()
+        sizes: list[str] = []
+        for name in self.relaid:
+            f, g = self.inc.files[name], self.exp.files[name]
+            for direction in ("read", "write"):
+                b, a = _mean_call([f], direction), _mean_call([g], direction)
+                if b and a and not lo <= a / b <= hi:
+                    sizes.append(f"{name}: {direction} calls {_kib(b)} -> {_kib(a)} on average")
+        first = self.relaid[0]
+        laid = (
+            f"the I/O library laid out {len(self.relaid)} file(s) anew (e.g. {first}: "
+            f"{self.inc.files[first].write_segments} -> {self.exp.files[first].write_segments} "
+            "written segment(s), at least the same bytes)"
+        )
+        if not order and not sizes:
+            return self._passed(f"{laid}; the same order class and call sizes")
+        seen = "; ".join((order + sizes)[:3])
+        events = self._app_event_change()
+        if events:
+            return self._rejected(f"{laid}, and the application's own events changed: {events}")
+        if events == "":
+            return self._passed(f"{laid}; {seen}; the application's own events are unchanged")
+        if not order and self._records_pinned():
+            return self._passed(f"{laid}; {seen}; the program reports the same work")
+        details = self._details()
+        details["question"] = (
+            f"The trace shows the file system calls only: {seen}. Does the change only alter how "
+            "the I/O library stores and fetches the same data (chunks, alignment, pages, its "
+            "cache: keep it), or does the program now ask for other data, in other sizes or in "
+            "another order (refuse it)?"
+        )
+        evidence = (
+            "the work counters cannot show an order"
+            if order
+            else "there is no application-level evidence (work counters in the workload spec, or "
+            "application events with sizes)"
+        )
+        return GuardDecision(
+            guard="access_pattern",
+            passed=False,
+            verdict="inconclusive",
+            details=details,
+            reason=f"inconclusive: {laid}; the trace cannot tell the library's new layout from a "
+            f"change in the application's requests: {seen}; {evidence}. Settled only by a person "
+            f"(a win stays on trial until then). {details['question']}",
+        )
+
+    def _relaid_order(self) -> list[str]:
+        """How the order class of the re-laid-out files changed: per stream and direction on each
+        arm's own blocks (request logs), else the share of backward accesses per file."""
+        keys = set(self.relaid)
+        logs = self.inc.request_log, self.exp.request_log
+        if logs[0] is not None and logs[1] is not None and logs[0].streams and logs[1].streams:
+            out = []
+            for direction in ("read", "write"):
+                b, a = (
+                    own_order(log, {p: k for p, k in arm.data_keys.items() if k in keys}, direction)
+                    for log, arm in zip(logs, (self.inc, self.exp), strict=True)
+                )
+                for level in LEVELS:
+                    if order_changed(b[level], a[level]):
+                        out.append(
+                            f"{direction}s {level}: {100 * (b[level].share or 0):.0f}% -> "
+                            f"{100 * (a[level].share or 0):.0f}% of each stream's steps go backwards"
+                        )
+            return out
+        out = []
+        for name in self.relaid:
+            before, after = _random_share([self.inc.files[name]]), _random_share([self.exp.files[name]])
+            if before is not None and after is not None and abs(after - before) > self.rules.order_tolerance:
+                out.append(f"{name}: {100 * before:.0f}% -> {100 * after:.0f}% of the accesses go backwards")
+        return out
+
     def _app_event_change(self) -> str | None:
         """None: no application events with sizes to compare; '' unchanged; else what changed."""
         before = {(e.cat, e.name): e for e in self.inc.analysis.profile.app_events if e.size_sum is not None}  # type: ignore[union-attr]
@@ -497,6 +621,7 @@ class _Comparison:
                 "mean_write_bytes": self.exp.mean_call_bytes("write"),
             },
             "allowed": self.allowed.model_dump(),
+            "relaid_out": self.relaid[:20],
             "negligible_range_changes": self.negligible[:20],
             "logical": {d: x.details() for d, x in self.logical.items()},
         }

@@ -31,6 +31,7 @@ class Allowed(BaseModel):
     interleave: bool = False
     reorder: bool = False
     rmw_reads: bool = False
+    relayout: bool = False
 
 
 class GuardRules(BaseModel):
