@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -108,7 +109,9 @@ DRIVER = textwrap.dedent("""
 
 
 def owner_of(tmp_path: Path) -> str:
-    return f"run-{tmp_path.name}"
+    """Unique per test: two xdist workers give their tests the same folder name (``..._e0`` under
+    ``popen-gw0`` and ``popen-gw1``), and one test's sweep by its owner tag killed the other's program."""
+    return f"run-{hashlib.sha1(str(tmp_path).encode()).hexdigest()[:12]}"
 
 
 def start_driver(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path]:
