@@ -24,28 +24,33 @@ SHUFFLED = random.Random(3).sample(range(ROWS), ROWS)
 
 
 def _container(
-    *, chunk_rows: int = 0, row: int = ROW, header: int = 2 * KIB, order: list[int] = SHUFFLED
+    *,
+    chunk_rows: int = 0,
+    row: int = ROW,
+    header: int = 2 * KIB,
+    order: list[int] = SHUFFLED,
+    path: str = H5,
 ) -> list[Proc]:
     """Rows written in order, then read back in ``order``: contiguous (row by row) or chunked
     (whole chunks written and read, after a chunk index)."""
     p = Proc(pid=1)
-    p.open(H5)
-    p.write(H5, header, offset=0)
+    p.open(path)
+    p.write(path, header, offset=0)
     if chunk_rows:
         index = 4 * KIB
-        p.write(H5, index, offset=header)
+        p.write(path, index, offset=header)
         start = header + index
         for c in range(ROWS // chunk_rows):
-            p.write(H5, chunk_rows * row, offset=start + c * chunk_rows * row)
+            p.write(path, chunk_rows * row, offset=start + c * chunk_rows * row)
         for r in order:
             c = r // chunk_rows
-            p.read(H5, chunk_rows * row, offset=start + c * chunk_rows * row)
+            p.read(path, chunk_rows * row, offset=start + c * chunk_rows * row)
     else:
         for r in range(ROWS):
-            p.write(H5, row, offset=header + r * row)
+            p.write(path, row, offset=header + r * row)
         for r in order:
-            p.read(H5, row, offset=header + r * row)
-    p.close(H5)
+            p.read(path, row, offset=header + r * row)
+    p.close(path)
     return [p]
 
 
@@ -107,4 +112,14 @@ def test_only_a_library_layout_strategy_may_move_the_bytes(tmp_path: Path) -> No
     inc = _arm(tmp_path, "inc", _container())
     aligned = _arm(tmp_path, "aligned", _container(header=8 * KIB))
     d = access_pattern_guard(CAT.strategies["l1.write_buffering"], inc, aligned)
+    assert not d.passed and d.verdict == "rejected" and "different byte ranges" in d.reason
+
+
+def test_a_plain_files_offsets_are_the_applications(tmp_path: Path) -> None:
+    """The same moved rows in a plain binary file (no container suffix or signature) under a layout
+    id: the offsets are what the application asks for, so other ranges are a pattern change."""
+    plain = f"{DATA}/out.bin"
+    inc = _arm(tmp_path, "inc", _container(path=plain))
+    moved = _arm(tmp_path, "moved", _container(header=8 * KIB, path=plain))
+    d = access_pattern_guard(CAT.strategies["l2.hdf5_alignment"], inc, moved)
     assert not d.passed and d.verdict == "rejected" and "different byte ranges" in d.reason

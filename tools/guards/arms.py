@@ -26,6 +26,12 @@ _SYSTEM_PREFIXES = tuple(
 )
 _CODE_SUFFIXES = (".py", ".pyc", ".so", ".pth", ".json.gz", ".pfw", ".pfw.gz")
 _BIN_LO = {label: lo for label, lo in S.SIZE_BINS}
+#: Self-describing container formats whose library lays the file out (names it by suffix)
+CONTAINER_SUFFIXES = (".h5", ".hdf5", ".he5", ".hdf", ".nc", ".nc4", ".cdf", ".bp", ".bp4", ".bp5")
+#: Their signatures: HDF5's superblock (at 0 or a power of two from 512 on: a user block may
+#: precede it), netCDF classic and 64-bit offset/data
+_HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+_NETCDF_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 
 
 @dataclass(frozen=True)
@@ -172,3 +178,22 @@ def _looks_like_data(path: str) -> bool:
         and not real.endswith(_CODE_SUFFIXES)
         and "site-packages" not in real
     )
+
+
+def library_container(path: str) -> bool:
+    """A file an I/O library lays out itself (HDF5, netCDF, ADIOS): known by its suffix, or by its
+    signature when the file is still there. A plain binary file's offsets are the application's."""
+    if path.lower().endswith(CONTAINER_SUFFIXES):
+        return True
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+            if head == _HDF5_MAGIC or head[:4] in _NETCDF_MAGIC:
+                return True
+            for at in (512, 1024, 2048, 4096):
+                fh.seek(at)
+                if fh.read(8) == _HDF5_MAGIC:
+                    return True
+    except OSError:
+        return False
+    return False

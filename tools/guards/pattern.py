@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dftune.tools.catalog import Strategy
-from dftune.tools.guards.arms import Arm
+from dftune.tools.guards.arms import Arm, library_container
 from dftune.tools.guards.decision import GuardDecision, not_run
 from dftune.tools.guards.logical import LEVELS, Direction, compare, order_changed, own_order
 from dftune.tools.guards.rules import Allowed, GuardRules, guard_rules
@@ -205,7 +205,8 @@ class _Comparison:
 
     def _relaid(self) -> list[str]:
         """Files written in both arms, at other ranges but with at least the incumbent's bytes, under
-        a strategy whose library may lay its files out anew (fewer bytes is never a new layout)."""
+        a strategy whose library may lay its files out anew (fewer bytes is never a new layout),
+        that are the library's containers (HDF5, netCDF, ADIOS: by suffix or signature)."""
         if not self.allowed.relayout:
             return []
         out = []
@@ -213,6 +214,8 @@ class _Comparison:
             g = self.exp.files.get(name)
             if g is None or not f.write_bytes or not g.write_bytes or f.write_ranges == g.write_ranges:
                 continue
+            if not (library_container(f.path) or library_container(g.path)):
+                continue  # a plain file's offsets are the application's, whatever the strategy says
             if g.write_unique_bytes >= f.write_unique_bytes * (1 - self.tol):
                 out.append(name)
         return out
