@@ -93,8 +93,9 @@ def test_two_hints_kept_in_sequence_run_together_and_stay_together(tmp_path: Pat
         "romio-romio_cb_write=disable-romio_cb_read=disable",
         "romio-romio_ds_write=disable-romio_ds_read=disable",
     )
-    assert [t[0] for t in tried] == [cb, ds] and all(t[2] for t in tried), tried
     run_dir = Path(doc["run_dir"])
+    reasons = [e["verdict_reason"] for e in json.loads((run_dir / "report.json").read_text())["experiments"]]
+    assert [t[0] for t in tried] == [cb, ds] and all(t[2] for t in tried), (tried, reasons)
     both = {"romio_cb_write": "disable", "romio_cb_read": "disable", "romio_ds_write": "disable"}
     both["romio_ds_read"] = "disable"
 

@@ -94,6 +94,20 @@ def _total_cpus() -> int:
     return max(int(line.split("/")[-1]) for line in out.stdout.split() if line.count("/") == 3)
 
 
+def _wait_for_an_idle_cpu(within_s: float = 120.0) -> None:
+    """Until the node has a free CPU: the module's time-limited job holds one of its two, and a job
+    of an earlier test (or a cancelled one, freed late) may hold the other for a while."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        out = subprocess.run(
+            ["sinfo", "-h", "-o", "%C"], capture_output=True, text=True, timeout=20, check=False
+        )
+        idle = [int(x.split("/")[1]) for x in out.stdout.split() if x.count("/") == 3]
+        if idle and max(idle) > 0:
+            return
+        time.sleep(0.5)
+
+
 def _launcher(**kw: Any) -> Launcher:
     return Launcher(kind="slurm", poll_s=0.2, time_limit_min=5, **kw)
 
@@ -250,9 +264,10 @@ def test_timeout_is_cancelled_with_scancel(tmp_path: Path) -> None:
         "import os, subprocess, time; child = subprocess.Popen(['sleep', '120']);"
         "print(os.getpid(), child.pid, flush=True); time.sleep(120)"
     )
+    # the timeout counts the queue too: the job must find a free core, then has 30 s to print its
+    # pids on a busy node before it is cancelled
+    _wait_for_an_idle_cpu()
     t0 = time.monotonic()
-    # long enough for the job to leave the queue (the module's time-limited job holds one of the
-    # node's two cores, a cancelled job's core is freed late) and print its pids on a busy node
     res = _run([PY, "-c", hang], tmp_path, timeout_s=30)
     assert res.status == "timeout", res
     assert "scancel" in res.reason and time.monotonic() - t0 < 90
