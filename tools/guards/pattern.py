@@ -558,13 +558,13 @@ class _Comparison:
         """How the order class of the re-laid-out files changed: per stream and direction on each
         arm's own blocks (request logs), else the share of backward accesses per file."""
         keys = set(self.relaid)
-        logs = self.inc.request_log, self.exp.request_log
-        if logs[0] is not None and logs[1] is not None and logs[0].streams and logs[1].streams:
+        log_i, log_e = self.inc.request_log, self.exp.request_log
+        if log_i is not None and log_e is not None and log_i.streams and log_e.streams:
             out = []
             for direction in ("read", "write"):
                 b, a = (
                     own_order(log, {p: k for p, k in arm.data_keys.items() if k in keys}, direction)
-                    for log, arm in zip(logs, (self.inc, self.exp), strict=True)
+                    for log, arm in ((log_i, self.inc), (log_e, self.exp))
                 )
                 for level in LEVELS:
                     if order_changed(b[level], a[level]):
