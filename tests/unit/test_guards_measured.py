@@ -208,3 +208,23 @@ def test_forbidden_strategies_are_refused_by_definition(tmp_path: Path, sid: str
     assert (
         not refused.passed and "by definition" in refused.reason
     ) or "changes the access pattern" in refused.reason
+
+
+def test_a_call_or_two_fewer_is_noise_a_few_more_is_doing_less(tmp_path: Path) -> None:
+    """Two metadata calls fewer (a trace event lost at exit, one open fewer) is not less work;
+    six fewer is, under a category that may not drop metadata calls."""
+
+    def writer(reopens: int) -> list[Proc]:
+        (p,) = _writer(KIB)
+        for _ in range(reopens):
+            p.open(f"{DATA}/ckpt.bin")
+            p.close(f"{DATA}/ckpt.bin")
+        return [p]
+
+    inc = _arm(tmp_path, "inc", lambda: writer(3))  # 2 + 6 metadata calls
+    strategy = CAT.strategies["l1.dataloader_workers"]
+    noise = _arm(tmp_path, "noise", lambda: writer(2))  # 2 calls fewer
+    assert no_doing_less_guard(inc, noise, strategy=strategy).passed
+    fewer = _arm(tmp_path, "fewer", lambda: writer(0))  # 6 calls fewer
+    d = no_doing_less_guard(inc, fewer, strategy=strategy)
+    assert not d.passed and "metadata calls 8 -> 2" in d.reason, d.reason

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -58,6 +58,32 @@ class Totals:
     def random_share(self) -> float | None:
         classified = self.sequential + self.random
         return self.random / classified if classified else None
+
+    def mean_call_bytes(self, direction: str) -> float | None:
+        calls = getattr(self, f"{direction}_calls")
+        return getattr(self, f"{direction}_bytes") / calls if calls else None
+
+    @classmethod
+    def of(cls, files: Iterable[FileAccess]) -> Totals:
+        """The sums over ``files`` (an arm's data files, or a subset of them)."""
+        fs = list(files)
+        inputs = [f for f in fs if f.read_bytes > 0 and f.write_bytes == 0]
+        return cls(
+            input_files=len(inputs),
+            input_unique_bytes=sum(f.read_unique_bytes for f in inputs),
+            files_read=sum(1 for f in fs if f.read_bytes > 0),
+            files_written=sum(1 for f in fs if f.write_bytes > 0),
+            read_calls=sum(f.read_calls for f in fs),
+            write_calls=sum(f.write_calls for f in fs),
+            metadata_calls=sum(f.metadata_calls for f in fs),
+            read_bytes=sum(f.read_bytes for f in fs),
+            write_bytes=sum(f.write_bytes for f in fs),
+            read_unique_bytes=sum(f.read_unique_bytes for f in fs),
+            write_unique_bytes=sum(f.write_unique_bytes for f in fs),
+            reread_bytes=sum(f.reread_bytes for f in fs),
+            sequential=sum(f.sequential for f in fs),
+            random=sum(f.random for f in fs),
+        )
 
 
 @dataclass(frozen=True)
@@ -107,24 +133,7 @@ class Arm:
 
     @cached_property
     def totals(self) -> Totals:
-        fs = list(self.files.values())
-        inputs = [f for f in fs if f.read_bytes > 0 and f.write_bytes == 0]
-        return Totals(
-            input_files=len(inputs),
-            input_unique_bytes=sum(f.read_unique_bytes for f in inputs),
-            files_read=sum(1 for f in fs if f.read_bytes > 0),
-            files_written=sum(1 for f in fs if f.write_bytes > 0),
-            read_calls=sum(f.read_calls for f in fs),
-            write_calls=sum(f.write_calls for f in fs),
-            metadata_calls=sum(f.metadata_calls for f in fs),
-            read_bytes=sum(f.read_bytes for f in fs),
-            write_bytes=sum(f.write_bytes for f in fs),
-            read_unique_bytes=sum(f.read_unique_bytes for f in fs),
-            write_unique_bytes=sum(f.write_unique_bytes for f in fs),
-            reread_bytes=sum(f.reread_bytes for f in fs),
-            sequential=sum(f.sequential for f in fs),
-            random=sum(f.random for f in fs),
-        )
+        return Totals.of(self.files.values())
 
     @cached_property
     def data_bytes(self) -> int:
@@ -132,9 +141,7 @@ class Arm:
         return self.totals.read_bytes + self.totals.write_bytes
 
     def mean_call_bytes(self, direction: str) -> float | None:
-        calls = getattr(self.totals, f"{direction}_calls")
-        nbytes = getattr(self.totals, f"{direction}_bytes")
-        return nbytes / calls if calls else None
+        return self.totals.mean_call_bytes(direction)
 
     def size_calls(self, direction: str) -> dict[str, int]:
         """Calls per transfer-size bin over the data files."""

@@ -340,10 +340,8 @@ def own_order(log: RequestLog, keys: Mapping[str, str], direction: str) -> dict[
     merge a whole file into one block and leave no order to compare."""
     index: dict[str, int] = {}
     req = requests(log, keys, index, direction)
-    names = sorted(index)
     lookup = np.zeros(len(index), dtype=np.int64)
-    for name, ix in index.items():
-        lookup[ix] = names.index(name)
+    lookup[[index[n] for n in sorted(index)]] = np.arange(len(index))  # file index -> rank of its name
     pos = req.start >= 0
     block = np.full(req.count, -1, dtype=np.int64)
     if not pos.any():

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dftune.tools.catalog import Strategy
-from dftune.tools.guards.arms import Arm, library_container
+from dftune.tools.guards.arms import Arm, Totals, library_container
 from dftune.tools.guards.decision import GuardDecision, not_run
 from dftune.tools.guards.logical import LEVELS, Direction, compare, order_changed, own_order
 from dftune.tools.guards.rules import Allowed, GuardRules, guard_rules
@@ -170,17 +170,6 @@ def _differing_bytes(f: FileAccess, g: FileAccess, direction: str) -> int:
     return abs(a - b) if whole else max(a, b)
 
 
-def _random_share(files: list[FileAccess]) -> float | None:
-    """Of the positioned accesses to these files, the share that goes backwards."""
-    classified = sum(f.sequential + f.random for f in files)
-    return sum(f.random for f in files) / classified if classified else None
-
-
-def _mean_call(files: list[FileAccess], direction: str) -> float | None:
-    calls = sum(getattr(f, f"{direction}_calls") for f in files)
-    return sum(getattr(f, f"{direction}_bytes") for f in files) / calls if calls else None
-
-
 def _kib(x: float | None) -> str:
     return "-" if x is None else f"{x / 1024:,.1f} KiB"
 
@@ -214,15 +203,17 @@ class _Comparison:
             g = self.exp.files.get(name)
             if g is None or not f.write_bytes or not g.write_bytes or f.write_ranges == g.write_ranges:
                 continue
-            if not (library_container(f.path) or library_container(g.path)):
-                continue  # a plain file's offsets are the application's, whatever the strategy says
-            if g.write_unique_bytes >= f.write_unique_bytes * (1 - self.tol):
-                out.append(name)
+            if g.write_unique_bytes < f.write_unique_bytes * (1 - self.tol):
+                continue
+            if library_container(f.path) or library_container(g.path):
+                out.append(name)  # a plain file's offsets are the application's, whatever the strategy says
         return out
 
-    def _kept(self, arm: Arm) -> list[FileAccess]:
-        """The arm's data files whose positions are compared (all but the re-laid-out ones)."""
-        return [f for name, f in arm.files.items() if name not in self.relaid]
+    def _kept(self, arm: Arm) -> Totals:
+        """The sums over the arm's data files whose positions are compared (all but the re-laid-out)."""
+        if not self.relaid:
+            return arm.totals
+        return Totals.of(f for name, f in arm.files.items() if name not in self.relaid)
 
     def decide(self) -> GuardDecision:
         checks: list[Callable[[], str | None]] = [
@@ -312,7 +303,7 @@ class _Comparison:
             return None  # aggregators and read-modify-write reorder the calls of the same accesses
         if self.logical:
             return self._stream_order()
-        before, after = _random_share(self._kept(self.inc)), _random_share(self._kept(self.exp))
+        before, after = self._kept(self.inc).random_share, self._kept(self.exp).random_share
         if before is None or after is None or abs(after - before) <= self.rules.order_tolerance:
             return None
         if self._served_rereads() and after < before:
@@ -412,7 +403,9 @@ class _Comparison:
             return d.before.mean_size, d.after.mean_size
         if self.logical:
             return None, None  # the log has no request in this direction in one of the arms
-        return _mean_call(self._kept(self.inc), direction), _mean_call(self._kept(self.exp), direction)
+        return self._kept(self.inc).mean_call_bytes(direction), self._kept(self.exp).mean_call_bytes(
+            direction
+        )
 
     def _follows(self, direction: str) -> bool:
         """The coarser arm touches the blocks in the finer arm's shuffled order: the same requests."""
@@ -512,7 +505,7 @@ class _Comparison:
         for name in self.relaid:
             f, g = self.inc.files[name], self.exp.files[name]
             for direction in ("read", "write"):
-                b, a = _mean_call([f], direction), _mean_call([g], direction)
+                b, a = Totals.of([f]).mean_call_bytes(direction), Totals.of([g]).mean_call_bytes(direction)
                 if b and a and not lo <= a / b <= hi:
                     sizes.append(f"{name}: {direction} calls {_kib(b)} -> {_kib(a)} on average")
         first = self.relaid[0]
@@ -575,7 +568,8 @@ class _Comparison:
             return out
         out = []
         for name in self.relaid:
-            before, after = _random_share([self.inc.files[name]]), _random_share([self.exp.files[name]])
+            before = Totals.of([self.inc.files[name]]).random_share
+            after = Totals.of([self.exp.files[name]]).random_share
             if before is not None and after is not None and abs(after - before) > self.rules.order_tolerance:
                 out.append(f"{name}: {100 * before:.0f}% -> {100 * after:.0f}% of the accesses go backwards")
         return out
