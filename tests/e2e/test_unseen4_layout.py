@@ -26,6 +26,7 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Arm]:
     return {
         "base": traced_arm(spec, tmp),
         "chunked": traced_arm(spec, tmp, CHUNK_ROWS="64", CACHE_MIB="32"),
+        "aligned": traced_arm(spec, tmp, ALIGN_KIB="64"),
         "f4": traced_arm(spec, tmp, DTYPE="f4"),
         "chunked_sorted": traced_arm(spec, tmp, CHUNK_ROWS="64", CACHE_MIB="32", SORTED="1"),
     }
@@ -37,6 +38,15 @@ def test_a_chunked_layout_of_the_same_rows_is_a_new_layout(rows: dict[str, Arm])
     assert d.verdict in (None, "inconclusive"), d.reason
     assert "laid out 1 file(s) anew" in d.reason and d.details["relaid_out"] == ["<data>/sim.h5"]
     assert no_doing_less_guard(rows["base"], rows["chunked"], strategy=LAYOUT).passed
+
+
+def test_hdf5_alignment_moves_the_same_bytes_and_is_not_rejected(rows: dict[str, Arm]) -> None:
+    """H5Pset_alignment (h5py's alignment_interval): the dataset starts on a 64 KiB boundary."""
+    strategy = CAT.strategies["l2.hdf5_alignment"]
+    d = access_pattern_guard(strategy, rows["base"], rows["aligned"])
+    assert d.verdict in (None, "inconclusive"), d.reason
+    assert d.details["relaid_out"] == ["<data>/sim.h5"], d.reason
+    assert no_doing_less_guard(rows["base"], rows["aligned"], strategy=strategy).passed
 
 
 def test_float32_rows_under_a_layout_id_are_doing_less(rows: dict[str, Arm]) -> None:
