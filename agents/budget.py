@@ -107,7 +107,7 @@ class Budget:
                     raise OutOfTime(why)
             capped = spec
             if self.deadline is not None:
-                capped = spec.model_copy(update={"timeout_s": self.deadline.cap(spec.timeout_s)})
+                capped = self.deadline.capped(spec)
             start = time.monotonic()
             yield capped
             if arm:

@@ -545,16 +545,45 @@ def test_job_that_can_never_start_fails_fast(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("limits", [{"queue_timeout_s": 1.0}, {"queue_timeout_s": None}])
 def test_pending_until_the_timeout_is_not_described_as_a_run(
-    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, kind: str
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, kind: str, limits: dict[str, Any]
 ) -> None:
+    """A job still queued at its queue limit (or, with one clock, at timeout_s) is cancelled."""
     monkeypatch.setenv("FAKE_SCHED_PENDING_S", "30")  # the queue is busy
-    res = cluster.run(kind, [PY, "-c", "print('late')"], timeout_s=1)
+    res = cluster.run(kind, [PY, "-c", "print('late')"], timeout_s=1, **limits)
     assert res.status == "timeout", res
     assert "never started within 1 s" in res.reason
+    which = "queue_timeout_s" if limits["queue_timeout_s"] else "timeout_s"
+    assert f"{which} bounds the wait" in res.reason
     assert res.wall_s == 0.0 and res.wall_source == "none: the job never started"
     if kind == "slurm":
         assert "reason Resources" in res.reason
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_timeout_counts_the_run_not_the_queue(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """On a busy cluster a job waits longer than its own timeout and still runs to its end."""
+    monkeypatch.setenv("FAKE_SCHED_PENDING_S", "3")
+    res = cluster.run(kind, [PY, "-c", "print('done')"], timeout_s=2.5, queue_timeout_s=30)
+    assert res.status == "ok", res
+    assert res.stdout_tail.strip() == "done"
+    if kind == "slurm":
+        assert res.queue_s is not None and res.queue_s >= 2.8
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_started_job_is_killed_at_its_timeout(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    monkeypatch.setenv("FAKE_SCHED_PENDING_S", "2")
+    t0 = time.monotonic()
+    res = cluster.run(kind, [PY, "-c", "import time; time.sleep(60)"], timeout_s=1.5, queue_timeout_s=30)
+    assert res.status == "timeout", res
+    assert res.reason.startswith("killed after 1.5 s"), res.reason
+    assert 3.0 <= time.monotonic() - t0 < 20
 
 
 @pytest.mark.parametrize("kind", KINDS)

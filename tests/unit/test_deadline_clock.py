@@ -4,6 +4,7 @@ so deadline decisions are tested without waiting and without depending on the ma
 from __future__ import annotations
 
 from dftune.tools.runner.deadline import Deadline
+from dftune.tools.runner.spec import Launcher, WorkloadSpec
 
 
 class FakeClock:
@@ -39,3 +40,33 @@ def test_cap_never_runs_a_job_past_the_deadline() -> None:
     assert d.cap(30.0) == 30.0
     clock.t = 99.0
     assert d.cap(30.0) == 1.0  # at least a second, so a job is never given a zero timeout
+
+
+def _spec(kind: str, timeout_s: float, queue_timeout_s: float | None) -> WorkloadSpec:
+    return WorkloadSpec(
+        name="w",
+        command=["true"],
+        timeout_s=timeout_s,
+        launcher=Launcher(kind=kind, queue_timeout_s=queue_timeout_s),  # type: ignore[arg-type]
+    )
+
+
+def test_a_queued_job_keeps_its_own_clocks_while_both_fit_before_the_deadline() -> None:
+    d = Deadline(at=10_000.0, reserve_s=10.0, now=FakeClock(0.0))
+    spec = _spec("slurm", 300.0, 3600.0)
+    assert d.capped(spec) == spec  # queue wait and run are counted apart
+
+
+def test_near_the_deadline_queue_and_run_share_one_clock_that_ends_before_it() -> None:
+    d = Deadline(at=1000.0, reserve_s=10.0, now=FakeClock(0.0))
+    capped = d.capped(_spec("flux", 300.0, 3600.0))
+    assert capped.timeout_s == 300.0 and capped.launcher.queue_timeout_s is None
+    later = Deadline(at=1000.0, reserve_s=10.0, now=FakeClock(900.0))
+    capped = later.capped(_spec("slurm", 300.0, 3600.0))
+    assert capped.timeout_s == 90.0 and capped.launcher.queue_timeout_s is None
+
+
+def test_a_local_run_only_has_its_timeout_capped() -> None:
+    d = Deadline(at=100.0, reserve_s=10.0, now=FakeClock(0.0))
+    capped = d.capped(_spec("local", 300.0, 3600.0))
+    assert capped.timeout_s == 90.0 and capped.launcher.queue_timeout_s == 3600.0

@@ -14,8 +14,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from dftune.core.errors import DftuneError
+
+if TYPE_CHECKING:
+    from dftune.tools.runner.spec import WorkloadSpec
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -111,3 +115,16 @@ class Deadline:
     def cap(self, timeout_s: float) -> float:
         """A job's timeout, never past the deadline."""
         return max(1.0, min(timeout_s, self.left()))
+
+    def capped(self, spec: WorkloadSpec) -> WorkloadSpec:
+        """``spec`` with timeouts that cannot run past the deadline.
+
+        A Slurm or Flux job waits in the queue (``queue_timeout_s``) before its run
+        (``timeout_s``); when both together could pass the deadline, they share one clock
+        from submission instead, capped like a local run's timeout."""
+        update: dict[str, object] = {"timeout_s": self.cap(spec.timeout_s)}
+        launcher = spec.launcher
+        queue = launcher.queue_timeout_s
+        if launcher.kind in ("slurm", "flux") and queue is not None and queue + spec.timeout_s > self.left():
+            update["launcher"] = launcher.model_copy(update={"queue_timeout_s": None})
+        return spec.model_copy(update=update)

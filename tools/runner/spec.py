@@ -262,6 +262,11 @@ class Launcher(_Strict):
     #: extra arguments for mpirun / sbatch / flux submit
     extra_args: list[str] = []
     poll_s: float = Field(default=2.0, gt=0)
+    #: Slurm and Flux: how long a job may wait in the queue before dftune cancels it; the spec's
+    #: ``timeout_s`` then counts the job's run only, as a batch system's time limit does.  None: one
+    #: clock from submission, ``timeout_s`` covers the wait and the run together (what a deadline
+    #: near its end uses, so that nothing runs past it)
+    queue_timeout_s: float | None = Field(default=3600.0, gt=0)
     #: baseline replicates of this workload that may run at once on this machine (local, mpirun);
     #: Slurm and Flux replicates are separate jobs and run as the cluster schedules them
     parallel: int = Field(default=1, ge=1, le=64)

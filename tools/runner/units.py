@@ -25,7 +25,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -224,13 +223,12 @@ class BaselineUnits:
                 f.result()
 
     def _run_one(self, i: int, *, with_setup: bool) -> None:
-        update: dict[str, Any] = {} if with_setup else {"setup": None}
+        spec = self.spec if with_setup else self.spec.model_copy(update={"setup": None})
         capped = False
         if self.deadline is not None:
-            cap = self.deadline.cap(self.spec.timeout_s)
-            capped = cap < self.spec.timeout_s
-            update["timeout_s"] = cap
-        spec = self.spec.model_copy(update=update)
+            unbound = spec
+            spec = self.deadline.capped(spec)
+            capped = spec != unbound
         with self._cond:
             self._running.add(i)
         start = time.monotonic()

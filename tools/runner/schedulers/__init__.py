@@ -11,8 +11,10 @@ local run's:
   the scheduler failed it (node failure, out of memory, cancelled by someone else), the job
   can never start (a pending reason such as ``PartitionConfig``: it is cancelled at once
   instead of waiting out ``timeout_s``) or it could not be submitted or followed;
-* ``timeout``: our own ``timeout_s`` ran out (the job is then cancelled with ``scancel`` /
-  ``flux cancel`` and we wait for it to leave the queue) or the scheduler's time limit hit.
+* ``timeout``: the job ran our own ``timeout_s`` (counted from the first poll that saw it
+  running: the queue is not the program's time), waited ``launcher.queue_timeout_s`` without
+  starting (the job is then cancelled with ``scancel`` / ``flux cancel`` and we wait for it to
+  leave the queue), or the scheduler's time limit hit.
 
 Where the final state comes from (``state_source``): Slurm's ``sacct`` (every line: the
 job, its batch step and the program's steps, whose ``N:S`` exit code carries the signal);

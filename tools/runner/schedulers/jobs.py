@@ -1,7 +1,8 @@
 """What Slurm and Flux jobs share: following a submitted job to its end, and the result.
 
 Submit (argv lists only, never a shell), poll the queue every ``launcher.poll_s`` seconds until
-the job leaves it (or cancel it at ``timeout_s``, or when it can never start), then ask the
+the job leaves it (or cancel it after ``timeout_s`` of running, ``launcher.queue_timeout_s`` of
+waiting, or when it can never start), then ask the
 scheduler for the final state and exit code, and take the wall time from the most precise clock
 there is. The schedulers themselves are ``slurm.py`` and ``flux.py``; the overview is in the
 package's docstring.
@@ -278,9 +279,21 @@ def _wall(watch: _Watch, end: JobEnd | None, clock: Path | None) -> tuple[float,
 
 
 def _follow(
-    job: _Job, *, watch: _Watch, timeout_s: float, poll_s: float, out: Path, err: Path, clock: Path | None
+    job: _Job,
+    *,
+    watch: _Watch,
+    timeout_s: float,
+    queue_timeout_s: float | None,
+    poll_s: float,
+    out: Path,
+    err: Path,
+    clock: Path | None,
 ) -> ProcessResult:
-    """Poll ``job`` until it leaves the queue (or cancel it at ``timeout_s``), then read its result."""
+    """Poll ``job`` until it leaves the queue, then read its result.
+
+    It is cancelled when it waited ``queue_timeout_s`` in the queue without starting, or ran
+    ``timeout_s`` from the first poll that saw it running (a busy cluster's queue is not the
+    program's time).  With ``queue_timeout_s`` None, ``timeout_s`` counts from submission."""
 
     def result(
         status: Status, code: int | None, reason: str, end: JobEnd | None = None, source: str = ""
@@ -302,7 +315,15 @@ def _follow(
             queue_s=queue,
         )
 
-    deadline = watch.submitted + timeout_s
+    one_clock = queue_timeout_s is None
+
+    def deadline() -> float:
+        if one_clock:
+            return watch.submitted + timeout_s
+        if watch.first_running is None:
+            return watch.submitted + float(queue_timeout_s or 0.0)
+        return watch.first_running + timeout_s
+
     errors: list[str] = []
     never = ("", 0)  # (why, polls in a row)
     q: QueueState | None = QueueState(state="SUBMITTED", waiting=True)
@@ -333,19 +354,21 @@ def _follow(
                 f"{job.scheduler} job {job.job_id} can never start ({why}); cancelled with {job.cancel_tool}"
             )
             return result("failed", None, reason + extra, source=job.queue_tool)
-        if now >= deadline:
+        if now >= deadline():
             problem = _cancel_and_wait(job, poll_s)
             if watch.first_running is None:
                 said = f"{q.state.lower()}" + (f", reason {q.reason}" if q.reason else "")
+                waited = timeout_s if one_clock else float(queue_timeout_s or 0.0)
+                which = "timeout_s" if one_clock else "[launcher] queue_timeout_s"
                 reason = (
-                    f"job {job.job_id} never started within {timeout_s:g} "
-                    f"s ({said}): {job.cancel_tool} {job.job_id}"
+                    f"job {job.job_id} never started within {waited:g} "
+                    f"s ({said}): {job.cancel_tool} {job.job_id}; {which} bounds the wait"
                 )
             else:
                 reason = f"killed after {timeout_s:g} s: {job.cancel_tool} {job.job_id}"
             reason += f" ({problem})" if problem else ""
             return result("timeout", None, reason)
-        time.sleep(min(poll_s, max(0.0, deadline - now)))
+        time.sleep(min(poll_s, max(0.0, deadline() - now)))
 
     problem = ""
     for attempt in range(FINAL_TRIES):
@@ -374,6 +397,7 @@ def _submit_and_follow(
     cli_env: dict[str, str],
     cwd: Path,
     timeout_s: float,
+    queue_timeout_s: float | None,
     poll_s: float,
     out: Path,
     err: Path,
@@ -394,5 +418,12 @@ def _submit_and_follow(
     if job_id is None:
         return _failed(f"{what} printed no job id (stdout: {proc.stdout.strip()[:200]!r})")
     return _follow(
-        make_job(job_id), watch=watch, timeout_s=timeout_s, poll_s=poll_s, out=out, err=err, clock=clock
+        make_job(job_id),
+        watch=watch,
+        timeout_s=timeout_s,
+        queue_timeout_s=queue_timeout_s,
+        poll_s=poll_s,
+        out=out,
+        err=err,
+        clock=clock,
     )

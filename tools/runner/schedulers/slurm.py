@@ -421,6 +421,7 @@ def run_slurm(
         cli_env=cli_env,
         cwd=cwd,
         timeout_s=timeout_s,
+        queue_timeout_s=launcher.queue_timeout_s,
         poll_s=launcher.poll_s,
         out=out,
         err=err,
