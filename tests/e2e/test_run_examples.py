@@ -99,6 +99,8 @@ def test_sigkill_in_the_middle_of_a_real_run_then_resume() -> None:
             str(_spec("small_reads")),
             "--run-id",
             "killed",
+            "--max-experiments",
+            "3",  # killed in the second, resumed through the third: what a resume must get right
             "--json",
         ],
         stdout=subprocess.PIPE,
