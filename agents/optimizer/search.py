@@ -4,8 +4,12 @@ Three rules, all from what this run measured (never from a proposal's name):
 
 - A knob's values are walked nearest-first from the value the incumbent runs with, in each
   direction; the next value in a direction opens only once the nearer one was measured. A
-  direction closes when its latest value, measured against the current incumbent, regressed,
-  was refused by a guard, or was inconclusive: going further that way is not expected to help.
+  direction closes when its latest value, measured against the current incumbent, regressed or
+  was refused by a guard: going further that way is not expected to help. A value the traces
+  could not settle (``inconclusive``) closes it only when its numbers were worse beyond the
+  noise: a guard's doubt says nothing about what the next value does to the metric (HDF5's
+  chunk sizes, a buffer's size), and a next value that wins with the same doubt is held as a
+  question for a person, never kept on its own.
 - After a change is kept, earlier proposals that measured no gain against the older incumbent
   and whose category may interact with the kept one (``resources/reasoning/interactions.toml``)
   get one more experiment against the new incumbent (a new proposal, ``retry_of`` the old).
@@ -29,7 +33,7 @@ from dftune.agents.state import Experiment, Proposal, TuningState
 from dftune.tools.runner.spec import Knob, WorkloadSpec
 
 #: a measured value that closes its direction (the search does not go further that way)
-CLOSING = ("regression", "rejected", "inconclusive", "failed")
+CLOSING = ("regression", "rejected", "failed")
 #: how much higher a system change's estimate must be to go before the best workload or library change
 L3_LEAD = 2.0
 
@@ -106,11 +110,16 @@ def _frontier_of(knob: Knob, props: list[Proposal], current: float, closing: Col
     return allowed
 
 
+def _closes(e: Experiment) -> bool:
+    """The measured value closes its direction (see the module's rules)."""
+    if e.verdict == "inconclusive":
+        return e.comparison is not None and e.comparison.verdict == "regression"
+    return e.verdict in CLOSING
+
+
 def searchable(open_: Sequence[Proposal], state: TuningState, spec: WorkloadSpec) -> list[Proposal]:
     """The open proposals the search may try now: every value of a knob beyond its frontier waits."""
-    closing = {
-        e.proposal_id: e.verdict or "" for e in _since_last_kept(state.experiments) if e.verdict in CLOSING
-    }
+    closing = {e.proposal_id for e in _since_last_kept(state.experiments) if _closes(e)}
     incumbent = state.incumbent.settings if state.incumbent else {}
     allowed: set[str] = set()
     gated: set[str] = set()

@@ -11,6 +11,7 @@ from dftune.agents.optimizer.search import interactions, reopened, searchable
 from dftune.agents.reasoner import RulesReasoner, rank_key
 from dftune.agents.state import Change, Experiment, KbPrior, Measurement, PriorResult, Proposal, TuningState
 from dftune.tools.runner.spec import WorkloadSpec
+from dftune.tools.runner.stats import compare
 
 SPEC = WorkloadSpec.model_validate(
     {
@@ -134,6 +135,32 @@ def test_a_guard_refusal_closes_its_direction_too() -> None:
     ps = _chunks(c4096="measured")
     state = _state(ps, [_exp(1, "CHUNK=4096", "rejected")])
     assert _ids(searchable([p for p in ps if p.status == "proposed"], state, SPEC)) == ["CHUNK=65536"]
+
+
+def _unsettled(n: int, pid: str, candidate: list[float]) -> Experiment:
+    """An experiment the access-pattern guard could not settle, with its real statistics."""
+    exp = _exp(n, pid, "inconclusive")
+    return exp.model_copy(update={"comparison": compare([1.0, 1.01, 0.99, 1.0, 1.02], candidate)})
+
+
+def test_an_unsettled_value_without_a_gain_leaves_its_direction_open() -> None:
+    """A guard's doubt about CHUNK=65536 says nothing about what 262144 does to the metric."""
+    ps = _chunks(c65536="measured")
+    state = _state(ps, [_unsettled(1, "CHUNK=65536", [1.0, 1.01, 0.99, 1.01, 1.0])])
+    assert state.experiments[0].comparison is not None
+    assert state.experiments[0].comparison.verdict == "no_change"
+    assert _ids(searchable([p for p in ps if p.status == "proposed"], state, SPEC)) == [
+        "CHUNK=262144",
+        "CHUNK=4096",
+    ]
+
+
+def test_an_unsettled_value_that_measured_worse_closes_its_direction() -> None:
+    ps = _chunks(c65536="measured")
+    state = _state(ps, [_unsettled(1, "CHUNK=65536", [1.4, 1.5, 1.45, 1.42, 1.48])])
+    assert state.experiments[0].comparison is not None
+    assert state.experiments[0].comparison.verdict == "regression"
+    assert _ids(searchable([p for p in ps if p.status == "proposed"], state, SPEC)) == ["CHUNK=4096"]
 
 
 def test_unordered_knobs_and_other_proposals_are_not_gated() -> None:
