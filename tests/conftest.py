@@ -383,3 +383,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if e2e in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.e2e)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under ``--dist loadgroup`` a test marked ``xdist_group`` must carry its group in its node id
+    (pytest-xdist's own mark of it, added while the items were collected): without it the group is
+    silently ignored and a module's fixtures are made once on each worker, so a module that holds a
+    shared resource (a Slurm job holding a core) meets itself. Such a test fails at once, saying why."""
+    grouped = getattr(item.config.option, "loadgroup", False) and item.get_closest_marker("xdist_group")
+    if grouped and "@" not in item.nodeid:
+        pytest.fail(
+            "xdist_group is not honoured by this pytest/pytest-xdist pair (the node id has no "
+            "@group suffix): install the versions pyproject.toml's dev extra allows",
+            pytrace=False,
+        )

@@ -37,7 +37,9 @@ from dftune.core.vocabulary import FS_TYPES
 from dftune.tools.diagnose.engine import Bottleneck, DataDirError, Diagnosis, diagnose, diagnose_analysis
 from dftune.tools.trace import analyze
 
-pytestmark = pytest.mark.e2e
+# one xdist worker runs the module: its module fixture (real runs, traced) is then made once,
+# not once on each worker that receives one of its tests
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("planted")]
 
 TIMEOUT_S = 120
 

@@ -37,7 +37,9 @@ from reference import reference
 from dftune.tools.diagnose.engine import Diagnosis, diagnose, diagnose_runs
 from dftune.tools.trace import MultipleRunsError, analyze, analyze_runs
 
-pytestmark = pytest.mark.e2e
+# one xdist worker runs the module: its module fixture (real runs, traced) is then made once,
+# not once on each worker that receives one of its tests
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("launch_styles")]
 
 TIMEOUT_S = 300
 WRITES, WRITE_SIZE = 40_000, 8192

@@ -23,7 +23,9 @@ import pytest
 
 from dftune.tools.diagnose.engine import Diagnosis, diagnose
 
-pytestmark = pytest.mark.e2e
+# one xdist worker runs the module: its module fixture (real runs, traced) is then made once,
+# not once on each worker that receives one of its tests
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("roles")]
 TIMEOUT_S = 180
 
 LOADER = textwrap.dedent(

@@ -19,7 +19,9 @@ from dftune.agents.state import TuningState
 from dftune.graphs.runs import approve_run, load_state, start_run
 from dftune.tools.session.workspace import Workspace
 
-pytestmark = pytest.mark.e2e
+# one xdist worker runs the module: its module fixture (real runs, traced) is then made once,
+# not once on each worker that receives one of its tests
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("unseen")]
 UNSEEN = Path(__file__).parent / "unseen"
 WORKLOADS = sorted(UNSEEN.glob("*/workload.toml"))
 SOURCES = {"measured", "kb", "trace model", "model", "n/a"}

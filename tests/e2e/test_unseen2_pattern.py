@@ -12,7 +12,9 @@ from dftune.tools.catalog import default_catalog
 from dftune.tools.guards import Arm, access_pattern_guard, no_doing_less_guard
 from tests.e2e.guard_arms import traced_arm
 
-pytestmark = pytest.mark.e2e
+# one xdist worker runs the module: its module fixture (real runs, traced) is then made once,
+# not once on each worker that receives one of its tests
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("unseen2")]
 UNSEEN2 = Path(__file__).parent / "unseen2"
 CAT = default_catalog()
 
