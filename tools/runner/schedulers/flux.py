@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dftune.core.process import ProcessResult, Status
 from dftune.tools.runner.schedulers.jobs import (
+    Following,
     JobEnd,
     QueueState,
     _check_argv,
@@ -202,10 +203,5 @@ def run_flux(
         lambda job_id: _FluxJob(job_id, tools, cli_env, err),
         cli_env=cli_env,
         cwd=cwd,
-        timeout_s=timeout_s,
-        queue_timeout_s=launcher.queue_timeout_s,
-        poll_s=launcher.poll_s,
-        out=out,
-        err=err,
-        clock=None,
+        how=Following.of(launcher, timeout_s, out, err),
     )

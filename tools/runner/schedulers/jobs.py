@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dftune.core.process import CommandResult, ProcessResult, Status, run_command
+from dftune.tools.runner.spec import Launcher
 
 #: Longest a single scheduler command (sbatch, squeue, ...) may take before we give up on it.
 CLI_TIMEOUT_S = 60.0
@@ -278,22 +279,36 @@ def _wall(watch: _Watch, end: JobEnd | None, clock: Path | None) -> tuple[float,
     return 0.0, "none: the job's run time is unknown", None
 
 
-def _follow(
-    job: _Job,
-    *,
-    watch: _Watch,
-    timeout_s: float,
-    queue_timeout_s: float | None,
-    poll_s: float,
-    out: Path,
-    err: Path,
-    clock: Path | None,
-) -> ProcessResult:
+@dataclass(frozen=True)
+class Following:
+    """How a submitted job is followed: its limits, the poll interval, and where its output lands."""
+
+    #: the run's limit, from the first poll that saw the job running
+    timeout_s: float
+    #: the wait's limit, from submission; None: ``timeout_s`` counts from submission
+    queue_timeout_s: float | None
+    poll_s: float
+    out: Path
+    err: Path
+    #: the job script's own clock file (Slurm); None where there is none (Flux)
+    clock: Path | None
+
+    @classmethod
+    def of(
+        cls, launcher: Launcher, timeout_s: float, out: Path, err: Path, clock: Path | None = None
+    ) -> Following:
+        """The launcher's queue limit and poll interval with the run's timeout and output files."""
+        return cls(timeout_s, launcher.queue_timeout_s, launcher.poll_s, out, err, clock)
+
+
+def _follow(job: _Job, *, watch: _Watch, how: Following) -> ProcessResult:
     """Poll ``job`` until it leaves the queue, then read its result.
 
     It is cancelled when it waited ``queue_timeout_s`` in the queue without starting, or ran
     ``timeout_s`` from the first poll that saw it running (a busy cluster's queue is not the
     program's time).  With ``queue_timeout_s`` None, ``timeout_s`` counts from submission."""
+    timeout_s, queue_timeout_s, poll_s = how.timeout_s, how.queue_timeout_s, how.poll_s
+    out, err, clock = how.out, how.err, how.clock
 
     def result(
         status: Status, code: int | None, reason: str, end: JobEnd | None = None, source: str = ""
@@ -396,15 +411,10 @@ def _submit_and_follow(
     *,
     cli_env: dict[str, str],
     cwd: Path,
-    timeout_s: float,
-    queue_timeout_s: float | None,
-    poll_s: float,
-    out: Path,
-    err: Path,
-    clock: Path | None,
+    how: Following,
 ) -> ProcessResult:
     """Submit with ``cmd``, read the job id, then follow the job to its end (both schedulers)."""
-    for stale in (out, err, clock):
+    for stale in (how.out, how.err, how.clock):
         if stale is not None:
             stale.unlink(missing_ok=True)
     watch = _Watch(submitted=time.perf_counter(), submitted_epoch=time.time())
@@ -417,13 +427,4 @@ def _submit_and_follow(
     job_id = parse_id(proc.stdout)
     if job_id is None:
         return _failed(f"{what} printed no job id (stdout: {proc.stdout.strip()[:200]!r})")
-    return _follow(
-        make_job(job_id),
-        watch=watch,
-        timeout_s=timeout_s,
-        queue_timeout_s=queue_timeout_s,
-        poll_s=poll_s,
-        out=out,
-        err=err,
-        clock=clock,
-    )
+    return _follow(make_job(job_id), watch=watch, how=how)

@@ -18,6 +18,7 @@ from pathlib import Path
 from dftune.core.process import ProcessResult, Status
 from dftune.tools.runner.schedulers.jobs import (
     TAIL_BYTES,
+    Following,
     JobEnd,
     QueueState,
     _check_argv,
@@ -420,10 +421,5 @@ def run_slurm(
         lambda job_id: _SlurmJob(job_id, tools, cli_env, err),
         cli_env=cli_env,
         cwd=cwd,
-        timeout_s=timeout_s,
-        queue_timeout_s=launcher.queue_timeout_s,
-        poll_s=launcher.poll_s,
-        out=out,
-        err=err,
-        clock=clock,
+        how=Following.of(launcher, timeout_s, out, err, clock),
     )
