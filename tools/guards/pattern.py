@@ -184,6 +184,8 @@ class _Comparison:
         self.logical: dict[str, Direction] = {}
         #: files the I/O library laid out anew (their positions are the library's, not compared)
         self.relaid = self._relaid()
+        #: the sums over each arm's files whose positions are compared
+        self.kept_inc, self.kept_exp = self._kept(inc), self._kept(exp)
         keys_inc = {p: k for p, k in inc.data_keys.items() if k not in self.relaid}
         keys_exp = {p: k for p, k in exp.data_keys.items() if k not in self.relaid}
         before, after = inc.request_log, exp.request_log
@@ -204,9 +206,10 @@ class _Comparison:
             if g is None or not f.write_bytes or not g.write_bytes or f.write_ranges == g.write_ranges:
                 continue
             if g.write_unique_bytes < f.write_unique_bytes * (1 - self.tol):
-                continue
+                continue  # fewer bytes is never a new layout
+            # a plain file's offsets are the application's, whatever the strategy says
             if library_container(f.path) or library_container(g.path):
-                out.append(name)  # a plain file's offsets are the application's, whatever the strategy says
+                out.append(name)
         return out
 
     def _kept(self, arm: Arm) -> Totals:
@@ -303,7 +306,7 @@ class _Comparison:
             return None  # aggregators and read-modify-write reorder the calls of the same accesses
         if self.logical:
             return self._stream_order()
-        before, after = self._kept(self.inc).random_share, self._kept(self.exp).random_share
+        before, after = self.kept_inc.random_share, self.kept_exp.random_share
         if before is None or after is None or abs(after - before) <= self.rules.order_tolerance:
             return None
         if self._served_rereads() and after < before:
@@ -403,9 +406,7 @@ class _Comparison:
             return d.before.mean_size, d.after.mean_size
         if self.logical:
             return None, None  # the log has no request in this direction in one of the arms
-        return self._kept(self.inc).mean_call_bytes(direction), self._kept(self.exp).mean_call_bytes(
-            direction
-        )
+        return self.kept_inc.mean_call_bytes(direction), self.kept_exp.mean_call_bytes(direction)
 
     def _follows(self, direction: str) -> bool:
         """The coarser arm touches the blocks in the finer arm's shuffled order: the same requests."""

@@ -331,12 +331,12 @@ def _follow(job: _Job, *, watch: _Watch, how: Following) -> ProcessResult:
         )
 
     one_clock = queue_timeout_s is None
+    #: how long after submission a job that has not started is cancelled
+    wait_limit = timeout_s if queue_timeout_s is None else queue_timeout_s
 
     def deadline() -> float:
-        if one_clock:
-            return watch.submitted + timeout_s
-        if watch.first_running is None:
-            return watch.submitted + float(queue_timeout_s or 0.0)
+        if one_clock or watch.first_running is None:
+            return watch.submitted + wait_limit
         return watch.first_running + timeout_s
 
     errors: list[str] = []
@@ -373,10 +373,9 @@ def _follow(job: _Job, *, watch: _Watch, how: Following) -> ProcessResult:
             problem = _cancel_and_wait(job, poll_s)
             if watch.first_running is None:
                 said = f"{q.state.lower()}" + (f", reason {q.reason}" if q.reason else "")
-                waited = timeout_s if one_clock else float(queue_timeout_s or 0.0)
                 which = "timeout_s" if one_clock else "[launcher] queue_timeout_s"
                 reason = (
-                    f"job {job.job_id} never started within {waited:g} "
+                    f"job {job.job_id} never started within {wait_limit:g} "
                     f"s ({said}): {job.cancel_tool} {job.job_id}; {which} bounds the wait"
                 )
             else:
