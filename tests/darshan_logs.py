@@ -3,7 +3,9 @@ darshan-hpc/darshan-logs collection copied into tests/data/darshan_logs (see its
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
+from typing import Any
 
 import darshan
 
@@ -39,3 +41,15 @@ def all_single_logs() -> list[Path]:
     """Shipped logs plus every single-job log of the collection (DLIO's per-process logs excluded)."""
     extra = sorted(f for f in COLLECTION.rglob("*.darshan") if "dlio_logs" not in f.parts)
     return shipped_logs() + extra
+
+
+def pydarshan_report(path: Path) -> Any:
+    """PyDarshan's own reading of ``path`` (every record loaded), its log handle already closed.
+
+    A report left open is closed by its ``__del__`` whenever the garbage collector runs, and that
+    can be inside cffi's type parser, which holds the lock that closing needs: the test process
+    then hangs for good (seen under ``make test``). Closing it here keeps the records in memory."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with darshan.DarshanReport(str(path), read_all=True) as r:
+            return r

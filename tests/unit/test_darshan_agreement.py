@@ -8,7 +8,6 @@ columnar reader and vectorized mapping; every comparison is exact unless it says
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +16,14 @@ import pandas as pd
 import pytest
 
 from dftune.tools.trace import analyze
-from tests.darshan_logs import all_single_logs, collection, shipped
+from tests.darshan_logs import all_single_logs, collection, pydarshan_report, shipped
 
 LOGS = all_single_logs()
 IDS = [p.parent.name + "/" + p.name[:40] for p in LOGS]
 
 
 def report(path: Path) -> Any:
-    import darshan
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return darshan.DarshanReport(str(path), read_all=True)
+    return pydarshan_report(path)
 
 
 def frames(r: Any, mod: str) -> tuple[pd.DataFrame, pd.DataFrame] | None:

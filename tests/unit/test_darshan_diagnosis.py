@@ -7,7 +7,6 @@ PyDarshan's report API, so a rule that fires for the wrong reason fails here.
 from __future__ import annotations
 
 import itertools
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 
 from dftune.tools.diagnose.engine import diagnose
 from dftune.tools.trace import analyze
-from tests.darshan_logs import collection, shipped
+from tests.darshan_logs import collection, pydarshan_report, shipped
 
 
 def ids(path: Path) -> dict[str, Any]:
@@ -24,11 +23,7 @@ def ids(path: Path) -> dict[str, Any]:
 
 
 def report(path: Path) -> Any:
-    import darshan
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return darshan.DarshanReport(str(path), read_all=True)
+    return pydarshan_report(path)
 
 
 def test_imbalanced_single_ost_writes() -> None:
