@@ -33,7 +33,6 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
-from scipy.stats import mannwhitneyu, wilcoxon
 
 __all__ = [
     "DEFAULT_REPLICATES",
@@ -266,6 +265,8 @@ def mann_whitney(baseline: Sequence[float], candidate: Sequence[float]) -> float
     cand = _as_array(candidate, "candidate")
     if base.size < 2 or cand.size < 2:
         return 1.0
+    from scipy.stats import mannwhitneyu  # scipy.stats takes ~1 s to import: only when comparing
+
     result = mannwhitneyu(base, cand, alternative="two-sided", method="auto")
     p = float(result.pvalue)
     if not math.isfinite(p):
@@ -485,6 +486,8 @@ def signed_rank(baseline: Sequence[float], candidate: Sequence[float]) -> float:
     diffs = np.log(cand) - np.log(base)
     if base.size < 2 or not np.any(diffs):
         return 1.0
+    from scipy.stats import wilcoxon  # as in mann_whitney: imported when first used
+
     p = float(wilcoxon(diffs, alternative="two-sided").pvalue)
     return min(1.0, max(0.0, p)) if math.isfinite(p) else 1.0
 
