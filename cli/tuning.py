@@ -496,8 +496,8 @@ def compare(
 @app.command()
 def runs(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False) -> None:
     """Every run (and campaign) under $DFTUNE_HOME with its status."""
-    from dftune.graphs.campaign import list_campaigns
     from dftune.tools.report.run_glance import run_result
+    from dftune.tools.session.campaigns import list_campaigns
     from dftune.tools.session.workspace import Workspace
 
     with user_errors():

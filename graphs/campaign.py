@@ -393,26 +393,6 @@ def campaign_reports(
     return write_campaign_reports(meta, workspace or Workspace(), store.dir(campaign_id), html=html)
 
 
-def list_campaigns(store: CampaignStore | None = None) -> list[dict[str, Any]]:
-    """Every campaign with its status (a running one whose driver is gone shows as interrupted)."""
-    out = []
-    for meta in (store or CampaignStore()).list():
-        status = meta.status
-        if status == "running" and not driver_alive(meta):
-            status = "interrupted"
-        out.append(
-            {
-                "id": meta.id,
-                "status": status,
-                "deadline": meta.deadline,
-                "deadline_text": clock(meta.deadline) if meta.deadline else None,
-                "members": [m.model_dump() for m in meta.members],
-                "resume_with": f"dftune resume {meta.id}" if status == "interrupted" else None,
-            }
-        )
-    return out
-
-
 def interim_report(run_id: str, ws: Workspace, spec: WorkloadSpec, reason: str) -> None:
     """report.json/report.md of a run that waits for an approval: everything measured so far (finalize
     rewrites them when the run ends)."""

@@ -277,7 +277,7 @@ class RunListIn(_In):
 )
 def run_list_tool(p: RunListIn) -> dict[str, Any]:
     """Which runs exist and which wait for something."""
-    from dftune.graphs.campaign import list_campaigns
+    from dftune.tools.session.campaigns import list_campaigns
     from dftune.tools.session.workspace import Workspace
 
     rows = [r.model_dump(mode="json") for r in Workspace().list_runs()][::-1]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dftune.core import strictjson
 from dftune.core.home import dftune_home
+from dftune.tools.runner.deadline import clock
 from dftune.tools.session.layout import RunNotFound, WorkspaceError, validate_run_id
 
 CAMPAIGNS_DIRNAME = "campaigns"
@@ -161,3 +162,23 @@ def driver_alive(meta: CampaignMeta) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def list_campaigns(store: CampaignStore | None = None) -> list[dict[str, Any]]:
+    """Every campaign with its status (a running one whose driver is gone shows as interrupted)."""
+    out = []
+    for meta in (store or CampaignStore()).list():
+        status = meta.status
+        if status == "running" and not driver_alive(meta):
+            status = "interrupted"
+        out.append(
+            {
+                "id": meta.id,
+                "status": status,
+                "deadline": meta.deadline,
+                "deadline_text": clock(meta.deadline) if meta.deadline else None,
+                "members": [m.model_dump() for m in meta.members],
+                "resume_with": f"dftune resume {meta.id}" if status == "interrupted" else None,
+            }
+        )
+    return out
