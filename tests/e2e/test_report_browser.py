@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+
+from tests.e2e.main_job import SMALL_READS_GROUP, FinishedRun, dftune_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -27,20 +27,13 @@ def _chromium() -> str:
     pytest.skip("no Chromium here: .ci/run installs the Debian package `chromium`; apt-get could not run")
 
 
-def _dftune(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dftune.cli", *args], capture_output=True, text=True, timeout=900, check=False
-    )
-
-
-def test_small_reads_report_renders_in_headless_chromium(tmp_path: Path) -> None:
-    pytest.importorskip("dftracer")
+@pytest.mark.xdist_group(SMALL_READS_GROUP)
+def test_small_reads_report_renders_in_headless_chromium(
+    tmp_path: Path, small_reads_main_job: FinishedRun
+) -> None:
     browser = _chromium()
-    spec = Path(str(resources.files("dftune.resources") / "workloads" / "small_reads" / "workload.toml"))
-    res = _dftune("run", str(spec), "--max-experiments", "2", "--json")
-    assert res.returncode == 0, res.stderr[-2000:]
-    run_id = json.loads(res.stdout)["run_id"]
-    res = _dftune("report", run_id, "--html", "--json")
+    run = small_reads_main_job
+    res = dftune_cli("report", run.run_id, "--html", "--json", home=run.home)
     assert res.returncode == 0, res.stderr[-2000:]
     page = Path(json.loads(res.stdout)["html"])
     text = page.read_text()

@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from PIL import Image
 
 from dftune.tools.report.plots import OVER_COLOR, artists_outside_axes, build_plots
 from dftune.tools.report.writer import load_report
+from tests.e2e.main_job import SMALL_READS_GROUP, FinishedRun
 
 pytestmark = pytest.mark.e2e
 WIDTH = 1100
@@ -103,11 +103,12 @@ def test_dftracer_trace_report_shows_the_rank_heatmap(
         assert _pixels(img, OVER, tol=20) > 200
 
 
-def test_run_report_plots_stay_inside_their_axes(tmp_path: Path) -> None:
-    pytest.importorskip("dftracer")
-    spec = Path(str(resources.files("dftune.resources") / "workloads" / "small_reads" / "workload.toml"))
-    run = _dftune("run", str(spec), "--max-experiments", "1", "--replicates", "3")
-    run_id = str(run["run_id"])
+@pytest.mark.xdist_group(SMALL_READS_GROUP)
+def test_run_report_plots_stay_inside_their_axes(
+    tmp_path: Path, small_reads_main_job: FinishedRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DFTUNE_HOME", str(small_reads_main_job.home))
+    run_id = small_reads_main_job.run_id
     _, doc = load_report(run_id)
     plots = build_plots(doc)
     drawn = [p for p in plots if p.figure is not None]

@@ -13,12 +13,12 @@ import signal
 import subprocess
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from dftune.tools.kb import opt_kb_records
+from tests.e2e.main_job import SMALL_READS_GROUP, FinishedRun, bundled_spec, dftune_cli, run_main_job
 
 pytestmark = pytest.mark.e2e
 
@@ -31,41 +31,30 @@ EXAMPLES = {
 }
 
 
-def _spec(name: str) -> Path:
-    return Path(str(resources.files("dftune.resources") / "workloads" / name / "workload.toml"))
-
-
-def _dftune(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dftune.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-@pytest.mark.parametrize("example", sorted(EXAMPLES))
-def test_the_main_job_finds_a_win_and_refuses_doing_less(example: str) -> None:
+@pytest.mark.parametrize(
+    "example",
+    [
+        pytest.param(name, marks=pytest.mark.xdist_group(SMALL_READS_GROUP))
+        if name == "small_reads"
+        else name
+        for name in sorted(EXAMPLES)
+    ],
+)
+def test_the_main_job_finds_a_win_and_refuses_doing_less(
+    example: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("dftracer")
     if example == "hdf5_reader":
         pytest.importorskip("h5py")
     if example == "mpiio_shared":
         pytest.importorskip("mpi4py")
     doing_less = EXAMPLES[example]
-    res = _dftune("run", str(_spec(example)), "--mode", "autonomous", "--json")
-    assert res.returncode == 0, res.stderr[-2000:]
-    doc = json.loads(res.stdout)
-    for _ in range(10):
-        if doc["status"] != "awaiting_approval":
-            break
-        # overnight, everything the policy may approve alone ran first; a sudo or system change waits
-        pending = doc["pending"][0]
-        assert pending["privilege"] != "no-sudo" or pending["layer"] == "L3", pending
-        assert all(v["proposal"] != pending["proposal_id"] for v in doc["verdicts"])
-        res = _dftune("approve", doc["run_id"], "--reject", "--reason", "no sudo in CI", "--json")
-        assert res.returncode == 0, res.stderr[-2000:]
-        doc = json.loads(res.stdout)
+    if example == "small_reads":  # the report tests read this same run
+        run: FinishedRun = request.getfixturevalue("small_reads_main_job")
+        monkeypatch.setenv("DFTUNE_HOME", str(run.home))
+    else:
+        run = run_main_job(example)
+    doc = run.doc
     assert doc["status"] == "completed", doc["status_reason"]
     wins = [v for v in doc["verdicts"] if v["verdict"] == "win"]
     assert wins, doc["verdicts"]
@@ -96,7 +85,7 @@ def test_sigkill_in_the_middle_of_a_real_run_then_resume() -> None:
             "-m",
             "dftune.cli",
             "run",
-            str(_spec("small_reads")),
+            str(bundled_spec("small_reads")),
             "--run-id",
             "killed",
             "--max-experiments",
@@ -115,7 +104,7 @@ def test_sigkill_in_the_middle_of_a_real_run_then_resume() -> None:
         proc.wait()
     assert proc.returncode == -signal.SIGKILL
     before = [r for r in opt_kb_records() if r.run_id == "killed"]
-    res = _dftune("resume", "killed", "--json")
+    res = dftune_cli("resume", "killed", "--json")
     assert res.returncode == 0, res.stderr[-2000:]
     doc = json.loads(res.stdout)
     assert doc["status"] == "completed"
@@ -126,13 +115,13 @@ def test_sigkill_in_the_middle_of_a_real_run_then_resume() -> None:
     keys = [r.dedup_key for r in after]
     assert len(keys) == len(set(keys))
     assert sum(1 for r in after if r.iteration == 1 and r.metric_scope == "app") == 1
-    history = json.loads(_dftune("history", "killed", "--json").stdout)["checkpoints"]
+    history = json.loads(dftune_cli("history", "killed", "--json").stdout)["checkpoints"]
     assert history[-1]["status"] == "completed"
 
 
 def test_doctor_reports_the_tracer_its_blind_spots_and_the_data_filesystem(tmp_path: Path) -> None:
     pytest.importorskip("dftracer")
-    res = _dftune("doctor", "--data-dir", str(tmp_path), "--json")
+    res = dftune_cli("doctor", "--data-dir", str(tmp_path), "--json")
     doc = json.loads(res.stdout)
     assert doc["schema"] == "dftune.doctor/1" and doc["tracer"]["usable"] is True
     traced = doc["tracer"]["smoke_calls_traced"]
@@ -175,7 +164,7 @@ def test_a_job_whose_io_is_not_worth_tuning_stops_after_the_baseline(tmp_path: P
         '[[knobs]]\nname = "OMP_NUM_THREADS"\nkind = "env"\nvalues = [1, 2]\ndefault = 1\n'
         'strategy = "l2.omp_threads"\n'
     )
-    res = _dftune("run", str(tmp_path / "workload.toml"), "--json")
+    res = dftune_cli("run", str(tmp_path / "workload.toml"), "--json")
     assert res.returncode == 0, res.stderr[-2000:]
     doc = json.loads(res.stdout)
     assert doc["status"] == "not_worth_tuning" and "%" in doc["status_reason"]
