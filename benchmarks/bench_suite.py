@@ -7,6 +7,10 @@ report, then sums the test times by tier (the folder a test lives in) and lists 
     .venv/bin/python benchmarks/bench_suite.py                 # the fast tiers (make test)
     .venv/bin/python benchmarks/bench_suite.py --tiers all     # every tier (.ci/run)
     .venv/bin/python benchmarks/bench_suite.py --json
+    .venv/bin/python benchmarks/bench_suite.py --tiers all --write-durations
+
+``--write-durations`` also refreshes ``tests/durations.json``: the measured time of every test
+over half a second, from which the test runs hand out the longest work first (tests/schedule.py).
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from tests.schedule import DURATIONS, durations_from  # noqa: E402
+
 TIERS = {"fast": ["-m", "not e2e"], "e2e": ["-m", "e2e"], "all": []}
 
 
@@ -29,6 +36,24 @@ def _tier(classname: str) -> str:
     """tests.unit.test_x -> unit; tests.e2e.test_y.TestZ -> e2e."""
     parts = classname.split(".")
     return parts[1] if len(parts) > 1 and parts[0] == "tests" else "other"
+
+
+def _nodeid(classname: str, name: str) -> str:
+    """JUnit's (classname, name) back to a pytest node id: tests.unit.test_x.TestY, test_z ->
+    tests/unit/test_x.py::TestY::test_z."""
+    parts = classname.split(".")
+    for cut in range(len(parts), 0, -1):
+        path = "/".join(parts[:cut]) + ".py"
+        if (REPO / path).is_file():
+            return "::".join([path, *parts[cut:], name])
+    return f"{classname}::{name}"
+
+
+def write_durations(cases: list[tuple[str, float]], path: Path = DURATIONS) -> int:
+    """Refresh the durations file the test runs schedule by; returns how many tests it lists."""
+    tests = durations_from(cases)
+    path.write_text(json.dumps({"schema": "dftune.test_durations/1", "tests": tests}, indent=0) + "\n")
+    return len(tests)
 
 
 def run(tiers: str, extra: list[str]) -> dict[str, object]:
@@ -58,7 +83,8 @@ def run(tiers: str, extra: list[str]) -> dict[str, object]:
         t, tier = float(case.get("time", 0.0)), _tier(case.get("classname", ""))
         per_tier[tier] += t
         counts[tier] += 1
-        tests.append((t, f"{case.get('classname')}::{case.get('name')}"))
+        tests.append((t, _nodeid(case.get("classname", ""), case.get("name", ""))))
+    cases = [(name, t) for t, name in tests]
     tests.sort(reverse=True)
     return {
         "schema": "dftune.bench_suite/1",
@@ -67,6 +93,7 @@ def run(tiers: str, extra: list[str]) -> dict[str, object]:
         "wall_s": round(wall, 1),
         "per_tier": {k: {"tests": counts[k], "time_s": round(v, 1)} for k, v in sorted(per_tier.items())},
         "slowest": [{"test": name, "time_s": round(t, 2)} for t, name in tests[:15]],
+        "cases": cases,
     }
 
 
@@ -74,9 +101,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tiers", choices=sorted(TIERS), default="fast")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--write-durations",
+        action="store_true",
+        help=f"refresh {DURATIONS.relative_to(REPO)} (the order the test runs hand out work in)",
+    )
     ap.add_argument("pytest_args", nargs="*", help="passed to pytest (after --)")
     args = ap.parse_args()
     out = run(args.tiers, args.pytest_args)
+    cases = out.pop("cases")
+    if args.write_durations:
+        n = write_durations(cases)  # type: ignore[arg-type]
+        print(f"{DURATIONS.relative_to(REPO)}: {n} tests over 0.5 s", file=sys.stderr)
     if args.json:
         print(json.dumps(out, indent=2))
         return 0

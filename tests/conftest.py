@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.schedule import load_durations, longest_first
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED_TRACES = REPO.parent / "shared" / "traces"
 SHARED_TRACE_SETS = ("cm1-48ranks-legacy", "dlio-legacy-strings", "dlio-unet3d-8ranks-legacy")
@@ -383,6 +385,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if e2e in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.e2e)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On an xdist worker, hand out the longest work units first (tests/schedule.py). Every worker
+    sorts its identical collection the same way before it reports it (xdist's own hook, after this
+    one), and the controller schedules in that order."""
+    if hasattr(session.config, "workerinput"):
+        session.items[:] = longest_first(session.items, load_durations())
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
