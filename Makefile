@@ -4,12 +4,16 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
-# pytest-xdist workers: the fast tiers wait on many short subprocesses, so one more worker than
-# this 2-core machine's cores pays; end-to-end tests measure real programs, so no more than cores.
+# pytest-xdist workers, one more than this 2-core machine's cores: the fast tiers wait on many
+# short subprocesses, and the end-to-end tests on real programs' sleeps, schedulers and locks
+# (at 2 workers the cores sat ~45% idle; at 3 the tier took 912 s instead of 1293 s here, and
+# its measurements are paired and interleaved, so a loaded machine does not bias a verdict).
 # 0 runs serially (e.g. to debug one test).
 TEST_WORKERS ?= 3
-E2E_WORKERS ?= 2
-XDIST = --dist loadgroup
+E2E_WORKERS ?= 3
+# A module's tests that share an expensive fixture run on one worker (xdist_group); the work is
+# handed out longest first, in the order tests/conftest.py gives it (tests/schedule.py).
+XDIST = --dist loadgroup --no-loadscope-reorder
 
 .PHONY: demo test test-e2e test-all lint typecheck bench bench-suite clean venv
 
