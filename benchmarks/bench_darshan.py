@@ -39,9 +39,11 @@ def pydarshan(path: Path) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = time.perf_counter()
-        r = darshan.DarshanReport(str(path), read_all=True)
-        if "POSIX" in r.records and len(r.records["POSIX"]):
-            r.records["POSIX"].to_df()
+        # closed at once: a report left to the garbage collector can close inside cffi's type
+        # parser, which holds the lock closing needs (tests/darshan_logs.py), and hang the process
+        with darshan.DarshanReport(str(path), read_all=True) as r:
+            if "POSIX" in r.records and len(r.records["POSIX"]):
+                r.records["POSIX"].to_df()
         return time.perf_counter() - t
 
 

@@ -90,6 +90,8 @@ def test_sigkill_in_the_middle_of_a_real_run_then_resume() -> None:
             "killed",
             "--max-experiments",
             "3",  # killed in the second, resumed through the third: what a resume must get right
+            "--replicates",
+            "3",  # what is checked is the bookkeeping across the kill, not a verdict
             "--json",
         ],
         stdout=subprocess.PIPE,

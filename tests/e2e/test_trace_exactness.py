@@ -23,7 +23,13 @@ from reference import HIST_LABELS, Reference, reference
 
 from dftune.tools.trace import analyze
 
-pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("read_path")]
+# one worker: each trace set is analysed once per reader and read once by the oracle (the caches
+# below are per process; the 48-rank trace costs ~10 s through DuckDB and ~4 s through the oracle)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.usefixtures("read_path"),
+    pytest.mark.xdist_group("trace_exactness"),
+]
 
 TRACE_SETS = [pytest.param(("shared", n), id=n) for n in c.SHARED_TRACE_SETS] + [
     pytest.param(("generated", n), id=f"gen-{n}") for n in c.GENERATED_SETS
