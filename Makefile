@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml setup.py tools/trace/_fastscan.c
 	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@rm -f tools/trace/_fastscan*.so  # a failed (optional) rebuild must not leave a stale extension
 	@echo "[2/2] installing dftune and its dependencies into $(VENV): LangGraph, chromadb, SciPy,"
-	@echo "      DuckDB, dftracer and the test tools (about 3-6 min on a fresh machine, a line every"
+	@echo "      DuckDB, dftracer and the test tools (about 1-5 min on a fresh machine, a line every"
 	@echo "      20 s; the whole pip output is kept in $(VENV)/install.log)"
 	@start=$$(date +%s); \
 	$(BIN)/python -m pip install --no-compile --progress-bar off -e '.[dev]' > $(VENV)/install.log 2>&1 & pid=$$!; \

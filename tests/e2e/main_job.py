@@ -37,17 +37,21 @@ def bundled_spec(name: str) -> Path:
 
 
 def dftune_cli(
-    *args: str, home: Path | None = None, timeout: float = 900
+    *args: str,
+    home: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 900,
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m dftune.cli ARGS`` in a real subprocess (under ``home`` when given)."""
-    env = {**os.environ, "DFTUNE_HOME": str(home)} if home else None
+    """``python -m dftune.cli ARGS`` in a real subprocess: this environment plus ``env``, under
+    ``home`` when given."""
+    extra = {**(env or {}), **({"DFTUNE_HOME": str(home)} if home else {})}
     return subprocess.run(
         [sys.executable, "-m", "dftune.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
-        env=env,
+        env={**os.environ, **extra},
     )
 
 

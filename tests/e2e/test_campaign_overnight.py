@@ -8,14 +8,14 @@ the campaign, and every table reads at 80 columns.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from importlib import resources
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.main_job import dftune_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -28,14 +28,7 @@ def _spec(name: str) -> str:
 
 
 def _dftune(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dftune.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env={**os.environ, "COLUMNS": "80"},
-    )
+    return dftune_cli(*args, env={"COLUMNS": "80"}, timeout=timeout)
 
 
 def test_three_bundled_workloads_finish_before_the_deadline_with_a_combined_report() -> None:

@@ -28,6 +28,7 @@ import pytest
 
 from dftune.core.supervise import LEDGER_FILE, proc_info
 from dftune.tools.session.workspace import Workspace
+from tests.e2e.main_job import dftune_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -38,14 +39,7 @@ PATCH, KNOB = FAULTY / "patch.toml", FAULTY / "knob.toml"
 def dftune(
     *args: str, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dftune.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
+    return dftune_cli(*args, env=env, timeout=timeout)
 
 
 def start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
