@@ -20,18 +20,19 @@ XDIST = --dist loadgroup --no-loadscope-reorder
 venv: $(STAMP)
 
 # Re-install only when the project metadata or the native trace reader changes.
-# --no-compile: byte-compiling every installed module (all of torch, scipy, chromadb...) took
-# more than half of the install here (116 s -> 51 s without); Python compiles what it imports.
+# pip byte-compiles what it installs (about half of the install's time here): kept, because with
+# PYTHONDONTWRITEBYTECODE set (as on these machines) an uncompiled venv compiles every module
+# again in every process that imports it (end-to-end tier 905 s -> 1132 s when tried).
 $(STAMP): pyproject.toml setup.py tools/trace/_fastscan.c
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "[1/2] upgrading pip in $(VENV)"
 	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@rm -f tools/trace/_fastscan*.so  # a failed (optional) rebuild must not leave a stale extension
 	@echo "[2/2] installing dftune and its dependencies into $(VENV): LangGraph, chromadb, SciPy,"
-	@echo "      DuckDB, dftracer and the test tools (about 1-5 min on a fresh machine, a line every"
+	@echo "      DuckDB, dftracer and the test tools (about 2-6 min on a fresh machine, a line every"
 	@echo "      20 s; the whole pip output is kept in $(VENV)/install.log)"
 	@start=$$(date +%s); \
-	$(BIN)/python -m pip install --no-compile --progress-bar off -e '.[dev]' > $(VENV)/install.log 2>&1 & pid=$$!; \
+	$(BIN)/python -m pip install --progress-bar off -e '.[dev]' > $(VENV)/install.log 2>&1 & pid=$$!; \
 	n=0; while kill -0 $$pid 2>/dev/null; do \
 		sleep 1; n=$$((n + 1)); [ $$((n % 20)) -eq 0 ] || continue; \
 		echo "      $$(( $$(date +%s) - start )) s: $$(grep -c '^Collecting' $(VENV)/install.log) package(s) resolved," \
