@@ -60,15 +60,12 @@ def work_unit(item: _Item) -> str:
 def longest_first(items: Sequence[ItemT], durations: dict[str, float]) -> list[ItemT]:
     """``items`` with each work unit's tests together, the units ordered by expected time
     (longest first; ties keep the collection order)."""
-    totals: dict[str, float] = {}
-    first_seen: dict[str, int] = {}
-    for i, item in enumerate(items):
-        unit = work_unit(item)
+    units = [work_unit(item) for item in items]
+    totals: dict[str, float] = {}  # in the order each unit is first collected
+    for unit, item in zip(units, items, strict=True):
         totals[unit] = totals.get(unit, 0.0) + durations.get(base_nodeid(item.nodeid), DEFAULT_S)
-        first_seen.setdefault(unit, i)
-    order = sorted(totals, key=lambda u: (-totals[u], first_seen[u]))
-    rank = {u: n for n, u in enumerate(order)}
-    return sorted(items, key=lambda it: rank[work_unit(it)])
+    rank = {u: n for n, u in enumerate(sorted(totals, key=lambda u: -totals[u]))}  # stable: ties keep it
+    return [item for _, item in sorted(zip(units, items, strict=True), key=lambda p: rank[p[0]])]
 
 
 def durations_from(cases: Iterable[tuple[str, float]], floor_s: float = DEFAULT_S) -> dict[str, float]:

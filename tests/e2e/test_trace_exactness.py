@@ -9,6 +9,7 @@ against ground truth (bytes the program wrote and read).
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import math
@@ -36,14 +37,12 @@ TRACE_SETS = [pytest.param(("shared", n), id=n) for n in c.SHARED_TRACE_SETS] + 
 ]
 
 _CACHE: dict[tuple[str, str, str], tuple[dict[str, Any], Reference]] = {}
-#: the oracle's reading of each trace set (the same for both readers; cm1's takes seconds)
-_REFERENCES: dict[Path, Reference] = {}
 
 
+@functools.cache
 def _reference(path: Path) -> Reference:
-    if path not in _REFERENCES:
-        _REFERENCES[path] = reference([path])
-    return _REFERENCES[path]
+    """The oracle's reading of one trace set: the same for both readers (cm1's takes seconds)."""
+    return reference([path])
 
 
 def _trace_dir(request: pytest.FixtureRequest, kind: str, name: str) -> Path:
