@@ -86,6 +86,15 @@ def run(tmp_path: Path) -> Any:
     r.saver.conn.close()
 
 
+def _outcome(state: TuningState) -> str:
+    """What each experiment ended as and why: the message of an assertion on the verdicts."""
+    return "; ".join(
+        f"{e.proposal_id}: {e.verdict} ({e.comparison.change_pct if e.comparison else None}%) "
+        f"{e.verdict_reason}"
+        for e in state.experiments
+    )
+
+
 def _lookup_verdicts(state: TuningState) -> dict[str, str]:
     found = opt_kb_lookup(workload=state.workload).workload_findings
     return {r.strategy: r.verdict for r in found if r.metric_scope == "app"}
@@ -95,6 +104,7 @@ def test_an_autonomous_run_keeps_the_unsettled_win_on_trial_and_goes_on(run: Run
     state = run.start()
     assert state.status == "completed"
     buf, workers = state.experiments
+    assert buf.verdict == "pending" and workers.verdict == "pending", _outcome(state)
     assert buf.proposal_id == "BUF=262144" and buf.verdict == "pending" and buf.kept
     assert "cannot tell coalescing" in buf.question
     pattern = [
@@ -122,7 +132,8 @@ def test_an_autonomous_run_keeps_the_unsettled_win_on_trial_and_goes_on(run: Run
 
 
 def test_a_confirmation_makes_it_a_kb_win_and_the_best_configuration_keeps_it(run: Run) -> None:
-    run.start()
+    started = run.start()
+    assert [e.verdict for e in started.experiments] == ["pending", "pending"], _outcome(started)
     state = run.answer("approve", "the program stages whole records, I read its code")
     buf = state.experiments[0]
     assert buf.verdict == "win" and buf.kept and buf.confirmed_by
@@ -141,7 +152,8 @@ def test_a_confirmation_makes_it_a_kb_win_and_the_best_configuration_keeps_it(ru
 
 
 def test_a_refusal_records_the_reason_and_measures_again_what_stood_on_it(run: Run) -> None:
-    run.start()
+    started = run.start()
+    assert [e.verdict for e in started.experiments] == ["pending", "pending"], _outcome(started)
     state = run.answer("reject", "the format needs 1 KiB records on disk")
     buf, workers, again = state.experiments
     assert (
@@ -193,6 +205,7 @@ def test_run_json_carries_pending_through_resume_replay_and_approve(tmp_path: Pa
     doc = start_run(spec, max_experiments=1, force=True, workspace=ws)  # the gate is not under test
     run_id = doc["run_id"]
     assert doc["status"] == "completed"
+    assert len(doc["pending"]) == 1, doc["verdicts"]
     (item,) = doc["pending"]
     assert {"proposal_id", "settings", "question", "change_pct"} <= set(item)
     assert item["proposal_id"] == "BUF=262144" and item["settings"] == {"BUF": "262144"}

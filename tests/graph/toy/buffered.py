@@ -5,6 +5,10 @@ whatever the settings. ``--buffer 0`` writes each record with its own call; ``--
 them in an N-byte buffer and writes it whole (fewer, larger calls over the same byte ranges: the
 trace alone cannot tell this from a program that writes larger records). ``--workers`` spreads a
 fixed amount of compute (sleeps) over threads: faster, the same work, the same writes.
+
+The defaults make each change worth about 40% even with three test workers on two cores (16,384
+traced calls against 64; 80 ms of compute against 20 ms): at 8,192 calls the buffering's gain fell
+to 20% there, inside the noise of five loaded replicates.
 """
 
 import argparse
@@ -14,7 +18,7 @@ import time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--out", required=True)
-ap.add_argument("--records", type=int, default=8192)
+ap.add_argument("--records", type=int, default=16384)
 ap.add_argument("--record", type=int, default=1024)
 ap.add_argument("--buffer", type=int, default=0)
 ap.add_argument("--workers", type=int, default=1)
