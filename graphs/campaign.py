@@ -36,7 +36,7 @@ from dftune.core.errors import DftuneError, one_line
 from dftune.core.fsio import atomic_write_bytes
 from dftune.graphs.checkpointer import CHECKPOINT_FILE
 from dftune.graphs.runs import ARCHIVED_SPEC, resume_run, run_settings_of, start_run
-from dftune.tools.report.campaign import write_campaign_reports
+from dftune.tools.report.campaign import MEMBER_HTML_S, write_campaign_reports, write_member_html
 from dftune.tools.runner.deadline import Deadline, clock
 from dftune.tools.runner.pool import SlotPool
 from dftune.tools.runner.spec import SpecError, WorkloadSpec, load_spec
@@ -48,6 +48,8 @@ from dftune.tools.session.workspace import Workspace
 SCHEMA = "dftune.campaign/1"
 #: Kept at the end of the night for the combined report (Markdown and HTML).
 CAMPAIGN_RESERVE_S = 5.0
+#: Kept before that so that a run the deadline cut still gets its HTML page (plots from its traces).
+PAGES_RESERVE_S = MEMBER_HTML_S
 #: Kept at the end of each run for reverting its last change and writing its report.
 RUN_RESERVE_S = 10.0
 #: Run statuses after which a member needs nothing more from the campaign.
@@ -173,7 +175,10 @@ def resume_campaign(
         raise CampaignError(f"campaign {campaign_id} is being driven by process {meta.pid}")
     if deadline is not None:
         meta.deadline = deadline
-    elif meta.deadline is not None and meta.deadline <= _now() + CAMPAIGN_RESERVE_S + RUN_RESERVE_S:
+    elif (
+        meta.deadline is not None
+        and meta.deadline <= _now() + CAMPAIGN_RESERVE_S + PAGES_RESERVE_S + RUN_RESERVE_S
+    ):
         raise CampaignError(
             f"campaign {campaign_id}: its deadline {clock(meta.deadline)} has passed; give a new "
             f"one: dftune resume {campaign_id} --time-budget 2h"
@@ -261,6 +266,12 @@ class _Member:
         finally:
             self.units.stop()
             m.coverage = _coverage(self.units, self.result)
+        # its page now, while the others go on: the combined report at the end only adds what is missing
+        until = self.meta.deadline - CAMPAIGN_RESERVE_S if self.meta.deadline else None
+        try:
+            write_member_html(m.run_id, self.ws, until)
+        except Exception as exc:  # a page is a convenience: its failure must not hide the run's result
+            self.say("report", f"no HTML page: {type(exc).__name__}: {one_line(exc)}")
 
     def _mark(self, status: str) -> None:
         with contextlib.suppress(DftuneError):  # the run folder was never made (its spec failed before start)
@@ -281,7 +292,9 @@ def _coverage(units: BaselineUnits, result: dict[str, Any] | None) -> dict[str, 
 def _drive(meta: CampaignMeta, store: CampaignStore, ws: Workspace, progress: ProgressFn) -> dict[str, Any]:
     pool = SlotPool(1)
     deadline = (
-        Deadline(meta.deadline - CAMPAIGN_RESERVE_S, reserve_s=RUN_RESERVE_S) if meta.deadline else None
+        Deadline(meta.deadline - CAMPAIGN_RESERVE_S - PAGES_RESERVE_S, reserve_s=RUN_RESERVE_S)
+        if meta.deadline
+        else None
     )
     todo = [m for m in meta.members if m.status not in ENDED]
     runners = []

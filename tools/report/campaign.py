@@ -23,7 +23,9 @@ from dftune.tools.runner.deadline import clock
 from dftune.tools.session.campaigns import CampaignMeta
 from dftune.tools.session.workspace import Workspace
 
-#: Seconds a member's HTML report (plots from its traces) is given; skipped when the deadline is closer.
+#: Seconds a member's HTML report (plots from its traces) is given; skipped when the deadline is
+#: closer. A campaign keeps this much before its combined report, so a run the deadline cut keeps
+#: its page; ``dftune report CAMPAIGN --html`` writes any that are missing.
 MEMBER_HTML_S = 20.0
 
 
@@ -158,6 +160,12 @@ def medians_text(r: dict[str, Any]) -> str:
     return f"{with_unit(r['baseline_median'], unit)} -> {with_unit(r.get('best_median'), unit)}"
 
 
+def no_page(meta: CampaignMeta) -> str:
+    """What a member without its HTML page reads (the deadline left no time for its plots, or a
+    report without ``--html`` was asked for): the command that writes it."""
+    return f"no HTML page yet: dftune report {meta.id} --html"
+
+
 def render_campaign_markdown(meta: CampaignMeta, rows: list[dict[str, Any]]) -> str:
     partial, cov = coverage_sentence(rows)
     lines = [
@@ -205,7 +213,8 @@ def render_campaign_markdown(meta: CampaignMeta, rows: list[dict[str, Any]]) -> 
         if r.get("report"):
             lines += [
                 "",
-                f"Report: {md_code(r['report'])}" + (f", {md_code(r['html'])}" if r.get("html") else ""),
+                f"Report: {md_code(r['report'])}"
+                + (f", {md_code(r['html'])}" if r.get("html") else f" ({md_text(no_page(meta))})"),
             ]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -267,9 +276,30 @@ def render_campaign_html(meta: CampaignMeta, rows: list[dict[str, Any]]) -> str:
                 + "</dl>"
             )
         if r.get("report"):
-            out.append(f'<p class="note">Report: <code>{e(r["html"] or r["report"])}</code></p>')
+            missing = "" if r.get("html") else f" ({e(no_page(meta))})"
+            out.append(f'<p class="note">Report: <code>{e(r["html"] or r["report"])}</code>{missing}</p>')
     out.append("</main></body></html>")
     return "\n".join(out) + "\n"
+
+
+def write_member_html(run_id: str, ws: Workspace, until: float | None) -> bool:
+    """A member's report.html, unless it is already newer than its report.json or ``until`` (a
+    deadline) leaves less than MEMBER_HTML_S for the plots. True when the page is there."""
+    run_dir = ws.run_dir(run_id)
+    source, page = run_dir / "report.json", run_dir / "report.html"
+    if not source.is_file():
+        return False
+    if page.is_file() and page.stat().st_mtime >= source.stat().st_mtime:
+        return True
+    if until is not None and until - time.time() < MEMBER_HTML_S:
+        return False
+    from dftune.tools.report.writer import write_reports
+
+    try:
+        write_reports(run_id, html=True, workspace=ws)
+    except DftuneError:
+        return False
+    return True
 
 
 def write_campaign_reports(
@@ -277,16 +307,8 @@ def write_campaign_reports(
 ) -> dict[str, str]:
     """report.md (and report.html) of the campaign; each member's report.html too when time allows."""
     if html:
-        from dftune.tools.report.writer import write_reports
-
         for m in meta.members:
-            if meta.deadline is not None and meta.deadline - time.time() < MEMBER_HTML_S:
-                break
-            if (ws.run_dir(m.run_id) / "report.json").is_file():
-                try:
-                    write_reports(m.run_id, html=True, workspace=ws)
-                except DftuneError:
-                    continue
+            write_member_html(m.run_id, ws, meta.deadline)
     rows = member_rows(meta, ws)
     md = folder / "report.md"
     atomic_write_bytes(md, render_campaign_markdown(meta, rows).encode("utf-8"))
