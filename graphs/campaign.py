@@ -349,7 +349,7 @@ def _finish(meta: CampaignMeta, store: CampaignStore, ws: Workspace) -> dict[str
     meta.status_reason = _summary(meta)
     meta.ended = datetime.now(UTC)
     store.write(meta)
-    paths = write_campaign_reports(meta, ws, store.dir(meta.id), html=True)
+    paths = write_campaign_reports(meta, ws, store.dir(meta.id), html=True, until=meta.deadline)
     store.log(meta.id, "end", f"{meta.status}: {meta.status_reason}", reports=paths)
     return paths
 

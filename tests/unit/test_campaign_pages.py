@@ -24,7 +24,9 @@ def _member_run(ws: Workspace, name: str) -> Member:
 
 def _meta(members: list[Member], deadline: float | None) -> CampaignMeta:
     now = datetime.now(UTC)
-    return CampaignMeta(id="night-1", name="night", created=now, ended=now, deadline=deadline, members=members)
+    return CampaignMeta(
+        id="night-1", name="night", created=now, ended=now, deadline=deadline, members=members
+    )
 
 
 def test_a_page_is_written_when_the_deadline_leaves_time_and_not_again() -> None:
@@ -60,7 +62,7 @@ def test_the_combined_report_names_the_command_for_a_missing_page(tmp_path: Path
     done, late = _member_run(ws, "early"), _member_run(ws, "late")
     assert write_member_html(done.run_id, ws, None)
     meta = _meta([done, late], deadline=time.time() + 3)  # too close for the late one's plots
-    paths = write_campaign_reports(meta, ws, tmp_path)
+    paths = write_campaign_reports(meta, ws, tmp_path, until=meta.deadline)
     md, html = Path(paths["markdown"]).read_text(), Path(paths["html"]).read_text()
     assert not (ws.run_dir(late.run_id) / "report.html").exists()
     hint = "no HTML page yet: dftune report night-1 --html"
@@ -68,3 +70,9 @@ def test_the_combined_report_names_the_command_for_a_missing_page(tmp_path: Path
     late_section = md[md.index("## late") :]
     assert hint in late_section and "report.html" not in late_section
     assert str(ws.run_dir(done.run_id) / "report.html") in md
+
+    # the morning after, the command it names writes the page: the night's deadline no longer applies
+    meta.deadline = time.time() - 3600
+    paths = write_campaign_reports(meta, ws, tmp_path)
+    assert (ws.run_dir(late.run_id) / "report.html").is_file()
+    assert "no HTML page yet" not in Path(paths["markdown"]).read_text()

@@ -303,12 +303,13 @@ def write_member_html(run_id: str, ws: Workspace, until: float | None) -> bool:
 
 
 def write_campaign_reports(
-    meta: CampaignMeta, ws: Workspace, folder: Path, *, html: bool = True
+    meta: CampaignMeta, ws: Workspace, folder: Path, *, html: bool = True, until: float | None = None
 ) -> dict[str, str]:
-    """report.md (and report.html) of the campaign; each member's report.html too when time allows."""
+    """report.md (and report.html) of the campaign; with ``html``, each member's missing page too,
+    while ``until`` (the deadline of a campaign still being driven) leaves time for it."""
     if html:
         for m in meta.members:
-            write_member_html(m.run_id, ws, meta.deadline)
+            write_member_html(m.run_id, ws, until)
     rows = member_rows(meta, ws)
     md = folder / "report.md"
     atomic_write_bytes(md, render_campaign_markdown(meta, rows).encode("utf-8"))
