@@ -46,10 +46,9 @@ from dftune.tools.session.layout import new_run_id, validate_run_id
 from dftune.tools.session.workspace import Workspace
 
 SCHEMA = "dftune.campaign/1"
-#: Kept at the end of the night for the combined report (Markdown and HTML).
+#: Kept at the end of the night for the combined report (Markdown and HTML); MEMBER_HTML_S more is
+#: kept before it, so that a run the deadline cut still gets its HTML page (plots from its traces).
 CAMPAIGN_RESERVE_S = 5.0
-#: Kept before that so that a run the deadline cut still gets its HTML page (plots from its traces).
-PAGES_RESERVE_S = MEMBER_HTML_S
 #: Kept at the end of each run for reverting its last change and writing its report.
 RUN_RESERVE_S = 10.0
 #: Run statuses after which a member needs nothing more from the campaign.
@@ -177,7 +176,7 @@ def resume_campaign(
         meta.deadline = deadline
     elif (
         meta.deadline is not None
-        and meta.deadline <= _now() + CAMPAIGN_RESERVE_S + PAGES_RESERVE_S + RUN_RESERVE_S
+        and meta.deadline <= _now() + CAMPAIGN_RESERVE_S + MEMBER_HTML_S + RUN_RESERVE_S
     ):
         raise CampaignError(
             f"campaign {campaign_id}: its deadline {clock(meta.deadline)} has passed; give a new "
@@ -189,6 +188,11 @@ def resume_campaign(
         campaign_id, "resume", "resumed" + (f", deadline {clock(meta.deadline)}" if meta.deadline else "")
     )
     return _drive(meta, store, ws, progress)
+
+
+def _report_at(meta: CampaignMeta) -> float | None:
+    """When the combined report must start (None: no deadline)."""
+    return meta.deadline - CAMPAIGN_RESERVE_S if meta.deadline else None
 
 
 def _now() -> float:
@@ -266,10 +270,11 @@ class _Member:
         finally:
             self.units.stop()
             m.coverage = _coverage(self.units, self.result)
-        # its page now, while the others go on: the combined report at the end only adds what is missing
-        until = self.meta.deadline - CAMPAIGN_RESERVE_S if self.meta.deadline else None
+        # its page now (in a measurement slot, as an analysis: plotting beside another workload's
+        # replicate would disturb it); the combined report at the end only adds what is missing
         try:
-            write_member_html(m.run_id, self.ws, until)
+            with self.budget.job(self.ws.run_dir(m.run_id), "HTML page", self.spec, arm=False):
+                write_member_html(m.run_id, self.ws, _report_at(self.meta))
         except Exception as exc:  # a page is a convenience: its failure must not hide the run's result
             self.say("report", f"no HTML page: {type(exc).__name__}: {one_line(exc)}")
 
@@ -292,7 +297,7 @@ def _coverage(units: BaselineUnits, result: dict[str, Any] | None) -> dict[str, 
 def _drive(meta: CampaignMeta, store: CampaignStore, ws: Workspace, progress: ProgressFn) -> dict[str, Any]:
     pool = SlotPool(1)
     deadline = (
-        Deadline(meta.deadline - CAMPAIGN_RESERVE_S - PAGES_RESERVE_S, reserve_s=RUN_RESERVE_S)
+        Deadline(meta.deadline - CAMPAIGN_RESERVE_S - MEMBER_HTML_S, reserve_s=RUN_RESERVE_S)
         if meta.deadline
         else None
     )
@@ -314,7 +319,7 @@ def _drive(meta: CampaignMeta, store: CampaignStore, ws: Workspace, progress: Pr
         r.units.start()
         r.thread.start()
     # every run stops itself in time; should one overrun, the combined report is still written in time
-    report_at = meta.deadline - CAMPAIGN_RESERVE_S if meta.deadline else None
+    report_at = _report_at(meta)
     logged: set[str] = set()
     for r in runners:
         r.thread.join(None if report_at is None else max(0.0, report_at - _now()))
