@@ -67,7 +67,10 @@ class Run:
             run_id=self.run_id, spec_path=str(SPEC), mode="autonomous", max_experiments=2, force=True
         )
         self.graph.invoke(state, self.config, context=self.ctx(), durability="sync")
-        return self.state()
+        started = self.state()
+        # what every test here stands on: both changes won and wait, on trial, for a person
+        assert [e.verdict for e in started.experiments] == ["pending", "pending"], _outcome(started)
+        return started
 
     def answer(self, decision: Literal["approve", "reject"], reason: str) -> TuningState:
         fork = answer_first(self.graph, self.config, self.state(), decision, reason)
@@ -104,7 +107,6 @@ def test_an_autonomous_run_keeps_the_unsettled_win_on_trial_and_goes_on(run: Run
     state = run.start()
     assert state.status == "completed"
     buf, workers = state.experiments
-    assert buf.verdict == "pending" and workers.verdict == "pending", _outcome(state)
     assert buf.proposal_id == "BUF=262144" and buf.verdict == "pending" and buf.kept
     assert "cannot tell coalescing" in buf.question
     pattern = [
@@ -132,8 +134,7 @@ def test_an_autonomous_run_keeps_the_unsettled_win_on_trial_and_goes_on(run: Run
 
 
 def test_a_confirmation_makes_it_a_kb_win_and_the_best_configuration_keeps_it(run: Run) -> None:
-    started = run.start()
-    assert [e.verdict for e in started.experiments] == ["pending", "pending"], _outcome(started)
+    run.start()
     state = run.answer("approve", "the program stages whole records, I read its code")
     buf = state.experiments[0]
     assert buf.verdict == "win" and buf.kept and buf.confirmed_by
@@ -152,8 +153,7 @@ def test_a_confirmation_makes_it_a_kb_win_and_the_best_configuration_keeps_it(ru
 
 
 def test_a_refusal_records_the_reason_and_measures_again_what_stood_on_it(run: Run) -> None:
-    started = run.start()
-    assert [e.verdict for e in started.experiments] == ["pending", "pending"], _outcome(started)
+    run.start()
     state = run.answer("reject", "the format needs 1 KiB records on disk")
     buf, workers, again = state.experiments
     assert (
