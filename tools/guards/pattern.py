@@ -14,6 +14,12 @@ sequence the larger requests follow block by block, or files read whole front to
 file is the request). Without any of these the decision is ``inconclusive`` and carries the
 one question a person can answer; the change is never kept on its own.
 
+Under a strategy whose library aggregates (collective buffering, data sieving), larger or smaller
+calls over the same ranges are also settled by the library's own marks in the trace
+(:mod:`library`): read-modify-write windows, or aggregators' contiguous domains where the other
+arm's processes interleave their pieces. Turning such an aggregation on or off changes how the
+same requests are served, not what the application asks for.
+
 An I/O library's layout strategy (HDF5 chunking, alignment, file-space pages) moves the same
 bytes to other places in a file the application writes: such a file's positions are the
 library's, so its ranges are not compared, and a change of its order class or call sizes
@@ -27,6 +33,7 @@ from collections.abc import Callable
 from dftune.tools.catalog import Strategy
 from dftune.tools.guards.arms import Arm, Totals, library_container
 from dftune.tools.guards.decision import GuardDecision, not_run
+from dftune.tools.guards.library import interleaved, rmw_windows, writers
 from dftune.tools.guards.logical import LEVELS, Direction, compare, order_changed, own_order
 from dftune.tools.guards.rules import Allowed, GuardRules, guard_rules
 from dftune.tools.trace.model import FileAccess
@@ -361,6 +368,7 @@ class _Comparison:
     def _sizes(self) -> GuardDecision:
         lo, hi = self.rules.size_ratio
         larger: list[str] = []
+        served: list[str] = []
         for direction in ("read", "write"):
             before, after = self._mean_request(direction)
             if before is None or after is None or before == 0:
@@ -379,6 +387,11 @@ class _Comparison:
                 continue
             if ratio < lo and self._follows(direction):
                 continue  # the same shuffled requests, each split into smaller calls
+            shrunk = ratio < lo and self.allowed.larger_calls
+            why = self._aggregated(direction, self.inc, self.exp) if shrunk else None
+            if why is not None:
+                served.append(f"{moved}: {why}")  # the library no longer aggregates them
+                continue
             if ratio < lo:
                 return self._rejected(
                     f"the calls got smaller ({moved}): splitting requests changes what the "
@@ -392,11 +405,38 @@ class _Comparison:
                         f"({self.allowed.why.split(':', 1)[0]}) does not merge requests: a "
                         "transfer-size change"
                     )
+        if not larger and served:
+            return self._passed(
+                f"the same data files, byte ranges and order as the {self.inc.label}, served without "
+                f"the library's aggregation: {'; '.join(served)}"
+            )
         if not larger:
             return self._passed(
                 f"the same data files, byte ranges, order and transfer sizes as the {self.inc.label}"
             )
         return self._coalescing(larger)
+
+    def _aggregated(self, direction: str, coarse: Arm, fine: Arm) -> str | None:
+        """The library's marks on the ``coarse`` arm's larger calls, against the ``fine`` arm's
+        (see :mod:`library`), or None: read-modify-write windows the fine arm no longer makes,
+        or aggregators' contiguous domains where the fine arm's processes interleave."""
+        if direction == "write":
+            had, has = rmw_windows(coarse), rmw_windows(fine)
+            if had.share >= 0.5 and has.calls < 0.5 * had.calls:
+                return (
+                    f"the {coarse.label}'s writes were the library's read-modify-write windows ("
+                    f"{had.calls:,} writes of a range the same process had just read, {had.share:.0%} of "
+                    f"its write bytes: data sieving), the {fine.label}'s {has.calls:,}"
+                )
+        spread, together = interleaved(fine, direction), interleaved(coarse, direction)
+        many, few = writers(fine, direction), writers(coarse, direction)
+        if spread is not None and spread[0] >= 0.5 and (together is None or together[0] < 0.1) and few < many:
+            return (
+                f"the {coarse.label}'s calls were aggregators' contiguous domains ({few} process(es) "
+                f"per file: two-phase I/O), where the {fine.label}'s {many} processes interleave their "
+                f"own pieces ({spread[0]:.0%} of its {direction} calls lie among another's)"
+            )
+        return None
 
     def _mean_request(self, direction: str) -> tuple[float | None, float | None]:
         """Mean request size of each arm: from the request log (the highest layer traced) when both
@@ -468,6 +508,11 @@ class _Comparison:
                 f"coalescing: {same_ranges}, and the application's own events (with their "
                 "sizes) are unchanged"
             )
+        marks = (
+            [self._aggregated(d, self.exp, self.inc) for d in directions] if self.allowed.larger_calls else []
+        )
+        if marks and all(marks):
+            return self._passed(f"the library's aggregation: {same_ranges}; {'; '.join(map(str, marks))}")
         if all(self._follows(d) for d in directions):
             f = self.logical[directions[0]].follow
             assert f is not None

@@ -8,7 +8,10 @@ Two comparisons, both measured:
 - its *physical* work against the incumbent (the best configuration so far, traced with
   it): calls and bytes moved may only change as the strategy's checklist category allows
   (``resources/guards.toml``): coalescing may issue fewer calls, a cache may drop the bytes
-  the incumbent reads more than once and nothing else.
+  the incumbent reads more than once and nothing else. Under a library that reads to modify
+  (data sieving), the bytes and the locks of the incumbent's read-modify-write windows
+  (:mod:`library`) may go when the experiment no longer makes them: the holes they wrote back
+  were never the application's.
 
 Every reason carries the numbers.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 from dftune.tools.catalog import Strategy
 from dftune.tools.guards.arms import Arm
 from dftune.tools.guards.decision import GuardDecision
+from dftune.tools.guards.library import Windows, repeats, rmw_windows
 from dftune.tools.guards.rules import guard_rules
 from dftune.tools.trace.model import Analysis
 
@@ -111,6 +115,23 @@ def _drop(key: str, before: float, after: float) -> str:
     return f"{key.replace('_', ' ')} {before:,.0f} -> {after:,.0f} ({100 * (after - before) / before:+.1f}%)"
 
 
+#: how far the experiment's passes over its own bytes may fall below the incumbent's before the
+#: bytes the windows leave behind are a pass less, not their holes (window edges overlap a little)
+PASS_SLACK = 0.1
+
+
+def _sieving_dropped(inc: Arm, exp: Arm) -> Windows | None:
+    """The incumbent's read-modify-write windows, when the experiment makes under half as many and
+    each of its processes still writes its bytes as many times over (:func:`library.repeats`)."""
+    had = rmw_windows(inc)
+    if not had.calls or rmw_windows(exp).calls >= 0.5 * had.calls:
+        return None
+    before, after = repeats(inc, "write"), repeats(exp, "write")
+    if before is None or after is None or after < before * (1 - PASS_SLACK):
+        return None
+    return had
+
+
 def no_doing_less_guard(
     baseline: Arm | Analysis,
     experiment: Arm | Analysis,
@@ -137,6 +158,7 @@ def no_doing_less_guard(
     phys_i, phys_e = physical_work(inc, by_file), physical_work(exp, by_file)
     expected: list[str] = []
     rereads = float(inc.totals.reread_bytes) if by_file else 0.0
+    sieved = _sieving_dropped(inc, exp) if allowed.rmw_reads and by_file else None
     for key, b in phys_i.items():
         a = phys_e[key]
         if not (b > 0 and a < b * (1 - tol)):
@@ -149,6 +171,13 @@ def no_doing_less_guard(
             expected.append(f"{line}: the I/O library's read-modify-write reads of the files it writes")
         elif key.endswith("_calls") and family in allowed.fewer_calls:
             expected.append(line)
+        elif sieved is not None and key == "write_bytes" and b - a <= sieved.bytes * (1 + tol):
+            expected.append(
+                f"{line}: within the {sieved.bytes:,} bytes of the {inc.label}'s {sieved.calls:,} "
+                "read-modify-write windows (data sieving writes back the holes around the pieces)"
+            )
+        elif sieved is not None and key == "metadata_calls" and b - a <= 2 * sieved.calls + CALL_SLACK:
+            expected.append(f"{line}: the locks around the {inc.label}'s {sieved.calls:,} windows")
         elif key == "read_bytes" and allowed.serve_rereads and b - a <= rereads * (1 + tol) + tol * b:
             expected.append(f"{line}: within the {rereads:,.0f} bytes the {inc.label} reads more than once")
         elif key == "read_bytes" and allowed.serve_rereads:
