@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dftune.agents.state import Change, Proposal
+from dftune.agents.state import Change, Measurement, Proposal
 from dftune.core import strictjson
 from dftune.tools.catalog import Catalog
 from dftune.tools.diagnose.stack import IOR_HINT_PREFIX, hints_printed, overridden
@@ -187,6 +187,21 @@ def hints_in_effect(workdir: Path) -> list[dict[str, str]]:
     return blocks
 
 
+def incumbent_hints(run_dir: Path, incumbent: Measurement | None) -> list[dict[str, str]]:
+    """The hint blocks in effect in the incumbent: those its own replicates printed (an experiment's
+    arms run with ROMIO_PRINT_HINTS=1), else the probe's before any change with the hints its
+    environment asks for on top; empty when ROMIO printed none."""
+    if incumbent is None:
+        return []
+    own = hints_in_effect(Path(incumbent.workdir))
+    if own:
+        return own
+    record = run_dir / HINTS_DIR / "before.json"
+    blocks = strictjson.read_file(record).get("blocks", []) if record.is_file() else []
+    asked = arm_hints(incumbent.env)
+    return [{**b, **asked} for b in blocks if isinstance(b, dict)]
+
+
 def override_check(p: Proposal, workdir: Path, asked: dict[str, str] | None = None) -> tuple[str | None, str]:
     """(why the arm does not count, or None; what was in effect) for an arm that asks for ROMIO hints.
 
@@ -222,6 +237,7 @@ __all__ = [
     "hint_sets",
     "hints_before",
     "hints_in_effect",
+    "incumbent_hints",
     "override_check",
     "ranks_of",
     "requested_hints",

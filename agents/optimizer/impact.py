@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from dftune.agents.context import Context
 from dftune.agents.measure import load_analysis
 from dftune.agents.optimizer import estimates
+from dftune.agents.optimizer.collective import collective_gap, needs_collective_calls
 from dftune.agents.optimizer.estimates import Lever, TraceFacts
 from dftune.agents.optimizer.facts import facts_of
+from dftune.agents.optimizer.hints import incumbent_hints
 from dftune.agents.optimizer.prior import apply_prior
 from dftune.agents.state import Decision, Measurement, Proposal, TuningState
 from dftune.tools.catalog import Strategy
@@ -106,6 +108,16 @@ def estimate_proposals(
     """Open proposals with fresh estimates (measured and KB numbers are kept as they are, and a
     model's with ``keep_model``)."""
     defaults = {k: str(v) for k, v in ctx.workload_spec.settings().items()}
+    collective_only = {
+        p.id
+        for p in proposals
+        if needs_collective_calls(getattr(ctx.catalog.strategies.get(p.strategy), "requires", []))
+    }
+    gap = (
+        collective_gap(facts.arm, incumbent_hints(ctx.workspace.run_dir(state.run_id), state.incumbent))
+        if facts is not None and collective_only
+        else None
+    )
     out = []
     for p in proposals:
         if p.status == "known":  # judged again: the incumbent may have changed since
@@ -135,6 +147,15 @@ def estimate_proposals(
         else:
             lever = lever_of(p, ctx.workload_spec, state.incumbent, ctx.catalog.strategies.get(p.strategy))
             e = estimates.estimate(p.checklist, facts, lever)
+            if gap is not None and p.id in collective_only:
+                e = e.model_copy(
+                    update={
+                        "app_pct": 0.0,
+                        "system_pct": 0.0,
+                        "reason": f"trace model: nothing to aggregate: {gap}",
+                        "system_reason": "no I/O wall time removed: the same independent calls",
+                    }
+                )
             p = p.model_copy(
                 update={
                     "app_impact_pct": e.app_pct,

@@ -65,6 +65,14 @@ def test_the_main_job_finds_a_win_and_refuses_doing_less(
     assert {kb[v["kb_record"]].verdict for v in wins} == {"win"}
     assert Path(doc["report"]).is_file()
     assert doc["best_median"] < doc["baseline_median"]
+    if example == "mpiio_shared":  # independent calls: collective buffering has nothing to aggregate yet
+        assert doc["verdicts"][0]["proposal"] == "COLLECTIVE=1", doc["verdicts"]
+        cb = next(
+            r
+            for r in doc["proposal_table"]
+            if r["id"] == "romio-romio_cb_write=disable-romio_cb_read=disable"
+        )
+        assert "independent" not in cb["impact_reason"], cb  # estimated again from the collective trace
 
 
 def _wait_for(path: Path, timeout: float) -> None:
