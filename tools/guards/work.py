@@ -18,6 +18,8 @@ Every reason carries the numbers.
 
 from __future__ import annotations
 
+import functools
+
 from dftune.tools.catalog import Strategy
 from dftune.tools.guards.arms import Arm
 from dftune.tools.guards.decision import GuardDecision
@@ -158,7 +160,8 @@ def no_doing_less_guard(
     phys_i, phys_e = physical_work(inc, by_file), physical_work(exp, by_file)
     expected: list[str] = []
     rereads = float(inc.totals.reread_bytes) if by_file else 0.0
-    sieved = _sieving_dropped(inc, exp) if allowed.rmw_reads and by_file else None
+    # the incumbent's read-modify-write windows, read from the request log only when a drop asks
+    sieving = functools.cache(lambda: _sieving_dropped(inc, exp) if allowed.rmw_reads and by_file else None)
     for key, b in phys_i.items():
         a = phys_e[key]
         if not (b > 0 and a < b * (1 - tol)):
@@ -171,12 +174,16 @@ def no_doing_less_guard(
             expected.append(f"{line}: the I/O library's read-modify-write reads of the files it writes")
         elif key.endswith("_calls") and family in allowed.fewer_calls:
             expected.append(line)
-        elif sieved is not None and key == "write_bytes" and b - a <= sieved.bytes * (1 + tol):
+        elif key == "write_bytes" and (sieved := sieving()) is not None and b - a <= sieved.bytes * (1 + tol):
             expected.append(
                 f"{line}: within the {sieved.bytes:,} bytes of the {inc.label}'s {sieved.calls:,} "
                 "read-modify-write windows (data sieving writes back the holes around the pieces)"
             )
-        elif sieved is not None and key == "metadata_calls" and b - a <= 2 * sieved.calls + CALL_SLACK:
+        elif (
+            key == "metadata_calls"
+            and (sieved := sieving()) is not None
+            and b - a <= 2 * sieved.calls + CALL_SLACK
+        ):
             expected.append(f"{line}: the locks around the {inc.label}'s {sieved.calls:,} windows")
         elif key == "read_bytes" and allowed.serve_rereads and b - a <= rereads * (1 + tol) + tol * b:
             expected.append(f"{line}: within the {rereads:,.0f} bytes the {inc.label} reads more than once")
