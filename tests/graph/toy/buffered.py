@@ -31,7 +31,8 @@ os.makedirs(a.out, exist_ok=True)
 payload = bytes(range(256)) * (a.record // 256 + 1)
 start = time.perf_counter()
 chunks = [range(i, a.items, a.workers) for i in range(a.workers)]
-threads = [threading.Thread(target=lambda c=c: [time.sleep(a.unit) for _ in c]) for c in chunks]
+# one sleep per thread for all its items: each wake-up on a loaded machine can come late
+threads = [threading.Thread(target=time.sleep, args=(a.unit * len(c),)) for c in chunks]
 for t in threads:
     t.start()
 for t in threads:
