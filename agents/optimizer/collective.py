@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from dftune.tools.guards.arms import Arm
-from dftune.tools.guards.library import interleaved
+from dftune.tools.guards.library import sharing
 
 #: the hint that turns collective buffering on or off for each direction
 CB_HINT = {"read": "romio_cb_read", "write": "romio_cb_write"}
@@ -43,16 +43,16 @@ def collective_gap(arm: Arm, in_effect: Sequence[Mapping[str, str]]) -> str | No
     and a hint turning it back on may well matter)."""
     evidence = []
     for direction, hint in CB_HINT.items():
-        seen = interleaved(arm, direction)
-        if seen is None:
+        seen = sharing(arm, direction)
+        if seen is None or seen.share is None:
             continue
         values = {b[hint] for b in in_effect if hint in b}
-        share, calls, _, path = seen
-        if not values or not values <= set(AGGREGATING) or share < INTERLEAVED_SHARE:
+        if not values or not values <= set(AGGREGATING) or seen.share < INTERLEAVED_SHARE:
             return None
         evidence.append(
-            f"{share:.0%} of the {calls:,} {direction} calls on shared files (the most on {path}) lie "
-            f"among another process's pieces, with {hint}={'|'.join(sorted(values))} in effect"
+            f"{seen.share:.0%} of the {seen.calls:,} {direction} calls on shared files (the most on "
+            f"{seen.busiest}) lie among another process's pieces, with {hint}={'|'.join(sorted(values))} "
+            "in effect"
         )
     if not evidence:
         return None

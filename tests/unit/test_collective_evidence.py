@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dftune.agents.optimizer.collective import collective_gap
 from dftune.tools.guards import Arm
-from dftune.tools.guards.library import interleaved
+from dftune.tools.guards.library import Sharing, sharing
 from dftune.tools.trace import analyze
 from tests.tracegen import Proc, write_trace
 
@@ -53,8 +53,9 @@ def _two_phase(aggregators: int, ranks: int = 2) -> list[Proc]:
 
 def test_interleaved_records_of_two_ranks_with_cb_automatic_are_independent_calls(tmp_path: Path) -> None:
     arm = _arm(tmp_path, _independent(read_back=True))
-    share, calls, streams, path = interleaved(arm, "write") or (0.0, 0, 0, "")
-    assert share > 0.95 and calls == 2 * RECORDS and streams == 2 and path == "<data>/restart.dat"
+    seen = sharing(arm, "write") or Sharing(None, 0, 0, "")
+    assert (seen.share or 0.0) > 0.95 and seen.calls == 2 * RECORDS
+    assert seen.streams == 2 and seen.busiest == "<data>/restart.dat"
     gap = collective_gap(arm, AUTOMATIC)
     assert gap is not None and "independent" in gap
     assert "romio_cb_write=automatic" in gap and "romio_cb_read=automatic" in gap
@@ -63,8 +64,9 @@ def test_interleaved_records_of_two_ranks_with_cb_automatic_are_independent_call
 def test_aggregators_writing_their_own_domains_are_collective(tmp_path: Path) -> None:
     for aggregators in (1, 2):
         arm = _arm(tmp_path / str(aggregators), _two_phase(aggregators))
-        seen = interleaved(arm, "write")
-        assert seen is None if aggregators == 1 else seen[0] == 0.0  # one writer: not shared
+        seen = sharing(arm, "write")
+        assert seen is not None and seen.streams == aggregators
+        assert seen.share is None if aggregators == 1 else seen.share == 0.0  # one writer: not shared
         assert collective_gap(arm, AUTOMATIC) is None
 
 
@@ -85,7 +87,8 @@ def test_a_direction_that_aggregates_keeps_the_hints_worth_trying(tmp_path: Path
     for off in range(0, total, 8 * KIB):
         ps[0].read(SHARED, 8 * KIB, offset=off)
     arm = _arm(tmp_path / "a", ps)
-    assert interleaved(arm, "read") is None  # one reader
+    reads = sharing(arm, "read")
+    assert reads is not None and reads.streams == 1 and reads.share is None  # one reader
     assert collective_gap(arm, AUTOMATIC) is not None  # reads are not shared: the writes decide
     split = _independent()
     for r, p in enumerate(split):  # each rank reads its own half: shared, not interleaved
@@ -101,4 +104,5 @@ def test_a_file_every_rank_reads_a_few_times_is_not_evidence(tmp_path: Path) -> 
         p.read(f"{DATA}/config.ini", 512, offset=0)
         p.read(f"{DATA}/config.ini", 512, offset=512)
     arm = _arm(tmp_path, ps)
-    assert interleaved(arm, "read") is None and collective_gap(arm, AUTOMATIC) is None
+    reads = sharing(arm, "read")
+    assert reads is not None and reads.share is None and collective_gap(arm, AUTOMATIC) is None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dftune.tools.catalog import default_catalog
 from dftune.tools.guards import Arm, access_pattern_guard, no_doing_less_guard
-from dftune.tools.guards.library import interleaved, repeats, rmw_windows, writers
+from dftune.tools.guards.library import repeats, rmw_windows, sharing
 from dftune.tools.trace import analyze
 from tests.tracegen import Proc, write_trace
 
@@ -76,10 +76,11 @@ def test_the_marks_of_sieving_and_two_phase_io(tmp_path: Path) -> None:
         _arm(tmp_path, "a", _two_phase()),
     )
     w = rmw_windows(sieved)
-    assert w.calls == w.write_calls > 0 and w.share == 1.0
+    assert w.calls == sieved.totals.write_calls > 0 and w.share == 1.0
     assert rmw_windows(pieces).calls == 0 and rmw_windows(aggregated).calls == 0
-    assert (interleaved(pieces, "write") or (0.0,))[0] > 0.9
-    assert interleaved(aggregated, "write") is None and writers(aggregated, "write") == 1
+    spread, domains = sharing(pieces, "write"), sharing(aggregated, "write")
+    assert spread is not None and (spread.share or 0.0) > 0.9 and spread.streams == 2
+    assert domains is not None and domains.share is None and domains.streams == 1
     assert repeats(sieved, "write") == repeats(pieces, "write") == 1.0  # one pass each
     assert repeats(_arm(tmp_path, "twice", _sieved(passes=2)), "write") == 2.0
 

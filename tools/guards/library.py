@@ -31,7 +31,7 @@ class Windows:
 
     calls: int
     bytes: int
-    write_calls: int
+    #: every byte written to the data files (the windows' share is of these)
     write_bytes: int
 
     @property
@@ -51,9 +51,9 @@ def _reread(prev: tuple[int, int, int, int, int, int] | None, f: int, start: int
 def rmw_windows(arm: Arm) -> Windows:
     """Writes of exactly the range the same stream read just before (data sieving's windows)."""
     log = arm.request_log
-    calls = nbytes = total_calls = total_bytes = 0
+    calls = nbytes = total_bytes = 0
     if log is None:
-        return Windows(0, 0, 0, 0)
+        return Windows(0, 0, 0)
     data = [log.paths[i] in arm.data_keys for i in range(len(log.paths))]
     for stream in log.streams:
         prev: tuple[int, int, int, int, int, int] | None = None
@@ -62,20 +62,32 @@ def rmw_windows(arm: Arm) -> Windows:
             if not (0 <= f < len(data) and data[f]):
                 continue
             if w:
-                total_calls += n
                 total_bytes += size * n
                 # the read run just before, its last call over the same range
                 if _reread(prev, f, start, size):
                     calls += 1
                     nbytes += size
             prev = run
-    return Windows(calls, nbytes, total_calls, total_bytes)
+    return Windows(calls, nbytes, total_bytes)
 
 
-def interleaved(arm: Arm, direction: str) -> tuple[float, int, int, str] | None:
-    """(share of the calls inside another stream's extent, calls counted, the most streams on one
-    file, the busiest file) over the data files two or more streams access in ``direction``; None
-    when they hold fewer than :data:`MIN_CALLS` calls."""
+@dataclass(frozen=True)
+class Sharing:
+    """How the processes share the data files in one direction (one pass over the request log)."""
+
+    #: of the calls on files two or more streams access, the share inside another stream's extent;
+    #: None when those files hold fewer than :data:`MIN_CALLS` calls
+    share: float | None
+    #: the calls on those shared files
+    calls: int
+    #: the most streams that access one data file (1: nothing is shared)
+    streams: int
+    #: the shared file with the most calls
+    busiest: str
+
+
+def sharing(arm: Arm, direction: str) -> Sharing | None:
+    """How the streams share the data files they access in ``direction`` (None: no positioned call)."""
     log = arm.request_log
     if log is None:
         return None
@@ -83,6 +95,8 @@ def interleaved(arm: Arm, direction: str) -> tuple[float, int, int, str] | None:
     req = requests(log, arm.data_keys, index, direction)
     names = {i: key for key, i in index.items()}
     positioned = req.start >= 0
+    if not positioned.any():
+        return None
     stream, file, start = req.stream[positioned], req.file[positioned], req.start[positioned]
     end = start + req.size[positioned]
     inside = total = widest = 0
@@ -91,6 +105,7 @@ def interleaved(arm: Arm, direction: str) -> tuple[float, int, int, str] | None:
         on = file == f
         s, lo, hi = stream[on], start[on], end[on]
         streams = np.unique(s).tolist()
+        widest = max(widest, len(streams))
         if len(streams) < 2:
             continue
         hit = np.zeros(len(s), dtype=bool)
@@ -99,10 +114,10 @@ def interleaved(arm: Arm, direction: str) -> tuple[float, int, int, str] | None:
             hit |= ~mine & (lo >= lo[mine].min()) & (lo < hi[mine].max())
         inside += int(hit.sum())
         total += len(s)
-        widest = max(widest, len(streams))
         if len(s) > most:
             busiest, most = names.get(f, str(f)), len(s)
-    return (inside / total, total, widest, busiest) if total >= MIN_CALLS else None
+    share = inside / total if total >= MIN_CALLS else None
+    return Sharing(share=share, calls=total, streams=widest, busiest=busiest)
 
 
 def repeats(arm: Arm, direction: str) -> float | None:
@@ -130,12 +145,3 @@ def repeats(arm: Arm, direction: str) -> float | None:
     start = np.where(group, lo, np.maximum(lo, prior))
     unique = int(np.maximum(hi - start, 0).sum())
     return float((hi - lo).sum()) / unique if unique else None
-
-
-def writers(arm: Arm, direction: str) -> int:
-    """The most streams that access one data file in ``direction``."""
-    log = arm.request_log
-    if log is None:
-        return 0
-    req = requests(log, arm.data_keys, {}, direction)
-    return max((len(np.unique(req.stream[req.file == f])) for f in np.unique(req.file).tolist()), default=0)

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dftune.tools.catalog import Strategy
 from dftune.tools.guards.arms import Arm, Totals, library_container
 from dftune.tools.guards.decision import GuardDecision, not_run
-from dftune.tools.guards.library import interleaved, rmw_windows, writers
+from dftune.tools.guards.library import rmw_windows, sharing
 from dftune.tools.guards.logical import LEVELS, Direction, compare, order_changed, own_order
 from dftune.tools.guards.rules import Allowed, GuardRules, guard_rules
 from dftune.tools.trace.model import FileAccess
@@ -428,15 +428,17 @@ class _Comparison:
                     f"{had.calls:,} writes of a range the same process had just read, {had.share:.0%} of "
                     f"its write bytes: data sieving), the {fine.label}'s {has.calls:,}"
                 )
-        spread, together = interleaved(fine, direction), interleaved(coarse, direction)
-        many, few = writers(fine, direction), writers(coarse, direction)
-        if spread is not None and spread[0] >= 0.5 and (together is None or together[0] < 0.1) and few < many:
-            return (
-                f"the {coarse.label}'s calls were aggregators' contiguous domains ({few} process(es) "
-                f"per file: two-phase I/O), where the {fine.label}'s {many} processes interleave their "
-                f"own pieces ({spread[0]:.0%} of its {direction} calls lie among another's)"
-            )
-        return None
+        spread, domains = sharing(fine, direction), sharing(coarse, direction)
+        if spread is None or spread.share is None or spread.share < 0.5:
+            return None
+        few = domains.streams if domains is not None else 0
+        if few >= spread.streams or (domains is not None and (domains.share or 0.0) >= 0.1):
+            return None
+        return (
+            f"the {coarse.label}'s calls were aggregators' contiguous domains ({few} process(es) "
+            f"per file: two-phase I/O), where the {fine.label}'s {spread.streams} processes interleave "
+            f"their own pieces ({spread.share:.0%} of its {direction} calls lie among another's)"
+        )
 
     def _mean_request(self, direction: str) -> tuple[float | None, float | None]:
         """Mean request size of each arm: from the request log (the highest layer traced) when both
