@@ -228,3 +228,34 @@ def test_a_call_or_two_fewer_is_noise_a_few_more_is_doing_less(tmp_path: Path) -
     fewer = _arm(tmp_path, "fewer", lambda: writer(0))  # 6 calls fewer
     d = no_doing_less_guard(inc, fewer, strategy=strategy)
     assert not d.passed and "metadata calls 8 -> 2" in d.reason, d.reason
+
+
+def _arm_in(tmp: Path, name: str, workdir: str, *, hints: str | None = None) -> Arm:
+    """An MPI program reading an input its set-up made in the arm's own folder; its data folder holds
+    nothing. Each run's launcher file has a fresh name; ``hints`` is a file its environment names."""
+    p = Proc(pid=30)
+    for path in (f"{workdir}/input/in.dat", f"/tmp/hydra_hwloc_xmlfile_{name}", hints):
+        if path is None:
+            continue
+        p.open(path)
+        p.read(path, 64 * KIB if path.endswith("in.dat") else 512)
+        p.close(path)
+    folder = write_trace(tmp / name, [p])
+    return Arm(
+        analysis=analyze([folder], profile=True),
+        data_dir=f"{workdir}/data",
+        label=name,
+        workdir=workdir,
+        config_files=frozenset([hints] if hints else []),
+    )
+
+
+def test_each_arm_own_folder_is_the_same_data_and_its_configuration_is_not(tmp_path: Path) -> None:
+    """Arms run in their own folders: a set-up's input is known relative to it; a launcher's
+    fresh-named file and the hint file the experiment's environment names are not data."""
+    inc = _arm_in(tmp_path, "inc", "/runs/r1/opt1/incumbent")
+    exp = _arm_in(tmp_path, "exp", "/runs/r1/opt1/candidate", hints="/runs/r1/hints/romio-x.txt")
+    assert list(inc.files) == list(exp.files) == ["<workdir>/input/in.dat"]
+    d = access_pattern_guard(CAT.strategies["l2.romio_ds"], inc, exp)
+    assert d.passed, d.reason
+    assert no_doing_less_guard(inc, exp, strategy=CAT.strategies["l2.romio_ds"]).passed

@@ -3,7 +3,9 @@
 Arms of one workload run in their own folders, so a data file is known by its path relative
 to the arm's data directory (``<data>/sample_00001.bin``), or to its staged copy for an arm that
 ran on one; files outside it (the interpreter's own libraries, scripts) are not the application's
-data and are left out.
+data and are left out. A program whose data folder holds none of its files (it reads an input
+its set-up step made beside it) has every non-runtime file as data, each under the arm's own
+folder known by its path relative to it (``<workdir>/input/in.dat``), since every arm has its own.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ _SYSTEM_PREFIXES = tuple(
     {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     | {"/usr/", "/lib/", "/lib64/", "/etc/", "/proc/", "/sys/", "/dev/", "/opt/conda/", "/tmp/pip-"}
 )
+#: Files an MPI launcher writes and its ranks read at start-up, under a fresh random name each run
+#: (MPICH's Hydra passes the node's hwloc topology in /tmp/hydra_hwloc_xmlfile_XXXXXX)
+_LAUNCHER_NAMES = ("hydra_hwloc_xmlfile_",)
 _CODE_SUFFIXES = (".py", ".pyc", ".so", ".pth", ".json.gz", ".pfw", ".pfw.gz")
 _BIN_LO = {label: lo for label, lo in S.SIZE_BINS}
 #: Self-describing container formats whose library lays the file out (names it by suffix)
@@ -97,6 +102,11 @@ class Arm:
     #: a staged arm's copy of the data folder (tools/runner/staging.py): its files are the data
     #: folder's, under the same names, since staging serves the same requests from another tier
     staged_dir: str | None = None
+    #: the folder the arm ran in (its set-up's files are there, under the same names in every arm)
+    workdir: str | None = None
+    #: files the arm's own environment names (a ROMIO_HINTS file): the change's configuration,
+    #: written by dftune for this arm, not the application's data
+    config_files: frozenset[str] = frozenset()
 
     @property
     def profiled(self) -> bool:
@@ -105,7 +115,7 @@ class Arm:
     @cached_property
     def files(self) -> dict[str, FileAccess]:
         """The data files by their path relative to the data folder (all non-runtime files when the
-        folder is unknown or holds none of them)."""
+        folder is unknown or holds none of them, those in the arm's folder relative to it)."""
         profile = self.analysis.profile
         if profile is None:
             return {}
@@ -118,7 +128,20 @@ class Arm:
         }
         if inside:
             return inside
-        return {f.path: f for f in profile.files if _looks_like_data(f.path)}
+        config = {os.path.normpath(p) for p in self.config_files}
+        return {
+            self._key(f.path): f
+            for f in profile.files
+            if _looks_like_data(f.path) and os.path.normpath(f.path) not in config
+        }
+
+    def _key(self, path: str) -> str:
+        """A non-runtime file's key: relative to the arm's folder when inside it, else its path."""
+        if self.workdir:
+            root, real = os.path.normpath(self.workdir) + os.sep, os.path.normpath(path)
+            if real.startswith(root):
+                return f"<workdir>/{real[len(root) :]}"
+        return path
 
     @cached_property
     def data_keys(self) -> dict[str, str]:
@@ -184,6 +207,7 @@ def _looks_like_data(path: str) -> bool:
         not real.startswith(_SYSTEM_PREFIXES)
         and not real.endswith(_CODE_SUFFIXES)
         and "site-packages" not in real
+        and not os.path.basename(real).startswith(_LAUNCHER_NAMES)
     )
 
 

@@ -7,6 +7,10 @@ leave marks the guards and the estimates read:
 - **data sieving for writes** is a read-modify-write: the library locks a window of the file,
   reads it, copies the application's pieces in and writes the whole window back, holes and all.
   Its mark: a write of exactly the range the same stream read just before;
+- **data sieving for reads** reads one window from the first piece a call asks for to its last
+  and copies the pieces out: each process reads the holes between its pieces too (the other
+  processes' pieces, or bytes nobody asked for). Its mark: another arm's smaller reads all lie
+  inside the windows, several to a window, and its processes read fewer distinct bytes;
 - **two-phase (collective) I/O**: each aggregator moves its own contiguous file domain, so the
   processes' extents do not overlap; independent calls of ranks that interleave their pieces do.
 """
@@ -72,6 +76,103 @@ def rmw_windows(arm: Arm) -> Windows:
 
 
 @dataclass(frozen=True)
+class ReadWindows:
+    """A coarse arm's reads of files neither arm writes, as windows over a fine arm's pieces."""
+
+    #: the coarse arm's read calls on those files (the windows) and the fine arm's (the pieces)
+    windows: int
+    pieces: int
+    #: bytes the coarse arm's processes read at least once beyond the fine arm's, summed over the
+    #: processes: the holes each window read between its own process's pieces
+    holes: int
+    #: the same over the files (any process): holes no process of the fine arm reads at all
+    file_holes: int
+
+
+#: of the fine arm's bytes, the share that must lie inside the coarse arm's windows
+INSIDE = 0.99
+
+
+def _merged(group: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The union of each group's ranges as disjoint sorted intervals (group, start, end)."""
+    order = np.lexsort((lo, group))
+    group, lo, hi = group[order], lo[order], hi[order]
+    first = np.r_[True, group[1:] != group[:-1]]
+    ids = np.cumsum(first) - 1
+    reach = hi.copy()
+    for g in np.flatnonzero(first).tolist():  # the furthest end so far within each group
+        last = int(np.searchsorted(ids, ids[g], side="right"))
+        reach[g:last] = np.maximum.accumulate(hi[g:last])
+    opens = first | (lo > np.r_[0, reach[:-1]])
+    starts = np.flatnonzero(opens)
+    ends = np.r_[starts[1:], len(lo)] - 1
+    return group[starts], lo[starts], reach[ends]
+
+
+def _covered(group: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> int:
+    """Distinct bytes of each group's ranges, summed over the groups."""
+    if not len(lo):
+        return 0
+    _, s, e = _merged(group, lo, hi)
+    return int((e - s).sum())
+
+
+def _inside(inner: tuple[np.ndarray, ...], outer: tuple[np.ndarray, ...]) -> int:
+    """Bytes of the ``inner`` intervals (per file, disjoint) that lie inside the ``outer`` ones."""
+    total = 0
+    for f in np.unique(inner[0]).tolist():
+        o = outer[0] == f
+        s, e = outer[1][o], outer[2][o]
+        if not len(s):
+            continue
+        below = np.r_[0, np.cumsum(e - s)]  # bytes of outer intervals wholly before each one
+
+        def upto(
+            x: np.ndarray, s: np.ndarray = s, e: np.ndarray = e, below: np.ndarray = below
+        ) -> np.ndarray:
+            k = np.searchsorted(s, x, side="right")  # outer intervals starting at or before x
+            last = np.maximum(k - 1, 0)
+            part = np.where(k > 0, np.minimum(x, e[last]) - s[last], 0)
+            return below[last] * (k > 0) + part
+
+        i = inner[0] == f
+        total += int((upto(inner[2][i]) - upto(inner[1][i])).sum())
+    return total
+
+
+def read_windows(coarse: Arm, fine: Arm) -> ReadWindows | None:
+    """The ``coarse`` arm's reads as data-sieving windows over the ``fine`` arm's pieces (see the
+    module docstring), on the data files neither arm writes; None without the mark."""
+    if coarse.request_log is None or fine.request_log is None:
+        return None
+    written = {k for arm in (coarse, fine) for k, f in arm.files.items() if f.write_bytes}
+    index: dict[str, int] = {}
+    arms = []
+    for arm in (coarse, fine):
+        keys = {path: key for path, key in arm.data_keys.items() if key not in written}
+        req = requests(arm.request_log, keys, index, "read")  # type: ignore[arg-type]
+        keep = req.start >= 0
+        arms.append((req.stream[keep], req.file[keep], req.start[keep], req.start[keep] + req.size[keep]))
+    (cs, cf, clo, chi), (fs, ff, flo, fhi) = arms
+    if len(clo) < 1 or len(flo) < max(MIN_CALLS, 2 * len(clo)):
+        return None
+    windows, pieces = _merged(cf, clo, chi), _merged(ff, flo, fhi)
+    spread = int((pieces[2] - pieces[1]).sum())
+    if _inside(pieces, windows) < INSIDE * spread:
+        return None  # the fine arm reads bytes the windows never held: other data
+    streams = 1 + int(max(cs.max(), fs.max()))
+    per_stream = _covered(cf * streams + cs, clo, chi) - _covered(ff * streams + fs, flo, fhi)
+    if per_stream <= 0:
+        return None  # the windows held nothing the pieces do not: no holes, not sieving
+    return ReadWindows(
+        windows=len(clo),
+        pieces=len(flo),
+        holes=per_stream,
+        file_holes=max(int((windows[2] - windows[1]).sum()) - spread, 0),
+    )
+
+
+@dataclass(frozen=True)
 class Sharing:
     """How the processes share the data files in one direction (one pass over the request log)."""
 
@@ -133,15 +234,5 @@ def repeats(arm: Arm, direction: str) -> float | None:
         return None
     stream, file, lo = req.stream[keep], req.file[keep], req.start[keep]
     hi = lo + req.size[keep]
-    order = np.lexsort((lo, file, stream))
-    stream, file, lo, hi = stream[order], file[order], lo[order], hi[order]
-    group = np.r_[True, (stream[1:] != stream[:-1]) | (file[1:] != file[:-1])]
-    ids = np.cumsum(group) - 1
-    reach = hi.copy()
-    for g in np.flatnonzero(group).tolist():  # the furthest end so far within each stream's file
-        last = int(np.searchsorted(ids, ids[g], side="right"))
-        reach[g:last] = np.maximum.accumulate(hi[g:last])
-    prior = np.r_[0, reach[:-1]]
-    start = np.where(group, lo, np.maximum(lo, prior))
-    unique = int(np.maximum(hi - start, 0).sum())
+    unique = _covered(file * (1 + int(stream.max())) + stream, lo, hi)
     return float((hi - lo).sum()) / unique if unique else None

@@ -16,9 +16,11 @@ one question a person can answer; the change is never kept on its own.
 
 Under a strategy whose library aggregates (collective buffering, data sieving), larger or smaller
 calls over the same ranges are also settled by the library's own marks in the trace
-(:mod:`library`): read-modify-write windows, or aggregators' contiguous domains where the other
-arm's processes interleave their pieces. Turning such an aggregation on or off changes how the
-same requests are served, not what the application asks for.
+(:mod:`library`): read-modify-write windows, read windows over the other arm's pieces, or
+aggregators' contiguous domains where the other arm's processes interleave their pieces. Turning
+such an aggregation on or off changes how the same requests are served, not what the application
+asks for. When fewer bytes are read, all inside the incumbent's read windows, the trace cannot
+tell the windows' holes from pieces the program stopped reading: ``inconclusive``.
 
 An I/O library's layout strategy (HDF5 chunking, alignment, file-space pages) moves the same
 bytes to other places in a file the application writes: such a file's positions are the
@@ -28,12 +30,13 @@ library's, so its ranges are not compared, and a change of its order class or ca
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from dftune.tools.catalog import Strategy
 from dftune.tools.guards.arms import Arm, Totals, library_container
 from dftune.tools.guards.decision import GuardDecision, not_run
-from dftune.tools.guards.library import rmw_windows, sharing
+from dftune.tools.guards.library import ReadWindows, read_windows, rmw_windows, sharing
 from dftune.tools.guards.logical import LEVELS, Direction, compare, order_changed, own_order
 from dftune.tools.guards.rules import Allowed, GuardRules, guard_rules
 from dftune.tools.trace.model import FileAccess
@@ -187,6 +190,9 @@ class _Comparison:
         self.tol = rules.tolerance
         #: files whose ranges differ by a negligible share of the data moved (listed, not judged)
         self.negligible: list[str] = []
+        #: files read at fewer ranges, all inside the incumbent's data-sieving read windows: the
+        #: windows' holes or pieces the program stopped reading (a person decides)
+        self.sieved: list[str] = []
         #: the logical comparison per direction (empty: an arm has no request log)
         self.logical: dict[str, Direction] = {}
         #: files the I/O library laid out anew (their positions are the library's, not compared)
@@ -237,7 +243,35 @@ class _Comparison:
             if (why := check()) is not None:
                 return self._rejected(why)
         sized = self._sizes()
+        if sized.passed and self.sieved:
+            return self._sieved_question()
         return self._relayout() if sized.passed and self.relaid else sized
+
+    @functools.cached_property
+    def _windows(self) -> ReadWindows | None:
+        """The incumbent's reads as data-sieving windows over the experiment's pieces (see
+        :mod:`library`), read from the request logs once, when a range check asks."""
+        return read_windows(self.inc, self.exp)
+
+    def _sieved_question(self) -> GuardDecision:
+        """Fewer bytes read, all inside the incumbent's sieving windows: a person decides."""
+        rw = self._windows
+        assert rw is not None
+        name = self.sieved[0]
+        f, g = self.inc.files[name], self.exp.files[name]
+        return GuardDecision(
+            guard="access_pattern",
+            passed=False,
+            verdict="inconclusive",
+            details=self._details(),
+            reason=(
+                f"inconclusive: it reads fewer byte ranges of {len(self.sieved)} data file(s) (e.g. "
+                f"{name}: {f.read_unique_bytes:,} -> {g.read_unique_bytes:,} bytes), all inside the "
+                f"{self.inc.label}'s {rw.windows:,} data-sieving read windows; the trace cannot tell the "
+                "holes the windows read between the pieces (bytes nobody asked for) from pieces the "
+                "program no longer reads. Does the program still ask for the same data?"
+            ),
+        )
 
     # ----- the checks: each returns why the pattern changed, or None
 
@@ -289,6 +323,9 @@ class _Comparison:
                 grown = getattr(g, f"{direction}_unique_bytes") >= getattr(f, f"{direction}_unique_bytes")
                 if direction == "read" and self.allowed.extend_ranges and grown:
                     continue  # a prefetcher may read ahead of what the incumbent read, never less
+                if direction == "read" and self.allowed.rmw_reads and self._windows is not None:
+                    self.sieved.append(name)  # fewer bytes, all inside the incumbent's read windows
+                    continue
                 differ.append(name)
                 differing_bytes += _differing_bytes(f, g, direction)
             if differ and differing_bytes <= self.tol * scale:
@@ -419,7 +456,8 @@ class _Comparison:
     def _aggregated(self, direction: str, coarse: Arm, fine: Arm) -> str | None:
         """The library's marks on the ``coarse`` arm's larger calls, against the ``fine`` arm's
         (see :mod:`library`), or None: read-modify-write windows the fine arm no longer makes,
-        or aggregators' contiguous domains where the fine arm's processes interleave."""
+        read windows over the fine arm's pieces, or aggregators' contiguous domains where the fine
+        arm's processes interleave."""
         if direction == "write":
             had, has = rmw_windows(coarse), rmw_windows(fine)
             if had.share >= 0.5 and has.calls < 0.5 * had.calls:
@@ -428,6 +466,12 @@ class _Comparison:
                     f"{had.calls:,} writes of a range the same process had just read, {had.share:.0%} of "
                     f"its write bytes: data sieving), the {fine.label}'s {has.calls:,}"
                 )
+        if direction == "read" and (rw := read_windows(coarse, fine)) is not None:
+            return (
+                f"the {coarse.label}'s reads were the library's sieving windows ({rw.windows:,} reads, "
+                f"each over several of the {fine.label}'s {rw.pieces:,} pieces and the holes between "
+                "them: data sieving)"
+            )
         spread, domains = sharing(fine, direction), sharing(coarse, direction)
         if spread is None or spread.share is None or spread.share < 0.5:
             return None
