@@ -8,6 +8,7 @@ I/O is fixed so the tests can check known byte counts; see ``GENERATED`` below.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -270,6 +271,30 @@ def mpi_unavailable() -> str | None:
     if not Path(launcher).is_file():
         return "no mpirun beside this Python nor on PATH (pip install mpich, or an MPI from the OS)"
     return None
+
+
+def needs_traced_mpi() -> None:
+    """Skip the calling test unless dftracer and an MPI (mpi4py and an mpirun) are here."""
+    pytest.importorskip("dftracer")
+    why = mpi_unavailable()
+    if why:
+        pytest.skip(why)
+
+
+def run_cli_json(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> dict[str, Any]:
+    """``python -m dftune.cli ARGS --json`` in a subprocess, as a user runs it: exit 0 and its JSON
+    document (the failure shows the end of its stderr)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "dftune.cli", *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    doc: dict[str, Any] = json.loads(done.stdout)
+    return doc
 
 
 def _clean_env() -> dict[str, str]:

@@ -12,8 +12,6 @@ an arm that runs with both in effect is the fastest. The spec is bare: the comma
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import conftest as c  # tests/ is on sys.path (rootdir conftest, prepend import mode)
@@ -60,33 +58,12 @@ pattern = '^io_time_s ([0-9.]+)'
 
 
 def test_two_hints_kept_in_sequence_run_together_and_stay_together(tmp_path: Path) -> None:
-    pytest.importorskip("dftracer")
-    why = c.mpi_unavailable()
-    if why:
-        pytest.skip(why)
+    c.needs_traced_mpi()
     (tmp_path / "hint_pair.py").write_text(PROGRAM)
     (tmp_path / "workload.toml").write_text(SPEC)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dftune.cli",
-            "run",
-            str(tmp_path / "workload.toml"),
-            "--mode",
-            "autonomous",
-            "--max-experiments",
-            "2",
-            "--force",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
+    doc = c.run_cli_json(
+        "run", str(tmp_path / "workload.toml"), "--mode", "autonomous", "--max-experiments", "2", "--force"
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    doc = json.loads(done.stdout)
     assert doc["status"] == "completed", doc["status_reason"]
     tried = [(v["proposal"], v["verdict"], v["kept"]) for v in doc["verdicts"]]
     cb, ds = (

@@ -9,10 +9,7 @@ and the hint sets are files dftune writes, so neither may read as "other data fi
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -68,36 +65,20 @@ SPEC = textwrap.dedent("""
 
 
 def test_sieving_off_on_a_read_only_input_is_judged_by_its_numbers(tmp_path: Path) -> None:
-    pytest.importorskip("dftracer")
-    pytest.importorskip("mpi4py")
-    why = c.mpi_unavailable()
-    if why:
-        pytest.skip(why)
-    (tmp_path / "make_input.py").write_text(MAKE_INPUT)
-    (tmp_path / "reader.py").write_text(READER)
-    (tmp_path / "workload.toml").write_text(SPEC)
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dftune.cli",
-            "run",
-            str(tmp_path / "workload.toml"),
-            "--mode",
-            "autonomous",
-            "--max-experiments",
-            "2",
-            "--force",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env={**os.environ, "DFTUNE_HOME": str(tmp_path / "home")},
+    c.needs_traced_mpi()
+    for name, text in (("make_input.py", MAKE_INPUT), ("reader.py", READER), ("workload.toml", SPEC)):
+        (tmp_path / name).write_text(text)
+    home = {**os.environ, "DFTUNE_HOME": str(tmp_path / "home")}
+    doc = c.run_cli_json(
+        "run",
+        str(tmp_path / "workload.toml"),
+        "--mode",
+        "autonomous",
+        "--max-experiments",
+        "2",
+        "--force",
+        env=home,
     )
-    assert res.returncode == 0, res.stderr[-2000:]
-    doc = json.loads(res.stdout)
     assert doc["status"] == "completed", doc["status_reason"]
     verdicts = {v["proposal"]: v["verdict"] for v in doc["verdicts"]}
     ds_off = "romio-romio_ds_write=disable-romio_ds_read=disable"

@@ -252,21 +252,15 @@ def no_doing_less_guard(
         "measured_from": "access profile" if by_file else "summary",
     }
     details["inconclusive"] = unsure
-    if drops:
+    if drops or unsure:  # a measured drop refuses; one only a person can settle is asked
         return GuardDecision(
             guard="no_doing_less",
             passed=False,
-            verdict="rejected",
+            verdict="rejected" if drops else "inconclusive",
             details=details,
-            reason="doing less, not going faster: " + "; ".join(drops),
-        )
-    if unsure:
-        return GuardDecision(
-            guard="no_doing_less",
-            passed=False,
-            verdict="inconclusive",
-            details=details,
-            reason="inconclusive: " + "; ".join(unsure),
+            reason="doing less, not going faster: " + "; ".join(drops)
+            if drops
+            else "inconclusive: " + "; ".join(unsure),
         )
     note = f" (as {allowed.why.split(':', 1)[0]} allows: {'; '.join(expected)})" if expected else ""
     return GuardDecision(
