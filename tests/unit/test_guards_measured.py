@@ -232,9 +232,15 @@ def test_a_call_or_two_fewer_is_noise_a_few_more_is_doing_less(tmp_path: Path) -
 
 def _arm_in(tmp: Path, name: str, workdir: str, *, hints: str | None = None) -> Arm:
     """An MPI program reading an input its set-up made in the arm's own folder; its data folder holds
-    nothing. Each run's launcher file has a fresh name; ``hints`` is a file its environment names."""
+    nothing. Each run's launcher files have fresh names; ``hints`` is a file its environment names."""
     p = Proc(pid=30)
-    for path in (f"{workdir}/input/in.dat", f"/tmp/hydra_hwloc_xmlfile_{name}", hints):
+    for path in (
+        f"{workdir}/input/in.dat",
+        f"/tmp/hydra_hwloc_xmlfile_{name}",
+        f"/tmp/ompi.node1.0/jf.{name}/contact.txt",
+        f"/var/spool/slurmd/job{name}/slurm_script",
+        hints,
+    ):
         if path is None:
             continue
         p.open(path)

@@ -25,10 +25,14 @@ from dftune.tools.trace.model import Analysis, FileAccess, RequestLog
 _SYSTEM_PREFIXES = tuple(
     {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     | {"/usr/", "/lib/", "/lib64/", "/etc/", "/proc/", "/sys/", "/dev/", "/opt/conda/", "/tmp/pip-"}
+    | {"/run/", "/var/run/", "/var/spool/"}  # daemons' runtime state (slurmd's job folders)
 )
 #: Files an MPI launcher writes and its ranks read at start-up, under a fresh random name each run
 #: (MPICH's Hydra passes the node's hwloc topology in /tmp/hydra_hwloc_xmlfile_XXXXXX)
 _LAUNCHER_NAMES = ("hydra_hwloc_xmlfile_",)
+#: Session folders a launcher or resource manager makes in /tmp for each job (Open MPI's
+#: ompi.<host>.<uid>, PRRTE's prte.<host>.<uid>, PMIx's pmix-<pid>, a Flux broker's flux-XXXXXX)
+_SESSION_DIRS = ("ompi.", "prte.", "pmix-", "pmix.", "flux-")
 _CODE_SUFFIXES = (".py", ".pyc", ".so", ".pth", ".json.gz", ".pfw", ".pfw.gz")
 _BIN_LO = {label: lo for label, lo in S.SIZE_BINS}
 #: Self-describing container formats whose library lays the file out (names it by suffix)
@@ -208,6 +212,7 @@ def _looks_like_data(path: str) -> bool:
         and not real.endswith(_CODE_SUFFIXES)
         and "site-packages" not in real
         and not os.path.basename(real).startswith(_LAUNCHER_NAMES)
+        and not (real.startswith("/tmp/") and real[5:].startswith(_SESSION_DIRS))
     )
 
 
