@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dftune.tools.guards.arms import Arm
-from dftune.tools.guards.logical import requests
+from dftune.tools.guards.logical import requests, running_end
 
 #: fewest calls in a direction before its shared files say anything (a configuration file every
 #: rank reads is not the program's I/O)
@@ -97,13 +97,8 @@ def _merged(group: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarr
     """The union of each group's ranges as disjoint sorted intervals (group, start, end)."""
     order = np.lexsort((lo, group))
     group, lo, hi = group[order], lo[order], hi[order]
-    first = np.r_[True, group[1:] != group[:-1]]
-    ids = np.cumsum(first) - 1
-    reach = hi.copy()
-    for g in np.flatnonzero(first).tolist():  # the furthest end so far within each group
-        last = int(np.searchsorted(ids, ids[g], side="right"))
-        reach[g:last] = np.maximum.accumulate(hi[g:last])
-    opens = first | (lo > np.r_[0, reach[:-1]])
+    reach = running_end(group, hi)
+    opens = np.r_[True, (group[1:] != group[:-1]) | (lo[1:] > reach[:-1])]  # touching ranges join
     starts = np.flatnonzero(opens)
     ends = np.r_[starts[1:], len(lo)] - 1
     return group[starts], lo[starts], reach[ends]

@@ -108,6 +108,17 @@ class Grid:
     file_of_block: I64
 
 
+def running_end(group: I64, end: I64) -> I64:
+    """The furthest ``end`` so far within each run of equal ``group`` values (ranges sorted by
+    group, then start): where the union of a group's ranges reaches at each range. A loop over the
+    few groups is cheap next to the sort; within a group numpy's accumulate does the work."""
+    reach = end.copy()
+    bounds = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    for g0, g1 in zip(bounds.tolist(), [*bounds[1:].tolist(), len(group)], strict=True):
+        reach[g0:g1] = np.maximum.accumulate(end[g0:g1])
+    return reach
+
+
 def common_grid(a: Requests, b: Requests, rank: Mapping[int, int]) -> Grid:
     """Merge the positioned requests of both arms into blocks wherever they overlap (touching
     ranges stay apart); blocks are numbered in (file name, offset) order (``rank``: file index ->
@@ -126,14 +137,8 @@ def common_grid(a: Requests, b: Requests, rank: Mapping[int, int]) -> Grid:
     frank = lookup[file[idx]]
     order = np.lexsort((lo[idx], frank))
     r, s, e = frank[order], lo[idx][order], hi[idx][order]
-    new = np.ones(len(r), dtype=bool)
-    reach = e.copy()
-    # running end of the block so far, restarted at each file (a loop over the few files is cheap
-    # next to the sort; within a file numpy's accumulate does the work)
-    bounds = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
-    for g0, g1 in zip(bounds, [*bounds[1:], len(r)], strict=True):
-        reach[g0:g1] = np.maximum.accumulate(e[g0:g1])
-        new[g0 + 1 : g1] = s[g0 + 1 : g1] >= reach[g0 : g1 - 1]
+    reach = running_end(r, e)
+    new = np.r_[True, (r[1:] != r[:-1]) | (s[1:] >= reach[:-1])]  # a new file, or past the reach
     block = np.cumsum(new) - 1
     mapped = np.empty(len(idx), dtype=np.int64)
     mapped[order] = block

@@ -135,23 +135,22 @@ def _sieving_dropped(inc: Arm, exp: Arm) -> Windows | None:
     had = rmw_windows(inc)
     if not had.calls or rmw_windows(exp).calls >= 0.5 * had.calls:
         return None
-    return had if _passes_kept(inc, exp, "write") else None
+    return had if _passes_kept(inc, exp, "write") is not None else None
 
 
-def _passes_kept(before: Arm, after: Arm, direction: str) -> bool:
-    """Each process of ``after`` moves its bytes as many times over as ``before``'s (within the slack)."""
+def _passes_kept(before: Arm, after: Arm, direction: str) -> float | None:
+    """``before``'s passes over its own bytes (:func:`library.repeats`) when each process of
+    ``after`` still moves its bytes as many times over (within the slack), else None."""
     b, a = repeats(before, direction), repeats(after, direction)
-    return b is not None and a is not None and a >= b * (1 - PASS_SLACK)
+    return b if b is not None and a is not None and a >= b * (1 - PASS_SLACK) else None
 
 
 def _read_sieving_dropped(coarse: Arm, fine: Arm) -> tuple[ReadWindows, float] | None:
     """The ``coarse`` arm's read windows over the ``fine`` arm's pieces, with the passes kept, and
     how many passes the windows made over their holes."""
     rw = read_windows(coarse, fine)
-    passes = repeats(coarse, "read")
-    if rw is None or passes is None or not _passes_kept(coarse, fine, "read"):
-        return None
-    return rw, passes
+    passes = _passes_kept(coarse, fine, "read") if rw is not None else None
+    return (rw, passes) if rw is not None and passes is not None else None
 
 
 def no_doing_less_guard(
