@@ -80,6 +80,19 @@ def test_open_mpi_is_not_offered_rom_io_hint_files(tmp_path: Path) -> None:
     assert any("OMPIO ignores ROMIO hint files" in e for e in s.evidence)
 
 
+def test_a_launch_scripts_mpi_program_is_read_from_the_traced_commands(tmp_path: Path) -> None:
+    """The spec runs a shell script that starts the ranks: the program file is only in the trace's
+    process command lines (``;``-joined argv), and it is where the MPI-IO calls are."""
+    _script(tmp_path, "run.sh", 'exec mpiexec -n 2 python reader.py "$@"\n')
+    reader = _script(tmp_path, "reader.py", "from mpi4py import MPI\nMPI.File.Open(comm, p, amode)\n")
+    trace = _trace()
+    trace.views["proc"]["rows"] = [{"cmd": f"/venv/bin/python;{reader};--data;/in", "rank": None}] * 2
+    assert not infer_stack(["bash", "run.sh"], cwd=tmp_path).mpiio  # the script alone names no MPI-IO
+    s = infer_stack(["bash", "run.sh"], cwd=tmp_path, analysis=trace)
+    assert s.mpiio and s.romio, s.evidence
+    assert any("mpi.file.open" in e and "reader.py" in e for e in s.evidence), s.evidence
+
+
 def test_hdf5_and_frameworks_from_imports_and_the_trace(tmp_path: Path) -> None:
     _script(tmp_path, "train.py", "import h5py\nimport torch\n")
     s = infer_stack(

@@ -103,6 +103,14 @@ def _trace_texts(analysis: Any) -> list[str]:
     return [t.lower() for t in texts]
 
 
+def traced_commands(analysis: Any) -> list[list[str]]:
+    """The command lines of the traced processes (``;``-joined argv in the proc view): what a launch
+    script or a launcher actually started, which the spec's own command may not name."""
+    views = getattr(analysis, "views", {}) or {} if analysis is not None else {}
+    cmds = {str(r.get("cmd") or "") for r in (views.get("proc") or {}).get("rows", [])}
+    return [c.split(";") for c in sorted(cmds) if c]
+
+
 def _ranks(analysis: Any) -> bool:
     views = getattr(analysis, "views", {}) or {} if analysis is not None else {}
     return any(r.get("rank") is not None for r in (views.get("proc") or {}).get("rows", []))
@@ -126,11 +134,19 @@ def infer_stack(
     analysis: Any = None,
     mpi_beside: Path | None = None,
 ) -> Stack:
-    """The stack of a run from its rendered command, its program files and (when traced) its trace.
+    """The stack of a run from its rendered command, its program files (those the command names and
+    those the traced processes ran: a launch script's MPI program) and (when traced) its trace.
 
     ``mpi_beside``: the folder of the Python that launches MPI programs (a pip-installed MPICH puts
     ``mpichversion`` there), evidence of which MPI an ``mpirun`` from the spec starts."""
-    files = program_files(argv, cwd)
+    files = list(
+        dict.fromkeys(
+            [
+                *program_files(argv, cwd),
+                *(f for c in traced_commands(analysis) for f in program_files(c, cwd)),
+            ]
+        )
+    )
     sources = [(f"the program {f.name}", read_program(f)) for f in files]
     trace = [("the trace", " ".join(_trace_texts(analysis)))]
     everything = [*sources, *trace, ("the command", " ".join(argv).lower())]
