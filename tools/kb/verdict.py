@@ -101,6 +101,8 @@ def decide(
                     change_pct=change,
                     reason=f"{why}; waits for a person's confirmation; the numbers: {said}",
                 )
+            # nothing for a person to settle, but the reason says what the numbers did show
+            why = f"{why}; no win to confirm, the numbers: {said}"
         return Decided(verdict="inconclusive", reason=why, change_pct=change)
     verdict, why = numeric_verdict(
         metric=metric,
