@@ -265,3 +265,60 @@ def test_each_arm_own_folder_is_the_same_data_and_its_configuration_is_not(tmp_p
     d = access_pattern_guard(CAT.strategies["l2.romio_ds"], inc, exp)
     assert d.passed, d.reason
     assert no_doing_less_guard(inc, exp, strategy=CAT.strategies["l2.romio_ds"]).passed
+
+
+def _reads_outside(inputs: dict[str, int], *, extra: tuple[str, ...] = ()) -> list[Proc]:
+    """A program that reads ``inputs`` (path -> bytes) from wherever the user keeps them and writes
+    its results to the data folder; ``extra`` paths it writes (logs) beside them."""
+    p = Proc(pid=40)
+    for path, nbytes in inputs.items():
+        p.open(path)
+        for _ in range(nbytes // (4 * KIB)):
+            p.read(path, 4 * KIB)
+        p.close(path)
+    for path in (f"{DATA}/result.bin", *extra):
+        p.open(path)
+        p.write(path, 64 * KIB)
+        p.close(path)
+    return [p]
+
+
+def test_reading_less_of_an_input_outside_the_data_folder_is_doing_less(tmp_path: Path) -> None:
+    """The data folder holds the outputs; the input is named by an absolute path elsewhere. A
+    'prefetch' that reads half of it is doing less all the same."""
+    whole = {"/scratch/user/train.bin": 1024 * KIB}
+    base = _arm(tmp_path, "base", lambda: _reads_outside(whole))
+    assert list(base.files) == ["<data>/result.bin"]
+    assert list(base.outside_inputs) == ["/scratch/user/train.bin"]
+    half = _arm(tmp_path, "half", lambda: _reads_outside({"/scratch/user/train.bin": 512 * KIB}))
+    d = no_doing_less_guard(base, half, strategy=CAT.strategies["l1.dataloader_prefetch"])
+    assert not d.passed and d.verdict == "rejected", d.reason
+    assert "outside input bytes read once 1,048,576 -> 524,288 (-50.0%)" in d.reason
+    # the same input read in larger calls is the same work
+    same = _arm(tmp_path, "same", lambda: _reads_outside(whole))
+    assert no_doing_less_guard(base, same, strategy=CAT.strategies["l1.dataloader_prefetch"]).passed
+
+
+def test_what_is_outside_the_data_folder_and_not_an_input_is_not_judged(tmp_path: Path) -> None:
+    """Names made afresh in every run cancel out of the sum; logs the program writes, tools' dot
+    folders and a configuration file read by one code path only are not the application's data."""
+    base = _arm(
+        tmp_path,
+        "base",
+        lambda: _reads_outside(
+            {
+                "/tmp/run-a1b2/input.bin": 256 * KIB,
+                "/home/u/.cache/lib/index": 64 * KIB,
+                "/home/u/x.cfg": 8 * KIB,
+            },
+            extra=("/home/u/logs/run-a1b2.log",),
+        ),
+    )
+    other = _arm(
+        tmp_path,
+        "other",
+        lambda: _reads_outside({"/tmp/run-c3d4/input.bin": 256 * KIB}, extra=("/home/u/logs/run-c3d4.log",)),
+    )
+    assert sorted(base.outside_inputs) == ["/home/u/x.cfg", "/tmp/run-a1b2/input.bin"]
+    d = no_doing_less_guard(base, other, strategy=CAT.strategies["l1.dataloader_prefetch"])
+    assert d.passed, d.reason

@@ -6,6 +6,9 @@ ran on one; files outside it (the interpreter's own libraries, scripts) are not 
 data and are left out. A program whose data folder holds none of its files (it reads an input
 its set-up step made beside it) has every non-runtime file as data, each under the arm's own
 folder known by its path relative to it (``<workdir>/input/in.dat``), since every arm has its own.
+A program that keeps some files in its data folder may still read an input from elsewhere (an
+absolute path): those inputs are summed apart (:attr:`Arm.outside_inputs`), so a change that reads
+less of them is still doing less.
 """
 
 from __future__ import annotations
@@ -117,26 +120,54 @@ class Arm:
         return self.analysis.profile is not None
 
     @cached_property
-    def files(self) -> dict[str, FileAccess]:
-        """The data files by their path relative to the data folder (all non-runtime files when the
-        folder is unknown or holds none of them, those in the arm's folder relative to it)."""
+    def _inside(self) -> dict[str, FileAccess]:
+        """The files in the data folder (or its staged copy), by their path relative to it."""
         profile = self.analysis.profile
         if profile is None:
             return {}
         roots = [os.path.normpath(d) + os.sep for d in (self.data_dir, self.staged_dir) if d]
-        inside = {
+        return {
             f"<data>/{os.path.normpath(f.path)[len(root) :]}": f
             for f in profile.files
             for root in roots
             if os.path.normpath(f.path).startswith(root)
         }
-        if inside:
-            return inside
+
+    def _elsewhere(self) -> dict[str, FileAccess]:
+        """Every non-runtime file that is not the arm's configuration, by :meth:`_key`."""
+        profile = self.analysis.profile
+        if profile is None:
+            return {}
         config = {os.path.normpath(p) for p in self.config_files}
         return {
             self._key(f.path): f
             for f in profile.files
             if _looks_like_data(f.path) and os.path.normpath(f.path) not in config
+        }
+
+    @cached_property
+    def files(self) -> dict[str, FileAccess]:
+        """The data files by their path relative to the data folder (all non-runtime files when the
+        folder is unknown or holds none of them, those in the arm's folder relative to it)."""
+        return self._inside or self._elsewhere()
+
+    @cached_property
+    def outside_inputs(self) -> dict[str, FileAccess]:
+        """Files the arm only reads from outside a data folder that holds some of its files: an
+        input named by an absolute path while the outputs go to the data folder. Only their bytes
+        read at least once, summed, are judged (by the no-doing-less guard): a file named afresh in
+        every run cancels out of a sum, and files the program writes (logs, temporary files) are
+        left out, as are dot folders (``~/.cache``, ``~/.config``: tools' state, not data)."""
+        if not self._inside:
+            return {}  # then every such file is already one of :attr:`files`
+        ours = {id(f) for f in self._inside.values()}
+        return {
+            key: f
+            for key, f in self._elsewhere().items()
+            if id(f) not in ours
+            and f.read_bytes > 0
+            and f.write_bytes == 0
+            and "/." not in os.path.normpath(f.path)
         }
 
     def _key(self, path: str) -> str:
