@@ -59,12 +59,64 @@ def test_data_echoing_declared_as_a_cache_is_doing_less(tmp_path: Path) -> None:
 
 
 def test_a_cache_may_skip_only_what_the_incumbent_reads_twice(tmp_path: Path) -> None:
-    base = _arm(tmp_path, "base", lambda: _reader(FILES, twice=True))
-    once = _arm(tmp_path, "once", lambda: _reader(FILES))
+    base = _arm(tmp_path, "base", lambda: _reader(FILES, twice=True), samples=80)
+    once = _arm(tmp_path, "once", lambda: _reader(FILES), samples=80)
     cache = no_doing_less_guard(base, once, strategy=CAT.strategies["l1.dataset_cache"])
     assert cache.passed and "reads more than once" in cache.reason
+    assert "its work counters are kept (samples)" in cache.reason
     workers = no_doing_less_guard(base, once, strategy=CAT.strategies["l1.dataloader_workers"])
     assert not workers.passed and "read bytes 1,310,720 -> 655,360" in workers.reason
+
+
+def _epochs(epochs: int, *, cached: bool = False, events: bool = False) -> list[Proc]:
+    """``epochs`` passes over the samples; ``cached``: the passes after the first are served from
+    memory (no reads); ``events``: the program logs one application event per sample."""
+    p = Proc(pid=50)
+    for epoch in range(epochs):
+        for path in FILES[:16]:
+            if epoch == 0 or not cached:
+                p.open(path)
+                p.read(path, 16 * KIB)
+                p.close(path)
+            if events:
+                p.app("sample")
+    return [p]
+
+
+def test_a_cache_and_fewer_epochs_look_alike_and_only_the_programs_account_tells_them_apart(
+    tmp_path: Path,
+) -> None:
+    """Dropped re-reads under a cache's id: a real cache and a program that stopped after its
+    first epoch leave the same trace, so without the program's account it is a person's question;
+    with one, the cache passes and the lost epoch does not."""
+    cache = CAT.strategies["l1.dataset_cache"]
+    base = _arm(tmp_path, "base", lambda: _epochs(2))
+    one = _arm(tmp_path, "one", lambda: _epochs(1))
+    d = no_doing_less_guard(base, one, strategy=cache)
+    assert not d.passed and d.verdict == "inconclusive", d.reason
+    assert "cannot tell a cache serving them from memory" in d.reason
+    assert "Does the program still make as many passes over its data as the base?" in d.reason
+    # the same traces, with the program's own count of the samples it went through
+    base_n = _arm(tmp_path, "base_n", lambda: _epochs(2), samples=32)
+    assert no_doing_less_guard(
+        base_n, _arm(tmp_path, "cached_n", lambda: _epochs(1), samples=32), strategy=cache
+    ).passed
+    fewer = no_doing_less_guard(
+        base_n, _arm(tmp_path, "one_n", lambda: _epochs(1), samples=16), strategy=cache
+    )
+    assert (
+        not fewer.passed and fewer.verdict == "rejected" and "work counter samples 32 -> 16" in fewer.reason
+    )
+    # or with an application event per sample in the trace
+    base_e = _arm(tmp_path, "base_e", lambda: _epochs(2, events=True))
+    cached = no_doing_less_guard(
+        base_e, _arm(tmp_path, "cached_e", lambda: _epochs(2, cached=True, events=True)), strategy=cache
+    )
+    assert cached.passed and "most frequent application event is kept (sample: 32 -> 32)" in cached.reason
+    stopped = no_doing_less_guard(
+        base_e, _arm(tmp_path, "one_e", lambda: _epochs(1, events=True)), strategy=cache
+    )
+    assert not stopped.passed and stopped.verdict == "inconclusive", stopped.reason
 
 
 def test_physical_work_is_compared_with_the_incumbent_not_the_baseline(tmp_path: Path) -> None:
@@ -322,3 +374,23 @@ def test_what_is_outside_the_data_folder_and_not_an_input_is_not_judged(tmp_path
     assert sorted(base.outside_inputs) == ["/home/u/x.cfg", "/tmp/run-a1b2/input.bin"]
     d = no_doing_less_guard(base, other, strategy=CAT.strategies["l1.dataloader_prefetch"])
     assert d.passed, d.reason
+
+
+def test_behind_a_kept_cache_a_lost_epoch_reads_what_the_cache_read(tmp_path: Path) -> None:
+    """With the cache kept, one epoch of two reads exactly what the incumbent reads: against the
+    baseline, the passes are as open as the cache's were, whatever the new change's id."""
+    workers = CAT.strategies["l1.dataloader_workers"]
+    base = _arm(tmp_path, "base", lambda: _epochs(2))
+    inc = _arm(tmp_path, "inc", lambda: _epochs(2, cached=True))
+    one = _arm(tmp_path, "one", lambda: _epochs(1))
+    assert no_doing_less_guard(inc, one, strategy=workers).passed  # alone, the two look the same
+    d = no_doing_less_guard(base, one, incumbent=inc, strategy=workers)
+    assert not d.passed and d.verdict == "inconclusive", d.reason
+    assert "the inc's kept change no longer re-reads them" in d.reason
+    # an application event per sample shows the passes: kept, or not
+    base_e = _arm(tmp_path, "base_e", lambda: _epochs(2, events=True))
+    inc_e = _arm(tmp_path, "inc_e", lambda: _epochs(2, cached=True, events=True))
+    same = _arm(tmp_path, "same_e", lambda: _epochs(2, cached=True, events=True))
+    assert no_doing_less_guard(base_e, same, incumbent=inc_e, strategy=workers).passed
+    one_e = _arm(tmp_path, "one_e", lambda: _epochs(1, events=True))
+    assert no_doing_less_guard(base_e, one_e, incumbent=inc_e, strategy=workers).verdict == "inconclusive"

@@ -16,6 +16,11 @@ Two comparisons, both measured:
   each process's pieces (data sieving for reads), while every process reads its own bytes as many
   times over.
 
+A cache's dropped re-reads look in a trace exactly like a program that stopped making the passes
+that re-read them (fewer epochs): they are accepted when the program's own account shows the
+passes are kept (work counters, epochs or steps, its most frequent application event), and are
+``inconclusive`` otherwise, a question for a person.
+
 When the bytes read at least once fall below the baseline's, and the baseline's reads were
 sieving windows holding every byte the experiment reads, the trace cannot tell the holes (bytes
 nobody asked for) from pieces the program stopped reading: the decision is ``inconclusive``
@@ -153,6 +158,59 @@ def _passes_kept(before: Arm, after: Arm, direction: str) -> float | None:
     return b if b is not None and a is not None and a >= b * (1 - PASS_SLACK) else None
 
 
+def passes_shown(inc: Arm, exp: Arm, tol: float) -> str | None:
+    """What shows that ``exp`` still makes the ``inc``'s passes over its data (a cache serves the
+    re-reads; a program doing fewer epochs drops them too, and its trace looks the same), or None:
+    the work counters the program prints, epochs or steps in the trace, or its most frequent
+    application event (per sample or per step, as a rule), each kept within the tolerance."""
+    if inc.work and all(exp.work.get(k, 0.0) >= v * (1 - tol) for k, v in inc.work.items()):
+        return f"its work counters are kept ({', '.join(sorted(inc.work))})"
+    a, e = inc.analysis, exp.analysis
+    if a.epochs and len(e.epochs) >= len(a.epochs):
+        return f"its {len(a.epochs)} epoch(s) are kept"
+    if a.steps and e.steps >= a.steps * (1 - tol):
+        return f"its {a.steps:,} steps are kept"
+    events = a.profile.app_events if a.profile is not None else []
+    most = max(events, key=lambda ev: ev.count, default=None)
+    if most is None or most.count < 2 or e.profile is None:
+        return None
+    now = sum(ev.count for ev in e.profile.app_events if (ev.cat, ev.name) == (most.cat, most.name))
+    if now < most.count * (1 - tol):
+        return None
+    return f"its most frequent application event is kept ({most.name}: {most.count:,} -> {now:,})"
+
+
+def _input_reads(arm: Arm) -> tuple[int, int]:
+    """Bytes read, and read more than once, of the files the arm only reads (its inputs)."""
+    inputs = [f for f in arm.files.values() if f.read_bytes > 0 and f.write_bytes == 0]
+    return sum(f.read_bytes for f in inputs), sum(f.reread_bytes for f in inputs)
+
+
+def _behind_a_kept_cache(base: Arm, inc: Arm, exp: Arm, tol: float) -> str | None:
+    """A kept change that dropped the baseline's re-reads of its inputs (a cache) hides the passes
+    that made them: an experiment with the incumbent's reads may still make fewer passes behind it
+    (one epoch of two, with every sample already cached, reads what the cache read). Against the
+    baseline, the passes must be shown as the kept change's had to be (:func:`passes_shown`);
+    when they cannot be, neither can this change's, and a person is asked. Data sieving's holes,
+    which several processes' windows read, are not a cache's re-reads."""
+    (b, rereads), (i, _), (a, _) = _input_reads(base), _input_reads(inc), _input_reads(exp)
+
+    def served(after: int) -> bool:  # fewer reads, all of them within the baseline's re-reads
+        return b > 0 and after < b * (1 - tol) and b - after <= rereads * (1 + tol) + tol * b
+
+    if not (served(i) and served(a)) or passes_shown(base, exp, tol) is not None:
+        return None
+    if _read_sieving_dropped(base, inc) is not None:
+        return None  # the kept change turned the library's read windows off
+    return (
+        f"{_drop('input read_bytes', b, a)} vs the {base.label}, within the {rereads:,} bytes it "
+        f"reads more than once: the {inc.label}'s kept change no longer re-reads them, and behind "
+        "it the trace cannot tell whether this change still makes the baseline's passes over the "
+        "data (fewer epochs or samples read what a cache read). Does the program still make as "
+        f"many passes over its data as the {base.label}?"
+    )
+
+
 def _read_sieving_dropped(coarse: Arm, fine: Arm) -> tuple[ReadWindows, float] | None:
     """The ``coarse`` arm's read windows over the ``fine`` arm's pieces, with the passes kept, and
     how many passes the windows made over their holes."""
@@ -240,7 +298,18 @@ def no_doing_less_guard(
                 "sieving reads the holes)"
             )
         elif key == "read_bytes" and allowed.serve_rereads and b - a <= rereads * (1 + tol) + tol * b:
-            expected.append(f"{line}: within the {rereads:,.0f} bytes the {inc.label} reads more than once")
+            within = f"{line}: within the {rereads:,.0f} bytes the {inc.label} reads more than once"
+            shown = passes_shown(inc, exp, tol)
+            if shown is not None:
+                expected.append(f"{within}; {shown}")
+            else:
+                unsure.append(
+                    f"{within}; the trace cannot tell a cache serving them from memory (allowed) from "
+                    "a program that no longer makes the passes that re-read them (fewer epochs or "
+                    "samples: doing less), and nothing the program reports counts its passes (work "
+                    "counters in the workload spec, epochs or steps, application events). Does the "
+                    f"program still make as many passes over its data as the {inc.label}?"
+                )
         elif key == "read_bytes" and allowed.serve_rereads:
             drops.append(
                 f"{line}: more than the {rereads:,.0f} bytes the {inc.label} reads more than once "
@@ -248,6 +317,8 @@ def no_doing_less_guard(
             )
         else:
             drops.append(line)
+    if by_file and inc is not base and not drops and (behind := _behind_a_kept_cache(base, inc, exp, tol)):
+        unsure.append(behind)
     details = {
         "baseline": logical_b,
         "experiment_logical": logical_e,
