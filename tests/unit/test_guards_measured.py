@@ -394,3 +394,24 @@ def test_behind_a_kept_cache_a_lost_epoch_reads_what_the_cache_read(tmp_path: Pa
     assert no_doing_less_guard(base_e, same, incumbent=inc_e, strategy=workers).passed
     one_e = _arm(tmp_path, "one_e", lambda: _epochs(1, events=True))
     assert no_doing_less_guard(base_e, one_e, incumbent=inc_e, strategy=workers).verdict == "inconclusive"
+
+
+def test_read_backs_of_what_the_program_writes_are_not_passes_over_its_data(tmp_path: Path) -> None:
+    """A program that writes a file and reads it back: fewer re-reads of it under a cache's id are
+    its read-backs served from memory (or its I/O library's), not a lost pass over a dataset."""
+
+    def write_then_read(times: int) -> list[Proc]:
+        p = Proc(pid=60)
+        out = f"{DATA}/sim.bin"
+        p.open(out)
+        p.write(out, 256 * KIB, offset=0)
+        for _ in range(times):
+            for k in range(16):
+                p.read(out, 16 * KIB, offset=16 * KIB * k)
+        p.close(out)
+        return [p]
+
+    base = _arm(tmp_path, "base", lambda: write_then_read(4))
+    once = _arm(tmp_path, "once", lambda: write_then_read(1))
+    d = no_doing_less_guard(base, once, strategy=CAT.strategies["l2.hdf5_chunk_cache"])
+    assert d.passed and "reads more than once" in d.reason, d.reason
