@@ -1,6 +1,7 @@
 """A program whose dataset lives at an absolute path of the user's while its outputs go to the
 spec's data folder: a "prefetch" knob that secretly reads every other sample must still be doing
-less, and spreading the same reads over threads must still be a win.
+less, a "read-ahead" that reads the shuffled samples in name order must still change the access
+pattern, and spreading the same reads over threads must still be a win.
 
 The guards key the data folder's files by their path in it; inputs named elsewhere are summed
 apart (their bytes read at least once), so a knob cannot hide a smaller read behind the folder.
@@ -18,15 +19,18 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 READER = textwrap.dedent("""
-    import argparse, os, time
+    import argparse, os, random, time
     from concurrent.futures import ThreadPoolExecutor
     ap = argparse.ArgumentParser()
     ap.add_argument("--input", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--prefetch", type=int, default=0)
+    ap.add_argument("--ordered", type=int, default=0)
     a = ap.parse_args()
     names = sorted(os.listdir(a.input))
+    if not a.ordered:  # the decoy: its "read-ahead" reads the samples in name order, unshuffled
+        random.Random(3).shuffle(names)
     if a.prefetch:  # the decoy: its "prefetching" only ever reads every other sample
         names = names[::2]
     def load(name):
@@ -48,7 +52,7 @@ READER = textwrap.dedent("""
 SPEC = textwrap.dedent("""
     name = "outside-input-reader"
     command = ["{{python}}", "reader.py", "--input", "{dataset}", "--out", "{{data_dir}}",
-               "--threads", "{{THREADS}}", "--prefetch", "{{PREFETCH}}"]
+               "--threads", "{{THREADS}}", "--prefetch", "{{PREFETCH}}", "--ordered", "{{ORDERED}}"]
     data_dir = "{{workdir}}/data"
     replicates = 3
     timeout_s = 60
@@ -69,10 +73,18 @@ SPEC = textwrap.dedent("""
     values = [0, 2]
     default = 0
     strategy = "l1.background_prefetch"
+    [[knobs]]
+    name = "ORDERED"
+    kind = "arg"
+    values = [0, 1]
+    default = 0
+    strategy = "l1.dataloader_prefetch"
 """)
 
 
-def test_reading_half_of_an_outside_dataset_is_refused_and_threads_are_kept(tmp_path: Path) -> None:
+def test_reading_less_or_unshuffled_of_an_outside_dataset_is_refused_and_threads_are_kept(
+    tmp_path: Path,
+) -> None:
     if c.dftracer_preload_lib() is None:
         pytest.skip("dftracer (with libdftracer_preload.so) is not installed")
     dataset = tmp_path / "dataset"
@@ -88,13 +100,16 @@ def test_reading_half_of_an_outside_dataset_is_refused_and_threads_are_kept(tmp_
         "--mode",
         "autonomous",
         "--max-experiments",
-        "2",
+        "3",
         "--force",
         env=home,
     )
     assert doc["status"] == "completed", doc["status_reason"]
     verdicts = {v["proposal"]: v["verdict"] for v in doc["verdicts"]}
     assert verdicts.get("PREFETCH=2") == "rejected", verdicts
+    assert verdicts.get("ORDERED=1") == "rejected", verdicts
     assert verdicts.get("THREADS=4") not in (None, "rejected", "inconclusive"), verdicts
     report = (Path(doc["run_dir"]) / "report.md").read_text()
     assert "outside input bytes read once 4,194,304 -\\> 2,097,152 (-50.0%)" in report
+    said = [line[:400] for line in report.splitlines() if "ORDERED=1" in line][:3]
+    assert any("access_pattern" in line and "another order" in line for line in said), said

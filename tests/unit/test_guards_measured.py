@@ -415,3 +415,32 @@ def test_read_backs_of_what_the_program_writes_are_not_passes_over_its_data(tmp_
     once = _arm(tmp_path, "once", lambda: write_then_read(1))
     d = no_doing_less_guard(base, once, strategy=CAT.strategies["l2.hdf5_chunk_cache"])
     assert d.passed and "reads more than once" in d.reason, d.reason
+
+
+def test_the_order_of_an_outside_dataset_is_the_applications_too(tmp_path: Path) -> None:
+    """Samples read from a dataset at an absolute path, results written to the data folder: a
+    'worker' knob that reads them in name order instead of shuffled changes the access pattern;
+    an input named afresh in each run (in one arm only) is not compared."""
+    names = [f"/datasets/imgs/s{i:03d}.bin" for i in range(40)]
+    shuffled = names[:]
+    random.Random(7).shuffle(shuffled)
+
+    def program(order: list[str], run: str) -> list[Proc]:
+        ps = _reader(order)
+        p = ps[0]
+        for path, nbytes in ((f"/tmp/session-{run}/plan.bin", 8 * KIB), (f"{DATA}/result.bin", 0)):
+            p.open(path)
+            if nbytes:
+                p.read(path, nbytes)
+            else:
+                p.write(path, 64 * KIB)
+            p.close(path)
+        return ps
+
+    workers = CAT.strategies["l1.dataloader_workers"]
+    base = _arm(tmp_path, "base", lambda: program(shuffled, "a"))
+    again = _arm(tmp_path, "again", lambda: program(shuffled, "b"))
+    assert access_pattern_guard(workers, base, again).passed
+    ordered = _arm(tmp_path, "ordered", lambda: program(names, "c"))
+    d = access_pattern_guard(workers, base, ordered)
+    assert not d.passed and d.verdict == "rejected" and "order" in d.reason, d.reason

@@ -13,6 +13,7 @@ less of them is still doing less.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -36,6 +37,9 @@ _LAUNCHER_NAMES = ("hydra_hwloc_xmlfile_",)
 #: Session folders a launcher or resource manager makes in /tmp for each job (Open MPI's
 #: ompi.<host>.<uid>, PRRTE's prte.<host>.<uid>, PMIx's pmix-<pid>, a Flux broker's flux-XXXXXX)
 _SESSION_DIRS = ("ompi.", "prte.", "pmix-", "pmix.", "flux-")
+#: Compilers' caches a program reads when an earlier run left them (PyTorch Inductor's default
+#: folder): whether they are there depends on the runs before, not on the change
+_COMPILER_CACHES = ("/tmp/torchinductor_",)
 _CODE_SUFFIXES = (".py", ".pyc", ".so", ".pth", ".json.gz", ".pfw", ".pfw.gz")
 _BIN_LO = {label: lo for label, lo in S.SIZE_BINS}
 #: Self-describing container formats whose library lays the file out (names it by suffix)
@@ -114,6 +118,9 @@ class Arm:
     #: files the arm's own environment names (a ROMIO_HINTS file): the change's configuration,
     #: written by dftune for this arm, not the application's data
     config_files: frozenset[str] = frozenset()
+    #: inputs outside the data folder the access-pattern guard compares as data files: those every
+    #: compared arm reads under the same name (:func:`sharing_inputs`)
+    compared_inputs: frozenset[str] = frozenset()
 
     @property
     def profiled(self) -> bool:
@@ -149,7 +156,12 @@ class Arm:
     def files(self) -> dict[str, FileAccess]:
         """The data files by their path relative to the data folder (all non-runtime files when the
         folder is unknown or holds none of them, those in the arm's folder relative to it)."""
-        return self._inside or self._elsewhere()
+        if not self._inside:
+            return self._elsewhere()
+        if not self.compared_inputs:
+            return self._inside
+        shared = {k: f for k, f in self.outside_inputs.items() if k in self.compared_inputs}
+        return {**self._inside, **shared}
 
     @cached_property
     def outside_inputs(self) -> dict[str, FileAccess]:
@@ -168,6 +180,7 @@ class Arm:
             and f.read_bytes > 0
             and f.write_bytes == 0
             and "/." not in os.path.normpath(f.path)
+            and not os.path.normpath(f.path).startswith(_COMPILER_CACHES)
         }
 
     def _key(self, path: str) -> str:
@@ -234,6 +247,14 @@ class Arm:
         n = len(read)
         d = (names - times).astype(np.float64)
         return float(1.0 - 6.0 * float((d * d).sum()) / (n * (n * n - 1)))
+
+
+def sharing_inputs(*arms: Arm) -> list[Arm]:
+    """The arms with the inputs outside their data folder that all of them read under the same
+    name among their data files, for a comparison of their access patterns (a name made afresh in
+    each run is in one arm only, and stays out)."""
+    common = frozenset.intersection(*(frozenset(a.outside_inputs) for a in arms)) if arms else frozenset()
+    return [dataclasses.replace(a, compared_inputs=common) if common else a for a in arms]
 
 
 def _looks_like_data(path: str) -> bool:

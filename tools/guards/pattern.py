@@ -34,7 +34,7 @@ import functools
 from collections.abc import Callable
 
 from dftune.tools.catalog import Strategy
-from dftune.tools.guards.arms import Arm, Totals, library_container
+from dftune.tools.guards.arms import Arm, Totals, library_container, sharing_inputs
 from dftune.tools.guards.decision import GuardDecision, not_run
 from dftune.tools.guards.library import ReadWindows, read_windows, rmw_windows, sharing
 from dftune.tools.guards.logical import LEVELS, Direction, compare, order_changed, own_order
@@ -71,6 +71,11 @@ def access_pattern_guard(
     declared = pattern_by_definition(strategy)
     if not declared.passed or incumbent is None or experiment is None:
         return declared
+    if baseline is not None and baseline is not incumbent:
+        incumbent, experiment, baseline = sharing_inputs(incumbent, experiment, baseline)
+    else:
+        incumbent, experiment = sharing_inputs(incumbent, experiment)
+        baseline = incumbent if baseline is not None else None
     if not (incumbent.profiled and experiment.profiled):
         return not_run(
             "access_pattern",
