@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -294,6 +294,18 @@ def run_cli_json(*args: str, env: dict[str, str] | None = None, timeout: float =
     )
     assert done.returncode == 0, done.stderr[-2000:]
     doc: dict[str, Any] = json.loads(done.stdout)
+    return doc
+
+
+def tune_in(folder: Path, files: Mapping[str, str], *, experiments: int) -> dict[str, Any]:
+    """Write ``files`` (name -> text, ``workload.toml`` among them) to ``folder`` and tune that spec
+    autonomously under the folder's own DFTUNE_HOME (``dftune run --json``); it must complete."""
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    env = {**os.environ, "DFTUNE_HOME": str(folder / "home")}
+    spec, n = str(folder / "workload.toml"), str(experiments)
+    doc = run_cli_json("run", spec, "--mode", "autonomous", "--max-experiments", n, "--force", env=env)
+    assert doc["status"] == "completed", doc["status_reason"]
     return doc
 
 

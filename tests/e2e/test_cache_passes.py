@@ -9,7 +9,6 @@ with a work counter of the samples, the cache is judged by its numbers and the d
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 
@@ -88,12 +87,7 @@ pattern = 'samples ([0-9]+)'
 def _run(tmp: Path, spec: str) -> tuple[dict[str, str], str]:
     if c.dftracer_preload_lib() is None:
         pytest.skip("dftracer (with libdftracer_preload.so) is not installed")
-    (tmp / "trainer.py").write_text(TRAINER)
-    (tmp / "workload.toml").write_text(spec)
-    home = {**os.environ, "DFTUNE_HOME": str(tmp / "home")}
-    args = ("run", str(tmp / "workload.toml"), "--mode", "autonomous", "--max-experiments", "3", "--force")
-    doc = c.run_cli_json(*args, env=home)
-    assert doc["status"] == "completed", doc["status_reason"]
+    doc = c.tune_in(tmp, {"trainer.py": TRAINER, "workload.toml": spec}, experiments=3)
     verdicts = {v["proposal"]: v["verdict"] for v in doc["verdicts"]}
     return verdicts, (Path(doc["run_dir"]) / "report.md").read_text()
 

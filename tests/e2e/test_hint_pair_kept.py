@@ -59,12 +59,7 @@ pattern = '^io_time_s ([0-9.]+)'
 
 def test_two_hints_kept_in_sequence_run_together_and_stay_together(tmp_path: Path) -> None:
     c.needs_traced_mpi()
-    (tmp_path / "hint_pair.py").write_text(PROGRAM)
-    (tmp_path / "workload.toml").write_text(SPEC)
-    doc = c.run_cli_json(
-        "run", str(tmp_path / "workload.toml"), "--mode", "autonomous", "--max-experiments", "2", "--force"
-    )
-    assert doc["status"] == "completed", doc["status_reason"]
+    doc = c.tune_in(tmp_path, {"hint_pair.py": PROGRAM, "workload.toml": SPEC}, experiments=2)
     tried = [(v["proposal"], v["verdict"], v["kept"]) for v in doc["verdicts"]]
     cb, ds = (
         "romio-romio_cb_write=disable-romio_cb_read=disable",

@@ -9,7 +9,6 @@ and the hint sets are files dftune writes, so neither may read as "other data fi
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 
@@ -66,20 +65,8 @@ SPEC = textwrap.dedent("""
 
 def test_sieving_off_on_a_read_only_input_is_judged_by_its_numbers(tmp_path: Path) -> None:
     c.needs_traced_mpi()
-    for name, text in (("make_input.py", MAKE_INPUT), ("reader.py", READER), ("workload.toml", SPEC)):
-        (tmp_path / name).write_text(text)
-    home = {**os.environ, "DFTUNE_HOME": str(tmp_path / "home")}
-    doc = c.run_cli_json(
-        "run",
-        str(tmp_path / "workload.toml"),
-        "--mode",
-        "autonomous",
-        "--max-experiments",
-        "2",
-        "--force",
-        env=home,
-    )
-    assert doc["status"] == "completed", doc["status_reason"]
+    files = {"make_input.py": MAKE_INPUT, "reader.py": READER, "workload.toml": SPEC}
+    doc = c.tune_in(tmp_path, files, experiments=2)
     verdicts = {v["proposal"]: v["verdict"] for v in doc["verdicts"]}
     ds_off = "romio-romio_ds_write=disable-romio_ds_read=disable"
     assert ds_off in verdicts, verdicts
