@@ -91,20 +91,8 @@ def test_reading_less_or_unshuffled_of_an_outside_dataset_is_refused_and_threads
     dataset.mkdir()
     for i in range(64):
         (dataset / f"s{i:03d}.bin").write_bytes(os.urandom(64 * 1024))
-    (tmp_path / "reader.py").write_text(READER)
-    (tmp_path / "workload.toml").write_text(SPEC.format(dataset=dataset))
-    home = {**os.environ, "DFTUNE_HOME": str(tmp_path / "home")}
-    doc = c.run_cli_json(
-        "run",
-        str(tmp_path / "workload.toml"),
-        "--mode",
-        "autonomous",
-        "--max-experiments",
-        "3",
-        "--force",
-        env=home,
-    )
-    assert doc["status"] == "completed", doc["status_reason"]
+    files = {"reader.py": READER, "workload.toml": SPEC.format(dataset=dataset)}
+    doc = c.tune_in(tmp_path, files, experiments=3)
     verdicts = {v["proposal"]: v["verdict"] for v in doc["verdicts"]}
     assert verdicts.get("PREFETCH=2") == "rejected", verdicts
     assert verdicts.get("ORDERED=1") == "rejected", verdicts
@@ -113,3 +101,82 @@ def test_reading_less_or_unshuffled_of_an_outside_dataset_is_refused_and_threads
     assert "outside input bytes read once 4,194,304 -\\> 2,097,152 (-50.0%)" in report
     said = [line[:400] for line in report.splitlines() if "ORDERED=1" in line][:3]
     assert any("access_pattern" in line and "another order" in line for line in said), said
+
+
+TRAINER = textwrap.dedent("""
+    import argparse, os, threading, time
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--ckpt", required=True)
+    ap.add_argument("--async-save", type=int, default=0)
+    ap.add_argument("--background", type=int, default=0)
+    ap.add_argument("--setup-only", action="store_true")
+    a = ap.parse_args()
+    if a.setup_only:
+        os.makedirs(a.data, exist_ok=True)
+        for i in range(16):
+            with open(os.path.join(a.data, f"s{i:02d}.bin"), "wb") as f:
+                f.write(os.urandom(64 * 1024))
+        raise SystemExit
+    os.makedirs(a.ckpt, exist_ok=True)
+    def save(step):
+        with open(os.path.join(a.ckpt, f"ckpt_{step}.bin"), "wb", buffering=0) as f:
+            for _ in range(256):
+                f.write(b"w" * 4096)
+            os.fsync(f.fileno())
+    t, pending = time.perf_counter(), []
+    for step in range(8):
+        for name in sorted(os.listdir(a.data))[step * 2 : step * 2 + 2]:
+            with open(os.path.join(a.data, name), "rb") as f:
+                f.read()
+        time.sleep(0.02)  # the step's compute
+        if a.background and step % 4:  # the decoy: its "background" saving skips three of four
+            continue
+        if a.async_save or a.background:
+            pending.append(threading.Thread(target=save, args=(step,)))
+            pending[-1].start()
+        else:
+            save(step)
+    for th in pending:
+        th.join()
+    print(f"run_time_s {time.perf_counter() - t:.6f}")
+""")
+
+CKPT_SPEC = textwrap.dedent("""
+    name = "outside-checkpoints"
+    command = ["{{python}}", "trainer.py", "--data", "{{data_dir}}", "--ckpt", "{ckpt}",
+               "--async-save", "{{ASYNC}}", "--background", "{{BACKGROUND}}"]
+    setup = ["{{python}}", "trainer.py", "--data", "{{data_dir}}", "--ckpt", "{ckpt}", "--setup-only"]
+    data_dir = "{{workdir}}/data"
+    replicates = 3
+    timeout_s = 60
+    [metric]
+    kind = "stdout_regex"
+    pattern = 'run_time_s ([0-9.]+)'
+    [tracing]
+    mode = "preload"
+    [[knobs]]
+    name = "ASYNC"
+    kind = "arg"
+    values = [0, 1]
+    default = 0
+    strategy = "l1.async_checkpoint"
+    [[knobs]]
+    name = "BACKGROUND"
+    kind = "arg"
+    values = [0, 1]
+    default = 0
+    strategy = "l1.async_checkpoint"
+""")
+
+
+def test_fewer_checkpoints_to_an_outside_folder_are_refused(tmp_path: Path) -> None:
+    if c.dftracer_preload_lib() is None:
+        pytest.skip("dftracer (with libdftracer_preload.so) is not installed")
+    files = {"trainer.py": TRAINER, "workload.toml": CKPT_SPEC.format(ckpt=tmp_path / "ckpt")}
+    doc = c.tune_in(tmp_path, files, experiments=2)
+    verdicts = {v["proposal"]: v["verdict"] for v in doc["verdicts"]}
+    assert verdicts.get("BACKGROUND=1") == "rejected", verdicts
+    assert verdicts.get("ASYNC=1") not in (None, "rejected", "inconclusive"), verdicts
+    report = (Path(doc["run_dir"]) / "report.md").read_text()
+    assert "outside output bytes written once 8,388,608 -\\> 2,097,152 (-75.0%)" in report

@@ -444,3 +444,35 @@ def test_the_order_of_an_outside_dataset_is_the_applications_too(tmp_path: Path)
     ordered = _arm(tmp_path, "ordered", lambda: program(names, "c"))
     d = access_pattern_guard(workers, base, ordered)
     assert not d.passed and d.verdict == "rejected" and "order" in d.reason, d.reason
+
+
+def test_fewer_checkpoints_to_a_folder_of_their_own_are_doing_less(tmp_path: Path) -> None:
+    """Checkpoints go to a folder outside the data folder (which holds the dataset): one of every
+    two under an asynchronous checkpointing id is doing less; a log named afresh in each run and a
+    compiler's cache only the first run writes are not the application's output."""
+
+    def trainer(every: int, run: str, first: bool = False) -> list[Proc]:
+        ps = _reader(FILES[:8])
+        p = ps[0]
+        writes = [f"/scratch/ckpt/ckpt_{i}.bin" for i in range(0, 4, every)]
+        writes.append(f"/tmp/run-{run}.log")
+        if first:
+            writes.append("/tmp/torchinductor_root/fx/kernel.bin")
+        for path in writes:
+            p.open(path)
+            for _ in range(8 if path.endswith(".log") else 128):
+                p.write(path, 4 * KIB if not path.endswith(".log") else 256)
+            p.close(path)
+        return ps
+
+    async_id = CAT.strategies["l1.async_checkpoint"]
+    base = _arm(tmp_path, "base", lambda: trainer(1, "a", first=True))
+    assert sorted(base.outside_outputs) == [f"/scratch/ckpt/ckpt_{i}.bin" for i in range(4)] + [
+        "/tmp/run-a.log"
+    ]
+    same = _arm(tmp_path, "same", lambda: trainer(1, "b"))
+    assert no_doing_less_guard(base, same, strategy=async_id).passed
+    half = _arm(tmp_path, "half", lambda: trainer(2, "c"))
+    d = no_doing_less_guard(base, half, strategy=async_id)
+    assert not d.passed and d.verdict == "rejected", d.reason
+    assert "outside output bytes written once 2,099,200 -> 1,050,624 (-50.0%)" in d.reason, d.reason

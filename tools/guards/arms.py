@@ -164,24 +164,36 @@ class Arm:
         return {**self._inside, **shared}
 
     @cached_property
-    def outside_inputs(self) -> dict[str, FileAccess]:
-        """Files the arm only reads from outside a data folder that holds some of its files: an
-        input named by an absolute path while the outputs go to the data folder. Only their bytes
-        read at least once, summed, are judged (by the no-doing-less guard): a file named afresh in
-        every run cancels out of a sum, and files the program writes (logs, temporary files) are
-        left out, as are dot folders (``~/.cache``, ``~/.config``: tools' state, not data)."""
+    def _outside(self) -> dict[str, FileAccess]:
+        """The program's files outside a data folder that holds some of its files (empty when it
+        holds none: then every such file is already one of :attr:`files`). Dot folders
+        (``~/.cache``, ``~/.config``), compilers' caches and ``__pycache__`` are tools' state, whose
+        presence depends on the runs before, not on the change."""
         if not self._inside:
-            return {}  # then every such file is already one of :attr:`files`
+            return {}
         ours = {id(f) for f in self._inside.values()}
         return {
             key: f
             for key, f in self._elsewhere().items()
             if id(f) not in ours
-            and f.read_bytes > 0
-            and f.write_bytes == 0
-            and "/." not in os.path.normpath(f.path)
-            and not os.path.normpath(f.path).startswith(_COMPILER_CACHES)
+            and "/." not in (real := os.path.normpath(f.path))
+            and "/__pycache__/" not in real
+            and not real.startswith(_COMPILER_CACHES)
         }
+
+    @cached_property
+    def outside_inputs(self) -> dict[str, FileAccess]:
+        """Files the arm only reads from outside its data folder (a dataset named by an absolute
+        path while the outputs go to the data folder): their bytes read at least once, summed, are
+        judged by the no-doing-less guard, where a name made afresh in every run cancels out; those
+        every compared arm reads under the same name, by the access-pattern guard too."""
+        return {k: f for k, f in self._outside.items() if f.read_bytes > 0 and f.write_bytes == 0}
+
+    @cached_property
+    def outside_outputs(self) -> dict[str, FileAccess]:
+        """Files the arm writes outside its data folder (checkpoints sent to a folder of their own,
+        logs): their bytes written at least once, summed, are judged by the no-doing-less guard."""
+        return {k: f for k, f in self._outside.items() if f.write_bytes > 0}
 
     def _key(self, path: str) -> str:
         """A non-runtime file's key: relative to the arm's folder when inside it, else its path."""

@@ -4,7 +4,7 @@ Two comparisons, both measured:
 
 - the application's *logical* work against the baseline: the bytes of its data files it reads
   and writes at least once, the files it touches, epochs, steps, checkpoints and the work
-  counters it prints, and the bytes it reads of inputs outside its data folder. Nothing may
+  counters it prints, and the bytes it reads and writes outside its data folder. Nothing may
   shrink, whatever the strategy says it is;
 - its *physical* work against the incumbent (the best configuration so far, traced with
   it): calls and bytes moved may only change as the strategy's checklist category allows
@@ -45,10 +45,11 @@ from dftune.tools.trace.model import Analysis
 #: a process's exit, and a library may open a file once more or less; 9 -> 8 metadata calls of a
 #: ROMIO program under load was refused as doing less
 CALL_SLACK = 2
-#: the bytes read at least once of the inputs outside the data folder (:attr:`Arm.outside_inputs`)
-OUTSIDE = "outside_input_bytes_read_once"
-#: how much less of those a change may read before it counts: a library's settings or a small
-#: configuration file read by one code path and not the other is not the application's data
+#: the bytes read at least once of the inputs outside the data folder (:attr:`Arm.outside_inputs`),
+#: and written at least once of the files written there (:attr:`Arm.outside_outputs`)
+OUTSIDE_IN, OUTSIDE_OUT = "outside_input_bytes_read_once", "outside_output_bytes_written_once"
+#: how much less of those a change may move before it counts: a small configuration file read by
+#: one code path and not the other, or a log line fewer, is not the application's data
 OUTSIDE_SLACK_BYTES = 64 * 1024
 
 
@@ -86,7 +87,9 @@ def logical_work(arm: Arm, profiled: bool = True) -> dict[str, float]:
             data_files_written=float(t.files_written),
         )
         if arm.outside_inputs:
-            out[OUTSIDE] = float(sum(f.read_unique_bytes for f in arm.outside_inputs.values()))
+            out[OUTSIDE_IN] = float(sum(f.read_unique_bytes for f in arm.outside_inputs.values()))
+        if arm.outside_outputs:
+            out[OUTSIDE_OUT] = float(sum(f.write_unique_bytes for f in arm.outside_outputs.values()))
     else:
         out.update(
             read_bytes=float(a.read.bytes or 0),
@@ -250,7 +253,9 @@ def no_doing_less_guard(
     unsure: list[str] = []
     for key, b in logical_b.items():
         a = logical_e.get(key, 0.0)
-        if not (b > 0 and a < b * (1 - tol)) or (key == OUTSIDE and b - a <= OUTSIDE_SLACK_BYTES):
+        if not (b > 0 and a < b * (1 - tol)) or (
+            key in (OUTSIDE_IN, OUTSIDE_OUT) and b - a <= OUTSIDE_SLACK_BYTES
+        ):
             continue
         line = _drop(key, b, a) + " vs the baseline"
         sieved_base = _read_sieving_dropped(base, exp) if key == "input_bytes_read_once" else None
