@@ -166,7 +166,7 @@ def test_a_refusal_records_the_reason_and_measures_again_what_stood_on_it(run: R
     # the win measured on top of the refused buffer no longer stands; it is measured again without it
     assert workers.voided_by == buf.iteration and not workers.kept and workers.verdict == "pending"
     assert again.proposal_id == "WORKERS=4@without-opt1" and str(again.reference.settings["BUF"]) == "0"
-    assert again.verdict == "win" and again.kept
+    assert again.verdict == "win" and again.kept, _outcome(state)
     assert state.incumbent is not None
     assert {k: str(v) for k, v in state.incumbent.settings.items()} == {"BUF": "0", "WORKERS": "4"}
     verdicts = _lookup_verdicts(state)  # (and whatever the diagnosis refused on the way, unapplied)
