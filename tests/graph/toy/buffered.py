@@ -8,11 +8,12 @@ fixed amount of compute (``--items`` items of ``--unit`` MiB of hashing each) ov
 the same work, the same writes.
 
 The defaults make each change worth a third or more (16,384 traced calls against 64: about 90 ms
-of CPU; 8 items of 32 MiB hashed against 2 on the busiest thread: about 115 ms). The reported time is CPU time, which a busy machine does not
-stretch: the compute's critical path (the busiest thread's CPU time; hashing releases the GIL, so
-the threads really run side by side) plus the writes' CPU time (the calls, and the tracer's work on
-each). The test tiers run three workers on two cores: a wall-time metric, even of a sleep, came late
-there often enough to blur a 40% gain in five pairs of replicates.
+of CPU; 8 items of 32 MiB hashed against 2 on the busiest thread: about 115 ms). The reported
+time is CPU time, which a busy machine does not stretch: the compute's critical path (the busiest
+thread's CPU time; hashing releases the GIL, so the threads really run side by side) plus the
+writes' CPU time (the calls, and the tracer's work on each). The test tiers run three workers on
+two cores: a wall-time metric, even of a sleep, came late there often enough to blur a 40% gain
+in five pairs of replicates.
 """
 
 import argparse
