@@ -57,6 +57,9 @@ class Totals:
 
     input_files: int
     input_unique_bytes: int
+    #: bytes read of the inputs, and of those read more than once (a cache's or a later pass's)
+    input_read_bytes: int
+    input_reread_bytes: int
     files_read: int
     files_written: int
     read_calls: int
@@ -87,6 +90,8 @@ class Totals:
         return cls(
             input_files=len(inputs),
             input_unique_bytes=sum(f.read_unique_bytes for f in inputs),
+            input_read_bytes=sum(f.read_bytes for f in inputs),
+            input_reread_bytes=sum(f.reread_bytes for f in inputs),
             files_read=sum(1 for f in fs if f.read_bytes > 0),
             files_written=sum(1 for f in fs if f.write_bytes > 0),
             read_calls=sum(f.read_calls for f in fs),

@@ -184,18 +184,12 @@ def passes_shown(inc: Arm, exp: Arm, tol: float) -> str | None:
     return f"its most frequent application event is kept ({most.name}: {most.count:,} -> {now:,})"
 
 
-def _input_reads(arm: Arm) -> tuple[int, int]:
-    """Bytes read, and read more than once, of the files the arm only reads (its inputs)."""
-    inputs = [f for f in arm.files.values() if f.read_bytes > 0 and f.write_bytes == 0]
-    return sum(f.read_bytes for f in inputs), sum(f.reread_bytes for f in inputs)
-
-
 def _inputs_read_less(inc: Arm, exp: Arm, tol: float) -> bool:
     """Whether ``exp`` reads the files ``inc`` only reads (its inputs, which ``inc`` reads more than
     once) less: the re-reads a lost pass over the data drops. Reads of a file the program writes
     are its read-backs, or its I/O library's, not passes over a dataset."""
-    (i, reread), (a, _) = _input_reads(inc), _input_reads(exp)
-    return reread > 0 and a < i * (1 - tol)
+    i, a = inc.totals.input_read_bytes, exp.totals.input_read_bytes
+    return inc.totals.input_reread_bytes > 0 and a < i * (1 - tol)
 
 
 def _behind_a_kept_cache(base: Arm, inc: Arm, exp: Arm, tol: float) -> str | None:
@@ -205,7 +199,8 @@ def _behind_a_kept_cache(base: Arm, inc: Arm, exp: Arm, tol: float) -> str | Non
     baseline, the passes must be shown as the kept change's had to be (:func:`passes_shown`);
     when they cannot be, neither can this change's, and a person is asked. Data sieving's holes,
     which several processes' windows read, are not a cache's re-reads."""
-    (b, rereads), (i, _), (a, _) = _input_reads(base), _input_reads(inc), _input_reads(exp)
+    b, rereads = base.totals.input_read_bytes, base.totals.input_reread_bytes
+    i, a = inc.totals.input_read_bytes, exp.totals.input_read_bytes
 
     def served(after: int) -> bool:  # fewer reads, all of them within the baseline's re-reads
         return b > 0 and after < b * (1 - tol) and b - after <= rereads * (1 + tol) + tol * b
