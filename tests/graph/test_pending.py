@@ -177,8 +177,7 @@ def test_a_refusal_records_the_reason_and_measures_again_what_stood_on_it(run: R
 
 
 #: the buffering alone, on a writer with no compute (``--unit 0``): its metric is then the writes' CPU
-#: time only, about 95% apart, where the default toy's 80 ms sleep, timed in wall time, left this
-#: run's buffering unsettled twice in CI (a late wake-up on the loaded machine)
+#: time only, about 95% apart (this test needs no thread knob, so no compute to measure it by)
 BUF_ONLY = textwrap.dedent("""
     name = "toy-buffered-only"
     command = ["{python}", "buffered.py", "--out", "{data_dir}", "--buffer", "{BUF}", "--unit", "0"]
