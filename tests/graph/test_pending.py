@@ -176,11 +176,11 @@ def test_a_refusal_records_the_reason_and_measures_again_what_stood_on_it(run: R
     assert not state.pending and state.status == "completed"
 
 
-#: the buffering alone, on a writer with no compute (``--unit 0``): its metric is then the writes' CPU
-#: time only, about 95% apart (this test needs no thread knob, so no compute to measure it by)
+#: the buffering alone, on a writer with no compute (``--items 0``): its clock then counts the write
+#: calls only (this test needs no thread knob, so no compute to measure it by)
 BUF_ONLY = textwrap.dedent("""
     name = "toy-buffered-only"
-    command = ["{python}", "buffered.py", "--out", "{data_dir}", "--buffer", "{BUF}", "--unit", "0"]
+    command = ["{python}", "buffered.py", "--out", "{data_dir}", "--buffer", "{BUF}", "--items", "0"]
     cwd = "%s"
     source_dir = "%s"
     replicates = 5
