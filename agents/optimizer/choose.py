@@ -2,8 +2,9 @@
 
 Before every choice the open proposals are estimated again from the incumbent's trace (what a
 change would start from), earlier no-gain proposals that may interact with a change just kept
-come back (``search.reopened``), and knob values beyond their frontier wait
-(``search.searchable``); the reasoner then picks among what may be tried now.
+come back (``search.reopened``; with nothing else open, every earlier no-gain proposal does:
+``search.spare_retries``), and knob values beyond their frontier wait (``search.searchable``); the
+reasoner then picks among what may be tried now.
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from dftune.agents.optimizer.checklist import checklist_verdicts
 from dftune.agents.optimizer.expand import enabled
 from dftune.agents.optimizer.facts import facts_of
 from dftune.agents.optimizer.impact import judged, renewed, trace_facts
-from dftune.agents.optimizer.search import breadth_first, cheaper_layers_first, reopened, searchable
+from dftune.agents.optimizer.search import (
+    breadth_first,
+    cheaper_layers_first,
+    reopened,
+    searchable,
+    spare_retries,
+)
 from dftune.agents.policy import approval_rule
 from dftune.agents.reasoner import Judgment
 from dftune.agents.reasoner.protocol import Pace
@@ -52,6 +59,11 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Node: checklist verdicts, then the next proposal (or none: the run is finished)."""
     ctx = runtime.context
     back = reopened(state)
+    # an experiment voided by a person's refusal of the change it stood on gives its slot back
+    ran = sum(e.voided_by is None for e in state.experiments)
+    idle = not any(p.status == "proposed" and p.change.kind in ACTIONABLE for p in [*state.proposals, *back])
+    if idle and ran < state.max_experiments:
+        back += spare_retries(state)
     for p in back:
         ctx.progress("optimizer", f"{p.retry_of} gets another experiment: {p.reason}")
     pending = [p for p in [*state.proposals, *back] if p.status in ("proposed", "known")]
@@ -59,8 +71,6 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     state = replace(state, proposals=merge_by_id(state.proposals, fresh))
     checklist = checklist_verdicts(state)
     update: dict[str, Any] = {"checklist": checklist, "current": None, "proposals": fresh}
-    # an experiment voided by a person's refusal of the change it stood on gives its slot back
-    ran = sum(e.voided_by is None for e in state.experiments)
     open_ = [p for p in state.proposals if p.status == "proposed" and p.change.kind in ACTIONABLE]
     if not open_:
         return {**update, "events": [log("optimizer", "no open proposal left")]}

@@ -1,6 +1,6 @@
 """A search that learns within the run: which open proposals may be tried now, and which come back.
 
-Three rules, all from what this run measured (never from a proposal's name):
+The rules, all from what this run measured (never from a proposal's name):
 
 - A knob's values are walked nearest-first from the value the incumbent runs with, in each
   direction; the next value in a direction opens only once the nearer one was measured. A
@@ -13,6 +13,10 @@ Three rules, all from what this run measured (never from a proposal's name):
 - After a change is kept, earlier proposals that measured no gain against the older incumbent
   and whose category may interact with the kept one (``resources/reasoning/interactions.toml``)
   get one more experiment against the new incumbent (a new proposal, ``retry_of`` the old).
+- When nothing else is open and the budget is not spent, every other proposal that measured no
+  gain against an older incumbent gets that experiment too (``spare_retries``): the table says
+  which changes are known to interact, not that the others cannot, and spare experiments measure
+  what it does not list.
 - Breadth before depth: a further value of a knob this run measured already waits while a knob
   not measured yet offers an option estimated at least as high (``breadth_first``).
 - The workload's own settings before the system's: a system (L3) change waits while an
@@ -159,17 +163,62 @@ def reopened(state: TuningState) -> list[Proposal]:
         ):
             continue
         retried.add(origin)
+        reason = (
+            f"measured no gain in opt{e.iteration} against the older incumbent; {won.id} was kept "
+            f"since, and {partners[p.checklist]}"
+        )
+        out.append(_retry(p, origin, new_id, reason))
+    return out
+
+
+def _retry(p: Proposal, origin: str, new_id: str, reason: str) -> Proposal:
+    return p.model_copy(
+        update={
+            "id": new_id,
+            "status": "proposed",
+            "retry_of": origin,
+            "app_impact_source": "trace model",
+            "reason": reason,
+        }
+    )
+
+
+def spare_retries(state: TuningState) -> list[Proposal]:
+    """With nothing else open: each proposal whose latest measurement found no gain against an older
+    incumbent, as a new proposal measured against the current one (once per kept change).
+
+    Its knob must not have moved since (a kept change of the same setting measured what its value
+    does now). A proposal waiting, or measured since the last kept change, is not offered again."""
+    live = [(i, e) for i, e in enumerate(state.experiments) if e.voided_by is None]
+    kept = [i for i, e in live if e.kept]
+    if not kept:
+        return []
+    last = state.experiments[kept[-1]]
+    ids = {p.id for p in state.proposals}
+    waiting = {p.retry_of or p.id for p in state.proposals if p.status == "proposed"}
+    latest: dict[str, tuple[int, Experiment]] = {}
+    for i, e in live:
+        p = state.proposal(e.proposal_id)
+        latest[p.retry_of or p.id] = (i, e)
+    out: list[Proposal] = []
+    for origin, (i, e) in latest.items():
+        p = state.proposal(e.proposal_id)
+        new_id = f"{origin}@opt{last.iteration}"
+        if e.verdict != "no_change" or i > kept[-1] or origin in waiting or new_id in ids:
+            continue
+        moved = {
+            k for j in kept if j > i for k in state.proposal(state.experiments[j].proposal_id).change.settings
+        }
+        if set(p.change.settings) & moved:
+            continue
         out.append(
-            p.model_copy(
-                update={
-                    "id": new_id,
-                    "status": "proposed",
-                    "retry_of": origin,
-                    "app_impact_source": "trace model",
-                    "reason": f"measured no gain in opt{e.iteration} against "
-                    f"the older incumbent; {won.id} was kept "
-                    f"since, and {partners[p.checklist]}",
-                }
+            _retry(
+                p,
+                origin,
+                new_id,
+                f"measured no gain in opt{e.iteration} against an older incumbent; {last.proposal_id} "
+                "was kept since, and with experiments to spare it is measured on top of it (no known "
+                "interaction is listed, and none is assumed away)",
             )
         )
     return out

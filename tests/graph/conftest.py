@@ -3,20 +3,35 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dftune.agents.context import Context
-from dftune.agents.state import TuningState
+from dftune.agents.reasoner import RulesReasoner
+from dftune.agents.reasoner.protocol import Choice, Facts
+from dftune.agents.state import Proposal, TuningState
 from dftune.graphs.checkpointer import open_checkpointer
 from dftune.graphs.pipeline import builder
 from dftune.tools.runner.spec import load_spec
 from dftune.tools.session.workspace import Workspace
 
 TOY = Path(__file__).parent / "toy" / "workload.toml"
+
+
+class InOrder(RulesReasoner):
+    """Stands in for a model's choice: the proposals in a scripted order (the rest after them)."""
+
+    def __init__(self, order: Sequence[str]) -> None:
+        self.order = list(order)
+
+    def choose_next(self, options: Sequence[Proposal], facts: Facts) -> Choice:
+        ranked = sorted(
+            options, key=lambda p: self.order.index(p.id) if p.id in self.order else len(self.order)
+        )
+        return Choice(proposal_id=ranked[0].id, reason="scripted order")
 
 
 class Harness:

@@ -12,16 +12,14 @@ from __future__ import annotations
 import json
 import textwrap
 import uuid
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 
 from dftune.agents.context import Context
-from dftune.agents.reasoner import RulesOnly, RulesReasoner
-from dftune.agents.reasoner.protocol import Choice, Facts
-from dftune.agents.state import Proposal, TuningState
+from dftune.agents.reasoner import RulesOnly
+from dftune.agents.state import TuningState
 from dftune.graphs.checkpointer import open_checkpointer
 from dftune.graphs.pending import answer_first
 from dftune.graphs.pipeline import builder
@@ -29,22 +27,10 @@ from dftune.graphs.runs import approve_run, history, replay_run, resume_run, sta
 from dftune.tools.kb import opt_kb_get, opt_kb_lookup, opt_kb_records
 from dftune.tools.runner.spec import load_spec
 from dftune.tools.session.workspace import Workspace
+from tests.graph.conftest import InOrder
 
 TOY = Path(__file__).parent / "toy"
 SPEC = TOY / "buffered.toml"
-
-
-class InOrder(RulesReasoner):
-    """Stands in for a model's choice: the buffering first, so later changes stand on it."""
-
-    def __init__(self, order: Sequence[str]) -> None:
-        self.order = list(order)
-
-    def choose_next(self, options: Sequence[Proposal], facts: Facts) -> Choice:
-        ranked = sorted(
-            options, key=lambda p: self.order.index(p.id) if p.id in self.order else len(self.order)
-        )
-        return Choice(proposal_id=ranked[0].id, reason="scripted order")
 
 
 class Run:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from dftune.agents.optimizer.prior import apply_prior
-from dftune.agents.optimizer.search import interactions, reopened, searchable
+from dftune.agents.optimizer.search import interactions, reopened, searchable, spare_retries
 from dftune.agents.reasoner import RulesReasoner, rank_key
 from dftune.agents.state import Change, Experiment, KbPrior, Measurement, PriorResult, Proposal, TuningState
 from dftune.tools.runner.spec import WorkloadSpec
@@ -206,6 +206,42 @@ def test_nothing_comes_back_after_a_change_that_was_not_kept() -> None:
     buf = _p("CHUNK=1048576", {"CHUNK": "1048576"}, checklist=1, status="measured")
     state = _state([asyncw, buf], [_exp(1, "ASYNC=1", "no_change"), _exp(2, "CHUNK=1048576", "no_change")])
     assert reopened(state) == []
+
+
+def test_with_nothing_open_every_earlier_no_gain_proposal_comes_back_once() -> None:
+    other = _p("MODE=b", {"MODE": "b"}, checklist=9, status="measured")  # not listed with category 1
+    worse = _p("MODE=c", {"MODE": "c"}, checklist=9, status="measured")
+    small = _p("CHUNK=65536", {"CHUNK": "65536"}, checklist=1, status="measured")
+    buf = _p("CHUNK=1048576", {"CHUNK": "1048576"}, checklist=1, status="measured")
+    experiments = [
+        _exp(1, "MODE=b", "no_change"),
+        _exp(2, "MODE=c", "regression"),  # only a no-gain result is measured again
+        _exp(3, "CHUNK=65536", "no_change"),  # its knob moved since: the kept value measured it
+        _exp(4, "CHUNK=1048576", "win", kept=True),
+    ]
+    state = _state([other, worse, small, buf], experiments)
+    assert reopened(state) == []  # the table lists no interaction of 9 with 1
+    (back,) = spare_retries(state)
+    assert back.id == "MODE=b@opt4" and back.retry_of == "MODE=b" and back.status == "proposed"
+    assert "opt1" in back.reason and "CHUNK=1048576 was kept" in back.reason
+    # waiting, or measured against the current incumbent: not again
+    assert spare_retries(_state([other, worse, small, buf, back], experiments)) == []
+    measured = back.model_copy(update={"status": "measured"})
+    again = [*experiments, _exp(5, "MODE=b@opt4", "no_change")]
+    assert spare_retries(_state([other, worse, small, buf, measured], again)) == []
+    # a later kept change gives it one more, under its first id (CHUNK=65536's knob still moved)
+    later = [*again, _exp(6, "ASYNC=1", "win", kept=True)]
+    asyncw = _p("ASYNC=1", {"ASYNC": "1"}, checklist=4, status="measured")
+    back6 = spare_retries(_state([other, worse, small, buf, measured, asyncw], later))
+    assert [p.id for p in back6] == ["MODE=b@opt6"]
+
+
+def test_nothing_is_spare_before_a_change_was_kept_or_after_a_refusal_voided_it() -> None:
+    other = _p("MODE=b", {"MODE": "b"}, checklist=9, status="measured")
+    buf = _p("CHUNK=1048576", {"CHUNK": "1048576"}, checklist=1, status="measured")
+    assert spare_retries(_state([other, buf], [_exp(1, "MODE=b", "no_change")])) == []
+    voided = _exp(2, "CHUNK=1048576", "win", kept=True).model_copy(update={"voided_by": 1})
+    assert spare_retries(_state([other, buf], [_exp(1, "MODE=b", "no_change"), voided])) == []
 
 
 def test_the_interaction_table_is_symmetric_data() -> None:
