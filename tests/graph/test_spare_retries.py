@@ -8,7 +8,6 @@ the table leaves out rather than assume it away, once nothing else is open.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 from dftune.agents.context import Context
@@ -17,45 +16,17 @@ from dftune.agents.state import TuningState
 from dftune.tools.runner.spec import load_spec
 from tests.graph.conftest import Harness, InOrder
 
-TOY = Path(__file__).parent / "toy"
-
-LOADER = textwrap.dedent("""
-    name = "toy-loader"
-    command = ["{python}", "loader.py", "--workers", "{WORKERS}", "--persistent", "{PERSIST}"]
-    cwd = "%s"
-    replicates = 3
-    timeout_s = 60
-    page_cache = "warm"
-    [metric]
-    kind = "stdout_regex"
-    pattern = 'run_time_s ([0-9.]+)'
-    [tracing]
-    mode = "off"
-    [[knobs]]
-    name = "PERSIST"
-    kind = "arg"
-    values = [0, 1]
-    default = 0
-    strategy = "l1.persistent_workers"
-    [[knobs]]
-    name = "WORKERS"
-    kind = "arg"
-    values = [1, 4]
-    default = 1
-    strategy = "l1.dataloader_workers"
-""")
+LOADER = Path(__file__).parent / "toy" / "loader.toml"
 
 
-def _run(harness: Harness, tmp_path: Path, budget: int) -> TuningState:
-    spec = tmp_path / "loader.toml"
-    spec.write_text(LOADER % TOY)
+def _run(harness: Harness, budget: int) -> TuningState:
     ctx = Context(
         workspace=harness.ws,
-        spec=load_spec(spec),
+        spec=load_spec(LOADER),
         reasoner=RulesOnly(InOrder(["PERSIST=1", "WORKERS=4"])),
     )
     state = TuningState(
-        run_id=harness.run_id, spec_path=str(spec), mode="autonomous", max_experiments=budget, force=True
+        run_id=harness.run_id, spec_path=str(LOADER), mode="autonomous", max_experiments=budget, force=True
     )
     harness.invoke(state, ctx)
     return harness.values()
@@ -65,8 +36,8 @@ def _outcome(state: TuningState) -> list[tuple[str, str, bool]]:
     return [(e.proposal_id, e.verdict, e.kept) for e in state.experiments]
 
 
-def test_a_no_gain_change_is_measured_again_on_top_of_a_later_win(harness: Harness, tmp_path: Path) -> None:
-    state = _run(harness, tmp_path, budget=4)
+def test_a_no_gain_change_is_measured_again_on_top_of_a_later_win(harness: Harness) -> None:
+    state = _run(harness, budget=4)
     assert _outcome(state) == [
         ("PERSIST=1", "no_change", False),
         ("WORKERS=4", "win", True),
@@ -80,7 +51,7 @@ def test_a_no_gain_change_is_measured_again_on_top_of_a_later_win(harness: Harne
     assert state.status == "completed" and len(state.experiments) == 3
 
 
-def test_no_retry_when_the_budget_is_spent(harness: Harness, tmp_path: Path) -> None:
-    state = _run(harness, tmp_path, budget=2)
+def test_no_retry_when_the_budget_is_spent(harness: Harness) -> None:
+    state = _run(harness, budget=2)
     assert _outcome(state) == [("PERSIST=1", "no_change", False), ("WORKERS=4", "win", True)]
     assert not any(p.retry_of for p in state.proposals)  # nothing listed as left untried
