@@ -14,6 +14,7 @@ control character to the terminal (see :mod:`dftune.core.safetext`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -54,6 +55,26 @@ def cell(value: Cell) -> Text:
 def text(value: object, style: str = "") -> Text:
     """Data as a Rich ``Text`` (for ``console.print``): never markup, never a raw control character."""
     return Text(one_line_text(value), style=style)
+
+
+def word_wrapped(t: Text, width: int, indent: int = 0) -> Text:
+    """``t`` broken at spaces to lines of at most ``width`` columns, the lines after the first
+    indented by ``indent``; a word longer than a line (a path, a command) stays whole, so it can
+    be copied. Print it with ``soft_wrap=True``: Rich's own wrapping folds long words."""
+    plain = t.plain
+    offsets: list[int] = []
+    start, room = 0, width
+    for word in re.finditer(r"\S+", plain):
+        if word.start() > start and word.end() - start > room:
+            offsets.append(word.start())
+            start, room = word.start(), max(1, width - indent)
+    out = Text()
+    for i, piece in enumerate(t.divide(offsets)):
+        piece.rstrip()
+        if i:
+            out.append("\n" + " " * indent)
+        out.append_text(piece)
+    return out
 
 
 #: Columns are two spaces apart (collapsed padding, no outer edge).

@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from rich.text import Text
 
+from dftune.core.terminal import word_wrapped
 from dftune.tools.diagnose.engine import diagnose_analysis
 from dftune.tools.diagnose.render import DiagnosisRenderer
 from dftune.tools.report.console import RunRenderer
@@ -135,3 +137,15 @@ def test_trace_views_and_diagnosis_read_whole(width: int, generated_traces: dict
         assert dense(b.evidence) in evidence  # whole (a path longer than the column folds, never cut)
         for cand in b.candidates:
             assert cand.id in text
+
+
+def test_lines_break_at_spaces_and_a_path_longer_than_a_line_stays_whole() -> None:
+    path = "/tmp/home/runs/20261203T110028.542Z-dataloader-small-files-c84e44/report.md"
+    line = Text.assemble(("    report", "dim"), f" report: {path} " + "and a reason in words " * 4)
+    out = word_wrapped(line, 40, 11)
+    lines = out.plain.split("\n")
+    assert lines[0] == "    report report:" and lines[1] == " " * 11 + path  # copyable as it is
+    assert all(len(x) <= 40 for x in lines[2:]) and all(x.startswith(" " * 11) for x in lines[1:])
+    assert " ".join(x.strip() for x in lines) == " ".join(line.plain.split())  # nothing lost
+    assert out.spans[0].style == "dim" and out.spans[0].end == 10  # the node's style kept
+    assert word_wrapped(Text("fits"), 40, 2).plain == "fits"

@@ -182,8 +182,9 @@ def gate(
     helpers = len(analysis.helper_processes)
     whose = "process time"  # a Darshan log has no process accounting
     if analysis.app_processes:
-        whose = f"the application's process time ({analysis.app_processes} processes" + (
-            f"; {helpers} helper processes left out)" if helpers else ")"
+        n = analysis.app_processes
+        whose = f"the application's process time ({n} process{'es' if n > 1 else ''}" + (
+            f"; {helpers} helper process{'es' if helpers > 1 else ''} left out)" if helpers else ")"
         )
     if apart_s and life:
         whose += f", start-up and system file I/O ({apart_s:.3g} s) set apart"

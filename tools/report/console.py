@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from dftune.core.terminal import Col, responsive, text
+from dftune.core.terminal import Col, responsive, text, word_wrapped
 from dftune.tools.report.run_glance import change_lines, glance_rows, next_commands
 from dftune.tools.report.sections import gain_text
 from dftune.tools.report.table import SOURCE_LEGEND, TERMINAL_COLUMNS, terminal_cells
@@ -57,39 +57,36 @@ class RunRenderer:
         """The run's result: at a glance and the next commands; ``table``: also the proposal table,
         the experiments and every refusal (as before the glance existed)."""
         c = self.console
-        c.print(
-            _line(
-                ("run ", "bold"),
-                (r["run_id"], "bold"),
-                (f" ({r['workload']}): ", ""),
-                (r["status"], "bold"),
-                ((" - " + r["status_reason"]) if r.get("status_reason") else "", ""),
-            )
+        headline = _line(
+            ("run ", "bold"),
+            (r["run_id"], "bold"),
+            (f" ({r['workload']}): ", ""),
+            (r["status"], "bold"),
+            ((" - " + r["status_reason"]) if r.get("status_reason") else "", ""),
         )
+        c.print(word_wrapped(headline, c.width, 2), soft_wrap=True)
         if table:
             self._details(r)
         self.render_glance(glance_rows(r))
         for p in r.get("pending") or []:  # what waits for a person comes first
             if p.get("kind") == "confirm_pending":  # a win kept on trial: the question the trace left open
                 pct = f" ({p['change_pct']:+.1f}%)" if p.get("change_pct") is not None else ""
-                c.print(
-                    _line(
-                        ("pending confirmation", "bold yellow"),
-                        (f": {p['proposal_id']}{pct}: {p.get('question') or ''}", ""),
-                    )
+                line = _line(
+                    ("pending confirmation", "bold yellow"),
+                    (f": {p['proposal_id']}{pct}: {p.get('question') or ''}", ""),
                 )
+                c.print(word_wrapped(line, c.width, 2), soft_wrap=True)
             else:  # an approval: what exactly it will do, and its rollback
                 what = p.get("description") or p.get("question") or ""
-                c.print(
-                    _line(
-                        ("waiting for approval", "bold yellow"),
-                        (
-                            f": {p.get('proposal_id')} ({p.get('strategy') or p.get('kind')}, "
-                            f"{p.get('privilege') or 'a question'}): {what}",
-                            "",
-                        ),
-                    )
+                line = _line(
+                    ("waiting for approval", "bold yellow"),
+                    (
+                        f": {p.get('proposal_id')} ({p.get('strategy') or p.get('kind')}, "
+                        f"{p.get('privilege') or 'a question'}): {what}",
+                        "",
+                    ),
                 )
+                c.print(word_wrapped(line, c.width, 2), soft_wrap=True)
                 for line in change_lines(p.get("change")):
                     c.print(text(f"  {line}"), soft_wrap=True)
             if p.get("resume_with"):

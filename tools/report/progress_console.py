@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from dftune.core.safetext import one_line_text
+from dftune.core.terminal import word_wrapped
 from dftune.tools.runner.progress_text import Transient
 
 
@@ -34,8 +35,11 @@ class ProgressPrinter:
         self.keep_transient = keep_transient
         self._open = False  # a transient line is on screen
 
+    #: where a progress message starts: after the node's name, right-aligned in 10 columns
+    INDENT = 11
+
     def _text(self, node: str, message: str) -> Text:
-        return Text(f"{node:>10}", style="dim") + Text(" " + one_line_text(message))
+        return Text.assemble((f"{node:>10}", "dim"), " " + one_line_text(message))
 
     def __call__(self, node: str, message: str) -> None:
         c = self.console
@@ -54,7 +58,7 @@ class ProgressPrinter:
         if self.fit and len(line.plain) > c.width:
             line.truncate(c.width - 1)
             line.append("…")
-        c.print(line)
+        c.print(word_wrapped(line, c.width, self.INDENT), soft_wrap=True)
 
     def clear(self) -> None:
         """Remove the transient line (before a milestone, and before the result is printed)."""
