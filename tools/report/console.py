@@ -87,8 +87,8 @@ class RunRenderer:
                     ),
                 )
                 c.print(word_wrapped(line, c.width, 2), soft_wrap=True)
-                for line in change_lines(p.get("change")):
-                    c.print(text(f"  {line}"), soft_wrap=True)
+                for step in change_lines(p.get("change")):
+                    c.print(text(f"  {step}"), soft_wrap=True)
             if p.get("resume_with"):
                 c.print(text(f"  {p['resume_with']}"), soft_wrap=True)
         if r.get("report"):
