@@ -230,7 +230,8 @@ def test_a_wrapped_start_diagnoses_as_the_direct_start(
     # the helpers are listed, with why
     assert direct.helper_processes == []
     assert wrapped.helper_processes and all(h.why for h in wrapped.helper_processes)
-    assert f"{len(wrapped.helper_processes)} helper processes left out" in wrapped.gate.reason
+    helpers = len(wrapped.helper_processes)
+    assert f"{helpers} helper process{'es' if helpers > 1 else ''} left out" in wrapped.gate.reason
 
 
 @pytest.mark.parametrize("style", STYLES[1:])
