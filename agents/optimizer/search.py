@@ -152,8 +152,8 @@ def reopened(state: TuningState) -> list[Proposal]:
     out: list[Proposal] = []
     for e in state.experiments[:-1]:
         p = state.proposal(e.proposal_id)
-        new_id = f"{p.id}@opt{last.iteration}"
         origin = p.retry_of or p.id
+        new_id = f"{origin}@opt{last.iteration}"  # as spare_retries names it: one id per kept change
         if (
             e.verdict != "no_change"
             or p.checklist not in partners
