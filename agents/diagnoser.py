@@ -17,10 +17,11 @@ from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
 from dftune.agents.measure import coverage_of, measure_baseline
-from dftune.agents.state import TuningState, log
+from dftune.core.domain.diagnosis import PossiblyIo
+from dftune.core.domain.run import TuningState, Update, log, update
 from dftune.tools.diagnose.engine import diagnose_analysis, metric_wait_patterns
 from dftune.tools.diagnose.stack import infer_stack
-from dftune.tools.diagnose.unseen import PossiblyIo, metric_wait
+from dftune.tools.diagnose.unseen import metric_wait
 from dftune.tools.runner import progress_text
 from dftune.tools.runner.bench import BenchError
 
@@ -53,7 +54,7 @@ def _program_text(spec: Any) -> str:
     return text
 
 
-def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+def diagnoser(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Node: measure the baseline (traced), diagnose it, apply the worth-tuning gate."""
     ctx = runtime.context
     spec = ctx.workload_spec
@@ -74,11 +75,11 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             ),
         )
     except BenchError as exc:
-        return {
-            "status": "failed",
-            "status_reason": f"baseline could not run: {exc}",
-            "events": [log("diagnoser", f"baseline failed: {exc}")],
-        }
+        return update(
+            status="failed",
+            status_reason=f"baseline could not run: {exc}",
+            events=[log("diagnoser", f"baseline failed: {exc}")],
+        )
     coverage = coverage_of(result, n)
     included, failed, pending = coverage.units_included, coverage.units_failed, coverage.units_pending
     events = [
@@ -89,7 +90,7 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             notes=baseline.notes,
         )
     ]
-    update: dict[str, Any] = {
+    out: dict[str, Any] = {
         "baseline": baseline,
         "incumbent": baseline,
         "coverage": coverage,
@@ -97,7 +98,7 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         "workload": spec.name,
     }
     if baseline.ok < 1 or len(included) < min(3, n):
-        update.update(
+        out.update(
             status="failed",
             status_reason=(
                 f"baseline: only {baseline.ok} of {n} replicates succeeded"
@@ -105,7 +106,7 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                 + (f" (first failure: {why})" if (why := _first_failure(result)) else "")
             ),
         )
-        return {**update, "events": events}
+        return update(out, events=events)
     data_dir = spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
     stack = infer_stack(
         spec.render(spec.command, result.settings, workdir=workdir),
@@ -114,7 +115,7 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         analysis=analysis,
         mpi_beside=Path(sys.executable).parent,
     )
-    update["software"] = sorted({*detect_software(_program_text(spec), analysis), *stack.software()})
+    out["software"] = sorted({*detect_software(_program_text(spec), analysis), *stack.software()})
     if stack.evidence:
         ctx.progress("diagnoser", f"stack: {', '.join(stack.software())} ({'; '.join(stack.evidence)[:300]})")
         events.append(log("diagnoser", f"stack: {', '.join(stack.software())}", evidence=stack.evidence))
@@ -126,15 +127,15 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                 "the no-doing-less guard cannot run",
             )
         )
-        return {**update, "events": events}
+        return update(out, events=events)
     diagnosis = diagnose_analysis(
         analysis,
         data_dirs=[data_dir] if data_dir else [],
-        mpiio_program="mpi-io" in update["software"],
+        mpiio_program="mpi-io" in out["software"],
         reported_waits=_reported_waits(spec, baseline, result),
     )
-    update["diagnosis"] = diagnosis
-    update["fs_type"] = diagnosis.fs_type
+    out["diagnosis"] = diagnosis
+    out["fs_type"] = diagnosis.fs_type
     names = ", ".join(sorted({b.category for b in diagnosis.bottlenecks})) or "none"
     events.append(
         log(
@@ -161,12 +162,12 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             )
         )
     elif not diagnosis.worth_tuning:
-        update.update(
+        out.update(
             status="not_worth_tuning",
             status_reason=f"{diagnosis.gate.reason} (to tune it anyway: "
             f"dftune run --force {spec_arg(state)})",
         )
-    return {**update, "events": events}
+    return update(out, events=events)
 
 
 def spec_arg(state: TuningState) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
-from dftune.agents.state import Pitfall, TracerFacts, TuningState, log
+from dftune.core.domain.run import Pitfall, TracerFacts, TuningState, Update, log, update
 from dftune.core.process import run_command, run_process
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.trace.selftrace import SelfTracing, detect
@@ -167,7 +167,7 @@ def workload_traces_itself(spec: WorkloadSpec) -> SelfTracing:
     return detect(argv, spec.resolve(spec.cwd), spec.env)
 
 
-def installer(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+def installer(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Node: check the tracer once per run; a run that needs traces stops here when it is unusable."""
     ctx = runtime.context
     ctx.progress("installer", "checking dftracer and tracing a smoke program")
@@ -182,7 +182,7 @@ def installer(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         )
     ]
     events += [log("installer", p.message) for p in pitfalls]
-    update: dict[str, Any] = {"tracer": facts, "pitfalls": pitfalls, "events": events}
+    out: dict[str, Any] = {"tracer": facts, "pitfalls": pitfalls, "events": events}
     spec = ctx.workload_spec
     own = workload_traces_itself(spec)
     if own and spec.tracing.mode != "off":
@@ -194,7 +194,7 @@ def installer(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             )
         )
     if not facts.usable and spec.tracing.mode != "off":
-        update.update(
+        out.update(
             status="failed", status_reason=f"tracing is required ({spec.tracing.mode}) but {facts.reason}"
         )
-    return update
+    return update(out)

@@ -15,8 +15,9 @@ from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context, EvidenceFn, SearchFn
 from dftune.agents.optimizer.prior import kb_prior
-from dftune.agents.state import Proposal, TuningState, log
 from dftune.core.citation import CitedClaim
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import TuningState, Update, log, update
 from dftune.tools.catalog import Catalog
 from dftune.tools.guards import names_technique
 
@@ -125,7 +126,7 @@ def make_search(online: bool | None = None) -> SearchFn:
     return run
 
 
-def literature(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+def literature(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Node: attach a citation (with its supporting claim) to every candidate, or leave it UNSUPPORTED."""
     ctx = runtime.context
     bottlenecks: list[str] = [b.category for b in state.diagnosis.bottlenecks] if state.diagnosis else []
@@ -157,4 +158,4 @@ def literature(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             f"{len(updated)} candidate(s) cited; the KB holds {len(prior.records)} applicable finding(s)",
         )
     )
-    return {"proposals": updated, "citations": list(citations.values()), "kb_prior": prior, "events": events}
+    return update(proposals=updated, citations=list(citations.values()), kb_prior=prior, events=events)

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from dftune.agents.context import Context
-from dftune.agents.state import Coverage, Measurement
 from dftune.core import strictjson
+from dftune.core.domain.measurements import Coverage, Measurement, StagePlan
 from dftune.tools.runner.bench import BenchResult, Progress, Replicate, bench
 from dftune.tools.runner.paired import ArmPlan, PairedResult, PairProgress, paired_bench
 from dftune.tools.runner.spec import WorkloadSpec
-from dftune.tools.runner.staging import StagePlan, staged_path
+from dftune.tools.runner.staging import staged_path
 from dftune.tools.trace import Analysis, TraceError, analyze
 
 ANALYSIS_FILE = "analysis.json"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from dftune.agents.state import Proposal
+from dftune.core.domain.proposals import Proposal
 
 Decision = Literal["approve", "ask", "manual"]
 

@@ -21,39 +21,40 @@ from dftune.agents.context import Context
 from dftune.agents.measure import joined_baseline, measure_paired
 from dftune.agents.optimizer.hints import arm_hints, override_check
 from dftune.agents.optimizer.trust import TamperedProposal, trusted_arm, trusted_proposal
-from dftune.agents.state import TuningState, log
+from dftune.core.domain.run import TuningState, Update, log, update
+from dftune.core.domain.stats import pct_change
 from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT, decide
 from dftune.tools.runner import progress_text
 from dftune.tools.runner.bench import BenchError, Replicate
 from dftune.tools.runner.changes import ChangeError
 from dftune.tools.runner.changes.layering import layer_env, replaced_text
 from dftune.tools.runner.paired import paired_values
-from dftune.tools.runner.stats import MIN_REPLICATES, compare, pct_change
+from dftune.tools.runner.stats import MIN_REPLICATES, compare
 
 
-def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+def verifier(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Node: run the candidate arm and compare it with the incumbent."""
     ctx = runtime.context
     exp = state.experiments[-1]
     if exp.verdict == "failed":
-        return {}
+        return update()
     spec = ctx.workload_spec
     try:  # what runs is what the catalog and the archived spec derive, never the checkpoint alone
         p = trusted_proposal(state.proposal(exp.proposal_id), state, ctx)
         ref = trusted_arm(exp.reference, state, ctx, before=exp.iteration)
     except TamperedProposal as exc:
-        return {
-            "experiments": [exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
-            "events": [log("verifier", f"opt{exp.iteration}: {exc}")],
-        }
+        return update(
+            experiments=[exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
+            events=[log("verifier", f"opt{exp.iteration}: {exc}")],
+        )
     overrides = {**{k: str(v) for k, v in ref.settings.items()}, **p.change.settings}
     try:
         layered = layer_env(ref.env, p.change.env)  # the kept hints and the new ones in one hint file
     except ChangeError as exc:
-        return {
-            "experiments": [exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
-            "events": [log("verifier", f"opt{exp.iteration}: {exc}")],
-        }
+        return update(
+            experiments=[exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
+            events=[log("verifier", f"opt{exp.iteration}: {exc}")],
+        )
     env = layered.env
     replaced = replaced_text(layered.replaced)
     if replaced:
@@ -65,10 +66,10 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     # the baseline's count (whatever an extension added), or more when the model asked for them (bounded)
     n = state.next_replicates or state.replicates or spec.replicates
     it_dir = ctx.workspace.iteration_dir(state.run_id, exp.iteration)
-    update: dict[str, Any] = {}
+    out: dict[str, Any] = {}
     joined = joined_baseline(ctx, state.baseline, n)
     if joined is not None:  # baseline units that finished since the diagnosis join the baseline now
-        update.update(baseline=joined[0], coverage=joined[1])
+        out.update(baseline=joined[0], coverage=joined[1])
     ctx.progress("verifier", progress_text.sitting_start(exp.iteration, p.id, n))
 
     def each_pair(done: int, planned: int, ref_rep: Replicate, cand_rep: Replicate) -> None:
@@ -96,21 +97,21 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             )
     except OutOfTime as exc:  # not tried: the proposal stays open, the change is reverted by record
         ctx.progress("verifier", f"opt{exp.iteration}: {exc}")
-        return {
-            **update,
-            "experiments": [exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
-            "status_reason": str(exc),
-            "events": [log("verifier", f"opt{exp.iteration}: {exc}")],
-        }
+        return update(
+            out,
+            experiments=[exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
+            status_reason=str(exc),
+            events=[log("verifier", f"opt{exp.iteration}: {exc}")],
+        )
     except BenchError as exc:
         failed = exp.model_copy(
             update={"verdict": "failed", "verdict_reason": f"experiment could not run: {exc}"}
         )
-        return {
-            "experiments": [failed],
-            "proposals": [p.model_copy(update={"status": "failed", "reason": str(exc)})],
-            "events": [log("verifier", f"opt{exp.iteration}: experiment failed: {exc}")],
-        }
+        return update(
+            experiments=[failed],
+            proposals=[p.model_copy(update={"status": "failed", "reason": str(exc)})],
+            events=[log("verifier", f"opt{exp.iteration}: experiment failed: {exc}")],
+        )
     if sitting.stopped_early:
         ctx.progress(
             "verifier", f"opt{exp.iteration}: stopped after {sitting.pairs} pair(s): {sitting.stopped_early}"
@@ -125,11 +126,11 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         failed = exp.model_copy(
             update={"reference": ref, "candidate": cand, "verdict": "failed", "verdict_reason": why}
         )
-        return {
-            "experiments": [failed],
-            "proposals": [p.model_copy(update={"status": "failed", "reason": why})],
-            "events": [log("verifier", f"opt{exp.iteration}: {why}")],
-        }
+        return update(
+            experiments=[failed],
+            proposals=[p.model_copy(update={"status": "failed", "reason": why})],
+            events=[log("verifier", f"opt{exp.iteration}: {why}")],
+        )
     asked = arm_hints(env)
     refused, in_effect = override_check(p, Path(cand.workdir), asked if asked else None)
     if refused:  # the program's own hints won: what ran is not the change
@@ -137,11 +138,11 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             update={"reference": ref, "candidate": cand, "verdict": "failed", "verdict_reason": refused}
         )
         ctx.progress("verifier", f"opt{exp.iteration}: {refused}")
-        return {
-            **update,
-            "experiments": [refused_exp],
-            "proposals": [p.model_copy(update={"status": "rejected", "reason": refused})],
-            "events": [
+        return update(
+            out,
+            experiments=[refused_exp],
+            proposals=[p.model_copy(update={"status": "rejected", "reason": refused})],
+            events=[
                 log(
                     "verifier",
                     f"opt{exp.iteration}: {refused}",
@@ -149,7 +150,7 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                     **({"hints_replaced": replaced} if replaced else {}),
                 )
             ],
-        }
+        )
     if in_effect:
         ctx.progress("verifier", f"opt{exp.iteration}: {in_effect}")
     pairs = paired_values(sitting)  # side by side in counterbalanced order: compared pair by pair
@@ -180,11 +181,11 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx.progress(
         "verifier", f"opt{exp.iteration}: the numbers say {numbers.verdict} ({cmp.change_pct:+.1f}%)"
     )
-    return {
-        **update,
-        "experiments": [done],
-        "proposals": [measured],
-        "events": [
+    return update(
+        out,
+        experiments=[done],
+        proposals=[measured],
+        events=[
             log(
                 "verifier",
                 f"opt{exp.iteration}: {cmp.reason}",
@@ -197,4 +198,4 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                 stopped_early=sitting.stopped_early,
             )
         ],
-    }
+    )

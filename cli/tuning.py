@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
-    from dftune.agents.state import RunSettings
+    from dftune.core.domain.run import RunSettings
 
 from dftune.cli.common import (
     EXIT_RUN_FAILED,

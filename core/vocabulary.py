@@ -69,3 +69,5 @@ CHECKLIST: Final = {
 #: Verdicts every checklist entry gets in every optimization loop.
 VERDICTS: Final = ("applied_measured", "applicable_not_measured", "not_applicable")
 Privilege = Literal["no-sudo", "sudo", "admin-only"]
+#: A strategy's id: its layer, then a name (``l2.romio_cb``).
+STRATEGY_ID = r"^l[123]\.[a-z0-9_]+$"

@@ -21,7 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from dftune.agents.context import Context
 from dftune.agents.optimizer.trust import TamperedProposal, trusted_proposal
 from dftune.agents.policy import approval_rule
-from dftune.agents.state import Approval, Proposal, TuningState, log
+from dftune.core.domain.experiments import Approval
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import TuningState, Update, log, update
 
 #: What to send as the resume value (``Command(resume=...)``), shown in every pending request.
 ANSWER_FORMAT = {"decision": "approve | reject", "reason": "(optional) why, kept in the run's record"}
@@ -82,34 +84,34 @@ def receipt(asked: dict[str, Any], answer: ApprovalAnswer) -> str:
     return f"{done} {what}{who}{why}"
 
 
-def approval(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+def approval(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Node: approve by policy, or interrupt and wait for ``dftune approve RUN_ID [--reject]``."""
     assert state.current is not None
     try:
         p = trusted_proposal(state.proposal(state.current), state, runtime.context)
     except TamperedProposal as exc:
         bad = state.proposal(state.current)
-        return {
-            "proposals": [bad.model_copy(update={"status": "rejected", "reason": str(exc)})],
-            "current": None,
-            "approvals": [Approval(proposal_id=bad.id, approved=False, by="policy", reason=str(exc))],
-            "events": [log("approval", f"{bad.id}: {exc}")],
-        }
+        return update(
+            proposals=[bad.model_copy(update={"status": "rejected", "reason": str(exc)})],
+            current=None,
+            approvals=[Approval(proposal_id=bad.id, approved=False, by="policy", reason=str(exc))],
+            events=[log("approval", f"{bad.id}: {exc}")],
+        )
     decision = approval_rule(p, state.mode)
     if decision == "manual":
         why = "admin-only: reported as a manual recommendation, never applied by dftune"
-        return {
-            "proposals": [p.model_copy(update={"status": "manual", "reason": why})],
-            "current": None,
-            "approvals": [Approval(proposal_id=p.id, approved=False, by="policy", reason=why)],
-            "events": [log("approval", f"{p.id}: {why}")],
-        }
+        return update(
+            proposals=[p.model_copy(update={"status": "manual", "reason": why})],
+            current=None,
+            approvals=[Approval(proposal_id=p.id, approved=False, by="policy", reason=why)],
+            events=[log("approval", f"{p.id}: {why}")],
+        )
     if decision == "approve":
         why = f"autonomous mode: a no-sudo {p.layer} change"
-        return {
-            "approvals": [Approval(proposal_id=p.id, approved=True, by="policy", reason=why)],
-            "events": [log("approval", f"{p.id} approved by policy ({why})")],
-        }
+        return update(
+            approvals=[Approval(proposal_id=p.id, approved=True, by="policy", reason=why)],
+            events=[log("approval", f"{p.id} approved by policy ({why})")],
+        )
     answer, why = parse_answer(interrupt(request(p, state.run_id)))
     while answer is None:  # each refused answer is one more interrupt: the run keeps waiting
         answer, why = parse_answer(interrupt({**request(p, state.run_id), "refused": why}))
@@ -122,12 +124,12 @@ def approval(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         reason=answer.reason or ("approved" if approved else "rejected"),
     )
     if approved:
-        return {"approvals": [entry], "events": [log("approval", f"{p.id} approved by a person")]}
-    return {
-        "approvals": [entry],
-        "current": None,
-        "proposals": [
+        return update(approvals=[entry], events=[log("approval", f"{p.id} approved by a person")])
+    return update(
+        approvals=[entry],
+        current=None,
+        proposals=[
             p.model_copy(update={"status": "declined", "reason": f"rejected at approval: {entry.reason}"})
         ],
-        "events": [log("approval", f"{p.id} rejected by a person")],
-    }
+        events=[log("approval", f"{p.id} rejected by a person")],
+    )

@@ -30,10 +30,8 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from dftune.agents.budget import Budget
 from dftune.agents.context import ProgressFn, silent
-from dftune.agents.state import RunSettings
-from dftune.core import strictjson
+from dftune.core.domain.run import RunSettings
 from dftune.core.errors import DftuneError, one_line
-from dftune.core.fsio import atomic_write_bytes
 from dftune.graphs.checkpointer import CHECKPOINT_FILE
 from dftune.graphs.runs import ARCHIVED_SPEC, resume_run, run_settings_of, start_run
 from dftune.tools.report.campaign import MEMBER_HTML_S, write_campaign_reports, write_member_html
@@ -416,28 +414,15 @@ def interim_report(run_id: str, ws: Workspace, spec: WorkloadSpec, reason: str) 
     rewrites them when the run ends)."""
 
     from dftune.graphs.checkpointer import open_checkpointer
-    from dftune.graphs.finalize import outcome, state_json
+    from dftune.graphs.finalize import run_report, write_report
     from dftune.graphs.pipeline import builder
     from dftune.graphs.runs import _as_state
-    from dftune.tools.report import render_run_markdown
-    from dftune.tools.report.sections import metric_info
 
     saver = open_checkpointer(ws.run_dir(run_id) / CHECKPOINT_FILE)
     try:
         values = builder.compile(checkpointer=saver).get_state({"configurable": {"thread_id": run_id}}).values
     finally:
         saver.conn.close()
-    if not values:
-        return
-    state = _as_state(values)
-    doc = {
-        **state_json(state),
-        "status": "awaiting_approval",
-        "status_reason": reason,
-        "summary": "",
-        "outcome": outcome(state, lower_is_better=spec.metric.lower_is_better),
-        "metric": metric_info(spec),
-    }
-    run_dir = ws.run_dir(run_id)
-    atomic_write_bytes(run_dir / "report.json", strictjson.dumps(doc, indent=1, default=str).encode("utf-8"))
-    atomic_write_bytes(run_dir / "report.md", render_run_markdown(doc).encode("utf-8"))
+    if values:
+        report = run_report(_as_state(values), spec, status="awaiting_approval", status_reason=reason)
+        write_report(ws.run_dir(run_id), report)

@@ -2,7 +2,7 @@
 
 ``runs/<run_id>/checkpoints.sqlite``; the graph is streamed with durability ``sync`` so a
 checkpoint is on disk before the next node starts. The serializer never unpickles and
-accepts exactly :data:`dftune.agents.state.STATE_MODELS` and the state itself (plus JSON): a checkpoint file
+accepts exactly :data:`dftune.core.domain.run.STATE_MODELS` and the state itself (plus JSON): a checkpoint file
 cannot make dftune instantiate arbitrary classes. A full or read-only disk is a
 :class:`~dftune.core.errors.StorageError` naming the checkpoint file (the last saved state stays
 intact and the run resumable), never an anonymous "database or disk is full".
@@ -18,15 +18,17 @@ from typing import Any
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
+from pydantic import BaseModel
 
-from dftune.agents.state import STATE_MODELS, TuningState
+from dftune.core.domain.run import STATE_MODELS, TuningState
 from dftune.core.errors import is_storage_error, storage_error
 
 CHECKPOINT_FILE = "checkpoints.sqlite"
 
 
 def serializer() -> JsonPlusSerializer:
-    allowed = [(m.__module__, m.__name__) for m in (*STATE_MODELS, TuningState)]
+    models: list[type[BaseModel]] = [*STATE_MODELS, TuningState]
+    allowed = [(m.__module__, m.__name__) for m in models]
     return JsonPlusSerializer(pickle_fallback=False, allowed_msgpack_modules=allowed)
 
 

@@ -21,11 +21,16 @@ from dftune.agents.context import Context
 from dftune.agents.measure import load_analysis
 from dftune.agents.optimizer import journal_for
 from dftune.agents.optimizer.explain import explain_verdict
-from dftune.agents.state import Experiment, GuardRecord, Measurement, Proposal, TuningState, log
+from dftune.core.domain.experiments import Experiment, GuardRecord
+from dftune.core.domain.kb import KbRecord
+from dftune.core.domain.measurements import Measurement
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import TuningState, Update, log, update
+from dftune.core.domain.stats import pct_change
+from dftune.core.domain.verdicts import GuardDecision
 from dftune.graphs.approval import parse_answer
 from dftune.tools.guards import (
     Arm,
-    GuardDecision,
     access_pattern_guard,
     citation_guard,
     doing_less_by_definition,
@@ -33,12 +38,11 @@ from dftune.tools.guards import (
     non_degradation_guard,
     reference_guard,
 )
-from dftune.tools.kb import KbRecord, opt_kb_of_experiment, opt_kb_record
+from dftune.tools.kb import opt_kb_of_experiment, opt_kb_record
 from dftune.tools.kb.store import MeasuredArms
 from dftune.tools.runner.changes.layering import HINTS_VAR
 from dftune.tools.runner.metric_names import metric_label
 from dftune.tools.runner.spec import WorkloadSpec
-from dftune.tools.runner.stats import pct_change
 
 #: A trace-derived system metric that moved this much makes the change a system-level result too.
 SYSTEM_RESULT_MIN_PCT = 5.0
@@ -61,7 +65,7 @@ def screen_decisions(p: Proposal, ctx: Context) -> list[GuardDecision]:
     return decisions
 
 
-def screen(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+def screen(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Guard node: nothing forbidden or uncited reaches the proposal table."""
     ctx = runtime.context
     updated, records, events = [], [], []
@@ -79,7 +83,7 @@ def screen(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         updated.append(p.model_copy(update={"status": status, "reason": reason}))
         events.append(log("guards", f"{p.id}: {status}: {reason}"))
     ctx.progress("guards", f"screened {len(state.proposals)} candidate(s): {len(updated)} refused")
-    return {"proposals": updated, "guard_decisions": records, "screened": True, "events": events}
+    return update(proposals=updated, guard_decisions=records, screened=True, events=events)
 
 
 def arm_of(m: Measurement | None, label: str) -> Arm | None:
@@ -108,7 +112,7 @@ def measured_arms(state: TuningState, exp: Experiment) -> MeasuredArms:
     )
 
 
-def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+def judge(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Guard node after an experiment: the same work, the same access pattern, and did the application
     pay for it? A pattern the traces cannot settle is asked of a person in interactive mode (the
     node computes before it asks and has no side effect, so re-running it on resume is safe); an
@@ -116,7 +120,7 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = runtime.context
     exp = state.experiments[-1]
     if exp.verdict == "failed" or exp.candidate is None or state.baseline is None:
-        return {}
+        return update()
     spec = ctx.workload_spec
     strategy = ctx.catalog.strategies.get(exp.strategy)
     arms = measured_arms(state, exp)
@@ -146,7 +150,7 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         log("guards", f"opt{exp.iteration}: {d.guard} {'passed' if d.passed else 'FAILED'}: {d.reason}")
         for d in records
     ]
-    update: dict[str, Any] = {
+    out: dict[str, Any] = {
         "guard_decisions": [
             GuardRecord(proposal_id=exp.proposal_id, iteration=exp.iteration, decision=d) for d in records
         ],
@@ -167,14 +171,14 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             answer, why = parse_answer(interrupt({**ask, "refused": why}))
         confirmed, note = answer.decision == "approve", answer.reason
         if confirmed:
-            update["experiments"] = [exp.model_copy(update={"confirmed_by": note or "a person"})]
+            out["experiments"] = [exp.model_copy(update={"confirmed_by": note or "a person"})]
             events.append(log("guards", f"opt{exp.iteration}: a person confirmed the change ({note})"))
         else:
-            update["experiments"] = [exp.model_copy(update={"refused_by": note or "a person"})]
+            out["experiments"] = [exp.model_copy(update={"refused_by": note or "a person"})]
             events.append(
                 log("guards", f"opt{exp.iteration}: a person did not confirm the change; it is not kept")
             )
-    return update
+    return update(out)
 
 
 def _metric_name(spec: WorkloadSpec) -> str:
@@ -310,21 +314,21 @@ def revert(ctx: Context, state: TuningState, exp: Experiment) -> None:
             journal.revert(cid)
 
 
-def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+def record(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Node: every decided item into the KB (guards enforced there too), then keep or revert."""
     ctx = runtime.context
     spec = ctx.workload_spec
     proposals, ids = _record_screened(state, spec, ctx)
-    update: dict[str, Any] = {"proposals": proposals, "kb_records": ids, "events": []}
+    out: dict[str, Any] = {"proposals": proposals, "kb_records": ids, "events": []}
     if ids:
-        update["events"].append(log("kb", f"recorded {len(ids)} refused proposal(s)", ids=ids))
+        out["events"].append(log("kb", f"recorded {len(ids)} refused proposal(s)", ids=ids))
     exp = state.experiments[-1] if state.experiments else None
     if exp is None or exp.kb_record_id is not None or exp.kept or exp.reverted:
-        return update
+        return update(out)
     if exp.verdict == "failed" or exp.candidate is None or exp.comparison is None:
         revert(ctx, state, exp)
-        update["experiments"] = [exp.model_copy(update={"reverted": True})]
-        return update
+        out["experiments"] = [exp.model_copy(update={"reverted": True})]
+        return update(out)
     p = state.proposal(exp.proposal_id)
     rec, system_rec = record_experiment(state, spec, ctx, exp, settles=p.remeasures)
     verdict, guard_triggered = rec.verdict, rec.guard_triggered  # the one verdict (kb.verdict.decide)
@@ -349,12 +353,12 @@ def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     explained = explain_verdict(state, done, ctx)
     if explained is not None:
         done = done.model_copy(update={"explanation": explained[0]})
-        update["decisions"] = [explained[1]]
-    update["experiments"] = [done]
-    update["proposals"] = [*proposals, p]
-    update["kb_records"] = [*ids, rec.id, *([system_rec.id] if system_rec else [])]
+        out["decisions"] = [explained[1]]
+    out["experiments"] = [done]
+    out["proposals"] = [*proposals, p]
+    out["kb_records"] = [*ids, rec.id, *([system_rec.id] if system_rec else [])]
     if keep:
-        update["incumbent"] = exp.candidate
+        out["incumbent"] = exp.candidate
     change = f" ({rec.change_pct:+.1f}%)" if rec.change_pct is not None else ""
     kept_as = (
         " (kept on trial: a person must confirm it)" if verdict == "pending" else " (kept)" if keep else ""
@@ -362,7 +366,7 @@ def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx.progress(
         "kb", f"opt{exp.iteration} {exp.proposal_id}: {verdict}{change}{kept_as} -> KB record {rec.id}"
     )
-    update["events"].append(
+    out["events"].append(
         log(
             "kb",
             f"opt{exp.iteration}: {verdict}: {rec.verdict_reason}",
@@ -371,4 +375,4 @@ def record(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             kept=keep,
         )
     )
-    return update
+    return update(out)

@@ -21,21 +21,14 @@ had just run), and :func:`settle` applies it: thin, checkpointed and replayable 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
-from dftune.agents.state import (
-    Experiment,
-    PendingAnswer,
-    Proposal,
-    TuningState,
-    log,
-    merge_by_id,
-    merge_experiments,
-)
+from dftune.core.domain.experiments import Experiment, PendingAnswer
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import TuningState, Update, log, merge_by_id, merge_experiments, update
 from dftune.graphs.guard_nodes import record_experiment, revert
 
 #: verdicts that came from the numbers of a sitting (they depend on the incumbent it ran against)
@@ -96,14 +89,14 @@ def answer_first(
     """Hand a person's answer to the oldest change on trial to a stopped run's graph; returns the config
     to stream from (``None`` as input). The answer enters as if the record node had just run, so the
     settle node applies it and choose goes on (a refusal measures again what stood on the change)."""
-    update = {"answers": [answer_for(state, decision, reason)], "status": "running"}
-    return graph.update_state(config, update, as_node="record")
+    out = {"answers": [answer_for(state, decision, reason)], "status": "running"}
+    return graph.update_state(config, out, as_node="record")
 
 
-def settle(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+def settle(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Node: apply every answer whose change still waits (a re-run after a crash finds it settled)."""
     ctx = runtime.context
-    update: dict[str, Any] = {"experiments": [], "proposals": [], "kb_records": [], "events": []}
+    out: dict[str, Any] = {"experiments": [], "proposals": [], "kb_records": [], "events": []}
     for answer in state.answers:
         exp = next((e for e in state.experiments if e.iteration == answer.iteration), None)
         if exp is None or exp.verdict != "pending" or not exp.kept or exp.proposal_id != answer.proposal_id:
@@ -114,20 +107,21 @@ def settle(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
             else _refuse(state, ctx, exp, answer)
         )
         for key in ("experiments", "proposals", "kb_records", "events"):
-            update[key] += step.get(key, [])
+            out[key] += step.get(key, [])
         if "incumbent" in step:
-            update["incumbent"] = step["incumbent"]
+            out["incumbent"] = step["incumbent"]
         state = _applied(state, step)
-    return {k: v for k, v in update.items() if v or k == "incumbent"}
+    return update({k: v for k, v in out.items() if v or k == "incumbent"})
 
 
 def _applied(state: TuningState, step: dict[str, Any]) -> TuningState:
     """The state with one answer's update (the next answer sees it)."""
-    return replace(
-        state,
-        experiments=merge_experiments(state.experiments, step.get("experiments")),
-        proposals=merge_by_id(state.proposals, step.get("proposals")),
-        incumbent=step.get("incumbent", state.incumbent),
+    return state.model_copy(
+        update={
+            "experiments": merge_experiments(state.experiments, step.get("experiments")),
+            "proposals": merge_by_id(state.proposals, step.get("proposals")),
+            "incumbent": step.get("incumbent", state.incumbent),
+        }
     )
 
 

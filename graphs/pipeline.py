@@ -22,8 +22,8 @@ from dftune.agents.installer import installer
 from dftune.agents.literature import literature
 from dftune.agents.optimizer import apply_change, choose, estimate, plan
 from dftune.agents.optimizer.expand import expand
-from dftune.agents.state import TuningState
 from dftune.agents.verifier import verifier
+from dftune.core.domain.run import TuningState
 from dftune.graphs.approval import approval
 from dftune.graphs.finalize import finalize
 from dftune.graphs.guard_nodes import judge, record, screen

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +26,14 @@ from pydantic import ValidationError
 from dftune.agents.budget import Budget
 from dftune.agents.context import Context, ProgressFn, silent
 from dftune.agents.literature import make_evidence, make_search
+from dftune.agents.optimizer import proposal_table
 from dftune.agents.reasoner import check_model, llm_settings, make_reasoner
-from dftune.agents.state import (
-    REPLAYABLE_FIELDS,
-    STATE_VERSION,
-    RunSettings,
-    RunStatus,
-    TuningState,
-)
+from dftune.core.domain.run import REPLAYABLE_FIELDS, STATE_VERSION, RunSettings, RunStatus, TuningState
 from dftune.core.errors import DftuneError, StorageError, is_storage_error, one_line, storage_error
 from dftune.core.fsio import atomic_write_bytes
 from dftune.core.supervise import LEDGER_FILE, DriverInterrupted, supervised
 from dftune.graphs.approval import ApprovalAnswer, receipt
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
-from dftune.graphs.finalize import state_json
 from dftune.graphs.pending import answer_first, pending_items
 from dftune.graphs.pipeline import builder
 from dftune.tools.kb.backup import backup_kb, check_kb
@@ -211,8 +204,7 @@ def _current(state: TuningState) -> TuningState:
 def _as_state(values: dict[str, Any] | TuningState) -> TuningState:
     if isinstance(values, TuningState):
         return values
-    names = {f.name for f in fields(TuningState)}
-    return TuningState(**{k: v for k, v in values.items() if k in names})
+    return TuningState(**{k: v for k, v in values.items() if k in TuningState.model_fields})
 
 
 def _result(run_id: str, ws: Workspace) -> dict[str, Any]:
@@ -222,7 +214,6 @@ def _result(run_id: str, ws: Workspace) -> dict[str, Any]:
     status: RunStatus = "awaiting_approval" if pending else state.status
     if not pending and snap.next:
         status = "interrupted"
-    doc = state_json(state)
     return {
         "schema": RUN_SCHEMA,
         "run_id": run_id,
@@ -230,25 +221,25 @@ def _result(run_id: str, ws: Workspace) -> dict[str, Any]:
         "status_reason": state.status_reason,
         "workload": state.workload,
         "pending": pending_items(state, pending),
-        "proposal_table": doc["proposal_table"],
+        "proposal_table": [r.model_dump(by_alias=True) for r in proposal_table(state.proposals)],
         "verdicts": [
             {
-                "iteration": e["iteration"],
-                "proposal": e["proposal_id"],
-                "strategy": e["strategy"],
-                "verdict": e["verdict"],
-                "change_pct": (e.get("comparison") or {}).get("change_pct"),
-                "kept": e["kept"],
-                "reverted": e["reverted"],
-                "kb_record": e["kb_record_id"],
-                "voided_by": e.get("voided_by"),
+                "iteration": e.iteration,
+                "proposal": e.proposal_id,
+                "strategy": e.strategy,
+                "verdict": e.verdict,
+                "change_pct": e.comparison.change_pct if e.comparison else None,
+                "kept": e.kept,
+                "reverted": e.reverted,
+                "kb_record": e.kb_record_id,
+                "voided_by": e.voided_by,
             }
-            for e in doc["experiments"]
+            for e in state.experiments
         ],
         "refused": [
-            {"proposal": p["id"], "strategy": p["strategy"], "status": p["status"], "reason": p["reason"]}
-            for p in doc["proposals"]
-            if p["status"] in ("rejected", "unsupported", "declined")
+            {"proposal": p.id, "strategy": p.strategy, "status": p.status, "reason": p.reason}
+            for p in state.proposals
+            if p.status in ("rejected", "unsupported", "declined")
         ],
         "kb_records": state.kb_records,
         "report": state.report_path,
@@ -265,7 +256,8 @@ def _metric(state: TuningState, ws: Workspace) -> dict[str, Any] | None:
     from dftune.tools.report.sections import metric_info
 
     try:
-        return metric_info(load_spec(ws.run_dir(state.run_id) / ARCHIVED_SPEC, located_at=state.spec_path))
+        spec = load_spec(ws.run_dir(state.run_id) / ARCHIVED_SPEC, located_at=state.spec_path)
+        return metric_info(spec).model_dump()
     except DftuneError:
         return None
 

@@ -7,11 +7,11 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
+from dftune.core.domain.kb import KbRecordIn
 from dftune.mcp_server.registry import (
     Toolbox,
     _In,
 )
-from dftune.tools.kb.models import KbRecordIn
 
 box = Toolbox()
 

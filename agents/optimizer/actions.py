@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from dftune.agents.optimizer.plan import knob_id, slug
-from dftune.agents.state import Change, Proposal
+from dftune.core.domain.proposals import Change, Proposal
 from dftune.tools.catalog import Catalog, Strategy
 from dftune.tools.catalog.models import CONTEXT_VARS, Parameter, placeholders
 from dftune.tools.runner.changes import ChangeError, FilePatch, preview_patch

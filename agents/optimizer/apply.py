@@ -20,7 +20,8 @@ from dftune.agents.context import Context
 from dftune.agents.optimizer.artifacts import write_layer_artifacts
 from dftune.agents.optimizer.plan import slug
 from dftune.agents.optimizer.trust import TamperedProposal, trusted_arm, trusted_proposal
-from dftune.agents.state import Experiment, TuningState, log
+from dftune.core.domain.experiments import Experiment
+from dftune.core.domain.run import TuningState, Update, log, update
 from dftune.core.errors import is_storage_error
 from dftune.core.failpoint import failpoint
 from dftune.tools.runner.changes import ChangeError, CommandChange, EnvChange, FilePatch, Journal
@@ -91,7 +92,7 @@ def _refused(state: TuningState, n: int, exc: TamperedProposal) -> dict[str, Any
     }
 
 
-def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+def apply_change(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Node: a fresh opt<n> and the change applied there (once, with its rollback journaled)."""
     ctx = runtime.context
     assert state.current is not None and state.incumbent is not None
@@ -101,7 +102,7 @@ def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any
         trusted_arm(state.incumbent, state, ctx, before=n)
     except TamperedProposal as exc:
         ctx.progress("optimizer", str(exc))
-        return _refused(state, n, exc)
+        return update(_refused(state, n, exc))
     keep_layout(ctx, state.run_id)  # validate and fix before each iteration (dftracer-io-optimization skill)
     it_dir = ctx.workspace.iteration_dir(state.run_id, n)
     for sub in ITERATION_SUBDIRS:
@@ -168,13 +169,13 @@ def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any
             verdict_reason=f"could not apply: {exc}",
             change_ids=change_ids,
         )
-        return {
-            "experiments": [exp],
-            "proposals": [
+        return update(
+            experiments=[exp],
+            proposals=[
                 p.model_copy(update={"status": "failed", "reason": f"could not apply: {exc}", "iteration": n})
             ],
-            "events": [log("optimizer", f"opt{n}: applying {p.id} failed: {exc}")],
-        }
+            events=[log("optimizer", f"opt{n}: applying {p.id} failed: {exc}")],
+        )
     failpoint("apply.done")
     write_layer_artifacts(ctx, state, p, n)
     keep_layout(ctx, state.run_id)  # and again after applying, before the experiment collects traces
@@ -182,8 +183,8 @@ def apply_change(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any
     exp = Experiment(
         iteration=n, proposal_id=p.id, strategy=p.strategy, reference=state.incumbent, change_ids=change_ids
     )
-    return {
-        "experiments": [exp],
-        "proposals": [p.model_copy(update={"iteration": n})],
-        "events": [log("optimizer", f"opt{n}: applied {p.id}", change=p.change.model_dump())],
-    }
+    return update(
+        experiments=[exp],
+        proposals=[p.model_copy(update={"iteration": n})],
+        events=[log("optimizer", f"opt{n}: applied {p.id}", change=p.change.model_dump())],
+    )

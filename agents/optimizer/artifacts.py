@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from dftune.agents.context import Context
-from dftune.agents.state import Proposal, TuningState
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import TuningState
 
 
 def write_layer_artifacts(ctx: Context, state: TuningState, p: Proposal, n: int) -> None:

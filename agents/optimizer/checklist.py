@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dftune.agents.state import ChecklistVerdict, Experiment, Proposal, TuningState
+from dftune.core.domain.experiments import ChecklistVerdict, Experiment
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import TuningState
 from dftune.core.vocabulary import CHECKLIST
 
 

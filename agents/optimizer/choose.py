@@ -9,7 +9,6 @@ reasoner then picks among what may be tried now.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -30,7 +29,7 @@ from dftune.agents.policy import approval_rule
 from dftune.agents.reasoner import Judgment
 from dftune.agents.reasoner.protocol import Pace
 from dftune.agents.reasoner.questions import pace_question
-from dftune.agents.state import TuningState, log, merge_by_id
+from dftune.core.domain.run import TuningState, Update, log, merge_by_id, update
 
 #: Kinds of change dftune applies and measures by itself.
 ACTIONABLE = ("knob", "env", "command", "patch", "stage")
@@ -55,7 +54,7 @@ def pace(state: TuningState, ctx: Context) -> Judgment[Pace] | None:
     return ctx.reasoner.decide(pace_question(facts, base, most), facts)
 
 
-def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+def choose(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Node: checklist verdicts, then the next proposal (or none: the run is finished)."""
     ctx = runtime.context
     back = reopened(state)
@@ -68,19 +67,19 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx.progress("optimizer", f"{p.retry_of} gets another experiment: {p.reason}")
     pending = [p for p in [*state.proposals, *back] if p.status in ("proposed", "known")]
     fresh, _ = renewed(pending, state, ctx, ask=False)
-    state = replace(state, proposals=merge_by_id(state.proposals, fresh))
+    state = state.model_copy(update={"proposals": merge_by_id(state.proposals, fresh)})
     checklist = checklist_verdicts(state)
-    update: dict[str, Any] = {"checklist": checklist, "current": None, "proposals": fresh}
+    out: dict[str, Any] = {"checklist": checklist, "current": None, "proposals": fresh}
     open_ = [p for p in state.proposals if p.status == "proposed" and p.change.kind in ACTIONABLE]
     if not open_:
-        return {**update, "events": [log("optimizer", "no open proposal left")]}
+        return update(out, events=[log("optimizer", "no open proposal left")])
     if ran >= state.max_experiments:
-        return {
-            **update,
-            "status_reason": f"experiment budget of {state.max_experiments} used; "
+        return update(
+            out,
+            status_reason=f"experiment budget of {state.max_experiments} used; "
             f"{len(open_)} proposal(s) left untried",
-            "events": [log("optimizer", f"budget of {state.max_experiments} experiment(s) used")],
-        }
+            events=[log("optimizer", f"budget of {state.max_experiments} experiment(s) used")],
+        )
     late = (
         ctx.budget.refuse_next(ctx.workspace.run_dir(state.run_id), "the next experiment")
         if ctx.budget
@@ -88,28 +87,24 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     if late:  # the wall-clock budget: nothing starts that its measured cost says cannot finish in time
         ctx.progress("optimizer", late)
-        return {
-            **update,
-            "status_reason": f"{late}; {len(open_)} proposal(s) left untried",
-            "events": [log("optimizer", late, untried=[p.id for p in open_])],
-        }
+        return update(
+            out,
+            status_reason=f"{late}; {len(open_)} proposal(s) left untried",
+            events=[log("optimizer", late, untried=[p.id for p in open_])],
+        )
     # measured on top of a change a person refused: measured again first, in their order, before anything new
     again = sorted((p for p in open_ if p.remeasures is not None), key=lambda p: p.remeasures or 0)
     if again:
         why = f"measured again without the change a person refused ({again[0].reason})"
         ctx.progress("optimizer", f"next: {again[0].id} ({why})")
-        return {
-            **update,
-            "current": again[0].id,
-            "events": [log("optimizer", f"chose {again[0].id}", reason=why)],
-        }
+        return update(out, current=again[0].id, events=[log("optimizer", f"chose {again[0].id}", reason=why)])
     decisions = []
     if state.experiments and state.experiments[-1].kept:  # the model's estimates predate the kept change
         asked, d = judged(fresh, state, ctx, trace_facts(state.incumbent, state.fs_type))
         if d is not None:
             fresh, decisions = asked, [d]
-            state = replace(state, proposals=merge_by_id(state.proposals, fresh))
-            update["proposals"] = fresh
+            state = state.model_copy(update={"proposals": merge_by_id(state.proposals, fresh)})
+            out["proposals"] = fresh
             open_ = [p for p in state.proposals if p.status == "proposed" and p.change.kind in ACTIONABLE]
     paced = pace(state, ctx) if ran else None
     if paced is not None:
@@ -117,22 +112,18 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         if paced.answer.action == "stop":
             why = f"the model stopped the run: {paced.answer.reason[:300]}"
             ctx.progress("optimizer", why)
-            return {
-                **update,
-                "status_reason": f"{why}; {len(open_)} proposal(s) left untried",
-                "decisions": decisions,
-                "events": [log("optimizer", why, untried=[p.id for p in open_], reasoner=paced.decision.by)],
-            }
-        update["next_replicates"] = paced.answer.replicates
+            return update(
+                out,
+                status_reason=f"{why}; {len(open_)} proposal(s) left untried",
+                decisions=decisions,
+                events=[log("optimizer", why, untried=[p.id for p in open_], reasoner=paced.decision.by)],
+            )
+        out["next_replicates"] = paced.answer.replicates
     now = searchable(open_, state, ctx.workload_spec)
     waiting = len(open_) - len(now)
     if not now:  # every value left lies beyond a direction a regression or a refusal closed
         why = f"the search closed every direction: {waiting} proposal(s) beyond a worse value left untried"
-        return {
-            **update,
-            "status_reason": why,
-            "events": [log("optimizer", why, untried=[p.id for p in open_])],
-        }
+        return update(out, status_reason=why, events=[log("optimizer", why, untried=[p.id for p in open_])])
     # Overnight, try everything the policy may approve alone before anything that must ask a person;
     # among those, an untried knob before another value of a measured one, and the workload's own
     # settings before the system's
@@ -145,11 +136,11 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         f"next: {choice.proposal_id} ({choice.reason})"
         + (f" [rules: {decided.fallback}]" if decided.fallback else ""),
     )
-    return {
-        **update,
-        "current": choice.proposal_id,
-        "decisions": [*decisions, decided],
-        "events": [
+    return update(
+        out,
+        current=choice.proposal_id,
+        decisions=[*decisions, decided],
+        events=[
             log(
                 "optimizer",
                 f"chose {choice.proposal_id}",
@@ -160,4 +151,4 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                 fallback=decided.fallback,
             )
         ],
-    }
+    )

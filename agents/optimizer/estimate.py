@@ -8,24 +8,22 @@ a model's number.
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
 from dftune.agents.optimizer.impact import renewed
-from dftune.agents.state import TuningState, log
+from dftune.core.domain.run import TuningState, Update, log, update
 
 #: statuses the screen lets through: still to measure, or a cited recommendation
 SCREENED = ("proposed", "manual")
 
 
-def estimate(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+def estimate(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Node: a labeled impact estimate for every screened proposal, and the decision that gave them."""
     ctx = runtime.context
     screened = [p for p in state.proposals if p.status in SCREENED]
     if not screened:
-        return {"events": [log("optimizer", "no screened proposal to estimate")]}
+        return update(events=[log("optimizer", "no screened proposal to estimate")])
     updated, decisions = renewed(screened, state, ctx, ask=True)
     known = [p.id for p in updated if p.status == "known"]
     if known:
@@ -37,10 +35,10 @@ def estimate(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     for d in decisions:
         if d.fallback:
             ctx.progress("optimizer", f"impact estimates by the rules ({d.fallback})")
-    return {
-        "proposals": updated,
-        "decisions": decisions,
-        "events": [
+    return update(
+        proposals=updated,
+        decisions=decisions,
+        events=[
             log(
                 "optimizer",
                 f"estimated the impact of {len(updated)} screened proposal(s)",
@@ -50,4 +48,4 @@ def estimate(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                 fallback=decisions[0].fallback if decisions else None,
             )
         ],
-    }
+    )

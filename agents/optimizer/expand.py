@@ -19,7 +19,8 @@ from dftune.agents.optimizer.facts import facts_of
 from dftune.agents.optimizer.plan import derivation_context, requirement_gap
 from dftune.agents.reasoner.protocol import KnobProposal, L2Setting, PatchDraft
 from dftune.agents.reasoner.questions import draft_question, knob_value_question, l2_question
-from dftune.agents.state import Decision, Proposal, TuningState, log
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import Decision, TuningState, Update, log, update
 from dftune.tools.catalog import Strategy
 
 #: what the draft prompt shows of the source tree: files, and characters of their text
@@ -166,11 +167,11 @@ def _source_change(ctx: Context, strategy: str) -> bool:
     return s is not None and s.apply is not None and s.apply.kind == "source_patch" and not s.forbidden
 
 
-def expand(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+def expand(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Node: the model's proposals join the plan's (the screen comes next)."""
     ctx = runtime.context
     if not any(enabled(ctx, a) for a in ("knob_value", "l2_settings", "draft_patch")):
-        return {}
+        return update()
     found, decisions = _ask(ctx, state)
     cited = {p.strategy: p.citation for p in state.proposals if p.citation is not None}
     start = len(state.proposals)
@@ -183,10 +184,10 @@ def expand(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
     for d in decisions:
         if d.fallback:
             ctx.progress("optimizer", f"{d.question}: the rules decide ({d.fallback})")
-    return {
-        "proposals": out,
-        "decisions": decisions,
-        "events": [
+    return update(
+        proposals=out,
+        decisions=decisions,
+        events=[
             log(
                 "optimizer",
                 f"the model proposed {len(out)} change(s)",
@@ -195,4 +196,4 @@ def expand(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
                 fallback=[d.fallback for d in decisions if d.fallback],
             )
         ],
-    }
+    )

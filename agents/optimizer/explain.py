@@ -12,7 +12,8 @@ from dftune.agents.context import Context
 from dftune.agents.optimizer.expand import enabled
 from dftune.agents.optimizer.facts import facts_of
 from dftune.agents.reasoner.questions import explain_question
-from dftune.agents.state import Decision, Experiment, TuningState
+from dftune.core.domain.experiments import Experiment
+from dftune.core.domain.run import Decision, TuningState
 
 
 def experiment_facts(exp: Experiment) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from typing import Any
 from dftune.agents.measure import load_analysis
 from dftune.agents.optimizer.estimates import TraceFacts
 from dftune.agents.reasoner import Budget, Facts
-from dftune.agents.state import Experiment, TuningState
+from dftune.core.domain.experiments import Experiment
+from dftune.core.domain.run import TuningState
 from dftune.tools.runner.spec import WorkloadSpec
 
 #: items per list a prompt shows (top files, processes, KB records, citations, experiments)

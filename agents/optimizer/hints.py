@@ -23,8 +23,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dftune.agents.state import Change, Measurement, Proposal
 from dftune.core import strictjson
+from dftune.core.domain.measurements import Measurement
+from dftune.core.domain.proposals import Change, Proposal
 from dftune.tools.catalog import Catalog
 from dftune.tools.diagnose.stack import IOR_HINT_PREFIX, hints_printed, overridden
 from dftune.tools.runner.bench import BenchError, bench

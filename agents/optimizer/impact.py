@@ -19,7 +19,9 @@ from dftune.agents.optimizer.estimates import Lever, TraceFacts
 from dftune.agents.optimizer.facts import facts_of
 from dftune.agents.optimizer.hints import incumbent_hints
 from dftune.agents.optimizer.prior import apply_prior
-from dftune.agents.state import Decision, Measurement, Proposal, TuningState
+from dftune.core.domain.measurements import Measurement
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import Decision, TuningState
 from dftune.tools.catalog import Strategy
 from dftune.tools.guards import Arm
 from dftune.tools.runner.spec import Knob, WorkloadSpec

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 from langgraph.runtime import Runtime
 
@@ -17,12 +16,13 @@ from dftune.agents.context import Context
 from dftune.agents.measure import load_analysis
 from dftune.agents.optimizer.hints import hint_proposals, hints_before, ranks_of
 from dftune.agents.optimizer.staging import stage_gap
-from dftune.agents.state import Change, Measurement, Proposal, TuningState, log
+from dftune.core.domain.diagnosis import Diagnosis
+from dftune.core.domain.measurements import SHM_ROOT, Measurement, StagePlan
+from dftune.core.domain.proposals import Change, Proposal
+from dftune.core.domain.run import TuningState, Update, log, update
 from dftune.tools.catalog import Catalog, Strategy
 from dftune.tools.catalog.models import placeholders
-from dftune.tools.diagnose.engine import Diagnosis
 from dftune.tools.runner.spec import WorkloadSpec
-from dftune.tools.runner.staging import SHM_ROOT, StagePlan
 
 #: The derivation context's key for the spec's ``[staging] local_dir``.
 LOCAL_DIR_KEY = "staging_local_dir"
@@ -248,7 +248,7 @@ def derivation_context(spec: WorkloadSpec, workdir: Path) -> dict[str, str]:
     return values
 
 
-def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
+def plan(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Node: the option space as proposals, in the plan's order."""
     ctx = runtime.context
     spec = ctx.workload_spec
@@ -271,7 +271,7 @@ def plan(state: TuningState, runtime: Runtime[Context]) -> dict[str, Any]:
         "optimizer",
         f"{len(out)} candidate change(s): {sum(p.status == 'proposed' for p in out)} dftune can apply itself",
     )
-    return {
-        "proposals": out,
-        "events": [*before, log("optimizer", f"planned {len(out)} candidate(s)", ids=[p.id for p in out])],
-    }
+    return update(
+        proposals=out,
+        events=[*before, log("optimizer", f"planned {len(out)} candidate(s)", ids=[p.id for p in out])],
+    )

@@ -11,7 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dftune.agents.state import KbPrior, Measurement, PriorResult, Proposal
+from dftune.core.domain.measurements import Measurement
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import KbPrior, PriorResult
 from dftune.tools.kb import opt_kb_lookup
 
 #: verdicts that mean "measured here, no gain"

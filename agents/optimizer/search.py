@@ -33,7 +33,9 @@ from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dftune.agents.state import Experiment, Proposal, TuningState
+from dftune.core.domain.experiments import Experiment
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import TuningState
 from dftune.tools.runner.spec import Knob, WorkloadSpec
 
 #: a measured value that closes its direction (the search does not go further that way)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from dftune.core.domain.measurements import StagePlan
 from dftune.tools.guards.arms import Arm
-from dftune.tools.runner.staging import StagePlan, check_plan
+from dftune.tools.runner.staging import check_plan
 from dftune.tools.trace.model import Analysis
 
 #: Share of the data bytes that must be reads under data_dir for a data set to be read-mostly.

@@ -7,10 +7,9 @@ is refused with :class:`UncitedProposal`, never silently dropped.
 
 from __future__ import annotations
 
-from typing import Any
-
-from dftune.agents.state import Change, Proposal
 from dftune.core.citation import CitedClaim
+from dftune.core.domain.proposals import Change, Proposal
+from dftune.core.domain.run import ProposalRow
 from dftune.core.errors import DftuneError
 from dftune.tools.catalog import Catalog
 
@@ -37,7 +36,7 @@ def table_order(p: Proposal) -> tuple[int, int, float, int, int]:
     )
 
 
-def proposal_table(proposals: list[Proposal]) -> list[dict[str, Any]]:
+def proposal_table(proposals: list[Proposal]) -> list[ProposalRow]:
     """The skill's table: #, Strategy, Description, App Impact, System Impact, Weighted Score (sorted)."""
     rows = [
         p
@@ -47,23 +46,23 @@ def proposal_table(proposals: list[Proposal]) -> list[dict[str, Any]]:
     ]
     rows.sort(key=table_order)
     return [
-        {
-            "#": i,
-            "id": p.id,
-            "strategy": p.strategy,
-            "description": p.description,
-            "app_impact_pct": p.app_impact_pct,
-            "app_impact_source": p.app_impact_source,
-            "system_impact_pct": p.system_impact_pct,
-            "system_impact_source": p.system_impact_source,
-            "weighted_score": p.weighted_score,
-            "status": p.status,
-            "layer": p.layer,
-            "impact_reason": p.impact_reason,
-            "system_reason": p.system_reason,
-            "citation": p.citation.reference() if p.citation else None,
-            "url": p.citation.url if p.citation else None,
-        }
+        ProposalRow(
+            number=i,
+            id=p.id,
+            strategy=p.strategy,
+            description=p.description,
+            app_impact_pct=p.app_impact_pct,
+            app_impact_source=p.app_impact_source,
+            system_impact_pct=p.system_impact_pct,
+            system_impact_source=p.system_impact_source,
+            weighted_score=p.weighted_score,
+            status=p.status,
+            layer=p.layer,
+            impact_reason=p.impact_reason,
+            system_reason=p.system_reason,
+            citation=p.citation.reference() if p.citation else None,
+            url=p.citation.url if p.citation else None,
+        )
         for i, p in enumerate(rows, 1)
     ]
 

@@ -18,12 +18,13 @@ from dftune.agents.context import Context
 from dftune.agents.optimizer.actions import draft_path, draft_proposal, knob_value_proposal, l2_proposal
 from dftune.agents.optimizer.hints import hint_proposals, ranks_of
 from dftune.agents.optimizer.plan import catalog_proposal, derivation_context, knob_proposals
-from dftune.agents.state import Measurement, Proposal, TuningState
+from dftune.core.domain.measurements import Measurement, StagePlan
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import TuningState
 from dftune.core.errors import DftuneError
 from dftune.tools.runner.changes import ChangeError
 from dftune.tools.runner.changes.layering import layer_env
 from dftune.tools.runner.spec import WorkloadSpec
-from dftune.tools.runner.staging import StagePlan
 
 #: The fields of a proposal that decide what runs and who must approve it.
 CHECKED_FIELDS = ("strategy", "layer", "privilege", "change")

@@ -34,7 +34,7 @@ from dftune.agents.reasoner.protocol import (
 from dftune.agents.reasoner.questions import load_prompt
 from dftune.agents.reasoner.rules import RulesReasoner, impact_bound, rank_key
 from dftune.agents.reasoner.transport import PROVIDERS, check_model, llm_settings, parse_model_spec
-from dftune.agents.state import LLMSettings
+from dftune.core.domain.run import LLMSettings
 
 
 def build_chat_model(spec: str, settings: LLMSettings | None = None) -> object:

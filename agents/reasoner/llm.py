@@ -6,7 +6,7 @@ every tool call to be followed by its result) and asked again, at most ``MAX_REA
 failed request is retried within the judgment's deadline (see :mod:`.transport`). The budget is
 checked before every request, with the request's size estimated from its text and the answer's
 cap reserved, so a call that could overrun it is never made. Whatever goes wrong, the rules
-answer and the :class:`~dftune.agents.state.Decision` says why: the graph never crashes on a model.
+answer and the :class:`~dftune.core.domain.run.Decision` says why: the graph never crashes on a model.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from dftune.agents.reasoner.questions import (
     summary_question,
 )
 from dftune.agents.reasoner.rules import RulesReasoner
-from dftune.agents.state import Decision, LLMSettings, Proposal
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import Decision, LLMSettings, Outcome
 from dftune.core.secrets import redact
 
 #: Re-asks after an invalid answer before the rules decide instead.
@@ -104,7 +105,7 @@ class RulesOnly:
     def choose_next(self, options: Sequence[Proposal], facts: Facts) -> Judgment[Choice]:
         return self.decide(choose_question(self.policy, options, facts), facts)
 
-    def summarize(self, facts: Facts, outcome: dict[str, Any]) -> Judgment[str]:
+    def summarize(self, facts: Facts, outcome: Outcome) -> Judgment[str]:
         return self.decide(summary_question(self.policy, facts, outcome), facts)
 
 

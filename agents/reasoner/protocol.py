@@ -1,7 +1,7 @@
 """What every reasoner shares: the typed answers, what a judgment may look at, and the interface.
 
 A node asks a :class:`Reasoner` one question at a time and gets a :class:`Judgment`: the answer
-and the :class:`~dftune.agents.state.Decision` that says who gave it (the model, or the rules and
+and the :class:`~dftune.core.domain.run.Decision` that says who gave it (the model, or the rules and
 why) and what it cost. The node puts the decision into the state, so the token budget, the
 history and the reports all read the same record.
 """
@@ -14,9 +14,10 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dftune.agents.state import Decision, Proposal
+from dftune.core.domain.diagnosis import Diagnosis
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import Decision, Outcome
 from dftune.core.errors import DftuneError
-from dftune.tools.diagnose.engine import Diagnosis
 
 DEFAULT_TOKEN_BUDGET = 200_000
 
@@ -206,7 +207,7 @@ class Reasoner(Protocol):
 
     def choose_next(self, options: Sequence[Proposal], facts: Facts) -> Judgment[Choice]: ...
 
-    def summarize(self, facts: Facts, outcome: dict[str, Any]) -> Judgment[str]: ...
+    def summarize(self, facts: Facts, outcome: Outcome) -> Judgment[str]: ...
 
     def decide(self, q: Question[A], facts: Facts) -> Judgment[A]:
         """Any typed question: a new kind of judgment needs a question builder, not a new method."""

@@ -33,7 +33,8 @@ from dftune.agents.reasoner.protocol import (
 )
 from dftune.agents.reasoner.rules import RulesReasoner, impact_bound
 from dftune.agents.reasoner.summary import check_summary
-from dftune.agents.state import Proposal
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import Outcome
 
 A = TypeVar("A")
 
@@ -103,14 +104,12 @@ def choose_question(policy: RulesReasoner, options: Sequence[Proposal], facts: F
     )
 
 
-def summary_question(policy: RulesReasoner, facts: Facts, outcome: dict[str, Any]) -> Question[str]:
+def summary_question(policy: RulesReasoner, facts: Facts, outcome: Outcome) -> Question[str]:
     """The run's summary: every number and proposal it cites is checked against what the model was given."""
-    given = {"facts": json.loads(facts_json(facts)), "outcome": json.loads(json.dumps(outcome, default=str))}
+    given = {"facts": json.loads(facts_json(facts)), "outcome": outcome.model_dump(mode="json")}
 
     def accept(ans: Summary) -> Accepted[str]:
-        checked = check_summary(
-            ans.text, given, wins={str(w.get("proposal")) for w in outcome.get("wins", [])}
-        )
+        checked = check_summary(ans.text, given, wins={w.proposal for w in outcome.wins})
         if not checked.kept:
             raise ValueError(
                 "no sentence of the summary holds up: "
@@ -120,7 +119,7 @@ def summary_question(policy: RulesReasoner, facts: Facts, outcome: dict[str, Any
         return Accepted(checked.text, [f"summary sentence dropped: {d}" for d in checked.dropped])
 
     prompt = load_prompt("optimizer", "summarize").format(
-        facts=facts_json(facts), outcome=json.dumps(outcome, indent=1, default=str)
+        facts=facts_json(facts), outcome=outcome.model_dump_json(indent=1)
     )
     return Question(
         "summarize",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from dftune.agents.reasoner.protocol import Choice, Facts, ImpactEstimate
-from dftune.agents.state import Proposal
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import Outcome
 
 _LAYER_ORDER = {"L1": 0, "L2": 1, "L3": 2}
 #: measured first, then what the knowledge base measured here before, then estimates
@@ -58,18 +58,15 @@ class RulesReasoner:
             "then to the order of the plan",
         )
 
-    def summarize(self, facts: Facts, outcome: dict[str, Any]) -> str:
-        wins = outcome.get("wins", [])
-        tried = outcome.get("experiments", 0)
+    def summarize(self, facts: Facts, outcome: Outcome) -> str:
+        tried = outcome.experiments
         if not tried:
-            return (
-                f"{facts.workload}: no experiment ran ({outcome.get('status_reason') or 'nothing to try'})."
-            )
-        best = ", ".join(f"{w['strategy']} ({w['change_pct']:+.1f}%)" for w in wins) or "none"
-        trial = ", ".join(f"{w['strategy']} ({w['change_pct']:+.1f}%)" for w in outcome.get("pending", []))
+            return f"{facts.workload}: no experiment ran ({outcome.status_reason or 'nothing to try'})."
+        best = ", ".join(f"{w.strategy} ({w.change_pct:+.1f}%)" for w in outcome.wins) or "none"
+        trial = ", ".join(f"{w.strategy} ({w.change_pct:+.1f}%)" for w in outcome.pending)
         if trial:  # kept on trial: a person must confirm what the traces could not settle
             best += f"; pending a person's confirmation: {trial}"
         return (
             f"{facts.workload}: {tried} experiment(s) measured; wins kept: {best}; "
-            f"overall {outcome.get('overall_pct', 0.0):+.1f}% on {outcome.get('metric', 'the metric')}."
+            f"overall {outcome.overall_pct:+.1f}% on the metric."
         )

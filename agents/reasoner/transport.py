@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from pydantic import ValidationError
 
 from dftune.agents.reasoner.protocol import ReasonerError
-from dftune.agents.state import LLMSettings
+from dftune.core.domain.run import LLMSettings
 from dftune.core.network import OFFLINE_ENV, offline_forced
 from dftune.core.secrets import redact
 

@@ -33,8 +33,9 @@ from typing import Any
 import conftest as c  # tests/ is on sys.path (rootdir conftest, prepend import mode)
 import pytest
 
+from dftune.core.domain.diagnosis import Bottleneck, Diagnosis
 from dftune.core.vocabulary import FS_TYPES
-from dftune.tools.diagnose.engine import Bottleneck, DataDirError, Diagnosis, diagnose, diagnose_analysis
+from dftune.tools.diagnose.engine import DataDirError, diagnose, diagnose_analysis
 from dftune.tools.trace import analyze
 
 # one xdist worker runs the module: its module fixture (real runs, traced) is then made once,

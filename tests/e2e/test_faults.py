@@ -389,7 +389,7 @@ def tamper(rid: str, edit: Any) -> None:
 
 
 def test_a_tampered_pending_proposal_is_refused_and_its_command_never_runs(tmp_path: Path) -> None:
-    from dftune.agents.state import Change
+    from dftune.core.domain.proposals import Change
 
     rid, marker = "tampered", tmp_path / "PWNED"
     waiting_run(rid)

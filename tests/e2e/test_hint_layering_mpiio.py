@@ -18,7 +18,7 @@ import conftest as c  # tests/ is on sys.path (rootdir conftest, prepend import 
 import pytest
 
 from dftune.agents.optimizer.hints import arm_hints, hint_proposals, override_check
-from dftune.agents.state import Proposal
+from dftune.core.domain.proposals import Proposal
 from dftune.tools.catalog import default_catalog
 from dftune.tools.runner.bench import bench
 from dftune.tools.runner.changes.layering import layer_env

@@ -34,7 +34,8 @@ import conftest as c  # tests/ is on sys.path (rootdir conftest, prepend import 
 import pytest
 from reference import reference
 
-from dftune.tools.diagnose.engine import Diagnosis, diagnose, diagnose_runs
+from dftune.core.domain.diagnosis import Diagnosis
+from dftune.tools.diagnose.engine import diagnose, diagnose_runs
 from dftune.tools.trace import MultipleRunsError, analyze, analyze_runs
 
 # one xdist worker runs the module: its module fixture (real runs, traced) is then made once,

@@ -20,7 +20,7 @@ import pytest
 
 from dftune.agents.optimizer.actions import draft_path
 from dftune.agents.optimizer.plan import slug
-from dftune.agents.state import LLMSettings
+from dftune.core.domain.run import LLMSettings
 from dftune.graphs.runs import load_state, start_run
 from dftune.tools.session.workspace import Workspace
 from tests.fakes.llm_api import MODELS, Reply, by_tool, tool_call

@@ -21,7 +21,8 @@ from pathlib import Path
 import conftest as c  # tests/ is on sys.path (rootdir conftest, prepend import mode)
 import pytest
 
-from dftune.tools.diagnose.engine import Diagnosis, diagnose
+from dftune.core.domain.diagnosis import Diagnosis
+from dftune.tools.diagnose.engine import diagnose
 
 # one xdist worker runs the module: its module fixture (real runs, traced) is then made once,
 # not once on each worker that receives one of its tests

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from dftune.core.domain.measurements import StagePlan
 from dftune.tools.catalog import default_catalog
 from dftune.tools.guards import Arm, access_pattern_guard, no_doing_less_guard
 from dftune.tools.runner.bench import bench
 from dftune.tools.runner.spec import load_spec
-from dftune.tools.runner.staging import STAGE_PREFIX, StagePlan, staged_path, staged_replicate
+from dftune.tools.runner.staging import STAGE_PREFIX, staged_path, staged_replicate
 from dftune.tools.trace import analyze
 
 pytestmark = pytest.mark.e2e

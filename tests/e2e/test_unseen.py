@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dftune.agents.state import TuningState
+from dftune.core.domain.run import TuningState
 from dftune.graphs.runs import approve_run, load_state, start_run
 from dftune.tools.session.workspace import Workspace
 

@@ -12,7 +12,8 @@ import pytest
 from dftune.agents.context import Context
 from dftune.agents.reasoner import RulesReasoner
 from dftune.agents.reasoner.protocol import Choice, Facts
-from dftune.agents.state import Proposal, TuningState
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import TuningState
 from dftune.graphs.checkpointer import open_checkpointer
 from dftune.graphs.pipeline import builder
 from dftune.tools.runner.spec import load_spec

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from dftune.agents.reasoner import ReasonerError
-from dftune.agents.state import LLMSettings
+from dftune.core.domain.run import LLMSettings
 from dftune.core.home import dftune_home
 from dftune.graphs.runs import RunError, approve_run, history, resume_run, start_run
 from dftune.tools.report.writer import write_reports

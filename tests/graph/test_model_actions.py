@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from dftune.agents.state import LLMSettings
+from dftune.core.domain.run import LLMSettings
 from dftune.graphs.runs import start_run
 from dftune.tools.session.workspace import Workspace
 from tests.fakes.llm_api import MODELS, Reply, by_tool, text, tool_call

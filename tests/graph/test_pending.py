@@ -19,7 +19,7 @@ import pytest
 
 from dftune.agents.context import Context
 from dftune.agents.reasoner import RulesOnly
-from dftune.agents.state import TuningState
+from dftune.core.domain.run import TuningState
 from dftune.graphs.checkpointer import open_checkpointer
 from dftune.graphs.pending import answer_first
 from dftune.graphs.pipeline import builder

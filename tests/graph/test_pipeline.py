@@ -11,7 +11,7 @@ from langgraph.types import Command
 
 from dftune.agents.context import Context
 from dftune.agents.reasoner import LLMReasoner
-from dftune.agents.state import LLMSettings, TuningState
+from dftune.core.domain.run import LLMSettings, TuningState
 from dftune.tools.kb import opt_kb_records
 from tests.fakes.chat import ScriptedChatModel, tool_reply
 from tests.graph.conftest import TOY, Harness
@@ -162,7 +162,7 @@ def test_resume_after_a_crash_repeats_no_experiment_and_no_record(
 
 def test_policy_never_applies_admin_only_and_asks_for_sudo() -> None:
     from dftune.agents.policy import approval_rule as policy
-    from dftune.agents.state import Change, Proposal
+    from dftune.core.domain.proposals import Change, Proposal
 
     def prop(privilege: str, layer: str, kind: str = "env") -> Proposal:
         return Proposal(

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dftune.agents.state import Pitfall
 from dftune.cli import app
+from dftune.core.domain.run import Pitfall
 from dftune.graphs.checkpointer import serializer
 from dftune.graphs.runs import RunError, history, replay_run, resume_run, start_run
 from dftune.tools.session.workspace import Workspace

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from dftune.agents.context import Context
 from dftune.agents.reasoner import RulesOnly
-from dftune.agents.state import TuningState
+from dftune.core.domain.run import TuningState
 from dftune.tools.runner.spec import load_spec
 from tests.graph.conftest import Harness, InOrder
 

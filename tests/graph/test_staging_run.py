@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dftune.agents.state import TuningState
+from dftune.core.domain.run import TuningState
 from tests.conftest import dftracer_preload_lib
 from tests.e2e.test_staging import STAGE_PREFIX, make_spec
 from tests.graph.conftest import Harness

@@ -7,7 +7,10 @@ from typing import Any
 
 from dftune.agents.optimizer.search import breadth_first, cheaper_layers_first
 from dftune.agents.reasoner import rank_key
-from dftune.agents.state import Change, Experiment, Measurement, Proposal, TuningState
+from dftune.core.domain.experiments import Experiment
+from dftune.core.domain.measurements import Measurement
+from dftune.core.domain.proposals import Change, Proposal
+from dftune.core.domain.run import TuningState
 
 
 def _p(pid: str, score: float, order: int, status: str = "proposed") -> Proposal:

@@ -69,7 +69,7 @@ def test_read_and_write_buffering_and_vectored_io_are_priced_apart(tmp_path: Pat
 def test_a_count_knob_lever_carries_the_counts_it_moves_between(tmp_path: Path) -> None:
     """The readers before and after, so the estimate can cap the count that results (not the step)."""
     from dftune.agents.optimizer.plan import knob_proposals
-    from dftune.agents.state import Measurement
+    from dftune.core.domain.measurements import Measurement
 
     (tmp_path / "w.toml").write_text(
         'name = "w"\ncommand = ["true", "{THREADS}", "{PREFETCH}"]\n'

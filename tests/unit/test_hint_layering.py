@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dftune.agents.optimizer.hints import arm_hints, override_check
-from dftune.agents.state import Change, Proposal
+from dftune.core.domain.proposals import Change, Proposal
 from dftune.tools.report.hints import hint_rows
 from dftune.tools.runner.changes import ChangeError
 from dftune.tools.runner.changes.layering import (

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from dftune.core.domain.kb import KbRecordIn
 from dftune.tools.catalog import Catalog, default_catalog
 from dftune.tools.kb import (
     SCHEMA_VERSION,
     KbError,
-    KbRecordIn,
     default_db_path,
     opt_kb_get,
     opt_kb_lookup,

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from dftune.core import strictjson
+from dftune.core.domain.kb import KbRecordIn
 from dftune.mcp_server.registry import ToolFailure
 from dftune.mcp_server.toolset import call
 from dftune.tools.kb import opt_kb_lookup, opt_kb_record, opt_kb_records
-from dftune.tools.kb.models import KbRecordIn
 
 BASE: dict[str, Any] = {
     "run_id": "run-1",

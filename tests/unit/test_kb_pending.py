@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from dftune.tools.guards import Arm, GuardDecision
+from dftune.core.domain.verdicts import GuardDecision
+from dftune.tools.guards import Arm
 from dftune.tools.kb import decide, opt_kb_lookup, opt_kb_of_experiment, opt_kb_record, opt_kb_records
 from dftune.tools.kb.schema import MIGRATIONS, SCHEMA_VERSION, connect, now
 from dftune.tools.kb.store import MeasuredArms

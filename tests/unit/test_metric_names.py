@@ -47,7 +47,12 @@ def test_every_kind_has_a_name_and_unit(metric: dict, name: str, unit: str) -> N
 def test_the_report_and_the_kb_use_the_same_name() -> None:
     spec = WorkloadSpec(name="ior", command=["ior", "-w"], metric=Metric(kind="ior", field="max_read"))
     info = metric_info(spec)
-    assert info == {"name": "max_read_MiBps", "unit": "MiB/s", "lower_is_better": False, "kind": "ior"}
+    assert info.model_dump() == {
+        "name": "max_read_MiBps",
+        "unit": "MiB/s",
+        "lower_is_better": False,
+        "kind": "ior",
+    }
     assert _metric_name(spec) == "max_read_MiBps"
 
 

@@ -26,7 +26,8 @@ from dftune.agents.reasoner.questions import (
     l2_question,
     pace_question,
 )
-from dftune.agents.state import LLMSettings, Proposal
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import LLMSettings
 from dftune.tools.catalog import default_catalog
 from dftune.tools.runner.spec import load_spec
 from tests.fakes.llm_api import MODELS, SERVERS, tool_call

@@ -16,7 +16,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from dftune.agents.reasoner import Budget, Facts, LLMReasoner, make_reasoner
 from dftune.agents.reasoner.llm import MAX_FAILED_DECISIONS, MAX_REASKS
-from dftune.agents.state import Change, LLMSettings, Proposal
+from dftune.core.domain.proposals import Change, Proposal
+from dftune.core.domain.run import LLMSettings, Outcome
 from tests.fakes.chat import api_violations
 from tests.fakes.llm_api import MODELS, SERVERS, hang, http_error, text, tool_call
 
@@ -258,7 +259,7 @@ def test_401_stops_asking_that_model_for_the_rest_of_the_run(serve: Any) -> None
     server, reasoner = serve([])
     server.key = "sk-rotated-elsewhere-111111"  # the key the reasoner holds is no longer valid
     first = reasoner.choose_next(OPTIONS, _facts())
-    second = reasoner.summarize(_facts(), {"experiments": 0})
+    second = reasoner.summarize(_facts(), Outcome(status="completed"))
     assert first.decision.decided_by == second.decision.decided_by == "rules"
     assert "HTTP 401" in first.decision.fallback and "for the rest of the run" in second.decision.fallback
     assert len(server.requests) == 1 and second.decision.calls == 0

@@ -13,21 +13,15 @@ from typing import Any
 
 import pytest
 
-from dftune.agents.state import (
-    Approval,
-    Change,
-    ChecklistVerdict,
-    Coverage,
-    Experiment,
-    GuardRecord,
-    Measurement,
-    Pitfall,
-    Proposal,
-    TuningState,
-)
+from dftune.agents.optimizer import proposal_table
 from dftune.core.citation import Citation, CitedClaim
-from dftune.graphs.finalize import outcome, state_json
-from dftune.tools.guards import GuardDecision
+from dftune.core.domain.diagnosis import Bottleneck, Diagnosis, Gate, MetricChoice
+from dftune.core.domain.experiments import Approval, ChecklistVerdict, Experiment, GuardRecord
+from dftune.core.domain.measurements import Coverage, Measurement
+from dftune.core.domain.proposals import Change, Proposal
+from dftune.core.domain.run import Pitfall, RunReport, TuningState
+from dftune.core.domain.verdicts import GuardDecision
+from dftune.graphs.finalize import outcome
 from dftune.tools.report.compare import CompareError, compare, compare_analyses, row
 from dftune.tools.report.html import SECTIONS, render_run_html
 from dftune.tools.report.markdown import render_run_markdown
@@ -194,17 +188,39 @@ def make_report(run_dir: Path, *, traced: bool = True) -> dict[str, Any]:
             units_included=["replicate r0", "replicate r1", "replicate r2"],
             units_failed=["replicate r3 (timeout)"],
         ),
-        diagnosis={
-            "bottlenecks": [
-                {
-                    "name": "small-reads",
-                    "category": "small-io",
-                    "score": 4,
-                    "evidence": f"reads of {HOSTILE}",
-                    "rule_source": "dftune",
-                }
-            ]
-        },
+        diagnosis=Diagnosis(
+            trace_files=1,
+            events=100,
+            bottlenecks=[
+                Bottleneck(
+                    id="S01",
+                    name="small-reads",
+                    category="small-io",
+                    score=4,
+                    severity_value=0.8,
+                    view="summary",
+                    evidence=f"reads of {HOSTILE}",
+                    rule_source="dftune",
+                    provenance="test",
+                )
+            ],
+            category_scores={"small-io": 4},
+            metric=MetricChoice(metric="time", rationale="read time dominates"),
+            fs_type="ext4",
+            io_fraction=0.5,
+            shape="io-bound",
+            shape_reason="half the time is I/O",
+            worth_tuning=True,
+            gate=Gate(
+                worth_tuning=True,
+                io_fraction=0.5,
+                min_io_fraction=0.05,
+                shape="io-bound",
+                allowed_layers=["L1", "L2", "L3"],
+                reason="I/O is half of the time",
+            ),
+            checklist=[],
+        ),
         pitfalls=[
             Pitfall(id="untraced:stat", message="stat is not traced here", detail="absence is not evidence")
         ],
@@ -242,8 +258,14 @@ def make_report(run_dir: Path, *, traced: bool = True) -> dict[str, Any]:
         ],
         approvals=[Approval(proposal_id="WORKERS=4 $x$", approved=True, by="policy", reason="no-sudo L1")],
     )
-    doc = {**state_json(state), "summary": "one win", "outcome": outcome(state, lower_is_better=True)}
-    (run_dir / "report.json").write_text(json.dumps(doc, default=str))
+    report = RunReport(
+        **dict(state),
+        proposal_table=proposal_table(state.proposals),
+        summary="one win",
+        outcome=outcome(state, lower_is_better=True),
+    )
+    doc = report.model_dump(mode="json", by_alias=True)
+    (run_dir / "report.json").write_text(json.dumps(doc))
     return doc
 
 

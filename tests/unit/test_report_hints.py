@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from dftune.agents.optimizer.hints import override_check
-from dftune.agents.state import Change, Proposal, log
+from dftune.core.domain.proposals import Change, Proposal
+from dftune.core.domain.run import log
 from dftune.tools.report.hints import hint_rows
 from dftune.tools.report.html import render_run_html
 from dftune.tools.report.markdown import render_run_markdown

@@ -3,12 +3,11 @@ precedence command line > campaign file > default applied in one place."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
-from dftune.agents.state import DEFAULT_SETTINGS, REPLAYABLE_FIELDS, LLMSettings, RunSettings, TuningState
+from dftune.core.domain.run import DEFAULT_SETTINGS, REPLAYABLE_FIELDS, LLMSettings, RunSettings, TuningState
 from dftune.graphs.campaign import CampaignError, CampaignFile, load_campaign_file
 from dftune.graphs.runs import RunError, run_settings_of
 
@@ -16,7 +15,7 @@ from dftune.graphs.runs import RunError, run_settings_of
 def test_the_state_takes_its_defaults_from_the_settings_model() -> None:
     state = TuningState(run_id="r", spec_path="s.toml")
     assert state.settings == DEFAULT_SETTINGS
-    fields = {f.name for f in dataclasses.fields(TuningState)}
+    fields = set(TuningState.model_fields)
     assert set(RunSettings.model_fields) <= fields, "every run setting is a state input"
     assert set(REPLAYABLE_FIELDS) == set(RunSettings.model_fields) - {"llm"}
 

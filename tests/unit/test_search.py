@@ -3,13 +3,15 @@ a regression, interacting proposals that come back after a kept change, the KB's
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from dftune.agents.optimizer.prior import apply_prior
 from dftune.agents.optimizer.search import interactions, reopened, searchable, spare_retries
 from dftune.agents.reasoner import RulesReasoner, rank_key
-from dftune.agents.state import Change, Experiment, KbPrior, Measurement, PriorResult, Proposal, TuningState
+from dftune.core.domain.experiments import Experiment
+from dftune.core.domain.measurements import Measurement
+from dftune.core.domain.proposals import Change, Proposal
+from dftune.core.domain.run import KbPrior, PriorResult, TuningState
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.stats import compare
 
@@ -331,7 +333,7 @@ def test_the_model_is_asked_to_pace_once_per_measured_experiment(tmp_path: Any) 
 
     from dftune.agents.context import Context
     from dftune.agents.optimizer.choose import pace
-    from dftune.agents.state import Decision, LLMSettings
+    from dftune.core.domain.run import Decision, LLMSettings
     from dftune.tools.session.workspace import Workspace
 
     asked: list[str] = []
@@ -347,4 +349,4 @@ def test_the_model_is_asked_to_pace_once_per_measured_experiment(tmp_path: Any) 
     pace(state, ctx)
     assert asked == ["pace"]
     once = Decision(question="pace", reasoner="openai:gpt-test", decided_by="model", answer="continue")
-    assert pace(replace(state, decisions=[once]), ctx) is None and asked == ["pace"]
+    assert pace(state.model_copy(update={"decisions": [once]}), ctx) is None and asked == ["pace"]

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from dftune.agents.optimizer.hints import hint_proposals, hint_sets, override_check, ranks_of
-from dftune.agents.state import Change, Proposal
+from dftune.core.domain.proposals import Change, Proposal
 from dftune.tools.catalog import default_catalog
 from dftune.tools.diagnose.stack import IOR_HINT_PREFIX, hints_printed, infer_stack, overridden
 from dftune.tools.runner.spec import WorkloadSpec

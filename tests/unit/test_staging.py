@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from dftune.agents.optimizer.staging import read_share, stage_gap
+from dftune.core.domain.measurements import StagePlan
 from dftune.tools.guards.arms import Arm
 from dftune.tools.runner import staging
 from dftune.tools.runner.staging import (
-    StagePlan,
     StagingError,
     adjusted_metric,
     map_to_origin,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from dftune.agents.optimizer.plan import LOCAL_DIR_KEY, catalog_proposal, staging_fit, staging_proposals
 from dftune.agents.policy import approval_rule
+from dftune.core.domain.measurements import StagePlan
 from dftune.tools.catalog import default_catalog
-from dftune.tools.runner.staging import StagePlan
 from tests.cli_inproc import dftune
 
 CAT = default_catalog()

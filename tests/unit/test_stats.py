@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from dftune.core.domain.stats import ArmStats
 from dftune.tools.runner.stats import (
     DEFAULT_REPLICATES,
     MIN_REPLICATES,
-    ArmStats,
     bootstrap_ratio_ci,
     compare,
     mann_whitney,

@@ -9,18 +9,18 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from dftune.agents.state import Experiment, Measurement
+from dftune.core.domain.experiments import Experiment
+from dftune.core.domain.kb import KbLookup, KbRecord, KbRecordIn
+from dftune.core.domain.measurements import Measurement
 from dftune.core.model import StrictModel
-from dftune.tools.kb.models import KbLookup, KbRecord, KbRecordIn
 
 
 def test_every_state_and_kb_model_shares_the_strict_base() -> None:
-    import dftune.agents.state as state
-    import dftune.tools.kb.models as kb
+    from dftune.core.domain import experiments, kb, measurements, proposals, run
 
     models = [
         v
-        for mod in (state, kb)
+        for mod in (run, proposals, measurements, experiments, kb)
         for v in vars(mod).values()
         if isinstance(v, type)
         and issubclass(v, __import__("pydantic").BaseModel)

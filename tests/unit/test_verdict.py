@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dftune.tools.guards import GuardDecision
+from dftune.core.domain.verdicts import GuardDecision
 from dftune.tools.kb import decide, opt_kb_record
 from dftune.tools.runner.stats import compare
 

@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from dftune.core.citation import Citation
-from dftune.core.vocabulary import CHECKLIST, Category, FsType, Layer, Privilege
+from dftune.core.vocabulary import CHECKLIST, STRATEGY_ID, Category, FsType, Layer, Privilege
 
 #: A parameter value as TOML spells it. Strict types: TOML ``true`` never becomes ``1``.
 Scalar: TypeAlias = StrictBool | StrictInt | StrictFloat | StrictStr
@@ -49,7 +49,6 @@ CONTEXT_VARS: frozenset[str] = frozenset(
     }
 )
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-STRATEGY_ID = r"^l[123]\.[a-z0-9_]+$"
 
 
 def placeholders(*texts: str) -> set[str]:

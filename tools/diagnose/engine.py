@@ -13,8 +13,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from dftune.core.domain.diagnosis import (
+    Bottleneck,
+    CandidateStrategy,
+    ChecklistEntry,
+    Diagnosis,
+    Finding,
+    FsSummary,
+    Gate,
+    MetricChoice,
+    PossiblyIo,
+)
 from dftune.core.errors import DftuneError
 from dftune.core.vocabulary import CATEGORIES, CHECKLIST
 from dftune.tools.catalog import Strategy, default_catalog, strategies_for
@@ -25,9 +34,8 @@ from dftune.tools.diagnose.metrics import (
     summary_metrics,
     time_metrics,
 )
-from dftune.tools.diagnose.rules import Finding, RuleSet, evaluate, load_rulesets
+from dftune.tools.diagnose.rules import RuleSet, evaluate, load_rulesets
 from dftune.tools.diagnose.scope import (
-    SetApart,
     data_rows,
     data_shape,
     data_summary,
@@ -37,100 +45,14 @@ from dftune.tools.diagnose.scope import (
     set_apart,
     unattributed,
 )
-from dftune.tools.diagnose.unseen import PossiblyIo, app_waits, mpi_time
+from dftune.tools.diagnose.unseen import app_waits, mpi_time
 from dftune.tools.trace import Analysis, analyze, analyze_runs
-from dftune.tools.trace.model import HelperProcess, RunInfo
 
 SCHEMA = "dftune.diagnosis/1"
 
 
 class DataDirError(DftuneError, ValueError):
     """A ``--data-dir`` that is not an existing folder."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class MetricChoice(_Model):
-    metric: str
-    rationale: str
-    dominant: list[str] = []
-
-
-class Gate(_Model):
-    """Whether tuning I/O can pay off here, and which layers are worth trying."""
-
-    worth_tuning: bool
-    io_fraction: float
-    min_io_fraction: float
-    shape: str
-    allowed_layers: list[str]
-    reason: str
-    #: time the trace cannot show as I/O that may be I/O (MPI collectives, the program's own waits)
-    possibly_io: list[PossiblyIo] = []
-    #: the run went on although the gate said no (``dftune run --force``)
-    forced: bool = False
-
-
-class FsSummary(_Model):
-    path: str
-    fs_type: str
-    mount_point: str | None = None
-    warning: str | None = None
-
-
-class CandidateStrategy(_Model):
-    id: str
-    layer: str
-    checklist: int
-    description: str = ""
-    #: a verified citation backs it; uncited candidates stay UNSUPPORTED until the
-    #: literature search finds one (dftracer-io-optimization skill: no proposal is applied without a citation)
-    cited: bool = False
-
-
-class Bottleneck(Finding):
-    """A fired rule (:class:`rules.Finding`) with the strategies that could address it."""
-
-    candidates: list[CandidateStrategy] = Field(default_factory=list)
-
-
-class ChecklistEntry(_Model):
-    number: int
-    category: str
-    verdict: str
-    reason: str
-    strategies: list[str] = []
-
-
-class Diagnosis(_Model):
-    schema_: str = Field(SCHEMA, alias="schema")
-    trace_files: int
-    events: int
-    bottlenecks: list[Bottleneck]
-    category_scores: dict[str, int]
-    metric: MetricChoice
-    fs_type: str
-    data_dirs: list[FsSummary] = []
-    io_fraction: float
-    shape: str
-    shape_reason: str
-    worth_tuning: bool
-    gate: Gate
-    checklist: list[ChecklistEntry]
-    #: the application's processes judged here, and the helpers left out (listed, not hidden)
-    app_processes: int = 0
-    helper_processes: list[HelperProcess] = []
-    run: RunInfo | None = None
-    warnings: list[str] = []
-    #: I/O the diagnosis does not judge (system paths, the runtime's start-up reads), with why
-    set_apart: list[SetApart] = []
-    notes: list[str] = []
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, mode="json")
 
 
 @functools.cache

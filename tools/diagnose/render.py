@@ -11,8 +11,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from dftune.core.domain.diagnosis import Diagnosis
 from dftune.core.terminal import Col, responsive, text
-from dftune.tools.diagnose.engine import Diagnosis
 
 _SCORE_STYLE = {5: "bold red", 4: "red", 3: "yellow", 2: "cyan", 1: "dim"}
 _VERDICT = {

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from dftune.core.domain.diagnosis import Finding
 from dftune.core.errors import DftuneError
 from dftune.core.vocabulary import Category
 from dftune.tools.trace.render import human_bytes
@@ -82,23 +83,6 @@ class RuleSet(BaseModel):
     rules: list[Rule]
     #: filled by the loader: which file the rules came from
     path: str = ""
-
-
-class Finding(BaseModel):
-    """A rule that fired: one bottleneck with its evidence."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    name: str
-    category: Category
-    score: int
-    severity_value: float
-    view: str
-    evidence: str
-    rule_source: str
-    provenance: str
-    citation: str | None = None
-    rows: list[dict[str, Any]] = []
 
 
 def score(value: float) -> int:

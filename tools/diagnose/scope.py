@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
+from dftune.core.domain.diagnosis import SetApart
 from dftune.tools.trace import semantics as S
 from dftune.tools.trace.model import Analysis, PathClassStats, Shape
 from dftune.tools.trace.paths import DATA, RUNTIME, SYSTEM
@@ -25,22 +24,6 @@ _WHY = {
     RUNTIME: "the interpreter's and libraries' own files (lib dirs, site-packages, shared objects, /etc) "
     "read at start-up; the program does data I/O of its own, which decides the diagnosis",
 }
-
-
-class SetApart(BaseModel):
-    """I/O of one path class the diagnosis does not judge, with why."""
-
-    model_config = ConfigDict(extra="forbid")
-    path_class: str
-    files: int
-    read_count: int
-    read_bytes: int
-    write_count: int
-    write_bytes: int
-    metadata_count: int
-    io_time_s: float
-    example: str | None = None
-    why: str
 
 
 def excluded_classes(analysis: Analysis) -> list[str]:
@@ -202,7 +185,6 @@ def describe(items: list[SetApart]) -> list[str]:
 
 __all__ = [
     "PathClassStats",
-    "SetApart",
     "data_rows",
     "data_summary",
     "describe",

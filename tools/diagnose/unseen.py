@@ -17,22 +17,10 @@ import fnmatch
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from dftune.core.domain.diagnosis import PossiblyIo
 from dftune.tools.trace.model import Analysis
 
 Source = Literal["mpi-collectives", "app-waits", "stdout-metric"]
-
-
-class PossiblyIo(BaseModel):
-    """Time that may be I/O although no traced I/O call shows it, and where that comes from."""
-
-    model_config = ConfigDict(extra="forbid")
-    source: Source
-    time_s: float
-    #: share of the time it is compared with (the ranks' process time, the run's wall time)
-    fraction: float
-    evidence: str
 
 
 def _frac(part: float, whole: float) -> float:

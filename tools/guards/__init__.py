@@ -16,7 +16,6 @@ the numbers):
 
 from dftune.tools.guards.arms import Arm, Totals
 from dftune.tools.guards.citation import citation_guard, names_technique, reference_guard
-from dftune.tools.guards.decision import GuardDecision, GuardName, GuardVerdict, not_run
 from dftune.tools.guards.degradation import APP_REGRESSION_THRESHOLD, non_degradation_guard
 from dftune.tools.guards.pattern import access_pattern_guard, pattern_by_definition
 from dftune.tools.guards.rules import Allowed, GuardRules, GuardRulesError, guard_rules
@@ -26,11 +25,8 @@ __all__ = [
     "APP_REGRESSION_THRESHOLD",
     "Allowed",
     "Arm",
-    "GuardDecision",
-    "GuardName",
     "GuardRules",
     "GuardRulesError",
-    "GuardVerdict",
     "Totals",
     "access_pattern_guard",
     "citation_guard",
@@ -39,7 +35,6 @@ __all__ = [
     "names_technique",
     "no_doing_less_guard",
     "non_degradation_guard",
-    "not_run",
     "pattern_by_definition",
     "reference_guard",
     "work_done",

@@ -12,8 +12,8 @@ import itertools
 import re
 
 from dftune.core.citation import CitedClaim
+from dftune.core.domain.verdicts import GuardDecision
 from dftune.tools.catalog import Catalog, default_catalog
-from dftune.tools.guards.decision import GuardDecision
 
 
 def citation_guard(strategy_id: str, catalog: Catalog | None = None) -> GuardDecision:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from dftune.tools.guards.decision import GuardDecision
-from dftune.tools.runner.stats import pct_change, regression_guard
+from dftune.core.domain.stats import pct_change
+from dftune.core.domain.verdicts import GuardDecision
+from dftune.tools.runner.stats import regression_guard
 
 #: Non-degradation threshold (dftracer-io-optimization skill): an app metric > 2% worse is a regression.
 APP_REGRESSION_THRESHOLD = 0.02

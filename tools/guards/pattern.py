@@ -33,9 +33,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from dftune.core.domain.verdicts import GuardDecision, not_run
 from dftune.tools.catalog import Strategy
 from dftune.tools.guards.arms import Arm, Totals, library_container, sharing_inputs
-from dftune.tools.guards.decision import GuardDecision, not_run
 from dftune.tools.guards.library import ReadWindows, read_windows, rmw_windows, sharing
 from dftune.tools.guards.logical import LEVELS, Direction, compare, order_changed, own_order
 from dftune.tools.guards.rules import Allowed, GuardRules, guard_rules

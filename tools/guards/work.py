@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import functools
 
+from dftune.core.domain.verdicts import GuardDecision
 from dftune.tools.catalog import Strategy
 from dftune.tools.guards.arms import Arm
-from dftune.tools.guards.decision import GuardDecision
 from dftune.tools.guards.library import ReadWindows, Windows, read_windows, repeats, rmw_windows
 from dftune.tools.guards.rules import guard_rules
 from dftune.tools.trace.model import Analysis

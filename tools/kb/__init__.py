@@ -4,16 +4,7 @@
 scope (L3 system, L2 software, L1 workload); ``opt_kb_render`` publishes a markdown skill file.
 """
 
-from dftune.tools.kb.models import (
-    SCOPE_OF_LAYER,
-    ComparisonSummary,
-    KbError,
-    KbLookup,
-    KbRecord,
-    KbRecordIn,
-    Scope,
-    default_db_path,
-)
+from dftune.tools.kb.models import KbError, default_db_path
 from dftune.tools.kb.render import default_render_path, opt_kb_render, render_markdown
 from dftune.tools.kb.schema import SCHEMA_VERSION
 from dftune.tools.kb.store import (
@@ -23,20 +14,12 @@ from dftune.tools.kb.store import (
     opt_kb_record,
     opt_kb_records,
 )
-from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT, Decided, Verdict, decide
+from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT, decide
 
 __all__ = [
     "SCHEMA_VERSION",
-    "SCOPE_OF_LAYER",
     "WIN_THRESHOLD_PCT",
-    "ComparisonSummary",
-    "Decided",
     "KbError",
-    "KbLookup",
-    "KbRecord",
-    "KbRecordIn",
-    "Scope",
-    "Verdict",
     "decide",
     "default_db_path",
     "default_render_path",

@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from dftune.core.domain.kb import KbRecord, Scope
 from dftune.core.fsio import atomic_write_bytes
 from dftune.core.home import dftune_home
-from dftune.tools.kb.models import KbRecord, Scope
 from dftune.tools.kb.store import opt_kb_records
 from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT
 

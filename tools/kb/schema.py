@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from dftune.core import strictjson
+from dftune.core.domain.kb import KbRecord
+from dftune.core.domain.verdicts import GuardDecision
 from dftune.core.errors import is_storage_error, storage_error
-from dftune.tools.guards import GuardDecision
-from dftune.tools.kb.models import KbError, KbRecord, default_db_path
+from dftune.tools.kb.models import KbError, default_db_path
 
 SCHEMA_VERSION = 3
 

@@ -29,25 +29,24 @@ from pathlib import Path
 from typing import Any
 
 from dftune.core import strictjson
+from dftune.core.domain.kb import SCOPE_OF_LAYER, KbLookup, KbRecord, KbRecordIn, _layer_of
+from dftune.core.domain.stats import pct_change
+from dftune.core.domain.verdicts import GuardDecision, not_run
 from dftune.core.failpoint import failpoint
 from dftune.core.vocabulary import Layer
 from dftune.tools.catalog import Catalog, Strategy, default_catalog
 from dftune.tools.guards import (
     Arm,
-    GuardDecision,
     access_pattern_guard,
     citation_guard,
     doing_less_by_definition,
     no_doing_less_guard,
     non_degradation_guard,
-    not_run,
     reference_guard,
     work_done,
 )
-from dftune.tools.kb.models import SCOPE_OF_LAYER, KbLookup, KbRecord, KbRecordIn, _layer_of
 from dftune.tools.kb.schema import connect, from_row, now, to_row
 from dftune.tools.kb.verdict import decide
-from dftune.tools.runner.stats import pct_change
 from dftune.tools.trace.model import Analysis
 
 

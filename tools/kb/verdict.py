@@ -18,14 +18,12 @@ the noise is ``regression`` (without any statistical evidence: worse by more tha
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict
+from dftune.core.domain.stats import pct_change
+from dftune.core.domain.verdicts import Decided, GuardDecision, Verdict
+from dftune.tools.guards import APP_REGRESSION_THRESHOLD
 
-from dftune.tools.guards import APP_REGRESSION_THRESHOLD, GuardDecision
-from dftune.tools.runner.stats import pct_change
-
-Verdict = Literal["win", "no_change", "regression", "unsupported", "rejected", "inconclusive", "pending"]
 #: a ``win`` is an improvement of at least 5% (and beyond the noise).
 WIN_THRESHOLD_PCT = 5.0
 _EPS = 1e-9
@@ -39,20 +37,6 @@ class StatisticalVerdict(Protocol):
 
     @property
     def reason(self) -> str | None: ...
-
-
-class Decided(BaseModel):
-    """A verdict with the sentence that justifies it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    verdict: Verdict
-    reason: str
-    #: the dftracer-io-optimization skill's flag: the non-degradation
-    #: guard tripped (treat exactly like a regression)
-    guard_triggered: bool = False
-    #: signed change of the metric in percent, positive = better (None without numbers)
-    change_pct: float | None = None
 
 
 def decide(

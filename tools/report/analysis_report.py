@@ -13,8 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dftune.core.domain.diagnosis import Diagnosis
 from dftune.core.fsio import atomic_write_bytes
-from dftune.tools.diagnose.engine import Diagnosis, diagnose_analysis
+from dftune.tools.diagnose.engine import diagnose_analysis
 from dftune.tools.report.fixes import (
     SEVERITY_CSS,
     SEVERITY_LEGEND,

@@ -11,6 +11,7 @@ import base64
 import html
 from typing import Any
 
+from dftune.core.domain.stats import TEST_NAMES
 from dftune.tools.report.fixes import SEVERITY_CSS, SEVERITY_LEGEND, severity_html, snippet_html
 from dftune.tools.report.glance import GLANCE_CSS, glance_html, hotspots_html
 from dftune.tools.report.hints import hints_html
@@ -33,7 +34,6 @@ from dftune.tools.report.sections import (
 )
 from dftune.tools.report.staging import staging_notes
 from dftune.tools.report.table import EXTRA_COLUMNS, PROPOSAL_COLUMNS
-from dftune.tools.runner.stats import TEST_NAMES
 from dftune.tools.trace.render import human_bytes
 
 SECTIONS = (

@@ -10,12 +10,13 @@ import html
 import os
 from typing import Any
 
+from dftune.core.domain.run import MetricInfo
+from dftune.core.domain.stats import pct_change
 from dftune.core.safetext import md_prose
 from dftune.tools.report.fixes import severity, snippets
 from dftune.tools.runner.metric_names import metric_label
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.stats import compare as compare_arms
-from dftune.tools.runner.stats import pct_change
 
 MEASURED = "measured"
 ESTIMATED = "estimate"
@@ -196,16 +197,13 @@ def citations(doc: dict[str, Any]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- the morning view
 
 
-def metric_info(spec: WorkloadSpec) -> dict[str, Any]:
+def metric_info(spec: WorkloadSpec) -> MetricInfo:
     """The metric a run optimizes, named as the program (or
     benchmark) calls it, with its unit and direction."""
     name, unit = metric_label(spec.metric)
-    return {
-        "name": name,
-        "unit": unit,
-        "lower_is_better": spec.metric.lower_is_better,
-        "kind": spec.metric.kind,
-    }
+    return MetricInfo(
+        name=name, unit=unit, lower_is_better=spec.metric.lower_is_better, kind=spec.metric.kind
+    )
 
 
 def metric_of(doc: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from dftune.core import strictjson
+from dftune.core.domain.measurements import StagePlan
 from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
 from dftune.core.process import ProcessResult, Status, run_process
@@ -42,7 +43,6 @@ from dftune.tools.runner.metrics import (
 from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
 from dftune.tools.runner.staging import (
     Staged,
-    StagePlan,
     StagingError,
     adjusted_metric,
     stage_share,

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dftune.core.domain.measurements import StagePlan
 from dftune.tools.runner.bench import (
     MAX_CONSECUTIVE_FAILURES,
     BenchResult,
@@ -28,7 +29,6 @@ from dftune.tools.runner.bench import (
     summary_stats,
 )
 from dftune.tools.runner.spec import WorkloadSpec
-from dftune.tools.runner.staging import StagePlan
 from dftune.tools.runner.stats import early_stop, undecided
 
 #: told after every pair: (pairs done, pairs planned now, the reference's replicate, the candidate's)

@@ -29,17 +29,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from dftune.core.domain.measurements import StagePlan
 from dftune.core.errors import DftuneError
 from dftune.core.supervise import GUARDIAN, proc_info
 
-Tier = Literal["shm", "local"]
-SHM_ROOT = Path("/dev/shm")
-#: Share of node memory a tmpfs stage may take (node-local tier guides: SHM <= 20% of node memory).
-SHM_SHARE = 0.20
 #: Staged copies are folders named so under the tier's root, with this marker inside.
 STAGE_PREFIX = "dftune-stage-"
 MARKER = ".dftune-stage.json"
@@ -50,15 +44,6 @@ Copier = Callable[[str, str], object]
 
 class StagingError(DftuneError):
     """The data set cannot be staged (does not fit, missing, same tier): one line with the reason."""
-
-
-class StagePlan(BaseModel):
-    """Where an arm stages its data set: the tier and the folder the fresh copies go under."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    tier: Tier
-    root: str = str(SHM_ROOT)
-    shm_share: float = Field(default=SHM_SHARE, gt=0, le=1)
 
 
 def plan_for(tier: str, local_dir: Path | None) -> StagePlan:

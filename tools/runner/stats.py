@@ -28,25 +28,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict
+
+from dftune.core.domain.stats import (
+    TEST_NAMES,
+    ArmStats,
+    Comparison,
+    StatsVerdict,
+    TestName,
+    relative_improvement,
+)
 
 __all__ = [
     "DEFAULT_REPLICATES",
     "MIN_REPLICATES",
     "PAIRED_MIN",
-    "ArmStats",
-    "Comparison",
-    "Verdict",
     "bootstrap_ratio_ci",
     "compare",
     "early_stop",
     "mann_whitney",
     "paired_bootstrap_ratio_ci",
-    "pct_change",
     "regression_guard",
     "signed_rank",
     "summarize",
@@ -69,63 +72,6 @@ DEFAULT_RESAMPLES = 10_000
 _BOOTSTRAP_BLOCK_CELLS = 2_000_000
 # Absolute slack for threshold comparisons, so that e.g. 10.0 -> 10.2 counts as exactly 2%.
 _EPS = 1e-9
-
-Verdict = Literal["win", "no_change", "regression"]
-
-
-class ArmStats(BaseModel):
-    """Summary of one arm (the replicate values of one configuration).
-
-    ``p95`` uses linear interpolation between order statistics (Hyndman & Fan type 7, numpy's
-    default ``method="linear"``, Excel's PERCENTILE.INC): with the values sorted ascending as
-    ``x[0..n-1]`` and ``h = (n - 1) * 0.95``, ``p95 = x[floor(h)] + (h - floor(h)) *
-    (x[floor(h) + 1] - x[floor(h)])``. ``stdev`` is the sample standard deviation (ddof=1;
-    0.0 for a single value). ``cv = stdev / |mean|`` (0.0 when stdev is 0, inf when the mean
-    is 0 and the values vary).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    n: int
-    median: float
-    p95: float
-    mean: float
-    stdev: float
-    min: float
-    max: float
-    cv: float
-
-
-TestName = Literal["mann_whitney", "signed_rank"]
-#: how reports and reasons name each test
-TEST_NAMES: dict[str, str] = {"mann_whitney": "Mann-Whitney", "signed_rank": "Wilcoxon signed-rank"}
-
-
-class Comparison(BaseModel):
-    """Result of ``compare``: both arms, the effect, the evidence, and the verdict with its reason."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    baseline: ArmStats
-    candidate: ArmStats
-    ratio: float
-    """median(candidate) / median(baseline)."""
-    change_pct: float
-    """Signed relative change of the median in percent; positive = better for the metric's direction."""
-    ci95: tuple[float, float]
-    """Percentile-bootstrap confidence interval of ``ratio`` (at ``confidence``, 0.95 by default)."""
-    p_value: float
-    """Two-sided p-value of :attr:`test`."""
-    #: the test behind ``p_value``: Mann-Whitney U on two samples, or Wilcoxon signed-rank on the
-    #: pairs of an interleaved sitting (older records have no field: they were Mann-Whitney)
-    test: TestName = "mann_whitney"
-    verdict: Verdict
-    reason: str
-    lower_is_better: bool
-    alpha: float
-    min_effect: float
-    confidence: float
-
 
 # --------------------------------------------------------------------------- helpers
 
@@ -330,7 +276,7 @@ def compare(
     test: TestName = "signed_rank" if use_pairs else "mann_whitney"
     p_text = f"{TEST_NAMES[test]} p={_fmt(p_value)}{pairs_text}"
 
-    def result(verdict: Verdict, reason: str) -> Comparison:
+    def result(verdict: StatsVerdict, reason: str) -> Comparison:
         return Comparison(
             baseline=base_stats,
             candidate=cand_stats,
@@ -366,7 +312,7 @@ def compare(
     large_enough = abs(change) >= min_effect - _EPS
 
     if ci_on_side and significant and large_enough:
-        verdict: Verdict = "win" if better else "regression"
+        verdict: StatsVerdict = "win" if better else "regression"
         return result(
             verdict,
             f"{verdict}: {headline}; {ci_text} excludes 1.0, {p_text} < {_fmt(alpha)}, "
@@ -384,21 +330,6 @@ def compare(
     if not large_enough:
         failures.append(f"the {_pct(abs(change_pct))} effect is below the {_pct(100 * min_effect)} minimum")
     return result("no_change", f"no_change: {headline}, but {'; '.join(failures)}.")
-
-
-def relative_improvement(before: float, after: float, *, lower_is_better: bool = True) -> float:
-    """Signed relative change as a fraction of ``|before|``; positive means better for the metric's
-    direction (lower for times, higher for throughputs).  The one definition every verdict uses."""
-    delta = (before - after) if lower_is_better else (after - before)
-    return delta / abs(before)
-
-
-def pct_change(before: float | None, after: float | None, *, lower_is_better: bool = True) -> float | None:
-    """:func:`relative_improvement` in percent (positive = better); None when a side is unknown or
-    ``before`` is 0. The one percent change the verifier, the guards, the KB and the reports show."""
-    if before is None or after is None or before == 0:
-        return None
-    return 100.0 * relative_improvement(before, after, lower_is_better=lower_is_better)
 
 
 def regression_guard(

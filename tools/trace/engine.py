@@ -23,12 +23,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from dftune.core.domain.diagnosis import RunInfo
 from dftune.core.errors import DftuneError, one_line
 from dftune.tools.trace import native
 from dftune.tools.trace.discover import discover
 from dftune.tools.trace.errors import MultipleRunsError
 from dftune.tools.trace.merge import merge
-from dftune.tools.trace.model import Analysis, RunInfo, SkippedLine
+from dftune.tools.trace.model import Analysis, SkippedLine
 from dftune.tools.trace.overlap import group_overlap
 from dftune.tools.trace.paths import SYSTEM, split_file_view
 from dftune.tools.trace.processes import Accounting, Run, account, assign_groups, classify, rules

@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from dftune.core.domain.diagnosis import HelperProcess
 from dftune.core.errors import DftuneError
 from dftune.tools.trace import semantics as S
 from dftune.tools.trace.batch import _connection as connection
@@ -22,7 +23,6 @@ from dftune.tools.trace.model import (
     AppEventStats,
     EpochSpread,
     FamilyStats,
-    HelperProcess,
     Imbalance,
     InterfaceStats,
     LayerStats,

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core.domain.diagnosis import HelperProcess, RunInfo
 from dftune.tools.trace.darshan.model import DarshanInfo
 
 SCHEMA = "dftune.analysis/1"
@@ -104,37 +105,6 @@ class EpochSpread(_Model):
     #: (max - median) / max: how far the slowest process lags the typical one
     straggler_spread: float
     slowest_process: str
-
-
-class HelperProcess(_Model):
-    """A process that does none of the application's I/O (a shell wrapper, shim, launcher or short
-    child): left out of the I/O fraction, imbalance and stragglers, listed here with why."""
-
-    host: str
-    pid: int | None
-    cmd: str | None
-    events: int
-    lifetime_s: float
-    io_time_s: float
-    bytes: int
-    why: str
-
-
-class RunInfo(_Model):
-    """One run of the traces: processes alive together (see docs/analyze.md, "What each number means")."""
-
-    index: int
-    runs: int
-    hosts: list[str]
-    processes: int
-    app_processes: int
-    helper_processes: int
-    start_us: int | None
-    end_us: int | None
-    span_s: float
-    commands: list[str]
-    #: why it is a separate run from the one before it (None for the first)
-    apart: str | None = None
 
 
 class LayerStats(_Model):

@@ -1,61 +1,53 @@
-"""The one typed state every agent of the tuning graph reads and updates.
+"""The run: its settings, its log, and the one typed state every agent of the tuning graph updates.
 
-Nodes return partial updates. Lists that several agents add to carry reducers: append-only
-logs (events, guard decisions, experiments, KB records) use :func:`append`; proposals and
-citations are keyed, so a later update of the same id replaces the earlier one
-(:func:`merge_by_id`). Values are pydantic models or plain JSON, and :data:`STATE_MODELS` is
-the exact list of classes the checkpointer may load back (see :mod:`checkpointer`).
+:class:`TuningState` is the LangGraph state (``graphs/pipeline.py``). Nodes return partial
+updates, validated by :func:`update` (an unknown field or a value of the wrong type fails where
+the node made it, instead of vanishing: LangGraph drops keys that are not channels). Lists that
+several agents add to carry reducers: append-only logs (events, guard decisions, experiments, KB
+records) use :func:`append`; proposals and citations are keyed, so a later update of the same id
+replaces the earlier one (:func:`merge_by_id`). :data:`STATE_MODELS` is the exact list of classes
+the checkpointer may load back. :class:`RunReport` is the run's document (``report.json``): the
+final state with its summary and outcome, read by the reports and the MCP tools.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, Optional, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from dftune.core.citation import Citation, CitedClaim
-from dftune.core.model import StrictModel
-from dftune.tools.diagnose.engine import (
+from dftune.core.domain.diagnosis import (
     Bottleneck,
     CandidateStrategy,
     ChecklistEntry,
     Diagnosis,
+    Finding,
     FsSummary,
     Gate,
     MetricChoice,
 )
-from dftune.tools.diagnose.rules import Finding
-from dftune.tools.guards import GuardDecision
-from dftune.tools.runner.staging import StagePlan
-from dftune.tools.runner.stats import ArmStats, Comparison
+from dftune.core.domain.experiments import (
+    Approval,
+    ChecklistVerdict,
+    Experiment,
+    GuardRecord,
+    PendingAnswer,
+)
+from dftune.core.domain.measurements import Coverage, Measurement
+from dftune.core.domain.proposals import Change, ImpactSource, Proposal, ProposalStatus
+from dftune.core.domain.stats import ArmStats, Comparison
+from dftune.core.domain.verdicts import GuardDecision
+from dftune.core.model import StrictModel
 
 Mode = Literal["autonomous", "interactive"]
 #: interrupted: the process driving it is gone with work left (resume it)
 RunStatus = Literal["running", "awaiting_approval", "interrupted", "not_worth_tuning", "completed", "failed"]
-ProposalStatus = Literal[
-    "proposed",  # passed the pre-apply guards, waiting its turn
-    "unsupported",  # no verifiable citation: never applied
-    "rejected",  # a guard refused it (access pattern, doing less, approval rejected)
-    "manual",  # admin-only: reported as a recommendation, never applied by dftune
-    "not_applicable",  # presumes software or hardware this workload or machine does not have
-    "declined",  # a person said no at the approval interrupt
-    "failed",  # it could not be applied or its experiment could not run
-    "measured",  # applied and measured; the experiment holds the verdict
-    "known",  # the knowledge base measured it here before (no gain): not re-tried without --retry-known
-]
-#: Where a number of the proposal table comes from: this run's measurement, the knowledge base's
-#: measurement of the same change on this workload, a trace model (agents/optimizer/estimates.py), the model
-#: (an LLM's estimate), or nothing ("n/a": the change does not act on that metric).
-ImpactSource = Literal["measured", "kb", "trace model", "model", "n/a"]
 
 
-class _Model(StrictModel):
-    """Strict on creation and on ``model_copy(update=...)`` (core/model.py)."""
-
-
-class LogEntry(_Model):
+class LogEntry(StrictModel):
     """One line of the run's event log: who did what, when, and why."""
 
     time: str
@@ -64,7 +56,7 @@ class LogEntry(_Model):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-class Pitfall(_Model):
+class Pitfall(StrictModel):
     """A blind spot of the tracer on this machine (e.g. stat/fstat untraced from Python)."""
 
     id: str
@@ -72,7 +64,7 @@ class Pitfall(_Model):
     detail: str = ""
 
 
-class TracerFacts(_Model):
+class TracerFacts(StrictModel):
     """What the installer found out about dftracer on this machine."""
 
     python: str
@@ -85,7 +77,7 @@ class TracerFacts(_Model):
     smoke_calls_traced: dict[str, int] = Field(default_factory=dict)
 
 
-class PriorResult(_Model):
+class PriorResult(StrictModel):
     """An earlier KB finding that applies to this run (dftracer-io-optimization skill: KB lookup first)."""
 
     id: int
@@ -98,190 +90,12 @@ class PriorResult(_Model):
     change: dict[str, Any] = Field(default_factory=dict)
 
 
-class KbPrior(_Model):
+class KbPrior(StrictModel):
     """What the knowledge base already knows for this system, software and workload."""
 
     #: strategy -> the latest measured change (win or no_change), % (positive = better)
     measured_pct: dict[str, float] = Field(default_factory=dict)
     records: list[PriorResult] = Field(default_factory=list)
-
-
-class Change(_Model):
-    """What applying a proposal changes: knob settings, L2 environment, or a command."""
-
-    kind: Literal["knob", "env", "command", "patch", "stage", "manual"]
-    settings: dict[str, str] = Field(default_factory=dict)
-    #: kind "patch": the unified diff (a file next to the workload spec) and its ``-p`` strip
-    patch_file: str = ""
-    strip: int = 1
-    env: dict[str, str] = Field(default_factory=dict)
-    argv: list[str] = Field(default_factory=list)
-    #: kind "command": the argv that prints the current value (recorded before the change) and the rollback
-    read_argv: list[str] = Field(default_factory=list)
-    rollback_argv: list[str] = Field(default_factory=list)
-    instructions: str = ""
-    #: a catalog strategy's parameter values the change was rendered from (a model's L2 settings)
-    params: dict[str, str] = Field(default_factory=dict)
-    #: kind "stage": every replicate runs on a fresh copy of the data folder on this tier
-    stage: StagePlan | None = None
-
-
-class Proposal(_Model):
-    """A row of the proposal table (and everything the guards and the report need about it)."""
-
-    id: str
-    strategy: str
-    strategy_name: str
-    layer: Literal["L1", "L2", "L3"]
-    checklist: int
-    description: str
-    change: Change
-    privilege: Literal["no-sudo", "sudo", "admin-only"] = "no-sudo"
-    #: % of the application's metric this is expected (or was measured) to save; positive = better
-    app_impact_pct: float = 0.0
-    app_impact_source: ImpactSource = "trace model"
-    #: % change of the trace-derived aggregate I/O bandwidth (source "n/a" when the change does not act on it)
-    system_impact_pct: float = 0.0
-    system_impact_source: ImpactSource = "trace model"
-    impact_reason: str = ""
-    system_reason: str = ""
-    #: the plan's order (ties between equal estimates go by it, never by name)
-    order: int = 0
-    #: an earlier proposal this one measures again against a new incumbent (interacting changes)
-    retry_of: str | None = None
-    #: who gave the estimate: ``rules`` (the trace models and the KB) or the chat model's name
-    impact_estimated_by: str = "rules"
-    #: who proposed it: ``plan`` (the spec and the catalog) or ``model:<PROVIDER:MODEL>`` (a model's action,
-    #: checked against the declared ranges and the catalog, and screened and measured like any other)
-    proposed_by: str = "plan"
-    citation: CitedClaim | None = None
-    status: ProposalStatus = "proposed"
-    reason: str = ""
-    #: the experiment (iteration number) that measured it
-    iteration: int | None = None
-    kb_record_id: int | None = None
-    #: the experiment this proposal measures again: it stood on a change a person refused
-    remeasures: int | None = Field(default=None, ge=1)
-
-    @property
-    def weighted_score(self) -> float:
-        """The 50/50 weighting of application and system impact (dftracer-io-optimization skill)."""
-        return round(0.5 * self.app_impact_pct + 0.5 * self.system_impact_pct, 3)
-
-
-class Measurement(_Model):
-    """One arm of a comparison: the replicates of one condition and what their trace shows."""
-
-    settings: dict[str, Any]
-    env: dict[str, str] = Field(default_factory=dict)
-    #: the source tree this arm ran from (an iteration's patched copy); None: the user's original
-    source_dir: str | None = None
-    values: list[float]
-    median: float | None
-    ci95: list[float] | None
-    ok: int
-    replicates: int
-    traced: bool
-    workdir: str
-    trace_dir: str | None = None
-    #: the analysis of the first successful replicate's trace (written next to the bench)
-    analysis_path: str | None = None
-    #: aggregate I/O bandwidth of that trace, bytes/s (the skill's trace-derived system-metric proxy)
-    io_bandwidth: float | None = None
-    io_time_s: float | None = None
-    #: share of job time spent in I/O not hidden behind compute (bounds any I/O fix's gain)
-    unoverlapped_io_fraction: float | None = None
-    #: the arm's data folder (its trace's files are compared relative to it)
-    data_dir: str | None = None
-    #: a staged arm: the tier each replicate copied the data folder to, and the copy's path (the
-    #: same in every replicate; its traced files are the data folder's, see tools/runner/staging.py)
-    stage: StagePlan | None = None
-    staged_dir: str | None = None
-    #: the spec's work counters as the replicates printed them (the same in every replicate)
-    work: dict[str, float] = Field(default_factory=dict)
-    notes: list[str] = Field(default_factory=list)
-    stopped_reason: str | None = None
-
-
-class Experiment(_Model):
-    """One applied proposal in its own opt<n> iteration, measured against the incumbent."""
-
-    iteration: int
-    proposal_id: str
-    strategy: str
-    reference: Measurement
-    candidate: Measurement | None = None
-    comparison: Comparison | None = None
-    verdict: (
-        Literal[
-            "win", "no_change", "regression", "unsupported", "rejected", "inconclusive", "pending", "failed"
-        ]
-        | None
-    ) = None
-    verdict_reason: str = ""
-    guard_triggered: bool = False
-    kept: bool = False
-    reverted: bool = False
-    kb_record_id: int | None = None
-    change_ids: list[str] = Field(default_factory=list)
-    #: a person confirmed an inconclusive access-pattern decision (their note)
-    confirmed_by: str | None = None
-    #: a person refused a change the traces could not settle (their reason)
-    refused_by: str | None = None
-    #: verdict ``pending``: the question a person must answer (kept on the incumbent until then)
-    question: str = ""
-    #: measured on top of opt<n>, a pending change a person then refused: it no longer stands and
-    #: is measured again without it
-    voided_by: int | None = Field(default=None, ge=1)
-    #: the verdict in a few checked sentences (the model's, or the rules' reason); prose, never markup
-    explanation: str = ""
-
-
-class GuardRecord(_Model):
-    """A guard decision with what it was about."""
-
-    proposal_id: str
-    iteration: int | None = None
-    decision: GuardDecision
-
-
-class ChecklistVerdict(_Model):
-    number: int
-    category: str
-    verdict: str
-    reason: str
-    strategies: list[str] = Field(default_factory=list)
-
-
-class Coverage(_Model):
-    """Which units a diagnosis pass covered (partial baselines, dftracer-io-optimization skill)."""
-
-    units_total: int
-    units_included: list[str]
-    units_pending: list[str] = Field(default_factory=list)
-    units_failed: list[str] = Field(default_factory=list)
-
-    @property
-    def partial(self) -> bool:
-        return bool(self.units_pending or self.units_failed)
-
-
-class PendingAnswer(_Model):
-    """A person's answer to a pending confirmation (``dftune approve RUN_ID [--reject]``)."""
-
-    iteration: int = Field(ge=1)
-    proposal_id: str = Field(min_length=1)
-    decision: Literal["approve", "reject"]
-    reason: str = Field(default="", max_length=2000)
-
-
-class Approval(_Model):
-    proposal_id: str
-    approved: bool
-    by: Literal["person", "policy"]
-    reason: str
-    #: the account that answered (a person's answer), as the answering process saw it
-    user: str = ""
 
 
 #: The model's actions beyond the three judgments: new knob values, catalog L2 settings, drafted
@@ -290,7 +104,7 @@ ModelAction = Literal["knob_value", "l2_settings", "draft_patch", "pace", "expla
 MODEL_ACTIONS: tuple[ModelAction, ...] = ("knob_value", "l2_settings", "draft_patch", "pace", "explain")
 
 
-class LLMSettings(_Model):
+class LLMSettings(StrictModel):
     """How a run talks to its chat model; kept in the state so resume and approve use the same.
 
     A request waits at most ``timeout_s``; a failed request is retried ``retries`` times with
@@ -314,7 +128,7 @@ class LLMSettings(_Model):
         return value
 
 
-class RunSettings(_Model):
+class RunSettings(StrictModel):
     """How one run is driven: the one place a run setting is declared, defaulted and validated.
 
     The command line, a campaign file, a campaign's members, ``graphs.runs.start_run``, the
@@ -366,7 +180,7 @@ class RunSettings(_Model):
 DEFAULT_SETTINGS = RunSettings()
 
 
-class Decision(_Model):
+class Decision(StrictModel):
     """Who made one judgment and what it cost: the run's record of the model and its fallbacks."""
 
     #: the typed question (estimate_impacts, choose_next, summarize, ...)
@@ -474,8 +288,7 @@ def log(node: str, message: str, **data: Any) -> LogEntry:
     )
 
 
-@dataclass(kw_only=True)
-class TuningState:
+class TuningState(StrictModel):
     """Everything a run knows; the checkpointer saves it after every node."""
 
     # ----- inputs (set at start; ``dftune replay --set`` may change the scalar ones)
@@ -487,7 +300,7 @@ class TuningState:
     replicates: int | None = DEFAULT_SETTINGS.replicates
     model: str = DEFAULT_SETTINGS.model
     token_budget: int = DEFAULT_SETTINGS.token_budget
-    llm: LLMSettings = field(default_factory=LLMSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
     allow_install: bool = DEFAULT_SETTINGS.allow_install
     system: str = ""
     workload: str = ""
@@ -501,38 +314,38 @@ class TuningState:
     # ----- progress
     status: RunStatus = "running"
     status_reason: str = ""
-    events: Annotated[list[LogEntry], append] = field(default_factory=list)
-    pitfalls: Annotated[list[Pitfall], merge_by_id] = field(default_factory=list)
+    events: Annotated[list[LogEntry], append] = Field(default_factory=list)
+    pitfalls: Annotated[list[Pitfall], merge_by_id] = Field(default_factory=list)
     tracer: TracerFacts | None = None
 
     # ----- diagnoser
     baseline: Measurement | None = None
     coverage: Coverage | None = None
     diagnosis: Diagnosis | None = None
-    software: list[str] = field(default_factory=list)
+    software: list[str] = Field(default_factory=list)
     fs_type: str = "unknown"
 
     # ----- literature + optimizer
-    kb_prior: KbPrior = field(default_factory=KbPrior)
-    citations: Annotated[list[CitedClaim], merge_by_id] = field(default_factory=list)
-    proposals: Annotated[list[Proposal], merge_by_id] = field(default_factory=list)
-    checklist: list[ChecklistVerdict] = field(default_factory=list)
+    kb_prior: KbPrior = Field(default_factory=KbPrior)
+    citations: Annotated[list[CitedClaim], merge_by_id] = Field(default_factory=list)
+    proposals: Annotated[list[Proposal], merge_by_id] = Field(default_factory=list)
+    checklist: list[ChecklistVerdict] = Field(default_factory=list)
     screened: bool = False
     #: the proposal the optimizer chose and that the approval/apply/verify nodes work on
     current: str | None = None
     #: replicates of the next experiment when the model asked for more (bounded; None: the run's count)
     next_replicates: int | None = None
-    approvals: Annotated[list[Approval], append] = field(default_factory=list)
+    approvals: Annotated[list[Approval], append] = Field(default_factory=list)
     #: a person's answers to pending confirmations, oldest first (the settle node applies each once)
-    answers: Annotated[list[PendingAnswer], append] = field(default_factory=list)
+    answers: Annotated[list[PendingAnswer], append] = Field(default_factory=list)
     #: every judgment the reasoner made, who made it and what it cost (the token budget is their sum)
-    decisions: Annotated[list[Decision], append] = field(default_factory=list)
+    decisions: Annotated[list[Decision], append] = Field(default_factory=list)
 
     # ----- verifier + guards + KB
     incumbent: Measurement | None = None
-    experiments: Annotated[list[Experiment], merge_experiments] = field(default_factory=list)
-    guard_decisions: Annotated[list[GuardRecord], append] = field(default_factory=list)
-    kb_records: Annotated[list[int], append] = field(default_factory=list)
+    experiments: Annotated[list[Experiment], merge_experiments] = Field(default_factory=list)
+    guard_decisions: Annotated[list[GuardRecord], append] = Field(default_factory=list)
+    kb_records: Annotated[list[int], append] = Field(default_factory=list)
 
     # ----- outputs
     report_path: str | None = None
@@ -563,3 +376,87 @@ class TuningState:
 
 #: Scalar inputs ``dftune replay --set FIELD=VALUE`` may change before forking.
 REPLAYABLE_FIELDS: tuple[str, ...] = tuple(f for f in RunSettings.model_fields if f != "llm")
+
+
+#: What a node returns: a partial update of :class:`TuningState`, validated by :func:`update`.
+Update = dict[str, Any]
+#: every state field, optional: an update names the ones it sets
+_OPTIONAL: dict[str, Any] = {n: (Optional[f.annotation], None) for n, f in TuningState.model_fields.items()}  # noqa: UP045
+_UpdateModel = create_model("TuningStateUpdate", __base__=StrictModel, **_OPTIONAL)
+
+
+def update(*parts: Mapping[str, Any], **changes: Any) -> Update:
+    """A node's partial update, validated against the state's fields: an unknown field or a value
+    of the wrong type raises here, naming the field, instead of being dropped by the graph.
+    ``parts`` (updates built up before) are merged first, then ``changes``; a later value wins."""
+    changes = {k: v for part in (*parts, changes) for k, v in part.items()}
+    try:
+        checked = _UpdateModel.model_validate(changes)
+    except ValidationError as exc:
+        raise ValueError(f"invalid state update: {' '.join(str(exc).split())[:400]}") from None
+    return {name: getattr(checked, name) for name in changes}
+
+
+class KeptChange(StrictModel):
+    """A change the run ended with: a win, or one kept on trial that waits for a person."""
+
+    strategy: str
+    proposal: str
+    iteration: int
+    change_pct: float
+    #: a change on trial: the question a person must answer
+    question: str = ""
+
+
+class Outcome(StrictModel):
+    """How the run ended: the kept wins, the changes on trial, and the overall change."""
+
+    status: RunStatus
+    status_reason: str = ""
+    experiments: int = 0
+    wins: list[KeptChange] = Field(default_factory=list)
+    pending: list[KeptChange] = Field(default_factory=list)
+    baseline_median: float | None = None
+    best_median: float | None = None
+    overall_pct: float = 0.0
+
+
+class MetricInfo(StrictModel):
+    """The metric a run optimizes, named as the program calls it, with its unit and direction."""
+
+    name: str = "metric"
+    unit: str = ""
+    lower_is_better: bool = True
+    kind: str = ""
+
+
+class ProposalRow(StrictModel):
+    """One row of the proposal table (dftracer-io-optimization skill): cited proposals, sorted."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    number: int = Field(alias="#")
+    id: str
+    strategy: str
+    description: str
+    app_impact_pct: float
+    app_impact_source: ImpactSource
+    system_impact_pct: float
+    system_impact_source: ImpactSource
+    weighted_score: float
+    status: ProposalStatus
+    layer: Literal["L1", "L2", "L3"]
+    impact_reason: str = ""
+    system_reason: str = ""
+    citation: str | None = None
+    url: str | None = None
+
+
+class RunReport(TuningState):
+    """The run's document (``report.json``, ``dftune run --json``): the final state, its proposal
+    table, the summary and the outcome. The reports and the MCP tools read this, not the JSON."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    proposal_table: list[ProposalRow] = Field(default_factory=list)
+    summary: str = ""
+    outcome: Outcome | None = None
+    metric: MetricInfo = Field(default_factory=MetricInfo)

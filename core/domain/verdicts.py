@@ -1,4 +1,8 @@
-"""What a guard decides: passed or not, why (with the numbers), and what the verdict becomes."""
+"""What a change is judged to be: each guard's decision, and the one verdict they and the numbers give.
+
+The guards (tools/guards) and :func:`dftune.tools.kb.verdict.decide` produce these; the state,
+the knowledge base and the reports read them.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,14 @@ GuardName = Literal["citation", "non_degradation", "no_doing_less", "access_patt
 #: change from a forbidden one (e.g. coalescing vs a larger application record without the
 #: application's own evidence); such a result is never kept without a person's confirmation.
 GuardVerdict = Literal["unsupported", "regression", "rejected", "inconclusive"]
+#: The verdict of a measured (or refused) change, in the run and in the knowledge base.
+Verdict = Literal["win", "no_change", "regression", "unsupported", "rejected", "inconclusive", "pending"]
 
 
 class GuardDecision(BaseModel):
+    """One guard's decision on one change: passed or not, why (with the numbers), and what the
+    verdict becomes when it did not pass."""
+
     model_config = ConfigDict(extra="forbid")
     guard: GuardName
     passed: bool
@@ -23,6 +32,20 @@ class GuardDecision(BaseModel):
     #: the dftracer-io-optimization skill's flag for a non-degradation trip (treated like a regression)
     guard_triggered: bool = False
     details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Decided(BaseModel):
+    """The verdict of one change with the sentence that justifies it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    verdict: Verdict
+    reason: str
+    #: the dftracer-io-optimization skill's flag: the non-degradation
+    #: guard tripped (treat exactly like a regression)
+    guard_triggered: bool = False
+    #: signed change of the metric in percent, positive = better (None without numbers)
+    change_pct: float | None = None
 
 
 def not_run(guard: GuardName, reason: str, **details: Any) -> GuardDecision:
