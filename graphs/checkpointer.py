@@ -2,8 +2,8 @@
 
 ``runs/<run_id>/checkpoints.sqlite``; the graph is streamed with durability ``sync`` so a
 checkpoint is on disk before the next node starts. The serializer never unpickles and
-accepts exactly :data:`dftune.core.domain.run.STATE_MODELS` and the state itself (plus JSON): a checkpoint file
-cannot make dftune instantiate arbitrary classes. A full or read-only disk is a
+accepts exactly :data:`dftune.core.domain.run.STATE_MODELS` and the state itself (plus JSON):
+a checkpoint file cannot make dftune instantiate arbitrary classes. A full or read-only disk is a
 :class:`~dftune.core.errors.StorageError` naming the checkpoint file (the last saved state stays
 intact and the run resumable), never an anonymous "database or disk is full".
 """
