@@ -120,3 +120,88 @@ def test_the_mcp_page_names_the_server_as_it_reports_itself() -> None:
 
     text = (DOCS / "mcp.md").read_text()
     assert f"reports `{SERVER_NAME}` as its name" in text
+
+
+# --------------------------------------------------------------------------- the architecture page
+
+#: folders whose children are data files (rules, prompts), described by kind rather than one by one
+DATA_FOLDERS = {"resources", "prompts"}
+PACKAGES = ("agents", "graphs", "tools", "core", "vectorstore", "cli", "mcp_server")
+
+
+def _architecture() -> str:
+    return re.sub(r"```.*?```", "", (DOCS / "architecture.md").read_text(), flags=re.S)
+
+
+def _paragraphs() -> dict[str, str]:
+    """The page's "one folder a paragraph" bullets: each folder its header names -> the paragraph."""
+    out: dict[str, str] = {}
+    for m in re.finditer(r"^- \*\*(.+?)\*\*:(.*?)(?=^- \*\*|^$)", _architecture(), re.M | re.S):
+        for folder in re.findall(r"`(\w+)/`", m.group(1)):
+            out[folder] = m.group(2)
+    return out
+
+
+def _code_folders() -> set[str]:
+    """Top-level folders that hold code or the data it loads (a package, or Python files)."""
+    return {
+        d.name
+        for d in REPO.iterdir()
+        if d.is_dir()
+        and not d.name.startswith(".")
+        and ((d / "__init__.py").is_file() or any(d.glob("*.py")))
+    }
+
+
+def _children(folder: Path) -> set[str]:
+    """A package's modules (``x.py``) and subpackages (``x/``)."""
+    modules = {p.name for p in folder.glob("*.py") if not p.name.startswith("__")}
+    return modules | {f"{p.name}/" for p in folder.iterdir() if (p / "__init__.py").is_file()}
+
+
+def test_architecture_has_a_paragraph_per_folder_naming_every_module_and_package() -> None:
+    paragraphs = _paragraphs()
+    assert set(PACKAGES) <= _code_folders()
+    missing_folders = sorted(_code_folders() - set(paragraphs))
+    assert not missing_folders, f"docs/architecture.md has no paragraph for {missing_folders}"
+    missing = [
+        f"{folder}/{child}"
+        for folder in sorted(_code_folders() - DATA_FOLDERS)
+        if (REPO / folder / "__init__.py").is_file()
+        for child in sorted(_children(REPO / folder))
+        if f"`{child}`" not in paragraphs[folder]
+    ]
+    assert not missing, f"docs/architecture.md does not name {missing} in their folder's paragraph"
+    roots = sorted(p.name for p in REPO.glob("*.py") if p.name not in ("__init__.py", "setup.py"))
+    assert all(f"`{r}`" in _architecture() for r in roots), roots
+
+
+def test_every_path_and_module_the_architecture_names_exists() -> None:
+    import importlib
+
+    text = _architecture()
+    where = _paragraphs()
+    wrong = []
+    for token in sorted(set(re.findall(r"`([^`\s]+)`", text))):
+        if token.startswith(("$", "-", "http")):
+            continue
+        dotted = re.fullmatch(rf"(?:dftune\.)?((?:{'|'.join(PACKAGES)})(?:\.\w+)*)", token)
+        if dotted and "." in token:
+            parts = dotted.group(1).split(".")
+            for cut in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+                try:
+                    obj: object = importlib.import_module("dftune." + ".".join(parts[:cut]))
+                except ImportError:
+                    continue
+                if all((obj := getattr(obj, a, None)) is not None for a in parts[cut:]):
+                    break
+                wrong.append(token)
+                break
+            else:
+                wrong.append(token)
+        elif "/" in token or re.search(r"\.(py|toml|md|json)$", token):
+            pattern = re.sub(r"<[^>]+>", "*", token).rstrip("/")
+            under = [REPO / f for f, para in where.items() if f"`{token}`" in para]
+            if not any(REPO.glob(pattern)) and not any(any(d.rglob(pattern)) for d in under):
+                wrong.append(token)
+    assert not wrong, f"docs/architecture.md names paths or modules that do not exist: {wrong}"
