@@ -37,7 +37,7 @@ class SettingsCommand(TyperCommand):
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         from dftune.agents.reasoner.transport import SETTINGS_ENV
-        from dftune.agents.state import LLMSettings, RunSettings  # the CLI's one import of the settings
+        from dftune.core.domain.run import LLMSettings, RunSettings  # the CLI's one import of the settings
 
         for opt in (p for p in self.params if isinstance(p, TyperOption)):
             model = next((m for m in (RunSettings, LLMSettings) if opt.name in m.model_fields), None)

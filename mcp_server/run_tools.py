@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from dftune.agents.state import Mode, RunSettings  # the MCP server's one import of the run settings
+from dftune.core.domain.run import Mode, RunSettings  # the MCP server's one import of the run settings
 from dftune.mcp_server.registry import RunId, Toolbox, ToolFailure, _In
 
 box = Toolbox()

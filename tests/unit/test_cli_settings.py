@@ -13,8 +13,8 @@ import typer.main
 from typer.core import TyperOption
 
 from dftune.agents.reasoner.transport import SETTINGS_ENV
-from dftune.agents.state import DEFAULT_SETTINGS, LLMSettings, RunSettings
 from dftune.cli import app, tuning
+from dftune.core.domain.run import DEFAULT_SETTINGS, LLMSettings, RunSettings
 from tests.cli_inproc import dftune
 
 TOY = Path(__file__).resolve().parents[1] / "graph" / "toy" / "workload.toml"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from dftune import mcp_server as m
-from dftune.agents.state import DEFAULT_SETTINGS, RunSettings
 from dftune.cli import tuning
+from dftune.core.domain.run import DEFAULT_SETTINGS, RunSettings
 from dftune.mcp_server import run_tools
 from tests.cli_inproc import dftune
 
