@@ -111,6 +111,8 @@ class StackSignature(_Fact):
     confirmed_by: tuple[str, ...] = ()
     unless: tuple[str, ...] = ()
     hint_env_prefix: str | None = None
+    #: environment variables whose value names a configuration file the library reads
+    config_env: tuple[str, ...] = ()
     #: words for the literature's context search of this layer
     topic: str = ""
     reason: str = Field(min_length=1)

@@ -16,9 +16,10 @@ import functools
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dftune.core.facts import formats, launchers, path_facts
+from dftune.core.facts import formats, launchers, path_facts, stacks
 from dftune.core.facts.models import PathClassName
 
 DATA: PathClassName = "data"
@@ -45,9 +46,14 @@ class RunPaths:
     python_prefixes: tuple[str, ...] = field(default_factory=_interpreter_prefixes)
 
     @classmethod
-    def of(cls, *data_dirs: str | None, config_files: tuple[str, ...] = ()) -> RunPaths:
+    def of(cls, *data_dirs: str | None, env: Mapping[str, str] | None = None) -> RunPaths:
+        """A run's paths: its data folders, and the configuration files its environment names
+        (variables stacks.toml lists as ``config_env``, e.g. ROMIO_HINTS; a relative value is a
+        knob of the program, not a file dftune wrote)."""
+        names = {v for s in stacks().stack for v in s.config_env}
+        files = sorted(os.path.normpath(v) for k, v in (env or {}).items() if k in names and os.path.isabs(v))
         dirs = tuple(dict.fromkeys(os.path.normpath(d) for d in data_dirs if d))
-        return cls(data_dirs=dirs, config_files=tuple(os.path.normpath(p) for p in config_files))
+        return cls(data_dirs=dirs, config_files=tuple(files))
 
 
 #: A trace read without its run: no data folder, this interpreter.

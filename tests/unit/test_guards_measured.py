@@ -304,7 +304,7 @@ def _arm_in(tmp: Path, name: str, workdir: str, *, hints: str | None = None) -> 
         data_dir=f"{workdir}/data",
         label=name,
         workdir=workdir,
-        config_files=frozenset([hints] if hints else []),
+        env={"ROMIO_HINTS": hints} if hints else {},
     )
 
 

@@ -26,6 +26,7 @@ from dftune.core.domain.diagnosis import (
 )
 from dftune.core.errors import DftuneError
 from dftune.core.facts import programs
+from dftune.core.facts.paths import RunPaths
 from dftune.core.facts.stacks import Stack, detect
 from dftune.core.vocabulary import CATEGORIES, CHECKLIST
 from dftune.tools.catalog import Strategy, default_catalog, strategies_for
@@ -347,6 +348,7 @@ def diagnose(
     """
     data_dirs = check_data_dirs(data_dirs)
     rulesets = load_rulesets()
+    kwargs.setdefault("run_paths", RunPaths.of(*map(str, data_dirs)))  # the data folders are data
     analysis = analyze(list(paths), skip_bad=skip_bad, views=_views(rulesets), exclude_helpers=True, **kwargs)
     return diagnose_analysis(analysis, data_dirs=data_dirs, rulesets=rulesets)
 
@@ -361,6 +363,7 @@ def diagnose_runs(
     """One diagnosis per run the traces hold (one pass over the files)."""
     data_dirs = check_data_dirs(data_dirs)
     rulesets = load_rulesets()
+    kwargs.setdefault("run_paths", RunPaths.of(*map(str, data_dirs)))
     analyses = analyze_runs(
         list(paths), skip_bad=skip_bad, views=_views(rulesets), exclude_helpers=True, **kwargs
     )

@@ -101,9 +101,9 @@ class Arm:
     staged_dir: str | None = None
     #: the folder the arm ran in (its set-up's files are there, under the same names in every arm)
     workdir: str | None = None
-    #: files the arm's own environment names (a ROMIO_HINTS file): the change's configuration,
-    #: written by dftune for this arm, not the application's data
-    config_files: frozenset[str] = frozenset()
+    #: the arm's environment: the files it names (a ROMIO_HINTS file dftune wrote for the arm) are
+    #: the change's configuration, not the application's data
+    env: Mapping[str, str] = field(default_factory=dict)
     #: inputs outside the data folder the access-pattern guard compares as data files: those every
     #: compared arm reads under the same name (:func:`sharing_inputs`)
     compared_inputs: frozenset[str] = frozenset()
@@ -115,7 +115,7 @@ class Arm:
     @cached_property
     def run_paths(self) -> RunPaths:
         """What this arm knows of its own paths: its data folder, the staged copy, its config files."""
-        return RunPaths.of(self.data_dir, self.staged_dir, config_files=tuple(sorted(self.config_files)))
+        return RunPaths.of(self.data_dir, self.staged_dir, env=self.env)
 
     @cached_property
     def _classes(self) -> list[tuple[FileAccess, PathClass]]:
