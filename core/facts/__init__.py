@@ -54,35 +54,43 @@ def path_facts() -> PathFacts:
 
 
 @functools.cache
-def launchers() -> LauncherFacts:
+def launcher_facts() -> LauncherFacts:
     return _load("launchers.toml", LauncherFacts)
 
 
 @functools.cache
-def formats() -> FormatFacts:
+def format_facts() -> FormatFacts:
     return _load("formats.toml", FormatFacts)
 
 
 @functools.cache
-def stacks() -> StackFacts:
+def stack_facts() -> StackFacts:
     return _load("stacks.toml", StackFacts)
 
 
 @functools.cache
-def filesystems() -> FilesystemFacts:
+def filesystem_facts() -> FilesystemFacts:
     return _load("filesystems.toml", FilesystemFacts)
 
 
 @functools.cache
-def processes() -> ProcessFacts:
+def process_facts() -> ProcessFacts:
     return _load("processes.toml", ProcessFacts)
 
 
 @functools.cache
-def programs() -> ProgramFacts:
+def program_facts() -> ProgramFacts:
     return _load("programs.toml", ProgramFacts)
 
 
 def all_facts() -> list[BaseModel]:
     """Every facts file, loaded (a bad one raises :class:`FactsError`)."""
-    return [path_facts(), launchers(), formats(), stacks(), filesystems(), processes(), programs()]
+    return [
+        path_facts(),
+        launcher_facts(),
+        format_facts(),
+        stack_facts(),
+        filesystem_facts(),
+        process_facts(),
+        program_facts(),
+    ]

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dftune.core.facts import formats, launchers, path_facts, stacks
+from dftune.core.facts import format_facts, launcher_facts, path_facts, stack_facts
 from dftune.core.facts.models import PathClassName
 
 DATA: PathClassName = "data"
@@ -50,7 +50,7 @@ class RunPaths:
         """A run's paths: its data folders, and the configuration files its environment names
         (variables stacks.toml lists as ``config_env``, e.g. ROMIO_HINTS; a relative value is a
         knob of the program, not a file dftune wrote)."""
-        names = {v for s in stacks().stack for v in s.config_env}
+        names = {v for s in stack_facts().stack for v in s.config_env}
         files = sorted(os.path.normpath(v) for k, v in (env or {}).items() if k in names and os.path.isabs(v))
         dirs = tuple(dict.fromkeys(os.path.normpath(d) for d in data_dirs if d))
         return cls(data_dirs=dirs, config_files=tuple(files))
@@ -122,7 +122,7 @@ def rules(run: RunPaths = NO_RUN) -> tuple[_Rule, ...]:
         if r.id == facts.launchers_after:
             out += [
                 _compiled(f"launcher:{x.id}", "launcher", x.reason, x.source, (), (), x.session_files, ())
-                for x in launchers().launcher
+                for x in launcher_facts().launcher
                 if x.session_files
             ]
     return tuple(out)
@@ -185,12 +185,12 @@ def container_format(path: str) -> str | None:
     file's suffix or, when the file is still there, by its signature; None for a plain file,
     whose offsets are the application's."""
     lower = path.lower()
-    for f in formats().format:
+    for f in format_facts().format:
         if lower.endswith(f.suffixes):
             return f.id
     try:
         with open(path, "rb") as fh:
-            for f in formats().format:
+            for f in format_facts().format:
                 for at in f.magic_at:
                     fh.seek(at)
                     head = fh.read(max((len(m) for m in f.magic), default=0))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from dftune.core.facts import launchers, stacks
+from dftune.core.facts import launcher_facts, stack_facts
 from dftune.core.facts.models import StackSignature
 from dftune.core.model import StrictModel
 
@@ -66,7 +66,7 @@ class Stack(StrictModel):
 
 def _launcher_names() -> dict[str, str]:
     """Executable pattern -> launcher id, for launchers that start MPI ranks."""
-    return {exe: x.id for x in launchers().launcher if x.mpi for exe in x.executables}
+    return {exe: x.id for x in launcher_facts().launcher if x.mpi for exe in x.executables}
 
 
 def is_launcher(program: str) -> bool:
@@ -84,7 +84,7 @@ def _hits(s: StackSignature, ev: Evidence) -> list[str]:
     if s.launched:
         mpi = _launcher_names()
         exe = next((e for e in ev.executables if any(fnmatch.fnmatchcase(e, p) for p in mpi)), None)
-        schedulers = {x.scheduler for x in launchers().launcher if x.mpi and x.scheduler}
+        schedulers = {x.scheduler for x in launcher_facts().launcher if x.mpi and x.scheduler}
         if exe is not None:
             out.append(f"launched by {exe} (MPI ranks)")
         elif ev.launcher in ({"mpirun"} | schedulers):
@@ -109,7 +109,7 @@ def detect(ev: Evidence) -> Stack:
     """The stack these observations show: signatures first, then what they imply, then the stacks
     assumed with others unless the evidence says otherwise (ROMIO under MPI-IO unless only Open
     MPI shows)."""
-    facts = stacks()
+    facts = stack_facts()
     found: dict[str, list[str]] = {}
     for s in facts.stack:
         if s.on_path:
@@ -149,7 +149,7 @@ def detect(ev: Evidence) -> Stack:
 
 
 def _signature(stack_id: str) -> StackSignature:
-    return next(s for s in stacks().stack if s.id == stack_id)
+    return next(s for s in stack_facts().stack if s.id == stack_id)
 
 
 def presumption_gap(requires: Sequence[str], have: Iterable[str]) -> str | None:
@@ -158,10 +158,10 @@ def presumption_gap(requires: Sequence[str], have: Iterable[str]) -> str | None:
     present = set(have)
     for need in requires:
         text = need.lower()
-        p = next((p for p in stacks().presumes if p.word in text), None)
+        p = next((p for p in stack_facts().presumes if p.word in text), None)
         if p is None or present & set(p.any_of):
             continue
-        tools = [s for s in stacks().stack if s.id in p.any_of and s.on_path and _hits(s, Evidence())]
+        tools = [s for s in stack_facts().stack if s.id in p.any_of and s.on_path and _hits(s, Evidence())]
         if tools:
             continue
         names = " or ".join(x.upper() for x in p.any_of)
@@ -172,15 +172,15 @@ def presumption_gap(requires: Sequence[str], have: Iterable[str]) -> str | None:
 def topics(software: Iterable[str]) -> list[tuple[str, str]]:
     """(stack id, topic words) for the literature's context search of every detected layer."""
     have = set(software)
-    return [(s.id, s.topic) for s in stacks().stack if s.topic and s.id in have]
+    return [(s.id, s.topic) for s in stack_facts().stack if s.topic and s.id in have]
 
 
 def rank_marker_texts() -> tuple[str, ...]:
     """Text signatures of the MPI libraries a rank opens (processes.toml's rank_stacks)."""
-    from dftune.core.facts import processes
+    from dftune.core.facts import process_facts
 
-    wanted = set(processes().roles.rank_stacks)
-    return tuple(t for s in stacks().stack if s.id in wanted for t in s.text)
+    wanted = set(process_facts().roles.rank_stacks)
+    return tuple(t for s in stack_facts().stack if s.id in wanted for t in s.text)
 
 
 def env_hint_prefixes(software: Iterable[str] | None = None) -> tuple[str, ...]:
@@ -188,7 +188,7 @@ def env_hint_prefixes(software: Iterable[str] | None = None) -> tuple[str, ...]:
     the stacks in ``software``, or of every stack that has one."""
     have = None if software is None else set(software)
     return tuple(
-        s.hint_env_prefix for s in stacks().stack if s.hint_env_prefix and (have is None or s.id in have)
+        s.hint_env_prefix for s in stack_facts().stack if s.hint_env_prefix and (have is None or s.id in have)
     )
 
 

@@ -25,7 +25,7 @@ from dftune.core.domain.diagnosis import (
     PossiblyIo,
 )
 from dftune.core.errors import DftuneError
-from dftune.core.facts import programs
+from dftune.core.facts import program_facts
 from dftune.core.facts.paths import RunPaths
 from dftune.core.facts.stacks import Stack, detect
 from dftune.core.vocabulary import CATEGORIES, CHECKLIST
@@ -158,7 +158,7 @@ def possibly_io(analysis: Analysis, stack: Stack, table: dict[str, Any] | None =
         got = mpi_time(analysis, uses_mpi=stack.has("mpi"), mpiio=mpiio)
         if got is not None:
             out.append(got)
-    waits = app_waits(analysis, list(programs().waits.events))
+    waits = app_waits(analysis, list(program_facts().waits.events))
     if waits is not None:
         out.append(waits)
     return out

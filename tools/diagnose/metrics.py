@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
-from dftune.core.facts import programs
+from dftune.core.facts import program_facts
 from dftune.tools.trace.darshan.signals import FILE_DEFAULTS, darshan_metrics
 from dftune.tools.trace.model import Analysis
 
@@ -22,7 +22,7 @@ def _frac(part: float, whole: float) -> float:
 
 def _is_fetch_wait(name: str) -> bool:
     """An application event that measures the program waiting for its data (programs.toml)."""
-    return any(fnmatch.fnmatchcase(name, pat) for pat in programs().waits.events)
+    return any(fnmatch.fnmatchcase(name, pat) for pat in program_facts().waits.events)
 
 
 def _is_compute(name: str, cat: str) -> bool:

@@ -118,7 +118,8 @@ class Arm:
         return RunPaths.of(self.data_dir, self.staged_dir, env=self.env)
 
     @cached_property
-    def _classes(self) -> list[tuple[FileAccess, PathClass]]:
+    def classes(self) -> list[tuple[FileAccess, PathClass]]:
+        """Every traced file with its class for this arm (core/facts/paths.py)."""
         profile = self.analysis.profile
         return [(f, classify(f.path, self.run_paths)) for f in profile.files] if profile is not None else []
 
@@ -128,7 +129,7 @@ class Arm:
         roots = [os.path.normpath(d) + os.sep for d in (self.data_dir, self.staged_dir) if d]
         return {
             f"<data>/{c.path[len(root) :]}": f
-            for f, c in self._classes
+            for f, c in self.classes
             if c.rule == DATA_FOLDER
             for root in roots
             if c.path.startswith(root)
@@ -136,7 +137,7 @@ class Arm:
 
     def _elsewhere(self) -> dict[str, FileAccess]:
         """Every file of the class data, by :meth:`_key`."""
-        return {self._key(f.path): f for f, c in self._classes if c.is_data}
+        return {self._key(f.path): f for f, c in self.classes if c.is_data}
 
     @cached_property
     def files(self) -> dict[str, FileAccess]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dftune.core.facts import filesystems
+from dftune.core.facts import filesystem_facts
 from dftune.core.facts.stacks import topics
 from dftune.core.network import offline_forced
 from dftune.tools.literature.claims import remember_papers
@@ -47,7 +47,7 @@ class SearchContext(BaseModel):
     def layers(self) -> list[tuple[str, str]]:
         """(layer, topic words) for every detected layer (POSIX always), then the filesystem."""
         out = topics(["posix", *self.software])
-        fs = next((f for f in filesystems().filesystem if f.id == self.fs_type), None)
+        fs = next((f for f in filesystem_facts().filesystem if f.id == self.fs_type), None)
         if fs is not None:
             out.append(("filesystem", f"{fs.id} {fs.topic} I/O tuning"))
         return out

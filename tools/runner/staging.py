@@ -221,17 +221,18 @@ def snapshot(root: Path) -> Snapshot:
     return out
 
 
-def output_class(path: str, copy: str) -> PathClass:
-    """What a file the run left in the staged ``copy`` is (core/facts/paths.py, the copy being the
-    run's data folder): only the program's data is copied back, not the byte-code caches or
-    launchers' per-job files a run may leave beside it."""
-    return classify(path, RunPaths.of(copy))
+def output_class(path: str, run: RunPaths) -> PathClass:
+    """What a file the run left in its staged copy is (core/facts/paths.py, the copy being the run's
+    data folder): only the program's data is copied back, not the byte-code caches or launchers'
+    per-job files a run may leave beside it."""
+    return classify(path, run)
 
 
 def outputs(before: Snapshot, after: Snapshot, copy: Path) -> list[str]:
     """Data files new or changed (size or modification time) since ``before``: the run's outputs."""
+    run = RunPaths.of(str(copy))
     changed = (rel for rel, sig in after.items() if before.get(rel) != sig)
-    return sorted(rel for rel in changed if output_class(str(copy / rel), str(copy)).is_data)
+    return sorted(rel for rel in changed if output_class(str(copy / rel), run).is_data)
 
 
 @dataclass

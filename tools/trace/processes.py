@@ -46,9 +46,9 @@ class Rules:
 def rules() -> Rules:
     """The process roles of resources/facts/processes.toml, with every launcher's executables among
     the helper commands and the MPI libraries' signatures as rank markers (core/facts)."""
-    f = facts.processes()
+    f = facts.process_facts()
     h, r = f.helpers, f.runs
-    launcher_exes = tuple(exe for x in facts.launchers().launcher for exe in x.executables)
+    launcher_exes = tuple(exe for x in facts.launcher_facts().launcher for exe in x.executables)
     return Rules(
         max_data_share=h.max_data_share,
         max_events=h.max_events,

@@ -21,14 +21,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dftune.core.facts import programs
+from dftune.core.facts import program_facts
 
 
 @functools.cache
 def _self_tracing_source() -> re.Pattern[str]:
     """Source text that means the program initializes dftracer itself: an import of one of the
     modules, a call, or setting one of the variables (resources/facts/programs.toml)."""
-    f = programs().self_tracing
+    f = program_facts().self_tracing
     modules = "|".join(map(re.escape, f.modules))
     calls = "|".join(map(re.escape, f.calls))
     env = "|".join(map(re.escape, f.env))
@@ -84,7 +84,7 @@ def detect(argv: list[str], cwd: Path, env: Mapping[str, str] | None = None) -> 
     ``DFTRACER_INIT=FUNCTION`` itself.  A program that escapes this is caught after its first
     replicate by an empty preload trace (:func:`has_events`).
     """
-    known = programs().self_tracing
+    known = program_facts().self_tracing
     for item in argv:
         name = Path(item).name
         if name in known.executables:
