@@ -196,4 +196,6 @@ class Filesystem(Sourced):
 
 
 class FilesystemFacts(_Fact):
+    tmpfs_mounts: tuple[str, ...]
+    tmpfs_source: str = Field(min_length=1)
     filesystem: tuple[Filesystem, ...]

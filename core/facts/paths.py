@@ -199,3 +199,10 @@ def container_format(path: str) -> str | None:
     except OSError:
         return None
     return None
+
+
+@functools.cache
+def trace_suffixes() -> tuple[str, ...]:
+    """The endings of dftracer's trace file names (paths.toml's tracer-output rule)."""
+    rule = next(r for r in path_facts().rule if r.id == "tracer-output")
+    return tuple(n.lstrip("*") for n in rule.names)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dftune.core.facts import program_facts
+from dftune.core.facts.paths import trace_suffixes
 
 
 @functools.cache
@@ -42,7 +43,6 @@ def _self_tracing_source() -> re.Pattern[str]:
 #: A program's own source read for the check, at most this much.
 SOURCE_LIMIT = 2 << 20
 #: Trace file names dftracer writes (``.pfw`` and its gzip).
-TRACE_SUFFIXES = (".pfw", ".pfw.gz")
 #: Searching a folder for the program's new trace files stops after this many entries.
 SCAN_LIMIT = 20_000
 
@@ -109,7 +109,7 @@ def detect(argv: list[str], cwd: Path, env: Mapping[str, str] | None = None) -> 
 
 
 def is_trace_file(path: Path) -> bool:
-    return path.name.endswith(TRACE_SUFFIXES)
+    return path.name.endswith(trace_suffixes())
 
 
 def has_events(folder: Path) -> bool:
