@@ -5,7 +5,7 @@
     python benchmarks/bench_tuning.py --json                  # one JSON document on stdout
     python benchmarks/bench_tuning.py --suite unseen2 --workload sample_reader   # tests/e2e/unseen2
     python benchmarks/bench_tuning.py --suite unseen3 --workload tile_writer     # tests/e2e/unseen3
-    python benchmarks/bench_tuning.py --suite unseen5 --json    # held-out: a packed reader, a plot-file writer
+    python benchmarks/bench_tuning.py --suite unseen5 --json    # held-out: packed reader, plot writer
 
 For each workload (a folder with ``workload.toml`` and ``truth.toml``, the second one naming the
 legitimate knobs and the disguised values; dftune never reads it):
