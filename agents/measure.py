@@ -18,6 +18,7 @@ from dftune.agents.context import Context
 from dftune.agents.state import Coverage, Measurement
 from dftune.core import strictjson
 from dftune.tools.runner.bench import BenchResult, Progress, Replicate, bench
+from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.paired import ArmPlan, PairedResult, PairProgress, paired_bench
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.staging import StagePlan, staged_path
@@ -38,6 +39,7 @@ def measure(
     views: tuple[str, ...] = ("file", "proc"),
     source_dir: str | None = None,
     progress: Progress | None = None,
+    measurer: Measurer,
 ) -> tuple[Measurement, Analysis | None, BenchResult]:
     run_spec = spec.relocated(Path(source_dir)) if source_dir else spec
     result = bench(
@@ -48,6 +50,7 @@ def measure(
         workdir=workdir,
         env=env,
         progress=progress,
+        measurer=measurer,
     )
     m, analysis, result = _summarize(result, workdir, env, traced, views, reuse_analysis=False)
     data_dir = run_spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
@@ -71,6 +74,7 @@ def measure_paired(
     extend_at_pct: float = 5.0,
     progress: PairProgress | None = None,
     stage: StagePlan | None = None,
+    measurer: Measurer,
 ) -> tuple[Measurement, Measurement, PairedResult]:
     """The incumbent (``reference``'s condition) and the candidate, interleaved in one sitting, each
     traced as the reference was and summarized as :func:`measure` would (its own analysis).
@@ -94,6 +98,7 @@ def measure_paired(
         lower_is_better=spec.metric.lower_is_better,
         extend_at_pct=extend_at_pct,
         progress=progress,
+        measurer=measurer,
     )
     out = []
     for plan, result, src in (
@@ -236,6 +241,7 @@ def measure_baseline(
             replicates=replicates,
             traced=traced,
             progress=progress,
+            measurer=ctx.measurer,
         )
     run_dir = ctx.workspace.run_dir(run_id)
     if budget.units is not None:
@@ -261,6 +267,7 @@ def measure_baseline(
             replicates=replicates,
             traced=traced,
             progress=progress,
+            measurer=ctx.measurer,
         )
 
 
