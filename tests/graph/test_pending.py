@@ -35,11 +35,11 @@ from tests.tracegen import Proc
 
 SPEC = Path(__file__).parent / "toy" / "buffered.toml"
 
-#: The toy writer: 4,096 records of 1 KiB to one file, in order, each with its own write call or
-#: staged in a 256 KiB buffer (16 calls over the same byte ranges); WORKERS spreads 8 items of
+#: The toy writer: 1,024 records of 1 KiB to one file, in order, each with its own write call or
+#: staged in a 256 KiB buffer (4 calls over the same byte ranges); WORKERS spreads 8 items of
 #: compute over threads (no I/O). It reports a cost model of what it did: 60 us a write call, 30 ms
 #: an item on its busiest thread.
-RECORDS, RECORD, BUFFER = 4096, 1024, 262144
+RECORDS, RECORD, BUFFER = 1024, 1024, 262144
 CALL_S, ITEM_S = 60e-6, 0.030
 
 
