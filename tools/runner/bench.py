@@ -489,7 +489,7 @@ def bench(
     def launch(
         purpose: Purpose,
         argv: list[str],
-        env: dict[str, str],
+        process_env: dict[str, str],
         label: str,
         *,
         index: int | None = None,
@@ -508,7 +508,7 @@ def bench(
             trace_dir=trace_dir,
             argv=argv,
             cwd=cwd,
-            process_env=env,
+            process_env=process_env,
             log_dir=logs,
             label=label,
         )
