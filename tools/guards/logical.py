@@ -113,9 +113,12 @@ def running_end(group: I64, end: I64) -> I64:
 
 
 def common_grid(a: Requests, b: Requests, rank: Mapping[int, int]) -> Grid:
-    """Merge the positioned requests of both arms into blocks wherever they overlap (touching
-    ranges stay apart); blocks are numbered in (file name, offset) order (``rank``: file index ->
-    rank of its name). Unpositioned requests get block -1."""
+    """Merge the positioned requests of both arms into blocks wherever one lies mostly inside the
+    ranges before it (a 16 KiB sample inside a 64 KiB chunk joins the chunk's block; neighbouring
+    records whose page-aligned reads share a page, or a record across two chunks' edge, do not
+    chain a whole file into one block; touching ranges stay apart). Blocks are numbered in (file
+    name, offset) order (``rank``: file index -> rank of its name). Unpositioned requests get
+    block -1."""
     n_a = a.count
     file = np.r_[a.file, b.file]
     lo = np.r_[a.start, b.start]
@@ -128,10 +131,11 @@ def common_grid(a: Requests, b: Requests, rank: Mapping[int, int]) -> Grid:
     lookup = np.zeros(max(rank, default=-1) + 1, dtype=np.int64)
     lookup[list(rank)] = list(rank.values())
     frank = lookup[file[idx]]
-    order = np.lexsort((lo[idx], frank))
+    order = np.lexsort((-hi[idx], lo[idx], frank))  # at one start, the longest range first
     r, s, e = frank[order], lo[idx][order], hi[idx][order]
     reach = running_end(r, e)
-    new = np.r_[True, (r[1:] != r[:-1]) | (s[1:] >= reach[:-1])]  # a new file, or past the reach
+    inside = reach[:-1] - s[1:]  # how much of each range the ranges before it already cover
+    new = np.r_[True, (r[1:] != r[:-1]) | (inside <= 0) | (inside < T().block_overlap * (e[1:] - s[1:]))]
     block = np.cumsum(new) - 1
     mapped = np.empty(len(idx), dtype=np.int64)
     mapped[order] = block
