@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 if TYPE_CHECKING:
-    pass
+    from dftune.core.domain.run import RunResult
 
 
 app = typer.Typer(
@@ -127,11 +127,11 @@ def _progress(as_json: bool) -> Any:
 _printers: list[Any] = []
 
 
-def _show_run(result: dict[str, Any], as_json: bool, table: bool = False) -> None:
+def _show_run(result: RunResult, as_json: bool, table: bool = False) -> None:
     for printer in _printers:
         printer.clear()
     if as_json:
-        emit_json(result)
+        emit_json(result.document())
         return
     from dftune.tools.report.console import RunRenderer
 

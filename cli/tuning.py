@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
-    from dftune.core.domain.run import RunSettings
+    from dftune.core.domain.run import RunResult, RunSettings
 
 from dftune.cli.common import (
     EXIT_RUN_FAILED,
@@ -257,6 +257,7 @@ def run(
             "llm": llm,
         }
         settings = run_settings_of(file, {k: v for k, v in cli_settings.items() if v is not None})
+        result: RunResult | dict[str, Any]  # one run, or a campaign's document
         if file is None and len(specs) == 1:
             result = _single_run(specs[0], settings, run_id, until, as_json)
         else:
@@ -269,19 +270,19 @@ def run(
                 progress=_progress(as_json),
                 settings=settings,
             )
-    if "campaign_id" in result:
+    if isinstance(result, dict):  # a campaign
         _show_campaign(result, as_json)
         if all(m["status"] == "failed" for m in result["members"]):
             raise typer.Exit(EXIT_RUN_FAILED)
         return
     _show_run(result, as_json, table)
-    if result["status"] == "failed":
+    if result.status == "failed":
         raise typer.Exit(EXIT_RUN_FAILED)
 
 
 def _single_run(
     spec: Path, settings: RunSettings, run_id: str | None, until: float | None, as_json: bool
-) -> dict[str, Any]:
+) -> RunResult:
     from dftune.agents.budget import Budget
     from dftune.graphs.campaign import RUN_RESERVE_S
     from dftune.graphs.runs import start_run
@@ -319,8 +320,7 @@ def resume(
     with user_errors():
         until = resolve(time_budget, deadline)
         if is_campaign(run_id):
-            result = resume_campaign(run_id, deadline=until, progress=_progress(as_json))
-            _show_campaign(result, as_json)
+            _show_campaign(resume_campaign(run_id, deadline=until, progress=_progress(as_json)), as_json)
             return
         from dftune.agents.budget import Budget
 
@@ -431,7 +431,8 @@ def report(
         refuse_early(preflight.unknown_run(run_id))
     from dftune.core.terminal import text
     from dftune.graphs.campaign import campaign_reports, is_campaign
-    from dftune.tools.report.writer import load_report, write_reports
+    from dftune.tools.report.loader import load_report
+    from dftune.tools.report.writer import write_reports
 
     source = Path(run_id).exists()  # a log or trace, not a run id
     campaign = not source and is_campaign(run_id)
@@ -467,7 +468,7 @@ def report(
             _, doc = load_report(run_id)
         RunRenderer(out).render_glance(headline(doc))
         if table:
-            RunRenderer(out).render_table(doc.get("proposal_table") or [])
+            RunRenderer(out).render_table(doc.proposal_table)
     for kind, path in paths.items():
         out.print(text(f"{kind}: {path}"), soft_wrap=True)
 

@@ -30,7 +30,7 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from dftune.agents.budget import Budget
 from dftune.agents.context import ProgressFn, silent
-from dftune.core.domain.run import RunSettings
+from dftune.core.domain.run import RunResult, RunSettings
 from dftune.core.errors import DftuneError, one_line
 from dftune.graphs.checkpointer import CHECKPOINT_FILE
 from dftune.graphs.runs import ARCHIVED_SPEC, resume_run, run_settings_of, start_run
@@ -228,7 +228,7 @@ class _Member:
         )
         self.budget = Budget(deadline=deadline, pool=pool, lane=m.run_id, units=self.units)
         self.progress = progress
-        self.result: dict[str, Any] | None = None
+        self.result: RunResult | None = None
         self.thread = threading.Thread(target=self._run, name=f"run-{m.workload}", daemon=True)
 
     def say(self, node: str, message: str) -> None:
@@ -248,13 +248,12 @@ class _Member:
                     workspace=self.ws,
                     budget=self.budget,
                 )
-            m.status, m.reason = self.result["status"], self.result.get("status_reason") or ""
-            m.pending = list(self.result.get("pending") or [])  # approvals and changes kept on trial
+            m.status, m.reason = self.result.status, self.result.status_reason
+            # approvals and changes kept on trial, as the run's result lists them
+            m.pending = [p.model_dump(mode="json") for p in self.result.pending]
             if m.status == "awaiting_approval":  # the morning reader still gets what was measured
-                pending = m.pending[0] if m.pending else {}
-                m.reason = (
-                    f"{pending.get('proposal_id')} waits for a person: dftune approve {m.run_id} [--reject]"
-                )
+                who = self.result.pending[0].proposal_id if self.result.pending else None
+                m.reason = f"{who} waits for a person: dftune approve {m.run_id} [--reject]"
                 interim_report(m.run_id, self.ws, self.spec, m.reason)
         except BaselineNotReady as exc:
             m.status, m.reason = "interrupted", one_line(exc)
@@ -281,14 +280,14 @@ class _Member:
             self.ws.set_status(self.m.run_id, status)
 
 
-def _coverage(units: BaselineUnits, result: dict[str, Any] | None) -> dict[str, Any]:
+def _coverage(units: BaselineUnits, result: RunResult | None) -> dict[str, Any]:
     c = units.counts()
     return {
         "units_total": units.n,
         "units_ok": len(c["ok"]),
         "units_failed": len(c["failed"]),
         "units_pending": len(c["pending"]) + len(c["running"]),
-        "experiments": len((result or {}).get("verdicts") or []),
+        "experiments": len(result.verdicts) if result else 0,
     }
 
 
@@ -384,7 +383,7 @@ def campaign_result(meta: CampaignMeta, ws: Workspace, paths: dict[str, str] | N
         "timing": timing_text(meta),
         "partial": partial,
         "coverage": coverage,
-        "members": rows,
+        "members": [r.document() for r in rows],
         "report": (paths or {}).get("markdown"),
         "html": (paths or {}).get("html"),
         "campaign_dir": str(CampaignStore().dir(meta.id)),

@@ -38,7 +38,7 @@ def write_report(run_dir: Path, report: RunReport) -> Path:
     """``report.json`` and ``report.md`` of a run; returns the Markdown report's path."""
     doc = report.model_dump(mode="json", by_alias=True)
     atomic_write_bytes(run_dir / "report.json", strictjson.dumps(doc, indent=1).encode("utf-8"))
-    atomic_write_bytes(run_dir / "report.md", render_run_markdown(doc).encode("utf-8"))
+    atomic_write_bytes(run_dir / "report.md", render_run_markdown(report).encode("utf-8"))
     return run_dir / "report.md"
 
 

@@ -74,12 +74,12 @@ def test_a_deadline_stops_before_an_experiment_that_cannot_finish() -> None:
     result = start_run(HERE / "deadline.toml", budget=Budget(deadline=Deadline(at, reserve_s=3)))
     end = time.time()
     assert end < at, f"ended {end - at:.1f} s after the deadline"
-    assert result["status"] == "completed"
-    measured = [v for v in result["verdicts"] if v["verdict"] != "failed"]
-    assert 1 <= len(measured) < 3, result["verdicts"]  # some experiments ran, not all of them fit
-    assert "not started" in result["status_reason"] and "left before the deadline" in result["status_reason"]
-    assert all(v["kept"] or v["reverted"] for v in result["verdicts"])  # nothing left half-applied
-    report = Path(result["report"]).read_text()
+    assert result.status == "completed" and result.report is not None
+    measured = [v for v in result.verdicts if v.verdict != "failed"]
+    assert 1 <= len(measured) < 3, result.verdicts  # some experiments ran, not all of them fit
+    assert "not started" in result.status_reason and "left before the deadline" in result.status_reason
+    assert all(v.kept or v.reverted for v in result.verdicts)  # nothing left half-applied
+    report = Path(result.report).read_text()
     assert "not started" in report
-    timings = (Path(result["run_dir"]) / "logs" / "timings.jsonl").read_text().splitlines()
+    timings = (Path(result.run_dir) / "logs" / "timings.jsonl").read_text().splitlines()
     assert len(timings) >= 1 + len(measured)  # every arm's measured cost planned the next one

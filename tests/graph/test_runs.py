@@ -18,7 +18,7 @@ from tests.graph.conftest import TOY
 
 def test_history_lists_checkpoints_and_replay_forks_without_touching_the_original(tmp_path: Path) -> None:
     first = start_run(TOY, max_experiments=1, run_id="toy-run")
-    assert first["status"] == "completed" and len(first["verdicts"]) == 1
+    assert first.status == "completed" and len(first.verdicts) == 1
     rows = history("toy-run")
     assert rows[0]["source"] == "input" and rows[-1]["next"] == []
     nodes = [r["node"] for r in rows]
@@ -28,8 +28,8 @@ def test_history_lists_checkpoints_and_replay_forks_without_touching_the_origina
     before_choose = next(r for r in rows if r["next"] == ["choose"] and r["experiments"] == 0)
     opt1 = (Workspace().iteration_dir("toy-run", 1) / "bench.json").read_bytes()
     forked = replay_run("toy-run", before_choose["checkpoint_id"], {"max_experiments": "2"})
-    assert forked["status"] == "completed"
-    assert [v["iteration"] for v in forked["verdicts"]] == [2, 3]  # numbered above the original branch
+    assert forked.status == "completed"
+    assert [v.iteration for v in forked.verdicts] == [2, 3]  # numbered above the original branch
     assert (Workspace().iteration_dir("toy-run", 1) / "bench.json").read_bytes() == opt1
     assert len(history("toy-run")) > len(rows)
 
@@ -50,7 +50,7 @@ def test_replay_refuses_unknown_fields_and_checkpoints() -> None:
 def test_resume_of_a_finished_run_changes_nothing() -> None:
     done = start_run(TOY, max_experiments=1, run_id="toy-done")
     again = resume_run("toy-done")
-    assert again["verdicts"] == done["verdicts"] and again["status"] == "completed"
+    assert again.verdicts == done.verdicts and again.status == "completed"
 
 
 def test_the_serializer_loads_state_models_and_nothing_else() -> None:
@@ -114,12 +114,12 @@ def test_a_run_keeps_its_archived_spec_when_the_original_is_edited(tmp_path: Pat
     shutil.copytree(TOY.parent, work)
     spec = work / "workload.toml"
     first = start_run(spec, mode="interactive", max_experiments=1, run_id="toy-archived")
-    assert first["status"] == "awaiting_approval"
+    assert first.status == "awaiting_approval"
     spec.write_text(spec.read_text().replace('"toy.py"', '"missing.py"'))  # would fail every replicate
     notes: list[str] = []
     done = approve_run("toy-archived", progress=lambda node, msg: notes.append(msg))
-    assert done["status"] == "completed"
-    assert [v["verdict"] for v in done["verdicts"]] != ["failed"]
+    assert done.status == "completed"
+    assert [v.verdict for v in done.verdicts] != ["failed"]
     assert any("keeps using its archived copy" in n for n in notes)
 
 
@@ -130,7 +130,7 @@ def test_a_run_saved_with_another_state_shape_is_refused_with_a_clear_line(
 
     start_run(TOY, max_experiments=0, run_id="toy-old")
     monkeypatch.setattr(runs, "STATE_VERSION", runs.STATE_VERSION + 1)
-    with pytest.raises(RunError, match=r"saved by an older dftune .* report stays readable"):
+    with pytest.raises(RunError, match=r"saved by an older dftune .* report\.md stays readable"):
         resume_run("toy-old")
     cid = history("toy-old")[1]["checkpoint_id"]
     with pytest.raises(RunError, match="cannot be resumed, approved or replayed"):

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 
 from dftune.core.terminal import Col, responsive, text
-from dftune.tools.report.campaign import change_text, medians_text, units_text
+from dftune.tools.report.campaign import MemberRow, change_text, medians_text, units_text
 from dftune.tools.report.console import path_line
 
 
@@ -28,22 +28,21 @@ class CampaignRenderer:
             Col("change (95% CI)", wrap=True, min_width=14),
             Col("experiments (kept)", justify="right"),
         ]
+        members = [MemberRow.model_validate(m) for m in r["members"]]
         rows = [
             [
-                m["workload"],
-                m["status"],
-                units_text(m.get("coverage")),
+                m.workload,
+                m.status,
+                units_text(m.coverage),
                 medians_text(m),
                 change_text(m),
-                f"{m.get('experiments', 0)} ({m.get('wins', 0)})",
+                f"{m.experiments} ({m.wins})",
             ]
-            for m in r["members"]
+            for m in members
         ]
         c.print(responsive(c, "Workloads", cols, rows, head=(0, 1)))
-        for m in r["members"]:
-            c.print(
-                text(f"{m['workload']}: run {m['run_id']}" + (f" - {m['reason']}" if m.get("reason") else ""))
-            )
+        for m in members:
+            c.print(text(f"{m.workload}: run {m.run_id}" + (f" - {m.reason}" if m.reason else "")))
         if r.get("report"):
             path_line(c, "report", r["report"])
         if r.get("html"):

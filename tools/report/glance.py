@@ -3,9 +3,9 @@ and its hotspots (top files and processes by I/O time and bytes, baseline and be
 
 from __future__ import annotations
 
-from typing import Any
-
+from dftune.core.domain.run import RunReport
 from dftune.tools.report.htmlkit import e, table
+from dftune.tools.report.plots import traced_arms
 from dftune.tools.report.sections import coverage_note, headline, hotspots
 
 GLANCE_CSS = """
@@ -17,10 +17,10 @@ solid #2c5282; background: var(--bg); padding: 6px 16px;
 """
 
 
-def glance_html(doc: dict[str, Any]) -> str:
+def glance_html(r: RunReport) -> str:
     """The answers a performance engineer wants first, one line each."""
-    rows = headline(doc)
-    partial, _ = coverage_note(doc)
+    rows = headline(r)
+    partial, _ = coverage_note(r)
     items = "".join(
         f"<dt>{e(k)}</dt><dd>{'<b>' if k == 'Coverage' and partial else ''}{e(v)}"
         f"{'</b>' if k == 'Coverage' and partial else ''}</dd>"
@@ -36,22 +36,14 @@ def _bytes(n: float) -> str:
     return f"{n:,.0f} B"
 
 
-def hotspots_html(doc: dict[str, Any]) -> str:
+def hotspots_html(r: RunReport) -> str:
     """Top-N tables per traced arm; the rank x time heatmap is among the plots."""
-    from dftune.tools.report.plots import load_analysis
-
-    base, inc = doc.get("baseline") or {}, doc.get("incumbent") or {}
-    arms = [("baseline", load_analysis(base.get("analysis_path")))]
-    if inc.get("workdir") != base.get("workdir"):
-        arms.append(("best kept", load_analysis(inc.get("analysis_path"))))
     out = [
         '<section id="hotspots"><h2>Hotspots</h2><p>Where the I/O time and the bytes went, from the first '
         "traced replicate of each arm (the rank × time heatmap is with the plots).</p>"
     ]
     shown = False
-    for arm, a in arms:
-        if a is None:
-            continue
+    for arm, a in traced_arms(r):
         hot = hotspots(a)
         for key, title in (
             ("file_by_time", "Files by I/O time"),
