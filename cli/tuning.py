@@ -10,6 +10,7 @@ from rich.console import Console
 
 if TYPE_CHECKING:
     from dftune.core.domain.run import RunResult, RunSettings
+    from dftune.tools.report.campaign import CampaignResult
 
 from dftune.cli.common import (
     EXIT_RUN_FAILED,
@@ -232,6 +233,7 @@ def run(
 
     refuse_early(preflight.missing_spec(workloads))
     from dftune.agents.reasoner import llm_settings
+    from dftune.core.domain.run import RunResult
     from dftune.graphs.campaign import CampaignFile, is_campaign_file, load_campaign_file, start_campaign
     from dftune.graphs.runs import run_settings_of
     from dftune.tools.runner.deadline import resolve
@@ -257,7 +259,7 @@ def run(
             "llm": llm,
         }
         settings = run_settings_of(file, {k: v for k, v in cli_settings.items() if v is not None})
-        result: RunResult | dict[str, Any]  # one run, or a campaign's document
+        result: RunResult | CampaignResult  # one run, or a campaign
         if file is None and len(specs) == 1:
             result = _single_run(specs[0], settings, run_id, until, as_json)
         else:
@@ -270,9 +272,9 @@ def run(
                 progress=_progress(as_json),
                 settings=settings,
             )
-    if isinstance(result, dict):  # a campaign
+    if not isinstance(result, RunResult):  # a campaign
         _show_campaign(result, as_json)
-        if all(m["status"] == "failed" for m in result["members"]):
+        if all(m.status == "failed" for m in result.members):
             raise typer.Exit(EXIT_RUN_FAILED)
         return
     _show_run(result, as_json, table)
@@ -292,9 +294,9 @@ def _single_run(
     return start_run(spec, settings=settings, run_id=run_id, progress=_progress(as_json), budget=budget)
 
 
-def _show_campaign(result: dict[str, Any], as_json: bool) -> None:
+def _show_campaign(result: CampaignResult, as_json: bool) -> None:
     if as_json:
-        emit_json(result)
+        emit_json(result.document())
         return
     from dftune.tools.report.campaign_console import CampaignRenderer
 
@@ -502,11 +504,12 @@ def runs(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON do
     from dftune.tools.session.workspace import Workspace
 
     with user_errors():
-        rows = [{**r.model_dump(mode="json"), "result": run_result(r.path)} for r in Workspace().list_runs()]
+        listed = [(r, run_result(r.path)) for r in Workspace().list_runs()]
         campaigns = list_campaigns()
     if as_json:
+        rows = [{**r.model_dump(mode="json"), "result": result} for r, result in listed]
         emit_json({"schema": "dftune.runs/1", "runs": rows, "campaigns": campaigns})
         return
     from dftune.tools.report.console import RunRenderer
 
-    RunRenderer(Console()).render_runs(rows, campaigns)
+    RunRenderer(Console()).render_runs(listed, campaigns)

@@ -34,7 +34,12 @@ from dftune.core.domain.run import RunResult, RunSettings
 from dftune.core.errors import DftuneError, one_line
 from dftune.graphs.checkpointer import CHECKPOINT_FILE
 from dftune.graphs.runs import ARCHIVED_SPEC, resume_run, run_settings_of, start_run
-from dftune.tools.report.campaign import MEMBER_HTML_S, write_campaign_reports, write_member_html
+from dftune.tools.report.campaign import (
+    MEMBER_HTML_S,
+    CampaignResult,
+    write_campaign_reports,
+    write_member_html,
+)
 from dftune.tools.runner.deadline import Deadline, clock
 from dftune.tools.runner.pool import SlotPool
 from dftune.tools.runner.spec import SpecError, WorkloadSpec, load_spec
@@ -43,7 +48,6 @@ from dftune.tools.session.campaigns import CampaignMeta, CampaignStore, Member, 
 from dftune.tools.session.layout import new_run_id, validate_run_id
 from dftune.tools.session.workspace import Workspace
 
-SCHEMA = "dftune.campaign/1"
 #: Kept at the end of the night for the combined report (Markdown and HTML); MEMBER_HTML_S more is
 #: kept before it, so that a run the deadline cut still gets its HTML page (plots from its traces).
 CAMPAIGN_RESERVE_S = 5.0
@@ -124,7 +128,7 @@ def start_campaign(
     workspace: Workspace | None = None,
     store: CampaignStore | None = None,
     **overrides: Any,
-) -> dict[str, Any]:
+) -> CampaignResult:
     """Create the campaign (every spec is validated first) and drive it to its end."""
     ws, store = workspace or Workspace(), store or CampaignStore()
     if not spec_paths:
@@ -164,7 +168,7 @@ def resume_campaign(
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
     store: CampaignStore | None = None,
-) -> dict[str, Any]:
+) -> CampaignResult:
     """Continue every member that has not ended; ``deadline`` replaces the campaign's (a new night)."""
     ws, store = workspace or Workspace(), store or CampaignStore()
     meta = store.read(campaign_id)
@@ -291,7 +295,7 @@ def _coverage(units: BaselineUnits, result: RunResult | None) -> dict[str, Any]:
     }
 
 
-def _drive(meta: CampaignMeta, store: CampaignStore, ws: Workspace, progress: ProgressFn) -> dict[str, Any]:
+def _drive(meta: CampaignMeta, store: CampaignStore, ws: Workspace, progress: ProgressFn) -> CampaignResult:
     pool = SlotPool(1)
     deadline = (
         Deadline(meta.deadline - CAMPAIGN_RESERVE_S - MEMBER_HTML_S, reserve_s=RUN_RESERVE_S)
@@ -363,31 +367,30 @@ def _summary(meta: CampaignMeta) -> str:
     return "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(by.items()))
 
 
-def campaign_result(meta: CampaignMeta, ws: Workspace, paths: dict[str, str] | None = None) -> dict[str, Any]:
+def campaign_result(meta: CampaignMeta, ws: Workspace, paths: dict[str, str] | None = None) -> CampaignResult:
     """``dftune run --json`` of a campaign: its status, each member's run and coverage, the reports."""
     from dftune.tools.report.campaign import coverage_sentence, member_rows, timing_text
 
     rows = member_rows(meta, ws)
     partial, coverage = coverage_sentence(rows)
-    return {
-        "schema": SCHEMA,
-        "campaign_id": meta.id,
-        "status": meta.status,
-        "status_reason": meta.status_reason,
-        "deadline": meta.deadline,
-        "deadline_text": clock(meta.deadline) if meta.deadline else None,
-        "ended": meta.ended.isoformat() if meta.ended else None,
-        "finished_before_deadline": (meta.ended.timestamp() <= meta.deadline)
+    return CampaignResult(
+        campaign_id=meta.id,
+        status=meta.status,
+        status_reason=meta.status_reason,
+        deadline=meta.deadline,
+        deadline_text=clock(meta.deadline) if meta.deadline else None,
+        ended=meta.ended.isoformat() if meta.ended else None,
+        finished_before_deadline=(meta.ended.timestamp() <= meta.deadline)
         if meta.ended and meta.deadline
         else None,
-        "timing": timing_text(meta),
-        "partial": partial,
-        "coverage": coverage,
-        "members": [r.document() for r in rows],
-        "report": (paths or {}).get("markdown"),
-        "html": (paths or {}).get("html"),
-        "campaign_dir": str(CampaignStore().dir(meta.id)),
-    }
+        timing=timing_text(meta),
+        partial=partial,
+        coverage=coverage,
+        members=rows,
+        report=(paths or {}).get("markdown"),
+        html=(paths or {}).get("html"),
+        campaign_dir=str(CampaignStore().dir(meta.id)),
+    )
 
 
 def campaign_history(campaign_id: str, store: CampaignStore | None = None) -> list[dict[str, Any]]:

@@ -44,12 +44,11 @@ def write_report(run_dir: Path, report: RunReport) -> Path:
 
 def outcome(state: TuningState, *, lower_is_better: bool) -> Outcome:
     def kept(e: Experiment) -> KeptChange:
-        change = e.comparison.change_pct if e.comparison else 0.0
         return KeptChange(
             strategy=e.strategy,
             proposal=e.proposal_id,
             iteration=e.iteration,
-            change_pct=change,
+            change_pct=e.change_pct or 0.0,
             question=e.question,
         )
 

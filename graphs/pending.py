@@ -57,7 +57,7 @@ def pending_item(run_id: str, exp: Experiment, proposal: Proposal) -> ConfirmReq
         settings=dict(proposal.change.settings),
         env=dict(proposal.change.env),
         question=exp.question,
-        change_pct=exp.comparison.change_pct if exp.comparison is not None else None,
+        change_pct=exp.change_pct,
         kb_record=exp.kb_record_id,
         resume_with=f"dftune approve {run_id}  (it is legitimate)  or  --reject --reason TEXT",
     )

@@ -45,6 +45,11 @@ class Experiment(StrictModel):
     #: the verdict in a few checked sentences (the model's, or the rules' reason); prose, never markup
     explanation: str = ""
 
+    @property
+    def change_pct(self) -> float | None:
+        """The measured change of the metric in percent (positive = better); None before a comparison."""
+        return self.comparison.change_pct if self.comparison else None
+
 
 class GuardRecord(StrictModel):
     """A guard decision with what it was about."""

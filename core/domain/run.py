@@ -475,9 +475,6 @@ class RunReport(TuningState):
 
 # --------------------------------------------------------------------------- the run's result
 
-#: The schema of the run's result (``dftune run|resume|approve --json``, the MCP run tools).
-RUN_SCHEMA: Literal["dftune.run/1"] = "dftune.run/1"
-
 
 class VerdictRow(StrictModel):
     """One experiment as the run's result lists it (``verdicts``)."""
@@ -499,7 +496,7 @@ class VerdictRow(StrictModel):
             proposal=e.proposal_id,
             strategy=e.strategy,
             verdict=e.verdict,
-            change_pct=e.comparison.change_pct if e.comparison else None,
+            change_pct=e.change_pct,
             kept=e.kept,
             reverted=e.reverted,
             kb_record=e.kb_record_id,
@@ -605,7 +602,7 @@ class RunResult(StrictModel):
     prints and the MCP run tools return, built once from the run's saved state."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    schema_: Literal["dftune.run/1"] = Field(default=RUN_SCHEMA, alias="schema")
+    schema_: Literal["dftune.run/1"] = Field(default="dftune.run/1", alias="schema")
     run_id: str
     status: RunStatus
     status_reason: str = ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,7 +21,6 @@ from dftune.core.safetext import md_code, md_text
 from dftune.tools.report.htmlkit import e, table
 from dftune.tools.report.loader import REPORT_JSON, ReportError, read_run_report
 from dftune.tools.report.sections import (
-    change_pct,
     gain_text,
     headline,
     kept_changes,
@@ -41,8 +40,8 @@ MEMBER_HTML_S = 20.0
 
 
 class MemberRow(BaseModel):
-    """One workload of a campaign: its run and, when the run wrote a report, what it says (a member of
-    the campaign's result; the report's fields are left out of the JSON when there is no report)."""
+    """One workload of a campaign (its :class:`Member` record, its report's paths) and, when its run
+    wrote a report, what the report says (those fields are left out of the JSON without one)."""
 
     model_config = ConfigDict(extra="forbid")
     workload: str
@@ -69,6 +68,34 @@ class MemberRow(BaseModel):
         return self.model_dump(mode="json", exclude_unset=True)
 
 
+class CampaignResult(BaseModel):
+    """A campaign's result (schema ``dftune.campaign/1``): what ``dftune run A B --json`` prints."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    schema_: Literal["dftune.campaign/1"] = Field(default="dftune.campaign/1", alias="schema")
+    campaign_id: str
+    status: str
+    status_reason: str
+    deadline: float | None
+    deadline_text: str | None
+    ended: str | None
+    finished_before_deadline: bool | None
+    timing: str
+    partial: bool
+    #: the sentence saying which workloads and baseline units the campaign covers
+    coverage: str
+    members: list[MemberRow]
+    report: str | None
+    html: str | None
+    campaign_dir: str
+
+    def document(self) -> dict[str, Any]:
+        return {
+            **self.model_dump(mode="json", by_alias=True),
+            "members": [m.document() for m in self.members],
+        }
+
+
 def member_rows(meta: CampaignMeta, ws: Workspace) -> list[MemberRow]:
     """One summary per workload, from its run's report.json (what a run without one can say, otherwise;
     a report.json this dftune cannot read is said in its glance, never rendered)."""
@@ -76,13 +103,7 @@ def member_rows(meta: CampaignMeta, ws: Workspace) -> list[MemberRow]:
     for m in meta.members:
         run_dir = ws.run_dir(m.run_id)
         row = MemberRow(
-            workload=m.workload,
-            run_id=m.run_id,
-            spec_path=m.spec_path,
-            status=m.status,
-            reason=m.reason,
-            coverage=m.coverage,
-            pending=m.pending,
+            **m.model_dump(),  # the campaign's record of the member: its run, status, coverage, pending
             report=str(run_dir / "report.md") if (run_dir / "report.md").is_file() else None,
             html=str(run_dir / "report.html") if (run_dir / "report.html").is_file() else None,
         )
@@ -95,7 +116,7 @@ def member_rows(meta: CampaignMeta, ws: Workspace) -> list[MemberRow]:
         if r is not None:
             total = overall(r)
             trial = [
-                {"proposal_id": e.proposal_id, "question": question_of(e), "change_pct": change_pct(e)}
+                {"proposal_id": e.proposal_id, "question": question_of(e), "change_pct": e.change_pct}
                 for e in r.pending
             ]
             row = row.model_copy(

@@ -119,7 +119,7 @@ def run_summary(r: RunReport) -> dict[str, Any]:
                 "proposal": e.proposal_id,
                 "strategy": e.strategy,
                 "verdict": e.verdict,
-                "change_pct": e.comparison.change_pct if e.comparison else None,
+                "change_pct": e.change_pct,
                 "kept": e.kept,
             }
             for e in r.experiments

@@ -18,6 +18,7 @@ from dftune.core.terminal import Col, responsive, text, word_wrapped
 from dftune.tools.report.run_glance import change_lines, glance_rows, next_commands
 from dftune.tools.report.sections import gain_text
 from dftune.tools.report.table import SOURCE_LEGEND, TERMINAL_COLUMNS, terminal_cells
+from dftune.tools.session.layout import RunInfo
 
 
 def _line(*parts: tuple[object, str]) -> Text:
@@ -42,10 +43,10 @@ def change_cell(pct: float | None) -> str:
     return "-" if pct is None else gain_text(pct)
 
 
-def run_status(r: dict[str, Any]) -> str:
+def run_status(r: RunInfo) -> str:
     """A run's status with its reason and the pid driving it (a live run), as ``dftune runs`` shows it."""
-    status = r["status"] + (f" ({r['reason']})" if r.get("reason") else "")
-    return status + (f", driven by pid {r['driver_pid']}" if r.get("driver_pid") else "")
+    status = r.status + (f" ({r.reason})" if r.reason else "")
+    return status + (f", driven by pid {r.driver_pid}" if r.driver_pid else "")
 
 
 class RunRenderer:
@@ -206,7 +207,10 @@ class RunRenderer:
             )
         )
 
-    def render_runs(self, runs: list[dict[str, Any]], campaigns: list[dict[str, Any]] | None = None) -> None:
+    def render_runs(
+        self, runs: list[tuple[RunInfo, str]], campaigns: list[dict[str, Any]] | None = None
+    ) -> None:
+        """Every run with its result phrase (``run_glance.run_result``), then the campaigns."""
         cols = [
             Col("run"),
             Col("workload"),
@@ -218,15 +222,15 @@ class RunRenderer:
         ]
         cells = [
             [
-                r["id"],
-                r["workload"],
+                r.id,
+                r.workload,
                 run_status(r),
-                str(r["created"])[:19],
-                len(r["iterations"]),
-                r.get("result") or "-",
-                r.get("next_step") or "",
+                r.created.isoformat()[:19] if r.created else "-",
+                len(r.iterations),
+                result or "-",
+                r.next_step or "",
             ]
-            for r in runs
+            for r, result in runs
         ]
         self.console.print(responsive(self.console, "Runs", cols, cells))
         if campaigns:

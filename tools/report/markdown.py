@@ -16,7 +16,6 @@ as report.html escapes it. The model-written summary is quoted, checked against 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from dftune.core.domain.measurements import Measurement
@@ -26,8 +25,9 @@ from dftune.core.safetext import md_code, md_link, md_text
 from dftune.tools.report.approvals import approvals_markdown
 from dftune.tools.report.fixes import snippet_markdown
 from dftune.tools.report.hints import hints_markdown
-from dftune.tools.report.plots import traced_arms
+from dftune.tools.report.htmlkit import ci, num
 from dftune.tools.report.sections import (
+    HOTSPOT_COLUMNS,
     FindingRow,
     checklist_label,
     citations,
@@ -35,7 +35,7 @@ from dftune.tools.report.sections import (
     findings,
     fix_rows,
     headline,
-    hotspots,
+    hotspot_tables,
     overruled,
     pending_lines,
     proposal_rows,
@@ -46,14 +46,6 @@ from dftune.tools.report.staging import staging_notes
 from dftune.tools.report.table import markdown_table, proposal_markdown
 
 
-def _num(x: float | None, digits: int = 4) -> str:
-    return "-" if x is None else f"{x:.{digits}g}"
-
-
-def _ci(ci: Sequence[float] | None) -> str:
-    return "-" if not ci else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
-
-
 def _settings(m: Measurement | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in ({**m.settings, **m.env} if m else {}).items()) or "-"
 
@@ -62,14 +54,7 @@ def _arm(name: str, m: Measurement | None) -> list[str]:
     """A measured arm's row: its name, replicate values, median and CI (dashes when it never ran)."""
     if m is None:
         return [name, "", "-", "-"]
-    return [name, ", ".join(f"{v:.4g}" for v in m.values), _num(m.median), _ci(m.ci95)]
-
-
-def _bytes(n: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n:,.0f} B"
+    return [name, ", ".join(f"{v:.4g}" for v in m.values), num(m.median), ci(m.ci95)]
 
 
 def _severity_score(f: FindingRow) -> Any:
@@ -85,37 +70,10 @@ def glance_markdown(r: RunReport) -> list[str]:
 def hotspot_markdown(r: RunReport) -> list[str]:
     """Top files and processes of the baseline (and best kept) trace by I/O time and bytes."""
     out: list[str] = []
-    for arm, a in traced_arms(r):
-        hot = hotspots(a)
-        for key, title in (
-            ("file_by_time", "files by I/O time"),
-            ("proc_by_time", "processes by I/O time"),
-            ("file_by_bytes", "files by bytes moved"),
-            ("proc_by_bytes", "processes by bytes moved"),
-        ):
-            rows = hot.get(key) or []
-            if not rows:
-                continue
-            under = (
-                f", paths under {md_code(hot['file_prefix'])}"
-                if key.startswith("file") and hot["file_prefix"]
-                else ""
-            )
-            out += [f"Top {title} ({arm} trace{under}):", ""]
-            out += markdown_table(
-                ["name", "I/O time (s)", "read", "written", "calls"],
-                [
-                    [
-                        row["name"],
-                        f"{row['io_time_s']:.4g}",
-                        _bytes(row["read_bytes"]),
-                        _bytes(row["write_bytes"]),
-                        f"{row['ops']:,}",
-                    ]
-                    for row in rows
-                ],
-            )
-            out.append("")
+    for arm, title, prefix, rows in hotspot_tables(r):
+        under = f", paths under {md_code(prefix)}" if prefix else ""
+        head = f"Top {title[0].lower()}{title[1:]} ({arm} trace{under}):"
+        out += [head, "", *markdown_table(HOTSPOT_COLUMNS, rows), ""]
     return out
 
 
@@ -137,7 +95,7 @@ def render_run_markdown(r: RunReport) -> str:
         lines += markdown_table(
             ["", "median", "95% CI of the median", "replicates ok", "settings"],
             [
-                [name, _num(m.median if m else None), _ci(m.ci95 if m else None), _ok(m), _settings(m)]
+                [name, num(m.median if m else None), ci(m.ci95 if m else None), _ok(m), _settings(m)]
                 for name, m in (("baseline", base), ("best kept", inc))
             ],
         )

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dftune.core.domain.proposals import Change
 from dftune.core.domain.run import ApprovalRequest, MetricInfo, PendingItem, RefusedRow, RunResult
+from dftune.core.domain.stats import pct_change
 from dftune.tools.report.sections import gain_text, with_unit
 
 #: the refusal reasons' first word, as the guards write them ("no_doing_less: ...")
@@ -45,14 +46,6 @@ def metric_line(m: MetricInfo | None) -> str:
     return f"{m.name or 'metric'} ({m.unit or 'no unit'}, {better} is better)"
 
 
-def _pct(before: float | None, after: float | None, lower_is_better: bool) -> float | None:
-    if before in (None, 0) or after is None:
-        return None
-    assert before is not None
-    change = (before - after) / before if lower_is_better else (after - before) / before
-    return 100.0 * change
-
-
 def _refusal(x: RefusedRow) -> str:
     guard = next((g for g in _GUARD_NAMES if x.reason.startswith(g)), None)
     return f"{x.proposal} ({guard.replace('_', '-') if guard else x.status})"
@@ -77,7 +70,8 @@ def glance_rows(r: RunResult) -> list[tuple[str, str]]:
             (
                 "result",
                 f"{with_unit(base, unit)} -> {with_unit(best, unit)} "
-                f"({gain_text(_pct(base, best, metric.lower_is_better))}), baseline -> best kept",
+                f"({gain_text(pct_change(base, best, lower_is_better=metric.lower_is_better))}), "
+                "baseline -> best kept",
             )
         )
     else:

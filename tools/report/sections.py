@@ -18,10 +18,11 @@ from dftune.core.domain.run import MetricInfo, ProposalRow, RunReport
 from dftune.core.domain.stats import pct_change
 from dftune.core.safetext import md_prose
 from dftune.tools.report.fixes import Severity, severity, snippets
-from dftune.tools.report.plots import load_analysis
+from dftune.tools.report.plots import load_analysis, traced_arms
 from dftune.tools.runner.metric_names import metric_label
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.stats import compare as compare_arms
+from dftune.tools.trace.render import human_bytes
 
 MEASURED = "measured"
 ESTIMATED = "estimate"
@@ -243,15 +244,10 @@ def overall(r: RunReport) -> Overall | None:
     return Overall(before=base.median, after=inc.median, pct=pct, ci=ci)
 
 
-def change_pct(e: Experiment) -> float | None:
-    """An experiment's measured change in percent (positive = better), None when it was not compared."""
-    return e.comparison.change_pct if e.comparison else None
-
-
 def kept_changes(r: RunReport) -> list[Experiment]:
     """The kept experiments (not those on trial), largest measured gain first."""
     kept = [e for e in r.experiments if e.kept and e.verdict != "pending"]
-    return sorted(kept, key=lambda e: -(change_pct(e) or 0.0))
+    return sorted(kept, key=lambda e: -(e.change_pct or 0.0))
 
 
 def kept_ci(r: RunReport, e: Experiment) -> tuple[float, float] | None:
@@ -269,7 +265,7 @@ def pending_lines(r: RunReport) -> list[str]:
     pct = lambda x: "?" if x is None else f"{x:+.1f}%"  # noqa: E731
     run = r.run_id
     return [
-        f"{e.proposal_id} ({e.strategy}, opt{e.iteration}): {pct(change_pct(e))} on {r.metric.name}, kept "
+        f"{e.proposal_id} ({e.strategy}, opt{e.iteration}): {pct(e.change_pct)} on {r.metric.name}, kept "
         f"on trial until you answer. {question_of(e).rstrip('. ')}. Answer: dftune approve {run} "
         f"(legitimate) or dftune approve {run} --reject --reason TEXT"
         for e in r.pending
@@ -336,7 +332,7 @@ def headline(r: RunReport) -> list[tuple[str, str]]:
             (
                 "Best change",
                 f"{best.proposal_id} ({best.strategy}, opt{best.iteration}): "
-                f"{gain_text(change_pct(best), kept_ci(r, best))} on {name}",
+                f"{gain_text(best.change_pct, kept_ci(r, best))} on {name}",
             )
         )
         settings = ", ".join(f"{k}={v}" for k, v in settings_changed(r).items()) or "the kept changes"
@@ -386,6 +382,38 @@ def headline(r: RunReport) -> list[tuple[str, str]]:
         rows.append(("Next", f"nothing left that fits this workload{bound_text}"))
     rows.append(("Coverage", coverage_note(r)[1].removeprefix("Coverage: ")))
     return rows
+
+
+#: The hotspot tables of each traced arm, in the reports' order, and their columns.
+HOTSPOT_TABLES = (
+    ("file_by_time", "Files by I/O time"),
+    ("file_by_bytes", "Files by bytes moved"),
+    ("proc_by_time", "Processes by I/O time"),
+    ("proc_by_bytes", "Processes by bytes moved"),
+)
+HOTSPOT_COLUMNS = ("name", "I/O time (s)", "read", "written", "calls")
+
+
+def hotspot_tables(r: RunReport) -> list[tuple[str, str, str, list[list[str]]]]:
+    """(arm, title, the folder the file names are relative to, rows as text) of every non-empty
+    hotspot table of the baseline's and the best kept arm's traces."""
+    out = []
+    for arm, a in traced_arms(r):
+        hot = hotspots(a)
+        for key, title in HOTSPOT_TABLES:
+            rows = [
+                [
+                    h["name"],
+                    f"{h['io_time_s']:.4g}",
+                    human_bytes(h["read_bytes"]),
+                    human_bytes(h["write_bytes"]),
+                    f"{h['ops']:,}",
+                ]
+                for h in hot[key]
+            ]
+            if rows:
+                out.append((arm, title, hot["file_prefix"] if key.startswith("file") else "", rows))
+    return out
 
 
 def hotspots(analysis: Any, limit: int = 5) -> dict[str, Any]:
