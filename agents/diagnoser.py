@@ -25,34 +25,6 @@ from dftune.tools.diagnose.unseen import metric_wait
 from dftune.tools.runner import progress_text
 from dftune.tools.runner.bench import BenchError
 
-#: Software layers dftune recognizes in a trace or a spec, for the KB's software scope.
-_SOFTWARE_HINTS = {
-    "hdf5": ("h5py", "hdf5", ".h5"),
-    "mpi-io": ("mpi4py", "mpiio", "mpi.file", "mpi_file"),
-    "pytorch": ("torch",),
-    "tensorflow": ("tensorflow",),
-    "numpy": ("numpy",),
-}
-
-
-def detect_software(spec_text: str, analysis: Any) -> list[str]:
-    """Which software layers the workload uses, from its spec, program and trace categories."""
-    haystack = spec_text.lower()
-    if analysis is not None:
-        haystack += " " + " ".join(layer.cat.lower() for layer in analysis.layers)
-        haystack += " " + " ".join(f"{e.cat} {e.name}".lower() for e in analysis.app_events[:50])
-    found = [name for name, hints in _SOFTWARE_HINTS.items() if any(h in haystack for h in hints)]
-    return sorted({*found, "posix"})
-
-
-def _program_text(spec: Any) -> str:
-    text = " ".join(spec.command + (spec.setup or []))
-    for arg in spec.command:
-        path = spec.resolve(spec.cwd) / arg
-        if arg.endswith(".py") and path.is_file():
-            text += " " + path.read_text(encoding="utf-8", errors="replace")[:200_000]
-    return text
-
 
 def diagnoser(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Node: measure the baseline (traced), diagnose it, apply the worth-tuning gate."""
@@ -115,10 +87,10 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> Update:
         analysis=analysis,
         mpi_beside=Path(sys.executable).parent,
     )
-    out["software"] = sorted({*detect_software(_program_text(spec), analysis), *stack.software()})
+    out["software"] = stack.software
     if stack.evidence:
-        ctx.progress("diagnoser", f"stack: {', '.join(stack.software())} ({'; '.join(stack.evidence)[:300]})")
-        events.append(log("diagnoser", f"stack: {', '.join(stack.software())}", evidence=stack.evidence))
+        ctx.progress("diagnoser", f"stack: {', '.join(stack.software)} ({'; '.join(stack.evidence)[:300]})")
+        events.append(log("diagnoser", f"stack: {', '.join(stack.software)}", evidence=stack.evidence))
     if analysis is None:
         events.append(
             log(
@@ -131,7 +103,7 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> Update:
     diagnosis = diagnose_analysis(
         analysis,
         data_dirs=[data_dir] if data_dir else [],
-        mpiio_program="mpi-io" in out["software"],
+        stack=stack,
         reported_waits=_reported_waits(spec, baseline, result),
     )
     out["diagnosis"] = diagnosis

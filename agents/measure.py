@@ -17,6 +17,7 @@ from typing import Any
 from dftune.agents.context import Context
 from dftune.core import strictjson
 from dftune.core.domain.measurements import Coverage, Measurement, StagePlan
+from dftune.core.facts.paths import NO_RUN, RunPaths
 from dftune.tools.runner.bench import BenchResult, Progress, Replicate, bench
 from dftune.tools.runner.paired import ArmPlan, PairedResult, PairProgress, paired_bench
 from dftune.tools.runner.spec import WorkloadSpec
@@ -49,8 +50,9 @@ def measure(
         env=env,
         progress=progress,
     )
-    m, analysis, result = _summarize(result, workdir, env, traced, views, reuse_analysis=False)
     data_dir = run_spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
+    paths = RunPaths.of(str(data_dir) if data_dir else None, env=env)
+    m, analysis, result = _summarize(result, workdir, env, traced, views, reuse_analysis=False, paths=paths)
     return (
         m.model_copy(update={"source_dir": source_dir, "data_dir": str(data_dir) if data_dir else None}),
         analysis,
@@ -100,14 +102,15 @@ def measure_paired(
         (ref_plan, sitting.reference, reference.source_dir),
         (cand_plan, sitting.candidate, source_dir),
     ):
-        m, analysis, _ = _summarize(
-            result, plan.workdir, plan.env, plan.traced, ("file", "proc"), reuse_analysis=False
-        )
         data_dir = plan.spec.placeholder_values(result.settings, workdir=plan.workdir).get("data_dir")
         staged = (
             str(staged_path(plan.stage, str(plan.workdir.resolve()), Path(data_dir)))
             if plan.stage is not None and data_dir
             else None
+        )
+        paths = RunPaths.of(str(data_dir) if data_dir else None, staged, env=plan.env)
+        m, analysis, _ = _summarize(
+            result, plan.workdir, plan.env, plan.traced, ("file", "proc"), reuse_analysis=False, paths=paths
         )
         update: dict[str, Any] = {
             "source_dir": src,
@@ -130,6 +133,7 @@ def _summarize(
     views: tuple[str, ...],
     *,
     reuse_analysis: bool,
+    paths: RunPaths = NO_RUN,
 ) -> tuple[Measurement, Analysis | None, BenchResult]:
     strictjson.write_file(workdir / BENCH_FILE, result.to_json_dict(), indent=1)
     analysis: Analysis | None = None
@@ -137,10 +141,12 @@ def _summarize(
     if reuse_analysis and (workdir / ANALYSIS_FILE).is_file():  # the arm's analysis stands
         analysis_path = workdir / ANALYSIS_FILE
         analysis = strictjson.read_model(analysis_path, Analysis)
-    first_ok, trace_notes = (None, []) if analysis is not None or not traced else fullest_trace(result)
+    first_ok, trace_notes = (None, []) if analysis is not None or not traced else fullest_trace(result, paths)
     if traced and first_ok is not None and first_ok.trace_dir:
         # the application's I/O: helper processes (a pyenv shim's bash, a launch script) left out
-        analysis = analyze([first_ok.trace_dir], views=list(views), profile=True, exclude_helpers=True)
+        analysis = analyze(
+            [first_ok.trace_dir], views=list(views), profile=True, exclude_helpers=True, run_paths=paths
+        )
         analysis_path = workdir / ANALYSIS_FILE
         strictjson.write_file(analysis_path, analysis.to_json_dict())
     work, work_notes = replicate_work(result)
@@ -172,7 +178,7 @@ TRACE_AGREEMENT = 0.001
 MAX_TRACES_COMPARED = 5
 
 
-def fullest_trace(result: BenchResult) -> tuple[Replicate | None, list[str]]:
+def fullest_trace(result: BenchResult, paths: RunPaths = NO_RUN) -> tuple[Replicate | None, list[str]]:
     """The successful replicate whose trace holds the most I/O (bytes, then calls), and a note when
     the traces disagree. A tracer that lost a thread's last events in one replicate must not make
     the program look as if it did less: one that really does less does so in every replicate."""
@@ -182,7 +188,7 @@ def fullest_trace(result: BenchResult) -> tuple[Replicate | None, list[str]]:
     work: dict[int, tuple[int, int]] = {}
     for r in oks:
         try:
-            a = analyze([r.trace_dir], exclude_helpers=True)  # type: ignore[list-item]
+            a = analyze([r.trace_dir], exclude_helpers=True, run_paths=paths)  # type: ignore[list-item]
         except TraceError:
             continue
         work[r.index] = ((a.read.bytes or 0) + (a.write.bytes or 0), a.read.count + a.write.count)
@@ -246,11 +252,12 @@ def measure_baseline(
             budget.units.elapsed_s() / max(1, len(result.replicates)) * (replicates + 1),
             kind="baseline",
         )  # n replicates and a warm-up, at the unit cost
+        data_dir = spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
+        paths = RunPaths.of(str(data_dir) if data_dir else None)
         with budget.job(run_dir, "baseline analysis", spec, arm=False) if traced else nullcontext(spec):
             m, analysis, result = _summarize(
-                result, workdir, {}, traced, ("file", "proc"), reuse_analysis=False
+                result, workdir, {}, traced, ("file", "proc"), reuse_analysis=False, paths=paths
             )
-        data_dir = spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
         return m.model_copy(update={"data_dir": str(data_dir) if data_dir else None}), analysis, result
     with budget.job(run_dir, "the baseline", spec, kind="baseline") as capped:
         return measure(

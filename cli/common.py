@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typer.core import TyperCommand, TyperOption
 
 if TYPE_CHECKING:
     from dftune.core.domain.run import RunResult
-
 
 app = typer.Typer(
     name="dftune",
@@ -30,6 +30,30 @@ EXIT_BAD_INPUT = 2
 
 #: ``dftune run`` ended with status failed (baseline could not run, tracer unusable, ...)
 EXIT_RUN_FAILED = 3
+
+
+class SettingsCommand(TyperCommand):
+    """A command whose options named after a run setting (a field of RunSettings or LLMSettings)
+    show that field's description, default and (a chat-model setting) environment variable, read
+    from the models when help is shown: said once there, and start-up stays light. Such an option
+    is None when not given, so a campaign file and then the model's default apply."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from dftune.agents.reasoner.transport import SETTINGS_ENV
+        from dftune.core.domain.run import LLMSettings, RunSettings  # the CLI's one import of the settings
+
+        for opt in (p for p in self.params if isinstance(p, TyperOption)):
+            model = next((m for m in (RunSettings, LLMSettings) if opt.name in m.model_fields), None)
+            if model is None or opt.name is None:
+                continue
+            field = model.model_fields[opt.name]
+            default = field.get_default(call_default_factory=True)
+            opt.help = field.description
+            if default is not None and not opt.is_flag:
+                opt.show_default = f"{default:g}" if isinstance(default, float) else str(default)
+            if model is LLMSettings:
+                opt.envvar, opt.show_envvar = SETTINGS_ENV[opt.name], True
+        super().format_help(ctx, formatter)
 
 
 @app.callback()

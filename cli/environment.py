@@ -23,7 +23,18 @@ from dftune.cli.common import (
 def doctor(
     data_dir: Annotated[
         list[Path] | None,
-        typer.Option("--data-dir", help="Report the filesystem of this folder (repeatable)."),
+        typer.Option(
+            "--data-dir",
+            help="Report the filesystem of this folder (repeatable); with --path, the run's data folder.",
+        ),
+    ] = None,
+    path: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--path",
+            help="Say why this path was or was not counted as the program's data: its class, the "
+            "rule that decided it and the rule's source (repeatable; only this is checked).",
+        ),
     ] = None,
     allow_install: Annotated[
         bool, typer.Option("--allow-install", help="pip-install dftracer if it is missing.")
@@ -34,6 +45,9 @@ def doctor(
 ) -> None:
     """Is dftracer usable here, what does it trace and not
     trace, are MPI/HDF5 present, which FS holds the data."""
+    if path:
+        _path_classes(path, data_dir or [], as_json)
+        return
     from dftune.agents.doctor import doctor as run_doctor
 
     with user_errors():
@@ -81,6 +95,29 @@ def doctor(
             out.print(line, soft_wrap=True)
     if not report["ok"]:
         raise typer.Exit(1)
+
+
+def _path_classes(paths: list[str], data_dirs: list[Path], as_json: bool) -> None:
+    """``doctor --path``: each path's class for a run whose data folders are ``data_dirs``."""
+    import os
+
+    from dftune.core.facts.paths import RunPaths, classify
+
+    with user_errors():
+        run = RunPaths.of(*(os.path.abspath(d) for d in data_dirs))
+        found = [classify(p if p.startswith("/") else os.path.abspath(p), run) for p in paths]
+    if as_json:
+        rows = [{"path": c.path, "class": c.class_, "rule": c.rule, "source": c.source} for c in found]
+        emit_json({"paths": rows})
+        return
+    from dftune.core.terminal import text, word_wrapped
+
+    out = Console()
+    width = min(out.width, 80)
+    for c in found:
+        out.print(text(c.path), soft_wrap=True)
+        for line in (f"  {c.class_} (rule {c.rule}): {c.reason}", f"  source: {c.source}"):
+            out.print(word_wrapped(text(line), width, indent=4), soft_wrap=True)
 
 
 @app.command("mcp")

@@ -17,6 +17,7 @@ from dftune.cli.common import (
     BudgetOpt,
     DeadlineOpt,
     JsonOpt,
+    SettingsCommand,
     TableOpt,
     _progress,
     _show_run,
@@ -139,7 +140,7 @@ def bench(
         fail(f"no replicate of {result.workload} succeeded ({reasons})", code=EXIT_RUN_FAILED)
 
 
-@app.command()
+@app.command(cls=SettingsCommand)
 def run(
     workloads: Annotated[
         list[Path],
@@ -147,78 +148,21 @@ def run(
             help="Workload spec(s) (TOML). Several specs, or one campaign TOML, make one campaign."
         ),
     ],
-    mode: Annotated[
-        str | None,
-        typer.Option(
-            "--mode",
-            help="autonomous (default; overnight: no-sudo L1/L2 changes approved by policy) "
-            "or interactive (every change waits for dftune approve).",
-        ),
-    ] = None,
-    max_experiments: Annotated[
-        int | None,
-        typer.Option("--max-experiments", min=0, help="Experiment budget per workload (default 6)."),
-    ] = None,
+    # run settings: help, defaults and environment variables come from RunSettings (SettingsCommand)
+    mode: Annotated[str | None, typer.Option("--mode")] = None,
+    max_experiments: Annotated[int | None, typer.Option("--max-experiments")] = None,
     run_id: Annotated[
         str | None, typer.Option("--run-id", help="Run (or campaign) id (default: generated).")
     ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            help="rules (default; offline, deterministic) or PROVIDER:MODEL "
-            "(anthropic:..., openai:...; OPENAI_BASE_URL for compatible servers).",
-        ),
-    ] = None,
-    replicates: Annotated[
-        int | None, typer.Option("--replicates", min=1, help="Replicates per arm (default: the spec's).")
-    ] = None,
-    allow_install: Annotated[
-        bool, typer.Option("--allow-install", help="Let the installer pip-install dftracer if it is missing.")
-    ] = False,
-    token_budget: Annotated[
-        int | None,
-        typer.Option("--token-budget", min=0, help="Tokens the chat model may spend; then the rules decide."),
-    ] = None,
-    retry_known: Annotated[
-        bool,
-        typer.Option(
-            "--retry-known",
-            help="Measure again what the knowledge base already measured here "
-            "without a gain (against the same incumbent).",
-        ),
-    ] = False,
-    force: Annotated[
-        bool,
-        typer.Option("--force", help="Tune even when the worth-tuning gate says I/O cannot pay off here."),
-    ] = False,
-    llm_timeout: Annotated[
-        float | None,
-        typer.Option(
-            "--llm-timeout",
-            envvar="DFTUNE_LLM_TIMEOUT_S",
-            show_default="30",
-            help="Seconds one request to the chat model may take.",
-        ),
-    ] = None,
-    llm_retries: Annotated[
-        int | None,
-        typer.Option(
-            "--llm-retries",
-            envvar="DFTUNE_LLM_RETRIES",
-            show_default="2",
-            help="Retries of a failed request (429, 5xx, timeouts), with backoff and retry-after.",
-        ),
-    ] = None,
-    llm_deadline: Annotated[
-        float | None,
-        typer.Option(
-            "--llm-deadline",
-            envvar="DFTUNE_LLM_DEADLINE_S",
-            show_default="60",
-            help="Seconds one judgment may take in all (retries, re-asks); then the rules decide.",
-        ),
-    ] = None,
+    model: Annotated[str | None, typer.Option("--model")] = None,
+    replicates: Annotated[int | None, typer.Option("--replicates")] = None,
+    allow_install: Annotated[bool, typer.Option("--allow-install")] = False,
+    token_budget: Annotated[int | None, typer.Option("--token-budget")] = None,
+    retry_known: Annotated[bool, typer.Option("--retry-known")] = False,
+    force: Annotated[bool, typer.Option("--force")] = False,
+    timeout_s: Annotated[float | None, typer.Option("--llm-timeout")] = None,
+    retries: Annotated[int | None, typer.Option("--llm-retries")] = None,
+    deadline_s: Annotated[float | None, typer.Option("--llm-deadline")] = None,
     time_budget: BudgetOpt = None,
     deadline: DeadlineOpt = None,
     as_json: Annotated[
@@ -239,7 +183,7 @@ def run(
     from dftune.tools.runner.deadline import resolve
 
     with user_errors():
-        llm = llm_settings(timeout_s=llm_timeout, retries=llm_retries, deadline_s=llm_deadline)
+        llm = llm_settings(timeout_s=timeout_s, retries=retries, deadline_s=deadline_s)
         file: CampaignFile | None = None
         specs = list(workloads)
         if len(specs) == 1 and is_campaign_file(specs[0]):

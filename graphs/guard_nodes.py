@@ -11,7 +11,6 @@ bypass them), keeps a win, keeps a win the traces cannot settle on trial until a
 
 from __future__ import annotations
 
-import os
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
@@ -40,7 +39,6 @@ from dftune.tools.guards import (
 )
 from dftune.tools.kb import opt_kb_of_experiment, opt_kb_record
 from dftune.tools.kb.store import MeasuredArms
-from dftune.tools.runner.changes.layering import HINTS_VAR
 from dftune.tools.runner.metric_names import metric_label
 from dftune.tools.runner.spec import WorkloadSpec
 
@@ -98,8 +96,7 @@ def arm_of(m: Measurement | None, label: str) -> Arm | None:
         label=label,
         staged_dir=m.staged_dir,
         workdir=m.workdir,
-        # the hint file dftune wrote for the arm (a knob's own path values stay the program's data)
-        config_files=frozenset(v for k, v in m.env.items() if k == HINTS_VAR and os.path.isabs(v)),
+        env=dict(m.env),
     )
 
 

@@ -98,11 +98,12 @@ class ContextSearchIn(_In):
     system: str = Field(min_length=1, description="This machine (for KB system findings).")
     workload: str = Field(min_length=1, description="This application (for KB workload findings).")
     iteration: int | None = Field(None, ge=1, description="opt<n> to write into (default: the latest).")
-    stack: dict[str, Any] | None = Field(
+    software: list[str] | None = Field(
         None,
-        description="Detected layers: fs_type, mpi, romio, hdf5, "
-        "ml_framework, other (default: from the run).",
+        description="The run's software stack ids (posix, mpi, mpi-io, romio, hdf5, pytorch, ...: "
+        "resources/facts/stacks.toml; default: from the run).",
     )
+    fs_type: str | None = Field(None, description="The data folder's filesystem (default: from the run).")
     online: bool | None = Field(
         None, description="Force remote search on/off (default: DFTUNE_OFFLINE, reachability)."
     )
@@ -120,14 +121,16 @@ class ContextSearchIn(_In):
 )
 def session_search_optimization_context_tool(p: ContextSearchIn) -> dict[str, Any]:
     """Stack-wide search once per iteration, so proposals are not limited to the top bottleneck."""
-    from dftune.tools.literature import session_search_optimization_context
+    from dftune.tools.literature import SearchContext, session_search_optimization_context
 
     return session_search_optimization_context(
         p.run_id,
         p.system,
         p.workload,
         iteration=p.iteration,
-        stack=p.stack,
+        context=None
+        if p.software is None and p.fs_type is None
+        else SearchContext(software=p.software or ["posix"], fs_type=p.fs_type),
         online=p.online,
         max_results_each=p.max_results_each,
         k_local=p.k_local,

@@ -16,13 +16,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field
 
+from dftune.core.domain.run import Mode, RunSettings  # the MCP server's one import of the run settings
 from dftune.mcp_server.registry import RunId, Toolbox, ToolFailure, _In
 
 box = Toolbox()
+#: the run settings' fields, whose defaults and descriptions run_start's inputs take over
+SETTING = RunSettings.model_fields
 
 #: How long one call may wait for a run to stop or ask (a client's own call timeout is usually minutes).
 MAX_WAIT_S = 600
@@ -191,24 +194,16 @@ def _idle(run_id: str) -> None:
 
 class RunStartIn(_In):
     spec: str = Field(min_length=1, description="Workload spec (TOML): command, knobs, metric (see docs).")
-    max_experiments: int = Field(
-        2, ge=0, le=100, description="At most this many experiments (each a guarded, measured change)."
-    )
+    # run settings: default, bounds and description are RunSettings' (the MCP caps a few for an assistant)
+    max_experiments: Annotated[int, SETTING["max_experiments"], Field(le=100)]
     time_budget: str | None = Field(
         None, description="Wall-clock budget, e.g. '90s', '20m', '8h': nothing starts that cannot finish."
     )
-    mode: Literal["autonomous", "interactive"] = Field(
-        "autonomous",
-        description="autonomous: no-sudo L1/L2 changes approved by policy; interactive: every change waits "
-        "for run_answer.",
-    )
-    replicates: int | None = Field(None, ge=1, le=50, description="Replicates per arm (default: the spec's).")
+    mode: Annotated[Mode, SETTING["mode"]]
+    replicates: Annotated[int | None, SETTING["replicates"], Field(le=50)]
     run_id: str | None = Field(None, description="The run's id (default: a new one from time and workload).")
-    model: str = Field("rules", description="'rules' (no LLM) or PROVIDER:MODEL, as `dftune run --model`.")
-    force: bool = Field(
-        False,
-        description="Tune even when the worth-tuning gate says I/O cannot pay off (dftune run --force).",
-    )
+    model: Annotated[str, SETTING["model"]]
+    force: Annotated[bool, SETTING["force"]]
     wait_s: int = WaitS
 
 

@@ -15,7 +15,7 @@ the change there through the change journal, so it is applied once and can be ro
 """
 
 from dftune.agents.optimizer.apply import apply_change, copy_source, journal_for, keep_layout, next_iteration
-from dftune.agents.optimizer.artifacts import stack_of, write_layer_artifacts
+from dftune.agents.optimizer.artifacts import write_layer_artifacts
 from dftune.agents.optimizer.checklist import checklist_verdicts
 from dftune.agents.optimizer.choose import ACTIONABLE, choose
 from dftune.agents.optimizer.estimate import estimate
@@ -51,6 +51,5 @@ __all__ = [
     "proposal_table",
     "renewed",
     "requirement_gap",
-    "stack_of",
     "write_layer_artifacts",
 ]

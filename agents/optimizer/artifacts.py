@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from dftune.agents.context import Context
 from dftune.core.domain.proposals import Proposal
 from dftune.core.domain.run import TuningState
@@ -25,7 +23,8 @@ def write_layer_artifacts(ctx: Context, state: TuningState, p: Proposal, n: int)
             "papers": [c.model_dump() for c in state.citations],
             "pitfalls": [x.model_dump() for x in state.pitfalls],
             "coverage": state.coverage.model_dump() if state.coverage else None,
-            "stack": stack_of(state),
+            "software": state.software,
+            "fs_type": state.fs_type,
         },
     )
     name = {"L1": "opt_l1_results.json", "L2": "opt_l2_results.json", "L3": "opt_l3_results.json"}[p.layer]
@@ -48,23 +47,15 @@ def write_layer_artifacts(ctx: Context, state: TuningState, p: Proposal, n: int)
         state.run_id, n, "optimization_papers.json", {"citations": [c.model_dump() for c in state.citations]}
     )
     try:  # once per iteration, every detected layer, local first, remote only when online (the skill)
-        from dftune.tools.literature import session_search_optimization_context
+        from dftune.tools.literature import SearchContext, session_search_optimization_context
 
         session_search_optimization_context(
-            state.run_id, state.system, state.workload, iteration=n, stack=stack_of(state), workspace=ws
+            state.run_id,
+            state.system,
+            state.workload,
+            iteration=n,
+            context=SearchContext(software=state.software, fs_type=state.fs_type),
+            workspace=ws,
         )
     except Exception as exc:  # the context search informs; it never stops an experiment
         ctx.progress("literature", f"opt{n}: context search failed: {exc}")
-
-
-def stack_of(state: TuningState) -> dict[str, Any]:
-    """The layers this run detected, as the literature's context search reads them."""
-    sw = set(state.software)
-    ml = next((f for f in ("pytorch", "tensorflow") if f in sw), None)
-    return {
-        "fs_type": state.fs_type,
-        "mpi": "mpi" if "mpi-io" in sw else None,
-        "romio": "mpi-io" in sw,
-        "hdf5": "hdf5" in sw,
-        "ml_framework": ml,
-    }

@@ -21,18 +21,28 @@ from dftune.agents.reasoner.protocol import KnobProposal, L2Setting, PatchDraft
 from dftune.agents.reasoner.questions import draft_question, knob_value_question, l2_question
 from dftune.core.domain.proposals import Proposal
 from dftune.core.domain.run import Decision, TuningState, Update, log, update
+from dftune.core.facts.paths import classify
 from dftune.tools.catalog import Strategy
 
 #: what the draft prompt shows of the source tree: files, and characters of their text
 SOURCE_FILES = 40
 SOURCE_CHARS = 8_000
-_TEXT = (".py", ".c", ".h", ".cc", ".cpp", ".f90", ".sh", ".toml", ".cfg", ".txt")
 
 
 def enabled(ctx: Context, action: str) -> bool:
     """Is a model configured and allowed this action? (The rules never take the model's actions.)"""
     settings = getattr(ctx.reasoner, "settings", None)
     return ctx.reasoner.name != "rules" and settings is not None and action in settings.actions
+
+
+def _text(path: Path, limit: int | None = None) -> str | None:
+    """A file's text when it is text (UTF-8, no NUL byte), else None (a binary, a data file)."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(limit if limit is not None else -1)
+        return None if b"\0" in raw else raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def source_root(state: TuningState, ctx: Context) -> Path:
@@ -42,21 +52,24 @@ def source_root(state: TuningState, ctx: Context) -> Path:
 
 
 def source_listing(root: Path) -> str:
-    """The source tree as the model sees it: relative paths, then the text of the small source files."""
+    """The source tree as the model sees it: relative paths, then the text of the small source files
+    (text: UTF-8 without NUL bytes; tools' caches such as __pycache__ are not the program's)."""
     files = sorted(
-        p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts and not p.is_symlink()
+        p
+        for p in root.rglob("*")
+        if p.is_file() and not p.is_symlink() and classify(f"/{p.relative_to(root)}").class_ != "tool_cache"
     )
     lines = [f"{p.relative_to(root)} ({p.stat().st_size} bytes)" for p in files[:SOURCE_FILES]]
     if len(files) > SOURCE_FILES:
         lines.append(f"... {len(files) - SOURCE_FILES} more files not shown")
     left = SOURCE_CHARS
     for p in files[:SOURCE_FILES]:
-        if p.suffix not in _TEXT or p.stat().st_size > left:
+        text = _text(p) if p.stat().st_size <= left else None
+        if text is None:
             continue
-        text = p.read_text(encoding="utf-8", errors="replace")
         left -= len(text)
         lines += ["", f"--- {p.relative_to(root)}", text]
-    if left <= 0 or any(p.suffix in _TEXT and p.stat().st_size > SOURCE_CHARS for p in files):
+    if left <= 0 or any(p.stat().st_size > SOURCE_CHARS and _text(p, 4096) is not None for p in files):
         lines.append("... the text of larger files is not shown")
     return "\n".join(lines)
 

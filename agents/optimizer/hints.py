@@ -26,8 +26,9 @@ from pathlib import Path
 from dftune.core import strictjson
 from dftune.core.domain.measurements import Measurement
 from dftune.core.domain.proposals import Change, Proposal
+from dftune.core.facts.stacks import env_hint_prefixes
 from dftune.tools.catalog import Catalog
-from dftune.tools.diagnose.stack import IOR_HINT_PREFIX, hints_printed, overridden
+from dftune.tools.diagnose.stack import hints_printed, overridden
 from dftune.tools.runner.bench import BenchError, bench
 from dftune.tools.runner.changes.layering import HINTS_VAR, hint_file_text, read_hint_file
 from dftune.tools.runner.spec import WorkloadSpec
@@ -95,7 +96,7 @@ def hint_proposals(
     if "romio" not in software:
         return []
     out = []
-    env_form = "ior-hint-env" in software
+    env_form = env_hint_prefixes(software)
     for sid, hints in hint_sets(catalog, ranks):
         s = catalog.strategies[sid]
         shown = ",".join(f"{k}={v}" for k, v in hints.items())
@@ -107,9 +108,8 @@ def hint_proposals(
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 path.write_text(text, encoding="utf-8")
         env = {"ROMIO_HINTS": str(path), **PRINT_HINTS}
-        if env_form:
-            env.update({f"{IOR_HINT_PREFIX}{k}": v for k, v in hints.items()})
-        form = f"a ROMIO hint file{' and the program’s IOR_HINT__MPI__ variables' if env_form else ''}"
+        env.update({f"{prefix}{k}": v for prefix in env_form for k, v in hints.items()})
+        form = "a ROMIO hint file" + "".join(f" and the program’s {p}<key> variables" for p in env_form)
         out.append(
             Proposal(
                 id=pid,
@@ -137,7 +137,8 @@ def arm_hints(env: dict[str, str]) -> dict[str, str]:
     path = env.get(HINTS_VAR)
     if path and Path(path).is_file():
         out.update(read_hint_file(path))
-    out.update({k.removeprefix(IOR_HINT_PREFIX): v for k, v in env.items() if k.startswith(IOR_HINT_PREFIX)})
+    for prefix in env_hint_prefixes():
+        out.update({k.removeprefix(prefix): v for k, v in env.items() if k.startswith(prefix)})
     return out
 
 

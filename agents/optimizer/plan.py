@@ -7,7 +7,6 @@ reaches the table; each screened proposal then gets a labeled estimate (``estima
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 from langgraph.runtime import Runtime
@@ -20,6 +19,7 @@ from dftune.core.domain.diagnosis import Diagnosis
 from dftune.core.domain.measurements import SHM_ROOT, Measurement, StagePlan
 from dftune.core.domain.proposals import Change, Proposal
 from dftune.core.domain.run import TuningState, Update, log, update
+from dftune.core.facts.stacks import presumption_gap
 from dftune.tools.catalog import Catalog, Strategy
 from dftune.tools.catalog.models import placeholders
 from dftune.tools.runner.spec import WorkloadSpec
@@ -146,35 +146,9 @@ def catalog_proposal(s: Strategy, context: dict[str, str]) -> Proposal:
     return Proposal(**base, change=Change(kind="manual", instructions=text), status="manual", reason=why)
 
 
-#: What a strategy's ``requires`` words presume, and how dftune knows whether this run has it.
-_REQUIREMENTS = {
-    "pytorch": "pytorch",
-    "tensorflow": "tensorflow",
-    "hdf5": "hdf5",
-    "mpi-io": "mpi-io",
-    "netcdf": "netcdf",
-    "gpu": "gpu",
-    "lfs": "lfs",
-}
-
-
 def requirement_gap(s: Strategy, software: list[str]) -> str | None:
     """Why a strategy cannot apply here (it presumes software this run does not use), or None."""
-    have = set(software)
-    if shutil.which("lfs"):
-        have.add("lfs")
-    for need in s.requires:
-        text = need.lower()
-        for word, token in _REQUIREMENTS.items():
-            if (
-                word in text
-                and token not in have
-                and not ("pytorch-or-tensorflow" in text and have & {"pytorch", "tensorflow"})
-            ):
-                return (
-                    f"presumes {need}, which this workload does not use (detected: {', '.join(sorted(have))})"
-                )
-    return None
+    return presumption_gap(s.requires, software)
 
 
 def plan_proposals(

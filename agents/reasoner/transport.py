@@ -27,15 +27,8 @@ from dftune.core.secrets import redact
 
 PROVIDERS = ("anthropic", "openai")
 
-#: environment variables of the settings (the CLI options default to them)
-SETTINGS_ENV = {
-    "timeout_s": "DFTUNE_LLM_TIMEOUT_S",
-    "retries": "DFTUNE_LLM_RETRIES",
-    "deadline_s": "DFTUNE_LLM_DEADLINE_S",
-    "backoff_s": "DFTUNE_LLM_BACKOFF_S",
-    "max_output_tokens": "DFTUNE_LLM_MAX_OUTPUT_TOKENS",
-    "actions": "DFTUNE_LLM_ACTIONS",
-}
+#: environment variables of the settings, one per LLMSettings field: DFTUNE_LLM_<FIELD> (the CLI shows them)
+SETTINGS_ENV = {name: f"DFTUNE_LLM_{name.upper()}" for name in LLMSettings.model_fields}
 #: a retry-after longer than this is not waited for (the rules decide instead)
 MAX_RETRY_AFTER_S = 120.0
 #: backoff between retries without a retry-after grows to at most this

@@ -122,14 +122,35 @@ class LLMSettings(StrictModel):
     exponential backoff from ``backoff_s`` (or the server's retry-after); one judgment never
     takes longer than ``deadline_s`` in all (then the rules decide)."""
 
-    timeout_s: float = Field(default=30.0, gt=0, le=3600)
-    retries: int = Field(default=2, ge=0, le=10)
-    deadline_s: float = Field(default=60.0, gt=0, le=7200)
-    backoff_s: float = Field(default=1.0, ge=0, le=60)
-    #: the answer's size cap (the API's max_tokens); the budget check reserves this much per call
-    max_output_tokens: int = Field(default=2048, ge=64, le=64_000)
-    #: what the model may do besides choosing, estimating and summarizing (see agents.reasoner.questions)
-    actions: list[ModelAction] = Field(default_factory=lambda: list(MODEL_ACTIONS))
+    timeout_s: float = Field(
+        default=30.0, gt=0, le=3600, description="Seconds one request to the chat model may take."
+    )
+    retries: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="Retries of a failed request (429, 5xx, timeouts), with backoff and retry-after.",
+    )
+    deadline_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=7200,
+        description="Seconds one judgment may take in all (retries, re-asks); then the rules decide.",
+    )
+    backoff_s: float = Field(
+        default=1.0, ge=0, le=60, description="Seconds before the first retry; doubled for each next one."
+    )
+    max_output_tokens: int = Field(
+        default=2048,
+        ge=64,
+        le=64_000,
+        description="The answer's size cap (the API's max_tokens); the token budget reserves this per call.",
+    )
+    actions: list[ModelAction] = Field(
+        default_factory=lambda: list(MODEL_ACTIONS),
+        description="What the model may do besides choosing, estimating and summarizing "
+        "(see agents.reasoner.questions).",
+    )
 
     @field_validator("actions", mode="before")
     @classmethod
@@ -147,24 +168,42 @@ class RunSettings(StrictModel):
     precedence (command line, then file, then these defaults) in one place."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    #: autonomous (overnight: no-sudo L1/L2 changes approved by policy) or interactive
-    mode: Mode = "autonomous"
-    #: experiments per workload
-    max_experiments: int = Field(default=6, ge=0)
-    #: replicates per arm (None: the spec's)
-    replicates: int | None = Field(default=None, ge=1)
-    #: ``rules`` (offline, deterministic) or ``PROVIDER:MODEL``
-    model: str = "rules"
-    #: tokens the chat model may spend in the run before the rules decide (the cost budget)
-    token_budget: int = Field(default=200_000, ge=0)
-    #: the installer may pip-install dftracer when it is missing
-    allow_install: bool = False
-    #: measure again what the knowledge base already measured here without a gain
-    retry_known: bool = False
-    #: tune even when the worth-tuning gate says I/O cannot pay off (``dftune run --force``)
-    force: bool = False
-    #: the chat model's timeouts, retries and per-decision deadline (unused with ``rules``)
-    llm: LLMSettings = Field(default_factory=LLMSettings)
+    mode: Mode = Field(
+        default="autonomous",
+        description="autonomous (overnight: no-sudo L1/L2 changes approved by policy) or interactive "
+        "(every change waits for a person's answer: dftune approve, or the MCP tool run_answer).",
+    )
+    max_experiments: int = Field(
+        default=6, ge=0, description="Experiments per workload (each a guarded, measured change)."
+    )
+    replicates: int | None = Field(
+        default=None, ge=1, description="Replicates per arm (default: the spec's)."
+    )
+    model: str = Field(
+        default="rules",
+        description="rules (offline, deterministic) or PROVIDER:MODEL (anthropic:..., openai:...; "
+        "OPENAI_BASE_URL for compatible servers).",
+    )
+    token_budget: int = Field(
+        default=200_000,
+        ge=0,
+        description="Tokens the chat model may spend in the run; then the rules decide.",
+    )
+    allow_install: bool = Field(
+        default=False, description="Let the installer pip-install dftracer if it is missing."
+    )
+    retry_known: bool = Field(
+        default=False,
+        description="Measure again what the knowledge base already measured here without a gain "
+        "(against the same incumbent).",
+    )
+    force: bool = Field(
+        default=False, description="Tune even when the worth-tuning gate says I/O cannot pay off here."
+    )
+    llm: LLMSettings = Field(
+        default_factory=LLMSettings,
+        description="The chat model's timeouts, retries and per-judgment deadline (unused with rules).",
+    )
 
     @classmethod
     def layered(cls, *layers: BaseModel | dict[str, Any] | None) -> RunSettings:

@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dftune.core.facts.stacks import detect
 from dftune.tools.catalog import default_catalog
-from dftune.tools.diagnose.engine import library_evidence, misfit
+from dftune.tools.diagnose.engine import misfit
+from dftune.tools.diagnose.stack import trace_evidence
 from dftune.tools.trace import analyze
+from dftune.tools.trace.model import Analysis
 
 
 def _trace(tmp_path: Path, calls: list[tuple[str, str, str]]) -> Path:
@@ -38,7 +41,13 @@ def _trace(tmp_path: Path, calls: list[tuple[str, str, str]]) -> Path:
 
 
 def _fits(strategy: str, trace: Path) -> str | None:
-    return misfit(default_catalog().strategies[strategy], analyze([trace], views=["file", "proc"]))
+    a = analyze([trace], views=["file", "proc"])
+    return misfit(default_catalog().strategies[strategy], a, detect(trace_evidence(a)))
+
+
+def library_evidence(a: Analysis) -> set[str]:
+    """The I/O libraries and interfaces the run's stack shows, from the trace alone."""
+    return set(detect(trace_evidence(a)).software) & {"stdio", "hdf5", "netcdf", "mpi-io"}
 
 
 def test_plain_posix_reads_get_no_stdio_hdf5_netcdf_or_romio_fix(tmp_path: Path) -> None:
@@ -65,7 +74,7 @@ def test_what_the_trace_shows_is_offered(tmp_path: Path) -> None:
     assert _fits("l1.stdio_to_lower_level", t) is None
     assert _fits("l2.hdf5_chunked_layout", t) is None
     assert _fits("l2.netcdf_classic_format", t) is None
-    assert "MPI" in (_fits("l2.romio_cb", t) or "")
+    assert "ROMIO" in (_fits("l2.romio_cb", t) or "")
 
 
 def test_a_few_stdio_calls_of_a_runtime_are_no_stdio_workload(tmp_path: Path) -> None:
@@ -85,7 +94,7 @@ def test_romio_tuning_needs_mpi_io_not_just_mpi(tmp_path: Path) -> None:
         *[("POSIX", "read", "/d/x.h5")] * 5,
     ]
     t = _trace(tmp_path, mpi)
-    assert "MPI-IO" in (_fits("l2.romio_cb", t) or "")  # an MPI job reading HDF5 files: no sign of ROMIO
+    assert "ROMIO" in (_fits("l2.romio_cb", t) or "")  # an MPI job reading HDF5 files: no sign of ROMIO
     assert _fits("l1.mpiio_collective_calls", t) is None  # moving an MPI job to MPI-IO presumes only MPI
     romio = tmp_path / "romio"
     romio.mkdir()

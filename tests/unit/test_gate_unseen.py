@@ -57,8 +57,11 @@ def test_mpi_ranks_on_their_own_files_need_mpiio_in_the_program(tmp_path: Path) 
         [_ranks(tmp_path / "nn", rank=True, shared=False)], views=["file", "proc"], exclude_helpers=True
     )
     assert not diagnose_analysis(a).worth_tuning  # file per rank, nothing says MPI-IO
-    forced = diagnose_analysis(a, mpiio_program=True)  # the program's source calls MPI.File
-    assert forced.worth_tuning and "the program calls MPI-IO" in forced.gate.reason
+    from dftune.core.facts.stacks import Stack
+
+    called = "mpi-io: 'mpi.file.open' in the program io.py"  # the program's source calls MPI.File
+    forced = diagnose_analysis(a, stack=Stack(software=["mpi", "mpi-io", "posix"], evidence=[called]))
+    assert forced.worth_tuning and called in forced.gate.reason
 
 
 def test_the_programs_own_wait_events_count(tmp_path: Path) -> None:

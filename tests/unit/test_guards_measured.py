@@ -304,7 +304,7 @@ def _arm_in(tmp: Path, name: str, workdir: str, *, hints: str | None = None) -> 
         data_dir=f"{workdir}/data",
         label=name,
         workdir=workdir,
-        config_files=frozenset([hints] if hints else []),
+        env={"ROMIO_HINTS": hints} if hints else {},
     )
 
 
@@ -352,8 +352,8 @@ def test_reading_less_of_an_input_outside_the_data_folder_is_doing_less(tmp_path
 
 
 def test_what_is_outside_the_data_folder_and_not_an_input_is_not_judged(tmp_path: Path) -> None:
-    """Names made afresh in every run cancel out of the sum; logs the program writes, tools' dot
-    folders and a configuration file read by one code path only are not the application's data."""
+    """Names made afresh in every run cancel out of the sum; logs the program writes, tools' caches
+    and a configuration file (core/facts/paths.py: class config) are not the application's data."""
     base = _arm(
         tmp_path,
         "base",
@@ -371,7 +371,7 @@ def test_what_is_outside_the_data_folder_and_not_an_input_is_not_judged(tmp_path
         "other",
         lambda: _reads_outside({"/tmp/run-c3d4/input.bin": 256 * KIB}, extra=("/home/u/logs/run-c3d4.log",)),
     )
-    assert sorted(base.outside_inputs) == ["/home/u/x.cfg", "/tmp/run-a1b2/input.bin"]
+    assert sorted(base.outside_inputs) == ["/tmp/run-a1b2/input.bin"]
     d = no_doing_less_guard(base, other, strategy=CAT.strategies["l1.dataloader_prefetch"])
     assert d.passed, d.reason
 

@@ -272,10 +272,10 @@ def test_context_search_writes_both_artifacts(tmp_path: Path) -> None:
         "run1",
         n,
         "optimization_context.json",
-        {"stack": {"fs_type": "lustre", "mpi": "mpich", "hdf5": True, "ml_framework": "pytorch"}},
+        {"software": ["mpi", "mpi-io", "romio", "hdf5", "pytorch"], "fs_type": "lustre"},
     )
     doc = session_search_optimization_context("run1", "sysA", "wl", store=st)
-    assert doc["layers"] == ["posix", "mpi", "romio", "hdf5", "filesystem", "ml_framework"]
+    assert doc["layers"] == ["posix", "mpi", "mpi-io", "romio", "hdf5", "pytorch", "filesystem"]
     assert not doc["online"] and any("offline" in x for x in doc["notes"])
     saved = json.loads(Path(doc["artifacts"]["context_opportunities"]).read_text())
     assert saved["opportunities"] and all(o["url"] and o["passage"] for o in saved["opportunities"])

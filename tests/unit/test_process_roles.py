@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dftune.core.facts.paths import classify
 from dftune.tools.diagnose.engine import diagnose
 from dftune.tools.trace import analyze
-from dftune.tools.trace.paths import classify
 from tests.tracegen import Proc, write_trace
 
 DATA = "/scratch/run/train.bin"
@@ -133,14 +133,17 @@ def test_a_program_with_only_startup_reads_is_judged_on_them(tmp_path: Path) -> 
 
 
 def test_path_classes() -> None:
-    assert classify("/proc/net/route") == "system"
-    assert classify("/dev/shm/dataset/x.bin") == "data"
-    assert classify("/sys/class/kfd/kfd/topology/nodes/1/gpu_id") == "system"
-    assert classify("/opt/py/lib/python3.11/json/__init__.py") == "runtime"
-    assert classify("/x/.venv/lib/python3.11/site-packages/numpy/core/_multiarray_umath.so") == "runtime"
-    assert classify("/etc/ld.so.cache") == "runtime"
-    assert classify("/scratch/data/train-00001.tfrecord") == "data"
-    assert classify("fhash:0123abcd") == "data"
+    assert classify("/proc/net/route").class_ == "system"
+    assert classify("/dev/shm/dataset/x.bin").class_ == "data"
+    assert classify("/sys/class/kfd/kfd/topology/nodes/1/gpu_id").class_ == "system"
+    assert classify("/opt/py/lib/python3.11/json/__init__.py").class_ == "runtime"
+    assert (
+        classify("/x/.venv/lib/python3.11/site-packages/numpy/core/_multiarray_umath.so").class_ == "runtime"
+    )
+    assert classify("/etc/ld.so.cache").class_ == "runtime"
+    assert classify("/etc/resolv.conf").class_ == "config"
+    assert classify("/scratch/data/train-00001.tfrecord").class_ == "data"
+    assert classify("fhash:0123abcd").class_ == "data"
 
 
 def test_calls_naming_no_file_are_judged_when_they_are_most_of_the_io(tmp_path: Path) -> None:

@@ -25,6 +25,9 @@ from dftune.core.domain.diagnosis import (
     PossiblyIo,
 )
 from dftune.core.errors import DftuneError
+from dftune.core.facts import program_facts
+from dftune.core.facts.paths import RunPaths
+from dftune.core.facts.stacks import Stack, detect
 from dftune.core.vocabulary import CATEGORIES, CHECKLIST
 from dftune.tools.catalog import Strategy, default_catalog, strategies_for
 from dftune.tools.diagnose.metrics import (
@@ -45,6 +48,7 @@ from dftune.tools.diagnose.scope import (
     set_apart,
     unattributed,
 )
+from dftune.tools.diagnose.stack import trace_evidence
 from dftune.tools.diagnose.unseen import app_waits, mpi_time
 from dftune.tools.trace import Analysis, analyze, analyze_runs
 
@@ -142,9 +146,7 @@ def gate(
     )
 
 
-def possibly_io(
-    analysis: Analysis, *, mpiio_program: bool = False, table: dict[str, Any] | None = None
-) -> list[PossiblyIo]:
+def possibly_io(analysis: Analysis, stack: Stack, table: dict[str, Any] | None = None) -> list[PossiblyIo]:
     """What the trace cannot show as I/O but may be (resources/diagnosis/gate.toml ``[possibly_io]``)."""
     t = (table or _data("gate.toml")).get("possibly_io", {})
     out: list[PossiblyIo] = []
@@ -152,15 +154,11 @@ def possibly_io(
         named = any(
             "mpi" in f"{e.cat} {e.name}".lower() and "file" in e.name.lower() for e in analysis.app_events
         )
-        got = mpi_time(
-            analysis,
-            uses_mpi=uses_mpi(analysis),
-            mpiio_program=mpiio_program or named,
-            markers=list(t.get("mpiio_markers", [])),
-        )
+        mpiio = stack.because("mpi-io") or ("the program's events name MPI-IO files" if named else None)
+        got = mpi_time(analysis, uses_mpi=stack.has("mpi"), mpiio=mpiio)
         if got is not None:
             out.append(got)
-    waits = app_waits(analysis, list(t.get("app_wait_names", [])))
+    waits = app_waits(analysis, list(program_facts().waits.events))
     if waits is not None:
         out.append(waits)
     return out
@@ -170,86 +168,21 @@ def metric_wait_patterns(table: dict[str, Any] | None = None) -> list[str]:
     return list((table or _data("gate.toml")).get("possibly_io", {}).get("metric_wait_patterns", []))
 
 
-#: Trace evidence that a job uses MPI (file names of the MPI library or its Python binding, launcher
-#: command lines); dftracer's preload mode records no MPI calls, so the libraries it opens are the sign.
-_MPI_HINTS = ("libmpi", "mpi4py", "libromio", "mpich", "openmpi", "mpirun", "mpiexec", "srun ")
-
-
-def uses_mpi(analysis: Analysis) -> bool:
-    """Whether the trace shows MPI: ranks, or MPI libraries
-    and launchers among its files and command lines."""
-    procs = (analysis.views.get("proc") or {}).get("rows", [])
-    if any(p.get("rank") is not None for p in procs):
-        return True
-    texts = [str(p.get("cmd") or "") for p in procs]
-    texts += [str(f.get("path") or "") for f in (analysis.views.get("file") or {}).get("rows", [])]
-    texts += [f"{e.cat} {e.name}" for e in analysis.app_events[:200]]
-    return any(h in t.lower() for t in texts for h in _MPI_HINTS)
-
-
-#: The trace evidence of an I/O library (Darshan's module names, dftracer's categories, the files a
-#: job opens: its data files' extensions and the shared libraries it loads), as Drishti narrows its
-#: recommendations to the modules a log holds.
-_LIBRARY_EVIDENCE = {
-    "hdf5": ("H5F", "H5D", "HDF5", ".h5", ".hdf5", ".he5", "libhdf5", "h5py"),
-    "netcdf": ("PNETCDF", "NETCDF", ".nc", ".nc4", ".cdf", "libnetcdf", "libpnetcdf", "netcdf4"),
-    "mpi-io": ("MPI-IO", "MPIIO", "MPI_FILE", "romio", "mca_io_", "ompio", "libmpiio"),
-}
-
-
-#: STDIO's share of the POSIX + STDIO call time from which a STDIO fix fits
-STDIO_SHARE = 0.10
-
-
-def library_evidence(analysis: Analysis) -> set[str]:
-    """Which of HDF5, netCDF, MPI-IO and STDIO the trace shows the job using."""
-    cats = [layer.cat for layer in analysis.layers if layer.count]
-    cats += [f"{e.cat} {e.name}" for e in analysis.app_events[:200]]
-    paths = [str(f.get("path") or "").lower() for f in (analysis.views.get("file") or {}).get("rows", [])]
-    io_layers = {
-        layer.cat.upper(): layer.time_s
-        for layer in analysis.layers
-        if layer.cat.upper() in ("POSIX", "STDIO")
-    }
-    io_time = sum(io_layers.values())
-    # a STDIO fix needs STDIO to carry a real share (Drishti's "high STDIO usage": over 10%), not
-    # the few fopen/fgets of a runtime reading its configuration
-    found = {"stdio"} if io_time > 0 and io_layers.get("STDIO", 0.0) / io_time >= STDIO_SHARE else set()
-    for lib, hints in _LIBRARY_EVIDENCE.items():
-        upper = [h for h in hints if h.isupper() or "-" in h]
-        lower = [h.lower() for h in hints if h not in upper]
-        if any(h in c.upper() for c in cats for h in upper) or any(
-            p.endswith(h) or h in p for p in paths for h in lower
-        ):
-            found.add(lib)
-    return found
-
-
-def misfit(s: Strategy, analysis: Analysis) -> str | None:
-    """Why a strategy does not fit this job (it acts on I/O the job does not do, presumes MPI, or an
-    I/O library or interface the trace does not show), or None."""
+def misfit(s: Strategy, analysis: Analysis, stack: Stack) -> str | None:
+    """Why a strategy does not fit this job (it acts on I/O the job does not do, or presumes software
+    the stack does not show: MPI, an I/O library or interface), or None."""
     does = {"read": analysis.read.count > 0, "write": analysis.write.count > 0}
     if s.io and not any(does[f] for f in s.io):
         return f"acts on {' or '.join(s.io)}s, and the trace has none"
-    if any("mpi" in r.lower() for r in s.requires) and not uses_mpi(analysis):
-        return "presumes MPI, and the trace shows no MPI (no ranks, no MPI library opened)"
-    seen: set[str] | None = None
-    for need in s.requires:
-        text = need.lower()
-        # tuning ROMIO presumes MPI-IO calls; a fix that moves an MPI program to MPI-IO only presumes MPI
-        for lib, word in (("stdio", "stdio"), ("hdf5", "hdf5"), ("netcdf", "netcdf"), ("mpi-io", "romio")):
-            if word in text:
-                seen = library_evidence(analysis) if seen is None else seen
-                if lib not in seen:
-                    return (
-                        f"presumes {need}, and the trace shows no "
-                        f"{lib.upper()} (no such calls, files or library)"
-                    )
-    return None
+    return stack.gap(s.requires)
 
 
 def _candidates(
-    category: str, fs_type: str, layers: list[str], analysis: Analysis | None = None
+    category: str,
+    fs_type: str,
+    layers: list[str],
+    analysis: Analysis | None = None,
+    stack: Stack | None = None,
 ) -> list[CandidateStrategy]:
     """Strategies for one bottleneck that may run on this
     filesystem and layer and fit this job (when known)."""
@@ -263,7 +196,7 @@ def _candidates(
             cited=cat.is_supported(s.id),
         )
         for s in strategies_for(category, fs_type, cat)
-        if s.layer in layers and (analysis is None or misfit(s, analysis) is None)
+        if s.layer in layers and (analysis is None or stack is None or misfit(s, analysis, stack) is None)
     ]
     out.sort(key=lambda c: (not c.cited, c.layer, c.id))
     return out
@@ -338,13 +271,15 @@ def diagnose_analysis(
     *,
     data_dirs: Iterable[str | Path] = (),
     rulesets: list[RuleSet] | None = None,
-    mpiio_program: bool = False,
+    stack: Stack | None = None,
     reported_waits: list[PossiblyIo] | None = None,
 ) -> Diagnosis:
     """Diagnose an existing analysis (with the file view, when available).
 
-    ``mpiio_program``: the program's source calls MPI-IO; ``reported_waits``: waits the program
-    reports outside the trace (a stdout metric that is its I/O time); both feed the gate."""
+    ``stack``: the run's software (its program, command and trace; the trace's alone when not
+    given), which decides the gate's MPI time and which strategies fit; ``reported_waits``: waits
+    the program reports outside the trace (a stdout metric that is its I/O time)."""
+    stack = stack or detect(trace_evidence(analysis))
     # the program's data I/O: system paths and (for a program with data I/O of its own) the
     # runtime's start-up reads are set apart (tools/diagnose/scope.py)
     everything = summary_metrics(analysis)
@@ -354,7 +289,7 @@ def diagnose_analysis(
     shape = data_shape(summary, analysis)
     g = gate(
         analysis,
-        possibly=possibly_io(analysis, mpiio_program=mpiio_program) + list(reported_waits or []),
+        possibly=possibly_io(analysis, stack) + list(reported_waits or []),
         shape=shape.kind,
     )
     fs_list = _filesystems(data_dirs)
@@ -362,7 +297,7 @@ def diagnose_analysis(
     bottlenecks = []
     for f in findings:
         b = Bottleneck(**f.model_dump())
-        b.candidates = _candidates(f.category, fs_type, g.allowed_layers, analysis)
+        b.candidates = _candidates(f.category, fs_type, g.allowed_layers, analysis, stack)
         bottlenecks.append(b)
     apart = set_apart(analysis)
     scores = {c: 0 for c in CATEGORIES}
@@ -413,6 +348,7 @@ def diagnose(
     """
     data_dirs = check_data_dirs(data_dirs)
     rulesets = load_rulesets()
+    kwargs.setdefault("run_paths", RunPaths.of(*map(str, data_dirs)))  # the data folders are data
     analysis = analyze(list(paths), skip_bad=skip_bad, views=_views(rulesets), exclude_helpers=True, **kwargs)
     return diagnose_analysis(analysis, data_dirs=data_dirs, rulesets=rulesets)
 
@@ -427,6 +363,7 @@ def diagnose_runs(
     """One diagnosis per run the traces hold (one pass over the files)."""
     data_dirs = check_data_dirs(data_dirs)
     rulesets = load_rulesets()
+    kwargs.setdefault("run_paths", RunPaths.of(*map(str, data_dirs)))
     analyses = analyze_runs(
         list(paths), skip_bad=skip_bad, views=_views(rulesets), exclude_helpers=True, **kwargs
     )

@@ -70,6 +70,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core.facts import filesystem_facts
 from dftune.core.vocabulary import FsType
 
 __all__ = [
@@ -425,7 +426,7 @@ def _classify_mount(m: Mount) -> FsType:
         return "vast" if _looks_like_vast(m.source, m.options) else "nfs"
     if fstype in _BY_FSTYPE:
         return _BY_FSTYPE[fstype]
-    if m.mount_point == "/dev/shm" or m.mount_point.startswith("/dev/shm/"):
+    if any(_is_under(m.mount_point, shm) for shm in filesystem_facts().tmpfs_mounts):
         return "tmpfs"
     if fstype in _LOCAL_FSTYPES:
         return "local"

@@ -6,15 +6,14 @@ on the shape of the analysis model.  Fractions are 0..1; times are seconds.
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Any
 
+from dftune.core.facts import program_facts
 from dftune.tools.trace.darshan.signals import FILE_DEFAULTS, darshan_metrics
 from dftune.tools.trace.model import Analysis
 
 MIB = float(1 << 20)
-#: Application event names that measure the training loop waiting for data (DLIO).
-FETCH_WAIT_NAMES = ("loop.iter", "TorchDataLoader.next", "TFDataLoader.next", "DaliDataLoader.next")
-FETCH_WAIT_SUFFIXES = ("DataLoader.next", ".fetch")
 
 
 def _frac(part: float, whole: float) -> float:
@@ -22,7 +21,8 @@ def _frac(part: float, whole: float) -> float:
 
 
 def _is_fetch_wait(name: str) -> bool:
-    return name in FETCH_WAIT_NAMES or name.endswith(FETCH_WAIT_SUFFIXES)
+    """An application event that measures the program waiting for its data (programs.toml)."""
+    return any(fnmatch.fnmatchcase(name, pat) for pat in program_facts().waits.events)
 
 
 def _is_compute(name: str, cat: str) -> bool:

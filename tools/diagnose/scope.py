@@ -14,28 +14,26 @@ from __future__ import annotations
 from typing import Any
 
 from dftune.core.domain.diagnosis import SetApart
+from dftune.core.facts.paths import DATA, class_why, set_apart_when
 from dftune.tools.trace import semantics as S
 from dftune.tools.trace.model import Analysis, PathClassStats, Shape
-from dftune.tools.trace.paths import DATA, RUNTIME, SYSTEM
-
-_WHY = {
-    SYSTEM: "system pseudo-files (/proc, /sys, /dev) that runtimes read about the machine; "
-    "--include-system-paths includes them",
-    RUNTIME: "the interpreter's and libraries' own files (lib dirs, site-packages, shared objects, /etc) "
-    "read at start-up; the program does data I/O of its own, which decides the diagnosis",
-}
 
 
 def excluded_classes(analysis: Analysis) -> list[str]:
-    """The path classes left out of the diagnosis of this analysis (none without a file view)."""
+    """The path classes left out of the diagnosis of this analysis (none without a file view): the
+    system's unless included, and the runtime's, launchers', tools' and configuration's whenever
+    the program does data I/O of its own (each class's ``set_apart`` in resources/facts/paths.toml)."""
     classes = analysis.path_classes
     if not classes:
         return []
-    out = [] if analysis.system_paths_included else [SYSTEM]
     data = classes.get(DATA)
-    if data is not None and (data.read_count + data.write_count) > 0:
-        out.append(RUNTIME)
-    return [c for c in out if c in classes]
+    has_data = data is not None and (data.read_count + data.write_count) > 0
+    out = []
+    for cls in classes:
+        when = set_apart_when(cls)
+        if (when == "always" and not analysis.system_paths_included) or (when == "with_data" and has_data):
+            out.append(cls)
+    return sorted(out)
 
 
 def set_apart(analysis: Analysis) -> list[SetApart]:
@@ -53,7 +51,7 @@ def set_apart(analysis: Analysis) -> list[SetApart]:
                 metadata_count=s.metadata_count,
                 io_time_s=round(s.io_time_s, 6),
                 example=s.example,
-                why=_WHY[cls],
+                why=_why(cls),
             )
         )
     return out
@@ -191,3 +189,13 @@ __all__ = [
     "excluded_classes",
     "set_apart",
 ]
+
+
+def _why(cls: str) -> str:
+    when = set_apart_when(cls)
+    also = (
+        "; --include-system-paths includes them"
+        if when == "always"
+        else ("; the program does data I/O of its own, which decides the diagnosis")
+    )
+    return class_why(cls) + also

@@ -1,73 +1,28 @@
-"""Which I/O stack a program runs on, inferred from how it is launched, what it is, and its trace.
+"""Which I/O stack a program runs on: the evidence gathered from how it is launched, what it is,
+and its trace, judged by :func:`dftune.core.facts.stacks.detect` (resources/facts/stacks.toml).
 
 A bare spec (a command and a metric) names no library, yet the catalog's L2 settings presume one:
 ROMIO hints need MPI-IO on an MPICH-derived MPI, HDF5 properties need HDF5, DataLoader settings need
-PyTorch. The evidence, each piece kept as a sentence for the report:
+PyTorch. What is looked at, each piece kept as a sentence for the report:
 
-- the launch: ``mpirun``/``mpiexec``/``srun`` in the command, or an MPI launcher in the spec;
-- the program itself: the script's source, or the strings of an executable (its dynamic libraries
-  ``libmpi``/``libhdf5``, the MPI-IO entry points it calls, environment conventions it reads such as
-  IOR's ``IOR_HINT__MPI__<key>=<value>``);
-- the trace: the shared libraries and Python packages the processes opened, ranks.
-
-Open MPI's default MPI-IO component (OMPIO) ignores a ROMIO hint file, so ROMIO is only assumed
-when nothing points to Open MPI.
+- the launch: the spec's launcher, and the programs the command runs (an MPI launcher's name);
+- the program itself: the script's source, or the strings of an executable (its dynamic libraries,
+  the MPI-IO entry points it calls, environment conventions it reads such as IOR's hint variables);
+- the trace: the files the processes opened, their commands and ranks, application events and the
+  I/O layers.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from dftune.core.facts.stacks import Evidence, Stack, detect
 
 #: How much of a program file is read for evidence (an executable's strings, a script's source).
 READ_LIMIT = 16 << 20
-_LAUNCHERS = ("mpirun", "mpiexec", "mpiexec.hydra", "srun", "orterun", "prterun", "flux")
-#: IOR reads MPI_Info hints from IOR_HINT__MPI__<key>=<value> (its aiori-MPIIO.c ShowHints/SetHints).
-IOR_HINT_PREFIX = "IOR_HINT__MPI__"
-_MPIIO_CALLS = ("mpi_file_open", "mpi.file.open", "mpi_file_write", "mpi_file_read", "mpi_file_set_view")
-_HDF5 = ("libhdf5", "h5fopen", "h5py", "import h5py", "h5fcreate", "h5pset_fapl_mpio")
-_OPENMPI = ("libopen-rte", "libopen-pal", "openmpi", "ompio", "/mca_")
-_MPICH = ("libmpich", "mpich", "libromio", "romio", "cray-mpich", "impi", "mvapich")
-_FRAMEWORKS = {
-    "pytorch": ("import torch", "from torch", "site-packages/torch/"),
-    "tensorflow": ("import tensorflow", "from tensorflow", "site-packages/tensorflow/"),
-    "dlio": ("dlio_benchmark",),
-}
-
-
-class Stack(BaseModel):
-    """The software a run uses, with the evidence for each part."""
-
-    model_config = ConfigDict(extra="forbid")
-    mpi: bool = False
-    mpiio: bool = False
-    #: an MPICH-derived MPI-IO (ROMIO): reads ROMIO_HINTS files and prints hints with ROMIO_PRINT_HINTS
-    romio: bool = False
-    hdf5: bool = False
-    frameworks: list[str] = Field(default_factory=list)
-    #: an environment convention the program turns into MPI_Info hints (IOR's), or None
-    hint_env_prefix: str | None = None
-    evidence: list[str] = Field(default_factory=list)
-
-    def software(self) -> list[str]:
-        """The words strategies' ``requires`` are matched against (agents/optimizer/plan.py)."""
-        out = {"posix", *self.frameworks}
-        if self.mpi:
-            out.add("mpi")
-        if self.mpiio:
-            out.add("mpi-io")
-        if self.romio:
-            out.add("romio")
-        if self.hdf5:
-            out.add("hdf5")
-        if self.hint_env_prefix == IOR_HINT_PREFIX:
-            out.add("ior-hint-env")
-        return sorted(out)
 
 
 def program_files(argv: list[str], cwd: Path) -> list[Path]:
@@ -116,14 +71,21 @@ def _ranks(analysis: Any) -> bool:
     return any(r.get("rank") is not None for r in (views.get("proc") or {}).get("rows", []))
 
 
-def _first(texts: Iterable[tuple[str, str]], needles: Iterable[str]) -> str | None:
-    """Where the first needle is found, as "'needle' in <where>"."""
-    needles = list(needles)
-    for where, text in texts:
-        for n in needles:
-            if n in text:
-                return f"{n!r} in {where}"
-    return None
+def trace_evidence(analysis: Any) -> Evidence:
+    """What a trace alone shows (``dftune diagnose`` of a trace read without its run)."""
+    ev = Evidence(ranks=_ranks(analysis))
+    if analysis is None:
+        return ev
+    ev.texts = [("the trace", " ".join(_trace_texts(analysis)))]
+    ev.layers = [layer.cat for layer in getattr(analysis, "layers", []) if layer.count]
+    ev.executables = [Path(c[0]).name for c in traced_commands(analysis) if c and c[0]]
+    io = {
+        x.cat.upper(): x.time_s
+        for x in getattr(analysis, "layers", [])
+        if x.cat.upper() in ("POSIX", "STDIO")
+    }
+    ev.stdio_share = io.get("STDIO", 0.0) / sum(io.values()) if sum(io.values()) > 0 else None
+    return ev
 
 
 def infer_stack(
@@ -139,6 +101,7 @@ def infer_stack(
 
     ``mpi_beside``: the folder of the Python that launches MPI programs (a pip-installed MPICH puts
     ``mpichversion`` there), evidence of which MPI an ``mpirun`` from the spec starts."""
+    ev = trace_evidence(analysis)
     files = list(
         dict.fromkeys(
             [
@@ -147,54 +110,14 @@ def infer_stack(
             ]
         )
     )
-    sources = [(f"the program {f.name}", read_program(f)) for f in files]
-    trace = [("the trace", " ".join(_trace_texts(analysis)))]
-    everything = [*sources, *trace, ("the command", " ".join(argv).lower())]
-    evidence: list[str] = []
-    s = Stack()
-
-    launch = next((a for a in argv if Path(a).name in _LAUNCHERS), None)
-    if launch or launcher in ("mpirun", "slurm", "flux"):
-        s.mpi = True
-        evidence.append(f"launched by {Path(launch).name if launch else launcher} (MPI ranks)")
-    if why := _first(everything, ("libmpi", "mpi4py", "mpi_init", "libpmpi")):
-        s.mpi = True
-        evidence.append(f"MPI: {why}")
-    if _ranks(analysis):
-        s.mpi = True
-        evidence.append("MPI: the trace's processes carry ranks")
-    if why := _first(everything, _MPIIO_CALLS):
-        s.mpiio = s.mpi = True
-        evidence.append(f"MPI-IO: {why}")
-    if why := _first(everything, ("ior_hint__",)):
-        s.hint_env_prefix = IOR_HINT_PREFIX
-        s.mpiio = s.mpiio or s.mpi
-        evidence.append(
-            f"MPI_Info hints from the environment as IOR reads them ({IOR_HINT_PREFIX}<key>): {why}"
-        )
-    elif any(Path(a).name == "ior" for a in argv[:1]) or any(f.name == "ior" for f in files):
-        s.hint_env_prefix = IOR_HINT_PREFIX
-        s.mpiio = s.mpiio or s.mpi
-        evidence.append(f"IOR: reads MPI_Info hints from {IOR_HINT_PREFIX}<key>=<value>")
-    if s.mpiio:
-        openmpi = _first(everything, _OPENMPI)
-        mpich = _first(everything, _MPICH)
-        if mpich is None and mpi_beside is not None and (mpi_beside / "mpichversion").exists():
-            mpich = f"mpichversion beside {mpi_beside}"
-        if openmpi and not mpich:
-            evidence.append(f"Open MPI ({openmpi}): its OMPIO ignores ROMIO hint files")
-        else:
-            s.romio = True
-            evidence.append(f"ROMIO: {mpich}" if mpich else "ROMIO assumed (no sign of Open MPI's OMPIO)")
-    if why := _first(everything, _HDF5):
-        s.hdf5 = True
-        evidence.append(f"HDF5: {why}")
-    for name, needles in _FRAMEWORKS.items():
-        if why := _first(everything, needles):
-            s.frameworks.append(name)
-            evidence.append(f"{name}: {why}")
-    s.evidence = evidence
-    return s
+    ev.texts = [
+        *((f"the program {f.name}", read_program(f)) for f in files),
+        *ev.texts,
+        ("the command", " ".join(argv).lower()),
+    ]
+    ev.executables = [*(Path(a).name for a in argv if a and not a.startswith("-")), *ev.executables]
+    ev.launcher, ev.beside = launcher, mpi_beside
+    return detect(ev)
 
 
 def hints_printed(text: str) -> list[dict[str, str]]:
@@ -223,4 +146,4 @@ def overridden(requested: dict[str, str], blocks: list[dict[str, str]]) -> dict[
     return out
 
 
-__all__ = ["IOR_HINT_PREFIX", "Stack", "hints_printed", "infer_stack", "overridden", "program_files"]
+__all__ = ["hints_printed", "infer_stack", "overridden", "program_files", "trace_evidence"]

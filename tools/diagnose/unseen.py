@@ -27,14 +27,13 @@ def _frac(part: float, whole: float) -> float:
     return part / whole if whole else 0.0
 
 
-def mpi_time(
-    analysis: Analysis, *, uses_mpi: bool, mpiio_program: bool, markers: list[str] | None = None
-) -> PossiblyIo | None:
+def mpi_time(analysis: Analysis, *, uses_mpi: bool, mpiio: str | None) -> PossiblyIo | None:
     """The MPI ranks' time outside traced I/O and compute, when their data files are MPI-IO files.
 
-    Data files are MPI-IO files when the program calls MPI-IO (``mpiio_program``: its source
-    names it), the trace opens an MPI-IO implementation's files (``markers``), or a data file is
-    written by every rank (N-1 I/O, what MPI-IO is for; a file two of 48 ranks write is not)."""
+    Data files are MPI-IO files when the run's stack shows MPI-IO (``mpiio``: why, e.g. the
+    program's source calls it, or the trace opens an MPI-IO implementation's files), or a data
+    file is written by every rank (N-1 I/O, what MPI-IO is for; a file two of 48 ranks write is
+    not)."""
     if not uses_mpi:
         return None
     rows = (analysis.views.get("proc") or {}).get("rows", [])
@@ -51,26 +50,12 @@ def mpi_time(
         and int(f.get("processes") or 0) >= nranks
         and int(f.get("write_count") or 0) > 0
     ]
-    named = next(
-        (
-            str(f["path"])
-            for f in files
-            if any(fnmatch.fnmatchcase(str(f.get("path")), m) for m in markers or [])
-        ),
-        None,
-    )
-    if not (mpiio_program or shared or named):
+    if not (mpiio or shared):
         return None
     life = sum(float(r.get("lifetime_s") or 0.0) for r in ranks)
     seen = sum(float(r.get("io_wall_s") or 0.0) + float(r.get("compute_wall_s") or 0.0) for r in ranks)
     unseen = max(0.0, life - seen)
-    why = (
-        "the program calls MPI-IO"
-        if mpiio_program
-        else f"{len(shared)} data file(s) written by all {nranks} ranks"
-        if shared
-        else f"the MPI-IO implementation's {str(named).rsplit('/', 1)[-1]} is loaded"
-    )
+    why = mpiio or f"{len(shared)} data file(s) written by all {nranks} ranks"
     return PossiblyIo(
         source="mpi-collectives",
         time_s=round(unseen, 6),

@@ -1,11 +1,14 @@
 """One measured arm as the guards see it: its trace's data files, summed, and what the program said.
 
-Arms of one workload run in their own folders, so a data file is known by its path relative
-to the arm's data directory (``<data>/sample_00001.bin``), or to its staged copy for an arm that
-ran on one; files outside it (the interpreter's own libraries, scripts) are not the application's
-data and are left out. A program whose data folder holds none of its files (it reads an input
-its set-up step made beside it) has every non-runtime file as data, each under the arm's own
-folder known by its path relative to it (``<workdir>/input/in.dat``), since every arm has its own.
+Which files are the application's data is the facts layer's answer for this arm
+(:func:`dftune.core.facts.paths.classify` with the arm's data folder, its staged copy and the
+files its environment names): the interpreter's libraries, scripts, tools' caches, launchers'
+per-job files and configuration are not. Arms of one workload run in their own folders, so a
+data file is known by its path relative to the arm's data directory (``<data>/sample_00001.bin``),
+or to its staged copy for an arm that ran on one. A program whose data folder holds none of its
+files (it reads an input its set-up step made beside it) has every data file as data, each under
+the arm's own folder known by its path relative to it (``<workdir>/input/in.dat``), since every
+arm has its own.
 A program that keeps some files in its data folder may still read an input from elsewhere (an
 absolute path): those inputs are summed apart (:attr:`Arm.outside_inputs`), so a change that reads
 less of them is still doing less.
@@ -15,39 +18,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
+from dftune.core.facts.paths import DATA_FOLDER, PathClass, RunPaths, classify
 from dftune.tools.trace import semantics as S
 from dftune.tools.trace.model import Analysis, FileAccess, RequestLog
 
-#: Paths that are never an application's data (the runtime's own files).
-_SYSTEM_PREFIXES = tuple(
-    {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    | {"/usr/", "/lib/", "/lib64/", "/etc/", "/proc/", "/sys/", "/dev/", "/opt/conda/", "/tmp/pip-"}
-    | {"/run/", "/var/run/", "/var/spool/"}  # daemons' runtime state (slurmd's job folders)
-)
-#: Files an MPI launcher writes and its ranks read at start-up, under a fresh random name each run
-#: (MPICH's Hydra passes the node's hwloc topology in /tmp/hydra_hwloc_xmlfile_XXXXXX)
-_LAUNCHER_NAMES = ("hydra_hwloc_xmlfile_",)
-#: Session folders a launcher or resource manager makes in /tmp for each job (Open MPI's
-#: ompi.<host>.<uid>, PRRTE's prte.<host>.<uid>, PMIx's pmix-<pid>, a Flux broker's flux-XXXXXX)
-_SESSION_DIRS = ("ompi.", "prte.", "pmix-", "pmix.", "flux-")
-#: Compilers' caches a program reads when an earlier run left them (PyTorch Inductor's default
-#: folder): whether they are there depends on the runs before, not on the change
-_COMPILER_CACHES = ("/tmp/torchinductor_",)
-_CODE_SUFFIXES = (".py", ".pyc", ".so", ".pth", ".json.gz", ".pfw", ".pfw.gz")
 _BIN_LO = {label: lo for label, lo in S.SIZE_BINS}
-#: Self-describing container formats whose library lays the file out (names it by suffix)
-CONTAINER_SUFFIXES = (".h5", ".hdf5", ".he5", ".hdf", ".nc", ".nc4", ".cdf", ".bp", ".bp4", ".bp5")
-#: Their signatures: HDF5's superblock (at 0 or a power of two from 512 on: a user block may
-#: precede it), netCDF classic and 64-bit offset/data
-_HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
-_NETCDF_MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 
 
 @dataclass(frozen=True)
@@ -120,9 +101,9 @@ class Arm:
     staged_dir: str | None = None
     #: the folder the arm ran in (its set-up's files are there, under the same names in every arm)
     workdir: str | None = None
-    #: files the arm's own environment names (a ROMIO_HINTS file): the change's configuration,
-    #: written by dftune for this arm, not the application's data
-    config_files: frozenset[str] = frozenset()
+    #: the arm's environment: the files it names (a ROMIO_HINTS file dftune wrote for the arm) are
+    #: the change's configuration, not the application's data
+    env: Mapping[str, str] = field(default_factory=dict)
     #: inputs outside the data folder the access-pattern guard compares as data files: those every
     #: compared arm reads under the same name (:func:`sharing_inputs`)
     compared_inputs: frozenset[str] = frozenset()
@@ -132,30 +113,31 @@ class Arm:
         return self.analysis.profile is not None
 
     @cached_property
+    def run_paths(self) -> RunPaths:
+        """What this arm knows of its own paths: its data folder, the staged copy, its config files."""
+        return RunPaths.of(self.data_dir, self.staged_dir, env=self.env)
+
+    @cached_property
+    def classes(self) -> list[tuple[FileAccess, PathClass]]:
+        """Every traced file with its class for this arm (core/facts/paths.py)."""
+        profile = self.analysis.profile
+        return [(f, classify(f.path, self.run_paths)) for f in profile.files] if profile is not None else []
+
+    @cached_property
     def _inside(self) -> dict[str, FileAccess]:
         """The files in the data folder (or its staged copy), by their path relative to it."""
-        profile = self.analysis.profile
-        if profile is None:
-            return {}
         roots = [os.path.normpath(d) + os.sep for d in (self.data_dir, self.staged_dir) if d]
         return {
-            f"<data>/{os.path.normpath(f.path)[len(root) :]}": f
-            for f in profile.files
+            f"<data>/{c.path[len(root) :]}": f
+            for f, c in self.classes
+            if c.rule == DATA_FOLDER
             for root in roots
-            if os.path.normpath(f.path).startswith(root)
+            if c.path.startswith(root)
         }
 
     def _elsewhere(self) -> dict[str, FileAccess]:
-        """Every non-runtime file that is not the arm's configuration, by :meth:`_key`."""
-        profile = self.analysis.profile
-        if profile is None:
-            return {}
-        config = {os.path.normpath(p) for p in self.config_files}
-        return {
-            self._key(f.path): f
-            for f in profile.files
-            if _looks_like_data(f.path) and os.path.normpath(f.path) not in config
-        }
+        """Every file of the class data, by :meth:`_key`."""
+        return {self._key(f.path): f for f, c in self.classes if c.is_data}
 
     @cached_property
     def files(self) -> dict[str, FileAccess]:
@@ -170,21 +152,12 @@ class Arm:
 
     @cached_property
     def _outside(self) -> dict[str, FileAccess]:
-        """The program's files outside a data folder that holds some of its files (empty when it
-        holds none: then every such file is already one of :attr:`files`). Dot folders
-        (``~/.cache``, ``~/.config``), compilers' caches and ``__pycache__`` are tools' state, whose
-        presence depends on the runs before, not on the change."""
+        """The program's data files outside a data folder that holds some of its files (empty when
+        it holds none: then every such file is already one of :attr:`files`)."""
         if not self._inside:
             return {}
         ours = {id(f) for f in self._inside.values()}
-        return {
-            key: f
-            for key, f in self._elsewhere().items()
-            if id(f) not in ours
-            and "/." not in (real := os.path.normpath(f.path))
-            and "/__pycache__/" not in real
-            and not real.startswith(_COMPILER_CACHES)
-        }
+        return {key: f for key, f in self._elsewhere().items() if id(f) not in ours}
 
     @cached_property
     def outside_inputs(self) -> dict[str, FileAccess]:
@@ -272,33 +245,3 @@ def sharing_inputs(*arms: Arm) -> list[Arm]:
     each run is in one arm only, and stays out)."""
     common = frozenset.intersection(*(frozenset(a.outside_inputs) for a in arms)) if arms else frozenset()
     return [dataclasses.replace(a, compared_inputs=common) if common else a for a in arms]
-
-
-def _looks_like_data(path: str) -> bool:
-    real = os.path.normpath(path)
-    return (
-        not real.startswith(_SYSTEM_PREFIXES)
-        and not real.endswith(_CODE_SUFFIXES)
-        and "site-packages" not in real
-        and not os.path.basename(real).startswith(_LAUNCHER_NAMES)
-        and not (real.startswith("/tmp/") and real[5:].startswith(_SESSION_DIRS))
-    )
-
-
-def library_container(path: str) -> bool:
-    """A file an I/O library lays out itself (HDF5, netCDF, ADIOS): known by its suffix, or by its
-    signature when the file is still there. A plain binary file's offsets are the application's."""
-    if path.lower().endswith(CONTAINER_SUFFIXES):
-        return True
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(8)
-            if head == _HDF5_MAGIC or head[:4] in _NETCDF_MAGIC:
-                return True
-            for at in (512, 1024, 2048, 4096):
-                fh.seek(at)
-                if fh.read(8) == _HDF5_MAGIC:
-                    return True
-    except OSError:
-        return False
-    return False

@@ -34,8 +34,9 @@ import functools
 from collections.abc import Callable
 
 from dftune.core.domain.verdicts import GuardDecision, not_run
+from dftune.core.facts.paths import container_format
 from dftune.tools.catalog import Strategy
-from dftune.tools.guards.arms import Arm, Totals, library_container, sharing_inputs
+from dftune.tools.guards.arms import Arm, Totals, sharing_inputs
 from dftune.tools.guards.library import ReadWindows, read_windows, rmw_windows, sharing
 from dftune.tools.guards.logical import LEVELS, Direction, compare, order_changed, own_order
 from dftune.tools.guards.rules import Allowed, GuardRules, guard_rules
@@ -226,7 +227,7 @@ class _Comparison:
             if g.write_unique_bytes < f.write_unique_bytes * (1 - self.tol):
                 continue  # fewer bytes is never a new layout
             # a plain file's offsets are the application's, whatever the strategy says
-            if library_container(f.path) or library_container(g.path):
+            if container_format(f.path) or container_format(g.path):
                 out.append(name)
         return out
 

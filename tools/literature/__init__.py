@@ -12,7 +12,7 @@ from dftune.tools.literature.claims import (
     remember_papers,
     supporting_passage,
 )
-from dftune.tools.literature.context import Stack, detect_stack, session_search_optimization_context
+from dftune.tools.literature.context import SearchContext, context_of, session_search_optimization_context
 from dftune.tools.literature.models import Attempt, Paper, SearchResult, Support
 from dftune.tools.literature.net import Offline, Remote, RemoteError
 from dftune.tools.literature.remote import (
@@ -34,10 +34,10 @@ __all__ = [
     "Paper",
     "Remote",
     "RemoteError",
+    "SearchContext",
     "SearchResult",
-    "Stack",
     "Support",
-    "detect_stack",
+    "context_of",
     "evidence_for",
     "get_arxiv_paper",
     "guard_accepts",

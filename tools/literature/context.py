@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core.facts import filesystem_facts
+from dftune.core.facts.stacks import topics
 from dftune.core.network import offline_forced
 from dftune.tools.literature.claims import remember_papers
 from dftune.tools.literature.corpus import open_store
@@ -31,71 +33,37 @@ from dftune.vectorstore.store import PaperStore
 
 #: Words that mark a passage as talking about achieved performance (selection, not parsing).
 _PERF_WORDS = re.compile(r"\b(bandwidth|throughput|GB/s|MB/s|GiB/s|MiB/s|IOPS|speedup|faster)\b", re.I)
-_FS_WORDS = {
-    "lustre": "Lustre striping OST",
-    "gpfs": "GPFS Spectrum Scale block size",
-    "beegfs": "BeeGFS striping",
-    "nfs": "NFS network file system",
-    "vast": "VAST NFS flash",
-    "xfs": "local file system page cache readahead",
-    "ext4": "local file system page cache readahead",
-    "local": "node-local storage page cache",
-    "tmpfs": "memory file system staging",
-}
 
 
-class Stack(BaseModel):
-    """The software/system layers a run detected (what the search covers)."""
+class SearchContext(BaseModel):
+    """What the context search covers: the run's software (stack ids, core/facts/stacks.py) and
+    the filesystem of its data folder."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
+    software: list[str] = Field(default_factory=lambda: ["posix"])
     fs_type: str | None = None
-    mpi: str | None = None
-    romio: bool = False
-    hdf5: bool = False
-    ml_framework: str | None = None
-    other: list[str] = Field(default_factory=list)
 
     def layers(self) -> list[tuple[str, str]]:
-        """(layer, topic words) for every detected layer; POSIX always."""
-        out = [("posix", "POSIX I/O small requests buffering metadata caching readahead")]
-        if self.mpi:
-            out.append(("mpi", f"{self.mpi} MPI-IO collective I/O aggregation"))
-        if self.romio or (self.mpi and self.mpi.lower() in ("mpich", "mvapich", "intel-mpi", "cray-mpich")):
-            out.append(("romio", "ROMIO hints collective buffering data sieving cb_nodes"))
-        if self.hdf5:
-            out.append(("hdf5", "HDF5 parallel I/O chunk cache metadata alignment"))
-        if self.fs_type and self.fs_type != "unknown":
-            out.append(
-                ("filesystem", f"{self.fs_type} {_FS_WORDS.get(self.fs_type, 'file system')} I/O tuning")
-            )
-        if self.ml_framework:
-            out.append(("ml_framework", f"{self.ml_framework} data loading input pipeline workers prefetch"))
-        out += [(o, f"{o} I/O optimization") for o in self.other]
+        """(layer, topic words) for every detected layer (POSIX always), then the filesystem."""
+        out = topics(["posix", *self.software])
+        fs = next((f for f in filesystem_facts().filesystem if f.id == self.fs_type), None)
+        if fs is not None:
+            out.append(("filesystem", f"{fs.id} {fs.topic} I/O tuning"))
         return out
 
 
-def _stack_from(doc: Mapping[str, Any]) -> Stack | None:
-    raw = doc.get("stack")
-    if isinstance(raw, Mapping):
-        return Stack.model_validate(dict(raw))
-    keys = {"fs_type", "mpi", "romio", "hdf5", "ml_framework"}
-    if keys & set(doc):
-        return Stack.model_validate({k: doc[k] for k in keys if k in doc})
-    return None
-
-
-def detect_stack(ws: Workspace, run_id: str, iteration: int) -> Stack:
-    """The stack recorded by earlier steps: ``optimization_context.json`` of the iteration,
-    else ``run.json``; an empty stack (POSIX only) when neither says."""
+def context_of(ws: Workspace, run_id: str, iteration: int) -> SearchContext:
+    """The context recorded by earlier steps: ``optimization_context.json`` of the iteration, else
+    ``run.json``; POSIX alone when neither says."""
     try:
-        ctx = ws.read_json_artifact(run_id, iteration, "optimization_context.json")
-        if isinstance(ctx, Mapping) and (st := _stack_from(ctx)) is not None:
-            return st
+        doc = ws.read_json_artifact(run_id, iteration, "optimization_context.json")
+        if isinstance(doc, Mapping) and "software" in doc:
+            return SearchContext(software=list(doc["software"]), fs_type=doc.get("fs_type"))
     except (OSError, ValueError, WorkspaceError):
         pass
     meta = ws.read_meta(run_id).model_dump()
-    return _stack_from(meta) or Stack()
+    return SearchContext.model_validate({k: meta[k] for k in ("software", "fs_type") if meta.get(k)})
 
 
 def _source(p: Paper) -> dict[str, Any]:
@@ -118,7 +86,7 @@ def session_search_optimization_context(
     workload: str,
     *,
     iteration: int | None = None,
-    stack: Stack | Mapping[str, Any] | None = None,
+    context: SearchContext | None = None,
     store: PaperStore | None = None,
     remote: Remote | None = None,
     online: bool | None = None,
@@ -136,8 +104,7 @@ def session_search_optimization_context(
     n = iteration if iteration is not None else (its[-1] if its else None)
     if n is None:
         raise WorkspaceError(f"run {run_id!r} has no opt<n> iteration yet; create one before searching")
-    st = stack if isinstance(stack, Stack) else Stack.model_validate(dict(stack)) if stack else None
-    st = st or detect_stack(ws, run_id, n)
+    st = context or context_of(ws, run_id, n)
     store_ = store or open_store()
     rem = remote or default_remote()
     go_remote = (not offline_forced()) if online is None else online
@@ -145,19 +112,7 @@ def session_search_optimization_context(
 
     from dftune.tools.kb import opt_kb_lookup
 
-    software = [
-        x
-        for x in (
-            st.mpi,
-            "mpi-io" if st.romio or st.mpi else None,
-            "hdf5" if st.hdf5 else None,
-            st.fs_type,
-            st.ml_framework,
-            *st.other,
-        )
-        if x
-    ]
-    kb = opt_kb_lookup(system=system, workload=workload, software=software)
+    kb = opt_kb_lookup(system=system, workload=workload, software=[*st.software, *filter(None, [st.fs_type])])
     kb_findings = [
         r.model_dump(mode="json") for r in (*kb.system_findings, *kb.software_findings, *kb.workload_findings)
     ]
@@ -225,7 +180,7 @@ def session_search_optimization_context(
         "system": system,
         "workload": workload,
         "generated": datetime.now(UTC).isoformat(),
-        "stack": st.model_dump(mode="json"),
+        "context": st.model_dump(mode="json"),
         "layers": [name for name, _ in st.layers()],
         "online": go_remote and not remote_skipped,
         "notes": notes,

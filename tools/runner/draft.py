@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dftune.core.errors import DftuneError
+from dftune.core.facts.stacks import is_launcher, runs
 
 HELP_TIMEOUT_S = 15.0
 #: What a Python program's ``DataLoader(...)`` call takes that decides its I/O.
@@ -167,7 +168,7 @@ def _values(candidates: tuple[Any, ...], default: Any) -> list[Any]:
 
 # ------------------------------------------------------------------ DLIO (Hydra workload YAML)
 def _is_dlio(argv: list[str]) -> bool:
-    return any(Path(a).name.startswith("dlio_benchmark") for a in argv) or "dlio_benchmark.main" in argv
+    return runs(argv, "dlio")
 
 
 def _hydra_overrides(argv: list[str]) -> dict[str, str]:
@@ -499,7 +500,7 @@ def _program_end(argv: list[str]) -> int:
     for i, a in enumerate(argv):
         if a.endswith(".py"):
             return i + 1
-    if Path(argv[0]).name in ("mpirun", "mpiexec", "srun"):
+    if is_launcher(argv[0]):
         i = 1
         while i < len(argv) and argv[i].startswith("-"):
             i += 2

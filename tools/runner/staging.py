@@ -7,8 +7,9 @@ outputs back and removes the copy. The copy-in and copy-back seconds belong to t
 (:func:`adjusted_metric`). This is the stage-in / stage-out of burst buffers and node-local
 tiers (DataWarp, Rabbit ``#DW``), done per run rather than once.
 
-- **Outputs** are the files new or changed (size or modification time) under the staged copy
-  after the run; they are copied to the same relative path under the original ``data_dir``.
+- **Outputs** are the data files (core/facts/paths.py) new or changed (size or modification
+  time) under the staged copy after the run; they are copied to the same relative path under
+  the original ``data_dir``.
   Files the program deleted in the copy are not deleted in the original.
 - **Memory bound**: ``/dev/shm`` is memory. A data set is staged there only when it fits in
   ``shm_share`` (20%, the node-memory share node-local tier guides give tmpfs) of ``MemTotal``,
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from dftune.core.domain.measurements import StagePlan
 from dftune.core.errors import DftuneError
+from dftune.core.facts.paths import PathClass, RunPaths, classify
 from dftune.core.supervise import GUARDIAN, proc_info
 
 #: Staged copies are folders named so under the tier's root, with this marker inside.
@@ -219,9 +221,18 @@ def snapshot(root: Path) -> Snapshot:
     return out
 
 
-def outputs(before: Snapshot, after: Snapshot) -> list[str]:
-    """Files new or changed (size or modification time) since ``before``: the run's outputs."""
-    return sorted(rel for rel, sig in after.items() if before.get(rel) != sig)
+def output_class(path: str, run: RunPaths) -> PathClass:
+    """What a file the run left in its staged copy is (core/facts/paths.py, the copy being the run's
+    data folder): only the program's data is copied back, not the byte-code caches or launchers'
+    per-job files a run may leave beside it."""
+    return classify(path, run)
+
+
+def outputs(before: Snapshot, after: Snapshot, copy: Path) -> list[str]:
+    """Data files new or changed (size or modification time) since ``before``: the run's outputs."""
+    run = RunPaths.of(str(copy))
+    changed = (rel for rel, sig in after.items() if before.get(rel) != sig)
+    return sorted(rel for rel in changed if output_class(str(copy / rel), run).is_data)
 
 
 @dataclass
@@ -281,7 +292,7 @@ def staged_replicate(
         staged.files_in = len(before)
         yield staged
         t1 = time.perf_counter()
-        staged.outputs = outputs(before, snapshot(staged.path))
+        staged.outputs = outputs(before, snapshot(staged.path), staged.path)
         for rel in staged.outputs:
             dest = data_dir / rel
             dest.parent.mkdir(parents=True, exist_ok=True)

@@ -24,9 +24,9 @@ from typing import IO, cast
 
 from pydantic import BaseModel, ConfigDict
 
+from dftune.core.facts.paths import trace_suffixes
 from dftune.core.fsio import atomic_file
 from dftune.tools.trace.linescan import COMPLETE_PH, STRUCTURAL_LINES, check_event
-from dftune.tools.trace.semantics import TRACE_SUFFIXES
 
 _decode = json.JSONDecoder().decode
 _STRUCTURAL = frozenset(s.encode() for s in STRUCTURAL_LINES)
@@ -69,7 +69,7 @@ class CompactReport(BaseModel):
 
 
 def _is_trace(path: Path) -> bool:
-    return any(path.name.endswith(sfx) for sfx in TRACE_SUFFIXES)
+    return any(path.name.endswith(sfx) for sfx in trace_suffixes())
 
 
 def _output_name(rel: Path) -> Path:

@@ -70,7 +70,6 @@ ALLOWED_ROOT_ENTRIES: Final = frozenset(
     }
 )
 
-TRACE_SUFFIXES: Final = (".pfw", ".pfw.gz")
 MAX_RUN_ID_LEN: Final = 128
 
 RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from dftune.core.facts.paths import trace_suffixes
 from dftune.core.fsio import PathOutside, atomic_write_bytes, confined
 from dftune.tools.session.layout import (
     ALLOWED_ROOT_ENTRIES,
@@ -29,7 +30,6 @@ from dftune.tools.session.layout import (
     RUN_META,
     TEMP_RE,
     TRACE_KINDS,
-    TRACE_SUFFIXES,
     Owner,
     RunMeta,
     dumps_json,
@@ -95,7 +95,7 @@ def _owner_name(owner: Owner) -> str:
 
 
 def _is_trace_name(name: str) -> bool:
-    return name.endswith(TRACE_SUFFIXES)
+    return name.endswith(trace_suffixes())
 
 
 def _place_no_clobber(src: Path, dst: Path) -> None:

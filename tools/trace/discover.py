@@ -8,12 +8,12 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from dftune.core.facts.paths import trace_suffixes
 from dftune.tools.trace.errors import TraceError
-from dftune.tools.trace.semantics import TRACE_SUFFIXES
 
 
 def _is_trace_name(path: Path) -> bool:
-    return any(path.name.endswith(sfx) for sfx in TRACE_SUFFIXES)
+    return any(path.name.endswith(sfx) for sfx in trace_suffixes())
 
 
 def _unreadable_link(path: Path) -> str | None:

@@ -25,13 +25,14 @@ from typing import Any
 
 from dftune.core.domain.diagnosis import RunInfo
 from dftune.core.errors import DftuneError, one_line
+from dftune.core.facts.paths import NO_RUN, RunPaths
 from dftune.tools.trace import native
 from dftune.tools.trace.discover import discover
 from dftune.tools.trace.errors import MultipleRunsError
 from dftune.tools.trace.merge import merge
 from dftune.tools.trace.model import Analysis, SkippedLine
 from dftune.tools.trace.overlap import group_overlap
-from dftune.tools.trace.paths import SYSTEM, split_file_view
+from dftune.tools.trace.paths import split_file_view
 from dftune.tools.trace.processes import Accounting, Run, account, assign_groups, classify, rules
 from dftune.tools.trace.profile import build_profile
 from dftune.tools.trace.reader import FilePartial, ReadOptions, read_file, read_file_native
@@ -57,6 +58,7 @@ def analyze(
     exclude_helpers: bool = False,
     merge_runs: bool = False,
     include_system_paths: bool = False,
+    run_paths: RunPaths = NO_RUN,
 ) -> Analysis:
     """Analyze dftracer traces or Darshan logs (files or directories) into one :class:`Analysis`.
 
@@ -67,19 +69,31 @@ def analyze(
     application's own events) that the guards and the estimates compare; it is read on the
     DuckDB path, which keeps per-access rows (the traces of tuning runs are small).
     System paths (``/proc``, ``/sys``, ``/dev``: :mod:`paths`) are left out of the file view
-    unless ``include_system_paths``; the view says how many were."""
+    unless ``include_system_paths``; the view says how many were. ``run_paths``: what the run knows
+    of its own paths (its data folder is data whatever its name: core/facts/paths.py)."""
     paths = list(paths)
     logs = _darshan(paths, skip_bad, views, time_windows, progress)
     if logs is not None:
         return logs
     partials, acc, unreadable = _read(
-        paths, skip_bad, views, scheduler, workers, time_windows, progress, profile
+        paths, skip_bad, views, scheduler, workers, time_windows, progress, profile, run_paths
     )
     if len(acc.runs) > 1 and not merge_runs:
         raise MultipleRunsError(_runs_message(acc), len(acc.runs))
     run = acc.runs[0] if len(acc.runs) == 1 else _one_run(acc)
     return _noted(
-        _build(partials, run, 1, 1, views, time_windows, exclude_helpers, profile, include_system_paths),
+        _build(
+            partials,
+            run,
+            1,
+            1,
+            views,
+            time_windows,
+            exclude_helpers,
+            profile,
+            include_system_paths,
+            run_paths,
+        ),
         unreadable,
     )
 
@@ -96,6 +110,7 @@ def analyze_runs(
     profile: bool = False,
     exclude_helpers: bool = False,
     include_system_paths: bool = False,
+    run_paths: RunPaths = NO_RUN,
 ) -> list[Analysis]:
     """One :class:`Analysis` per run the traces hold, in time order (one pass over the files)."""
     paths = list(paths)
@@ -103,12 +118,23 @@ def analyze_runs(
     if logs is not None:
         return [logs]
     partials, acc, unreadable = _read(
-        paths, skip_bad, views, scheduler, workers, time_windows, progress, profile
+        paths, skip_bad, views, scheduler, workers, time_windows, progress, profile, run_paths
     )
     n = len(acc.runs)
     return [
         _noted(
-            _build(partials, run, i, n, views, time_windows, exclude_helpers, profile, include_system_paths),
+            _build(
+                partials,
+                run,
+                i,
+                n,
+                views,
+                time_windows,
+                exclude_helpers,
+                profile,
+                include_system_paths,
+                run_paths,
+            ),
             unreadable,
         )
         for i, run in enumerate(acc.runs, 1)
@@ -157,6 +183,7 @@ def _read(
     time_windows: int,
     progress: Progress | None,
     profile: bool,
+    run_paths: RunPaths = NO_RUN,
 ) -> tuple[list[FilePartial], Accounting, list[tuple[str, str]]]:
     _check_views(views)
     unreadable: list[tuple[str, str]] = []
@@ -169,7 +196,7 @@ def _read(
         profile=profile,
     )
     partials = _map(files, options, scheduler, workers, progress)
-    return partials, account(partials), unreadable
+    return partials, account(partials, run_paths=run_paths), unreadable
 
 
 def _build(
@@ -182,6 +209,7 @@ def _build(
     exclude_helpers: bool,
     profile: bool,
     include_system_paths: bool = False,
+    run_paths: RunPaths = NO_RUN,
 ) -> Analysis:
     """The analysis of one run: its files (less those holding only helpers, when asked), merged."""
     holders: dict[int, list[bool]] = {}
@@ -201,10 +229,10 @@ def _build(
         if view != "summary":
             analysis.views[view] = build_view(view, mine, analysis, time_windows=time_windows)
     if "file" in views or profile:  # the partials hold per-path tables: the classes' totals are exact
-        analysis.path_classes = path_class_totals(mine)
+        analysis.path_classes = path_class_totals(mine, run_paths)
         analysis.system_paths_included = include_system_paths
     if "file" in analysis.views:
-        split_file_view(analysis.views["file"], include_system_paths, analysis.path_classes.get(SYSTEM))
+        split_file_view(analysis.views["file"], include_system_paths, analysis.path_classes, run_paths)
     if profile:
         analysis.profile = build_profile(mine)
     return analysis

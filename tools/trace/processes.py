@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
+from dftune.core import facts
+from dftune.core.facts.paths import NO_RUN, RunPaths
+from dftune.core.facts.stacks import rank_marker_texts
 from dftune.tools.trace.paths import data_processes, processes_touching
 from dftune.tools.trace.reader import FilePartial
 
@@ -43,19 +44,21 @@ class Rules:
 
 @functools.cache
 def rules() -> Rules:
-    text = (resources.files("dftune.resources") / "trace" / "processes.toml").read_text("utf-8")
-    data = tomllib.loads(text)
-    h, r = data["helpers"], data["runs"]
+    """The process roles of resources/facts/processes.toml, with every launcher's executables among
+    the helper commands and the MPI libraries' signatures as rank markers (core/facts)."""
+    f = facts.process_facts()
+    h, r = f.helpers, f.runs
+    launcher_exes = tuple(exe for x in facts.launcher_facts().launcher for exe in x.executables)
     return Rules(
-        max_data_share=float(h["max_data_share"]),
-        max_events=int(h["max_events"]),
-        max_lifetime_share=float(h["max_lifetime_share"]),
-        commands=tuple(h["commands"]),
-        interpreters=tuple(h["interpreters"]),
-        min_gap_s=float(r["min_gap_s"]),
-        far_gap_ratio=float(r["far_gap_ratio"]),
-        worker_min_start_delay_s=float(data.get("roles", {}).get("worker_min_start_delay_s", 0.02)),
-        rank_markers=tuple(data.get("roles", {}).get("rank_markers", [])),
+        max_data_share=h.max_data_share,
+        max_events=h.max_events,
+        max_lifetime_share=h.max_lifetime_share,
+        commands=(*h.commands, *launcher_exes),
+        interpreters=h.interpreters,
+        min_gap_s=r.min_gap_s,
+        far_gap_ratio=r.far_gap_ratio,
+        worker_min_start_delay_s=f.roles.worker_min_start_delay_s,
+        rank_markers=rank_marker_texts(),
     )
 
 
@@ -254,14 +257,12 @@ def classify(procs: list[Proc], r: Rules) -> None:
 # runs
 
 
-def account(partials: list[FilePartial], r: Rules | None = None) -> Accounting:
-    """Roles and runs of the processes in ``partials``."""
+def account(partials: list[FilePartial], r: Rules | None = None, run_paths: RunPaths = NO_RUN) -> Accounting:
+    """Roles and runs of the processes in ``partials`` (``run_paths``: the run's own data folder)."""
     r = r or rules()
     procs = gather(partials)
-    movers = data_processes(partials)
-    ranks = processes_touching(
-        partials, lambda path, _moved: any(fnmatch.fnmatchcase(path, m) for m in r.rank_markers)
-    )
+    movers = data_processes(partials, run_paths)
+    ranks = processes_touching(partials, lambda path, _moved: any(m in path.lower() for m in r.rank_markers))
     for p in procs:
         p.data_io = None if movers is None else p.key in movers
         p.mpi = ranks is not None and p.key in ranks

@@ -12,6 +12,7 @@ it writes them.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import re
 import shutil
@@ -20,19 +21,28 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-#: Source text that means the program initializes dftracer itself.
-_SELF_TRACING_SOURCE = re.compile(
-    r"^[ \t]*(?:from|import)[ \t]+(?:dftracer|pydftracer|dlio_benchmark)\b|\binitialize_log\s*\("
-    r"|environ(?:\.setdefault\(|\[)\s*[\"']DFTRACER_(?:ENABLE|INIT|LOG_FILE)[\"']",
-    re.MULTILINE,
-)
-#: Executables of dftracer-annotated applications (DLIO's console scripts).
-_SELF_TRACING_PROGRAMS = ("dlio_benchmark", "dlio_benchmark_query", "dlio_postprocessor")
-_MODULES = ("dlio_benchmark", "dftracer", "pydftracer")
+from dftune.core.facts import program_facts
+from dftune.core.facts.paths import trace_suffixes
+
+
+@functools.cache
+def _self_tracing_source() -> re.Pattern[str]:
+    """Source text that means the program initializes dftracer itself: an import of one of the
+    modules, a call, or setting one of the variables (resources/facts/programs.toml)."""
+    f = program_facts().self_tracing
+    modules = "|".join(map(re.escape, f.modules))
+    calls = "|".join(map(re.escape, f.calls))
+    env = "|".join(map(re.escape, f.env))
+    return re.compile(
+        rf"^[ \t]*(?:from|import)[ \t]+(?:{modules})\b|\b(?:{calls})\s*\("
+        rf"|environ(?:\.setdefault\(|\[)\s*[\"'](?:{env})[\"']",
+        re.MULTILINE,
+    )
+
+
 #: A program's own source read for the check, at most this much.
 SOURCE_LIMIT = 2 << 20
 #: Trace file names dftracer writes (``.pfw`` and its gzip).
-TRACE_SUFFIXES = (".pfw", ".pfw.gz")
 #: Searching a folder for the program's new trace files stops after this many entries.
 SCAN_LIMIT = 20_000
 
@@ -74,12 +84,13 @@ def detect(argv: list[str], cwd: Path, env: Mapping[str, str] | None = None) -> 
     ``DFTRACER_INIT=FUNCTION`` itself.  A program that escapes this is caught after its first
     replicate by an empty preload trace (:func:`has_events`).
     """
+    known = program_facts().self_tracing
     for item in argv:
         name = Path(item).name
-        if name in _SELF_TRACING_PROGRAMS:
+        if name in known.executables:
             return SelfTracing(f"{name} is a dftracer-annotated application (it initializes dftracer itself)")
     module = _module_of(argv)
-    if module and module.split(".")[0] in _MODULES:
+    if module and module.split(".")[0] in known.modules:
         return SelfTracing(f"python -m {module} initializes dftracer itself")
     if env is not None and env.get("DFTRACER_INIT", "").upper() == "FUNCTION":
         return SelfTracing("the spec sets DFTRACER_INIT=FUNCTION: the program calls dftracer's Python API")
@@ -90,7 +101,7 @@ def detect(argv: list[str], cwd: Path, env: Mapping[str, str] | None = None) -> 
                 text = fh.read(SOURCE_LIMIT)
         except OSError:
             return SelfTracing()
-        match = _SELF_TRACING_SOURCE.search(text)
+        match = _self_tracing_source().search(text)
         if match:
             line = text.count("\n", 0, match.start()) + 1
             return SelfTracing(f"{script.name}:{line} initializes dftracer itself ({match.group(0).strip()})")
@@ -98,7 +109,7 @@ def detect(argv: list[str], cwd: Path, env: Mapping[str, str] | None = None) -> 
 
 
 def is_trace_file(path: Path) -> bool:
-    return path.name.endswith(TRACE_SUFFIXES)
+    return path.name.endswith(trace_suffixes())
 
 
 def has_events(folder: Path) -> bool:

@@ -89,9 +89,6 @@ BANDWIDTH_BOUND_BYTES: Final = 1 * MIB
 COMPUTE_NAME_PATTERN: Final = "%compute%"
 COMPUTE_CATEGORIES: Final = ("compute",)
 
-#: Trace-file suffixes picked up when a directory is given.
-TRACE_SUFFIXES: Final = (".pfw", ".pfw.gz")
-
 
 def sql_list(items: tuple[str, ...]) -> str:
     """Render a tuple of names as a SQL ``IN`` list."""

@@ -3,8 +3,8 @@
 Programs that import a framework (PyTorch, TensorFlow, DLIO) spend seconds before they touch
 their data; a tuning change to the data path cannot move that part, yet every replicate pays it.
 The share tells the user (and the experiment budget) how much of each measured run is fixed
-cost.  The first data I/O is the first read or write that moves bytes of a file that is not code
-or configuration (Python modules, shared libraries, /proc, /sys, site-packages); under the
+cost.  The first data I/O is the first read or write that moves bytes of a file of the class data
+(core/facts/paths.py: not code, configuration, the runtime's or the system's files); under the
 spec's data folder when the trace names files there.  dftracer stamps events in microseconds
 since the epoch, so the run's own start time gives the offset directly.
 """
@@ -18,26 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dftune.core.facts.paths import RunPaths, classify
+from dftune.tools.trace import semantics as S
 from dftune.tools.trace.selftrace import is_trace_file
 
-_READ_WRITE = {
-    "read",
-    "pread",
-    "pread64",
-    "readv",
-    "preadv",
-    "preadv2",
-    "fread",
-    "write",
-    "pwrite",
-    "pwrite64",
-    "writev",
-    "pwritev",
-    "pwritev2",
-    "fwrite",
-}
-_NOT_DATA_SUFFIX = (".py", ".pyc", ".so", ".pth", ".yaml", ".yml", ".json", ".cfg", ".toml", ".txt", ".log")
-_NOT_DATA_PREFIX = ("/proc/", "/sys/", "/dev/", "/etc/", "/usr/", "/lib", "pipe:", "socket:")
+_READ_WRITE = {*S.READ_CALLS, *S.WRITE_CALLS}
 _CANDIDATE = re.compile(
     r'"(?:FH|read|pread|pread64|readv|preadv|preadv2|fread|write|pwrite|pwrite64|writev|'
     r'pwritev|pwritev2|fwrite)"'
@@ -53,18 +38,6 @@ class StartUp:
     seconds: float
     share: float
     first_file: str
-
-
-def _is_data(name: str, data_dir: str | None) -> bool:
-    if not name or name.endswith(_NOT_DATA_SUFFIX):
-        return False
-    if data_dir is not None and name.startswith(data_dir.rstrip("/") + "/"):
-        return True  # a data set under /dev/shm (a staged copy) is data
-    if name.startswith(_NOT_DATA_PREFIX):
-        return False
-    if "site-packages" in name or "/python3" in name:
-        return False
-    return data_dir is None or name.startswith(data_dir)
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
@@ -99,6 +72,7 @@ def first_data_io(trace_dir: Path, data_dir: str | None = None) -> tuple[float, 
                 files[str(args.get("value"))] = str(args.get("name", ""))
             elif ev.get("name") in _READ_WRITE and str(ev.get("cat", "")).upper() in ("POSIX", "STDIO"):
                 ios.append(ev)
+    run = RunPaths.of(data_dir)
     best: tuple[float, str] | None = None
     fallback: tuple[float, str] | None = None
     for ev in ios:
@@ -110,9 +84,12 @@ def first_data_io(trace_dir: Path, data_dir: str | None = None) -> tuple[float, 
         except (KeyError, TypeError, ValueError):
             continue
         name = str(args.get("fname") or files.get(str(args.get("fhash")), ""))
-        if data_dir is not None and _is_data(name, data_dir) and (best is None or ts < best[0]):
+        if not name:
+            continue
+        cls = classify(name, run)
+        if cls.rule == "data-folder" and (best is None or ts < best[0]):
             best = (ts, name)
-        if _is_data(name, None) and (fallback is None or ts < fallback[0]):
+        if cls.is_data and (fallback is None or ts < fallback[0]):
             fallback = (ts, name)
     return best or fallback
 

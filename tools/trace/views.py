@@ -14,9 +14,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from dftune.core.facts.paths import NO_RUN, RunPaths, class_sql
 from dftune.tools.trace.merge import concat_partials, connection, query_rows
 from dftune.tools.trace.model import Analysis, PathClassStats
-from dftune.tools.trace.paths import class_sql
 from dftune.tools.trace.reader import FilePartial
 
 VIEWS = ("summary", "file", "proc", "time", "layer")
@@ -304,16 +304,18 @@ def _layer_view(
     return {"rows": [layer.model_dump() for layer in analysis.layers]}
 
 
-def path_class_totals(partials: list[FilePartial]) -> dict[str, PathClassStats]:
+def path_class_totals(partials: list[FilePartial], run: RunPaths = NO_RUN) -> dict[str, PathClassStats]:
     """I/O per path class over every accessed file of ``partials`` (their ``path`` tables)."""
     con = connection()
     try:
-        return class_totals(con, partials)
+        return class_totals(con, partials, run)
     finally:
         con.close()
 
 
-def class_totals(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) -> dict[str, PathClassStats]:
+def class_totals(
+    con: duckdb.DuckDBPyConnection, partials: list[FilePartial], run: RunPaths = NO_RUN
+) -> dict[str, PathClassStats]:
     """I/O per path class over every accessed file of ``partials`` (their ``path`` tables)."""
     table = concat_partials(partials, "path")
     names, rows = query_rows(
@@ -329,7 +331,7 @@ def class_totals(con: duckdb.DuckDBPyConnection, partials: list[FilePartial]) ->
                           sum(sync_count) AS sc, sum(sync_time_us) AS st,
                           sum(sequential) AS sq, sum(random) AS rn
                    FROM t GROUP BY pkey)
-        SELECT {class_sql("path")} AS cls, count(*) AS files,
+        SELECT {class_sql("path", run)} AS cls, count(*) AS files,
                sum(rc), sum(rb), sum(rt), sum(wc), sum(wb), sum(wt), sum(mc), sum(mt), sum(sc), sum(st),
                sum(sq), sum(rn), arg_max(path, COALESCE(rt, 0) + COALESCE(wt, 0) + COALESCE(mt, 0)) AS top
         FROM f GROUP BY 1""",

@@ -16,11 +16,10 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dftune.core.facts.stacks import env_hint_prefixes
 from dftune.tools.runner.changes.models import ChangeError
 
 HINTS_VAR = "ROMIO_HINTS"
-#: IOR's environment convention for MPI_Info hints (its aiori-MPIIO.c); shown by hint key in replacements.
-INFO_ENV_PREFIX = "IOR_HINT__MPI__"
 COMBINED_PREFIX = "combined-"
 
 
@@ -81,7 +80,9 @@ def combined_hint_path(folder: Path, hints: dict[str, str]) -> Path:
 
 
 def _shown(name: str) -> str:
-    return name.removeprefix(INFO_ENV_PREFIX)
+    """A variable programs turn into an MPI_Info hint (IOR's), shown by its hint key."""
+    prefix = next((p for p in env_hint_prefixes() if name.startswith(p)), "")
+    return name.removeprefix(prefix)
 
 
 def layer_env(base: dict[str, str], new: dict[str, str], *, write: bool = True) -> Layered:

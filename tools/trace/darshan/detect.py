@@ -11,8 +11,8 @@ import struct
 from collections.abc import Iterable
 from pathlib import Path
 
+from dftune.core.facts.paths import trace_suffixes
 from dftune.tools.trace.errors import TraceError
-from dftune.tools.trace.semantics import TRACE_SUFFIXES
 
 DARSHAN_MAGIC_NR = 6567223
 DARSHAN_SUFFIX = ".darshan"
@@ -51,7 +51,7 @@ def split_inputs(paths: Iterable[str | Path]) -> tuple[list[Path], bool]:
                 for f in _candidates(p)
                 if f.name.endswith(DARSHAN_SUFFIX)
                 or is_darshan_log(f)
-                or any(f.name.endswith(s) for s in TRACE_SUFFIXES)
+                or any(f.name.endswith(s) for s in trace_suffixes())
             ]
         elif p.is_file():
             files = [p]
@@ -75,4 +75,4 @@ def split_inputs(paths: Iterable[str | Path]) -> tuple[list[Path], bool]:
 
 
 def _is_trace_name(path: Path) -> bool:
-    return any(path.name.endswith(s) for s in TRACE_SUFFIXES)
+    return any(path.name.endswith(s) for s in trace_suffixes())

@@ -1,0 +1,201 @@
+"""The schemas of the facts files (resources/facts/*.toml): every entry validated once, with its
+reason and its source, so a typo in a fact is an error naming the file, never a silent miss."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+PathClassName = Literal["data", "system", "runtime", "launcher", "tool_cache", "config"]
+#: The run's placeholders a path rule may use (see paths.toml).
+PLACEHOLDERS = ("{data_dir}", "{config_file}", "{python_prefix}")
+
+
+class _Fact(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Sourced(_Fact):
+    """Every fact says why it holds and where that is written down."""
+
+    reason: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+
+
+class PathClassInfo(_Fact):
+    why: str = Field(min_length=1)
+    #: never: judged as data; always: left out of the diagnosis unless asked for; with_data: left
+    #: out when the program does data I/O of its own
+    set_apart: Literal["never", "always", "with_data"]
+
+
+class PathRule(Sourced):
+    """One rule of paths.toml: a class for the paths its prefixes, globs or names match."""
+
+    id: str = Field(pattern=r"^[a-z0-9-]+$")
+    class_: PathClassName = Field(alias="class")
+    #: exact paths
+    paths: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+    globs: tuple[str, ...] = ()
+    #: shell patterns over the last path component
+    names: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _matches_something(self) -> PathRule:
+        if not (self.paths or self.prefixes or self.globs or self.names):
+            raise ValueError(f"rule {self.id} matches nothing (give paths, prefixes, globs or names)")
+        for text in (*self.paths, *self.prefixes, *self.globs, *self.names):
+            for hole in (p for p in text.split("{")[1:]):
+                if "{" + hole.split("}")[0] + "}" not in PLACEHOLDERS:
+                    raise ValueError(f"rule {self.id}: unknown placeholder in {text!r}")
+        return self
+
+
+class PathFacts(_Fact):
+    class_: dict[PathClassName, PathClassInfo] = Field(alias="class")
+    #: the launchers' per-job files (launchers.toml) are tried right after this rule
+    launchers_after: str
+    rule: tuple[PathRule, ...]
+
+    @model_validator(mode="after")
+    def _every_class(self) -> PathFacts:
+        missing = set(PathClassName.__args__) - set(self.class_)  # type: ignore[attr-defined]
+        if missing:
+            raise ValueError(f"no [class.X] entry for {', '.join(sorted(missing))}")
+        if self.launchers_after not in {r.id for r in self.rule}:
+            raise ValueError(f"launchers_after names no rule: {self.launchers_after}")
+        return self
+
+
+class Launcher(Sourced):
+    id: str
+    executables: tuple[str, ...]
+    #: it starts MPI ranks
+    mpi: bool = False
+    #: the scheduler whose jobs it starts (spec launcher kinds), if any
+    scheduler: str | None = None
+    session_files: tuple[str, ...] = ()
+
+
+class LauncherFacts(_Fact):
+    launcher: tuple[Launcher, ...]
+
+
+class Format(Sourced):
+    id: str
+    suffixes: tuple[str, ...]
+    #: signatures, as latin-1 text (TOML escapes for bytes), found at one of ``magic_at``
+    magic: tuple[str, ...] = ()
+    magic_at: tuple[int, ...] = ()
+
+
+class FormatFacts(_Fact):
+    format: tuple[Format, ...]
+
+
+class StackSignature(_Fact):
+    id: str
+    always: bool = False
+    text: tuple[str, ...] = ()
+    layers: tuple[str, ...] = ()
+    executables: tuple[str, ...] = ()
+    launched: bool = False
+    ranks: bool = False
+    beside: tuple[str, ...] = ()
+    on_path: tuple[str, ...] = ()
+    implies: tuple[str, ...] = ()
+    implies_with: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    assumed_with: tuple[str, ...] = ()
+    confirmed_by: tuple[str, ...] = ()
+    unless: tuple[str, ...] = ()
+    hint_env_prefix: str | None = None
+    #: environment variables whose value names a configuration file the library reads
+    config_env: tuple[str, ...] = ()
+    #: words for the literature's context search of this layer
+    topic: str = ""
+    reason: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+
+
+class Presumption(_Fact):
+    word: str
+    any_of: tuple[str, ...]
+
+
+class StdioShare(Sourced):
+    min_share: float = Field(gt=0, lt=1)
+
+
+class StackFacts(_Fact):
+    stack: tuple[StackSignature, ...]
+    stdio: StdioShare
+    presumes: tuple[Presumption, ...]
+
+    @model_validator(mode="after")
+    def _known_ids(self) -> StackFacts:
+        ids = {s.id for s in self.stack} | {"stdio"}
+        for s in self.stack:
+            named = (*s.implies, *s.assumed_with, *s.confirmed_by, *s.unless, *s.implies_with)
+            named += tuple(x for v in s.implies_with.values() for x in v)
+            bad = [n for n in named if n not in ids]
+            if bad:
+                raise ValueError(f"stack {s.id} names unknown stacks: {', '.join(bad)}")
+        for p in self.presumes:
+            if bad := [n for n in p.any_of if n not in ids]:
+                raise ValueError(f"presumes {p.word!r} names unknown stacks: {', '.join(bad)}")
+        return self
+
+
+class Helpers(_Fact):
+    max_data_share: float = Field(gt=0, le=1)
+    max_events: int = Field(ge=0)
+    max_lifetime_share: float = Field(gt=0, le=1)
+    commands: tuple[str, ...]
+    interpreters: tuple[str, ...]
+
+
+class RunSplit(_Fact):
+    min_gap_s: float = Field(gt=0)
+    far_gap_ratio: float = Field(gt=0)
+
+
+class Roles(_Fact):
+    worker_min_start_delay_s: float = Field(ge=0)
+    rank_stacks: tuple[str, ...]
+
+
+class ProcessFacts(_Fact):
+    helpers: Helpers
+    runs: RunSplit
+    roles: Roles
+    source: str = Field(min_length=1)
+
+
+class SelfTracing(Sourced):
+    executables: tuple[str, ...]
+    modules: tuple[str, ...]
+    calls: tuple[str, ...]
+    env: tuple[str, ...]
+
+
+class Waits(Sourced):
+    events: tuple[str, ...]
+
+
+class ProgramFacts(_Fact):
+    self_tracing: SelfTracing
+    waits: Waits
+
+
+class Filesystem(Sourced):
+    id: str
+    #: words for the literature's context search
+    topic: str
+
+
+class FilesystemFacts(_Fact):
+    tmpfs_mounts: tuple[str, ...]
+    tmpfs_source: str = Field(min_length=1)
+    filesystem: tuple[Filesystem, ...]
