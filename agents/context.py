@@ -15,6 +15,8 @@ from typing import Any
 from dftune.agents.budget import Budget
 from dftune.agents.reasoner import Reasoner, RulesOnly
 from dftune.tools.catalog import Catalog, default_catalog
+from dftune.tools.runner.bench import ProcessMeasurer
+from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.session.workspace import Workspace
 
@@ -52,6 +54,9 @@ class Context:
     evidence: EvidenceFn | None = None
     #: the wall-clock budget, measurement slots and baseline units (None: no deadline, run alone)
     budget: Budget | None = None
+    #: what starts the workload's program for every measurement (tools/runner/measurer.py): the
+    #: real one; the graph tier scripts what each replicate measured
+    measurer: Measurer = field(default_factory=ProcessMeasurer)
 
     @property
     def workload_spec(self) -> WorkloadSpec:

@@ -19,6 +19,7 @@ from dftune.core import strictjson
 from dftune.core.domain.measurements import Coverage, Measurement, StagePlan
 from dftune.core.facts.paths import NO_RUN, RunPaths
 from dftune.tools.runner.bench import BenchResult, Progress, Replicate, bench
+from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.paired import ArmPlan, PairedResult, PairProgress, paired_bench
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.staging import staged_path
@@ -39,6 +40,7 @@ def measure(
     views: tuple[str, ...] = ("file", "proc"),
     source_dir: str | None = None,
     progress: Progress | None = None,
+    measurer: Measurer,
 ) -> tuple[Measurement, Analysis | None, BenchResult]:
     run_spec = spec.relocated(Path(source_dir)) if source_dir else spec
     result = bench(
@@ -49,6 +51,7 @@ def measure(
         workdir=workdir,
         env=env,
         progress=progress,
+        measurer=measurer,
     )
     data_dir = run_spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
     paths = RunPaths.of(str(data_dir) if data_dir else None, env=env)
@@ -73,6 +76,7 @@ def measure_paired(
     extend_at_pct: float = 5.0,
     progress: PairProgress | None = None,
     stage: StagePlan | None = None,
+    measurer: Measurer,
 ) -> tuple[Measurement, Measurement, PairedResult]:
     """The incumbent (``reference``'s condition) and the candidate, interleaved in one sitting, each
     traced as the reference was and summarized as :func:`measure` would (its own analysis).
@@ -96,6 +100,7 @@ def measure_paired(
         lower_is_better=spec.metric.lower_is_better,
         extend_at_pct=extend_at_pct,
         progress=progress,
+        measurer=measurer,
     )
     out = []
     for plan, result, src in (
@@ -242,6 +247,7 @@ def measure_baseline(
             replicates=replicates,
             traced=traced,
             progress=progress,
+            measurer=ctx.measurer,
         )
     run_dir = ctx.workspace.run_dir(run_id)
     if budget.units is not None:
@@ -268,6 +274,7 @@ def measure_baseline(
             replicates=replicates,
             traced=traced,
             progress=progress,
+            measurer=ctx.measurer,
         )
 
 

@@ -94,6 +94,7 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> Update:
                 extend_at_pct=WIN_THRESHOLD_PCT,
                 progress=each_pair,
                 stage=stage,
+                measurer=ctx.measurer,
             )
     except OutOfTime as exc:  # not tried: the proposal stays open, the change is reverted by record
         ctx.progress("verifier", f"opt{exp.iteration}: {exc}")

@@ -5,6 +5,7 @@
     python benchmarks/bench_tuning.py --json                  # one JSON document on stdout
     python benchmarks/bench_tuning.py --suite unseen2 --workload sample_reader   # tests/e2e/unseen2
     python benchmarks/bench_tuning.py --suite unseen3 --workload tile_writer     # tests/e2e/unseen3
+    python benchmarks/bench_tuning.py --suite unseen5 --json    # held-out: packed reader, plot writer
 
 For each workload (a folder with ``workload.toml`` and ``truth.toml``, the second one naming the
 legitimate knobs and the disguised values; dftune never reads it):
@@ -55,6 +56,7 @@ SUITES = {
     "unseen2": HERE.parent / "tests" / "e2e" / "unseen2",
     "unseen3": HERE.parent / "tests" / "e2e" / "unseen3",
     "unseen4": HERE.parent / "tests" / "e2e" / "unseen4",
+    "unseen5": HERE.parent / "tests" / "e2e" / "unseen5",
 }
 TARGET = 0.90
 MEASURING = ("no_doing_less", "access_pattern")

@@ -48,6 +48,7 @@ from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
 from dftune.graphs.pending import answer_first, pending_items, question
 from dftune.graphs.pipeline import builder
 from dftune.tools.kb.backup import backup_kb, check_kb
+from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.spec import WorkloadSpec, load_spec
 from dftune.tools.session.workspace import RunNotFound, Workspace
 
@@ -130,13 +131,18 @@ ARCHIVED_SPEC = "workload.toml"
 
 
 def _context(
-    state: TuningState | dict[str, Any], ws: Workspace, progress: ProgressFn, budget: Budget | None = None
+    state: TuningState | dict[str, Any],
+    ws: Workspace,
+    progress: ProgressFn,
+    budget: Budget | None = None,
+    measurer: Measurer | None = None,
 ) -> Context:
     """Rebuilt on every start/resume: the spec from the run's archived copy (so a run never changes
     its workload under itself), the reasoner from the state's ``model``, the literature search
-    (local store first; remote only when online, see DFTUNE_OFFLINE)."""
+    (local store first; remote only when online, see DFTUNE_OFFLINE), the measurer (None: the
+    real one, which starts the workload's program)."""
     s = state if isinstance(state, TuningState) else _as_state(state)
-    return Context(
+    ctx = Context(
         spec=archived_spec(s, ws, progress),
         reasoner=make_reasoner(s.model, settings=s.llm),
         workspace=ws,
@@ -145,6 +151,9 @@ def _context(
         evidence=make_evidence(),
         budget=budget,
     )
+    if measurer is not None:
+        ctx.measurer = measurer
+    return ctx
 
 
 def archived_spec(state: TuningState, ws: Workspace, progress: ProgressFn = silent) -> WorkloadSpec:
@@ -287,6 +296,7 @@ def start_run(
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
     budget: Budget | None = None,
+    measurer: Measurer | None = None,
     **overrides: Any,
 ) -> RunResult:
     """Create the run and drive the graph until it ends or waits for a person (or the budget ends it).
@@ -305,7 +315,7 @@ def start_run(
         atomic_write_bytes(ws.run_dir(meta.id) / ARCHIVED_SPEC, path.read_bytes())
         state = TuningState(run_id=meta.id, spec_path=str(path), state_version=STATE_VERSION, **dict(s))
         with _compiled(meta.id, ws) as (graph, config):
-            _drive(graph, config, state, _context(state, ws, progress, budget))
+            _drive(graph, config, state, _context(state, ws, progress, budget, measurer))
     return _result(meta.id, ws)
 
 
@@ -351,6 +361,7 @@ def resume_run(
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
     budget: Budget | None = None,
+    measurer: Measurer | None = None,
 ) -> RunResult:
     """Continue after a crash or kill from the last checkpoint; never re-applies or re-records."""
     ws = workspace or Workspace()
@@ -362,7 +373,7 @@ def resume_run(
             raise RunRefused(f"run {run_id} waits for approval: dftune approve {run_id} [--reject]")
         if snap.next:
             progress("resume", "resuming " + _where(run_id, snap, state))
-            _drive(graph, config, None, _context(state, ws, progress, budget))
+            _drive(graph, config, None, _context(state, ws, progress, budget, measurer))
         else:
             progress("resume", f"nothing to resume: {_where(run_id, snap, state)}")
     return _result(run_id, ws)
@@ -375,6 +386,7 @@ def approve_run(
     reason: str = "",
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
+    measurer: Measurer | None = None,
 ) -> RunResult:
     """Answer the first pending item and continue the run: the approval the graph waits at, else the
     oldest change kept on trial (also after the run finished: a refusal measures again what stood on it)."""
@@ -387,13 +399,14 @@ def approve_run(
         if any(t.interrupts for t in snap.tasks):
             asked = question(next(i.value for t in snap.tasks for i in t.interrupts))
             progress("approve", receipt(asked, answer) + f"; continuing {_where(run_id, snap, state)}")
-            _drive(graph, config, Command(resume=answer.model_dump()), _context(state, ws, progress))
+            resumed: Command[Any] = Command(resume=answer.model_dump())
+            _drive(graph, config, resumed, _context(state, ws, progress, None, measurer))
         elif state.pending and not snap.next:
             first = state.pending[0]
             trial = f"opt{first.iteration} {first.proposal_id} (kept on trial)"
             progress("approve", receipt(trial, answer) + "; settling it, then continuing where the run ended")
             settle_config = answer_first(graph, config, state, answer.decision, answer.reason)
-            _drive(graph, settle_config, None, _context(state, ws, progress))
+            _drive(graph, settle_config, None, _context(state, ws, progress, None, measurer))
         elif state.pending:
             raise RunRefused(
                 f"run {run_id} stopped with work left: dftune resume {run_id} first, then approve"
@@ -499,6 +512,7 @@ def replay_run(
     *,
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
+    measurer: Measurer | None = None,
 ) -> RunResult:
     """Fork from a saved state (optionally changing inputs) and run the fork to its end."""
     ws = workspace or Workspace()
@@ -523,5 +537,7 @@ def replay_run(
             f"opt{values['iteration_floor'] + 1} on",
         )
         fork = graph.update_state(target, values)
-        _drive(graph, fork, None, _context(_as_state({**state.__dict__, **values}), ws, progress))
+        _drive(
+            graph, fork, None, _context(_as_state({**state.__dict__, **values}), ws, progress, None, measurer)
+        )
     return _result(run_id, ws)

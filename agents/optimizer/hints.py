@@ -31,6 +31,7 @@ from dftune.tools.catalog import Catalog
 from dftune.tools.diagnose.stack import hints_printed, overridden
 from dftune.tools.runner.bench import BenchError, bench
 from dftune.tools.runner.changes.layering import HINTS_VAR, hint_file_text, read_hint_file
+from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.spec import WorkloadSpec
 
 HINTS_DIR = "hints"
@@ -154,14 +155,19 @@ SHOWN_KEYS = (
 )
 
 
-def hints_before(spec: WorkloadSpec, run_dir: Path) -> str:
+def hints_before(spec: WorkloadSpec, run_dir: Path, measurer: Measurer) -> str:
     """The hints in effect before any change: one untraced run with ROMIO_PRINT_HINTS=1 (once per run)."""
     record = run_dir / HINTS_DIR / "before.json"
     if record.is_file():
         return str(strictjson.read_file(record).get("said", ""))
     try:
         result = bench(
-            spec, replicates=1, trace=False, env=PRINT_HINTS, workdir=run_dir / HINTS_DIR / "before"
+            spec,
+            replicates=1,
+            trace=False,
+            env=PRINT_HINTS,
+            workdir=run_dir / HINTS_DIR / "before",
+            measurer=measurer,
         )
     except BenchError as exc:
         return f"hints in effect before any change: unknown (the probe run failed: {exc})"

@@ -231,7 +231,7 @@ def plan(state: TuningState, runtime: Runtime[Context]) -> Update:
     stack = hint_proposals(ctx.catalog, state.software, ranks_of(spec), run_dir)
     before = []
     if stack:  # the hints in effect before any change, as ROMIO reports them
-        said = hints_before(spec, run_dir)
+        said = hints_before(spec, run_dir, ctx.measurer)
         ctx.progress("optimizer", said)
         before.append(log("optimizer", said))
     proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context, state.software, stack)

@@ -6,17 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from dftune.graphs.runs import approve_run, history, replay_run, resume_run, start_run
-from tests.graph.conftest import TOY
+from tests.graph.conftest import TOY, toy_measurer
 
 
 def test_approve_opens_with_a_receipt_and_the_approval_is_recorded() -> None:
     waits: list[tuple[str, str]] = []
+    script = toy_measurer()
     first = start_run(
         TOY,
         mode="interactive",
         max_experiments=1,
         run_id="toy-receipt",
         progress=lambda node, msg: waits.append((node, msg)),
+        measurer=script,
     )
     assert first.status == "awaiting_approval"
     assert [m for n, m in waits if n == "approval"] == [
@@ -24,7 +26,10 @@ def test_approve_opens_with_a_receipt_and_the_approval_is_recorded() -> None:
     ]
     notes: list[tuple[str, str]] = []
     done = approve_run(
-        "toy-receipt", reason="looks safe", progress=lambda node, msg: notes.append((node, msg))
+        "toy-receipt",
+        reason="looks safe",
+        progress=lambda node, msg: notes.append((node, msg)),
+        measurer=script,
     )
     node, msg = notes[0]
     assert node == "approve" and msg.startswith(f"approved {first.pending[0].proposal_id}")
@@ -36,9 +41,10 @@ def test_approve_opens_with_a_receipt_and_the_approval_is_recorded() -> None:
 
 
 def test_resume_and_replay_say_where_they_start_and_history_marks_the_fork() -> None:
-    start_run(TOY, max_experiments=1, run_id="toy-where")
+    script = toy_measurer()
+    start_run(TOY, max_experiments=1, run_id="toy-where", measurer=script)
     notes: list[str] = []
-    resume_run("toy-where", progress=lambda node, msg: notes.append(msg))
+    resume_run("toy-where", progress=lambda node, msg: notes.append(msg), measurer=script)
     assert notes[0].startswith("nothing to resume: run toy-where at step")
     rows = history("toy-where")
     assert any(r["experiment"].startswith("opt1 ") for r in rows)
@@ -50,6 +56,7 @@ def test_resume_and_replay_say_where_they_start_and_history_marks_the_fork() -> 
         before["checkpoint_id"],
         {"max_experiments": "2"},
         progress=lambda node, msg: notes.append(msg),
+        measurer=script,
     )
     assert notes[0].startswith(f"forking run toy-where at step {before['step']}")
     assert "max_experiments=2" in notes[0] and "opt2 on" in notes[0]

@@ -1,4 +1,5 @@
-"""Whole tuning runs with a chat model over real HTTP: the real graph, SQLite checkpoints, real subprocesses.
+"""Whole tuning runs with a chat model over real HTTP: the real graph, SQLite checkpoints, a script
+of what each replicate measured.
 
 ``graphs.runs`` drives the toy workload with ``--model anthropic:...`` / ``openai:...`` against the
 local API servers of tests/fakes/llm_api.py. Whatever the model does (garbage, 429s, 500s, 401s,
@@ -20,9 +21,11 @@ from dftune.core.domain.run import LLMSettings
 from dftune.core.home import dftune_home
 from dftune.graphs.runs import RunError, approve_run, history, resume_run, start_run
 from dftune.tools.report.writer import write_reports
+from dftune.tools.runner.measurer import Invocation
 from dftune.tools.session.workspace import Workspace
 from tests.fakes.llm_api import KEY, MODELS, hang, http_error, text, tool_call
-from tests.graph.conftest import TOY
+from tests.fakes.measurer import Arm, ScriptedMeasurer, steady
+from tests.graph.conftest import TOY, toy_measurer
 
 #: the three judgments only (the model's actions are scripted in test_model_actions.py)
 FAST = LLMSettings(timeout_s=1.0, retries=2, deadline_s=2.0, backoff_s=0.05, actions=[])
@@ -64,7 +67,13 @@ def _competent(summary: str) -> list[Any]:
 
 def _run(provider: str, **kw: Any) -> dict[str, Any]:
     return start_run(
-        TOY, model=MODELS[provider], max_experiments=2, replicates=3, llm=kw.pop("llm", FAST), **kw
+        TOY,
+        model=MODELS[provider],
+        max_experiments=2,
+        replicates=3,
+        llm=kw.pop("llm", FAST),
+        measurer=toy_measurer(),
+        **kw,
     )
 
 
@@ -103,7 +112,9 @@ def test_a_competent_model_decides_and_the_report_says_so(provider: str, api: An
 def test_the_models_estimates_are_labeled_as_the_models_not_the_literatures(provider: str, api: Any) -> None:
     script = _competent("One experiment was measured.")
     api(provider, [script[0], script[1], script[3]])
-    result = start_run(TOY, model=MODELS[provider], max_experiments=1, replicates=3, llm=FAST)
+    result = start_run(
+        TOY, model=MODELS[provider], max_experiments=1, replicates=3, llm=FAST, measurer=toy_measurer()
+    )
     state = _state(result.run_id)
     assert state.proposal("SLOW=1").status == "proposed"  # never measured: the estimate stays
     assert state.proposal("SLOW=1").impact_estimated_by == MODELS[provider]
@@ -117,7 +128,7 @@ def test_the_models_estimates_are_labeled_as_the_models_not_the_literatures(prov
 
 def test_rules_estimates_say_where_they_come_from() -> None:
     """The toy runs untraced: no trace to estimate from, so the table says n/a (never a silent 0)."""
-    result = start_run(TOY, max_experiments=1, replicates=3)
+    result = start_run(TOY, max_experiments=1, replicates=3, measurer=toy_measurer())
     (left,) = [p for p in _state(result.run_id).proposals if p.status == "proposed"]
     assert left.app_impact_source == "n/a" and "no trace" in left.impact_reason
     (row,) = [
@@ -237,7 +248,7 @@ def test_the_budget_holds_across_approve(api: Any) -> None:
     run_id = result.run_id
     assert _state(run_id).tokens_spent == 5_000
     while result.status == "awaiting_approval":
-        result = approve_run(run_id)
+        result = approve_run(run_id, measurer=toy_measurer())
     state = _state(run_id)
     assert result.status == "completed" and len(server.requests) == 2
     assert state.tokens_spent == 5_000 <= state.token_budget
@@ -277,7 +288,7 @@ def test_the_budget_holds_across_resume_after_a_crash(api: Any, monkeypatch: pyt
         _run("anthropic", token_budget=7_000, run_id="crashy")
     monkeypatch.setattr(verifier, "measure_paired", real)
     assert _state("crashy").tokens_spent == 5_000
-    result = resume_run("crashy")
+    result = resume_run("crashy", measurer=toy_measurer())
     state = _state("crashy")
     assert result.status == "completed" and len(server.requests) == 2 and state.tokens_spent == 5_000
 
@@ -376,12 +387,19 @@ def test_free_text_in_every_answer_still_completes_the_run(api: Any) -> None:
 def test_no_key_reaches_the_workload_or_dftune_home(
     tmp_path: Path, api: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A tuning run with a model: the workload prints its whole environment into its logs under
-    DFTUNE_HOME; the model's key (and any other credential) is not in any file there."""
+    """A tuning run with a model: the workload prints its whole environment (the one bench gives it)
+    into its logs under DFTUNE_HOME; the model's key (and any other credential) is not in any file
+    there."""
     monkeypatch.setenv("HF_TOKEN", "hf_not-for-the-workload-0123")
-    (tmp_path / "dump.py").write_text(
-        "import os, time\nfor k, v in sorted(os.environ.items()):\n    print(f'{k}={v}')\n"
-        "time.sleep(0.02 / int(os.environ['WORKERS']))\n"
+
+    def environment(inv: Invocation) -> str:
+        return "\n".join(f"{k}={v}" for k, v in sorted(inv.process_env.items()))
+
+    dumps = ScriptedMeasurer(  # more workers, a shorter wait
+        [
+            Arm({}, steady(0.02), prints=environment),
+            Arm({"WORKERS": 2}, steady(0.01), prints=environment),
+        ]
     )
     spec = tmp_path / "workload.toml"
     spec.write_text(
@@ -403,7 +421,7 @@ def test_no_key_reaches_the_workload_or_dftune_home(
             text("none again"),
         ],
     )
-    result = start_run(spec, model=MODELS["openai"], max_experiments=1, llm=FAST)
+    result = start_run(spec, model=MODELS["openai"], max_experiments=1, llm=FAST, measurer=dumps)
     assert result.status == "completed" and len(server.requests) == 5
     files = [p for p in dftune_home().rglob("*") if p.is_file()]
     logs = b"".join(p.read_bytes() for p in files if p.suffix == ".out")

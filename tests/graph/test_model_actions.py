@@ -17,8 +17,15 @@ from dftune.core.domain.run import LLMSettings
 from dftune.graphs.runs import start_run
 from dftune.tools.session.workspace import Workspace
 from tests.fakes.llm_api import MODELS, Reply, by_tool, text, tool_call
+from tests.fakes.measurer import Arm, steady
+from tests.graph.conftest import toy_measurer
 from tests.graph.test_llm_runs import _state
 from tests.unit.test_model_actions import RANGED
+
+#: WORKERS=8, a value only the range allows: the toy's eight items of an epoch on eight threads
+EIGHT = Arm({"WORKERS": 8}, steady(0.02))
+#: and the catalog's L2 setting the model adds on top (the sleeps do not allocate: no change)
+EIGHT_FEWER_ARENAS = Arm({"WORKERS": 8}, steady(0.02), env={"MALLOC_ARENA_MAX": "2"})
 
 SETTINGS = LLMSettings(timeout_s=2.0, retries=1, deadline_s=4.0, backoff_s=0.05)
 L2_ID = "l2.malloc_arena-arena_max=2"
@@ -104,7 +111,14 @@ def test_a_competent_model_uses_a_new_knob_value_an_l2_setting_more_replicates_a
             )
         ],
     )
-    result = start_run(RANGED, model=MODELS[provider], max_experiments=4, replicates=3, llm=SETTINGS)
+    result = start_run(
+        RANGED,
+        model=MODELS[provider],
+        max_experiments=4,
+        replicates=3,
+        llm=SETTINGS,
+        measurer=toy_measurer(EIGHT, EIGHT_FEWER_ARENAS),
+    )
     assert result.status == "completed"
     state = _state(result.run_id)
     new = state.proposal("WORKERS=8")
@@ -139,7 +153,14 @@ def test_a_competent_model_uses_a_new_knob_value_an_l2_setting_more_replicates_a
 
 def test_a_model_that_answers_garbage_to_every_action_leaves_the_run_to_the_rules(api: Any) -> None:
     api("anthropic", [text("I would rather not use the tool.").always()])
-    result = start_run(RANGED, model=MODELS["anthropic"], max_experiments=2, replicates=3, llm=SETTINGS)
+    result = start_run(
+        RANGED,
+        model=MODELS["anthropic"],
+        max_experiments=2,
+        replicates=3,
+        llm=SETTINGS,
+        measurer=toy_measurer(),
+    )
     assert result.status == "completed"
     state = _state(result.run_id)
     assert all(p.proposed_by == "plan" for p in state.proposals)
@@ -184,7 +205,6 @@ def _manual() -> Any:
 def test_a_drafted_patch_that_wins_is_kept_and_one_that_breaks_the_program_is_reverted(
     provider: str, api: Any, harness: Any
 ) -> None:
-    from dftune.agents.context import Context
     from dftune.agents.reasoner import make_reasoner
 
     rec = _manual()
@@ -223,9 +243,14 @@ def test_a_drafted_patch_that_wins_is_kept_and_one_that_breaks_the_program_is_re
         ],
     )
     reasoner = make_reasoner(MODELS[provider], settings=SETTINGS)
+    harness.measurer = toy_measurer(
+        # the broken draft exits before its work; the winning one spreads the sleeps over 8 threads
+        Arm({}, fails="drafted patch broke the program", source={"toy.py": "raise SystemExit"}),
+        Arm({}, steady(0.02), source={"toy.py": "max(a.workers, 8)"}),
+    )
     harness.invoke(
         harness.state(model=MODELS[provider], max_experiments=2, replicates=3, proposals=[rec]),
-        Context(workspace=harness.ws, reasoner=reasoner),
+        harness.context(reasoner=reasoner),
     )
     state = harness.values()
     drafts = [p for p in state.proposals if p.proposed_by.startswith("model:")]

@@ -2,9 +2,10 @@
 
 The toy writer stages its records in a buffer: the same byte ranges, larger physical writes and no
 application events, so the access-pattern guard really cannot tell buffering from a larger record
-(nothing here hard-codes its verdict). An autonomous run keeps the change on trial and goes on on
-top of it; the person's answer afterwards makes it a KB win, or a refusal after which what was kept
-on top of it is measured again without it.
+(nothing here hard-codes its verdict: the guards judge the analyses of the writer's scripted
+traces). An autonomous run keeps the change on trial and goes on on top of it; the person's answer
+afterwards makes it a KB win, or a refusal after which what was kept on top of it is measured
+again without it.
 """
 
 from __future__ import annotations
@@ -25,12 +26,47 @@ from dftune.graphs.pending import answer_first
 from dftune.graphs.pipeline import builder
 from dftune.graphs.runs import approve_run, history, replay_run, resume_run, start_run
 from dftune.tools.kb import opt_kb_get, opt_kb_lookup, opt_kb_records
+from dftune.tools.runner.measurer import Invocation
 from dftune.tools.runner.spec import load_spec
 from dftune.tools.session.workspace import Workspace
+from tests.fakes.measurer import Arm, Program, ScriptedMeasurer, steady
 from tests.graph.conftest import InOrder
+from tests.tracegen import Proc
 
-TOY = Path(__file__).parent / "toy"
-SPEC = TOY / "buffered.toml"
+SPEC = Path(__file__).parent / "toy" / "buffered.toml"
+
+#: The toy writer: 1,024 records of 1 KiB to one file, in order, each with its own write call or
+#: staged in a 256 KiB buffer (4 calls over the same byte ranges); WORKERS spreads 8 items of
+#: compute over threads (no I/O). It reports a cost model of what it did: 60 us a write call, 30 ms
+#: an item on its busiest thread.
+RECORDS, RECORD, BUFFER = 1024, 1024, 262144
+CALL_S, ITEM_S = 60e-6, 0.030
+
+
+def writer(buffer: int) -> Program:
+    """What a traced replicate of the writer did: its writes into the arm's data folder."""
+
+    def did(inv: Invocation) -> list[Proc]:
+        proc, path = Proc(pid=4100), str(inv.data_dir / "records.bin")
+        proc.open(path)
+        for _ in range(RECORDS * RECORD // (buffer or RECORD)):
+            proc.write(path, buffer or RECORD)
+        proc.close(path)
+        return [proc]
+
+    return did
+
+
+def reports(buffer: int, busiest_items: int) -> float:
+    return (RECORDS * RECORD // (buffer or RECORD)) * CALL_S + busiest_items * ITEM_S
+
+
+WRITER_ARMS = [
+    Arm({}, steady(reports(0, 8)), trace=writer(0)),
+    Arm({"BUF": BUFFER}, steady(reports(BUFFER, 8)), trace=writer(BUFFER)),
+    Arm({"BUF": BUFFER, "WORKERS": 4}, steady(reports(BUFFER, 2)), trace=writer(BUFFER)),
+    Arm({"WORKERS": 4}, steady(reports(0, 2)), trace=writer(0)),
+]
 
 
 class Run:
@@ -42,10 +78,14 @@ class Run:
         self.graph = builder.compile(checkpointer=self.saver)
         self.config: Any = {"configurable": {"thread_id": str(uuid.uuid4())}}
         self.run_id = self.ws.create_run(None, "toy-buffered-writer").id
+        self.measurer = ScriptedMeasurer(WRITER_ARMS)
 
     def ctx(self) -> Context:
         return Context(
-            workspace=self.ws, spec=load_spec(SPEC), reasoner=RulesOnly(InOrder(["BUF=262144", "WORKERS=4"]))
+            workspace=self.ws,
+            spec=load_spec(SPEC),
+            reasoner=RulesOnly(InOrder(["BUF=262144", "WORKERS=4"])),
+            measurer=self.measurer,
         )
 
     def start(self) -> TuningState:
@@ -167,8 +207,6 @@ def test_a_refusal_records_the_reason_and_measures_again_what_stood_on_it(run: R
 BUF_ONLY = textwrap.dedent("""
     name = "toy-buffered-only"
     command = ["{python}", "buffered.py", "--out", "{data_dir}", "--buffer", "{BUF}", "--items", "0"]
-    cwd = "%s"
-    source_dir = "%s"
     replicates = 5
     timeout_s = 60
     page_cache = "warm"
@@ -188,9 +226,16 @@ BUF_ONLY = textwrap.dedent("""
 
 def test_run_json_carries_pending_through_resume_replay_and_approve(tmp_path: Path) -> None:
     spec = tmp_path / "workload.toml"
-    spec.write_text(BUF_ONLY % (TOY, TOY))
+    spec.write_text(BUF_ONLY)
     ws = Workspace()
-    doc = start_run(spec, max_experiments=1, force=True, workspace=ws)  # the gate is not under test
+    script = ScriptedMeasurer(
+        [
+            Arm({}, steady(reports(0, 0)), trace=writer(0)),
+            Arm({"BUF": BUFFER}, steady(reports(BUFFER, 0)), trace=writer(BUFFER)),
+        ]
+    )
+    # the gate is not under test
+    doc = start_run(spec, max_experiments=1, force=True, workspace=ws, measurer=script)
     run_id = doc.run_id
     assert doc.status == "completed"
     assert len(doc.pending) == 1, doc.verdicts
@@ -198,12 +243,14 @@ def test_run_json_carries_pending_through_resume_replay_and_approve(tmp_path: Pa
     assert {"proposal_id", "settings", "question", "change_pct"} <= set(item)
     assert item["proposal_id"] == "BUF=262144" and item["settings"] == {"BUF": "262144"}
     assert item["change_pct"] > 0 and "coalescing" in item["question"]
-    assert resume_run(run_id, workspace=ws).pending == doc.pending  # a finished run: nothing moves
+    assert resume_run(run_id, workspace=ws, measurer=script).pending == doc.pending  # nothing moves
     # a fork from the state right after the record keeps the change on trial
     after = [h for h in history(run_id, workspace=ws) if h["node"] == "record" and h["experiments"] == 1]
-    forked = replay_run(run_id, after[0]["checkpoint_id"], {"max_experiments": "1"}, workspace=ws)
+    forked = replay_run(
+        run_id, after[0]["checkpoint_id"], {"max_experiments": "1"}, workspace=ws, measurer=script
+    )
     assert [p.proposal_id for p in forked.pending] == ["BUF=262144"]
-    answered = approve_run(run_id, reason="buffering, not a new record size", workspace=ws)
+    answered = approve_run(run_id, reason="buffering, not a new record size", workspace=ws, measurer=script)
     assert answered.pending == [] and answered.status == "completed"
     assert [v.verdict for v in answered.verdicts] == ["win"]
     with pytest.raises(Exception, match="not waiting"):

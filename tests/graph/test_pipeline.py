@@ -1,4 +1,4 @@
-"""The tuning graph end to end on the toy workload: fake LLM, fresh checkpointer, real subprocesses."""
+"""The tuning graph end to end on the toy workload: fake LLM, fresh checkpointer, scripted measurements."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
-from dftune.agents.context import Context
 from dftune.agents.reasoner import LLMReasoner
 from dftune.core.domain.run import LLMSettings, TuningState
 from dftune.tools.kb import opt_kb_records
 from tests.fakes.chat import ScriptedChatModel, tool_reply
+from tests.fakes.measurer import Arm, ScriptedMeasurer, steady
 from tests.graph.conftest import TOY, Harness
 
 
@@ -82,7 +82,7 @@ def test_a_scripted_model_chooses_and_is_reasked_when_it_answers_outside_the_opt
         ]
     )
     reasoner = LLMReasoner(model, name="fake:scripted", settings=LLMSettings(actions=[]))
-    harness.invoke(harness.state(model="fake:scripted"), Context(workspace=harness.ws, reasoner=reasoner))
+    harness.invoke(harness.state(model="fake:scripted"), harness.context(reasoner=reasoner))
     state = harness.values()
     assert model.violations == []  # every re-ask kept both APIs' message rules
     assert [e.proposal_id for e in state.experiments] == ["SLOW=1", "WORKERS=4"]
@@ -118,7 +118,7 @@ def test_token_budget_hands_every_judgment_back_to_the_rules(harness: Harness) -
     reasoner = LLMReasoner(model, name="fake:budget", settings=LLMSettings(actions=[]))
     harness.invoke(
         harness.state(max_experiments=1, token_budget=5_000, model="fake:budget"),
-        Context(workspace=harness.ws, reasoner=reasoner),
+        harness.context(reasoner=reasoner),
     )
     state = harness.values()
     assert state.status == "completed" and model.violations == []
@@ -202,6 +202,10 @@ def test_a_source_patch_is_applied_to_a_copy_measured_and_kept(tmp_path: Path, h
         '[[patches]]\nname = "shorter-stall"\nfile = "fast.diff"\nstrategy = "l1.vectored_io"\n'
     )
     original = (work / "app.py").read_bytes()
+    # the program reports its stall: 50 ms, 10 ms once the patch shortened it
+    harness.measurer = ScriptedMeasurer(
+        [Arm({}, steady(0.05)), Arm({}, steady(0.01), source={"app.py": "time.sleep(0.01)"})]
+    )
     harness.invoke(TuningState(run_id=harness.run_id, spec_path=str(work / "workload.toml")))
     state = harness.values()
     (exp,) = state.experiments

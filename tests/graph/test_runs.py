@@ -13,11 +13,12 @@ from dftune.core.domain.run import Pitfall
 from dftune.graphs.checkpointer import serializer
 from dftune.graphs.runs import RunError, history, replay_run, resume_run, start_run
 from dftune.tools.session.workspace import Workspace
-from tests.graph.conftest import TOY
+from tests.graph.conftest import TOY, measured_by, toy_measurer
 
 
 def test_history_lists_checkpoints_and_replay_forks_without_touching_the_original(tmp_path: Path) -> None:
-    first = start_run(TOY, max_experiments=1, run_id="toy-run")
+    script = toy_measurer()
+    first = start_run(TOY, max_experiments=1, run_id="toy-run", measurer=script)
     assert first.status == "completed" and len(first.verdicts) == 1
     rows = history("toy-run")
     assert rows[0]["source"] == "input" and rows[-1]["next"] == []
@@ -27,7 +28,7 @@ def test_history_lists_checkpoints_and_replay_forks_without_touching_the_origina
     # fork from the first decision point, with a larger budget
     before_choose = next(r for r in rows if r["next"] == ["choose"] and r["experiments"] == 0)
     opt1 = (Workspace().iteration_dir("toy-run", 1) / "bench.json").read_bytes()
-    forked = replay_run("toy-run", before_choose["checkpoint_id"], {"max_experiments": "2"})
+    forked = replay_run("toy-run", before_choose["checkpoint_id"], {"max_experiments": "2"}, measurer=script)
     assert forked.status == "completed"
     assert [v.iteration for v in forked.verdicts] == [2, 3]  # numbered above the original branch
     assert (Workspace().iteration_dir("toy-run", 1) / "bench.json").read_bytes() == opt1
@@ -35,7 +36,7 @@ def test_history_lists_checkpoints_and_replay_forks_without_touching_the_origina
 
 
 def test_replay_refuses_unknown_fields_and_checkpoints() -> None:
-    start_run(TOY, max_experiments=0, run_id="toy-zero")
+    start_run(TOY, max_experiments=0, run_id="toy-zero", measurer=toy_measurer())
     cid = history("toy-zero")[1]["checkpoint_id"]
     with pytest.raises(RunError, match="only allow_install, force, max_experiments"):
         replay_run("toy-zero", cid, {"status": "completed"})
@@ -48,8 +49,9 @@ def test_replay_refuses_unknown_fields_and_checkpoints() -> None:
 
 
 def test_resume_of_a_finished_run_changes_nothing() -> None:
-    done = start_run(TOY, max_experiments=1, run_id="toy-done")
-    again = resume_run("toy-done")
+    script = toy_measurer()
+    done = start_run(TOY, max_experiments=1, run_id="toy-done", measurer=script)
+    again = resume_run("toy-done", measurer=script)
     assert again.verdicts == done.verdicts and again.status == "completed"
 
 
@@ -66,7 +68,8 @@ def test_the_serializer_loads_state_models_and_nothing_else() -> None:
     assert not isinstance(serde.loads_typed((kind, blob)), Intruder)
 
 
-def test_cli_run_prints_one_json_document_and_approve_resumes_it() -> None:
+def test_cli_run_prints_one_json_document_and_approve_resumes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    measured_by(monkeypatch, toy_measurer())
     runner = CliRunner()
     res = runner.invoke(
         app,
@@ -113,14 +116,19 @@ def test_a_run_keeps_its_archived_spec_when_the_original_is_edited(tmp_path: Pat
     work = tmp_path / "wl"
     shutil.copytree(TOY.parent, work)
     spec = work / "workload.toml"
-    first = start_run(spec, mode="interactive", max_experiments=1, run_id="toy-archived")
+    script = toy_measurer()
+    first = start_run(spec, mode="interactive", max_experiments=1, run_id="toy-archived", measurer=script)
     assert first.status == "awaiting_approval"
     spec.write_text(spec.read_text().replace('"toy.py"', '"missing.py"'))  # would fail every replicate
+    started = len(script.starts)
     notes: list[str] = []
-    done = approve_run("toy-archived", progress=lambda node, msg: notes.append(msg))
+    done = approve_run("toy-archived", progress=lambda node, msg: notes.append(msg), measurer=script)
     assert done.status == "completed"
     assert [v.verdict for v in done.verdicts] != ["failed"]
     assert any("keeps using its archived copy" in n for n in notes)
+    # what ran after the edit is the archived command
+    after = [inv.argv for inv in script.starts[started:]]
+    assert after and all(any(a.endswith("toy.py") for a in argv) for argv in after), after
 
 
 def test_a_run_saved_with_another_state_shape_is_refused_with_a_clear_line(
@@ -128,7 +136,7 @@ def test_a_run_saved_with_another_state_shape_is_refused_with_a_clear_line(
 ) -> None:
     from dftune.graphs import runs
 
-    start_run(TOY, max_experiments=0, run_id="toy-old")
+    start_run(TOY, max_experiments=0, run_id="toy-old", measurer=toy_measurer())
     monkeypatch.setattr(runs, "STATE_VERSION", runs.STATE_VERSION + 1)
     with pytest.raises(RunError, match=r"saved by an older dftune .* report\.md stays readable"):
         resume_run("toy-old")

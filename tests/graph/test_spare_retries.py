@@ -10,21 +10,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dftune.agents.context import Context
 from dftune.agents.reasoner import RulesOnly
 from dftune.core.domain.run import TuningState
 from dftune.tools.runner.spec import load_spec
+from tests.fakes.measurer import Arm, ScriptedMeasurer, steady
 from tests.graph.conftest import Harness, InOrder
 
 LOADER = Path(__file__).parent / "toy" / "loader.toml"
 
+#: What the loader reports: four epochs of eight items of 10 ms on an epoch's busiest worker, and
+#: 5 ms for each worker it starts. One worker runs the items itself (a pool is never started, so
+#: keeping it changes nothing); four start a pool every epoch, or once when it persists.
+LOADER_ARMS = [
+    Arm({}, steady(0.32)),  # 32 items on the one worker
+    Arm({"PERSIST": 1}, steady(0.32)),  # no pool to keep
+    Arm({"WORKERS": 4}, steady(0.16)),  # 8 items on the busiest worker, 16 workers started
+    Arm({"WORKERS": 4, "PERSIST": 1}, steady(0.10)),  # the same items, 4 workers started
+]
+
 
 def _run(harness: Harness, budget: int) -> TuningState:
-    ctx = Context(
-        workspace=harness.ws,
-        spec=load_spec(LOADER),
-        reasoner=RulesOnly(InOrder(["PERSIST=1", "WORKERS=4"])),
-    )
+    harness.measurer = ScriptedMeasurer(LOADER_ARMS)
+    ctx = harness.context(spec=load_spec(LOADER), reasoner=RulesOnly(InOrder(["PERSIST=1", "WORKERS=4"])))
     state = TuningState(
         run_id=harness.run_id, spec_path=str(LOADER), mode="autonomous", max_experiments=budget, force=True
     )

@@ -7,11 +7,12 @@ import pytest
 
 from dftune.graphs.runs import RunError, history, replay_run, start_run
 from dftune.graphs.steps import resolve_checkpoint
-from tests.graph.conftest import TOY
+from tests.graph.conftest import TOY, toy_measurer
 
 
 def test_a_step_number_names_its_checkpoint_until_a_fork_shares_it() -> None:
-    start_run(TOY, max_experiments=0, run_id="toy-steps")
+    script = toy_measurer()
+    start_run(TOY, max_experiments=0, run_id="toy-steps", measurer=script)
     rows = history("toy-steps")
     step = next(r for r in rows if r["node"] == "diagnoser")
     assert resolve_checkpoint("toy-steps", str(step["step"])) == step["checkpoint_id"]
@@ -19,7 +20,8 @@ def test_a_step_number_names_its_checkpoint_until_a_fork_shares_it() -> None:
     with pytest.raises(RunError, match="no checkpoint at step 999"):
         resolve_checkpoint("toy-steps", "999")
     # a fork from that step makes a second branch: the later steps now name two checkpoints
-    replay_run("toy-steps", resolve_checkpoint("toy-steps", str(step["step"])), {"max_experiments": "0"})
+    fork = resolve_checkpoint("toy-steps", str(step["step"]))
+    replay_run("toy-steps", fork, {"max_experiments": "0"}, measurer=script)
     later = max(r["step"] for r in rows)
     with pytest.raises(RunError, match="names 2 checkpoints"):
         resolve_checkpoint("toy-steps", str(later))

@@ -22,9 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import numpy as np
-
 from dftune.core.facts.paths import DATA_FOLDER, PathClass, RunPaths, classify
+from dftune.tools.guards.logical import spearman
 from dftune.tools.trace import semantics as S
 from dftune.tools.trace.model import Analysis, FileAccess, RequestLog
 
@@ -232,11 +231,8 @@ class Arm:
         ]
         if len(read) < min_files:
             return None
-        names = np.argsort(np.argsort([n for n, _ in read], kind="stable"))
-        times = np.argsort(np.argsort([t for _, t in read], kind="stable"))
-        n = len(read)
-        d = (names - times).astype(np.float64)
-        return float(1.0 - 6.0 * float((d * d).sum()) / (n * (n * n - 1)))
+        rank = {n: i for i, (n, _) in enumerate(sorted(read))}
+        return spearman([rank[n] for n, _ in read], [t for _, t in read])
 
 
 def sharing_inputs(*arms: Arm) -> list[Arm]:

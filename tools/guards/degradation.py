@@ -6,10 +6,8 @@ from typing import Literal
 
 from dftune.core.domain.stats import pct_change
 from dftune.core.domain.verdicts import GuardDecision
+from dftune.tools.guards.rules import guard_rules
 from dftune.tools.runner.stats import regression_guard
-
-#: Non-degradation threshold (dftracer-io-optimization skill): an app metric > 2% worse is a regression.
-APP_REGRESSION_THRESHOLD = 0.02
 
 
 def non_degradation_guard(
@@ -37,7 +35,7 @@ def non_degradation_guard(
     gain = pct_change(app_before, app_after, lower_is_better=lower_is_better) or 0.0
     details = {"app_before": app_before, "app_after": app_after, "app_change_pct": round(gain, 4)}
     if regression_guard(
-        app_before, app_after, lower_is_better=lower_is_better, threshold=APP_REGRESSION_THRESHOLD
+        app_before, app_after, lower_is_better=lower_is_better, threshold=guard_rules().app_regression
     ):
         return GuardDecision(
             guard="non_degradation",
@@ -45,7 +43,8 @@ def non_degradation_guard(
             verdict="regression",
             guard_triggered=True,
             details=details,
-            reason=f"the application got {-gain:.2f}% worse ({app_before:g} -> {app_after:g}), over the 2% "
+            reason=f"the application got {-gain:.2f}% worse ({app_before:g} -> {app_after:g}), over the "
+            f"{guard_rules().app_regression:.0%} "
             "limit: whatever it did to the system metric, a change that costs the application this much is "
             "not a win; revert it",
         )
@@ -53,6 +52,7 @@ def non_degradation_guard(
         said = f"the application metric improved by {gain:.2f}% ({app_before:g} -> {app_after:g})"
     else:
         said = (
-            f"the application got {-gain:.2f}% worse ({app_before:g} -> {app_after:g}), within the 2% limit"
+            f"the application got {-gain:.2f}% worse ({app_before:g} -> {app_after:g}), within the "
+            f"{guard_rules().app_regression:.0%} limit"
         )
     return GuardDecision(guard="non_degradation", passed=True, details=details, reason=said)

@@ -23,10 +23,7 @@ import numpy as np
 
 from dftune.tools.guards.arms import Arm
 from dftune.tools.guards.logical import requests, running_end
-
-#: fewest calls in a direction before its shared files say anything (a configuration file every
-#: rank reads is not the program's I/O)
-MIN_CALLS = 8
+from dftune.tools.guards.rules import guard_rules
 
 
 @dataclass(frozen=True)
@@ -89,10 +86,6 @@ class ReadWindows:
     file_holes: int
 
 
-#: of the fine arm's bytes, the share that must lie inside the coarse arm's windows
-INSIDE = 0.99
-
-
 def _merged(group: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The union of each group's ranges as disjoint sorted intervals (group, start, end)."""
     order = np.lexsort((lo, group))
@@ -149,11 +142,11 @@ def read_windows(coarse: Arm, fine: Arm) -> ReadWindows | None:
         keep = req.start >= 0
         arms.append((req.stream[keep], req.file[keep], req.start[keep], req.start[keep] + req.size[keep]))
     (cs, cf, clo, chi), (fs, ff, flo, fhi) = arms
-    if len(clo) < 1 or len(flo) < max(MIN_CALLS, 2 * len(clo)):
+    if len(clo) < 1 or len(flo) < max(guard_rules().library_min_calls, 2 * len(clo)):
         return None
     windows, pieces = _merged(cf, clo, chi), _merged(ff, flo, fhi)
     spread = int((pieces[2] - pieces[1]).sum())
-    if _inside(pieces, windows) < INSIDE * spread:
+    if _inside(pieces, windows) < guard_rules().windows_inside * spread:
         return None  # the fine arm reads bytes the windows never held: other data
     streams = 1 + int(max(cs.max(), fs.max()))
     per_stream = _covered(cf * streams + cs, clo, chi) - _covered(ff * streams + fs, flo, fhi)
@@ -172,7 +165,7 @@ class Sharing:
     """How the processes share the data files in one direction (one pass over the request log)."""
 
     #: of the calls on files two or more streams access, the share inside another stream's extent;
-    #: None when those files hold fewer than :data:`MIN_CALLS` calls
+    #: None when those files hold fewer than the threshold library_min_calls
     share: float | None
     #: the calls on those shared files
     calls: int
@@ -212,7 +205,7 @@ def sharing(arm: Arm, direction: str) -> Sharing | None:
         total += len(s)
         if len(s) > most:
             busiest, most = names.get(f, str(f)), len(s)
-    share = inside / total if total >= MIN_CALLS else None
+    share = inside / total if total >= guard_rules().library_min_calls else None
     return Sharing(share=share, calls=total, streams=widest, busiest=busiest)
 
 

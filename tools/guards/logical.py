@@ -31,21 +31,14 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from dftune.tools.guards.rules import guard_rules
 from dftune.tools.trace.model import RequestLog
 
 I64 = npt.NDArray[np.int64]
 
-#: fewest transitions per arm before an order class is judged at all
-MIN_TRANSITIONS = 8
-#: share of backward steps at or below which a stream is in file order (an epoch's restart)
-ORDER_FLOOR = 0.02
-#: fewest blocks both arms touch before "the coarser arm follows the finer arm's order" is evidence
-MIN_FOLLOW_BLOCKS = 8
-#: rank correlation of the two arms' first-touch orders that counts as the same sequence
-FOLLOWS = 0.9
-#: largest rank correlation of the finer arm's first-touch order with the file order for its
-#: sequence to count as distinctive (a walk in file order is followed by any coarser walk)
-DISTINCTIVE = 0.5
+#: The thresholds below (min_transitions, order_floor, min_follow_blocks, follows, distinctive) are
+#: resources/guards.toml's, with their sources.
+T = guard_rules
 
 
 @dataclass(frozen=True)
@@ -164,7 +157,7 @@ class Order:
         share = self.share
         if share is None:
             return "unknown"
-        return "in file order" if share <= ORDER_FLOOR else "out of file order"
+        return "in file order" if share <= T().order_floor else "out of file order"
 
 
 #: the two levels of a stream's order: the steps within a file, and the moves from file to file
@@ -195,13 +188,13 @@ def order_changed(before: Order, after: Order) -> bool | None:
     """None: too few steps to say; else whether the share of backward steps changed class: by
     more than three standard errors (few requests are noisy), by at least half of the larger share
     (a shuffle over files read in several requests dilutes the share with the forward steps
-    inside each file, on both arms alike) and by more than :data:`ORDER_FLOOR`."""
+    inside each file, on both arms alike) and by more than the order floor."""
     p1, p2 = before.share, after.share
-    if p1 is None or p2 is None or min(before.transitions, after.transitions) < MIN_TRANSITIONS:
+    if p1 is None or p2 is None or min(before.transitions, after.transitions) < T().min_transitions:
         return None
     pooled = (before.backward + after.backward) / (before.transitions + after.transitions)
     se = float(np.sqrt(max(pooled * (1 - pooled), 1e-12) * (1 / before.transitions + 1 / after.transitions)))
-    return abs(p2 - p1) > max(3 * se, 0.5 * max(p1, p2), ORDER_FLOOR)
+    return abs(p2 - p1) > max(T().order_sigmas * se, T().order_relative * max(p1, p2), T().order_floor)
 
 
 @dataclass(frozen=True)
@@ -215,18 +208,18 @@ class Follow:
     @property
     def distinctive(self) -> bool:
         return (
-            self.blocks >= MIN_FOLLOW_BLOCKS
+            self.blocks >= T().min_follow_blocks
             and self.finer_with_file_order is not None
-            and self.finer_with_file_order <= DISTINCTIVE
+            and self.finer_with_file_order <= T().distinctive
         )
 
     @property
     def follows(self) -> bool:
-        return self.distinctive and self.with_finer is not None and self.with_finer >= FOLLOWS
+        return self.distinctive and self.with_finer is not None and self.with_finer >= T().follows
 
     @property
     def departs(self) -> bool:
-        return self.distinctive and self.with_finer is not None and self.with_finer < DISTINCTIVE
+        return self.distinctive and self.with_finer is not None and self.with_finer < T().distinctive
 
 
 def _first_touch(req: Requests, block: I64, blocks: int) -> npt.NDArray[np.float64]:
@@ -236,14 +229,16 @@ def _first_touch(req: Requests, block: I64, blocks: int) -> npt.NDArray[np.float
     return first
 
 
-def _spearman(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> float | None:
-    if len(x) < 3:
-        return None
-    rx = np.argsort(np.argsort(x, kind="stable"), kind="stable").astype(np.float64)
-    ry = np.argsort(np.argsort(y, kind="stable"), kind="stable").astype(np.float64)
-    n = len(x)
-    d = rx - ry
-    return float(1.0 - 6.0 * float((d * d).sum()) / (n * (n * n - 1)))
+def spearman(x: npt.ArrayLike, y: npt.ArrayLike) -> float | None:
+    """Spearman's rank correlation (ties get their average rank), or None for fewer than three
+    values or a constant side."""
+    from scipy import stats  # a second of imports: only when a guard compares orders
+
+    x, y = np.asarray(x), np.asarray(y)
+    if len(x) < 3 or np.all(x == x[0]) or np.all(y == y[0]):
+        return None  # a constant side has no order to correlate
+    rho = stats.spearmanr(x, y).statistic
+    return None if rho is None or not np.isfinite(rho) else float(rho)
 
 
 def _within_files(
@@ -257,7 +252,7 @@ def _within_files(
         sel = files == f
         if int(sel.sum()) < 3:
             continue
-        rho = _spearman(x[sel], y[sel])
+        rho = spearman(x[sel], y[sel])
         if rho is None:
             continue
         n = float(sel.sum())

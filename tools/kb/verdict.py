@@ -22,7 +22,7 @@ from typing import Protocol
 
 from dftune.core.domain.stats import pct_change
 from dftune.core.domain.verdicts import Decided, GuardDecision, Verdict
-from dftune.tools.guards import APP_REGRESSION_THRESHOLD
+from dftune.tools.guards import guard_rules
 
 #: a ``win`` is an improvement of at least 5% (and beyond the noise).
 WIN_THRESHOLD_PCT = 5.0
@@ -147,7 +147,7 @@ def numeric_verdict(
                 f"improved by at least {win_text} and beyond the noise: {moved}; the {cis} do not overlap",
             )
         return "no_change", f"a small improvement: {moved} is below the {win_text} a win needs"
-    limit = 100 * APP_REGRESSION_THRESHOLD
+    limit = 100 * guard_rules().app_regression
     if change < -limit - _EPS:
         return "regression", (
             f"worse by more than {limit:g}%: {moved} (no statistical comparison or confidence "

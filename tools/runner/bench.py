@@ -30,6 +30,7 @@ from dftune.core.home import dftune_home
 from dftune.core.process import ProcessResult, Status, run_process
 from dftune.core.secrets import scrubbed_environ
 from dftune.tools.runner.dlio_summary import find_summary, keep_summary, looked_in
+from dftune.tools.runner.measurer import Invocation, Measurer, Purpose
 from dftune.tools.runner.metrics import (
     MetricNotFound,
     combined,
@@ -336,6 +337,14 @@ def _run(
     )
 
 
+class ProcessMeasurer:
+    """The real measurer: starts the program (locally, under mpirun, or as a batch job)."""
+
+    def run(self, inv: Invocation) -> ProcessResult:
+        env, logs = inv.process_env, inv.log_dir
+        return _run(inv.spec, inv.argv, cwd=inv.cwd, env=env, log_dir=logs, label=inv.label)
+
+
 #: Left in the workdir when a replicate's empty preload trace showed the program traces itself, so the
 #: next replicates of the experiment (interleaved arms call bench once per replicate) start in FUNCTION mode.
 SELF_TRACING_NOTE = "self-tracing.txt"
@@ -450,6 +459,7 @@ def bench(
     first_index: int = 0,
     prepare: bool = True,
     stage: StagePlan | None = None,
+    measurer: Measurer | None = None,
 ) -> BenchResult:
     """Run ``replicates`` runs of one condition and return the record with its statistics.
 
@@ -458,7 +468,8 @@ def bench(
     replicates of the same condition can be added to a workdir without touching earlier ones.
     ``prepare=False`` skips the setup and the warm-up: the workdir was prepared by an earlier
     call (interleaved arms run one replicate at a time). ``stage``: every replicate runs on a fresh
-    copy of the data folder on that tier, the copy's time inside its metric (tools/runner/staging.py)."""
+    copy of the data folder on that tier, the copy's time inside its metric (tools/runner/staging.py).
+    ``measurer`` starts the program (tools/runner/measurer.py; None: :class:`ProcessMeasurer`)."""
     settings = spec.settings(overrides)
     n = replicates or spec.replicates
     traced = (spec.tracing.mode != "off") if trace is None else trace
@@ -472,6 +483,37 @@ def bench(
     base_env = {**inherited, **spec.env, **(env or {}), **spec.knob_env(settings)}
     argv = spec.render(spec.command, settings, workdir=workdir)
     data_dir = str(spec.placeholder_values(settings, workdir=workdir)["data_dir"])
+    measurer = measurer or ProcessMeasurer()
+    arm_env = dict(env or {})
+
+    def launch(
+        purpose: Purpose,
+        argv: list[str],
+        process_env: dict[str, str],
+        label: str,
+        *,
+        index: int | None = None,
+        trace_dir: Path | None = None,
+        data: str = data_dir,
+    ) -> ProcessResult:
+        """One start of the program, through the measurer."""
+        inv = Invocation(
+            purpose=purpose,
+            spec=spec,
+            settings=settings,
+            env=arm_env,
+            workdir=workdir,
+            data_dir=Path(data),
+            index=index,
+            trace_dir=trace_dir,
+            argv=argv,
+            cwd=cwd,
+            process_env=process_env,
+            log_dir=logs,
+            label=label,
+        )
+        return measurer.run(inv)
+
     notes: list[str] = []
     created = make_data_dir(spec, settings, workdir)
     if created:
@@ -490,7 +532,7 @@ def bench(
             f"data set in {data_dir} reused: prepared by an earlier experiment with the same setup command"
         )
     elif spec.setup and prepare:
-        setup = _run(spec, setup_argv, cwd=cwd, env=base_env, log_dir=logs, label="setup")
+        setup = launch("setup", setup_argv, base_env, "setup")
         if setup.status != "ok":
             raise BenchError(
                 f"{spec.spec_path}: setup {setup.status} ({setup.reason}): {setup.stderr_tail[-300:].strip()}"
@@ -509,7 +551,7 @@ def bench(
         if warmed.is_file():  # an earlier call here (a campaign's baseline unit) warmed it already
             notes.append(f"page cache {why}: warmed by an earlier run in this folder")
         else:
-            warm = _run(spec, argv, cwd=cwd, env=base_env, log_dir=logs, label="warmup")
+            warm = launch("warmup", argv, base_env, "warmup")
             warmed.write_text(f"{warm.status}\n", encoding="utf-8")
             notes.append(
                 f"page cache {why}: one untraced warm-up run first, "
@@ -572,7 +614,8 @@ def bench(
         try:
             with staged_replicate(Path(data_dir), stage, arm_key) if stage else nullcontext() as staged:
                 run_started = time.time()  # the program's start (after any copy-in)
-                ran = _run(spec, rep_argv, cwd=cwd, env=env, log_dir=logs, label=label)
+                where = str(copy or data_dir)
+                ran = launch("replicate", rep_argv, env, label, index=i, trace_dir=rep_trace, data=where)
         except StagingError as exc:
             raise BenchError(f"{spec.spec_path}: {exc}") from None
         except OSError as exc:  # a copy that failed (a full tier, an unreadable file)

@@ -28,6 +28,7 @@ from dftune.tools.runner.bench import (
     staging_note,
     summary_stats,
 )
+from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.stats import early_stop, undecided
 
@@ -82,12 +83,14 @@ def paired_bench(
     extra_pairs: int = 0,
     extend_at_pct: float = 5.0,
     progress: PairProgress | None = None,
+    measurer: Measurer | None = None,
 ) -> PairedResult:
     """Alternate one replicate of ``reference`` and one of ``candidate`` until the data decide or
     ``max_pairs`` pairs ran. A comparison still undecided then (no_change, but its CI still reaches
     an ``extend_at_pct`` improvement, or the medians moved that much: :func:`undecided`) gets up to
     ``extra_pairs`` more, once, judged by the same test. A
-    :class:`~dftune.tools.runner.bench.BenchError` (setup, tracer) propagates as from ``bench``."""
+    :class:`~dftune.tools.runner.bench.BenchError` (setup, tracer) propagates as from ``bench``.
+    ``measurer`` starts both arms' programs (None: the real one, as in ``bench``)."""
     arms = (reference, candidate)
     firsts: list[BenchResult | None] = [None, None]
     reps: list[list[Replicate]] = [[], []]
@@ -109,6 +112,7 @@ def paired_bench(
                 first_index=k,
                 prepare=k == 0,
                 stage=arm.stage,
+                measurer=measurer,
             )
             if firsts[side] is None:
                 firsts[side] = one

@@ -33,6 +33,7 @@ from dftune.core.errors import DftuneError
 from dftune.core.supervise import owned_by
 from dftune.tools.runner.bench import BenchError, BenchResult, bench, summary_stats
 from dftune.tools.runner.deadline import Deadline
+from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.pool import SlotPool
 from dftune.tools.runner.spec import WorkloadSpec
 
@@ -70,10 +71,13 @@ class BaselineUnits:
         min_ok: int = 3,
         gate: Callable[[], bool] | None = None,
         owner: str | None = None,
+        measurer: Measurer | None = None,
     ) -> None:
         """``gate``: units start once it says yes (the run's folder exists: its run creates it);
-        ``owner``: whose programs the units are (its run's process owner; ``lane`` when None)."""
+        ``owner``: whose programs the units are (its run's process owner; ``lane`` when None);
+        ``measurer``: what starts each unit's program (None: the real one, as in ``bench``)."""
         self.spec, self.workdir, self.n, self.traced = spec, workdir, replicates, traced
+        self.measurer = measurer
         self.gate = gate
         self.lane, self.pool, self.deadline = lane, pool, deadline
         self.owner = owner or lane
@@ -234,7 +238,14 @@ class BaselineUnits:
         start = time.monotonic()
         try:
             with owned_by(self.owner):  # a campaign member's unit: its run sweeps and kills it, no other
-                res = bench(spec, replicates=1, first_index=i, trace=self.traced, workdir=self.workdir)
+                res = bench(
+                    spec,
+                    replicates=1,
+                    first_index=i,
+                    trace=self.traced,
+                    workdir=self.workdir,
+                    measurer=self.measurer,
+                )
         finally:
             with self._cond:
                 self._running.discard(i)
