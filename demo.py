@@ -42,24 +42,24 @@ def main() -> int:
         console.print(text(f"dftune demo: {exc}", "red"))
         return 2
     progress.clear()
-    if result["status"] == "completed":
+    html = None
+    if result.status == "completed":
         from dftune.tools.report.writer import write_reports
 
-        html = write_reports(result["run_id"], html=True).get("html")
-        result = {**result, "report_html": html}
+        html = write_reports(result.run_id, html=True).get("html")
     renderer = RunRenderer(console)
-    renderer.render({k: v for k, v in result.items() if k != "report"}, table=False, next_steps=False)
-    if result.get("report"):
-        path_line(console, "report", result["report"])
-    if result.get("report_html"):
+    renderer.render(result.model_copy(update={"report": None}), table=False, next_steps=False)
+    if result.report:
+        path_line(console, "report", result.report)
+    if html:
         from dftune.tools.report.plots import plots_unavailable
 
         why = plots_unavailable()
-        path_line(console, "HTML" if why else "with plots", result["report_html"])
+        path_line(console, "HTML" if why else "with plots", html)
         if why:
             err.print(text(why))
     renderer.render_next(result)
-    return 0 if result["status"] == "completed" else 1
+    return 0 if result.status == "completed" else 1
 
 
 if __name__ == "__main__":

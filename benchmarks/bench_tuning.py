@@ -121,21 +121,19 @@ def tuned(toml: Path, max_experiments: int, replicates: int | None, disguised: C
         toml, mode="autonomous", max_experiments=max_experiments, replicates=replicates, workspace=ws
     )
     for _ in range(4 * max_experiments):  # each answer settles one; a refusal may raise new ones
-        waiting = result["pending"]
-        if not waiting or waiting[0].get("kind") != "confirm_pending":
+        waiting = result.pending
+        if not waiting or waiting[0].kind != "confirm_pending":
             break  # approve answers the first item: an approval the run waits at is not the truth's to give
-        setting = ",".join(f"{k}={v}" for k, v in waiting[0]["settings"].items())
-        log(
-            f"  a person answers {waiting[0]['proposal_id']}: "
-            f"{'refused' if setting in disguised else 'confirmed'}"
-        )
+        setting = ",".join(f"{k}={v}" for k, v in waiting[0].settings.items())
+        answer = "refused" if setting in disguised else "confirmed"
+        log(f"  a person answers {waiting[0].proposal_id}: {answer}")
         result = approve_run(
-            result["run_id"],
+            result.run_id,
             reject=setting in disguised,
             reason="answered by the benchmark's truth",
             workspace=ws,
         )
-    return load_state(result["run_id"], ws)
+    return load_state(result.run_id, ws)
 
 
 def score_of(toml: Path, args: argparse.Namespace) -> dict[str, Any]:

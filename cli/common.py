@@ -5,12 +5,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.core import TyperCommand, TyperOption
+
+if TYPE_CHECKING:
+    from dftune.core.domain.run import RunResult
 
 app = typer.Typer(
     name="dftune",
@@ -148,11 +151,11 @@ def _progress(as_json: bool) -> Any:
 _printers: list[Any] = []
 
 
-def _show_run(result: dict[str, Any], as_json: bool, table: bool = False) -> None:
+def _show_run(result: RunResult, as_json: bool, table: bool = False) -> None:
     for printer in _printers:
         printer.clear()
     if as_json:
-        emit_json(result)
+        emit_json(result.document())
         return
     from dftune.tools.report.console import RunRenderer
 

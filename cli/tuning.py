@@ -9,7 +9,8 @@ import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
-    from dftune.core.domain.run import RunSettings
+    from dftune.core.domain.run import RunResult, RunSettings
+    from dftune.tools.report.campaign import CampaignResult
 
 from dftune.cli.common import (
     EXIT_RUN_FAILED,
@@ -176,6 +177,7 @@ def run(
 
     refuse_early(preflight.missing_spec(workloads))
     from dftune.agents.reasoner import llm_settings
+    from dftune.core.domain.run import RunResult
     from dftune.graphs.campaign import CampaignFile, is_campaign_file, load_campaign_file, start_campaign
     from dftune.graphs.runs import run_settings_of
     from dftune.tools.runner.deadline import resolve
@@ -201,6 +203,7 @@ def run(
             "llm": llm,
         }
         settings = run_settings_of(file, {k: v for k, v in cli_settings.items() if v is not None})
+        result: RunResult | CampaignResult  # one run, or a campaign
         if file is None and len(specs) == 1:
             result = _single_run(specs[0], settings, run_id, until, as_json)
         else:
@@ -213,19 +216,19 @@ def run(
                 progress=_progress(as_json),
                 settings=settings,
             )
-    if "campaign_id" in result:
+    if not isinstance(result, RunResult):  # a campaign
         _show_campaign(result, as_json)
-        if all(m["status"] == "failed" for m in result["members"]):
+        if all(m.status == "failed" for m in result.members):
             raise typer.Exit(EXIT_RUN_FAILED)
         return
     _show_run(result, as_json, table)
-    if result["status"] == "failed":
+    if result.status == "failed":
         raise typer.Exit(EXIT_RUN_FAILED)
 
 
 def _single_run(
     spec: Path, settings: RunSettings, run_id: str | None, until: float | None, as_json: bool
-) -> dict[str, Any]:
+) -> RunResult:
     from dftune.agents.budget import Budget
     from dftune.graphs.campaign import RUN_RESERVE_S
     from dftune.graphs.runs import start_run
@@ -235,9 +238,9 @@ def _single_run(
     return start_run(spec, settings=settings, run_id=run_id, progress=_progress(as_json), budget=budget)
 
 
-def _show_campaign(result: dict[str, Any], as_json: bool) -> None:
+def _show_campaign(result: CampaignResult, as_json: bool) -> None:
     if as_json:
-        emit_json(result)
+        emit_json(result.document())
         return
     from dftune.tools.report.campaign_console import CampaignRenderer
 
@@ -263,8 +266,7 @@ def resume(
     with user_errors():
         until = resolve(time_budget, deadline)
         if is_campaign(run_id):
-            result = resume_campaign(run_id, deadline=until, progress=_progress(as_json))
-            _show_campaign(result, as_json)
+            _show_campaign(resume_campaign(run_id, deadline=until, progress=_progress(as_json)), as_json)
             return
         from dftune.agents.budget import Budget
 
@@ -375,7 +377,8 @@ def report(
         refuse_early(preflight.unknown_run(run_id))
     from dftune.core.terminal import text
     from dftune.graphs.campaign import campaign_reports, is_campaign
-    from dftune.tools.report.writer import load_report, write_reports
+    from dftune.tools.report.loader import load_report
+    from dftune.tools.report.writer import write_reports
 
     source = Path(run_id).exists()  # a log or trace, not a run id
     campaign = not source and is_campaign(run_id)
@@ -411,7 +414,7 @@ def report(
             _, doc = load_report(run_id)
         RunRenderer(out).render_glance(headline(doc))
         if table:
-            RunRenderer(out).render_table(doc.get("proposal_table") or [])
+            RunRenderer(out).render_table(doc.proposal_table)
     for kind, path in paths.items():
         out.print(text(f"{kind}: {path}"), soft_wrap=True)
 
@@ -445,11 +448,12 @@ def runs(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON do
     from dftune.tools.session.workspace import Workspace
 
     with user_errors():
-        rows = [{**r.model_dump(mode="json"), "result": run_result(r.path)} for r in Workspace().list_runs()]
+        listed = [(r, run_result(r.path)) for r in Workspace().list_runs()]
         campaigns = list_campaigns()
     if as_json:
+        rows = [{**r.model_dump(mode="json"), "result": result} for r, result in listed]
         emit_json({"schema": "dftune.runs/1", "runs": rows, "campaigns": campaigns})
         return
     from dftune.tools.report.console import RunRenderer
 
-    RunRenderer(Console()).render_runs(rows, campaigns)
+    RunRenderer(Console()).render_runs(listed, campaigns)

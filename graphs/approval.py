@@ -23,7 +23,7 @@ from dftune.agents.optimizer.trust import TamperedProposal, trusted_proposal
 from dftune.agents.policy import approval_rule
 from dftune.core.domain.experiments import Approval
 from dftune.core.domain.proposals import Proposal
-from dftune.core.domain.run import TuningState, Update, log, update
+from dftune.core.domain.run import ApprovalRequest, PatternQuestion, TuningState, Update, log, update
 
 #: What to send as the resume value (``Command(resume=...)``), shown in every pending request.
 ANSWER_FORMAT = {"decision": "approve | reject", "reason": "(optional) why, kept in the run's record"}
@@ -55,29 +55,35 @@ def parse_answer(raw: Any) -> tuple[ApprovalAnswer | None, str]:
         )
 
 
-def request(p: Proposal, run_id: str) -> dict[str, Any]:
-    """What the person sees at the interrupt (and ``dftune run --json`` prints as ``pending``)."""
-    return {
-        "run_id": run_id,
-        "proposal_id": p.id,
-        "strategy": p.strategy,
-        "layer": p.layer,
-        "privilege": p.privilege,
-        "description": p.description,
-        "change": p.change.model_dump(),
-        "app_impact_pct": p.app_impact_pct,
-        "app_impact_source": p.app_impact_source,
-        "citation": p.citation.reference() if p.citation else None,
-        "resume_with": f"dftune approve {run_id}  (or --reject)",
-        "answer_format": ANSWER_FORMAT,
-    }
+def request(p: Proposal, run_id: str, refused: str | None = None) -> ApprovalRequest:
+    """What the person sees at the interrupt (and ``dftune run --json`` prints under ``pending``);
+    ``refused``: why the last answer was not one."""
+    return ApprovalRequest(
+        run_id=run_id,
+        proposal_id=p.id,
+        strategy=p.strategy,
+        layer=p.layer,
+        privilege=p.privilege,
+        description=p.description,
+        change=p.change,
+        app_impact_pct=p.app_impact_pct,
+        app_impact_source=p.app_impact_source,
+        citation=p.citation.reference() if p.citation else None,
+        resume_with=f"dftune approve {run_id}  (or --reject)",
+        answer_format=ANSWER_FORMAT,
+        refused=refused,
+        settings=dict(p.change.settings),
+        question=f"apply {p.id}? ({p.description})",
+    )
 
 
-def receipt(asked: dict[str, Any], answer: ApprovalAnswer) -> str:
-    """What was answered, to what, said back before anything else runs."""
-    what = asked.get("proposal_id") or "the pending question"
-    if asked.get("strategy"):
-        what += f" ({asked['strategy']}, {asked.get('privilege') or 'no-sudo'})"
+def receipt(asked: ApprovalRequest | PatternQuestion | str, answer: ApprovalAnswer) -> str:
+    """What was answered (the question the graph stopped at, or a change kept on trial named in a
+    phrase), said back before anything else runs."""
+    if isinstance(asked, ApprovalRequest):
+        what = f"{asked.proposal_id} ({asked.strategy}, {asked.privilege})"
+    else:
+        what = asked if isinstance(asked, str) else asked.proposal_id
     done = "approved" if answer.decision == "approve" else "rejected"
     why = f" because {answer.reason!r}" if answer.reason else ""
     who = f" by {answer.user}" if answer.user else ""
@@ -112,9 +118,9 @@ def approval(state: TuningState, runtime: Runtime[Context]) -> Update:
             approvals=[Approval(proposal_id=p.id, approved=True, by="policy", reason=why)],
             events=[log("approval", f"{p.id} approved by policy ({why})")],
         )
-    answer, why = parse_answer(interrupt(request(p, state.run_id)))
+    answer, why = parse_answer(interrupt(request(p, state.run_id).model_dump(mode="json")))
     while answer is None:  # each refused answer is one more interrupt: the run keeps waiting
-        answer, why = parse_answer(interrupt({**request(p, state.run_id), "refused": why}))
+        answer, why = parse_answer(interrupt(request(p, state.run_id, refused=why).model_dump(mode="json")))
     approved = answer.decision == "approve"
     entry = Approval(
         proposal_id=p.id,

@@ -30,11 +30,16 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from dftune.agents.budget import Budget
 from dftune.agents.context import ProgressFn, silent
-from dftune.core.domain.run import RunSettings
+from dftune.core.domain.run import RunResult, RunSettings
 from dftune.core.errors import DftuneError, one_line
 from dftune.graphs.checkpointer import CHECKPOINT_FILE
 from dftune.graphs.runs import ARCHIVED_SPEC, resume_run, run_settings_of, start_run
-from dftune.tools.report.campaign import MEMBER_HTML_S, write_campaign_reports, write_member_html
+from dftune.tools.report.campaign import (
+    MEMBER_HTML_S,
+    CampaignResult,
+    write_campaign_reports,
+    write_member_html,
+)
 from dftune.tools.runner.deadline import Deadline, clock
 from dftune.tools.runner.pool import SlotPool
 from dftune.tools.runner.spec import SpecError, WorkloadSpec, load_spec
@@ -43,7 +48,6 @@ from dftune.tools.session.campaigns import CampaignMeta, CampaignStore, Member, 
 from dftune.tools.session.layout import new_run_id, validate_run_id
 from dftune.tools.session.workspace import Workspace
 
-SCHEMA = "dftune.campaign/1"
 #: Kept at the end of the night for the combined report (Markdown and HTML); MEMBER_HTML_S more is
 #: kept before it, so that a run the deadline cut still gets its HTML page (plots from its traces).
 CAMPAIGN_RESERVE_S = 5.0
@@ -124,7 +128,7 @@ def start_campaign(
     workspace: Workspace | None = None,
     store: CampaignStore | None = None,
     **overrides: Any,
-) -> dict[str, Any]:
+) -> CampaignResult:
     """Create the campaign (every spec is validated first) and drive it to its end."""
     ws, store = workspace or Workspace(), store or CampaignStore()
     if not spec_paths:
@@ -164,7 +168,7 @@ def resume_campaign(
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
     store: CampaignStore | None = None,
-) -> dict[str, Any]:
+) -> CampaignResult:
     """Continue every member that has not ended; ``deadline`` replaces the campaign's (a new night)."""
     ws, store = workspace or Workspace(), store or CampaignStore()
     meta = store.read(campaign_id)
@@ -228,7 +232,7 @@ class _Member:
         )
         self.budget = Budget(deadline=deadline, pool=pool, lane=m.run_id, units=self.units)
         self.progress = progress
-        self.result: dict[str, Any] | None = None
+        self.result: RunResult | None = None
         self.thread = threading.Thread(target=self._run, name=f"run-{m.workload}", daemon=True)
 
     def say(self, node: str, message: str) -> None:
@@ -248,13 +252,12 @@ class _Member:
                     workspace=self.ws,
                     budget=self.budget,
                 )
-            m.status, m.reason = self.result["status"], self.result.get("status_reason") or ""
-            m.pending = list(self.result.get("pending") or [])  # approvals and changes kept on trial
+            m.status, m.reason = self.result.status, self.result.status_reason
+            # approvals and changes kept on trial, as the run's result lists them
+            m.pending = [p.model_dump(mode="json") for p in self.result.pending]
             if m.status == "awaiting_approval":  # the morning reader still gets what was measured
-                pending = m.pending[0] if m.pending else {}
-                m.reason = (
-                    f"{pending.get('proposal_id')} waits for a person: dftune approve {m.run_id} [--reject]"
-                )
+                who = self.result.pending[0].proposal_id if self.result.pending else None
+                m.reason = f"{who} waits for a person: dftune approve {m.run_id} [--reject]"
                 interim_report(m.run_id, self.ws, self.spec, m.reason)
         except BaselineNotReady as exc:
             m.status, m.reason = "interrupted", one_line(exc)
@@ -281,18 +284,18 @@ class _Member:
             self.ws.set_status(self.m.run_id, status)
 
 
-def _coverage(units: BaselineUnits, result: dict[str, Any] | None) -> dict[str, Any]:
+def _coverage(units: BaselineUnits, result: RunResult | None) -> dict[str, Any]:
     c = units.counts()
     return {
         "units_total": units.n,
         "units_ok": len(c["ok"]),
         "units_failed": len(c["failed"]),
         "units_pending": len(c["pending"]) + len(c["running"]),
-        "experiments": len((result or {}).get("verdicts") or []),
+        "experiments": len(result.verdicts) if result else 0,
     }
 
 
-def _drive(meta: CampaignMeta, store: CampaignStore, ws: Workspace, progress: ProgressFn) -> dict[str, Any]:
+def _drive(meta: CampaignMeta, store: CampaignStore, ws: Workspace, progress: ProgressFn) -> CampaignResult:
     pool = SlotPool(1)
     deadline = (
         Deadline(meta.deadline - CAMPAIGN_RESERVE_S - MEMBER_HTML_S, reserve_s=RUN_RESERVE_S)
@@ -364,31 +367,30 @@ def _summary(meta: CampaignMeta) -> str:
     return "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(by.items()))
 
 
-def campaign_result(meta: CampaignMeta, ws: Workspace, paths: dict[str, str] | None = None) -> dict[str, Any]:
+def campaign_result(meta: CampaignMeta, ws: Workspace, paths: dict[str, str] | None = None) -> CampaignResult:
     """``dftune run --json`` of a campaign: its status, each member's run and coverage, the reports."""
     from dftune.tools.report.campaign import coverage_sentence, member_rows, timing_text
 
     rows = member_rows(meta, ws)
     partial, coverage = coverage_sentence(rows)
-    return {
-        "schema": SCHEMA,
-        "campaign_id": meta.id,
-        "status": meta.status,
-        "status_reason": meta.status_reason,
-        "deadline": meta.deadline,
-        "deadline_text": clock(meta.deadline) if meta.deadline else None,
-        "ended": meta.ended.isoformat() if meta.ended else None,
-        "finished_before_deadline": (meta.ended.timestamp() <= meta.deadline)
+    return CampaignResult(
+        campaign_id=meta.id,
+        status=meta.status,
+        status_reason=meta.status_reason,
+        deadline=meta.deadline,
+        deadline_text=clock(meta.deadline) if meta.deadline else None,
+        ended=meta.ended.isoformat() if meta.ended else None,
+        finished_before_deadline=(meta.ended.timestamp() <= meta.deadline)
         if meta.ended and meta.deadline
         else None,
-        "timing": timing_text(meta),
-        "partial": partial,
-        "coverage": coverage,
-        "members": rows,
-        "report": (paths or {}).get("markdown"),
-        "html": (paths or {}).get("html"),
-        "campaign_dir": str(CampaignStore().dir(meta.id)),
-    }
+        timing=timing_text(meta),
+        partial=partial,
+        coverage=coverage,
+        members=rows,
+        report=(paths or {}).get("markdown"),
+        html=(paths or {}).get("html"),
+        campaign_dir=str(CampaignStore().dir(meta.id)),
+    )
 
 
 def campaign_history(campaign_id: str, store: CampaignStore | None = None) -> list[dict[str, Any]]:

@@ -38,18 +38,17 @@ def write_report(run_dir: Path, report: RunReport) -> Path:
     """``report.json`` and ``report.md`` of a run; returns the Markdown report's path."""
     doc = report.model_dump(mode="json", by_alias=True)
     atomic_write_bytes(run_dir / "report.json", strictjson.dumps(doc, indent=1).encode("utf-8"))
-    atomic_write_bytes(run_dir / "report.md", render_run_markdown(doc).encode("utf-8"))
+    atomic_write_bytes(run_dir / "report.md", render_run_markdown(report).encode("utf-8"))
     return run_dir / "report.md"
 
 
 def outcome(state: TuningState, *, lower_is_better: bool) -> Outcome:
     def kept(e: Experiment) -> KeptChange:
-        change = e.comparison.change_pct if e.comparison else 0.0
         return KeptChange(
             strategy=e.strategy,
             proposal=e.proposal_id,
             iteration=e.iteration,
-            change_pct=change,
+            change_pct=e.change_pct or 0.0,
             question=e.question,
         )
 

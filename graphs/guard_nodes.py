@@ -24,7 +24,7 @@ from dftune.core.domain.experiments import Experiment, GuardRecord
 from dftune.core.domain.kb import KbRecord
 from dftune.core.domain.measurements import Measurement
 from dftune.core.domain.proposals import Proposal
-from dftune.core.domain.run import TuningState, Update, log, update
+from dftune.core.domain.run import PatternQuestion, TuningState, Update, log, update
 from dftune.core.domain.stats import pct_change
 from dftune.core.domain.verdicts import GuardDecision
 from dftune.graphs.approval import parse_answer
@@ -155,17 +155,17 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> Update:
     }
     unsure = [d for d in records if d.verdict == "inconclusive"]
     if unsure and state.mode == "interactive" and exp.confirmed_by is None and exp.refused_by is None:
-        ask = {
-            "run_id": state.run_id,
-            "kind": "confirm_pattern",
-            "proposal_id": exp.proposal_id,
-            "iteration": exp.iteration,
-            "question": unsure[0].reason,
-            "resume_with": f"dftune approve {state.run_id} (it is a legitimate change) or --reject",
-        }
-        answer, why = parse_answer(interrupt(ask))
+        ask = PatternQuestion(
+            run_id=state.run_id,
+            proposal_id=exp.proposal_id,
+            iteration=exp.iteration,
+            question=unsure[0].reason,
+            resume_with=f"dftune approve {state.run_id} (it is a legitimate change) or --reject",
+        )
+        answer, why = parse_answer(interrupt(ask.model_dump(mode="json")))
         while answer is None:  # a malformed answer confirms nothing: the run keeps asking
-            answer, why = parse_answer(interrupt({**ask, "refused": why}))
+            ask = ask.model_copy(update={"refused": why})
+            answer, why = parse_answer(interrupt(ask.model_dump(mode="json")))
         confirmed, note = answer.decision == "approve", answer.reason
         if confirmed:
             out["experiments"] = [exp.model_copy(update={"confirmed_by": note or "a person"})]

@@ -24,53 +24,62 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
+from pydantic import TypeAdapter
 
 from dftune.agents.context import Context
 from dftune.core.domain.experiments import Experiment, PendingAnswer
 from dftune.core.domain.proposals import Proposal
-from dftune.core.domain.run import TuningState, Update, log, merge_by_id, merge_experiments, update
+from dftune.core.domain.run import (
+    ApprovalRequest,
+    ConfirmRequest,
+    Interrupt,
+    PatternQuestion,
+    PendingItem,
+    TuningState,
+    Update,
+    log,
+    merge_by_id,
+    merge_experiments,
+    update,
+)
 from dftune.graphs.guard_nodes import record_experiment, revert
 
 #: verdicts that came from the numbers of a sitting (they depend on the incumbent it ran against)
 MEASURED = ("win", "no_change", "regression", "pending", "inconclusive")
 
 
-def pending_item(run_id: str, exp: Experiment, proposal: Proposal) -> dict[str, Any]:
+def pending_item(run_id: str, exp: Experiment, proposal: Proposal) -> ConfirmRequest:
     """One entry of a run JSON's ``pending`` list for a change waiting for confirmation."""
-    change = exp.comparison.change_pct if exp.comparison is not None else None
-    return {
-        "kind": "confirm_pending",
-        "proposal_id": exp.proposal_id,
-        "iteration": exp.iteration,
-        "strategy": exp.strategy,
-        "settings": dict(proposal.change.settings),
-        "env": dict(proposal.change.env),
-        "question": exp.question,
-        "change_pct": change,
-        "kb_record": exp.kb_record_id,
-        "resume_with": f"dftune approve {run_id}  (it is legitimate)  or  --reject --reason TEXT",
-    }
+    return ConfirmRequest(
+        proposal_id=exp.proposal_id,
+        iteration=exp.iteration,
+        strategy=exp.strategy,
+        settings=dict(proposal.change.settings),
+        env=dict(proposal.change.env),
+        question=exp.question,
+        change_pct=exp.change_pct,
+        kb_record=exp.kb_record_id,
+        resume_with=f"dftune approve {run_id}  (it is legitimate)  or  --reject --reason TEXT",
+    )
 
 
-def interrupt_item(value: dict[str, Any]) -> dict[str, Any]:
-    """An approval the graph waits at, in the same shape (plus everything the interrupt carries)."""
-    change = value.get("change") or {}
-    return {
-        **value,
-        "kind": value.get("kind", "approval"),
-        "proposal_id": value.get("proposal_id"),
-        "settings": dict(change.get("settings") or {}),
-        "question": value.get("question")
-        or f"apply {value.get('proposal_id')}? ({value.get('description', '')})",
-        "change_pct": value.get("change_pct"),
-    }
-
-
-def pending_items(state: TuningState, interrupts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What waits for a person, in the order ``dftune approve`` answers it: the approval the graph is
-    stopped at (nothing moves until it is answered), then the changes kept on trial, oldest first."""
-    items = [interrupt_item(v) for v in interrupts]
+def pending_items(state: TuningState, interrupts: list[Any]) -> list[PendingItem]:
+    """What waits for a person, in the order ``dftune approve`` answers it: the question the graph is
+    stopped at (nothing moves until it is answered; the interrupts' values), then the changes kept
+    on trial, oldest first."""
+    items: list[PendingItem] = [question(v) for v in interrupts]
     return items + [pending_item(state.run_id, e, state.proposal(e.proposal_id)) for e in state.pending]
+
+
+_INTERRUPT: TypeAdapter[ApprovalRequest | PatternQuestion] = TypeAdapter(Interrupt)
+
+
+def question(value: Any) -> ApprovalRequest | PatternQuestion:
+    """An interrupt's value as the question it is (a value saved before questions carried their
+    kind was an approval request)."""
+    if isinstance(value, dict) and "kind" not in value:
+        value = {"kind": "approval", **value}
+    return _INTERRUPT.validate_python(value)
 
 
 def answer_for(state: TuningState, decision: Literal["approve", "reject"], reason: str) -> PendingAnswer:

@@ -28,20 +28,29 @@ from dftune.agents.context import Context, ProgressFn, silent
 from dftune.agents.literature import make_evidence, make_search
 from dftune.agents.optimizer import proposal_table
 from dftune.agents.reasoner import check_model, llm_settings, make_reasoner
-from dftune.core.domain.run import REPLAYABLE_FIELDS, STATE_VERSION, RunSettings, RunStatus, TuningState
+from dftune.core.domain.proposals import REFUSED
+from dftune.core.domain.run import (
+    REPLAYABLE_FIELDS,
+    STATE_VERSION,
+    MetricInfo,
+    RefusedRow,
+    RunResult,
+    RunSettings,
+    RunStatus,
+    TuningState,
+    VerdictRow,
+)
 from dftune.core.errors import DftuneError, StorageError, is_storage_error, one_line, storage_error
 from dftune.core.fsio import atomic_write_bytes
 from dftune.core.supervise import LEDGER_FILE, DriverInterrupted, supervised
 from dftune.graphs.approval import ApprovalAnswer, receipt
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
-from dftune.graphs.pending import answer_first, pending_items
+from dftune.graphs.pending import answer_first, pending_items, question
 from dftune.graphs.pipeline import builder
 from dftune.tools.kb.backup import backup_kb, check_kb
 from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.spec import WorkloadSpec, load_spec
 from dftune.tools.session.workspace import RunNotFound, Workspace
-
-RUN_SCHEMA = "dftune.run/1"
 
 
 class RunError(DftuneError):
@@ -204,8 +213,8 @@ def _current(state: TuningState) -> TuningState:
     if state.state_version != STATE_VERSION:
         raise RunRefused(
             f"run {state.run_id} was saved by an older dftune (state version {state.state_version}, this one "
-            f"reads {STATE_VERSION}): it cannot be resumed, approved or replayed; its report stays readable "
-            f"(dftune report {state.run_id}), and a new run starts from its knowledge base"
+            f"reads {STATE_VERSION}): it cannot be resumed, approved or replayed; its report.md stays "
+            "readable as it was written, and a new run starts from its knowledge base"
         )
     return state
 
@@ -216,57 +225,43 @@ def _as_state(values: dict[str, Any] | TuningState) -> TuningState:
     return TuningState(**{k: v for k, v in values.items() if k in TuningState.model_fields})
 
 
-def _result(run_id: str, ws: Workspace) -> dict[str, Any]:
+def _result(run_id: str, ws: Workspace) -> RunResult:
     with _compiled(run_id, ws) as (graph, config):
         state, snap = _snapshot_state(graph, config)
-        pending = [i.value for t in snap.tasks for i in t.interrupts]
-    status: RunStatus = "awaiting_approval" if pending else state.status
-    if not pending and snap.next:
+        asked = [i.value for t in snap.tasks for i in t.interrupts]
+    status: RunStatus = "awaiting_approval" if asked else state.status
+    if not asked and snap.next:
         status = "interrupted"
-    return {
-        "schema": RUN_SCHEMA,
-        "run_id": run_id,
-        "status": status,
-        "status_reason": state.status_reason,
-        "workload": state.workload,
-        "pending": pending_items(state, pending),
-        "proposal_table": [r.model_dump(by_alias=True) for r in proposal_table(state.proposals)],
-        "verdicts": [
-            {
-                "iteration": e.iteration,
-                "proposal": e.proposal_id,
-                "strategy": e.strategy,
-                "verdict": e.verdict,
-                "change_pct": e.comparison.change_pct if e.comparison else None,
-                "kept": e.kept,
-                "reverted": e.reverted,
-                "kb_record": e.kb_record_id,
-                "voided_by": e.voided_by,
-            }
-            for e in state.experiments
-        ],
-        "refused": [
-            {"proposal": p.id, "strategy": p.strategy, "status": p.status, "reason": p.reason}
+    return RunResult(
+        run_id=run_id,
+        status=status,
+        status_reason=state.status_reason,
+        workload=state.workload,
+        pending=pending_items(state, asked),
+        proposal_table=proposal_table(state.proposals),
+        verdicts=[VerdictRow.of(e) for e in state.experiments],
+        refused=[
+            RefusedRow(proposal=p.id, strategy=p.strategy, status=p.status, reason=p.reason)
             for p in state.proposals
-            if p.status in ("rejected", "unsupported", "declined")
+            if p.status in REFUSED
         ],
-        "kb_records": state.kb_records,
-        "report": state.report_path,
-        "kb_skill": state.kb_skill_path,
-        "baseline_median": state.baseline.median if state.baseline else None,
-        "best_median": state.incumbent.median if state.incumbent else None,
-        "run_dir": str(ws.run_dir(run_id)),
-        "metric": _metric(state, ws),
-    }
+        kb_records=state.kb_records,
+        report=state.report_path,
+        kb_skill=state.kb_skill_path,
+        baseline_median=state.baseline.median if state.baseline else None,
+        best_median=state.incumbent.median if state.incumbent else None,
+        run_dir=str(ws.run_dir(run_id)),
+        metric=_metric(state, ws),
+    )
 
 
-def _metric(state: TuningState, ws: Workspace) -> dict[str, Any] | None:
+def _metric(state: TuningState, ws: Workspace) -> MetricInfo | None:
     """The run's metric with its unit and direction (from its archived spec)."""
     from dftune.tools.report.sections import metric_info
 
     try:
         spec = load_spec(ws.run_dir(state.run_id) / ARCHIVED_SPEC, located_at=state.spec_path)
-        return metric_info(spec).model_dump()
+        return metric_info(spec)
     except DftuneError:
         return None
 
@@ -303,7 +298,7 @@ def start_run(
     budget: Budget | None = None,
     measurer: Measurer | None = None,
     **overrides: Any,
-) -> dict[str, Any]:
+) -> RunResult:
     """Create the run and drive the graph until it ends or waits for a person (or the budget ends it).
 
     ``settings``: how the run is driven (RunSettings); ``overrides`` are RunSettings fields that win
@@ -339,7 +334,7 @@ def run_settings_of(settings: RunSettings | None, overrides: dict[str, Any]) -> 
         raise RunError(str(exc)) from None
 
 
-def run_result(run_id: str, workspace: Workspace | None = None) -> dict[str, Any]:
+def run_result(run_id: str, workspace: Workspace | None = None) -> RunResult:
     """The run's result document as start/resume/approve return it (status, pending question, verdicts),
     read from its saved state, for front ends that look at a run without driving it."""
     ws = workspace or Workspace()
@@ -367,7 +362,7 @@ def resume_run(
     workspace: Workspace | None = None,
     budget: Budget | None = None,
     measurer: Measurer | None = None,
-) -> dict[str, Any]:
+) -> RunResult:
     """Continue after a crash or kill from the last checkpoint; never re-applies or re-records."""
     ws = workspace or Workspace()
     _existing(run_id, ws)
@@ -392,7 +387,7 @@ def approve_run(
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
     measurer: Measurer | None = None,
-) -> dict[str, Any]:
+) -> RunResult:
     """Answer the first pending item and continue the run: the approval the graph waits at, else the
     oldest change kept on trial (also after the run finished: a refusal measures again what stood on it)."""
     ws = workspace or Workspace()
@@ -402,14 +397,14 @@ def approve_run(
         state, snap = _snapshot_state(graph, config)
         _current(state)
         if any(t.interrupts for t in snap.tasks):
-            asked = next(i.value for t in snap.tasks for i in t.interrupts)
+            asked = question(next(i.value for t in snap.tasks for i in t.interrupts))
             progress("approve", receipt(asked, answer) + f"; continuing {_where(run_id, snap, state)}")
             resumed: Command[Any] = Command(resume=answer.model_dump())
             _drive(graph, config, resumed, _context(state, ws, progress, None, measurer))
         elif state.pending and not snap.next:
             first = state.pending[0]
-            asked = {"proposal_id": f"opt{first.iteration} {first.proposal_id} (kept on trial)"}
-            progress("approve", receipt(asked, answer) + "; settling it, then continuing where the run ended")
+            trial = f"opt{first.iteration} {first.proposal_id} (kept on trial)"
+            progress("approve", receipt(trial, answer) + "; settling it, then continuing where the run ended")
             settle_config = answer_first(graph, config, state, answer.decision, answer.reason)
             _drive(graph, settle_config, None, _context(state, ws, progress, None, measurer))
         elif state.pending:
@@ -518,7 +513,7 @@ def replay_run(
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
     measurer: Measurer | None = None,
-) -> dict[str, Any]:
+) -> RunResult:
     """Fork from a saved state (optionally changing inputs) and run the fork to its end."""
     ws = workspace or Workspace()
     _existing(run_id, ws)

@@ -122,7 +122,7 @@ def _show(run_id: str) -> dict[str, Any]:
     alive, code = _driver_state(run_id)
     driver = ws.driver_pid(run_id) if ws.run_dir(run_id).is_dir() else None
     try:
-        doc = run_result(run_id, ws)
+        doc = run_result(run_id, ws).document()
     except RunNotFound:
         if not alive and code is None:
             raise
@@ -152,13 +152,12 @@ def _show(run_id: str) -> dict[str, Any]:
         doc["driver_error"] = _last_error(run_id)
     if _driver_files(run_id)[1].is_file():
         doc["driver_log"] = str(_driver_files(run_id)[1])
-    doc["next"] = _next_step(run_id, doc)
+    doc["next"] = _next_step(run_id, doc["status"])
     return doc
 
 
-def _next_step(run_id: str, doc: dict[str, Any]) -> str:
+def _next_step(run_id: str, status: str) -> str:
     """What a client does next, in tool terms."""
-    status = doc.get("status")
     if status in ("starting", "running"):
         return f"run_show(run_id={run_id!r}, wait_s=...) until it stops or asks"
     if status == "awaiting_approval":
@@ -321,24 +320,26 @@ class RunAnswerIn(_In):
 )
 def run_answer_tool(p: RunAnswerIn) -> dict[str, Any]:
     """A person's decision reaches the run through the same strict answer and guards as the command line."""
+    from dftune.core.domain.run import PatternQuestion
     from dftune.graphs.approval import parse_answer
+    from dftune.graphs.runs import run_result
 
     answer, why = parse_answer({"decision": p.decision, "reason": p.reason})
     if answer is None:
         raise ToolFailure(why)
     _idle(p.run_id)
-    before = _show(p.run_id)
-    waiting = before.get("pending") or []  # an approval the run stopped at, else a change kept on trial
-    if not waiting:
-        raise ToolFailure(f"run {p.run_id} is not waiting for an answer (status {before['status']})")
+    before = run_result(p.run_id)  # no driver drives it (``_idle``): its saved result is current
+    if not before.pending:  # an approval the run stopped at, else a change kept on trial
+        raise ToolFailure(f"run {p.run_id} is not waiting for an answer (status {before.status})")
+    first = before.pending[0]
     args = ["approve", p.run_id, "--reason", answer.reason] + (
         ["--reject"] if answer.decision == "reject" else []
     )
     _spawn(p.run_id, args)
     receipt = {
-        "proposal_id": waiting[0].get("proposal_id"),
-        "strategy": waiting[0].get("strategy"),
-        "kind": waiting[0].get("kind"),
+        "proposal_id": first.proposal_id,
+        "strategy": None if isinstance(first, PatternQuestion) else first.strategy,
+        "kind": first.kind,
         "decision": answer.decision,
         "reason": answer.reason,
     }

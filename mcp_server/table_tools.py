@@ -86,8 +86,9 @@ def opt_proposal_table_tool(p: ProposalTableIn) -> dict[str, Any]:
     """Uncited proposals never reach a person: the table refuses them instead of dropping them quietly."""
     from dftune.agents.optimizer import proposal_table
 
-    rows = [
-        r.model_dump(by_alias=True)
-        for r in proposal_table([_proposal(i, r) for i, r in enumerate(p.rows, 1)])
-    ]
-    return {"columns": list(PROPOSAL_COLUMNS), "rows": rows, "markdown": "\n".join(proposal_markdown(rows))}
+    rows = proposal_table([_proposal(i, r) for i, r in enumerate(p.rows, 1)])
+    return {
+        "columns": list(PROPOSAL_COLUMNS),
+        "rows": [r.model_dump(by_alias=True) for r in rows],
+        "markdown": "\n".join(proposal_markdown(rows)),
+    }

@@ -11,6 +11,11 @@ from dftune.core.domain.stats import Comparison
 from dftune.core.domain.verdicts import GuardDecision
 from dftune.core.model import StrictModel
 
+#: An experiment's verdict: a KB verdict, or ``failed`` (it could not be applied or measured).
+ExperimentVerdict = Literal[
+    "win", "no_change", "regression", "unsupported", "rejected", "inconclusive", "pending", "failed"
+]
+
 
 class Experiment(StrictModel):
     """One applied proposal in its own opt<n> iteration, measured against the incumbent."""
@@ -21,12 +26,7 @@ class Experiment(StrictModel):
     reference: Measurement
     candidate: Measurement | None = None
     comparison: Comparison | None = None
-    verdict: (
-        Literal[
-            "win", "no_change", "regression", "unsupported", "rejected", "inconclusive", "pending", "failed"
-        ]
-        | None
-    ) = None
+    verdict: ExperimentVerdict | None = None
     verdict_reason: str = ""
     guard_triggered: bool = False
     kept: bool = False
@@ -44,6 +44,11 @@ class Experiment(StrictModel):
     voided_by: int | None = Field(default=None, ge=1)
     #: the verdict in a few checked sentences (the model's, or the rules' reason); prose, never markup
     explanation: str = ""
+
+    @property
+    def change_pct(self) -> float | None:
+        """The measured change of the metric in percent (positive = better); None before a comparison."""
+        return self.comparison.change_pct if self.comparison else None
 
 
 class GuardRecord(StrictModel):

@@ -25,6 +25,8 @@ ProposalStatus = Literal[
     "measured",  # applied and measured; the experiment holds the verdict
     "known",  # the knowledge base measured it here before (no gain): not re-tried without --retry-known
 ]
+#: Statuses of a proposal that never reached an experiment because something (a guard, a person) refused it.
+REFUSED: tuple[ProposalStatus, ...] = ("rejected", "unsupported", "declined")
 #: Where a number of the proposal table comes from: this run's measurement, the knowledge base's
 #: measurement of the same change on this workload, a trace model (agents/optimizer/estimates.py), the model
 #: (an LLM's estimate), or nothing ("n/a": the change does not act on that metric).

@@ -16,7 +16,17 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Optional, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from dftune.core.citation import Citation, CitedClaim
 from dftune.core.domain.diagnosis import (
@@ -33,6 +43,7 @@ from dftune.core.domain.experiments import (
     Approval,
     ChecklistVerdict,
     Experiment,
+    ExperimentVerdict,
     GuardRecord,
     PendingAnswer,
 )
@@ -499,3 +510,157 @@ class RunReport(TuningState):
     summary: str = ""
     outcome: Outcome | None = None
     metric: MetricInfo = Field(default_factory=MetricInfo)
+
+
+# --------------------------------------------------------------------------- the run's result
+
+
+class VerdictRow(StrictModel):
+    """One experiment as the run's result lists it (``verdicts``)."""
+
+    iteration: int
+    proposal: str
+    strategy: str
+    verdict: ExperimentVerdict | None
+    change_pct: float | None
+    kept: bool
+    reverted: bool
+    kb_record: int | None
+    voided_by: int | None
+
+    @classmethod
+    def of(cls, e: Experiment) -> VerdictRow:
+        return cls(
+            iteration=e.iteration,
+            proposal=e.proposal_id,
+            strategy=e.strategy,
+            verdict=e.verdict,
+            change_pct=e.change_pct,
+            kept=e.kept,
+            reverted=e.reverted,
+            kb_record=e.kb_record_id,
+            voided_by=e.voided_by,
+        )
+
+
+class RefusedRow(StrictModel):
+    """A proposal refused before anything was applied (``refused``)."""
+
+    proposal: str
+    strategy: str
+    status: ProposalStatus
+    reason: str
+
+
+class _Question(StrictModel):
+    """What the graph asks a person at an interrupt (its value is the record's dump). ``refused``, why
+    the last answer was not one (the run keeps waiting), appears only once an answer was refused."""
+
+    refused: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_refusal(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if self.refused is None:
+            out.pop("refused", None)
+        return out
+
+
+class ApprovalRequest(_Question):
+    """A change that waits for a person's approval before it is applied, as the run's result lists it
+    under ``pending`` (a value a run saved before they were part of it gets ``settings`` and
+    ``question`` from the change)."""
+
+    kind: Literal["approval"] = "approval"
+    run_id: str
+    proposal_id: str
+    strategy: str
+    layer: Literal["L1", "L2", "L3"]
+    privilege: Literal["no-sudo", "sudo", "admin-only"]
+    description: str
+    change: Change
+    app_impact_pct: float
+    app_impact_source: ImpactSource
+    citation: str | None = None
+    resume_with: str
+    answer_format: dict[str, str]
+    settings: dict[str, str]
+    question: str
+    change_pct: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        if not out.get("settings"):
+            change = out.get("change") or {}
+            out["settings"] = change.settings if isinstance(change, Change) else change.get("settings", {})
+        if not out.get("question"):
+            out["question"] = f"apply {out.get('proposal_id')}? ({out.get('description', '')})"
+        return out
+
+
+class PatternQuestion(_Question):
+    """An interactive run asks whether a change the access-pattern guard could not settle is legitimate."""
+
+    kind: Literal["confirm_pattern"] = "confirm_pattern"
+    run_id: str
+    proposal_id: str
+    iteration: int
+    question: str
+    resume_with: str
+    settings: dict[str, str] = Field(default_factory=dict)
+    change_pct: float | None = None
+
+
+class ConfirmRequest(StrictModel):
+    """A change kept on trial that waits for a person's confirmation (``pending``)."""
+
+    kind: Literal["confirm_pending"] = "confirm_pending"
+    proposal_id: str
+    iteration: int
+    strategy: str
+    settings: dict[str, str]
+    env: dict[str, str]
+    question: str
+    change_pct: float | None
+    kb_record: int | None
+    resume_with: str
+
+
+#: What waits for a person: the question the graph stopped at, or a change kept on trial.
+PendingItem = Annotated[ApprovalRequest | PatternQuestion | ConfirmRequest, Field(discriminator="kind")]
+#: What the graph may stop at (the interrupt's value).
+Interrupt = Annotated[ApprovalRequest | PatternQuestion, Field(discriminator="kind")]
+
+
+class RunResult(StrictModel):
+    """The run's result (schema ``dftune.run/1``): what ``dftune run|resume|approve|replay --json``
+    prints and the MCP run tools return, built once from the run's saved state."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    schema_: Literal["dftune.run/1"] = Field(default="dftune.run/1", alias="schema")
+    run_id: str
+    status: RunStatus
+    status_reason: str = ""
+    workload: str = ""
+    #: in the order ``dftune approve`` answers them
+    pending: list[PendingItem] = Field(default_factory=list)
+    proposal_table: list[ProposalRow] = Field(default_factory=list)
+    verdicts: list[VerdictRow] = Field(default_factory=list)
+    refused: list[RefusedRow] = Field(default_factory=list)
+    kb_records: list[int] = Field(default_factory=list)
+    #: report.md, once the run wrote it
+    report: str | None = None
+    kb_skill: str | None = None
+    baseline_median: float | None = None
+    best_median: float | None = None
+    run_dir: str
+    #: None when the run's archived spec cannot be read
+    metric: MetricInfo | None = None
+
+    def document(self) -> dict[str, Any]:
+        """The JSON document (the keys as the docs describe them)."""
+        return self.model_dump(mode="json", by_alias=True)

@@ -69,28 +69,25 @@ def _pattern_decision(state: object) -> str:
 def test_autonomous_runs_never_credit_an_inconclusive_pattern_on_their_own(spec: Path) -> None:
     ws = Workspace()
     result = start_run(spec, mode="autonomous", max_experiments=1, force=True, workspace=ws)
-    state = load_state(result["run_id"], ws)
+    state = load_state(result.run_id, ws)
     (exp,) = state.experiments
     assert _pattern_decision(state) == "inconclusive"
     assert exp.confirmed_by is None
     # a win the trace cannot settle is kept on trial and asked; anything else is not kept
     assert exp.verdict in ("pending", "inconclusive")
     assert exp.kept == (exp.verdict == "pending")
-    assert [p["proposal_id"] for p in result["pending"]] == (["BUF=262144"] if exp.kept else [])
+    assert [p.proposal_id for p in result.pending] == (["BUF=262144"] if exp.kept else [])
 
 
 @pytest.mark.parametrize("confirm", [True, False], ids=["confirmed", "not-confirmed"])
 def test_interactive_runs_ask_and_keep_only_what_a_person_confirms(spec: Path, confirm: bool) -> None:
     ws = Workspace()
     result = start_run(spec, mode="interactive", max_experiments=1, force=True, workspace=ws)
-    run_id = result["run_id"]
-    assert result["status"] == "awaiting_approval"
+    run_id = result.run_id
+    assert result.status == "awaiting_approval"
     result = approve_run(run_id, workspace=ws)  # apply BUF=262144
-    assert result["status"] == "awaiting_approval"
-    assert (
-        result["pending"][0]["kind"] == "confirm_pattern"
-        and "inconclusive" in result["pending"][0]["question"]
-    )
+    assert result.status == "awaiting_approval"
+    assert result.pending[0].kind == "confirm_pattern" and "inconclusive" in result.pending[0].question
     result = approve_run(
         run_id, reject=not confirm, reason="the program buffers, I read its code", workspace=ws
     )

@@ -313,7 +313,7 @@ def test_a_malformed_approval_applies_nothing_and_the_run_keeps_waiting() -> Non
         assert values.experiments == [] and values.approvals == [] and journal(rid) == [], answer
         assert ws.iterations(rid) == []  # no opt<n>: nothing applied
     done = approve_run(rid, reason="looked at it")  # the one accepted answer still works afterwards
-    assert done["status"] == "completed" and [v["proposal"] for v in done["verdicts"]] == ["FAULTY_SPEED=2"]
+    assert done.status == "completed" and [v.proposal for v in done.verdicts] == ["FAULTY_SPEED=2"]
     by_person = [a for a in report(rid)["approvals"] if a["by"] == "person"]
     assert [{k: v for k, v in a.items() if k != "user"} for a in by_person] == [
         {"proposal_id": "FAULTY_SPEED=2", "approved": True, "by": "person", "reason": "looked at it"}

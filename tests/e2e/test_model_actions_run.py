@@ -165,8 +165,8 @@ def test_a_model_driven_run_of_a_bundled_workload_takes_new_actions_under_the_gu
         ],
     )
     result = start_run(workload, model=MODELS[provider], max_experiments=4, replicates=3, llm=SETTINGS)
-    assert result["status"] == "completed", result.get("status_reason")
-    state = load_state(result["run_id"])
+    assert result.status == "completed", result.status_reason
+    state = load_state(result.run_id)
     by_id = {e.proposal_id: e for e in state.experiments}
 
     kept_patch = by_id[win_id]  # the same reads, overlapped: a measured win, kept in a patched copy
@@ -200,6 +200,6 @@ def test_a_model_driven_run_of_a_bundled_workload_takes_new_actions_under_the_gu
     assert {("knob_values", "model"), ("l2_settings", "model"), ("draft_patch", "model")} <= {
         (d.question, d.decided_by) for d in state.decisions
     }
-    report = (Workspace().run_dir(result["run_id"]) / "report.md").read_text()
+    report = (Workspace().run_dir(result.run_id) / "report.md").read_text()
     assert win_id in report and less_id in report and "Who decided" in report
     assert (workload.parent / "reader.py").read_text() == source  # the original source is never touched

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from dftune.tools.report.loader import load_report
 from dftune.tools.report.plots import OVER_COLOR, artists_outside_axes, build_plots
-from dftune.tools.report.writer import load_report
 from tests.e2e.main_job import SMALL_READS_GROUP, FinishedRun
 
 pytestmark = pytest.mark.e2e

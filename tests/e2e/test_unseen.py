@@ -50,14 +50,13 @@ def tuned(
         result = start_run(toml, mode="autonomous", max_experiments=5, replicates=3, workspace=ws)
         disguised = set(truth(toml)["disguised"])  # type: ignore[arg-type]
         for _ in range(20):  # the morning: each pending question answered truthfully
-            waiting = result["pending"]
-            if not waiting or waiting[0].get("kind") != "confirm_pending":
+            waiting = result.pending
+            if not waiting or waiting[0].kind != "confirm_pending":
                 break
-            refuse = _setting(waiting[0]["settings"]) in disguised
-            result = approve_run(
-                result["run_id"], reject=refuse, reason="the truth of the workload", workspace=ws
-            )
-        state = load_state(result["run_id"], ws)
+            refuse = _setting(waiting[0].settings) in disguised
+            why = "the truth of the workload"
+            result = approve_run(result.run_id, reject=refuse, reason=why, workspace=ws)
+        state = load_state(result.run_id, ws)
     finally:
         mp.undo()
     return toml, state

@@ -20,7 +20,7 @@ def test_approve_opens_with_a_receipt_and_the_approval_is_recorded() -> None:
         progress=lambda node, msg: waits.append((node, msg)),
         measurer=script,
     )
-    assert first["status"] == "awaiting_approval"
+    assert first.status == "awaiting_approval"
     assert [m for n, m in waits if n == "approval"] == [
         "waiting for a person: dftune approve toy-receipt [--reject]"
     ]
@@ -32,11 +32,11 @@ def test_approve_opens_with_a_receipt_and_the_approval_is_recorded() -> None:
         measurer=script,
     )
     node, msg = notes[0]
-    assert node == "approve" and msg.startswith(f"approved {first['pending'][0]['proposal_id']}")
+    assert node == "approve" and msg.startswith(f"approved {first.pending[0].proposal_id}")
     assert "because 'looks safe'" in msg and "continuing run toy-receipt at step" in msg
     assert not any(m.startswith("waiting for a person") for _, m in notes)
-    assert done["status"] == "completed"
-    report = Path(done["report"]).read_text()
+    assert done.status == "completed" and done.report is not None
+    report = Path(done.report).read_text()
     assert "## Approvals" in report and "looks safe" in report
 
 

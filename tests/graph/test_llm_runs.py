@@ -88,8 +88,8 @@ def _report(run_id: str) -> str:
 def test_a_competent_model_decides_and_the_report_says_so(provider: str, api: Any) -> None:
     server = api(provider, _competent("Two experiments were measured. SLOW=1 was reverted."))
     result = _run(provider)
-    assert result["status"] == "completed"
-    state = _state(result["run_id"])
+    assert result.status == "completed"
+    state = _state(result.run_id)
     assert [e.proposal_id for e in state.experiments] == ["WORKERS=4", "SLOW=1"]
     assert [(d.question, d.decided_by) for d in state.decisions] == [
         ("estimate_impacts", "model"),
@@ -100,11 +100,11 @@ def test_a_competent_model_decides_and_the_report_says_so(provider: str, api: An
     assert state.tokens_spent == 4 * 150 and len(server.requests) == 4
     chose = [e for e in state.events if e.message.startswith("chose")]
     assert {e.data["reasoner"] for e in chose} == {MODELS[provider]}
-    report = _report(result["run_id"])
+    report = _report(result.run_id)
     assert "> Two experiments were measured. SLOW=1 was reverted." in report
     assert f"summary by the model {MODELS[provider]}" in report
     assert "## Who decided" in report and "4 of 4 judgment(s) were made by the model" in report
-    html = Path(write_reports(result["run_id"], html=True)["html"]).read_text()
+    html = Path(write_reports(result.run_id, html=True)["html"]).read_text()
     assert 'id="decisions"' in html and "Who decided" in html
 
 
@@ -115,25 +115,25 @@ def test_the_models_estimates_are_labeled_as_the_models_not_the_literatures(prov
     result = start_run(
         TOY, model=MODELS[provider], max_experiments=1, replicates=3, llm=FAST, measurer=toy_measurer()
     )
-    state = _state(result["run_id"])
+    state = _state(result.run_id)
     assert state.proposal("SLOW=1").status == "proposed"  # never measured: the estimate stays
     assert state.proposal("SLOW=1").impact_estimated_by == MODELS[provider]
-    report = _report(result["run_id"])
+    report = _report(result.run_id)
     (row,) = [line for line in report.splitlines() if "l1.dataloader_prefetch (SLOW=1)" in line]
     assert row.startswith("| model estimate |") and f"the model {MODELS[provider]}'s estimate" in row
     assert "literature:" not in row and "literature estimate" not in row
-    html = Path(write_reports(result["run_id"], html=True)["html"]).read_text()
+    html = Path(write_reports(result.run_id, html=True)["html"]).read_text()
     assert "model estimate" in html and f"the model {MODELS[provider]}&#x27;s estimate" in html
 
 
 def test_rules_estimates_say_where_they_come_from() -> None:
     """The toy runs untraced: no trace to estimate from, so the table says n/a (never a silent 0)."""
     result = start_run(TOY, max_experiments=1, replicates=3, measurer=toy_measurer())
-    (left,) = [p for p in _state(result["run_id"]).proposals if p.status == "proposed"]
+    (left,) = [p for p in _state(result.run_id).proposals if p.status == "proposed"]
     assert left.app_impact_source == "n/a" and "no trace" in left.impact_reason
     (row,) = [
         line
-        for line in _report(result["run_id"]).splitlines()
+        for line in _report(result.run_id).splitlines()
         if line.startswith("|") and f" {left.id} " in line and "n/a" in line
     ]
     assert "literature" not in row
@@ -162,14 +162,14 @@ def test_a_failing_model_never_ends_the_run_and_the_rules_take_over(scenario: st
     provider, script, why = SCENARIOS[scenario]
     api(provider, script(), expect_violations=False)
     result = _run(provider)
-    assert result["status"] == "completed", result["status_reason"]
-    state = _state(result["run_id"])
+    assert result.status == "completed", result.status_reason
+    state = _state(result.run_id)
     assert len(state.experiments) == 2 and all(e.verdict for e in state.experiments)
     assert state.decisions and all(d.decided_by == "rules" for d in state.decisions)
     assert why in state.decisions[0].fallback
     # no event claims the model decided
     assert all(e.data.get("reasoner", "rules").startswith("rules") for e in state.events)
-    report = _report(result["run_id"])
+    report = _report(result.run_id)
     assert f"0 of {len(state.decisions)} judgment(s) were made by the model" in report
     assert "summary by the rules" in report and why in report
 
@@ -177,7 +177,7 @@ def test_a_failing_model_never_ends_the_run_and_the_rules_take_over(scenario: st
 def test_a_hanging_model_costs_at_most_two_deadlines_per_run(api: Any) -> None:
     server = api("openai", [hang().always()])
     result = _run("openai")
-    state = _state(result["run_id"])
+    state = _state(result.run_id)
     asked = [d for d in state.decisions if d.calls]
     assert len(asked) == 2 and all(d.latency_s <= FAST.deadline_s + 0.5 for d in asked)
     assert len(server.requests) == sum(d.calls for d in asked)
@@ -198,16 +198,16 @@ LIE = (
 def test_a_lying_summary_is_checked_and_only_what_holds_reaches_the_report(provider: str, api: Any) -> None:
     api(provider, _competent(LIE))
     result = _run(provider)
-    report = _report(result["run_id"])
+    report = _report(result.run_id)
     head = report.split("## Outcome", 1)[0]
     quoted = "\n".join(line for line in head.splitlines() if line.startswith(">"))  # the summary, as prose
     assert "95%" not in quoted and "99.9" not in quoted and "EPOCHS=1" not in head and "| opt |" not in head
     assert "> SLOW=1 was reverted." in head
     assert "sentence(s) dropped" in head
-    state = _state(result["run_id"])
+    state = _state(result.run_id)
     (summary,) = [d for d in state.decisions if d.question == "summarize"]
     assert summary.decided_by == "model" and len([n for n in summary.notes if "dropped" in n]) == 4
-    doc = json.loads((Workspace().run_dir(result["run_id"]) / "report.json").read_text())
+    doc = json.loads((Workspace().run_dir(result.run_id) / "report.json").read_text())
     assert doc["summary"] == "SLOW=1 was reverted."
 
 
@@ -215,9 +215,9 @@ def test_a_summary_with_nothing_true_in_it_falls_back_to_the_rules(api: Any) -> 
     lies = [tool_call("Summary", {"text": "EPOCHS=1 gave +95%."})] * 3
     api("openai", [*_competent("x")[:3], *lies])
     result = _run("openai")
-    doc = json.loads((Workspace().run_dir(result["run_id"]) / "report.json").read_text())
+    doc = json.loads((Workspace().run_dir(result.run_id) / "report.json").read_text())
     assert "95" not in doc["summary"] and doc["summary"].startswith("toy: 2 experiment(s) measured")
-    assert "summary by the rules" in _report(result["run_id"])
+    assert "summary by the rules" in _report(result.run_id)
 
 
 # --------------------------------------------------------------------------- the budget holds
@@ -244,13 +244,13 @@ def test_the_budget_holds_across_approve(api: Any) -> None:
         ],
     )
     result = _run("openai", mode="interactive", token_budget=7_000)
-    assert result["status"] == "awaiting_approval"
-    run_id = result["run_id"]
+    assert result.status == "awaiting_approval"
+    run_id = result.run_id
     assert _state(run_id).tokens_spent == 5_000
-    while result["status"] == "awaiting_approval":
+    while result.status == "awaiting_approval":
         result = approve_run(run_id, measurer=toy_measurer())
     state = _state(run_id)
-    assert result["status"] == "completed" and len(server.requests) == 2
+    assert result.status == "completed" and len(server.requests) == 2
     assert state.tokens_spent == 5_000 <= state.token_budget
     later = [d for d in state.decisions[2:]]
     assert later and all(
@@ -290,7 +290,7 @@ def test_the_budget_holds_across_resume_after_a_crash(api: Any, monkeypatch: pyt
     assert _state("crashy").tokens_spent == 5_000
     result = resume_run("crashy", measurer=toy_measurer())
     state = _state("crashy")
-    assert result["status"] == "completed" and len(server.requests) == 2 and state.tokens_spent == 5_000
+    assert result.status == "completed" and len(server.requests) == 2 and state.tokens_spent == 5_000
 
 
 # --------------------------------------------------------------------------- history
@@ -303,11 +303,11 @@ def test_history_shows_who_decided_at_each_step(api: Any) -> None:
 
     api("anthropic", [http_error(500).always()])
     result = _run("anthropic", llm=LLMSettings(timeout_s=1, retries=0, deadline_s=2, actions=[]))
-    rows = history(result["run_id"])
+    rows = history(result.run_id)
     decided = [(r["node"], d) for r in rows for d in r["decisions"]]
     assert [n for n, _ in decided][:2] == ["estimate", "choose"] and decided[-1][0] == "finalize"
     assert all(d["decided_by"] == "rules" and d["fallback"] for _, d in decided)
-    assert sum(len(r["decisions"]) for r in rows) == len(_state(result["run_id"]).decisions)
+    assert sum(len(r["decisions"]) for r in rows) == len(_state(result.run_id).decisions)
     console = Console(record=True, width=400)
     RunRenderer(console).render_history(rows)
     shown = console.export_text()
@@ -377,8 +377,8 @@ def test_llm_settings_come_from_the_cli_or_the_environment(monkeypatch: pytest.M
 def test_free_text_in_every_answer_still_completes_the_run(api: Any) -> None:
     api("openai", [text("I think you should add workers.").always()])
     result = _run("openai")
-    assert result["status"] == "completed"
-    assert all("not free text" in d.fallback for d in _state(result["run_id"]).decisions if d.calls)
+    assert result.status == "completed"
+    assert all("not free text" in d.fallback for d in _state(result.run_id).decisions if d.calls)
 
 
 # --------------------------------------------------------------------------- no key reaches a workload
@@ -422,7 +422,7 @@ def test_no_key_reaches_the_workload_or_dftune_home(
         ],
     )
     result = start_run(spec, model=MODELS["openai"], max_experiments=1, llm=FAST, measurer=dumps)
-    assert result["status"] == "completed" and len(server.requests) == 5
+    assert result.status == "completed" and len(server.requests) == 5
     files = [p for p in dftune_home().rglob("*") if p.is_file()]
     logs = b"".join(p.read_bytes() for p in files if p.suffix == ".out")
     assert (

@@ -119,8 +119,8 @@ def test_a_competent_model_uses_a_new_knob_value_an_l2_setting_more_replicates_a
         llm=SETTINGS,
         measurer=toy_measurer(EIGHT, EIGHT_FEWER_ARENAS),
     )
-    assert result["status"] == "completed"
-    state = _state(result["run_id"])
+    assert result.status == "completed"
+    state = _state(result.run_id)
     new = state.proposal("WORKERS=8")
     assert new.proposed_by == f"model:{MODELS[provider]}" and new.citation is not None
     first, second = state.experiments
@@ -147,7 +147,7 @@ def test_a_competent_model_uses_a_new_knob_value_an_l2_setting_more_replicates_a
     } <= who
     # EPOCHS=1 (doing less) was still refused by the screen: the model's actions do not bypass it
     assert state.proposal("EPOCHS=1").status == "rejected"
-    report = (Workspace().run_dir(result["run_id"]) / "report.md").read_text()
+    report = (Workspace().run_dir(result.run_id) / "report.md").read_text()
     assert "knob_values" in report and "explain_verdict" in report
 
 
@@ -161,8 +161,8 @@ def test_a_model_that_answers_garbage_to_every_action_leaves_the_run_to_the_rule
         llm=SETTINGS,
         measurer=toy_measurer(),
     )
-    assert result["status"] == "completed"
-    state = _state(result["run_id"])
+    assert result.status == "completed"
+    state = _state(result.run_id)
     assert all(p.proposed_by == "plan" for p in state.proposals)
     assert {d.question for d in state.decisions} >= {"knob_values", "l2_settings", "pace", "explain_verdict"}
     assert all(d.decided_by == "rules" and d.fallback for d in state.decisions)

@@ -236,22 +236,22 @@ def test_run_json_carries_pending_through_resume_replay_and_approve(tmp_path: Pa
     )
     # the gate is not under test
     doc = start_run(spec, max_experiments=1, force=True, workspace=ws, measurer=script)
-    run_id = doc["run_id"]
-    assert doc["status"] == "completed"
-    assert len(doc["pending"]) == 1, doc["verdicts"]
-    (item,) = doc["pending"]
+    run_id = doc.run_id
+    assert doc.status == "completed"
+    assert len(doc.pending) == 1, doc.verdicts
+    (item,) = doc.document()["pending"]  # the keys the run JSON carries
     assert {"proposal_id", "settings", "question", "change_pct"} <= set(item)
     assert item["proposal_id"] == "BUF=262144" and item["settings"] == {"BUF": "262144"}
     assert item["change_pct"] > 0 and "coalescing" in item["question"]
-    assert resume_run(run_id, workspace=ws, measurer=script)["pending"] == doc["pending"]  # nothing moves
+    assert resume_run(run_id, workspace=ws, measurer=script).pending == doc.pending  # nothing moves
     # a fork from the state right after the record keeps the change on trial
     after = [h for h in history(run_id, workspace=ws) if h["node"] == "record" and h["experiments"] == 1]
     forked = replay_run(
         run_id, after[0]["checkpoint_id"], {"max_experiments": "1"}, workspace=ws, measurer=script
     )
-    assert [p["proposal_id"] for p in forked["pending"]] == ["BUF=262144"]
+    assert [p.proposal_id for p in forked.pending] == ["BUF=262144"]
     answered = approve_run(run_id, reason="buffering, not a new record size", workspace=ws, measurer=script)
-    assert answered["pending"] == [] and answered["status"] == "completed"
-    assert [v["verdict"] for v in answered["verdicts"]] == ["win"]
+    assert answered.pending == [] and answered.status == "completed"
+    assert [v.verdict for v in answered.verdicts] == ["win"]
     with pytest.raises(Exception, match="not waiting"):
         approve_run(run_id, workspace=ws)

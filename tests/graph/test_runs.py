@@ -19,7 +19,7 @@ from tests.graph.conftest import TOY, measured_by, toy_measurer
 def test_history_lists_checkpoints_and_replay_forks_without_touching_the_original(tmp_path: Path) -> None:
     script = toy_measurer()
     first = start_run(TOY, max_experiments=1, run_id="toy-run", measurer=script)
-    assert first["status"] == "completed" and len(first["verdicts"]) == 1
+    assert first.status == "completed" and len(first.verdicts) == 1
     rows = history("toy-run")
     assert rows[0]["source"] == "input" and rows[-1]["next"] == []
     nodes = [r["node"] for r in rows]
@@ -29,8 +29,8 @@ def test_history_lists_checkpoints_and_replay_forks_without_touching_the_origina
     before_choose = next(r for r in rows if r["next"] == ["choose"] and r["experiments"] == 0)
     opt1 = (Workspace().iteration_dir("toy-run", 1) / "bench.json").read_bytes()
     forked = replay_run("toy-run", before_choose["checkpoint_id"], {"max_experiments": "2"}, measurer=script)
-    assert forked["status"] == "completed"
-    assert [v["iteration"] for v in forked["verdicts"]] == [2, 3]  # numbered above the original branch
+    assert forked.status == "completed"
+    assert [v.iteration for v in forked.verdicts] == [2, 3]  # numbered above the original branch
     assert (Workspace().iteration_dir("toy-run", 1) / "bench.json").read_bytes() == opt1
     assert len(history("toy-run")) > len(rows)
 
@@ -52,7 +52,7 @@ def test_resume_of_a_finished_run_changes_nothing() -> None:
     script = toy_measurer()
     done = start_run(TOY, max_experiments=1, run_id="toy-done", measurer=script)
     again = resume_run("toy-done", measurer=script)
-    assert again["verdicts"] == done["verdicts"] and again["status"] == "completed"
+    assert again.verdicts == done.verdicts and again.status == "completed"
 
 
 def test_the_serializer_loads_state_models_and_nothing_else() -> None:
@@ -118,13 +118,13 @@ def test_a_run_keeps_its_archived_spec_when_the_original_is_edited(tmp_path: Pat
     spec = work / "workload.toml"
     script = toy_measurer()
     first = start_run(spec, mode="interactive", max_experiments=1, run_id="toy-archived", measurer=script)
-    assert first["status"] == "awaiting_approval"
+    assert first.status == "awaiting_approval"
     spec.write_text(spec.read_text().replace('"toy.py"', '"missing.py"'))  # would fail every replicate
     started = len(script.starts)
     notes: list[str] = []
     done = approve_run("toy-archived", progress=lambda node, msg: notes.append(msg), measurer=script)
-    assert done["status"] == "completed"
-    assert [v["verdict"] for v in done["verdicts"]] != ["failed"]
+    assert done.status == "completed"
+    assert [v.verdict for v in done.verdicts] != ["failed"]
     assert any("keeps using its archived copy" in n for n in notes)
     # what ran after the edit is the archived command
     after = [inv.argv for inv in script.starts[started:]]
@@ -138,7 +138,7 @@ def test_a_run_saved_with_another_state_shape_is_refused_with_a_clear_line(
 
     start_run(TOY, max_experiments=0, run_id="toy-old", measurer=toy_measurer())
     monkeypatch.setattr(runs, "STATE_VERSION", runs.STATE_VERSION + 1)
-    with pytest.raises(RunError, match=r"saved by an older dftune .* report stays readable"):
+    with pytest.raises(RunError, match=r"saved by an older dftune .* report\.md stays readable"):
         resume_run("toy-old")
     cid = history("toy-old")[1]["checkpoint_id"]
     with pytest.raises(RunError, match="cannot be resumed, approved or replayed"):

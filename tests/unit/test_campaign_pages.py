@@ -76,3 +76,18 @@ def test_the_combined_report_names_the_command_for_a_missing_page(tmp_path: Path
     paths = write_campaign_reports(meta, ws, tmp_path)
     assert (ws.run_dir(late.run_id) / "report.html").is_file()
     assert "no HTML page yet" not in Path(paths["markdown"]).read_text()
+
+
+def test_a_member_whose_report_json_this_dftune_cannot_read_says_so_in_the_combined_report(
+    tmp_path: Path,
+) -> None:
+    ws = Workspace()
+    good, edited = _member_run(ws, "good"), _member_run(ws, "edited")
+    path = ws.run_dir(edited.run_id) / "report.json"
+    path.write_text(path.read_text().replace('"status":"completed"', '"status":"finished"', 1))
+    paths = write_campaign_reports(_meta([good, edited], deadline=None), ws, tmp_path, html=False)
+    md = Path(paths["markdown"]).read_text()
+    section = md[md.index("## edited") :]
+    assert f"**Report:** {path}: not a run report this dftune reads" in section.replace("\\", "")
+    assert "status: Input should be" in section and "Best change" not in section  # nothing rendered from it
+    assert "Best change" in md[md.index("## good") : md.index("## edited")]

@@ -3,20 +3,37 @@ records every approval with the exact change and its rollback."""
 
 from __future__ import annotations
 
-from dftune.graphs.approval import ApprovalAnswer, parse_answer, receipt
+from dftune.core.domain.experiments import Approval
+from dftune.core.domain.proposals import Change, Proposal
+from dftune.core.domain.run import RunReport
+from dftune.graphs.approval import ApprovalAnswer, parse_answer, receipt, request
 from dftune.tools.report.approvals import approvals_markdown
 
-ASKED = {"proposal_id": "READAHEAD=8192", "strategy": "l3.readahead", "privilege": "sudo"}
+READAHEAD = Proposal(
+    id="READAHEAD=8192",
+    strategy="l3.readahead",
+    strategy_name="readahead",
+    layer="L3",
+    checklist=11,
+    privilege="sudo",
+    description="Raise the block device readahead",
+    change=Change(
+        kind="command",
+        argv=["sudo", "-n", "blockdev", "--setra", "8192", "/dev/sda"],
+        rollback_argv=["sudo", "-n", "blockdev", "--setra", "{current}", "/dev/sda"],
+    ),
+)
 
 
 def test_the_receipt_says_what_was_answered_by_whom_and_why() -> None:
+    asked = request(READAHEAD, "r1")
     yes = ApprovalAnswer(decision="approve", user="alice")
-    assert receipt(ASKED, yes) == "approved READAHEAD=8192 (l3.readahead, sudo) by alice"
+    assert receipt(asked, yes) == "approved READAHEAD=8192 (l3.readahead, sudo) by alice"
     no = ApprovalAnswer(decision="reject", reason="not on the shared node")
     assert (
-        receipt(ASKED, no) == "rejected READAHEAD=8192 (l3.readahead, sudo) because 'not on the shared node'"
+        receipt(asked, no) == "rejected READAHEAD=8192 (l3.readahead, sudo) because 'not on the shared node'"
     )
-    assert receipt({"kind": "confirm_pattern"}, yes).startswith("approved the pending question")
+    assert receipt("opt2 BUF=4 (kept on trial)", yes) == "approved opt2 BUF=4 (kept on trial) by alice"
 
 
 def test_an_answer_without_a_user_is_still_accepted() -> None:
@@ -25,32 +42,26 @@ def test_an_answer_without_a_user_is_still_accepted() -> None:
 
 
 def test_the_report_records_every_approval_with_its_change() -> None:
-    doc = {
-        "approvals": [
-            {
-                "proposal_id": "READAHEAD=8192",
-                "approved": True,
-                "by": "person",
-                "user": "alice",
-                "reason": "ok",
-            },
-            {"proposal_id": "WORKERS=4", "approved": True, "by": "policy", "reason": "autonomous mode"},
+    workers = READAHEAD.model_copy(
+        update={
+            "id": "WORKERS=4",
+            "privilege": "no-sudo",
+            "change": Change(kind="knob", settings={"WORKERS": "4"}),
+        }
+    )
+    doc = RunReport(
+        run_id="r1",
+        spec_path="w.toml",
+        proposals=[READAHEAD, workers],
+        approvals=[
+            Approval(proposal_id="READAHEAD=8192", approved=True, by="person", user="alice", reason="ok"),
+            Approval(proposal_id="WORKERS=4", approved=True, by="policy", reason="autonomous mode"),
         ],
-        "proposals": [
-            {
-                "id": "READAHEAD=8192",
-                "change": {
-                    "argv": ["sudo", "-n", "blockdev", "--setra", "8192", "/dev/sda"],
-                    "rollback_argv": ["sudo", "-n", "blockdev", "--setra", "{current}", "/dev/sda"],
-                },
-            },
-            {"id": "WORKERS=4", "change": {"settings": {"WORKERS": "4"}}},
-        ],
-    }
+    )
     text = "\n".join(approvals_markdown(doc))
     assert text.startswith("## Approvals")
     assert "`READAHEAD=8192`: approved by alice (dftune approve): ok" in text
     assert "runs: sudo -n blockdev --setra 8192 /dev/sda" in text
     assert "rollback: sudo -n blockdev --setra" in text
     assert "`WORKERS=4`: approved by the run's policy: autonomous mode" in text
-    assert approvals_markdown({"approvals": []}) == []
+    assert approvals_markdown(doc.model_copy(update={"approvals": []})) == []

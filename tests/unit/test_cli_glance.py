@@ -12,29 +12,39 @@ from typing import Any
 
 from rich.console import Console
 
+from dftune.core.domain.proposals import Change, Proposal
+from dftune.core.domain.run import RunResult
+from dftune.graphs.approval import request
 from dftune.tools.report.console import RunRenderer
 from dftune.tools.report.progress_console import ProgressPrinter
 from dftune.tools.report.run_glance import change_lines, dftune_command, glance_rows, next_commands
 from dftune.tools.runner.progress_text import Transient
 
 HERE = Path(__file__).parent
-RUN: dict[str, Any] = {
-    **json.loads((HERE / "recorded" / "run_small_reads.json").read_text())["run"],
-    "metric": {"name": "epoch_time_s", "unit": "s", "lower_is_better": True, "kind": "stdout_regex"},
-}
-SUDO_PENDING = {
-    "run_id": "r1",
-    "proposal_id": "READAHEAD=8192",
-    "strategy": "l3.readahead",
-    "privilege": "sudo",
-    "description": "Raise the block device readahead",
-    "change": {
-        "kind": "command",
-        "argv": ["sudo", "-n", "blockdev", "--setra", "8192", "/dev/sda"],
-        "read_argv": ["blockdev", "--getra", "/dev/sda"],
-        "rollback_argv": ["sudo", "-n", "blockdev", "--setra", "{current}", "/dev/sda"],
-    },
-}
+RUN = RunResult.model_validate(
+    {
+        **json.loads((HERE / "recorded" / "run_small_reads.json").read_text())["run"],
+        "metric": {"name": "epoch_time_s", "unit": "s", "lower_is_better": True, "kind": "stdout_regex"},
+    }
+)
+SUDO_PENDING = request(
+    Proposal(
+        id="READAHEAD=8192",
+        strategy="l3.readahead",
+        strategy_name="readahead",
+        layer="L3",
+        checklist=11,
+        privilege="sudo",
+        description="Raise the block device readahead",
+        change=Change(
+            kind="command",
+            argv=["sudo", "-n", "blockdev", "--setra", "8192", "/dev/sda"],
+            read_argv=["blockdev", "--getra", "/dev/sda"],
+            rollback_argv=["sudo", "-n", "blockdev", "--setra", "{current}", "/dev/sda"],
+        ),
+    ),
+    "r1",
+)
 
 
 def _text(draw: Any, width: int = 80) -> str:
@@ -56,7 +66,7 @@ def test_the_glance_says_metric_result_kept_refused_and_waiting() -> None:
 
 
 def test_nothing_kept_says_so() -> None:
-    r = {**RUN, "verdicts": [{**v, "kept": False} for v in RUN["verdicts"]]}
+    r = RUN.model_copy(update={"verdicts": [v.model_copy(update={"kept": False}) for v in RUN.verdicts]})
     assert dict(glance_rows(r))["kept"] == "nothing"
     assert "no change kept" in dict(glance_rows(r))["result"]
 
@@ -67,25 +77,25 @@ def test_the_default_result_fits_a_screen_and_has_no_table() -> None:
     assert len(lines) <= 20, text
     assert all(len(line.rstrip()) <= 80 for line in lines)
     assert "Proposal table" not in text and "Description of Optimization" not in text
-    assert f"  .venv/bin/dftune history {RUN['run_id']}" in lines
+    assert f"  .venv/bin/dftune history {RUN.run_id}" in lines
     assert "  .venv/bin/dftune kb lookup --workload small-files-reader" in lines
 
 
 def test_a_privileged_change_shows_its_command_and_rollback_before_the_answer() -> None:
-    r = {**RUN, "status": "awaiting_approval", "pending": [SUDO_PENDING]}
+    r = RUN.model_copy(update={"status": "awaiting_approval", "pending": [SUDO_PENDING]})
     text = _text(lambda c: RunRenderer(c).render(r, dftune="dftune"), width=120)
     assert "runs: sudo -n blockdev --setra 8192 /dev/sda" in text
     assert "rollback: sudo -n blockdev --setra '{current}' /dev/sda" in text
     assert "reads the value now (kept for the rollback): blockdev --getra /dev/sda" in text
-    assert text.index("runs: sudo") < text.index(f"dftune approve {RUN['run_id']}")
+    assert text.index("runs: sudo") < text.index(f"dftune approve {RUN.run_id}")
     assert [c for _, c in next_commands(r, "dftune")][:2] == [
-        f"dftune approve {RUN['run_id']}",
-        f"dftune approve {RUN['run_id']} --reject --reason '...'",
+        f"dftune approve {RUN.run_id}",
+        f"dftune approve {RUN.run_id} --reject --reason '...'",
     ]
 
 
 def test_a_knob_change_says_what_it_sets_and_that_nothing_on_the_system_changes() -> None:
-    lines = change_lines({"kind": "knob", "settings": {"LUSTRE_STRIPES": "4,8"}})
+    lines = change_lines(Change(kind="knob", settings={"LUSTRE_STRIPES": "4,8"}))
     assert lines[0] == "sets: LUSTRE_STRIPES=4,8"
     assert lines[1].startswith("rollback: the next experiment starts from the kept settings")
 

@@ -14,7 +14,7 @@ from typer.core import TyperOption
 
 from dftune.agents.reasoner.transport import SETTINGS_ENV
 from dftune.cli import app, tuning
-from dftune.core.domain.run import DEFAULT_SETTINGS, LLMSettings, RunSettings
+from dftune.core.domain.run import DEFAULT_SETTINGS, LLMSettings, RunResult, RunSettings
 from tests.cli_inproc import dftune
 
 TOY = Path(__file__).resolve().parents[1] / "graph" / "toy" / "workload.toml"
@@ -76,9 +76,9 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[RunSettings]:
     """The settings `dftune run TOY` starts its run with (the run itself is not driven)."""
     seen: list[RunSettings] = []
 
-    def single_run(spec: Path, settings: RunSettings, *_: Any) -> dict[str, Any]:
+    def single_run(spec: Path, settings: RunSettings, *_: Any) -> RunResult:
         seen.append(settings)
-        return {"schema": "dftune.run/1", "run_id": "r", "status": "completed", "pending": []}
+        return RunResult(run_id="r", status="completed", run_dir="r")
 
     monkeypatch.setattr(tuning, "_single_run", single_run)
     return seen

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from dftune.core.domain.run import ProposalRow, RefusedRow, RunResult, VerdictRow
 from dftune.core.safetext import md_code, md_link, md_text, printable
 from dftune.core.terminal import Col, responsive
 from dftune.tools.report.console import RunRenderer
@@ -54,10 +55,11 @@ def test_report_md_escapes_knob_values_paper_metadata_and_the_summary(tmp_path: 
     ws = Workspace()
     run_dir = ws.run_dir(ws.create_run(None, "toy").id)
     doc = make_report(run_dir)
-    doc["summary"] = f"all good {HOSTILE} {JS_LINK} {ANSI}"  # a model-written summary is untrusted too
-    doc["proposals"][0]["description"] = f"WORKERS={HOSTILE} {IMG}"
-    doc["proposal_table"][0]["description"] = f"WORKERS={HOSTILE} {IMG}"
-    doc["baseline"]["settings"] = {"WORKERS": HOSTILE}
+    doc.summary = f"all good {HOSTILE} {JS_LINK} {ANSI}"  # a model-written summary is untrusted too
+    doc.proposals[0].description = f"WORKERS={HOSTILE} {IMG}"
+    doc.proposal_table[0].description = f"WORKERS={HOSTILE} {IMG}"
+    assert doc.baseline is not None
+    doc.baseline.settings = {"WORKERS": HOSTILE}
     md = render_run_markdown(doc)
     # no raw tag: every "<" of the data is escaped (the only raw "<" open http(s) autolinks)
     assert all(m.group(1).startswith("https://") for m in re.finditer(r"(?<!\\)<(\S+)", md)), md
@@ -71,41 +73,45 @@ def test_report_md_escapes_knob_values_paper_metadata_and_the_summary(tmp_path: 
 
 def test_terminal_renderers_print_data_as_text(tmp_path: Path) -> None:
     hostile = f"{RICH} {MARKUP} {OSC_LINK} {ANSI} {TITLE}"
-    result = {
-        "run_id": "r1",
-        "workload": hostile,
-        "status": "completed",
-        "status_reason": hostile,
-        "baseline_median": 1.0,
-        "best_median": 0.5,
-        "proposal_table": [
-            {
-                "#": 1,
-                "strategy": hostile,
-                "description": hostile,
-                "app_impact_pct": 1.0,
-                "app_impact_source": "estimate",
-                "system_impact_pct": 0.0,
-                "system_impact_source": "estimate",
-                "weighted_score": 0.5,
-                "status": "proposed",
-            }
+    result = RunResult(
+        run_id="r1",
+        workload=hostile,
+        status="completed",
+        status_reason=hostile,
+        baseline_median=1.0,
+        best_median=0.5,
+        proposal_table=[
+            ProposalRow(
+                number=1,
+                id=hostile,
+                strategy=hostile,
+                description=hostile,
+                app_impact_pct=1.0,
+                app_impact_source="trace model",
+                system_impact_pct=0.0,
+                system_impact_source="trace model",
+                weighted_score=0.5,
+                status="proposed",
+                layer="L1",
+            )
         ],
-        "verdicts": [
-            {
-                "iteration": 1,
-                "proposal": hostile,
-                "verdict": "win",
-                "change_pct": 12.0,
-                "kept": True,
-                "reverted": False,
-                "kb_record": 3,
-            }
+        verdicts=[
+            VerdictRow(
+                iteration=1,
+                proposal=hostile,
+                strategy=hostile,
+                verdict="win",
+                change_pct=12.0,
+                kept=True,
+                reverted=False,
+                kb_record=3,
+                voided_by=None,
+            )
         ],
-        "refused": [{"proposal": hostile, "strategy": hostile, "status": "rejected", "reason": hostile}],
-        "pending": None,
-        "report": hostile,
-    }
+        refused=[RefusedRow(proposal=hostile, strategy=hostile, status="rejected", reason=hostile)],
+        report=hostile,
+        run_dir=hostile,
+    )
     for width in (80, 200):
         c = Console(width=width, record=True, force_terminal=True, color_system="truecolor")
         RunRenderer(c).render(result)  # no MarkupError on "[/]"

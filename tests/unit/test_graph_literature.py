@@ -111,6 +111,7 @@ def test_a_passage_supports_a_strategy_only_when_it_names_the_technique() -> Non
 def test_catalog_citations_carry_the_source_passage_or_say_they_are_catalog_backed() -> None:
     from dftune.agents.context import Context
     from dftune.agents.literature import catalog_citation, with_passage
+    from dftune.core.domain.run import RunReport
     from dftune.tools.report.markdown import render_run_markdown
 
     ref = catalog_citation("l1.dataloader_workers", default_catalog())
@@ -124,18 +125,8 @@ def test_catalog_citations_carry_the_source_passage_or_say_they_are_catalog_back
     assert own.passage.startswith("With num_workers") and own.page == 4 and not own.catalog_backed
     curated = with_passage(ref, "l1.dataloader_workers", Context(evidence=lambda s, c: None))
     assert curated.catalog_backed and not curated.passage
-    doc = {
-        "run_id": "r",
-        "workload": "w",
-        "spec_path": "x",
-        "status": "completed",
-        "citations": [
-            own.model_dump(),
-            curated.model_copy(
-                update={"citation": curated.citation.model_copy(update={"id": "other"})}
-            ).model_dump(),
-        ],
-    }
+    other = curated.model_copy(update={"citation": curated.citation.model_copy(update={"id": "other"})})
+    doc = RunReport(run_id="r", workload="w", spec_path="x", status="completed", citations=[own, other])
     md = render_run_markdown(doc)
     assert (
         "> With num_workers \\> 0" in md and "page 4" in md and "catalog-backed claim" in md

@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from dftune.agents.optimizer.hints import arm_hints, override_check
+from dftune.core.domain.experiments import Experiment
+from dftune.core.domain.measurements import Measurement
 from dftune.core.domain.proposals import Change, Proposal
+from dftune.core.domain.run import RunReport, log
 from dftune.tools.report.hints import hint_rows
 from dftune.tools.runner.changes import ChangeError
 from dftune.tools.runner.changes.layering import (
@@ -162,23 +165,25 @@ def test_override_check_holds_every_hint_of_the_combined_arm(tmp_path: Path) -> 
 
 
 def test_report_shows_the_combined_hints_and_what_replaced_what() -> None:
-    doc = {
-        "events": [
-            {
-                "node": "verifier",
-                "message": "opt3: the candidate is faster",
-                "data": {
-                    "hints_asked": {"romio_cb_write": "enable", "romio_cb_read": "disable"},
-                    "hints_replaced": "romio_cb_write=enable replaced romio_cb_write=disable",
-                    "hints_in_effect": "romio_cb_write=enable, romio_cb_read=disable",
-                },
-            }
+    p = _proposal({"ROMIO_HINTS": "/x.txt"}, {"romio_cb_write": "enable"})
+    arm = Measurement(
+        settings={}, values=[1.0], median=1.0, ci95=None, ok=1, replicates=1, traced=False, workdir="w"
+    )
+    doc = RunReport(
+        run_id="r",
+        spec_path="w.toml",
+        events=[
+            log(
+                "verifier",
+                "opt3: the candidate is faster",
+                hints_asked={"romio_cb_write": "enable", "romio_cb_read": "disable"},
+                hints_replaced="romio_cb_write=enable replaced romio_cb_write=disable",
+                hints_in_effect="romio_cb_write=enable, romio_cb_read=disable",
+            )
         ],
-        "proposals": [
-            _proposal({"ROMIO_HINTS": "/x.txt"}, {"romio_cb_write": "enable"}).model_dump(mode="json")
-        ],
-        "experiments": [{"iteration": 3, "proposal_id": "romio-cb_buffer_size"}],
-    }
+        proposals=[p],
+        experiments=[Experiment(iteration=3, proposal_id=p.id, strategy=p.strategy, reference=arm)],
+    )
     ((arm, asked, said),) = hint_rows(doc)
     assert arm.startswith("opt3")
     assert asked == (

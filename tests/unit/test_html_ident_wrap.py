@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
 from dftune.tools.report.html import render_run_html
 from dftune.tools.report.htmlkit import ident
-
-RECORDED = Path(__file__).parent / "recorded" / "run_small_reads.json"
+from tests.unit.test_report_links import recorded_report
 
 
 def test_ident_breaks_only_after_separators_and_escapes() -> None:
@@ -19,7 +16,7 @@ def test_ident_breaks_only_after_separators_and_escapes() -> None:
 
 
 def test_code_in_table_cells_does_not_wrap_anywhere() -> None:
-    page = render_run_html(json.loads(RECORDED.read_text())["run"], [])
+    page = render_run_html(recorded_report(), [])
     assert re.search(r"td code \{[^}]*overflow-wrap: normal", page)
     codes = re.findall(r"<td><code>(.*?)</code>", page)
     assert codes, "the proposal table shows strategy ids as code"

@@ -54,17 +54,15 @@ def test_an_ended_drivers_files_are_removed_once_forgotten() -> None:
 
 
 def test_run_report_removes_the_ended_runs_driver_files() -> None:
-    import json
     from pathlib import Path
 
     from dftune import mcp_server as m
     from dftune.tools.session.workspace import Workspace
+    from tests.unit.test_report import make_report
 
-    recorded = Path(__file__).parent / "recorded" / "run_small_reads.json"
     ws = Workspace()
     ws.create_run("ended", "small-reads")
-    doc = {**json.loads(recorded.read_text())["run"], "run_id": "ended"}
-    (ws.run_dir("ended") / "report.json").write_text(json.dumps(doc))
+    make_report(ws.run_dir("ended"), traced=False)
     _fake_output("ended", age_s=0)
     _fake_output("other", age_s=0)
     out = m.call("run_report", {"run_id": "ended"})

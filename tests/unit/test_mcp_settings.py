@@ -10,7 +10,7 @@ import pytest
 
 from dftune import mcp_server as m
 from dftune.cli import tuning
-from dftune.core.domain.run import DEFAULT_SETTINGS, RunSettings
+from dftune.core.domain.run import DEFAULT_SETTINGS, RunResult, RunSettings
 from dftune.mcp_server import run_tools
 from tests.cli_inproc import dftune
 
@@ -38,9 +38,9 @@ def test_a_run_started_over_mcp_is_driven_with_the_models_defaults(
     m.call("run_start", {"spec": str(TOY), "wait_s": 0, **given})
     settings: list[RunSettings] = []
 
-    def single_run(spec: Path, s: RunSettings, *_: Any) -> dict[str, Any]:
+    def single_run(spec: Path, s: RunSettings, *_: Any) -> RunResult:
         settings.append(s)
-        return {"schema": "dftune.run/1", "run_id": "r", "status": "completed", "pending": []}
+        return RunResult(run_id="r", status="completed", run_dir="r")
 
     monkeypatch.setattr(tuning, "_single_run", single_run)
     res = dftune(*argv[0], "--json")

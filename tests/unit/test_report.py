@@ -19,14 +19,15 @@ from dftune.core.domain.diagnosis import Bottleneck, Diagnosis, Gate, MetricChoi
 from dftune.core.domain.experiments import Approval, ChecklistVerdict, Experiment, GuardRecord
 from dftune.core.domain.measurements import Coverage, Measurement
 from dftune.core.domain.proposals import Change, Proposal
-from dftune.core.domain.run import Pitfall, RunReport, TuningState
+from dftune.core.domain.run import STATE_VERSION, Pitfall, RunReport, TuningState
 from dftune.core.domain.verdicts import GuardDecision
 from dftune.graphs.finalize import outcome
 from dftune.tools.report.compare import CompareError, compare, compare_analyses, row
 from dftune.tools.report.html import SECTIONS, render_run_html
+from dftune.tools.report.loader import ReportError
 from dftune.tools.report.markdown import render_run_markdown
 from dftune.tools.report.plots import build_plots, experiments_plot
-from dftune.tools.report.writer import ReportError, write_reports
+from dftune.tools.report.writer import write_reports
 from dftune.tools.runner.stats import compare as compare_arms
 from dftune.tools.session.workspace import Workspace
 from dftune.tools.trace import analyze
@@ -95,8 +96,9 @@ def _measurement(workdir: Path, values: list[float], analysis_path: Path | None,
     )
 
 
-def make_report(run_dir: Path, *, traced: bool = True) -> dict[str, Any]:
-    """A finished run's report.json (written into ``run_dir``) with one of everything, some of it hostile."""
+def make_report(run_dir: Path, *, traced: bool = True) -> RunReport:
+    """A finished run's report (its report.json written into ``run_dir``) with one of everything, some of
+    it hostile."""
     analysis_path = None
     if traced:
         tdir = run_dir / "baseline" / "traces" / "raw" / "r0"
@@ -177,6 +179,7 @@ def make_report(run_dir: Path, *, traced: bool = True) -> dict[str, Any]:
     state = TuningState(
         run_id=run_dir.name,
         spec_path=str(TOY),
+        state_version=STATE_VERSION,
         workload=f"toy {HOSTILE}",
         system="vm",
         fs_type="ext4",
@@ -264,9 +267,10 @@ def make_report(run_dir: Path, *, traced: bool = True) -> dict[str, Any]:
         summary="one win",
         outcome=outcome(state, lower_is_better=True),
     )
-    doc = report.model_dump(mode="json", by_alias=True)
-    (run_dir / "report.json").write_text(json.dumps(doc))
-    return doc
+    # on disk the tampered URL is a valid one: a report.json with a javascript: URL is not read at all
+    text = report.model_dump_json(by_alias=True).replace("javascript:alert(1)", "https://evil.example/")
+    (run_dir / "report.json").write_text(text)
+    return report
 
 
 class Page(HTMLParser):
@@ -367,18 +371,13 @@ def test_missing_traces_leave_a_note_instead_of_a_plot(run_dir: Path) -> None:
     assert "Not drawn:" in render_run_html(doc, list(plots.values()))
 
 
-def test_experiment_plot_survives_math_characters_in_names() -> None:
-    m = {"values": [1.0, 2.0], "median": 1.5, "ci95": [1.0, 2.0]}
+def test_experiment_plot_survives_math_characters_in_names(tmp_path: Path) -> None:
+    m = _measurement(tmp_path, [1.0, 2.0], None)
     plot = experiments_plot(
         [
-            {
-                "iteration": 1,
-                "proposal_id": "A=$1$ {x}_",
-                "verdict": "win",
-                "reference": m,
-                "candidate": m,
-                "comparison": {"lower_is_better": True},
-            }
+            Experiment(
+                iteration=1, proposal_id="A=$1$ {x}_", strategy="s", verdict="win", reference=m, candidate=m
+            )
         ]
     )
     assert plot.svg and "$1$" in plot.svg
@@ -416,6 +415,36 @@ def test_report_of_an_unfinished_run_says_how_to_continue() -> None:
         write_reports(rid)
     out = dftune("report", "no-such-run")
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "no run 'no-such-run'" in out.stderr
+
+
+def test_a_report_json_of_an_older_or_hand_edited_shape_is_refused_in_one_line(run_dir: Path) -> None:
+    """Nothing is rendered from a report.json this dftune does not read: one line names the file,
+    the first field that does not fit and who wrote it; ``dftune runs`` says it cannot read it."""
+    from dftune.tools.report.run_glance import run_result
+
+    make_report(run_dir, traced=False)
+    path = run_dir / "report.json"
+    good = json.loads(path.read_text())
+    older = {**good, "state_version": 1}  # impacts had no source yet
+    older["proposal_table"] = [
+        {k: v for k, v in r.items() if k != "app_impact_source"} for r in good["proposal_table"]
+    ]
+    path.write_text(json.dumps(older))
+    out = dftune("report", run_dir.name)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert (
+        str(path) in out.stderr
+        and "written by an older dftune (state version 1, this one reads" in out.stderr
+    )
+    assert "proposal_table.0.app_impact_source: Field required" in out.stderr
+    assert not (run_dir / "report.md").exists()  # nothing rendered from it
+    assert run_result(run_dir) == "report.json unreadable (see dftune report)"
+    edited = {**good, "outcome": {**good["outcome"], "wins_kept": 1}}
+    edited["citations"][1]["citation"]["url"] = "javascript:alert(1)"
+    path.write_text(json.dumps(edited))
+    with pytest.raises(ReportError, match=r"report\.json: not a run report .*edited by hand\): citations\.1"):
+        write_reports(run_dir.name)
+    assert dftune("compare", run_dir.name, run_dir.name).stderr.count(str(path)) == 1
 
 
 # --------------------------------------------------------------------------- compare
@@ -483,12 +512,14 @@ def test_timeline_keeps_the_largest_traces_when_there_are_many(
 def test_a_verdict_the_guards_gave_is_told_apart_from_what_the_statistics_said(run_dir: Path) -> None:
     """The non-degradation guard made a no-change a regression: the report says which said what."""
     doc = make_report(run_dir)
-    (exp,) = doc["experiments"]
-    exp["comparison"]["verdict"] = "no_change"
-    exp["verdict"], exp["verdict_reason"] = "regression", "the application got 6.2% worse, over the 2% limit"
+    (exp,) = doc.experiments
+    assert exp.comparison is not None
+    said = exp.model_copy(update={"comparison": exp.comparison.model_copy(update={"verdict": "no_change"})})
+    why = "the application got 6.2% worse, over the 2% limit"
+    doc.experiments = [said.model_copy(update={"verdict": "regression", "verdict_reason": why})]
     md = render_run_markdown(doc)
     assert "Comparison (the statistics alone said no_change; the verdict is the guards' below)" in md
-    page = render_run_html(doc, {})
+    page = render_run_html(doc, [])
     assert "Comparison (the statistics alone said no_change; the verdict is below)" in page
-    exp["verdict"] = "no_change"  # they agree: one plain line
+    doc.experiments = [said.model_copy(update={"verdict": "no_change", "verdict_reason": why})]  # they agree
     assert "Comparison: " in render_run_markdown(doc) and "alone said" not in render_run_markdown(doc)

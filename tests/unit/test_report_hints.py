@@ -3,15 +3,13 @@ asked for hints, from what ROMIO printed (ROMIO_PRINT_HINTS=1), next to what was
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from dftune.agents.optimizer.hints import override_check
 from dftune.core.domain.proposals import Change, Proposal
-from dftune.core.domain.run import log
+from dftune.core.domain.run import RunReport, log
 from dftune.tools.report.hints import hint_rows
 from dftune.tools.report.html import render_run_html
 from dftune.tools.report.markdown import render_run_markdown
@@ -49,7 +47,7 @@ def _arm(workdir: Path, printed: str) -> Path:
 
 
 @pytest.fixture
-def doc(tmp_path: Path) -> dict[str, Any]:
+def doc(tmp_path: Path) -> RunReport:
     ws = Workspace()
     run_dir = ws.run_dir(ws.create_run(None, "toy").id)
     doc = make_report(run_dir)
@@ -58,24 +56,31 @@ def doc(tmp_path: Path) -> dict[str, Any]:
     refused_none, kept = override_check(cb, _arm(tmp_path / "opt2", PRINTED))
     refused, _ = override_check(ds, _arm(tmp_path / "opt3", OVERRIDDEN))
     assert refused_none is None and refused is not None
-    doc["proposals"] += [cb.model_dump(mode="json"), ds.model_dump(mode="json")]
-    for n, p in ((2, cb), (3, ds)):
-        exp = copy.deepcopy(doc["experiments"][0])
-        exp.update({"iteration": n, "proposal_id": p.id, "kept": False})
-        doc["experiments"].append(exp)
-    doc["events"] += [
-        log(
-            "optimizer",
-            "hints in effect before any change: romio_cb_write=automatic, romio_ds_write=automatic",
-        ),
-        log("verifier", "opt2: win: candidate median 0.65 vs 1.0", hints_in_effect=kept),
-        log("verifier", f"opt3: {refused}"),
-    ]
-    doc["events"] = [e if isinstance(e, dict) else e.model_dump(mode="json") for e in doc["events"]]
-    return doc
+    first = doc.experiments[0]
+    return doc.model_copy(
+        update={
+            "proposals": [*doc.proposals, cb, ds],
+            "experiments": [
+                first,
+                *(
+                    first.model_copy(update={"iteration": n, "proposal_id": p.id, "kept": False})
+                    for n, p in ((2, cb), (3, ds))
+                ),
+            ],
+            "events": [
+                *doc.events,
+                log(
+                    "optimizer",
+                    "hints in effect before any change: romio_cb_write=automatic, romio_ds_write=automatic",
+                ),
+                log("verifier", "opt2: win: candidate median 0.65 vs 1.0", hints_in_effect=kept),
+                log("verifier", f"opt3: {refused}"),
+            ],
+        }
+    )
 
 
-def test_rows_show_before_asked_and_in_effect(doc: dict[str, Any]) -> None:
+def test_rows_show_before_asked_and_in_effect(doc: RunReport) -> None:
     rows = hint_rows(doc)
     assert rows[0] == [
         "baseline (before any change)",
@@ -90,7 +95,7 @@ def test_rows_show_before_asked_and_in_effect(doc: dict[str, Any]) -> None:
     assert len(rows) == 3  # the knob experiment asked no hint
 
 
-def test_markdown_and_html_have_the_section(doc: dict[str, Any]) -> None:
+def test_markdown_and_html_have_the_section(doc: RunReport) -> None:
     md = render_run_markdown(doc)
     section = md.split("## ROMIO hints in effect")[1].split("\n## ")[0]
     assert (

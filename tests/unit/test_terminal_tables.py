@@ -18,6 +18,7 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
+from dftune.core.domain.run import RunResult
 from dftune.core.terminal import word_wrapped
 from dftune.tools.diagnose.engine import diagnose_analysis
 from dftune.tools.diagnose.render import DiagnosisRenderer
@@ -78,16 +79,16 @@ def snapshot(name: str, text: str) -> None:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_run_result_reads_whole_at_80_and_200_columns(width: int) -> None:
-    run: dict[str, Any] = RECORDED["run"]
+    run = RunResult.model_validate(RECORDED["run"])
     text = render(width, lambda c: RunRenderer(c).render(run, table=True, dftune="dftune"))
     check_fits(text, width)
     snapshot(f"run_{width}.txt", text)
     lines = text.splitlines()
-    assert any(run["run_id"] in line for line in lines)  # the run id is never folded
+    assert any(run.run_id in line for line in lines)  # the run id is never folded
     descriptions = flat(column(text, "Description of Optimization", "App Impact"))
-    for row in run["proposal_table"]:
-        assert flat(row["description"]) in descriptions  # every description whole
-        assert row["strategy"] in text
+    for row in run.proposal_table:
+        assert flat(row.description) in descriptions  # every description whole
+        assert row.strategy in text
     if (
         width >= 200
         # the table: one header line with the dftracer-io-optimization
@@ -97,12 +98,12 @@ def test_the_run_result_reads_whole_at_80_and_200_columns(width: int) -> None:
         for col in PROPOSAL_COLUMNS:
             assert col in header
         numbers = [line.split()[0] for line in lines[lines.index(header) + 2 :] if line[:3].strip().isdigit()]
-        assert numbers[: len(run["proposal_table"])] == [str(r["#"]) for r in run["proposal_table"]]
+        assert numbers[: len(run.proposal_table)] == [str(r.number) for r in run.proposal_table]
     else:  # stacked: each proposal's '#n  strategy' line, then every column by name
-        for row in run["proposal_table"]:
-            assert f"#{row['#']}  {row['strategy']}" in text
+        for row in run.proposal_table:
+            assert f"#{row.number}  {row.strategy}" in text
         for col in PROPOSAL_COLUMNS[2:]:
-            assert text.count(f"{col}:") == len(run["proposal_table"])
+            assert text.count(f"{col}:") == len(run.proposal_table)
 
 
 @pytest.mark.parametrize("width", WIDTHS)

@@ -10,14 +10,24 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from dftune.core import strictjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from dftune.core.domain.run import MetricInfo
 from dftune.core.errors import DftuneError
 from dftune.core.fsio import atomic_write_bytes
 from dftune.core.safetext import md_code, md_text
 from dftune.tools.report.htmlkit import e, table
-from dftune.tools.report.sections import gain_text, headline, metric_of, overall, pending_changes, with_unit
+from dftune.tools.report.loader import REPORT_JSON, ReportError, read_run_report
+from dftune.tools.report.sections import (
+    gain_text,
+    headline,
+    kept_changes,
+    overall,
+    question_of,
+    with_unit,
+)
 from dftune.tools.report.table import markdown_table
 from dftune.tools.runner.deadline import clock
 from dftune.tools.session.campaigns import CampaignMeta
@@ -29,49 +39,98 @@ from dftune.tools.session.workspace import Workspace
 MEMBER_HTML_S = 20.0
 
 
-def _report_doc(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        doc = strictjson.loads((run_dir / "report.json").read_bytes())
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
+class MemberRow(BaseModel):
+    """One workload of a campaign (its :class:`Member` record, its report's paths) and, when its run
+    wrote a report, what the report says (those fields are left out of the JSON without one)."""
+
+    model_config = ConfigDict(extra="forbid")
+    workload: str
+    run_id: str
+    spec_path: str
+    status: str
+    reason: str
+    #: the run's baseline units (ok, failed, pending of the total)
+    coverage: dict[str, Any] | None
+    #: what waits for a person: the run's pending items, or its changes kept on trial
+    pending: list[dict[str, Any]]
+    report: str | None
+    html: str | None
+    metric: MetricInfo | None = None
+    baseline_median: float | None = None
+    best_median: float | None = None
+    change_pct: float | None = None
+    change_ci: tuple[float, float] | None = None
+    experiments: int = 0
+    wins: int = 0
+    glance: list[tuple[str, str]] = Field(default_factory=list)
+
+    def document(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True)
 
 
-def member_rows(meta: CampaignMeta, ws: Workspace) -> list[dict[str, Any]]:
-    """One summary per workload, from its run's report.json (what a run without one can say, otherwise)."""
+class CampaignResult(BaseModel):
+    """A campaign's result (schema ``dftune.campaign/1``): what ``dftune run A B --json`` prints."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    schema_: Literal["dftune.campaign/1"] = Field(default="dftune.campaign/1", alias="schema")
+    campaign_id: str
+    status: str
+    status_reason: str
+    deadline: float | None
+    deadline_text: str | None
+    ended: str | None
+    finished_before_deadline: bool | None
+    timing: str
+    partial: bool
+    #: the sentence saying which workloads and baseline units the campaign covers
+    coverage: str
+    members: list[MemberRow]
+    report: str | None
+    html: str | None
+    campaign_dir: str
+
+    def document(self) -> dict[str, Any]:
+        return {
+            **self.model_dump(mode="json", by_alias=True),
+            "members": [m.document() for m in self.members],
+        }
+
+
+def member_rows(meta: CampaignMeta, ws: Workspace) -> list[MemberRow]:
+    """One summary per workload, from its run's report.json (what a run without one can say, otherwise;
+    a report.json this dftune cannot read is said in its glance, never rendered)."""
     rows = []
     for m in meta.members:
         run_dir = ws.run_dir(m.run_id)
-        doc = _report_doc(run_dir)
-        row: dict[str, Any] = {
-            "workload": m.workload,
-            "run_id": m.run_id,
-            "spec_path": m.spec_path,
-            "status": m.status,
-            "reason": m.reason,
-            "coverage": m.coverage,
-            "pending": m.pending,
-            "report": str(run_dir / "report.md") if (run_dir / "report.md").is_file() else None,
-            "html": str(run_dir / "report.html") if (run_dir / "report.html").is_file() else None,
-        }
-        if doc is not None:
-            metric = metric_of(doc)
-            total = overall(doc)
-            exps = doc.get("experiments", [])
-            row.update(
-                metric=metric,
-                baseline_median=(doc.get("baseline") or {}).get("median"),
-                best_median=(doc.get("incumbent") or {}).get("median"),
-                change_pct=total["pct"] if total else None,
-                change_ci=total["ci"] if total else None,
-                experiments=sum(x.get("candidate") is not None for x in exps),
-                wins=sum(bool(x.get("kept")) and x.get("verdict") != "pending" for x in exps),
-                pending=[
-                    {"proposal_id": p["proposal"], "question": p["question"], "change_pct": p["pct"]}
-                    for p in pending_changes(doc)
-                ]
-                or m.pending,
-                glance=headline(doc),
+        row = MemberRow(
+            **m.model_dump(),  # the campaign's record of the member: its run, status, coverage, pending
+            report=str(run_dir / "report.md") if (run_dir / "report.md").is_file() else None,
+            html=str(run_dir / "report.html") if (run_dir / "report.html").is_file() else None,
+        )
+        path = run_dir / REPORT_JSON
+        try:
+            r = read_run_report(path) if path.is_file() else None
+        except ReportError as exc:
+            row = row.model_copy(update={"glance": [("Report", str(exc))]})
+            r = None
+        if r is not None:
+            total = overall(r)
+            trial = [
+                {"proposal_id": e.proposal_id, "question": question_of(e), "change_pct": e.change_pct}
+                for e in r.pending
+            ]
+            row = row.model_copy(
+                update={
+                    "metric": r.metric,
+                    "baseline_median": r.baseline.median if r.baseline else None,
+                    "best_median": r.incumbent.median if r.incumbent else None,
+                    "change_pct": total.pct if total else None,
+                    "change_ci": total.ci if total else None,
+                    "experiments": sum(x.candidate is not None for x in r.experiments),
+                    "wins": len(kept_changes(r)),
+                    "pending": trial or m.pending,
+                    "glance": headline(r),
+                }
             )
         rows.append(row)
     return rows
@@ -88,26 +147,24 @@ def units_text(cov: dict[str, Any] | None) -> str:
     return out
 
 
-def coverage_sentence(rows: list[dict[str, Any]]) -> tuple[bool, str]:
+def coverage_sentence(rows: list[MemberRow]) -> tuple[bool, str]:
     """(partial?, the sentence): which workloads and baseline units this report covers."""
     ended = ("completed", "awaiting_approval")
     tuned = [
-        f"{r['workload']} ({r['experiments']} experiment(s), {r.get('wins', 0)} kept)"
+        f"{r.workload} ({r.experiments} experiment(s), {r.wins} kept)"
         for r in rows
-        if r["status"] in ended and r.get("experiments")
+        if r.status in ended and r.experiments
     ]
-    baseline_only = [r["workload"] for r in rows if r["status"] in ended and not r.get("experiments")]
-    gated = [r["workload"] for r in rows if r["status"] == "not_worth_tuning"]
-    failed = [f"{r['workload']} ({r['reason'] or 'failed'})" for r in rows if r["status"] == "failed"]
-    waiting = [
-        f"{r['workload']} (dftune approve {r['run_id']})" for r in rows if r["status"] == "awaiting_approval"
-    ]
+    baseline_only = [r.workload for r in rows if r.status in ended and not r.experiments]
+    gated = [r.workload for r in rows if r.status == "not_worth_tuning"]
+    failed = [f"{r.workload} ({r.reason or 'failed'})" for r in rows if r.status == "failed"]
+    waiting = [f"{r.workload} (dftune approve {r.run_id})" for r in rows if r.status == "awaiting_approval"]
     pending = [
-        f"{r['workload']} ({r['reason'] or r['status']})"
+        f"{r.workload} ({r.reason or r.status})"
         for r in rows
-        if r["status"] in ("interrupted", "pending", "running")
+        if r.status in ("interrupted", "pending", "running")
     ]
-    units = [r.get("coverage") or {} for r in rows]
+    units = [r.coverage or {} for r in rows]
     ok = sum(c.get("units_ok", 0) for c in units)
     total = sum(c.get("units_total", 0) for c in units)
     parts = [f"{len(tuned)} of {len(rows)} workload(s) tuned" + (f": {', '.join(tuned)}" if tuned else "")]
@@ -120,9 +177,9 @@ def coverage_sentence(rows: list[dict[str, Any]]) -> tuple[bool, str]:
     if waiting:
         parts.append(f"a change that needs a person waits (the rest ran): {', '.join(waiting)}")
     trial = [
-        f"{r['workload']} ({len(r['pending'])}: dftune approve {r['run_id']} [--reject])"
+        f"{r.workload} ({len(r.pending)}: dftune approve {r.run_id} [--reject])"
         for r in rows
-        if r.get("pending") and r["status"] != "awaiting_approval"
+        if r.pending and r.status != "awaiting_approval"
     ]
     if trial:
         parts.append(f"wins the traces could not settle wait for a person's confirmation: {', '.join(trial)}")
@@ -149,15 +206,15 @@ def timing_text(meta: CampaignMeta) -> str:
     return out
 
 
-def change_text(r: dict[str, Any]) -> str:
-    return gain_text(r.get("change_pct"), r.get("change_ci")) if r.get("change_pct") is not None else "-"
+def change_text(r: MemberRow) -> str:
+    return gain_text(r.change_pct, r.change_ci) if r.change_pct is not None else "-"
 
 
-def medians_text(r: dict[str, Any]) -> str:
-    unit = (r.get("metric") or {}).get("unit", "")
-    if r.get("baseline_median") is None:
+def medians_text(r: MemberRow) -> str:
+    unit = r.metric.unit if r.metric else ""
+    if r.baseline_median is None:
         return "-"
-    return f"{with_unit(r['baseline_median'], unit)} -> {with_unit(r.get('best_median'), unit)}"
+    return f"{with_unit(r.baseline_median, unit)} -> {with_unit(r.best_median, unit)}"
 
 
 def no_page(meta: CampaignMeta) -> str:
@@ -166,7 +223,7 @@ def no_page(meta: CampaignMeta) -> str:
     return f"no HTML page yet: dftune report {meta.id} --html"
 
 
-def render_campaign_markdown(meta: CampaignMeta, rows: list[dict[str, Any]]) -> str:
+def render_campaign_markdown(meta: CampaignMeta, rows: list[MemberRow]) -> str:
     partial, cov = coverage_sentence(rows)
     lines = [
         f"# dftune campaign: {md_text(meta.name)} ({md_code(meta.id)})",
@@ -192,34 +249,34 @@ def render_campaign_markdown(meta: CampaignMeta, rows: list[dict[str, Any]]) -> 
         ],
         [
             [
-                r["workload"],
-                r["run_id"],
-                r["status"],
-                units_text(r.get("coverage")),
-                (r.get("metric") or {}).get("name", "-"),
+                r.workload,
+                r.run_id,
+                r.status,
+                units_text(r.coverage),
+                r.metric.name if r.metric else "-",
                 medians_text(r),
                 change_text(r),
-                f"{r.get('experiments', 0)} ({r.get('wins', 0)})",
+                f"{r.experiments} ({r.wins})",
             ]
             for r in rows
         ],
     )
     for r in rows:
-        lines += ["", f"## {md_text(r['workload'])} (run {md_code(r['run_id'])}): {md_text(r['status'])}", ""]
-        if r.get("reason"):
-            lines += [md_text(r["reason"]), ""]
-        for label, text in r.get("glance") or []:
+        lines += ["", f"## {md_text(r.workload)} (run {md_code(r.run_id)}): {md_text(r.status)}", ""]
+        if r.reason:
+            lines += [md_text(r.reason), ""]
+        for label, text in r.glance:
             lines.append(f"- **{label}:** {md_text(text)}")
-        if r.get("report"):
+        if r.report:
             lines += [
                 "",
-                f"Report: {md_code(r['report'])}"
-                + (f", {md_code(r['html'])}" if r.get("html") else f" ({md_text(no_page(meta))})"),
+                f"Report: {md_code(r.report)}"
+                + (f", {md_code(r.html)}" if r.html else f" ({md_text(no_page(meta))})"),
             ]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render_campaign_html(meta: CampaignMeta, rows: list[dict[str, Any]]) -> str:
+def render_campaign_html(meta: CampaignMeta, rows: list[MemberRow]) -> str:
     from dftune.tools.report.glance import GLANCE_CSS
     from dftune.tools.report.html import CSS
 
@@ -249,35 +306,33 @@ def render_campaign_html(meta: CampaignMeta, rows: list[dict[str, Any]]) -> str:
             ],
             [
                 [
-                    e(r["workload"]),
-                    f"<code>{e(r['run_id'])}</code>",
-                    e(r["status"]),
-                    e(units_text(r.get("coverage"))),
-                    e((r.get("metric") or {}).get("name")),
+                    e(r.workload),
+                    f"<code>{e(r.run_id)}</code>",
+                    e(r.status),
+                    e(units_text(r.coverage)),
+                    e(r.metric.name if r.metric else None),
                     e(medians_text(r)),
                     e(change_text(r)),
-                    e(f"{r.get('experiments', 0)} ({r.get('wins', 0)})"),
+                    e(f"{r.experiments} ({r.wins})"),
                 ]
                 for r in rows
             ],
         )
     )
     for r in rows:
-        out.append(
-            f'<h2>{e(r["workload"])} <span class="note">run <code>{e(r["run_id"])}</code>: '
-            f"{e(r['status'])}</span></h2>"
-        )
-        if r.get("reason"):
-            out.append(f"<p>{e(r['reason'])}</p>")
-        if r.get("glance"):
+        run = f"run <code>{e(r.run_id)}</code>: {e(r.status)}"
+        out.append(f'<h2>{e(r.workload)} <span class="note">{run}</span></h2>')
+        if r.reason:
+            out.append(f"<p>{e(r.reason)}</p>")
+        if r.glance:
             out.append(
                 '<dl class="glance">'
-                + "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in r["glance"])
+                + "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in r.glance)
                 + "</dl>"
             )
-        if r.get("report"):
-            missing = "" if r.get("html") else f" ({e(no_page(meta))})"
-            out.append(f'<p class="note">Report: <code>{e(r["html"] or r["report"])}</code>{missing}</p>')
+        if r.report:
+            missing = "" if r.html else f" ({e(no_page(meta))})"
+            out.append(f'<p class="note">Report: <code>{e(r.html or r.report)}</code>{missing}</p>')
     out.append("</main></body></html>")
     return "\n".join(out) + "\n"
 

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 
 from dftune.core.terminal import Col, responsive, text
-from dftune.tools.report.campaign import change_text, medians_text, units_text
+from dftune.tools.report.campaign import CampaignResult, change_text, medians_text, units_text
 from dftune.tools.report.console import path_line
 
 
@@ -15,11 +15,11 @@ class CampaignRenderer:
     def __init__(self, console: Console) -> None:
         self.console = console
 
-    def render(self, r: dict[str, Any]) -> None:
+    def render(self, r: CampaignResult) -> None:
         c = self.console
-        c.print(text(f"campaign {r['campaign_id']}: {r['status']}", "bold"))
-        c.print(text(r.get("timing") or ""))
-        c.print(text(r["coverage"], "bold yellow" if r.get("partial") else ""))
+        c.print(text(f"campaign {r.campaign_id}: {r.status}", "bold"))
+        c.print(text(r.timing))
+        c.print(text(r.coverage, "bold yellow" if r.partial else ""))
         cols = [
             Col("workload"),
             Col("status"),
@@ -30,24 +30,22 @@ class CampaignRenderer:
         ]
         rows = [
             [
-                m["workload"],
-                m["status"],
-                units_text(m.get("coverage")),
+                m.workload,
+                m.status,
+                units_text(m.coverage),
                 medians_text(m),
                 change_text(m),
-                f"{m.get('experiments', 0)} ({m.get('wins', 0)})",
+                f"{m.experiments} ({m.wins})",
             ]
-            for m in r["members"]
+            for m in r.members
         ]
         c.print(responsive(c, "Workloads", cols, rows, head=(0, 1)))
-        for m in r["members"]:
-            c.print(
-                text(f"{m['workload']}: run {m['run_id']}" + (f" - {m['reason']}" if m.get("reason") else ""))
-            )
-        if r.get("report"):
-            path_line(c, "report", r["report"])
-        if r.get("html"):
-            path_line(c, "html", r["html"])
+        for m in r.members:
+            c.print(text(f"{m.workload}: run {m.run_id}" + (f" - {m.reason}" if m.reason else "")))
+        if r.report:
+            path_line(c, "report", r.report)
+        if r.html:
+            path_line(c, "html", r.html)
 
     def render_history(self, events: list[dict[str, Any]]) -> None:
         cols = [Col("time"), Col("event"), Col("what", wrap=True, min_width=30)]

@@ -1,6 +1,6 @@
 """``dftune compare A B``: two traces or two runs side by side, with the change from A to B.
 
-The comparison itself is pure (analyses and report documents in, rows out); :func:`load_side`
+The comparison itself is pure (analyses and run reports in, rows out); :func:`load_side`
 only decides what an argument names (a trace path, or a run id under ``$DFTUNE_HOME``) and
 reads it. Percent-valued metrics change in percentage points, everything else relatively.
 """
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from dftune.core.domain.run import RunReport
 from dftune.core.errors import DftuneError
 from dftune.tools.trace import Analysis
 
@@ -99,36 +100,36 @@ def compare_analyses(a: Analysis, b: Analysis) -> list[dict[str, Any]]:
     return [row(k, label, unit, _get(a, k), _get(b, k), BETTER.get(k)) for k, label, unit in TRACE_METRICS]
 
 
-def run_summary(doc: dict[str, Any]) -> dict[str, Any]:
-    """What a run found, from its ``report.json``: medians, overall change, each experiment's verdict."""
-    base, inc, out = doc.get("baseline") or {}, doc.get("incumbent") or {}, doc.get("outcome") or {}
+def run_summary(r: RunReport) -> dict[str, Any]:
+    """What a run found, from its report: medians, overall change, each experiment's verdict."""
+    base, inc = r.baseline, r.incumbent
     return {
-        "run_id": doc.get("run_id"),
-        "workload": doc.get("workload"),
-        "status": doc.get("status"),
-        "baseline_median": base.get("median"),
-        "baseline_ci95": base.get("ci95"),
-        "best_median": inc.get("median"),
-        "best_ci95": inc.get("ci95"),
-        "best_settings": {**(inc.get("settings") or {}), **(inc.get("env") or {})},
-        "overall_pct": out.get("overall_pct"),
+        "run_id": r.run_id,
+        "workload": r.workload,
+        "status": r.status,
+        "baseline_median": base.median if base else None,
+        "baseline_ci95": base.ci95 if base else None,
+        "best_median": inc.median if inc else None,
+        "best_ci95": inc.ci95 if inc else None,
+        "best_settings": {**inc.settings, **inc.env} if inc else {},
+        "overall_pct": r.outcome.overall_pct if r.outcome else None,
         "experiments": [
             {
-                "iteration": e["iteration"],
-                "proposal": e["proposal_id"],
-                "strategy": e["strategy"],
-                "verdict": e.get("verdict"),
-                "change_pct": (e.get("comparison") or {}).get("change_pct"),
-                "kept": bool(e.get("kept")),
+                "iteration": e.iteration,
+                "proposal": e.proposal_id,
+                "strategy": e.strategy,
+                "verdict": e.verdict,
+                "change_pct": e.change_pct,
+                "kept": e.kept,
             }
-            for e in doc.get("experiments", [])
+            for e in r.experiments
         ],
     }
 
 
 def compare_runs(
-    a: dict[str, Any],
-    b: dict[str, Any],
+    a: RunReport,
+    b: RunReport,
     analyses: dict[str, tuple[Analysis | None, Analysis | None]],
 ) -> dict[str, Any]:
     """Two runs: outcome rows, their baseline and best-kept traces, and both experiment lists.
@@ -136,8 +137,7 @@ def compare_runs(
     ``analyses`` maps "a"/"b" to (baseline analysis, best-kept analysis), either may be None.
     """
     sa, sb = run_summary(a), run_summary(b)
-    lower = (a.get("metric") or {}).get("lower_is_better", True)
-    direction: Better = "lower" if lower else "higher"
+    direction: Better = "lower" if a.metric.lower_is_better else "higher"
     outcome = [
         row(
             "baseline_median",
@@ -226,7 +226,7 @@ class Side:
     kind: Literal["trace", "run"]
     label: str
     analysis: Analysis | None = None
-    doc: dict[str, Any] | None = None
+    report: RunReport | None = None
     best: Analysis | None = None
 
 
@@ -237,8 +237,8 @@ def kind_of(arg: str) -> Literal["trace", "run"]:
 
 def load_side(arg: str) -> Side:
     """A trace file/folder (analyzed now), or the id of a finished run under ``$DFTUNE_HOME``."""
+    from dftune.tools.report.loader import load_report
     from dftune.tools.report.plots import load_analysis
-    from dftune.tools.report.writer import load_report
     from dftune.tools.session.workspace import Workspace, WorkspaceError
     from dftune.tools.trace import analyze
 
@@ -251,10 +251,10 @@ def load_side(arg: str) -> Side:
         known = False
     if not known:
         raise CompareError(f"{arg!r} is neither a trace file or folder nor a run id under {ws.root}")
-    _, doc = load_report(arg, ws)
-    base = load_analysis((doc.get("baseline") or {}).get("analysis_path"))
-    best = load_analysis((doc.get("incumbent") or {}).get("analysis_path"))
-    return Side("run", arg, analysis=base, doc=doc, best=best)
+    _, r = load_report(arg, ws)
+    base = load_analysis(r.baseline.analysis_path if r.baseline else None)
+    best = load_analysis(r.incumbent.analysis_path if r.incumbent else None)
+    return Side("run", arg, analysis=base, report=r, best=best)
 
 
 def compare(arg_a: str, arg_b: str) -> dict[str, Any]:
@@ -266,5 +266,5 @@ def compare(arg_a: str, arg_b: str) -> dict[str, Any]:
     if a.kind == "trace":
         assert a.analysis is not None and b.analysis is not None
         return compare_traces(a.analysis, b.analysis, (a.label, b.label))
-    assert a.doc is not None and b.doc is not None
-    return compare_runs(a.doc, b.doc, {"a": (a.analysis, a.best), "b": (b.analysis, b.best)})
+    assert a.report is not None and b.report is not None
+    return compare_runs(a.report, b.report, {"a": (a.analysis, a.best), "b": (b.analysis, b.best)})

@@ -13,10 +13,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from dftune.core.domain.run import ApprovalRequest, ConfirmRequest, ProposalRow, RunResult
 from dftune.core.terminal import Col, responsive, text, word_wrapped
 from dftune.tools.report.run_glance import change_lines, glance_rows, next_commands
 from dftune.tools.report.sections import gain_text
 from dftune.tools.report.table import SOURCE_LEGEND, TERMINAL_COLUMNS, terminal_cells
+from dftune.tools.session.layout import RunInfo
 
 
 def _line(*parts: tuple[object, str]) -> Text:
@@ -41,10 +43,10 @@ def change_cell(pct: float | None) -> str:
     return "-" if pct is None else gain_text(pct)
 
 
-def run_status(r: dict[str, Any]) -> str:
+def run_status(r: RunInfo) -> str:
     """A run's status with its reason and the pid driving it (a live run), as ``dftune runs`` shows it."""
-    status = r["status"] + (f" ({r['reason']})" if r.get("reason") else "")
-    return status + (f", driven by pid {r['driver_pid']}" if r.get("driver_pid") else "")
+    status = r.status + (f" ({r.reason})" if r.reason else "")
+    return status + (f", driven by pid {r.driver_pid}" if r.driver_pid else "")
 
 
 class RunRenderer:
@@ -52,51 +54,48 @@ class RunRenderer:
         self.console = console
 
     def render(
-        self, r: dict[str, Any], *, table: bool = False, dftune: str | None = None, next_steps: bool = True
+        self, r: RunResult, *, table: bool = False, dftune: str | None = None, next_steps: bool = True
     ) -> None:
         """The run's result: at a glance and the next commands; ``table``: also the proposal table,
         the experiments and every refusal (as before the glance existed)."""
         c = self.console
         headline = _line(
             ("run ", "bold"),
-            (r["run_id"], "bold"),
-            (f" ({r['workload']}): ", ""),
-            (r["status"], "bold"),
-            ((" - " + r["status_reason"]) if r.get("status_reason") else "", ""),
+            (r.run_id, "bold"),
+            (f" ({r.workload}): ", ""),
+            (r.status, "bold"),
+            ((" - " + r.status_reason) if r.status_reason else "", ""),
         )
         c.print(word_wrapped(headline, c.width, 2), soft_wrap=True)
         if table:
             self._details(r)
         self.render_glance(glance_rows(r))
-        for p in r.get("pending") or []:  # what waits for a person comes first
-            if p.get("kind") == "confirm_pending":  # a win kept on trial: the question the trace left open
-                pct = f" ({p['change_pct']:+.1f}%)" if p.get("change_pct") is not None else ""
+        for p in r.pending:  # what waits for a person comes first
+            if isinstance(p, ConfirmRequest):  # a win kept on trial: the question the trace left open
+                pct = f" ({p.change_pct:+.1f}%)" if p.change_pct is not None else ""
                 line = _line(
-                    ("pending confirmation", "bold yellow"),
-                    (f": {p['proposal_id']}{pct}: {p.get('question') or ''}", ""),
+                    ("pending confirmation", "bold yellow"), (f": {p.proposal_id}{pct}: {p.question}", "")
                 )
-                c.print(word_wrapped(line, c.width, 2), soft_wrap=True)
-            else:  # an approval: what exactly it will do, and its rollback
-                what = p.get("description") or p.get("question") or ""
+            elif isinstance(p, ApprovalRequest):  # an approval: what exactly it will do, and its rollback
                 line = _line(
                     ("waiting for approval", "bold yellow"),
-                    (
-                        f": {p.get('proposal_id')} ({p.get('strategy') or p.get('kind')}, "
-                        f"{p.get('privilege') or 'a question'}): {what}",
-                        "",
-                    ),
+                    (f": {p.proposal_id} ({p.strategy}, {p.privilege}): {p.description or p.question}", ""),
                 )
-                c.print(word_wrapped(line, c.width, 2), soft_wrap=True)
-                for step in change_lines(p.get("change")):
-                    c.print(text(f"  {step}"), soft_wrap=True)
-            if p.get("resume_with"):
-                c.print(text(f"  {p['resume_with']}"), soft_wrap=True)
-        if r.get("report"):
-            path_line(c, "report", r["report"])
+            else:  # an interactive run's question about an access pattern the trace could not settle
+                line = _line(
+                    ("waiting for approval", "bold yellow"),
+                    (f": {p.proposal_id} ({p.kind}, a question): {p.question}", ""),
+                )
+            c.print(word_wrapped(line, c.width, 2), soft_wrap=True)
+            for step in change_lines(p.change) if isinstance(p, ApprovalRequest) else []:
+                c.print(text(f"  {step}"), soft_wrap=True)
+            c.print(text(f"  {p.resume_with}"), soft_wrap=True)
+        if r.report:
+            path_line(c, "report", r.report)
         if next_steps:
             self.render_next(r, dftune)
 
-    def render_next(self, r: dict[str, Any], dftune: str | None = None) -> None:
+    def render_next(self, r: RunResult, dftune: str | None = None) -> None:
         """The next commands, each on a line of its own, never folded: they are meant to be pasted."""
         c = self.console
         c.print(text("Next:", "bold"))
@@ -107,19 +106,13 @@ class RunRenderer:
                 c.print(text(f"  # {what}", "dim"))
                 c.print(text(f"  {cmd}"), soft_wrap=True)
 
-    def _details(self, r: dict[str, Any]) -> None:
+    def _details(self, r: RunResult) -> None:
         c = self.console
-        if r.get("baseline_median") is not None:
-            best = r.get("best_median")
-            c.print(
-                text(
-                    f"baseline median {r['baseline_median']:.4g} -> best kept {best:.4g}"
-                    if best is not None
-                    else f"baseline median {r['baseline_median']:.4g}"
-                )
-            )
-        self.render_table(r["proposal_table"])
-        if r["verdicts"]:
+        if r.baseline_median is not None:
+            best = f" -> best kept {r.best_median:.4g}" if r.best_median is not None else ""
+            c.print(text(f"baseline median {r.baseline_median:.4g}{best}"))
+        self.render_table(r.proposal_table)
+        if r.verdicts:
             cols = [
                 Col("opt", justify="right"),
                 Col("proposal"),
@@ -130,25 +123,22 @@ class RunRenderer:
             ]
             rows = [
                 [
-                    v["iteration"],
-                    v["proposal"],
-                    v["verdict"],
-                    change_cell(v["change_pct"]),
-                    "yes" if v["kept"] else ("reverted" if v["reverted"] else "no"),
-                    v["kb_record"],
+                    v.iteration,
+                    v.proposal,
+                    v.verdict,
+                    change_cell(v.change_pct),
+                    "yes" if v.kept else ("reverted" if v.reverted else "no"),
+                    v.kb_record,
                 ]
-                for v in r["verdicts"]
+                for v in r.verdicts
             ]
             c.print(responsive(c, "Experiments", cols, rows, head=(0, 1)))
-        for x in r.get("refused", []):
+        for x in r.refused:
             c.print(
-                _line(
-                    ("refused ", "yellow"),
-                    (f"{x['proposal']} ({x['strategy']}): {x['status']}: {x['reason']}", ""),
-                )
+                _line(("refused ", "yellow"), (f"{x.proposal} ({x.strategy}): {x.status}: {x.reason}", ""))
             )
 
-    def render_table(self, table_rows: list[dict[str, Any]]) -> None:
+    def render_table(self, table_rows: list[ProposalRow]) -> None:
         """The full proposal table (measured rows first, then by weighted score)."""
         if table_rows:
             rows = [terminal_cells(row) for row in table_rows]
@@ -217,7 +207,10 @@ class RunRenderer:
             )
         )
 
-    def render_runs(self, runs: list[dict[str, Any]], campaigns: list[dict[str, Any]] | None = None) -> None:
+    def render_runs(
+        self, runs: list[tuple[RunInfo, str]], campaigns: list[dict[str, Any]] | None = None
+    ) -> None:
+        """Every run with its result phrase (``run_glance.run_result``), then the campaigns."""
         cols = [
             Col("run"),
             Col("workload"),
@@ -229,15 +222,15 @@ class RunRenderer:
         ]
         cells = [
             [
-                r["id"],
-                r["workload"],
+                r.id,
+                r.workload,
                 run_status(r),
-                str(r["created"])[:19],
-                len(r["iterations"]),
-                r.get("result") or "-",
-                r.get("next_step") or "",
+                r.created.isoformat()[:19] if r.created else "-",
+                len(r.iterations),
+                result or "-",
+                r.next_step or "",
             ]
-            for r in runs
+            for r, result in runs
         ]
         self.console.print(responsive(self.console, "Runs", cols, cells))
         if campaigns:

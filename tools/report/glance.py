@@ -3,10 +3,9 @@ and its hotspots (top files and processes by I/O time and bytes, baseline and be
 
 from __future__ import annotations
 
-from typing import Any
-
+from dftune.core.domain.run import RunReport
 from dftune.tools.report.htmlkit import e, table
-from dftune.tools.report.sections import coverage_note, headline, hotspots
+from dftune.tools.report.sections import HOTSPOT_COLUMNS, coverage_note, headline, hotspot_tables
 
 GLANCE_CSS = """
 .glance { border: 1px solid var(--line); border-left: 5px
@@ -17,10 +16,10 @@ solid #2c5282; background: var(--bg); padding: 6px 16px;
 """
 
 
-def glance_html(doc: dict[str, Any]) -> str:
+def glance_html(r: RunReport) -> str:
     """The answers a performance engineer wants first, one line each."""
-    rows = headline(doc)
-    partial, _ = coverage_note(doc)
+    rows = headline(r)
+    partial, _ = coverage_note(r)
     items = "".join(
         f"<dt>{e(k)}</dt><dd>{'<b>' if k == 'Coverage' and partial else ''}{e(v)}"
         f"{'</b>' if k == 'Coverage' and partial else ''}</dd>"
@@ -29,63 +28,18 @@ def glance_html(doc: dict[str, Any]) -> str:
     return f'<section id="glance"><h2>At a glance</h2><dl class="glance">{items}</dl></section>'
 
 
-def _bytes(n: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n:,.0f} B"
-
-
-def hotspots_html(doc: dict[str, Any]) -> str:
+def hotspots_html(r: RunReport) -> str:
     """Top-N tables per traced arm; the rank x time heatmap is among the plots."""
-    from dftune.tools.report.plots import load_analysis
-
-    base, inc = doc.get("baseline") or {}, doc.get("incumbent") or {}
-    arms = [("baseline", load_analysis(base.get("analysis_path")))]
-    if inc.get("workdir") != base.get("workdir"):
-        arms.append(("best kept", load_analysis(inc.get("analysis_path"))))
     out = [
         '<section id="hotspots"><h2>Hotspots</h2><p>Where the I/O time and the bytes went, from the first '
         "traced replicate of each arm (the rank × time heatmap is with the plots).</p>"
     ]
-    shown = False
-    for arm, a in arms:
-        if a is None:
-            continue
-        hot = hotspots(a)
-        for key, title in (
-            ("file_by_time", "Files by I/O time"),
-            ("file_by_bytes", "Files by bytes moved"),
-            ("proc_by_time", "Processes by I/O time"),
-            ("proc_by_bytes", "Processes by bytes moved"),
-        ):
-            rows = hot.get(key) or []
-            if not rows:
-                continue
-            shown = True
-            under = (
-                f", paths under <code>{e(hot['file_prefix'])}</code>"
-                if key.startswith("file") and hot["file_prefix"]
-                else ""
-            )
-            out.append(f"<h3>{e(title)} ({e(arm)}{under})</h3>")
-            out.append(
-                table(
-                    ["name", "I/O time (s)", "read", "written", "calls"],
-                    [
-                        [
-                            e(r["name"]),
-                            e(f"{r['io_time_s']:.4g}"),
-                            e(_bytes(r["read_bytes"])),
-                            e(_bytes(r["write_bytes"])),
-                            e(f"{r['ops']:,}"),
-                        ]
-                        for r in rows
-                    ],
-                    num=(1, 2, 3, 4),
-                )
-            )
-    if not shown:
+    tables = hotspot_tables(r)
+    for arm, title, prefix, rows in tables:
+        under = f", paths under <code>{e(prefix)}</code>" if prefix else ""
+        out.append(f"<h3>{e(title)} ({e(arm)}{under})</h3>")
+        out.append(table(HOTSPOT_COLUMNS, [[e(c) for c in row] for row in rows], num=(1, 2, 3, 4)))
+    if not tables:
         out.append('<p class="note">No traced arm: no hotspots.</p>')
     out.append("</section>")
     return "".join(out)

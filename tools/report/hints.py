@@ -10,8 +10,9 @@ every arm (see ``agents/optimizer/hints.py``).
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import RunReport
 from dftune.tools.report.htmlkit import e, table
 from dftune.tools.report.table import markdown_table
 
@@ -20,48 +21,43 @@ _OPT = re.compile(r"^opt(\d+): ")
 HEAD = ["arm", "hints asked", "hints in effect (as ROMIO printed them)"]
 
 
-def _asked(proposal: dict[str, Any] | None) -> dict[str, str]:
-    change = (proposal or {}).get("change") or {}
-    return dict(change.get("params") or {}) if "ROMIO_HINTS" in (change.get("env") or {}) else {}
+def _asked(proposal: Proposal | None) -> dict[str, str]:
+    change = proposal.change if proposal else None
+    return dict(change.params) if change and "ROMIO_HINTS" in change.env else {}
 
 
-def hint_rows(doc: dict[str, Any]) -> list[list[str]]:
+def hint_rows(r: RunReport) -> list[list[str]]:
     """[arm, asked, in effect] rows: the baseline first, then each experiment that asked for hints."""
-    events = doc.get("events") or []
     rows: list[list[str]] = []
-    before = next(
-        (ev["message"] for ev in events if str(ev.get("message", "")).startswith(BEFORE_PREFIX)), None
-    )
+    before = next((ev.message for ev in r.events if ev.message.startswith(BEFORE_PREFIX)), None)
     if before is not None:
         rows.append(["baseline (before any change)", "-", before.removeprefix(BEFORE_PREFIX)])
     said: dict[int, str] = {}
     asked_by: dict[int, dict[str, str]] = {}  # what the arm asked: the kept hints merged with the new ones
     replaced: dict[int, str] = {}
-    for ev in events:
-        if ev.get("node") != "verifier":
-            continue
-        m = _OPT.match(str(ev.get("message", "")))
+    for ev in r.events:
+        m = _OPT.match(ev.message) if ev.node == "verifier" else None
         if not m:
             continue
-        data = ev.get("data") or {}
+        n, data = int(m.group(1)), ev.data  # the verifier's free-form details of the arm
         if data.get("hints_asked"):
-            asked_by[int(m.group(1))] = {str(k): str(v) for k, v in data["hints_asked"].items()}
+            asked_by[n] = {str(k): str(v) for k, v in data["hints_asked"].items()}
         if data.get("hints_replaced"):
-            replaced[int(m.group(1))] = str(data["hints_replaced"])
+            replaced[n] = str(data["hints_replaced"])
         if data.get("hints_in_effect"):
-            said[int(m.group(1))] = str(data["hints_in_effect"])
-        elif "overrode the hint" in ev["message"]:
-            said[int(m.group(1))] = ev["message"][m.end() :]
-    proposals = {p["id"]: p for p in doc.get("proposals") or []}
-    for exp in doc.get("experiments") or []:
-        n = int(exp["iteration"])
-        asked = asked_by.get(n) or _asked(proposals.get(exp.get("proposal_id")))
+            said[n] = str(data["hints_in_effect"])
+        elif "overrode the hint" in ev.message:
+            said[n] = ev.message[m.end() :]
+    proposals = {p.id: p for p in r.proposals}
+    for exp in r.experiments:
+        n = exp.iteration
+        asked = asked_by.get(n) or _asked(proposals.get(exp.proposal_id))
         if not asked:
             continue
         shown = ", ".join(f"{k}={v}" for k, v in asked.items())
         rows.append(
             [
-                f"opt{n} ({exp['proposal_id']})",
+                f"opt{n} ({exp.proposal_id})",
                 f"{shown} ({replaced[n]})" if n in replaced else shown,
                 said.get(n, "unknown (the MPI library printed none)"),
             ]
@@ -69,9 +65,9 @@ def hint_rows(doc: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def hints_markdown(doc: dict[str, Any]) -> list[str]:
+def hints_markdown(r: RunReport) -> list[str]:
     """The report.md section (nothing when the run set no ROMIO hint)."""
-    rows = hint_rows(doc)
+    rows = hint_rows(r)
     if not rows:
         return []
     return [
@@ -86,9 +82,9 @@ def hints_markdown(doc: dict[str, Any]) -> list[str]:
     ]
 
 
-def hints_html(doc: dict[str, Any]) -> str:
+def hints_html(r: RunReport) -> str:
     """The report.html section (empty when the run set no ROMIO hint)."""
-    rows = hint_rows(doc)
+    rows = hint_rows(r)
     if not rows:
         return ""
     return (

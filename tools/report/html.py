@@ -9,25 +9,27 @@ from __future__ import annotations
 
 import base64
 import html
-from typing import Any
 
+from dftune.core.citation import CitedClaim
+from dftune.core.domain.experiments import GuardRecord
+from dftune.core.domain.proposals import REFUSED
+from dftune.core.domain.run import RunReport
 from dftune.core.domain.stats import TEST_NAMES
 from dftune.tools.report.fixes import SEVERITY_CSS, SEVERITY_LEGEND, severity_html, snippet_html
 from dftune.tools.report.glance import GLANCE_CSS, glance_html, hotspots_html
 from dftune.tools.report.hints import hints_html
 from dftune.tools.report.htmlkit import ci, e, ident, link, num, table, tag
-from dftune.tools.report.plots import Plot, plots_unavailable
+from dftune.tools.report.plots import Plot, plots_unavailable, traced_arms
 from dftune.tools.report.sections import (
     ESTIMATED,
     KB_MEASURED,
     MODEL_ESTIMATED,
-    REFUSED,
     checklist_label,
     citations,
     coverage_note,
     findings,
     fix_rows,
-    guard_rows,
+    guard_when,
     overruled,
     proposal_rows,
     reasoning_html,
@@ -98,9 +100,9 @@ def _impact(pct: float, source: str) -> str:
     return tag("n/a") if source == "n/a" else f"{pct:.2f}% {tag(source)}"
 
 
-def render_run_html(doc: dict[str, Any], plots: list[Plot]) -> str:
-    """``doc`` is ``report.json``; ``plots`` come from :func:`dftune.tools.report.plots.build_plots`."""
-    title = f"dftune report: {doc.get('workload') or doc.get('spec_path')}"
+def render_run_html(r: RunReport, plots: list[Plot]) -> str:
+    """The run's report.html; ``plots`` come from :func:`dftune.tools.report.plots.build_plots`."""
+    title = f"dftune report: {r.workload or r.spec_path}"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -109,43 +111,42 @@ def render_run_html(doc: dict[str, Any], plots: list[Plot]) -> str:
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
         "style-src 'unsafe-inline'\">",
         f"<title>{e(title)}</title><style>{CSS}{GLANCE_CSS}{SEVERITY_CSS}</style></head><body>",
-        f'<header><h1>{e(title)}</h1><div class="meta">run {e(doc.get("run_id"))} · status '
-        f"<b>{e(doc.get('status'))}</b>"
-        f"{' (' + e(doc['status_reason']) + ')' if doc.get('status_reason') else ''}"
-        f" · system {e(doc.get('system'))} · data filesystem {e(doc.get('fs_type'))}"
-        f" · mode {e(doc.get('mode'))}"
-        f" · reasoner {e(doc.get('model'))}</div></header>",
+        f'<header><h1>{e(title)}</h1><div class="meta">run {e(r.run_id)} · status '
+        f"<b>{e(r.status)}</b>"
+        f"{' (' + e(r.status_reason) + ')' if r.status_reason else ''}"
+        f" · system {e(r.system)} · data filesystem {e(r.fs_type)}"
+        f" · mode {e(r.mode)}"
+        f" · reasoner {e(r.model)}</div></header>",
         "<nav>" + "".join(f'<a href="#{k}">{e(t)}</a>' for k, t in SECTIONS) + "</nav><main>",
-        glance_html(doc),
-        _outcome(doc),
+        glance_html(r),
+        _outcome(r),
         plots_section(plots),  # people would rather look than read: the pictures right after the outcome
-        _findings(doc),
-        hotspots_html(doc),
-        _proposals(doc),
-        _checklist(doc),
-        _experiments(doc),
-        hints_html(doc),
-        _guards(doc),
-        _pitfalls(doc),
-        reasoning_html(doc),
-        _citations(doc),
+        _findings(r),
+        hotspots_html(r),
+        _proposals(r),
+        _checklist(r),
+        _experiments(r),
+        hints_html(r),
+        _guards(r),
+        _pitfalls(r),
+        reasoning_html(r),
+        _citations(r),
         "</main></body></html>",
     ]
     return "\n".join(parts) + "\n"
 
 
-def _outcome(doc: dict[str, Any]) -> str:
+def _outcome(r: RunReport) -> str:
     out = ['<section id="outcome"><h2>Outcome</h2>']
-    if doc.get("summary"):
-        out.append(f"<p>{e(doc['summary'])}</p>")
-    o = doc.get("outcome") or {}
-    base, inc = doc.get("baseline") or {}, doc.get("incumbent") or {}
+    if r.summary:
+        out.append(f"<p>{e(r.summary)}</p>")
+    o = r.outcome
     cards = [
-        ("baseline median", num(o.get("baseline_median"))),
-        ("best kept median", num(o.get("best_median"))),
-        ("overall change", f"{o.get('overall_pct', 0.0):+.1f}%"),
-        ("experiments", str(o.get("experiments", len(doc.get("experiments", []))))),
-        ("wins kept", str(len(o.get("wins", [])))),
+        ("baseline median", num(o.baseline_median if o else None)),
+        ("best kept median", num(o.best_median if o else None)),
+        ("overall change", f"{o.overall_pct if o else 0.0:+.1f}%"),
+        ("experiments", str(o.experiments if o else len(r.experiments))),
+        ("wins kept", str(len(o.wins) if o else 0)),
     ]
     out.append(
         '<div class="cards">'
@@ -155,21 +156,18 @@ def _outcome(doc: dict[str, Any]) -> str:
         )
         + "</div>"
     )
-    if base:
-        rows = []
-        for name, m in (("baseline", base), ("best kept", inc)):
-            if not m:
-                continue
-            settings = {**(m.get("settings") or {}), **(m.get("env") or {})}
-            rows.append(
-                [
-                    e(name),
-                    num(m.get("median")),
-                    e(ci(m.get("ci95"))),
-                    e(f"{m.get('ok')}/{m.get('replicates')}"),
-                    e(", ".join(f"{k}={v}" for k, v in settings.items())),
-                ]
-            )
+    if r.baseline is not None:
+        rows = [
+            [
+                e(name),
+                num(m.median),
+                e(ci(m.ci95)),
+                e(f"{m.ok}/{m.replicates}"),
+                e(", ".join(f"{k}={v}" for k, v in {**m.settings, **m.env}.items())),
+            ]
+            for name, m in (("baseline", r.baseline), ("best kept", r.incumbent))
+            if m is not None
+        ]
         out.append(
             table(["", "median", "95% CI of the median", "replicates ok", "settings"], rows, num=(1, 2, 3))
         )
@@ -177,14 +175,14 @@ def _outcome(doc: dict[str, Any]) -> str:
             '<p class="note">Positive change = better on the metric. Medians and confidence intervals come '
             "from the runner's replicates of each arm.</p>"
         )
-    partial, note = coverage_note(doc)
+    partial, note = coverage_note(r)
     out.append(f'<div class="banner"><b>{e(note)}</b></div>' if partial else f'<p class="note">{e(note)}</p>')
     out.append("</section>")
     return "".join(out)
 
 
-def _findings(doc: dict[str, Any]) -> str:
-    rows = findings(doc)
+def _findings(r: RunReport) -> str:
+    rows = findings(r)
     out = [
         '<section id="findings"><h2>What was wrong: findings</h2>',
         "<p>Measured findings come from this run's traces and experiments; estimates are expected "
@@ -198,7 +196,7 @@ def _findings(doc: dict[str, Any]) -> str:
         subset = [
             f
             for f in rows
-            if f["kind"] == kind or (kind == ESTIMATED and f["kind"] in (MODEL_ESTIMATED, KB_MEASURED))
+            if f.kind == kind or (kind == ESTIMATED and f.kind in (MODEL_ESTIMATED, KB_MEASURED))
         ]
         out.append(f"<h3>{e(title)}</h3>")
         if not subset:
@@ -209,29 +207,27 @@ def _findings(doc: dict[str, Any]) -> str:
                 ["kind", "finding", "score", "detail", "source"],
                 [
                     [
-                        tag(f["kind"], "measured" if kind == "measured" else "estimate"),
-                        e(f["finding"]),
-                        (severity_html(f["severity"]) + " " if f.get("severity") else "") + e(f["score"]),
-                        e(f["detail"]),
-                        e(f["source"]),
+                        tag(f.kind, "measured" if kind == "measured" else "estimate"),
+                        e(f.finding),
+                        (severity_html(f.severity) + " " if f.severity else "") + e(f.score),
+                        e(f.detail),
+                        e(f.source),
                     ]
                     for f in subset
                 ],
                 num=(2,),
             )
         )
-        if kind == "measured" and any(f.get("severity") for f in subset):
+        if kind == "measured" and any(f.severity for f in subset):
             out.append(f'<p class="note">{e(SEVERITY_LEGEND)}</p>')
-    out.append(_baseline_glance(doc))
+    out.append(_baseline_glance(r))
     out.append("</section>")
     return "".join(out)
 
 
-def _baseline_glance(doc: dict[str, Any]) -> str:
+def _baseline_glance(r: RunReport) -> str:
     """The baseline trace's headline numbers (the evidence behind the measured findings)."""
-    from dftune.tools.report.plots import load_analysis
-
-    a = load_analysis((doc.get("baseline") or {}).get("analysis_path"))
+    a = dict(traced_arms(r)).get("baseline")
     if a is None:
         return ""
     rows = [
@@ -286,7 +282,7 @@ def plots_section(plots: list[Plot]) -> str:
     return "".join(out)
 
 
-def _proposals(doc: dict[str, Any]) -> str:
+def _proposals(r: RunReport) -> str:
     out = [
         '<section id="proposals"><h2>Proposal table</h2>',
         "<p>Columns of the dftracer-io-optimization skill's proposal table, sorted by the weighted score "
@@ -296,33 +292,32 @@ def _proposals(doc: dict[str, Any]) -> str:
     ]
     rows = [
         [
-            e(r["#"]),
-            f"{ident(r['strategy'])} ({e(r.get('layer'))})",
-            e(r["description"]),
-            _impact(r["app_impact_pct"], r["app_impact_source"]),
-            _impact(r["system_impact_pct"], r["system_impact_source"]),
-            f"{r['weighted_score']:.2f}",
-            tag(r["status"]),
-            (link(r["url"], r["citation"]) if r.get("citation") else tag("UNSUPPORTED", "unsupported")),
+            e(row.number),
+            f"{ident(row.strategy)} ({e(row.layer)})",
+            e(row.description),
+            _impact(row.app_impact_pct, row.app_impact_source),
+            _impact(row.system_impact_pct, row.system_impact_source),
+            f"{row.weighted_score:.2f}",
+            tag(row.status),
+            (link(row.url, row.citation) if row.citation else tag("UNSUPPORTED", "unsupported")),
         ]
-        for r in proposal_rows(doc)
+        for row in proposal_rows(r)
     ]
     out.append(
         table([*PROPOSAL_COLUMNS, *EXTRA_COLUMNS], rows, num=(0, 3, 4, 5))
         if rows
         else '<p class="note">No cited proposal.</p>'
     )
-    props = doc.get("proposals", [])
-    refused = [p for p in props if p["status"] in REFUSED]
+    refused = [p for p in r.proposals if p.status in REFUSED]
     if refused:
         out.append("<h3>Refused before anything was applied</h3>")
         out.append(
             table(
                 ["proposal", "strategy", "status", "reason"],
-                [[ident(p["id"]), ident(p["strategy"]), tag(p["status"]), e(p["reason"])] for p in refused],
+                [[ident(p.id), ident(p.strategy), tag(p.status), e(p.reason)] for p in refused],
             )
         )
-    fixes = fix_rows(doc)
+    fixes = fix_rows(r)
     if fixes:
         out.append(
             '<h3 id="fixes">How to apply each fix</h3><p>The change as code or configuration, from the '
@@ -330,20 +325,15 @@ def _proposals(doc: dict[str, Any]) -> str:
             "setting it measured is named).</p>"
         )
         out.extend(snippet_html(snip, applied) for snip, applied in fixes)
-    manual = [p for p in props if p["status"] == "manual" and p.get("citation")]
+    manual = [(p, p.citation) for p in r.proposals if p.status == "manual" and p.citation]
     if manual:
         out.append("<h3>Recommendations dftune does not apply itself</h3>")
         out.append(
             table(
                 ["strategy", "description", "why not applied", "citation"],
                 [
-                    [
-                        ident(p["strategy"]),
-                        e(p["description"]),
-                        e(p["reason"]),
-                        link(p["citation"]["url"], p["citation"]["reference"]),
-                    ]
-                    for p in manual
+                    [ident(p.strategy), e(p.description), e(p.reason), link(c.url, c.reference())]
+                    for p, c in manual
                 ],
             )
         )
@@ -351,10 +341,10 @@ def _proposals(doc: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def _checklist(doc: dict[str, Any]) -> str:
+def _checklist(r: RunReport) -> str:
     rows = [
-        [e(c["number"]), e(c["category"]), tag(checklist_label(c["verdict"]), c["verdict"]), e(c["reason"])]
-        for c in sorted(doc.get("checklist", []), key=lambda c: c["number"])
+        [e(c.number), e(c.category), tag(checklist_label(c.verdict), c.verdict), e(c.reason)]
+        for c in sorted(r.checklist, key=lambda c: c.number)
     ]
     body = (
         table(["#", "category", "verdict", "reason"], rows, num=(0,))
@@ -368,90 +358,83 @@ def _checklist(doc: dict[str, Any]) -> str:
     )
 
 
-def _experiments(doc: dict[str, Any]) -> str:
-    exps = doc.get("experiments", [])
+def _experiments(r: RunReport) -> str:
     out = ['<section id="experiments"><h2>Experiments</h2>']
-    if not exps:
+    if not r.experiments:
         out.append('<p class="note">No experiment ran.</p>')
-    guards = guard_rows(doc)
-    for x in exps:
-        cand = x.get("candidate") or {}
-        cmp = x.get("comparison") or {}
-        state = " (kept)" if x.get("kept") else (" (reverted)" if x.get("reverted") else "")
+    for x in r.experiments:
+        cmp = x.comparison
+        state = " (kept)" if x.kept else (" (reverted)" if x.reverted else "")
         out.append(
-            f"<h3>opt{e(x['iteration'])}: <code>{e(x['proposal_id'])}</code> ({e(x['strategy'])}) "
-            f"{tag(x.get('verdict') or 'pending')}{html.escape(state)}</h3>"
+            f"<h3>opt{e(x.iteration)}: <code>{e(x.proposal_id)}</code> ({e(x.strategy)}) "
+            f"{tag(x.verdict or 'pending')}{html.escape(state)}</h3>"
         )
-        arms = []
-        for name, m in (("reference", x["reference"]), ("candidate", cand)):
-            if m:
-                arms.append(
-                    [
-                        e(name),
-                        e(", ".join(f"{v:.4g}" for v in m.get("values", []))),
-                        num(m.get("median")),
-                        e(ci(m.get("ci95"))),
-                        e(f"{m.get('ok')}/{m.get('replicates')}"),
-                    ]
-                )
+        arms = [
+            [
+                e(name),
+                e(", ".join(f"{v:.4g}" for v in m.values)),
+                num(m.median),
+                e(ci(m.ci95)),
+                e(f"{m.ok}/{m.replicates}"),
+            ]
+            for name, m in (("reference", x.reference), ("candidate", x.candidate))
+            if m is not None
+        ]
         out.append(table(["arm", "replicates", "median", "95% CI of the median", "ok"], arms, num=(2, 3, 4)))
-        stats = []
-        if cmp.get("change_pct") is not None:
-            stats.append(f"change {cmp['change_pct']:+.2f}%")
-        if cmp.get("ci95"):
-            stats.append(f"95% CI of the ratio {ci(cmp['ci95'])}")
-        if cmp.get("p_value") is not None:
-            stats.append(f"{TEST_NAMES[cmp.get('test', 'mann_whitney')]} p = {cmp['p_value']:.4g}")
-        if stats:
+        if cmp is not None:
+            stats = [
+                f"change {cmp.change_pct:+.2f}%",
+                f"95% CI of the ratio {ci(cmp.ci95)}",
+                f"{TEST_NAMES[cmp.test]} p = {cmp.p_value:.4g}",
+            ]
             out.append(f"<p><b>{e('; '.join(stats))}</b></p>")
         said = overruled(x)
         label = (
             f"Comparison (the statistics alone said {said}; the verdict is below)" if said else "Comparison"
         )
-        out.append(f"<p>{e(label)}: {e(cmp.get('reason') or x.get('verdict_reason'))}</p>")
+        out.append(f"<p>{e(label)}: {e(cmp.reason if cmp and cmp.reason else x.verdict_reason)}</p>")
         for arm, staged in staging_notes(x):
             out.append(f"<p>Staging ({e(arm)}): {e(staged)}</p>")
-        if x.get("verdict_reason"):
-            out.append(f"<p>Verdict: {e(x['verdict_reason'])}</p>")
-        mine = [g for g in guards if g["when"] == f"after opt{x['iteration']}"]
+        if x.verdict_reason:
+            out.append(f"<p>Verdict: {e(x.verdict_reason)}</p>")
+        mine = [g.decision for g in r.guard_decisions if g.iteration == x.iteration]
         if mine:
             out.append(
                 "<ul>"
                 + "".join(
-                    f"<li>guard <b>{e(g['guard'])}</b> {tag('passed' if g['passed'] else 'failed')}"
-                    f": {e(g['reason'])}</li>"
-                    for g in mine
+                    f"<li>guard <b>{e(d.guard)}</b> {tag('passed' if d.passed else 'failed')}"
+                    f": {e(d.reason)}</li>"
+                    for d in mine
                 )
                 + "</ul>"
             )
-    if doc.get("kb_records"):
+    if r.kb_records:
         out.append(
-            f"<p>Knowledge-base records: {e(', '.join(str(i) for i in doc['kb_records']))}"
-            + (f" (published to <code>{e(doc['kb_skill_path'])}</code>)" if doc.get("kb_skill_path") else "")
+            f"<p>Knowledge-base records: {e(', '.join(str(i) for i in r.kb_records))}"
+            + (f" (published to <code>{e(r.kb_skill_path)}</code>)" if r.kb_skill_path else "")
             + "</p>"
         )
     out.append("</section>")
     return "".join(out)
 
 
-def _guards(doc: dict[str, Any]) -> str:
-    def rows(gs: list[dict[str, Any]]) -> list[list[str]]:
+def _guards(r: RunReport) -> str:
+    def rows(gs: list[GuardRecord]) -> list[list[str]]:
         return [
             [
-                e(g["proposal"]),
-                e(g["when"]),
-                e(g["guard"]),
-                tag("passed" if g["passed"] else "failed"),
-                e(g["reason"]),
+                e(g.proposal_id),
+                e(guard_when(g)),
+                e(g.decision.guard),
+                tag("passed" if g.decision.passed else "failed"),
+                e(g.decision.reason),
             ]
             for g in gs
         ]
 
     head = ["proposal", "when", "guard", "result", "reason"]
-    all_ = guard_rows(doc)
     # what decided the outcome first: every judgment of an experiment and every refusal
-    key = [g for g in all_ if not g["when"].startswith("screen") or not g["passed"]]
-    screened = [g for g in all_ if g["when"].startswith("screen")]
+    key = [g for g in r.guard_decisions if g.iteration is not None or not g.decision.passed]
+    screened = [g for g in r.guard_decisions if g.iteration is None]
     out = [
         '<section id="guards"><h2>Guard decisions</h2>',
         "<p>Hard-coded guards (citation, access pattern, no doing less, non-degradation) stand in front of "
@@ -464,19 +447,19 @@ def _guards(doc: dict[str, Any]) -> str:
         else '<p class="note">No guard refused anything and no experiment was judged.</p>'
     )
     if screened:
-        failed = sum(not g["passed"] for g in screened)
+        failed = sum(not g.decision.passed for g in screened)
         out.append(
             f"<details><summary>All {len(screened)} screening decisions taken before anything was applied "
             f"({failed} refused)</summary>{table(head, rows(screened))}</details>"
         )
     approvals = [
         [
-            e(a["proposal_id"]),
-            tag("approved" if a["approved"] else "refused", "passed" if a["approved"] else "failed"),
-            e(a["by"]),
-            e(a["reason"]),
+            e(a.proposal_id),
+            tag("approved" if a.approved else "refused", "passed" if a.approved else "failed"),
+            e(a.by),
+            e(a.reason),
         ]
-        for a in doc.get("approvals", [])
+        for a in r.approvals
     ]
     if approvals:
         out.append("<h3>Approvals</h3>" + table(["proposal", "answer", "by", "reason"], approvals))
@@ -484,20 +467,19 @@ def _guards(doc: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def _pitfalls(doc: dict[str, Any]) -> str:
-    pits = doc.get("pitfalls", [])
+def _pitfalls(r: RunReport) -> str:
     body = (
         (
             "<ul>"
             + "".join(
-                f"<li><b>{e(p['message'])}</b>"
-                + (f'<br><span class="note">{e(p["detail"])}</span>' if p.get("detail") else "")
+                f"<li><b>{e(p.message)}</b>"
+                + (f'<br><span class="note">{e(p.detail)}</span>' if p.detail else "")
                 + "</li>"
-                for p in pits
+                for p in r.pitfalls
             )
             + "</ul>"
         )
-        if pits
+        if r.pitfalls
         else '<p class="note">The installer found no blind spot of the tracer here.</p>'
     )
     return (
@@ -506,23 +488,22 @@ def _pitfalls(doc: dict[str, Any]) -> str:
     )
 
 
-def _backing(c: dict[str, Any]) -> str:
+def _backing(c: CitedClaim) -> str:
     """The issue's rule, shown: the source's own passage, or a claim backed only by the curated catalog."""
-    if c.get("passage"):
-        page = f", page {e(c['page'])}" if c.get("page") else ""
-        return f'<blockquote class="note">“{e(c["passage"])}”{page}</blockquote>'
-    if c.get("catalog_backed"):
+    if c.passage:
+        page = f", page {e(c.page)}" if c.page else ""
+        return f'<blockquote class="note">“{e(c.passage)}”{page}</blockquote>'
+    if c.catalog_backed:
         return ' <span class="tag">catalog-backed claim</span>'
     return ""
 
 
-def _citations(doc: dict[str, Any]) -> str:
-    cites = citations(doc)
+def _citations(r: RunReport) -> str:
     items = [
-        f'<li id="cite-{e(c["id"])}"><b>[{e(c["id"])}]</b> {e(c["reference"])} {link(c.get("url"))}'
-        f'<br><span class="note">Supports: {e(c.get("claim"))} (checked: {e(c.get("evidence"))}; '
-        f"source: {e(c.get('source'))})</span>{_backing(c)}</li>"
-        for c in cites
+        f'<li id="cite-{e(c.id)}"><b>[{e(c.id)}]</b> {e(c.reference())} {link(c.url)}'
+        f'<br><span class="note">Supports: {e(c.claim)} (checked: {e(c.evidence)}; '
+        f"source: {e(c.source)})</span>{_backing(c)}</li>"
+        for c in citations(r)
     ]
     body = f'<ol class="cites">{"".join(items)}</ol>' if items else '<p class="note">No citation.</p>'
     return f'<section id="citations"><h2>Citations</h2>{body}</section>'

@@ -1,4 +1,4 @@
-"""The run report as Markdown, from the final graph state (as a plain JSON document).
+"""The run report as Markdown, from the run's report (the final graph state, :class:`RunReport`).
 
 It opens with the morning view (what is slow, what fixed it, by how much, what next, and the
 coverage), then follows the dftracer-io-optimization skill: measured findings apart from estimates (each
@@ -18,19 +18,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from dftune.core.domain.measurements import Measurement
+from dftune.core.domain.proposals import REFUSED
+from dftune.core.domain.run import RunReport
 from dftune.core.safetext import md_code, md_link, md_text
 from dftune.tools.report.approvals import approvals_markdown
 from dftune.tools.report.fixes import snippet_markdown
 from dftune.tools.report.hints import hints_markdown
+from dftune.tools.report.htmlkit import ci, num
 from dftune.tools.report.sections import (
+    HOTSPOT_COLUMNS,
+    FindingRow,
     checklist_label,
     citations,
     coverage_note,
     findings,
     fix_rows,
-    guard_rows,
     headline,
-    hotspots,
+    hotspot_tables,
     overruled,
     pending_lines,
     proposal_rows,
@@ -41,119 +46,61 @@ from dftune.tools.report.staging import staging_notes
 from dftune.tools.report.table import markdown_table, proposal_markdown
 
 
-def _num(x: Any, digits: int = 4) -> str:
-    return "-" if x is None else f"{x:.{digits}g}"
+def _settings(m: Measurement | None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in ({**m.settings, **m.env} if m else {}).items()) or "-"
 
 
-def _ci(ci: list[float] | None) -> str:
-    return "-" if not ci else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
+def _arm(name: str, m: Measurement | None) -> list[str]:
+    """A measured arm's row: its name, replicate values, median and CI (dashes when it never ran)."""
+    if m is None:
+        return [name, "", "-", "-"]
+    return [name, ", ".join(f"{v:.4g}" for v in m.values), num(m.median), ci(m.ci95)]
 
 
-def _settings(m: dict[str, Any]) -> str:
-    items = {**(m.get("settings") or {}), **(m.get("env") or {})}
-    return ", ".join(f"{k}={v}" for k, v in items.items()) or "-"
-
-
-def _bytes(n: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n:,.0f} B"
-
-
-def _severity_score(f: dict[str, Any]) -> Any:
+def _severity_score(f: FindingRow) -> Any:
     """A diagnosed finding's score with its Drishti level: ``HIGH (5)``."""
-    return f"{f['severity']} ({f['score']})" if f.get("severity") else f["score"]
+    return f"{f.severity} ({f.score})" if f.severity else f.score
 
 
-def glance_markdown(doc: dict[str, Any]) -> list[str]:
+def glance_markdown(r: RunReport) -> list[str]:
     """The first screen as a list: one labeled line per question."""
-    return [f"- **{label}:** {md_text(text)}" for label, text in headline(doc)]
+    return [f"- **{label}:** {md_text(text)}" for label, text in headline(r)]
 
 
-def hotspot_markdown(doc: dict[str, Any]) -> list[str]:
+def hotspot_markdown(r: RunReport) -> list[str]:
     """Top files and processes of the baseline (and best kept) trace by I/O time and bytes."""
-    from dftune.tools.report.plots import load_analysis
-
     out: list[str] = []
-    base, inc = doc.get("baseline") or {}, doc.get("incumbent") or {}
-    arms = [("baseline", load_analysis(base.get("analysis_path")))]
-    if inc.get("workdir") != base.get("workdir"):
-        arms.append(("best kept", load_analysis(inc.get("analysis_path"))))
-    for arm, a in arms:
-        if a is None:
-            continue
-        hot = hotspots(a)
-        for key, title in (
-            ("file_by_time", "files by I/O time"),
-            ("proc_by_time", "processes by I/O time"),
-            ("file_by_bytes", "files by bytes moved"),
-            ("proc_by_bytes", "processes by bytes moved"),
-        ):
-            rows = hot.get(key) or []
-            if not rows:
-                continue
-            under = (
-                f", paths under {md_code(hot['file_prefix'])}"
-                if key.startswith("file") and hot["file_prefix"]
-                else ""
-            )
-            out += [f"Top {title} ({arm} trace{under}):", ""]
-            out += markdown_table(
-                ["name", "I/O time (s)", "read", "written", "calls"],
-                [
-                    [
-                        r["name"],
-                        f"{r['io_time_s']:.4g}",
-                        _bytes(r["read_bytes"]),
-                        _bytes(r["write_bytes"]),
-                        f"{r['ops']:,}",
-                    ]
-                    for r in rows
-                ],
-            )
-            out.append("")
+    for arm, title, prefix, rows in hotspot_tables(r):
+        under = f", paths under {md_code(prefix)}" if prefix else ""
+        head = f"Top {title[0].lower()}{title[1:]} ({arm} trace{under}):"
+        out += [head, "", *markdown_table(HOTSPOT_COLUMNS, rows), ""]
     return out
 
 
-def render_run_markdown(s: dict[str, Any]) -> str:
-    """``s`` is the run's final state as JSON (``report.json``)."""
-    lines = [f"# dftune report: {md_text(s['workload'] or s['spec_path'])} (run {md_code(s['run_id'])})", ""]
+def render_run_markdown(r: RunReport) -> str:
+    """The run's report.md."""
+    lines = [f"# dftune report: {md_text(r.workload or r.spec_path)} (run {md_code(r.run_id)})", ""]
     lines += [
-        f"**Status:** {md_text(s['status'])}"
-        + (f": {md_text(s['status_reason'])}" if s.get("status_reason") else ""),
+        f"**Status:** {md_text(r.status)}" + (f": {md_text(r.status_reason)}" if r.status_reason else ""),
         "",
     ]
-    waiting = pending_lines(s)
+    waiting = pending_lines(r)
     if waiting:  # the first thing a person reads in the morning: the run's questions for them
         lines += ["## Pending confirmation", "", *(f"- {md_text(w)}" for w in waiting), ""]
-    lines += ["## At a glance", "", *glance_markdown(s), ""]
-    lines += summary_markdown(s)
-    base = s.get("baseline") or {}
-    inc = s.get("incumbent") or {}
-    if base:
+    lines += ["## At a glance", "", *glance_markdown(r), ""]
+    lines += summary_markdown(r)
+    base, inc = r.baseline, r.incumbent
+    if base is not None:
         lines += ["## Outcome", ""]
         lines += markdown_table(
             ["", "median", "95% CI of the median", "replicates ok", "settings"],
             [
-                [
-                    "baseline",
-                    _num(base.get("median")),
-                    _ci(base.get("ci95")),
-                    f"{base.get('ok')}/{base.get('replicates')}",
-                    _settings(base),
-                ],
-                [
-                    "best kept",
-                    _num(inc.get("median")),
-                    _ci(inc.get("ci95")),
-                    f"{inc.get('ok')}/{inc.get('replicates')}",
-                    _settings(inc),
-                ],
+                [name, num(m.median if m else None), ci(m.ci95 if m else None), _ok(m), _settings(m)]
+                for name, m in (("baseline", base), ("best kept", inc))
             ],
         )
         lines.append("")
-    partial, note = coverage_note(s)
+    partial, note = coverage_note(r)
     lines += [f"**{md_text(note)}**" if partial else md_text(note), ""]
     lines += [
         "## Findings",
@@ -166,67 +113,48 @@ def render_run_markdown(s: dict[str, Any]) -> str:
     lines += [
         *markdown_table(
             ["kind", "finding", "score", "detail", "source"],
-            [[f["kind"], f["finding"], _severity_score(f), f["detail"], f["source"]] for f in findings(s)],
+            [[f.kind, f.finding, _severity_score(f), f.detail, f.source] for f in findings(r)],
         ),
         "",
     ]
-    for pit in s.get("pitfalls", []):
-        lines.append(f"- tracer blind spot: {md_text(pit['message'])}")
-    hot = hotspot_markdown(s)
+    for pit in r.pitfalls:
+        lines.append(f"- tracer blind spot: {md_text(pit.message)}")
+    hot = hotspot_markdown(r)
     if hot:
         lines += ["", "## Hotspots", "", *hot]
     lines += ["", "## Proposal table", ""]
-    lines += proposal_markdown(proposal_rows(s))
-    refused = [p for p in s.get("proposals", []) if p["status"] in ("rejected", "unsupported", "declined")]
+    lines += proposal_markdown(proposal_rows(r))
+    refused = [p for p in r.proposals if p.status in REFUSED]
     if refused:
         lines += ["", "Refused before anything was applied:", ""]
         lines += [
-            f"- {md_code(p['id'])} ({md_text(p['strategy'])}): "
-            f"**{md_text(p['status'])}**: {md_text(p['reason'])}"
+            f"- {md_code(p.id)} ({md_text(p.strategy)}): **{md_text(p.status)}**: {md_text(p.reason)}"
             for p in refused
         ]
-    fixes = fix_rows(s)
+    fixes = fix_rows(r)
     if fixes:
         lines += ["", "### How to apply each fix", ""]
         for snip, applied in fixes:
             lines += snippet_markdown(snip, applied)
-    manual = [p for p in s.get("proposals", []) if p["status"] == "manual" and p.get("citation")]
+    manual = [p for p in r.proposals if p.status == "manual" and p.citation]
     if manual:
         lines += ["", "Recommendations dftune does not apply itself:", ""]
-        lines += [f"- {md_code(p['strategy'])}: {md_text(p['reason'])}" for p in manual]
+        lines += [f"- {md_code(p.strategy)}: {md_text(p.reason)}" for p in manual]
     lines += ["", "## Checklist (12 categories)", ""]
     lines += markdown_table(
         ["#", "category", "verdict", "reason"],
-        [
-            [c["number"], c["category"], checklist_label(c["verdict"]), c["reason"]]
-            for c in s.get("checklist", [])
-        ],
+        [[c.number, c.category, checklist_label(c.verdict), c.reason] for c in r.checklist],
     )
     lines += ["", "## Experiments", ""]
-    for e in s.get("experiments", []):
-        cand = e.get("candidate") or {}
-        cmp = e.get("comparison") or {}
+    for e in r.experiments:
         lines += [
-            f"### opt{e['iteration']}: {md_code(e['proposal_id'])} -> {md_text(e.get('verdict'))}"
-            f"{' (kept)' if e.get('kept') else ''}{' (reverted)' if e.get('reverted') else ''}",
+            f"### opt{e.iteration}: {md_code(e.proposal_id)} -> {md_text(e.verdict)}"
+            f"{' (kept)' if e.kept else ''}{' (reverted)' if e.reverted else ''}",
             "",
         ]
         lines += markdown_table(
             ["arm", "replicates", "median", "95% CI"],
-            [
-                [
-                    "reference",
-                    ", ".join(f"{v:.4g}" for v in e["reference"].get("values", [])),
-                    _num(e["reference"].get("median")),
-                    _ci(e["reference"].get("ci95")),
-                ],
-                [
-                    "candidate",
-                    ", ".join(f"{v:.4g}" for v in cand.get("values", [])),
-                    _num(cand.get("median")),
-                    _ci(cand.get("ci95")),
-                ],
-            ],
+            [_arm("reference", e.reference), _arm("candidate", e.candidate)],
         )
         said = overruled(e)  # the two verdicts are told apart, not side by side
         label = (
@@ -234,47 +162,58 @@ def render_run_markdown(s: dict[str, Any]) -> str:
             if said
             else "Comparison"
         )
-        lines += ["", f"{label}: {md_text(cmp.get('reason', e.get('verdict_reason', '-')))}", ""]
+        why = e.comparison.reason if e.comparison else e.verdict_reason or "-"
+        lines += ["", f"{label}: {md_text(why)}", ""]
         for arm, staged in staging_notes(e):
             lines += [f"Staging ({arm}): {md_text(staged)}", ""]
-        if e.get("verdict_reason"):
-            lines += [f"KB verdict: {md_text(e['verdict_reason'])}", ""]
-        for g in s.get("guard_decisions", []):
-            if g.get("iteration") == e["iteration"]:
-                d = g["decision"]
-                lines.append(
-                    f"- guard **{md_text(d['guard'])}**: "
-                    f"{'passed' if d['passed'] else 'FAILED'}: {md_text(d['reason'])}"
-                )
+        if e.verdict_reason:
+            lines += [f"KB verdict: {md_text(e.verdict_reason)}", ""]
+        for g in r.guard_decisions:
+            if g.iteration == e.iteration:
+                d = g.decision
+                result = "passed" if d.passed else "FAILED"
+                lines.append(f"- guard **{md_text(d.guard)}**: {result}: {md_text(d.reason)}")
         lines.append("")
-    lines += hints_markdown(s)
-    if s.get("kb_records"):
+    lines += hints_markdown(r)
+    if r.kb_records:
         lines += [
-            f"Knowledge-base records: {', '.join(str(int(i)) for i in s['kb_records'])}"
-            + (f" (published to {md_code(s['kb_skill_path'])})" if s.get("kb_skill_path") else ""),
+            f"Knowledge-base records: {', '.join(str(i) for i in r.kb_records)}"
+            + (f" (published to {md_code(r.kb_skill_path)})" if r.kb_skill_path else ""),
             "",
         ]
-    screen = [g for g in guard_rows(s) if g["when"].startswith("screen")]
+    screen = [g for g in r.guard_decisions if g.iteration is None]
     if screen:
         lines += ["## Guard decisions before anything was applied", ""]
         lines += markdown_table(
             ["proposal", "guard", "result", "reason"],
-            [[g["proposal"], g["guard"], "passed" if g["passed"] else "FAILED", g["reason"]] for g in screen],
+            [
+                [
+                    g.proposal_id,
+                    g.decision.guard,
+                    "passed" if g.decision.passed else "FAILED",
+                    g.decision.reason,
+                ]
+                for g in screen
+            ],
         )
         lines.append("")
-    lines += approvals_markdown(s)
-    lines += reasoning_markdown(s)
-    cites = citations(s)
+    lines += approvals_markdown(r)
+    lines += reasoning_markdown(r)
+    cites = citations(r)
     if cites:
         lines += ["## Citations", ""]
         for c in cites:
             lines.append(
-                f"- \\[{md_text(c['id'])}\\] {md_text(c['reference'])} {md_link(c.get('url'))} — supports: "
-                f"{md_text(c['claim'])} (checked: {md_text(c['evidence'])})"
+                f"- \\[{md_text(c.id)}\\] {md_text(c.reference())} {md_link(c.url)} — supports: "
+                f"{md_text(c.claim)} (checked: {md_text(c.evidence)})"
             )
-            if c.get("passage"):
-                page = f", page {md_text(c['page'])}" if c.get("page") else ""
-                lines.append(f"  > {md_text(c['passage'])}{page}")
-            elif c.get("catalog_backed"):
+            if c.passage:
+                page = f", page {md_text(c.page)}" if c.page else ""
+                lines.append(f"  > {md_text(c.passage)}{page}")
+            elif c.catalog_backed:
                 lines.append("  (catalog-backed claim: no passage of the source is stored locally)")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _ok(m: Measurement | None) -> str:
+    return f"{m.ok}/{m.replicates}" if m else "-"

@@ -2,7 +2,7 @@
 
 People would rather look than read for four things: when each process did its I/O, which
 transfer sizes it used, where the I/O time went, and how far each experiment moved the metric
-(with its confidence interval). Each plot is built from ``report.json`` and the analyses and
+(with its confidence interval). Each plot is built from the run's report and the analyses and
 traces the run saved; a plot whose input is gone comes back as a :class:`Plot` with a note
 instead of an image, so the report still renders. matplotlib is the optional ``plots`` extra:
 without it no plot is built and the report says, in one line, what to install.
@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from dftune.core import strictjson
+from dftune.core.domain.experiments import Experiment
+from dftune.core.domain.run import RunReport
 from dftune.core.extras import missing
 from dftune.tools.trace import Analysis, TraceError, analyze
 
@@ -64,6 +66,17 @@ def load_analysis(path: str | None) -> Analysis | None:
     if not path or not Path(path).is_file():
         return None
     return strictjson.read_model(path, Analysis)
+
+
+def traced_arms(r: RunReport) -> list[tuple[str, Analysis]]:
+    """The saved trace analyses of the baseline and of the best kept arm (when it is another arm),
+    named so; an arm that was not traced, or whose analysis is gone, is left out."""
+    base, inc = r.baseline, r.incumbent
+    arms = [("baseline", base)]
+    if inc is not None and (base is None or inc.workdir != base.workdir):
+        arms.append(("best kept", inc))
+    loaded = [(name, load_analysis(m.analysis_path if m else None)) for name, m in arms]
+    return [(name, a) for name, a in loaded if a is not None]
 
 
 def plain(text: object) -> str:
@@ -331,7 +344,7 @@ def family_split_plot(arms: list[tuple[str, Analysis]]) -> Plot:
     return Plot("families", title, caption, svg=_svg(fig, "families"), figure=fig)
 
 
-def experiments_plot(experiments: list[dict[str, Any]]) -> Plot:
+def experiments_plot(experiments: list[Experiment]) -> Plot:
     """Before/after medians with their 95% confidence intervals and the replicates, per experiment."""
     title = "Experiments: before and after"
     caption = (
@@ -339,31 +352,25 @@ def experiments_plot(experiments: list[dict[str, Any]]) -> Plot:
         "the median (bars) and every replicate (dots); colour = verdict."
     )
     done = [
-        e
+        (e, e.reference, e.candidate)
         for e in experiments
-        if (e.get("candidate") or {}).get("median") is not None and e["reference"].get("median") is not None
+        if e.candidate is not None and e.candidate.median is not None and e.reference.median is not None
     ]
     if not done:
         return Plot("experiments", title, caption, note="no experiment was measured")
-    lower = next(
-        (
-            (e.get("comparison") or {}).get("lower_is_better")
-            for e in done
-            if (e.get("comparison") or {}).get("lower_is_better") is not None
-        ),
-        True,
-    )
+    lower = next((e.comparison.lower_is_better for e, _, _ in done if e.comparison), True)
     fig = _figure(max(5.0, 1.5 * len(done) + 1.5), 3.8)
     ax = fig.subplots()
-    for i, e in enumerate(done):
-        for j, (arm, m) in enumerate((("before", e["reference"]), ("after", e["candidate"]))):
+    for i, (e, before, after) in enumerate(done):
+        for j, (arm, m) in enumerate((("before", before), ("after", after))):
+            median = m.median or 0.0  # both medians are known (``done``)
             x = i + (j - 0.5) * 0.38
-            color = "#a0aec0" if j == 0 else VERDICT_COLORS.get(str(e.get("verdict")), "#4a5568")
-            ci = m.get("ci95") or [m["median"], m["median"]]
-            err = [[max(0.0, m["median"] - ci[0])], [max(0.0, ci[1] - m["median"])]]
+            color = "#a0aec0" if j == 0 else VERDICT_COLORS.get(str(e.verdict), "#4a5568")
+            ci = m.ci95 or [median, median]
+            err = [[max(0.0, median - ci[0])], [max(0.0, ci[1] - median)]]
             ax.bar(
                 x,
-                m["median"],
+                median,
                 width=0.34,
                 color=color,
                 yerr=err,
@@ -371,11 +378,10 @@ def experiments_plot(experiments: list[dict[str, Any]]) -> Plot:
                 ecolor="#1a202c",
                 label=arm if i == 0 else None,
             )
-            vals = m.get("values") or []
-            ax.scatter([x] * len(vals), vals, s=9, color="#1a202c", zorder=3, alpha=0.7)
+            ax.scatter([x] * len(m.values), m.values, s=9, color="#1a202c", zorder=3, alpha=0.7)
     ax.set_xticks(
         range(len(done)),
-        [plain(f"opt{e['iteration']}\n{e['proposal_id']}\n{e.get('verdict')}") for e in done],
+        [plain(f"opt{e.iteration}\n{e.proposal_id}\n{e.verdict}") for e, _, _ in done],
         fontsize=8,
     )
     ax.set_ylabel("metric (" + ("lower" if lower else "higher") + " is better)")
@@ -385,31 +391,25 @@ def experiments_plot(experiments: list[dict[str, Any]]) -> Plot:
     return Plot("experiments", title, caption, svg=_svg(fig, "experiments"), figure=fig)
 
 
-def build_plots(doc: dict[str, Any]) -> list[Plot]:
-    """Every plot of a run's report, from ``report.json`` and the analyses/traces it points to
+def build_plots(r: RunReport) -> list[Plot]:
+    """Every plot of a run's report, from the report and the analyses/traces it points to
     (none without matplotlib: the traces are not even read then)."""
     if plots_unavailable():
         return []
-    base = doc.get("baseline") or {}
-    inc = doc.get("incumbent") or {}
-    base_a = load_analysis(base.get("analysis_path"))
-    inc_a = load_analysis(inc.get("analysis_path")) if inc.get("workdir") != base.get("workdir") else None
+    arms = traced_arms(r)
     panels: list[tuple[str, list[ProcessSeries]]] = []
     notes = []
-    for name, a in (("baseline", base_a), ("best kept", inc_a)):
-        if a is None:
-            continue
+    for name, a in arms:
         series, note = process_series(a.trace_files)
         panels.append((name, series))
         if note:
             notes.append(f"{name}: {note}")
-    arms = [(n, a) for n, a in (("baseline", base_a), ("best kept", inc_a)) if a is not None]
     return [
         heatmap_plot(panels, "; ".join(notes)),
         timeline_plot(panels, "; ".join(notes)),
-        xfer_histogram_plot(base_a),
+        xfer_histogram_plot(dict(arms).get("baseline")),
         family_split_plot(arms),
-        experiments_plot(doc.get("experiments", [])),
+        experiments_plot(r.experiments),
     ]
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections import Counter
 from pathlib import Path
-from typing import Any
 
-from dftune.core import strictjson
+from dftune.core.domain.proposals import Change
+from dftune.core.domain.run import ApprovalRequest, MetricInfo, PendingItem, RefusedRow, RunResult
+from dftune.core.domain.stats import pct_change
 from dftune.tools.report.sections import gain_text, with_unit
 
 #: the refusal reasons' first word, as the guards write them ("no_doing_less: ...")
@@ -37,39 +39,30 @@ def dftune_command(cwd: Path | None = None) -> str:
         return str(exe)
 
 
-def metric_line(metric: dict[str, Any] | None) -> str:
+def metric_line(m: MetricInfo | None) -> str:
     """``wall_time_s (s, lower is better)``."""
-    m = metric or {}
-    name = m.get("name") or "metric"
-    unit = m.get("unit") or "no unit"
-    better = "lower" if m.get("lower_is_better", True) else "higher"
-    return f"{name} ({unit}, {better} is better)"
+    m = m or MetricInfo()
+    better = "lower" if m.lower_is_better else "higher"
+    return f"{m.name or 'metric'} ({m.unit or 'no unit'}, {better} is better)"
 
 
-def _pct(before: float | None, after: float | None, lower_is_better: bool) -> float | None:
-    if before in (None, 0) or after is None:
-        return None
-    assert before is not None
-    change = (before - after) / before if lower_is_better else (after - before) / before
-    return 100.0 * change
+def _refusal(x: RefusedRow) -> str:
+    guard = next((g for g in _GUARD_NAMES if x.reason.startswith(g)), None)
+    return f"{x.proposal} ({guard.replace('_', '-') if guard else x.status})"
 
 
-def _refusal(x: dict[str, Any]) -> str:
-    reason = str(x.get("reason") or "")
-    guard = next((g for g in _GUARD_NAMES if reason.startswith(g)), None)
-    why = guard.replace("_", "-") if guard else str(x.get("status") or "refused")
-    return f"{x.get('proposal')} ({why})"
+def _asking(p: PendingItem) -> str:
+    """What kind of answer a pending item waits for: an approval's privilege, else the question's kind."""
+    return p.privilege if isinstance(p, ApprovalRequest) else p.kind
 
 
-def glance_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
+def glance_rows(r: RunResult) -> list[tuple[str, str]]:
     """(label, answer) pairs: metric, result, kept, tried, refused, waiting."""
-    metric = r.get("metric") or {}
-    unit = metric.get("unit") or ""
-    lib = bool(metric.get("lower_is_better", True))
+    metric = r.metric or MetricInfo()
+    unit = metric.unit
     rows = [("metric", metric_line(metric))]
-    verdicts = r.get("verdicts") or []
-    kept = [v for v in verdicts if v.get("kept")]
-    base, best = r.get("baseline_median"), r.get("best_median")
+    kept = [v for v in r.verdicts if v.kept]
+    base, best = r.baseline_median, r.best_median
     if base is None:
         rows.append(("result", "no baseline was measured"))
     elif kept and best is not None:
@@ -77,7 +70,8 @@ def glance_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
             (
                 "result",
                 f"{with_unit(base, unit)} -> {with_unit(best, unit)} "
-                f"({gain_text(_pct(base, best, lib))}), baseline -> best kept",
+                f"({gain_text(pct_change(base, best, lower_is_better=metric.lower_is_better))}), "
+                "baseline -> best kept",
             )
         )
     else:
@@ -86,110 +80,99 @@ def glance_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
     rows.append(
         (
             "kept",
-            ", then ".join(
-                f"{v['proposal']} (opt{v['iteration']}, {gain_text(v.get('change_pct'))})" for v in kept
-            )
+            ", then ".join(f"{v.proposal} (opt{v.iteration}, {gain_text(v.change_pct)})" for v in kept)
             or "nothing",
         )
     )
-    if verdicts:
-        counts: dict[str, int] = {}
-        for v in verdicts:
-            counts[str(v.get("verdict"))] = counts.get(str(v.get("verdict")), 0) + 1
+    if r.verdicts:
+        counts = Counter(str(v.verdict) for v in r.verdicts)
         rows.append(
             (
                 "tried",
-                f"{len(verdicts)} experiment(s): "
+                f"{len(r.verdicts)} experiment(s): "
                 + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.items()),
             )
         )
-    refused = r.get("refused") or []
-    if refused:
-        names = ", ".join(_refusal(x) for x in refused[:3]) + (", ..." if len(refused) > 3 else "")
-        rows.append(("refused", f"{len(refused)} by the guards: {names}"))
+    if r.refused:
+        names = ", ".join(_refusal(x) for x in r.refused[:3]) + (", ..." if len(r.refused) > 3 else "")
+        rows.append(("refused", f"{len(r.refused)} by the guards: {names}"))
     else:
         rows.append(("refused", "none"))
-    waiting = r.get("pending") or []  # approvals first, then changes kept on trial
-    if waiting:
-        p = waiting[0]
-        more = f" (and {len(waiting) - 1} more)" if len(waiting) > 1 else ""
-        rows.append(
-            (
-                "waiting",
-                f"{p.get('proposal_id')} ({p.get('privilege') or p.get('kind') or 'a question'}) "
-                f"needs your answer{more}",
-            )
-        )
+    if r.pending:  # approvals first, then changes kept on trial
+        p = r.pending[0]
+        more = f" (and {len(r.pending) - 1} more)" if len(r.pending) > 1 else ""
+        rows.append(("waiting", f"{p.proposal_id} ({_asking(p)}) needs your answer{more}"))
     else:
         rows.append(("waiting", "nothing"))
     return rows
 
 
-def next_commands(r: dict[str, Any], dftune: str | None = None) -> list[tuple[str, str]]:
+def next_commands(r: RunResult, dftune: str | None = None) -> list[tuple[str, str]]:
     """(what, command) pairs, each command complete and pasteable."""
     cmd = dftune or dftune_command()
-    run_id = r.get("run_id", "RUN_ID")
     out: list[tuple[str, str]] = []
-    if r.get("pending"):
-        out.append(("answer the waiting change", f"{cmd} approve {run_id}"))
-        out.append(("or refuse it", f"{cmd} approve {run_id} --reject --reason '...'"))
-    elif r.get("status") in ("interrupted", "failed") and r.get("status") != "completed":
-        out.append(("continue it", f"{cmd} resume {run_id}"))
-    if r.get("status") == "completed":
-        out.append(("the full proposal table", f"{cmd} report {run_id} --table"))
-    out.append(("every saved step (replay from any)", f"{cmd} history {run_id}"))
-    if r.get("workload"):
-        out.append(("what the knowledge base learned", f"{cmd} kb lookup --workload {r['workload']}"))
+    if r.pending:
+        out.append(("answer the waiting change", f"{cmd} approve {r.run_id}"))
+        out.append(("or refuse it", f"{cmd} approve {r.run_id} --reject --reason '...'"))
+    elif r.status in ("interrupted", "failed"):
+        out.append(("continue it", f"{cmd} resume {r.run_id}"))
+    if r.status == "completed":
+        out.append(("the full proposal table", f"{cmd} report {r.run_id} --table"))
+    out.append(("every saved step (replay from any)", f"{cmd} history {r.run_id}"))
+    if r.workload:
+        out.append(("what the knowledge base learned", f"{cmd} kb lookup --workload {r.workload}"))
     return out
 
 
-def change_lines(change: dict[str, Any] | None) -> list[str]:
+def change_lines(c: Change | None) -> list[str]:
     """Exactly what approving a change does, and how it is undone, before anyone says yes."""
     import shlex
 
-    c = change or {}
+    if c is None:
+        return []
     out = []
-    if c.get("settings"):
-        out.append("sets: " + ", ".join(f"{k}={v}" for k, v in c["settings"].items()))
-    if c.get("env"):
-        out.append("environment: " + ", ".join(f"{k}={v}" for k, v in c["env"].items()))
-    if c.get("patch_file"):
-        out.append(f"applies the patch {c['patch_file']} (-p{c.get('strip', 1)}) to a copy of the source")
-    if c.get("read_argv"):
-        out.append(f"reads the value now (kept for the rollback): {shlex.join(c['read_argv'])}")
-    if c.get("argv"):
-        out.append(f"runs: {shlex.join(c['argv'])}")
-    if c.get("rollback_argv"):
-        out.append(f"rollback: {shlex.join(c['rollback_argv'])}  ({{current}} = the value read before)")
-    elif c.get("argv"):
+    if c.settings:
+        out.append("sets: " + ", ".join(f"{k}={v}" for k, v in c.settings.items()))
+    if c.env:
+        out.append("environment: " + ", ".join(f"{k}={v}" for k, v in c.env.items()))
+    if c.patch_file:
+        out.append(f"applies the patch {c.patch_file} (-p{c.strip}) to a copy of the source")
+    if c.read_argv:
+        out.append(f"reads the value now (kept for the rollback): {shlex.join(c.read_argv)}")
+    if c.argv:
+        out.append(f"runs: {shlex.join(c.argv)}")
+    if c.rollback_argv:
+        out.append(f"rollback: {shlex.join(c.rollback_argv)}  ({{current}} = the value read before)")
+    elif c.argv:
         out.append("rollback: none recorded")
-    elif c.get("settings") or c.get("env") or c.get("patch_file"):
+    elif c.settings or c.env or c.patch_file:
         out.append(
             "rollback: the next experiment starts from the kept settings (nothing on the system changes)"
         )
-    if c.get("instructions"):
-        out.append(f"by hand: {c['instructions']}")
+    if c.instructions:
+        out.append(f"by hand: {c.instructions}")
     return out
 
 
 def run_result(run_dir: str | Path) -> str:
-    """A finished run's result in one phrase (``dftune
-    runs``): baseline -> best kept, from its report.json."""
+    """A finished run's result in one phrase (``dftune runs``): baseline -> best kept, from its
+    report.json ("-" without one; why, in a few words, when it cannot be read)."""
+    from dftune.tools.report.loader import ReportError, read_run_report
 
     path = Path(run_dir) / "report.json"
-    try:
-        doc = strictjson.loads(path.read_bytes())
-        out, metric = doc.get("outcome") or {}, doc.get("metric") or {}
-    except (OSError, ValueError, AttributeError):
+    if not path.is_file():
         return "-"
-    unit = metric.get("unit") or ""
-    base, best = out.get("baseline_median"), out.get("best_median")
-    if base is None:
+    try:
+        r = read_run_report(path)
+    except ReportError:
+        return "report.json unreadable (see dftune report)"
+    out, metric = r.outcome, r.metric
+    if out is None or out.baseline_median is None:
         return "no baseline measured"
-    n = out.get("experiments", 0)
-    if out.get("wins") and best is not None:
+    base, best, n, unit = out.baseline_median, out.best_median, out.experiments, metric.unit
+    if out.wins and best is not None:
         return (
-            f"{metric.get('name', 'metric')} {with_unit(base, unit)} -> {with_unit(best, unit)} "
-            f"({gain_text(out.get('overall_pct'))}), {len(out['wins'])} of {n} kept"
+            f"{metric.name} {with_unit(base, unit)} -> {with_unit(best, unit)} "
+            f"({gain_text(out.overall_pct)}), {len(out.wins)} of {n} kept"
         )
-    return f"{metric.get('name', 'metric')} {with_unit(base, unit)}, none of {n} experiment(s) kept"
+    return f"{metric.name} {with_unit(base, unit)}, none of {n} experiment(s) kept"

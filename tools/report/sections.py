@@ -1,4 +1,4 @@
-"""What the Markdown and HTML reports share: the rows of each section, built from ``report.json``.
+"""What the Markdown and HTML reports share: the rows of each section, built from the run's report.
 
 Both renderers call these so the two formats never disagree about what was measured and what
 was only estimated from the literature (dftracer-io-optimization skill: "never conflate the two").
@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import html
 import os
+from dataclasses import dataclass
 from typing import Any
 
-from dftune.core.domain.run import MetricInfo
+from dftune.core.citation import CitedClaim
+from dftune.core.domain.experiments import Experiment, GuardRecord
+from dftune.core.domain.proposals import Proposal
+from dftune.core.domain.run import MetricInfo, ProposalRow, RunReport
 from dftune.core.domain.stats import pct_change
 from dftune.core.safetext import md_prose
-from dftune.tools.report.fixes import severity, snippets
+from dftune.tools.report.fixes import Severity, severity, snippets
+from dftune.tools.report.plots import load_analysis, traced_arms
 from dftune.tools.runner.metric_names import metric_label
 from dftune.tools.runner.spec import WorkloadSpec
 from dftune.tools.runner.stats import compare as compare_arms
+from dftune.tools.trace.render import human_bytes
 
 MEASURED = "measured"
 ESTIMATED = "estimate"
@@ -36,161 +42,141 @@ _ESTIMATE_SOURCE = {
     "model": "the language model's estimate",
 }
 
-#: proposal statuses that never reached an experiment because something refused them
-REFUSED = ("rejected", "unsupported", "declined")
+#: a model's estimate (its own guess, not the literature's)
+MODEL_ESTIMATED = "model estimate"
 
 
 def checklist_label(verdict: str) -> str:
     return CHECKLIST_LABELS.get(verdict, verdict)
 
 
-def findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class FindingRow:
+    """One row of the findings: what was found, by what kind of evidence, from which source."""
+
+    kind: str
+    finding: str
+    detail: str
+    source: str
+    score: int | None = None
+    severity: Severity | None = None
+
+
+def findings(r: RunReport) -> list[FindingRow]:
     """Measured findings (trace rules, experiments) first, then estimates (and the KB's earlier
     measurements), each with its source."""
-    out: list[dict[str, Any]] = []
-    base = doc.get("baseline") or {}
-    reps = f"{base.get('ok')}/{base.get('replicates')} replicates" if base else "no baseline"
-    for b in (doc.get("diagnosis") or {}).get("bottlenecks", []):
-        out.append(
-            {
-                "kind": MEASURED,
-                "finding": b.get("category") or b.get("name"),
-                "score": b.get("score"),
-                "severity": severity(b.get("score")),
-                "detail": b.get("evidence", ""),
-                "source": f"baseline trace ({reps}), rule {b.get('name')} ({b.get('rule_source', 'dftune')})",
-            }
+    base = r.baseline
+    reps = f"{base.ok}/{base.replicates} replicates" if base else "no baseline"
+    out = [
+        FindingRow(
+            kind=MEASURED,
+            finding=b.category or b.name,
+            score=b.score,
+            severity=severity(b.score),
+            detail=b.evidence,
+            source=f"baseline trace ({reps}), rule {b.name} ({b.rule_source})",
         )
-    proposals = {p["id"]: p for p in doc.get("proposals", [])}
-    for e in doc.get("experiments", []):
-        cmp = e.get("comparison") or {}
-        change = cmp.get("change_pct")
-        p = proposals.get(e["proposal_id"], {})
-        cite = (p.get("citation") or {}).get("id")
-        cand = e.get("candidate") or {}
+        for b in (r.diagnosis.bottlenecks if r.diagnosis else [])
+    ]
+    cited = {p.id: p.citation.id for p in r.proposals if p.citation}
+    for e in r.experiments:
+        cite = cited.get(e.proposal_id)
         out.append(
-            {
-                "kind": MEASURED,
-                "finding": f"{e['strategy']} ({e['proposal_id']}): {e.get('verdict') or 'pending'}",
-                "score": None,
-                "detail": _experiment_detail(e, cmp, change, metric_of(doc).get("name", "metric")),
-                "source": f"experiment opt{e['iteration']} ({len(e['reference'].get('values', []))} vs "
-                f"{len(cand.get('values', []))} replicates)" + (f", cited: {cite}" if cite else ""),
-            }
-        )
-    for p in doc.get("proposals", []):
-        cite = p.get("citation")
-        if (
-            cite
-            and p.get("app_impact_source") in ("trace model", "model", "kb")
-            and p["status"] in ("proposed", "manual", "declined")
-        ):
-            by = p.get("impact_estimated_by") or "rules"
-            model = by != "rules"  # a model's guess is its own, not the literature's
-            out.append(
-                {
-                    "kind": MODEL_ESTIMATED
-                    if model
-                    else KB_MEASURED
-                    if p["app_impact_source"] == "kb"
-                    else ESTIMATED,
-                    "finding": f"{p['strategy']} ({p['id']})",
-                    "score": None,
-                    "detail": f"expected app impact {p['app_impact_pct']:.1f}%"
-                    + (f": {p['impact_reason']}" if p.get("impact_reason") else ""),
-                    "source": (
-                        f"the model {by}'s estimate (not measured; capped by the I/O bound); cited: "
-                        f"{cite['reference']}"
-                        if model
-                        else f"{_ESTIMATE_SOURCE[p['app_impact_source']]}; "
-                        f"the fix is cited: {cite['reference']} "
-                        f"{cite['url']}"
-                    ),
-                }
+            FindingRow(
+                kind=MEASURED,
+                finding=f"{e.strategy} ({e.proposal_id}): {e.verdict or 'pending'}",
+                detail=_experiment_detail(e, r.metric.name),
+                source=f"experiment opt{e.iteration} ({len(e.reference.values)} vs "
+                f"{len(e.candidate.values) if e.candidate else 0} replicates)"
+                + (f", cited: {cite}" if cite else ""),
             )
+        )
+    for p in r.proposals:
+        c = p.citation
+        if c is None or p.app_impact_source not in _ESTIMATE_SOURCE or p.status not in _OPEN:
+            continue
+        model = p.impact_estimated_by != "rules"  # a model's guess is its own, not the literature's
+        out.append(
+            FindingRow(
+                kind=MODEL_ESTIMATED if model else KB_MEASURED if p.app_impact_source == "kb" else ESTIMATED,
+                finding=f"{p.strategy} ({p.id})",
+                detail=f"expected app impact {p.app_impact_pct:.1f}%"
+                + (f": {p.impact_reason}" if p.impact_reason else ""),
+                source=(
+                    f"the model {p.impact_estimated_by}'s estimate (not measured; capped by the I/O bound); "
+                    f"cited: {c.reference()}"
+                    if model
+                    else f"{_ESTIMATE_SOURCE[p.app_impact_source]}; the fix is cited: "
+                    + " ".join(filter(None, (c.reference(), c.url)))
+                ),
+            )
+        )
     return out
 
 
-def overruled(e: dict[str, Any]) -> str | None:
+#: proposal statuses whose estimate the findings list (not measured, not refused)
+_OPEN = ("proposed", "manual", "declined")
+
+
+def overruled(e: Experiment) -> str | None:
     """What the statistical comparison alone said, when a guard gave the experiment another verdict
     (with its reason); None when the verdict is the statistics' own."""
-    said = (e.get("comparison") or {}).get("verdict")
-    verdict = e.get("verdict")
-    return said if said and verdict and said != verdict and e.get("verdict_reason") else None
+    said = e.comparison.verdict if e.comparison else None
+    return said if said and e.verdict and said != e.verdict and e.verdict_reason else None
 
 
-def _experiment_detail(e: dict[str, Any], cmp: dict[str, Any], change: float | None, metric: str) -> str:
+def _experiment_detail(e: Experiment, metric: str) -> str:
     """The change, then the verdict's own reason; when a guard overruled the statistics, both, said so."""
-    head = f"{gain_text(change)} on {metric}; " if change is not None else ""
-    why = e.get("verdict_reason") or str(cmp.get("reason", ""))
+    cmp = e.comparison
+    head = f"{gain_text(cmp.change_pct)} on {metric}; " if cmp else ""
+    why = e.verdict_reason or (cmp.reason if cmp else "")
     if said := overruled(e):
-        why += f" (the statistical comparison alone said {said}: {cmp.get('reason', '')})"
+        why += f" (the statistical comparison alone said {said}: {cmp.reason if cmp else ''})"
     return head + why
 
 
-def coverage_note(doc: dict[str, Any]) -> tuple[bool, str]:
+def coverage_note(r: RunReport) -> tuple[bool, str]:
     """(partial?, sentence) from the run's coverage; partial results are stated, never implied."""
-    cov = doc.get("coverage")
-    if not cov:
+    cov = r.coverage
+    if cov is None:
         return False, "Coverage: no baseline was measured."
-    missing = [*cov.get("units_failed", []), *cov.get("units_pending", [])]
-    included = cov.get("units_included", [])
-    if missing:
+    included = cov.units_included
+    if cov.partial:
         return True, (
-            f"Partial coverage: this report covers {len(included)} of {cov.get('units_total')} units "
-            f"({', '.join(included) or 'none'}); not covered: {', '.join(missing)}."
+            f"Partial coverage: this report covers {len(included)} of {cov.units_total} units "
+            f"({', '.join(included) or 'none'}); not covered: "
+            f"{', '.join([*cov.units_failed, *cov.units_pending])}."
         )
-    return False, f"Coverage: all {cov.get('units_total')} units included ({', '.join(included)})."
+    return False, f"Coverage: all {cov.units_total} units included ({', '.join(included)})."
 
 
-def fix_rows(doc: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+def fix_rows(r: RunReport) -> list[tuple[dict[str, Any], str]]:
     """A fix snippet per strategy of the proposal table (the measured ones first, then table order),
     each with the change(s) dftune measured for it, so a reader can apply it elsewhere."""
+    tried = {x.proposal_id for x in r.experiments}
     measured: dict[str, list[str]] = {}
-    for p in doc.get("proposals", []):
-        if p.get("status") in ("measured", "kept", "applied") or any(
-            x.get("proposal_id") == p["id"] for x in doc.get("experiments", [])
-        ):
-            measured.setdefault(p["strategy"], []).append(str(p["id"]))
-    out = []
-    order = [*measured, *(r["strategy"] for r in proposal_rows(doc))]  # what was measured first
-    for snip in snippets(order):
-        out.append((snip, ", ".join(dict.fromkeys(measured.get(snip["strategy"], [])))))
-    return out
+    for p in r.proposals:
+        if p.status == "measured" or p.id in tried:
+            measured.setdefault(p.strategy, []).append(p.id)
+    order = [*measured, *(row.strategy for row in proposal_rows(r))]  # what was measured first
+    return [(snip, ", ".join(dict.fromkeys(measured.get(snip["strategy"], [])))) for snip in snippets(order)]
 
 
-def proposal_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def proposal_rows(r: RunReport) -> list[ProposalRow]:
     """Proposal table (dftracer-io-optimization skill), by weighted score descending, as in report.json."""
-    return sorted(doc.get("proposal_table", []), key=lambda r: (-r["weighted_score"], r["#"]))
+    return sorted(r.proposal_table, key=lambda row: (-row.weighted_score, row.number))
 
 
-def guard_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every guard decision, with when it was taken (before anything ran, or after experiment opt<n>)."""
-    rows = []
-    for g in doc.get("guard_decisions", []):
-        d = g["decision"]
-        when = "screen (before applying)" if g.get("iteration") is None else f"after opt{g['iteration']}"
-        rows.append(
-            {
-                "proposal": g["proposal_id"],
-                "when": when,
-                "guard": d["guard"],
-                "passed": bool(d["passed"]),
-                "reason": d["reason"],
-            }
-        )
-    return rows
+def guard_when(g: GuardRecord) -> str:
+    """When a guard decision was taken: before anything ran, or after experiment opt<n>."""
+    return "screen (before applying)" if g.iteration is None else f"after opt{g.iteration}"
 
 
-def citations(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def citations(r: RunReport) -> list[CitedClaim]:
     """Each citation once (proposals may share one)."""
-    seen: dict[str, dict[str, Any]] = {}
-    for c in doc.get("citations", []):
-        seen.setdefault(c["id"], c)
-    for p in doc.get("proposals", []):
-        c = p.get("citation")
-        if c:
-            seen.setdefault(c["id"], c)
+    seen: dict[str, CitedClaim] = {}
+    for c in [*r.citations, *(p.citation for p in r.proposals if p.citation)]:
+        seen.setdefault(c.id, c)
     return list(seen.values())
 
 
@@ -204,11 +190,6 @@ def metric_info(spec: WorkloadSpec) -> MetricInfo:
     return MetricInfo(
         name=name, unit=unit, lower_is_better=spec.metric.lower_is_better, kind=spec.metric.kind
     )
-
-
-def metric_of(doc: dict[str, Any]) -> dict[str, Any]:
-    """``doc["metric"]`` (reports written before it existed: a generic metric, lower is better)."""
-    return doc.get("metric") or {"name": "metric", "unit": "", "lower_is_better": True}
 
 
 def with_unit(value: float | None, unit: str) -> str:
@@ -240,119 +221,88 @@ def gain_text(pct: float | None, ci: tuple[float, float] | None = None) -> str:
     return out
 
 
-def overall(doc: dict[str, Any]) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class Overall:
+    """Baseline -> best kept arm: the medians, the change (positive = better) and its 95% CI."""
+
+    before: float | None
+    after: float | None
+    pct: float | None
+    ci: tuple[float, float] | None = None
+
+
+def overall(r: RunReport) -> Overall | None:
     """Baseline -> best kept arm, compared from their replicates: change, the CI of the change."""
-    base, inc = doc.get("baseline") or {}, doc.get("incumbent") or {}
-    lib = bool(metric_of(doc).get("lower_is_better", True))
-    bv, iv = base.get("values") or [], inc.get("values") or []
-    if not bv or not iv or base.get("workdir") == inc.get("workdir"):
+    base, inc, lib = r.baseline, r.incumbent, r.metric.lower_is_better
+    if base is None or inc is None or not base.values or not inc.values or base.workdir == inc.workdir:
         return None
-    out: dict[str, Any] = {
-        "before": base.get("median"),
-        "after": inc.get("median"),
-        "pct": pct_change(base.get("median"), inc.get("median"), lower_is_better=lib),
-        "ci": None,
-    }
+    pct = pct_change(base.median, inc.median, lower_is_better=lib)
     try:
-        cmp = compare_arms(bv, iv, lower_is_better=lib)
+        ci = gain_ci(compare_arms(base.values, inc.values, lower_is_better=lib).ci95, lib)
     except ValueError:
-        return out
-    out["ci"] = gain_ci(cmp.ci95, lib)
-    out["p_value"] = cmp.p_value
-    return out
+        ci = None
+    return Overall(before=base.median, after=inc.median, pct=pct, ci=ci)
 
 
-def kept_changes(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The kept experiments, largest measured gain first, each with its own CI."""
-    lib = bool(metric_of(doc).get("lower_is_better", True))
-    out = []
-    for e in doc.get("experiments", []):
-        if not e.get("kept") or e.get("verdict") == "pending":
-            continue
-        cmp = e.get("comparison") or {}
-        out.append(
-            {
-                "iteration": e["iteration"],
-                "proposal": e["proposal_id"],
-                "strategy": e["strategy"],
-                "pct": cmp.get("change_pct"),
-                "ci": gain_ci(cmp.get("ci95"), lib),
-            }
-        )
-    return sorted(out, key=lambda k: -(k["pct"] or 0.0))
+def kept_changes(r: RunReport) -> list[Experiment]:
+    """The kept experiments (not those on trial), largest measured gain first."""
+    kept = [e for e in r.experiments if e.kept and e.verdict != "pending"]
+    return sorted(kept, key=lambda e: -(e.change_pct or 0.0))
 
 
-def pending_changes(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """Changes kept on trial that wait for a person (oldest first): measured effect and the question."""
-    out = []
-    for e in doc.get("experiments", []):
-        if e.get("verdict") != "pending" or not e.get("kept"):
-            continue
-        cmp = e.get("comparison") or {}
-        out.append(
-            {
-                "iteration": e["iteration"],
-                "proposal": e["proposal_id"],
-                "strategy": e["strategy"],
-                "pct": cmp.get("change_pct"),
-                "question": e.get("question") or e.get("verdict_reason", ""),
-            }
-        )
-    return out
+def kept_ci(r: RunReport, e: Experiment) -> tuple[float, float] | None:
+    """The 95% CI of a kept experiment's gain in percent."""
+    return gain_ci(e.comparison.ci95, r.metric.lower_is_better) if e.comparison else None
 
 
-def pending_lines(doc: dict[str, Any]) -> list[str]:
+def question_of(e: Experiment) -> str:
+    """What a person must answer about a change kept on trial."""
+    return e.question or e.verdict_reason
+
+
+def pending_lines(r: RunReport) -> list[str]:
     """One sentence per change pending confirmation, with how to answer (the morning's first question)."""
-    run = doc.get("run_id", "RUN_ID")
-    name = metric_of(doc).get("name", "metric")
     pct = lambda x: "?" if x is None else f"{x:+.1f}%"  # noqa: E731
+    run = r.run_id
     return [
-        f"{p['proposal']} ({p['strategy']}, opt{p['iteration']}): {pct(p['pct'])} on {name}, kept on trial "
-        f"until you answer. {p['question'].rstrip('. ')}. Answer: dftune approve {run} (legitimate) or "
-        f"dftune approve {run} --reject --reason TEXT"
-        for p in pending_changes(doc)
+        f"{e.proposal_id} ({e.strategy}, opt{e.iteration}): {pct(e.change_pct)} on {r.metric.name}, kept "
+        f"on trial until you answer. {question_of(e).rstrip('. ')}. Answer: dftune approve {run} "
+        f"(legitimate) or dftune approve {run} --reject --reason TEXT"
+        for e in r.pending
     ]
 
 
-def settings_changed(doc: dict[str, Any]) -> dict[str, Any]:
+def settings_changed(r: RunReport) -> dict[str, Any]:
     """What the best kept arm runs with that the baseline does not (knobs and environment)."""
-    base, inc = doc.get("baseline") or {}, doc.get("incumbent") or {}
-    before = {**(base.get("settings") or {}), **(base.get("env") or {})}
-    after = {**(inc.get("settings") or {}), **(inc.get("env") or {})}
+    base, inc = r.baseline, r.incumbent
+    before = {**base.settings, **base.env} if base else {}
+    after = {**inc.settings, **inc.env} if inc else {}
     out = {k: v for k, v in after.items() if str(before.get(k)) != str(v)}
-    if inc.get("source_dir") and inc.get("source_dir") != base.get("source_dir"):
+    if inc and inc.source_dir and inc.source_dir != (base.source_dir if base else None):
         out["source"] = "patched copy"
     return out
 
 
-def next_steps(doc: dict[str, Any], limit: int = 3) -> list[dict[str, Any]]:
+def next_steps(r: RunReport, limit: int = 3) -> list[Proposal]:
     """What is left to try: open or recommended proposals by weighted score, each with its bound."""
-    open_ = [
-        p for p in doc.get("proposals", []) if p.get("status") in ("proposed", "manual") and p.get("citation")
-    ]
-    open_.sort(
-        key=lambda p: (-(0.5 * p.get("app_impact_pct", 0.0) + 0.5 * p.get("system_impact_pct", 0.0)), p["id"])
-    )
-    return open_[:limit]
+    open_ = [p for p in r.proposals if p.status in ("proposed", "manual") and p.citation]
+    return sorted(open_, key=lambda p: (-p.weighted_score, p.id))[:limit]
 
 
-def io_bound_pct(doc: dict[str, Any]) -> float | None:
+def io_bound_pct(r: RunReport) -> float | None:
     """At most this much more can any I/O fix save: the best kept arm's unoverlapped I/O share."""
-    for key in ("incumbent", "baseline"):
-        f = (doc.get(key) or {}).get("unoverlapped_io_fraction")
-        if f is not None:
-            return 100.0 * float(f)
+    for m in (r.incumbent, r.baseline):
+        if m is not None and m.unoverlapped_io_fraction is not None:
+            return 100.0 * m.unoverlapped_io_fraction
     return None
 
 
-def headline(doc: dict[str, Any]) -> list[tuple[str, str]]:
+def headline(r: RunReport) -> list[tuple[str, str]]:
     """The report's first screen: what is slow, what fixed it, by how much, what next, what is covered."""
-    from dftune.tools.report.plots import load_analysis
-
-    metric = metric_of(doc)
-    unit, name = metric.get("unit", ""), metric.get("name", "metric")
-    rows: list[tuple[str, str]] = [("Pending", line) for line in pending_lines(doc)]
-    a = load_analysis((doc.get("baseline") or {}).get("analysis_path"))
+    unit, name = r.metric.unit, r.metric.name
+    rows: list[tuple[str, str]] = [("Pending", line) for line in pending_lines(r)]
+    base = r.baseline
+    a = load_analysis(base.analysis_path if base else None)
     if a is not None:
         rows.append(
             (
@@ -364,78 +314,106 @@ def headline(doc: dict[str, Any]) -> list[tuple[str, str]]:
         )
     else:
         rows.append(("I/O", "not traced: the share of I/O in the run time is unknown"))
-    bns = (doc.get("diagnosis") or {}).get("bottlenecks") or []
-    if bns:
-        b = bns[0]
+    if r.diagnosis and r.diagnosis.bottlenecks:
+        b = r.diagnosis.bottlenecks[0]
         rows.append(
             (
                 "Bottleneck",
-                f"{b.get('category')} (score {b.get('score')}/5, rule {b.get('id')}): "
-                f"{b.get('evidence') or b.get('message') or ''}".rstrip(": "),
+                f"{b.category} (score {b.score}/5, rule {b.id}): {b.evidence}".rstrip(": "),
             )
         )
-    elif doc.get("diagnosis"):
+    elif r.diagnosis:
         rows.append(("Bottleneck", "no diagnosis rule fired on the baseline trace"))
-    base = doc.get("baseline") or {}
-    kept = kept_changes(doc)
-    total = overall(doc)
+    kept = kept_changes(r)
+    total = overall(r)
     if kept and total is not None:
         best = kept[0]
         rows.append(
             (
                 "Best change",
-                f"{best['proposal']} ({best['strategy']}, opt{best['iteration']}): "
-                f"{gain_text(best['pct'], best['ci'])} on {name}",
+                f"{best.proposal_id} ({best.strategy}, opt{best.iteration}): "
+                f"{gain_text(best.change_pct, kept_ci(r, best))} on {name}",
             )
         )
-        settings = ", ".join(f"{k}={v}" for k, v in settings_changed(doc).items()) or "the kept changes"
+        settings = ", ".join(f"{k}={v}" for k, v in settings_changed(r).items()) or "the kept changes"
         rows.append(
             (
                 "Overall",
-                f"{name} {with_unit(total['before'], unit)} -> {with_unit(total['after'], unit)}: "
-                f"{gain_text(total['pct'], total['ci'])} with {settings} kept",
+                f"{name} {with_unit(total.before, unit)} -> {with_unit(total.after, unit)}: "
+                f"{gain_text(total.pct, total.ci)} with {settings} kept",
             )
         )
-    elif base.get("median") is not None and pending_changes(doc):
-        inc = (doc.get("incumbent") or {}).get("median")
+    elif base is not None and base.median is not None and r.pending:
+        inc = r.incumbent.median if r.incumbent else None
         rows.append(
             (
                 "Best change",
-                f"none confirmed yet: {len(pending_changes(doc))} change(s) kept on trial (see "
-                f"Pending); {name} {with_unit(base['median'], unit)} -> {with_unit(inc, unit)} "
+                f"none confirmed yet: {len(r.pending)} change(s) kept on trial (see "
+                f"Pending); {name} {with_unit(base.median, unit)} -> {with_unit(inc, unit)} "
                 "with them",
             )
         )
-    elif base.get("median") is not None:
+    elif base is not None and base.median is not None:
         rows.append(
             (
                 "Best change",
-                f"none kept: {name} stays at the baseline median {with_unit(base['median'], unit)}"
-                f" ({sum(x.get('candidate') is not None for x in doc.get('experiments', []))} "
-                "experiment(s) measured)",
+                f"none kept: {name} stays at the baseline median {with_unit(base.median, unit)}"
+                f" ({sum(x.candidate is not None for x in r.experiments)} experiment(s) measured)",
             )
         )
-    bound = io_bound_pct(doc)
+    bound = io_bound_pct(r)
     bound_text = (
         f"; bounded by the I/O not hidden behind compute: {bound:.0f}% of the job time"
         if bound is not None
         else ""
     )
-    nxt = next_steps(doc, 1)
+    nxt = next_steps(r, 1)
     if nxt:
         p = nxt[0]
-        how = "try it next" if p["status"] == "proposed" else "a change to make by hand"
+        how = "try it next" if p.status == "proposed" else "a change to make by hand"
         rows.append(
             (
                 "Next",
-                f"{p['strategy']} ({p['id']}, {how}): expected {p.get('app_impact_pct', 0.0):.0f}% on "
-                f"{name} ({p.get('app_impact_source', 'estimate')}){bound_text}",
+                f"{p.strategy} ({p.id}, {how}): expected {p.app_impact_pct:.0f}% on "
+                f"{name} ({p.app_impact_source}){bound_text}",
             )
         )
-    elif base:
+    elif base is not None:
         rows.append(("Next", f"nothing left that fits this workload{bound_text}"))
-    rows.append(("Coverage", coverage_note(doc)[1].removeprefix("Coverage: ")))
+    rows.append(("Coverage", coverage_note(r)[1].removeprefix("Coverage: ")))
     return rows
+
+
+#: The hotspot tables of each traced arm, in the reports' order, and their columns.
+HOTSPOT_TABLES = (
+    ("file_by_time", "Files by I/O time"),
+    ("file_by_bytes", "Files by bytes moved"),
+    ("proc_by_time", "Processes by I/O time"),
+    ("proc_by_bytes", "Processes by bytes moved"),
+)
+HOTSPOT_COLUMNS = ("name", "I/O time (s)", "read", "written", "calls")
+
+
+def hotspot_tables(r: RunReport) -> list[tuple[str, str, str, list[list[str]]]]:
+    """(arm, title, the folder the file names are relative to, rows as text) of every non-empty
+    hotspot table of the baseline's and the best kept arm's traces."""
+    out = []
+    for arm, a in traced_arms(r):
+        hot = hotspots(a)
+        for key, title in HOTSPOT_TABLES:
+            rows = [
+                [
+                    h["name"],
+                    f"{h['io_time_s']:.4g}",
+                    human_bytes(h["read_bytes"]),
+                    human_bytes(h["write_bytes"]),
+                    f"{h['ops']:,}",
+                ]
+                for h in hot[key]
+            ]
+            if rows:
+                out.append((arm, title, hot["file_prefix"] if key.startswith("file") else "", rows))
+    return out
 
 
 def hotspots(analysis: Any, limit: int = 5) -> dict[str, Any]:
@@ -487,82 +465,75 @@ def _hot(view: str, r: dict[str, Any]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- who decided
 
-MODEL_ESTIMATED = "model estimate"
 
-
-def summary_markdown(doc: dict[str, Any]) -> list[str]:
+def summary_markdown(r: RunReport) -> list[str]:
     """The summary as quoted prose, saying who wrote it and what the fact check removed."""
-    if not doc.get("summary"):
+    if not r.summary:
         return []
-    d = next((x for x in reversed(doc.get("decisions") or []) if x.get("question") == "summarize"), None)
-    if d is None or d.get("decided_by") != "model":
-        who = "the rules" + (f" ({d['fallback']})" if d and d.get("fallback") else "")
+    d = next((x for x in reversed(r.decisions) if x.question == "summarize"), None)
+    if d is None or d.decided_by != "model":
+        who = "the rules" + (f" ({d.fallback})" if d and d.fallback else "")
     else:
-        dropped = sum(str(n).startswith("summary sentence dropped") for n in d.get("notes") or [])
-        who = f"the model {d['reasoner']}, checked against the run's outcome" + (
+        dropped = sum(n.startswith("summary sentence dropped") for n in d.notes)
+        who = f"the model {d.reasoner}, checked against the run's outcome" + (
             f" ({dropped} sentence(s) dropped, see Who decided)" if dropped else ""
         )
-    return [f"> {md_prose(doc['summary'])}", ">", f"> — summary by {md_prose(who)}", ""]
+    return [f"> {md_prose(r.summary)}", ">", f"> — summary by {md_prose(who)}", ""]
 
 
-def decision_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def decision_rows(r: RunReport) -> tuple[list[str], list[list[str]]]:
     """The reasoner's headline and one row per judgment: question, who decided, tokens, latency, why."""
-    ds = doc.get("decisions") or []
-    reasoner = doc.get("model") or "rules"
-    tokens = sum(int(d.get("tokens") or 0) for d in ds)
-    estimated = any(d.get("tokens_estimated") for d in ds)
-    if reasoner == "rules":
+    ds = r.decisions
+    if r.model == "rules":
         head = [
             f"Reasoner: rules (deterministic, offline). All {len(ds)} judgment(s) were made by the rules; "
             "no model was asked."
         ]
     else:
-        by_model = sum(d.get("decided_by") == "model" for d in ds)
+        by_model = sum(d.decided_by == "model" for d in ds)
         head = [
-            f"Reasoner: {reasoner}. {by_model} of {len(ds)} judgment(s) were made by the model, "
-            f"{len(ds) - by_model} by the rules after a fallback. Tokens: {tokens:,} of the budget of "
-            f"{int(doc.get('token_budget') or 0):,}"
-            + (" (partly estimated from the text: the server sent no usage)" if estimated else "")
+            f"Reasoner: {r.model}. {by_model} of {len(ds)} judgment(s) were made by the model, "
+            f"{len(ds) - by_model} by the rules after a fallback. "
+            f"Tokens: {r.tokens_spent:,} of the budget of {r.token_budget:,}"
+            + (
+                " (partly estimated from the text: the server sent no usage)"
+                if any(d.tokens_estimated for d in ds)
+                else ""
+            )
             + "."
         ]
-    rows = []
-    for d in ds:
-        who = d["reasoner"] if d.get("decided_by") == "model" else "rules"
-        cost = f"{d.get('tokens', 0):,}" + (" (estimated)" if d.get("tokens_estimated") else "")
-        why = "; ".join(
-            [*([f"fallback: {d['fallback']}"] if d.get("fallback") else []), *(d.get("notes") or [])]
-        )
-        rows.append(
-            [
-                str(d.get("question")),
-                who,
-                str(d.get("answer") or "-"),
-                cost,
-                str(d.get("calls", 0)),
-                f"{float(d.get('latency_s') or 0):.2f} s",
-                why or "-",
-            ]
-        )
+    rows = [
+        [
+            d.question,
+            d.reasoner if d.decided_by == "model" else "rules",
+            d.answer or "-",
+            f"{d.tokens:,}" + (" (estimated)" if d.tokens_estimated else ""),
+            str(d.calls),
+            f"{d.latency_s:.2f} s",
+            "; ".join([*([f"fallback: {d.fallback}"] if d.fallback else []), *d.notes]) or "-",
+        ]
+        for d in ds
+    ]
     return head, rows
 
 
 DECISION_COLUMNS = ("judgment", "decided by", "answer", "tokens", "requests", "latency", "fallback and notes")
 
 
-def reasoning_markdown(doc: dict[str, Any]) -> list[str]:
+def reasoning_markdown(r: RunReport) -> list[str]:
     """The report's "Who decided" section in Markdown."""
     from dftune.tools.report.table import markdown_table
 
-    head, rows = decision_rows(doc)
+    head, rows = decision_rows(r)
     out = ["## Who decided", "", *(md_prose(h) for h in head), ""]
     if rows:
-        out += [*markdown_table(list(DECISION_COLUMNS), [[md_prose(c) for c in r] for r in rows]), ""]
+        out += [*markdown_table(list(DECISION_COLUMNS), [[md_prose(c) for c in row] for row in rows]), ""]
     return out
 
 
-def reasoning_html(doc: dict[str, Any]) -> str:
+def reasoning_html(r: RunReport) -> str:
     """The report's "Who decided" section in HTML (every value escaped)."""
-    head, rows = decision_rows(doc)
+    head, rows = decision_rows(r)
     out = ['<section id="decisions"><h2>Who decided</h2>', *(f"<p>{html.escape(h)}</p>" for h in head)]
     if rows:
         out.append(
@@ -570,7 +541,7 @@ def reasoning_html(doc: dict[str, Any]) -> str:
             + "".join(f"<th>{html.escape(c)}</th>" for c in DECISION_COLUMNS)
             + "</tr></thead><tbody>"
         )
-        out += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows]
+        out += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows]
         out.append("</tbody></table>")
     out.append("</section>")
     return "".join(out)

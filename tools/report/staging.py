@@ -7,16 +7,13 @@ permanent move of the data would pay it once instead.
 
 from __future__ import annotations
 
-from typing import Any
+from dftune.core.domain.experiments import Experiment
 
 #: The bench's note on a staged arm starts so (tools/runner/bench.py ``staging_note``).
 STAGING_NOTE = "staged "
 
 
-def staging_notes(experiment: dict[str, Any]) -> list[tuple[str, str]]:
-    """(arm, what its staging cost) for each staged arm of an experiment record."""
-    out = []
-    for arm in ("reference", "candidate"):
-        notes = (experiment.get(arm) or {}).get("notes") or []
-        out += [(arm, str(n)) for n in notes if str(n).startswith(STAGING_NOTE)]
-    return out
+def staging_notes(e: Experiment) -> list[tuple[str, str]]:
+    """(arm, what its staging cost) for each staged arm of an experiment."""
+    arms = (("reference", e.reference), ("candidate", e.candidate))
+    return [(arm, n) for arm, m in arms if m is not None for n in m.notes if n.startswith(STAGING_NOTE)]

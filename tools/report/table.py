@@ -2,15 +2,16 @@
 
 The Markdown report, the HTML report, the terminal and the MCP ``opt_proposal_table`` tool
 all show the same six columns (#, Strategy, Description of Optimization, App Impact, System
-Impact, Weighted Score) from the same row dicts (``agents.optimizer.proposal_table``), so a
+Impact, Weighted Score) from the same rows (``agents.optimizer.proposal_table``), so a
 number can never read differently in two places.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from dftune.core.domain.run import ProposalRow
 from dftune.core.safetext import md_link, md_text
 from dftune.core.terminal import Col
 
@@ -56,30 +57,30 @@ def impact_mark(pct: float, source: str) -> str:
     return "n/a" if source == "n/a" else f"{pct:.1f}% {SOURCE_MARKS.get(source, source)}"
 
 
-def proposal_cells(row: Mapping[str, Any]) -> list[str]:
+def proposal_cells(row: ProposalRow) -> list[str]:
     """One table row as text, in PROPOSAL_COLUMNS order followed by EXTRA_COLUMNS."""
     return [
-        str(row["#"]),
-        str(row["strategy"]),
-        str(row["description"]),
-        impact_text(row["app_impact_pct"], row["app_impact_source"]),
-        impact_text(row["system_impact_pct"], row["system_impact_source"]),
-        f"{row['weighted_score']:.2f}",
-        str(row["status"]),
-        f"{row['citation']} {row['url']}" if row.get("citation") else "UNSUPPORTED",
+        str(row.number),
+        row.strategy,
+        row.description,
+        impact_text(row.app_impact_pct, row.app_impact_source),
+        impact_text(row.system_impact_pct, row.system_impact_source),
+        f"{row.weighted_score:.2f}",
+        row.status,
+        f"{row.citation} {row.url}" if row.citation else "UNSUPPORTED",
     ]
 
 
-def terminal_cells(row: Mapping[str, Any]) -> list[str]:
+def terminal_cells(row: ProposalRow) -> list[str]:
     """One row for :data:`TERMINAL_COLUMNS` (impacts as ``30.0% meas``: :data:`SOURCE_LEGEND`)."""
     return [
-        str(row["#"]),
-        str(row["strategy"]),
-        str(row["description"]),
-        impact_mark(row["app_impact_pct"], row["app_impact_source"]),
-        impact_mark(row["system_impact_pct"], row["system_impact_source"]),
-        f"{row['weighted_score']:.2f}",
-        str(row["status"]),
+        str(row.number),
+        row.strategy,
+        row.description,
+        impact_mark(row.app_impact_pct, row.app_impact_source),
+        impact_mark(row.system_impact_pct, row.system_impact_source),
+        f"{row.weighted_score:.2f}",
+        row.status,
     ]
 
 
@@ -97,13 +98,13 @@ def markdown_table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[s
     return out
 
 
-def proposal_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def proposal_markdown(rows: Sequence[ProposalRow]) -> list[str]:
     """The whole proposal table in Markdown (the reports and the MCP tool); citations link only http(s)."""
-    cells = []
-    for r in rows:
-        row: list[Any] = proposal_cells(r)[:-1]
-        row.append(
-            Md(f"{md_text(r['citation'])} {md_link(r.get('url'))}") if r.get("citation") else "UNSUPPORTED"
-        )
-        cells.append(row)
+    cells = [
+        [
+            *proposal_cells(r)[:-1],
+            Md(f"{md_text(r.citation)} {md_link(r.url)}") if r.citation else "UNSUPPORTED",
+        ]
+        for r in rows
+    ]
     return markdown_table([*PROPOSAL_COLUMNS, *EXTRA_COLUMNS], cells)
