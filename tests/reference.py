@@ -198,12 +198,15 @@ class Process:
         return wall
 
 
-# the program lists are data (resources/trace/processes.toml), as docs/analyze.md's call lists are
-_PROCESS_DATA = tomllib.loads(
-    (Path(__file__).resolve().parents[1] / "resources" / "trace" / "processes.toml").read_text(
-        encoding="utf-8"
-    )
-)["helpers"]
+# the program lists are data (resources/facts/processes.toml, with every launcher's executables of
+# resources/facts/launchers.toml), as docs/analyze.md's call lists are
+_FACTS = Path(__file__).resolve().parents[1] / "resources" / "facts"
+_PROCESS_DATA = tomllib.loads((_FACTS / "processes.toml").read_text(encoding="utf-8"))["helpers"]
+_PROCESS_DATA["commands"] += [
+    exe
+    for launcher in tomllib.loads((_FACTS / "launchers.toml").read_text(encoding="utf-8"))["launcher"]
+    for exe in launcher["executables"]
+]
 _RANK_IN_NAME = re.compile(r"(?:^|[-_.])(\d+)-of-(\d+)(?:[-_.]|$)")
 
 
