@@ -13,18 +13,6 @@ import sys
 from dftune.cli import analysis, environment, kb, papers, tuning
 from dftune.cli.common import EXIT_BAD_INPUT, EXIT_RUN_FAILED, app
 
-__all__ = [
-    "EXIT_BAD_INPUT",
-    "EXIT_RUN_FAILED",
-    "analysis",
-    "app",
-    "environment",
-    "kb",
-    "main",
-    "papers",
-    "tuning",
-]
-
 
 def main() -> None:  # pragma: no cover - console entry point
     """Console entry: any unexpected failure is still one line on stderr (traceback with DFTUNE_DEBUG=1)."""

@@ -24,5 +24,3 @@ worker process cannot corrupt the protocol.
 from dftune.mcp_server.registry import ToolFailure, ToolSpec, iteration_number
 from dftune.mcp_server.server import build_server, serve
 from dftune.mcp_server.toolset import call, tools
-
-__all__ = ["ToolFailure", "ToolSpec", "build_server", "call", "iteration_number", "serve", "tools"]

@@ -5,13 +5,3 @@ Importing this package is cheap; chromadb is imported only when a store is opene
 
 from dftune.vectorstore.embeddings import EmbeddingError, get_embedder
 from dftune.vectorstore.store import Hit, PaperStore, Passage, StoredCitation, StoreError
-
-__all__ = [
-    "EmbeddingError",
-    "Hit",
-    "PaperStore",
-    "Passage",
-    "StoreError",
-    "StoredCitation",
-    "get_embedder",
-]

@@ -29,27 +29,3 @@ from dftune.agents.optimizer.plan import (
     requirement_gap,
 )
 from dftune.agents.optimizer.table import UncitedProposal, cited_proposal, proposal_table
-
-__all__ = [
-    "ACTIONABLE",
-    "UncitedProposal",
-    "apply_change",
-    "catalog_proposal",
-    "checklist_verdicts",
-    "choose",
-    "cited_proposal",
-    "copy_source",
-    "estimate",
-    "estimate_proposals",
-    "facts_of",
-    "journal_for",
-    "keep_layout",
-    "knob_proposals",
-    "next_iteration",
-    "plan",
-    "plan_proposals",
-    "proposal_table",
-    "renewed",
-    "requirement_gap",
-    "write_layer_artifacts",
-]

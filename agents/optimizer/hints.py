@@ -235,18 +235,3 @@ def override_check(p: Proposal, workdir: Path, asked: dict[str, str] | None = No
         f"not counted: the program overrode the hint ({said}); its own MPI_Info hints win over "
         "ROMIO_HINTS key by key, so this arm measured the program's value"
     ), shown
-
-
-__all__ = [
-    "HINTS_DIR",
-    "arm_hints",
-    "hint_file_text",
-    "hint_proposals",
-    "hint_sets",
-    "hints_before",
-    "hints_in_effect",
-    "incumbent_hints",
-    "override_check",
-    "ranks_of",
-    "requested_hints",
-]

@@ -48,31 +48,3 @@ def make_reasoner(spec: str = "rules", *, settings: LLMSettings | None = None) -
         return RulesOnly()
     parse_model_spec(spec)
     return LLMReasoner(transport.build_chat_model(spec, settings), name=spec, settings=settings)
-
-
-__all__ = [
-    "DEFAULT_TOKEN_BUDGET",
-    "MAX_REASKS",
-    "PROVIDERS",
-    "Budget",
-    "Choice",
-    "Facts",
-    "ImpactEstimate",
-    "ImpactEstimates",
-    "Judgment",
-    "LLMReasoner",
-    "Question",
-    "Reasoner",
-    "ReasonerError",
-    "RulesOnly",
-    "RulesReasoner",
-    "Summary",
-    "build_chat_model",
-    "check_model",
-    "impact_bound",
-    "llm_settings",
-    "load_prompt",
-    "make_reasoner",
-    "parse_model_spec",
-    "rank_key",
-]

@@ -195,7 +195,33 @@ class Filesystem(Sourced):
     topic: str
 
 
+class KernelFs(_Fact):
+    """A kernel filesystem type and what dftune calls it."""
+
+    name: str
+    fs_type: str
+    network: bool = False
+    single_server: bool = False
+    magic: int | None = None
+    magic_name: str | None = None
+    compatible: tuple[str, ...] = ()
+    #: its name in the kernel's linux/magic.h, when it is defined there
+    header_name: str | None = None
+
+
 class FilesystemFacts(_Fact):
     tmpfs_mounts: tuple[str, ...]
     tmpfs_source: str = Field(min_length=1)
     filesystem: tuple[Filesystem, ...]
+    kernel_source: str = Field(min_length=1)
+    vast_nfs_options: tuple[str, ...]
+    vast_source: str = Field(min_length=1)
+    kernel: tuple[KernelFs, ...]
+
+    @model_validator(mode="after")
+    def _known_types(self) -> FilesystemFacts:
+        from dftune.core.vocabulary import FS_TYPES
+
+        if bad := [k.name for k in self.kernel if k.fs_type not in FS_TYPES]:
+            raise ValueError(f"kernel types mapped outside the vocabulary: {', '.join(bad)}")
+        return self

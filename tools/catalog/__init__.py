@@ -24,22 +24,3 @@ from dftune.tools.catalog.models import (
     Rollback,
     Strategy,
 )
-
-__all__ = [
-    "Apply",
-    "Catalog",
-    "CatalogCitation",
-    "CatalogError",
-    "ChecklistCategory",
-    "Claim",
-    "Parameter",
-    "Rollback",
-    "Strategy",
-    "default_catalog",
-    "load_catalog",
-    "load_checklist",
-    "load_citations",
-    "load_strategies",
-    "strategies_for",
-    "validate_references",
-]

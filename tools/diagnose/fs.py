@@ -42,14 +42,9 @@ forbids performance analysis of an NFS-resident dataset — and, more softly, fo
 single-server network filesystems outside the vocabulary (CIFS/SMB, sshfs, 9p), for
 overlay (results measure the container layer) and for tmpfs (results measure RAM).
 
-statfs magic numbers used (``f_type`` of ``statfs(2)``). The in-tree ones are from the
-kernel's ``include/uapi/linux/magic.h`` (checked against ``/usr/include/linux/magic.h``
-on the development machine and ``man 2 statfs``); the out-of-tree ones (Lustre, GPFS,
-BeeGFS, ZFS) from GNU coreutils' ``src/stat.c`` table (``S_MAGIC_LUSTRE`` 0x0BD00BD0,
-``S_MAGIC_GPFS`` 0x47504653, ``S_MAGIC_FHGFS`` 0x19830326, ``S_MAGIC_ZFS`` 0x2FC12FC1),
-cross-checked with Lustre/ROMIO (``LL_SUPER_MAGIC 0x0BD00BD0``), ROMIO
-(``GPFS_SUPER_MAGIC 0x47504653``) and BeeGFS's own ctl tool (``BEEGFS_MAGIC 0x19830326``).
-ext2, ext3 and ext4 share 0xEF53, which is why ``stat -f`` prints "ext2/ext3" for ext4.
+The kernel's filesystem names, the statfs magic numbers (``f_type`` of ``statfs(2)``) and the
+VAST client's options are data (resources/facts/filesystems.toml, with their sources). ext2,
+ext3 and ext4 share 0xEF53, which is why ``stat -f`` prints "ext2/ext3" for ext4.
 
 Everything here is pure: no printing, no side effects at import time. ``detect`` takes an
 injectable mount table file and statfs function so tests can simulate machines that have
@@ -71,19 +66,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from dftune.core.facts import filesystem_facts
+from dftune.core.facts.models import KernelFs
 from dftune.core.vocabulary import FsType
-
-__all__ = [
-    "MAGIC",
-    "FsInfo",
-    "Mount",
-    "StatfsFn",
-    "detect",
-    "detect_many",
-    "find_mount",
-    "parse_mount_table",
-    "real_statfs",
-]
 
 #: ``statfs(path) -> f_type`` (None when unavailable).
 StatfsFn = Callable[[str], int | None]
@@ -92,125 +76,19 @@ PROC_MOUNTINFO = Path("/proc/self/mountinfo")
 PROC_MOUNTS = Path("/proc/mounts")
 
 # --------------------------------------------------------------------------------------
-# statfs magic numbers -> (kernel name, vocabulary value, is_network)
+# what the kernel calls a filesystem -> the vocabulary (resources/facts/filesystems.toml)
 
-LUSTRE_SUPER_MAGIC = 0x0BD00BD0
-GPFS_SUPER_MAGIC = 0x47504653
-BEEGFS_SUPER_MAGIC = 0x19830326  # coreutils: S_MAGIC_FHGFS
-NFS_SUPER_MAGIC = 0x6969
-XFS_SUPER_MAGIC = 0x58465342
-EXT4_SUPER_MAGIC = 0xEF53  # shared by ext2, ext3, ext4
-TMPFS_MAGIC = 0x01021994
-RAMFS_MAGIC = 0x858458F6
-OVERLAYFS_SUPER_MAGIC = 0x794C7630
-BTRFS_SUPER_MAGIC = 0x9123683E
-ZFS_SUPER_MAGIC = 0x2FC12FC1
-F2FS_SUPER_MAGIC = 0xF2F52010
-CIFS_SUPER_MAGIC = 0xFF534D42
-SMB2_SUPER_MAGIC = 0xFE534D42
-CEPH_SUPER_MAGIC = 0x00C36400
 
-MAGIC: dict[int, tuple[str, FsType, bool]] = {
-    LUSTRE_SUPER_MAGIC: ("lustre", "lustre", True),
-    GPFS_SUPER_MAGIC: ("gpfs", "gpfs", True),
-    BEEGFS_SUPER_MAGIC: ("beegfs", "beegfs", True),
-    NFS_SUPER_MAGIC: ("nfs", "nfs", True),
-    XFS_SUPER_MAGIC: ("xfs", "xfs", False),
-    EXT4_SUPER_MAGIC: ("ext2/ext3/ext4", "ext4", False),
-    TMPFS_MAGIC: ("tmpfs", "tmpfs", False),
-    RAMFS_MAGIC: ("ramfs", "tmpfs", False),
-    OVERLAYFS_SUPER_MAGIC: ("overlay", "overlay", False),
-    BTRFS_SUPER_MAGIC: ("btrfs", "local", False),
-    ZFS_SUPER_MAGIC: ("zfs", "local", False),
-    F2FS_SUPER_MAGIC: ("f2fs", "local", False),
-    CIFS_SUPER_MAGIC: ("cifs", "unknown", True),
-    SMB2_SUPER_MAGIC: ("smb2", "unknown", True),
-    CEPH_SUPER_MAGIC: ("ceph", "unknown", True),
-}
+@functools.cache
+def _kernel() -> dict[str, KernelFs]:
+    return {k.name: k for k in filesystem_facts().kernel}
 
-#: Vocabulary values a mount-table answer may have while agreeing with a statfs magic
-#: (the magic cannot tell ext4 from ext2/3, nor VAST from plain NFS).
-_COMPATIBLE: dict[int, frozenset[str]] = {
-    NFS_SUPER_MAGIC: frozenset({"nfs", "vast"}),
-    EXT4_SUPER_MAGIC: frozenset({"ext4", "local"}),
-}
 
-# --------------------------------------------------------------------------------------
-# kernel fstype names -> vocabulary
+@functools.cache
+def magic_table() -> dict[int, KernelFs]:
+    """statfs ``f_type`` -> the kernel filesystem it names."""
+    return {k.magic: k for k in filesystem_facts().kernel if k.magic is not None}
 
-_BY_FSTYPE: dict[str, FsType] = {
-    "lustre": "lustre",
-    "gpfs": "gpfs",
-    "beegfs": "beegfs",
-    "fhgfs": "beegfs",
-    # nfs and nfs4 are classified in _classify_mount: "nfs" or "vast".
-    "xfs": "xfs",
-    "ext4": "ext4",
-    "tmpfs": "tmpfs",
-    "ramfs": "tmpfs",
-    "devtmpfs": "tmpfs",
-    "overlay": "overlay",
-    "overlayfs": "overlay",
-    "aufs": "overlay",
-    "fuse.fuse-overlayfs": "overlay",
-}
-#: Local block-device filesystems outside the vocabulary's named ones.
-_LOCAL_FSTYPES = frozenset(
-    {
-        "ext2",
-        "ext3",
-        "btrfs",
-        "zfs",
-        "f2fs",
-        "jfs",
-        "reiserfs",
-        "bcachefs",
-        "nilfs2",
-        "vfat",
-        "exfat",
-        "ntfs",
-        "ntfs3",
-        "hfsplus",
-        "squashfs",
-        "erofs",
-    }
-)
-#: Filesystems whose data lives on another machine.
-_NETWORK_FSTYPES = frozenset(
-    {
-        "lustre",
-        "gpfs",
-        "beegfs",
-        "fhgfs",
-        "nfs",
-        "nfs4",
-        "cifs",
-        "smb3",
-        "smbfs",
-        "ceph",
-        "fuse.ceph-fuse",
-        "glusterfs",
-        "fuse.glusterfs",
-        "wekafs",
-        "dvs",
-        "panfs",
-        "pvfs2",
-        "orangefs",
-        "afs",
-        "9p",
-        "fuse.sshfs",
-        "fuse.s3fs",
-        "fuse.gcsfuse",
-        "fuse.rclone",
-    }
-)
-#: Network filesystems outside the vocabulary that, like NFS, funnel through one server.
-_SINGLE_SERVER_FSTYPES = frozenset({"cifs", "smb3", "smbfs", "9p", "fuse.sshfs"})
-
-#: Mount options only the VAST NFS client ("vastnfs") adds on top of upstream NFS.
-_VAST_OPTION_KEYS = frozenset(
-    {"remoteports", "localports", "spread_reads", "spread_writes", "mdconnect", "pconnect"}
-)
 
 # --------------------------------------------------------------------------------------
 # the result
@@ -417,19 +295,17 @@ def _looks_like_vast(source: str, options: Iterable[str]) -> bool:
         host = source.split(":", 1)[0]
     if "vast" in host.lower():
         return True
-    return any(opt.split("=", 1)[0].lower() in _VAST_OPTION_KEYS for opt in options)
+    return any(opt.split("=", 1)[0].lower() in filesystem_facts().vast_nfs_options for opt in options)
 
 
 def _classify_mount(m: Mount) -> FsType:
-    fstype = m.fstype.lower()
-    if fstype in ("nfs", "nfs4"):
+    known = _kernel().get(m.fstype.lower())
+    if known is not None and known.fs_type == "nfs":
         return "vast" if _looks_like_vast(m.source, m.options) else "nfs"
-    if fstype in _BY_FSTYPE:
-        return _BY_FSTYPE[fstype]
+    if known is not None and known.fs_type != "unknown":
+        return known.fs_type  # type: ignore[return-value]
     if any(_is_under(m.mount_point, shm) for shm in filesystem_facts().tmpfs_mounts):
         return "tmpfs"
-    if fstype in _LOCAL_FSTYPES:
-        return "local"
     return "unknown"
 
 
@@ -441,7 +317,7 @@ def _warning(given: str, fs_type: str, kernel: str | None, where: str) -> str | 
             "so copy the dataset to Lustre or another parallel filesystem (or node-local storage) "
             "and repoint the data dir before any performance analysis."
         )
-    if kernel is not None and kernel.lower() in _SINGLE_SERVER_FSTYPES:
+    if kernel is not None and (k := _kernel().get(kernel.lower())) is not None and k.single_server:
         return (
             f"network filesystem warning: data path {given} is on {kernel} ({where}), a "
             "single-server network filesystem that caps bandwidth/IOPS like NFS; copy the dataset "
@@ -510,7 +386,7 @@ def _detect(path: str | os.PathLike[str], table: _Table, statfs: StatfsFn | None
     if mount is not None:
         kernel = mount.fstype
         fs_type = _classify_mount(mount)
-        is_network = kernel.lower() in _NETWORK_FSTYPES
+        is_network = (k := _kernel().get(kernel.lower())) is not None and k.network
         if fs_type == "vast":
             notes.append(
                 f"vast inferred from NFS mount {mount.source} (host name or VAST client options); "
@@ -533,16 +409,16 @@ def _detect(path: str | os.PathLike[str], table: _Table, statfs: StatfsFn | None
             magic = statfs_fn(resolved)
         except OSError as exc:
             notes.append(f"statfs({resolved}) failed: {exc.strerror or exc}")
-    known = MAGIC.get(magic) if magic is not None else None
+    known = magic_table().get(magic) if magic is not None else None
     if magic is not None and known is None and mount is None:
         notes.append(f"statfs f_type 0x{magic:08X} is not a filesystem dftune recognises")
     if magic is not None and known is not None:
-        magic_name, magic_type, magic_network = known
-        compatible = _COMPATIBLE.get(magic, frozenset({magic_type}))
+        magic_name, magic_type, magic_network = known.magic_name or known.name, known.fs_type, known.network
+        compatible = set(known.compatible or [magic_type])
         if mount is None:
             notes.append(f"filesystem type from statfs f_type 0x{magic:08X} ({magic_name})")
-            if magic == EXT4_SUPER_MAGIC:
-                notes.append("ext2/ext3/ext4 share one statfs magic number; assumed ext4")
+            if known.magic_name:  # a magic several filesystems share (ext2/ext3/ext4)
+                notes.append(f"{magic_name} share one statfs magic number; assumed {magic_type}")
             fs_type, kernel, is_network = magic_type, magic_name, magic_network
             where = f"statfs type {magic_name}, no mount table entry"
         elif fs_type == "unknown" and magic_type != "unknown":

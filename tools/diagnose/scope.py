@@ -16,7 +16,7 @@ from typing import Any
 from dftune.core.domain.diagnosis import SetApart
 from dftune.core.facts.paths import DATA, class_why, set_apart_when
 from dftune.tools.trace import semantics as S
-from dftune.tools.trace.model import Analysis, PathClassStats, Shape
+from dftune.tools.trace.model import Analysis, Shape
 
 
 def excluded_classes(analysis: Analysis) -> list[str]:
@@ -179,16 +179,6 @@ def describe(items: list[SetApart]) -> list[str]:
             f"I/O time (e.g. {s.example}): {s.why}"
         )
     return lines
-
-
-__all__ = [
-    "PathClassStats",
-    "data_rows",
-    "data_summary",
-    "describe",
-    "excluded_classes",
-    "set_apart",
-]
 
 
 def _why(cls: str) -> str:

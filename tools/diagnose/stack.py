@@ -144,6 +144,3 @@ def overridden(requested: dict[str, str], blocks: list[dict[str, str]]) -> dict[
             if got is not None and got != want:
                 out.setdefault(key, set()).add(got)
     return out
-
-
-__all__ = ["hints_printed", "infer_stack", "overridden", "program_files", "trace_evidence"]

@@ -24,20 +24,3 @@ from dftune.tools.guards.degradation import non_degradation_guard
 from dftune.tools.guards.pattern import access_pattern_guard, pattern_by_definition
 from dftune.tools.guards.rules import GuardRules, GuardRulesError, guard_rules
 from dftune.tools.guards.work import doing_less_by_definition, no_doing_less_guard, work_done
-
-__all__ = [
-    "Arm",
-    "GuardRules",
-    "GuardRulesError",
-    "Totals",
-    "access_pattern_guard",
-    "citation_guard",
-    "doing_less_by_definition",
-    "guard_rules",
-    "names_technique",
-    "no_doing_less_guard",
-    "non_degradation_guard",
-    "pattern_by_definition",
-    "reference_guard",
-    "work_done",
-]

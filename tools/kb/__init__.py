@@ -15,19 +15,3 @@ from dftune.tools.kb.store import (
     opt_kb_records,
 )
 from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT, decide
-
-__all__ = [
-    "SCHEMA_VERSION",
-    "WIN_THRESHOLD_PCT",
-    "KbError",
-    "decide",
-    "default_db_path",
-    "default_render_path",
-    "opt_kb_get",
-    "opt_kb_lookup",
-    "opt_kb_of_experiment",
-    "opt_kb_record",
-    "opt_kb_records",
-    "opt_kb_render",
-    "render_markdown",
-]

@@ -18,8 +18,6 @@ from dftune.core.home import dftune_home
 from dftune.tools.kb.store import opt_kb_records
 from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT
 
-__all__ = ["default_render_path", "opt_kb_render", "render_markdown"]
-
 SECTIONS: tuple[tuple[Scope, str, str], ...] = (
     (
         "system",

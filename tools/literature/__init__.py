@@ -24,31 +24,3 @@ from dftune.tools.literature.remote import (
     search_semantic_scholar,
 )
 from dftune.tools.literature.search import MAX_ATTEMPTS, LiteratureSearch, rag_search
-
-__all__ = [
-    "MAX_ATTEMPTS",
-    "Attempt",
-    "Evidence",
-    "LiteratureSearch",
-    "Offline",
-    "Paper",
-    "Remote",
-    "RemoteError",
-    "SearchContext",
-    "SearchResult",
-    "Support",
-    "context_of",
-    "evidence_for",
-    "get_arxiv_paper",
-    "guard_accepts",
-    "offline_forced",
-    "rag_search",
-    "remember_papers",
-    "search_arxiv",
-    "search_crossref",
-    "search_openalex",
-    "search_papers_combined",
-    "search_semantic_scholar",
-    "session_search_optimization_context",
-    "supporting_passage",
-]

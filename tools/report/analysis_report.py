@@ -24,7 +24,7 @@ from dftune.tools.report.fixes import (
     snippet_html,
     snippets,
 )
-from dftune.tools.report.html import CSS, e, plots_section, table
+from dftune.tools.report.html import css, e, plots_section, table
 from dftune.tools.report.plots import (
     Plot,
     _figure,
@@ -85,7 +85,7 @@ def render_input_html(label: str, a: Analysis, d: Diagnosis) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
         "style-src 'unsafe-inline'\">",
-        f"<title>{e(title)}</title><style>{CSS}{SEVERITY_CSS}</style></head><body>",
+        f"<title>{e(title)}</title><style>{css()}{SEVERITY_CSS}</style></head><body>",
         f'<header><h1>{e(title)}</h1><div class="meta">{e(label)} · {a.processes:,} process(es) · job time '
         f"{a.job_time_s:,.3f} s · {e(', '.join(f'{k} x{v}' for k, v in a.formats.items()))}</div></header>",
         "<nav>" + "".join(f'<a href="#{k}">{e(t)}</a>' for k, t in sections) + "</nav><main>",

@@ -278,7 +278,7 @@ def render_campaign_markdown(meta: CampaignMeta, rows: list[MemberRow]) -> str:
 
 def render_campaign_html(meta: CampaignMeta, rows: list[MemberRow]) -> str:
     from dftune.tools.report.glance import GLANCE_CSS
-    from dftune.tools.report.html import CSS
+    from dftune.tools.report.html import css
 
     partial, cov = coverage_sentence(rows)
     out = [
@@ -287,7 +287,7 @@ def render_campaign_html(meta: CampaignMeta, rows: list[MemberRow]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta http-equiv="Content-Security-Policy" '
         "content=\"default-src 'none'; style-src 'unsafe-inline'\">",
-        f"<title>dftune campaign: {e(meta.name)}</title><style>{CSS}{GLANCE_CSS}</style></head><body>",
+        f"<title>dftune campaign: {e(meta.name)}</title><style>{css()}{GLANCE_CSS}</style></head><body>",
         f'<header><h1>dftune campaign: {e(meta.name)}</h1><div class="meta">campaign {e(meta.id)} · status '
         f"<b>{e(meta.status)}</b> · {e(timing_text(meta))}</div></header><main>",
         f'<div class="banner"><b>{e(cov)}</b></div>' if partial else f'<p class="note">{e(cov)}</p>',

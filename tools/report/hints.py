@@ -92,6 +92,3 @@ def hints_html(r: RunReport) -> str:
         "file) and what ROMIO said it used at every open; a hint the program overrode in its own "
         f"MPI_Info is not counted.</p>{table(HEAD, [[e(c) for c in r] for r in rows])}</section>"
     )
-
-
-__all__ = ["hint_rows", "hints_html", "hints_markdown"]

@@ -8,7 +8,9 @@ SVG can neither run script nor clash with another figure's element ids.
 from __future__ import annotations
 
 import base64
+import functools
 import html
+from importlib import resources
 
 from dftune.core.citation import CitedClaim
 from dftune.core.domain.experiments import GuardRecord
@@ -52,48 +54,11 @@ SECTIONS = (
     ("citations", "Citations"),
 )
 
-CSS = """
-:root { --fg:#1a202c; --muted:#4a5568; --line:#e2e8f0;
---bg:#f7fafc; --win:#2f855a; --bad:#c53030; --warn:#b7791f; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
-       color: var(--fg);
-       margin: 0; background: #fff; }
-header { background: #1a365d; color: #fff; padding: 18px 32px; }
-header h1 { margin: 0 0 4px; font-size: 22px; }
-header .meta { color: #cbd5e0; font-size: 13px; }
-nav { background: var(--bg); border-bottom: 1px solid
-var(--line); padding: 8px 32px; position: sticky; top: 0; }
-nav a { margin-right: 14px; color: #2c5282; text-decoration: none; font-size: 13px; }
-main { padding: 8px 32px 40px; max-width: 1400px; }
-h2 { border-bottom: 2px solid var(--line); padding-bottom: 4px; margin-top: 32px; }
-h3 { margin: 20px 0 6px; }
-table { border-collapse: collapse; width: 100%; margin: 8px 0 12px; font-size: 13px; }
-th, td { border: 1px solid var(--line); padding: 5px 8px; text-align: left; vertical-align: top; }
-th { background: var(--bg); }
-td { overflow-wrap: anywhere; }  /* a long path or URL wraps instead of pushing the table off the page */
-td code { overflow-wrap: normal; }  /* ids and settings wrap only at their <wbr> (after . _ = , /) */
-td.num { text-align: right; font-variant-numeric: tabular-nums; overflow-wrap: normal; }
-.cards { display: flex; gap: 12px; flex-wrap: wrap; margin: 12px 0; }
-.card { border: 1px solid var(--line); border-radius: 6px;
-padding: 10px 14px; min-width: 150px; background: var(--bg); }
-.card .v { font-size: 20px; font-weight: 600; }
-.card .k { color: var(--muted); font-size: 12px; }
-.banner { border-left: 4px solid var(--warn); background: #fffaf0; padding: 8px 12px; margin: 12px 0; }
-.note { color: var(--muted); }
-.tag { display: inline-block; padding: 1px 7px; border-radius: 10px; font-size: 12px; white-space: nowrap;
-       background: #edf2f7; }
-.tag.win, .tag.passed, .tag.measured, .tag.applied_measured { background: #c6f6d5; color: #22543d; }
-.tag.regression, .tag.failed, .tag.rejected, .tag.unsupported { background: #fed7d7; color: #742a2a; }
-.tag.estimate, .tag.applicable_not_measured, .tag.declined,
-.tag.manual { background: #fefcbf; color: #744210; }
-figure { margin: 16px 0; }
-figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
-figcaption { color: var(--muted); font-size: 12px; }
-ol.cites li { margin-bottom: 8px; }
-code { background: var(--bg); padding: 0 3px; }
-summary { cursor: pointer; color: #2c5282; margin: 8px 0; }
-"""
+
+@functools.cache
+def css() -> str:
+    """The reports' style sheet (resources/report/report.css), inlined in every page: no network."""
+    return (resources.files("dftune.resources") / "report" / "report.css").read_text(encoding="utf-8")
 
 
 def _impact(pct: float, source: str) -> str:
@@ -110,7 +75,7 @@ def render_run_html(r: RunReport, plots: list[Plot]) -> str:
         # nothing may load from anywhere: the report is one file, readable offline
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
         "style-src 'unsafe-inline'\">",
-        f"<title>{e(title)}</title><style>{CSS}{GLANCE_CSS}{SEVERITY_CSS}</style></head><body>",
+        f"<title>{e(title)}</title><style>{css()}{GLANCE_CSS}{SEVERITY_CSS}</style></head><body>",
         f'<header><h1>{e(title)}</h1><div class="meta">run {e(r.run_id)} · status '
         f"<b>{e(r.status)}</b>"
         f"{' (' + e(r.status_reason) + ')' if r.status_reason else ''}"

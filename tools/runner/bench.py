@@ -41,7 +41,7 @@ from dftune.tools.runner.metrics import (
     last_number,
     last_text,
 )
-from dftune.tools.runner.spec import KnobValue, SpecError, WorkloadSpec
+from dftune.tools.runner.spec import KnobValue, WorkloadSpec
 from dftune.tools.runner.staging import (
     Staged,
     StagingError,
@@ -741,6 +741,3 @@ def bench(
         started=started.isoformat(),
         prepare_s=prepare_s,
     )
-
-
-__all__ = ["SCHEMA", "BenchError", "BenchResult", "Replicate", "SpecError", "bench", "drop_page_cache"]

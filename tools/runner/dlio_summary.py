@@ -50,6 +50,3 @@ def keep_summary(found: Path, folder: Path) -> Path:
 def looked_in(roots: Iterable[Path]) -> str:
     """Where :func:`find_summary` looked, for a one-line error."""
     return ", ".join(str(r / g) for r in roots for g in OUTPUT_GLOBS[:3])
-
-
-__all__ = ["OUTPUT_GLOBS", "SUMMARY", "find_summary", "keep_summary", "looked_in"]

@@ -98,6 +98,3 @@ def metric_label(metric: Metric) -> tuple[str, str]:
             return f"{stream}_metric", ""
         names = [n for n in found if n]
     return _joined(names, metric.combine), _common_unit([unit_of_name(n) for n in names])
-
-
-__all__ = ["DLIO_UNITS", "IOR_NAMES", "metric_label", "pattern_name", "unit_of_name"]

@@ -157,19 +157,3 @@ def higher_is_better(kind: str, fields: Sequence[str]) -> bool | None:
     if kind == "dlio" and fields:
         return True
     return None
-
-
-__all__ = [
-    "COMBINE",
-    "DLIO_FIELDS",
-    "IOR_FIELDS",
-    "MetricNotFound",
-    "combined",
-    "csv_values",
-    "dlio_value",
-    "higher_is_better",
-    "ior_value",
-    "json_value",
-    "json_values",
-    "last_number",
-]

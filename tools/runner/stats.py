@@ -41,21 +41,6 @@ from dftune.core.domain.stats import (
     relative_improvement,
 )
 
-__all__ = [
-    "DEFAULT_REPLICATES",
-    "MIN_REPLICATES",
-    "PAIRED_MIN",
-    "bootstrap_ratio_ci",
-    "compare",
-    "early_stop",
-    "mann_whitney",
-    "paired_bootstrap_ratio_ci",
-    "regression_guard",
-    "signed_rank",
-    "summarize",
-    "undecided",
-]
-
 DEFAULT_REPLICATES = 5
 """Replicates per arm, as the dftracer-io-optimization skill requires."""
 

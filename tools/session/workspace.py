@@ -342,27 +342,3 @@ def validate_structure(run_id: str) -> StructureReport:
 def reorganize_structure(run_id: str, dry_run: bool = True) -> list[Move]:
     """``session_reorganize_structure``: plan (or with ``dry_run=False`` apply) the fixes."""
     return Workspace().reorganize_structure(run_id, dry_run=dry_run)
-
-
-__all__ = [
-    "ARTIFACTS",
-    "BASELINE_SUBDIRS",
-    "ITERATION_SUBDIRS",
-    "JSON_ARTIFACTS",
-    "InvalidRunId",
-    "IterationNotFound",
-    "Move",
-    "RunExists",
-    "RunInfo",
-    "RunLocked",
-    "RunMeta",
-    "RunNotFound",
-    "StructureReport",
-    "UnknownArtifact",
-    "Workspace",
-    "WorkspaceError",
-    "new_run_id",
-    "reorganize_structure",
-    "validate_run_id",
-    "validate_structure",
-]

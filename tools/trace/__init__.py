@@ -3,5 +3,3 @@
 from dftune.tools.trace.engine import analyze, analyze_runs
 from dftune.tools.trace.errors import MultipleRunsError, TraceError
 from dftune.tools.trace.model import SCHEMA, Analysis
-
-__all__ = ["SCHEMA", "Analysis", "MultipleRunsError", "TraceError", "analyze", "analyze_runs"]

@@ -61,36 +61,3 @@ from dftune.tools.runner.changes.models import (
 )
 from dftune.tools.runner.changes.patch import preview_patch
 from dftune.tools.runner.changes.unidiff import FileDiff, Hunk, apply_hunks, parse_unified_diff
-
-__all__ = [
-    "ENV_FILE_NAME",
-    "IN_EFFECT",
-    "JOURNAL_FORMAT",
-    "PENDING",
-    "RETRYABLE",
-    "ApprovalRequired",
-    "Change",
-    "ChangeError",
-    "CommandChange",
-    "CommandResult",
-    "ConflictError",
-    "DuplicateChange",
-    "EnvChange",
-    "FileDiff",
-    "FilePatch",
-    "Hunk",
-    "Journal",
-    "JournalError",
-    "JournalRecord",
-    "PatchError",
-    "Privilege",
-    "State",
-    "UnsafePathError",
-    "apply_hunks",
-    "parse_unified_diff",
-    "preview_patch",
-    "quote_sh",
-    "read_env_file",
-    "render_env_file",
-    "render_rollback",
-]

@@ -118,15 +118,3 @@ def layer_env(base: dict[str, str], new: dict[str, str], *, write: bool = True) 
 def replaced_text(replaced: list[Replaced]) -> str:
     """One clause for a log line: which value replaced which (empty when none did)."""
     return "; ".join(str(r) for r in replaced)
-
-
-__all__ = [
-    "HINTS_VAR",
-    "Layered",
-    "Replaced",
-    "combined_hint_path",
-    "hint_file_text",
-    "layer_env",
-    "read_hint_file",
-    "replaced_text",
-]

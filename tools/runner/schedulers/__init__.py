@@ -64,27 +64,6 @@ from dftune.tools.runner.schedulers.slurm import (
 )
 from dftune.tools.runner.spec import Launcher
 
-__all__ = [
-    "JobEnd",
-    "QueueState",
-    "SacctRow",
-    "flux_submit_argv",
-    "parse_flux_id",
-    "parse_flux_result",
-    "parse_job_clock",
-    "parse_sacct",
-    "parse_sbatch_id",
-    "parse_scontrol_job",
-    "program_stderr",
-    "run_flux",
-    "run_scheduled",
-    "run_slurm",
-    "slurm_never_starts",
-    "slurm_outcome",
-    "slurm_script",
-    "srun_signal",
-]
-
 
 def run_scheduled(
     argv: list[str],
