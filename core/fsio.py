@@ -93,8 +93,3 @@ def atomic_write_bytes(
     """Replace ``path`` with ``data`` atomically and durably (see :func:`atomic_file`)."""
     with atomic_file(path, mode, strict=strict, exclusive=exclusive) as fh:
         fh.write(data)
-
-
-def is_temp_name(name: str) -> bool:
-    """A leftover of :func:`atomic_file` (a crash between create and rename)."""
-    return name.startswith(".") and name.endswith(".tmp")

@@ -240,11 +240,6 @@ class PaperStore:
             self._cache = None
         return len(passages)
 
-    def delete_citation(self, citation_id: str) -> None:
-        with self._lock:
-            self._col.delete(where={"citation_id": citation_id})
-            self._cache = None
-
     def has_citation(self, citation_id: str) -> bool:
         got = self._col.get(where={"citation_id": citation_id}, limit=1, include=[])
         return bool(got["ids"])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dftune.core.errors import DftuneError, one_line
-from dftune.core.fsio import atomic_file, atomic_write_bytes, is_temp_name
+from dftune.core.fsio import atomic_file, atomic_write_bytes
 
 
 def test_atomic_write_replaces_and_sets_the_mode(tmp_path: Path) -> None:
@@ -47,10 +47,6 @@ def test_exclusive_never_replaces(tmp_path: Path) -> None:
         atomic_write_bytes(target, b"second", exclusive=True)
     assert target.read_bytes() == b"first"
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
-
-
-def test_temp_names_are_recognised(tmp_path: Path) -> None:
-    assert is_temp_name(".report.md.0123456789ab.tmp") and not is_temp_name("report.md")
 
 
 def test_one_line_folds_and_caps() -> None:

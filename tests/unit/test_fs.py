@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from dftune.core.vocabulary import FS_TYPES
 from dftune.tools.diagnose import fs
-from dftune.tools.diagnose.fs import FsInfo, detect, detect_many, find_mount, parse_mount_table
+from dftune.tools.diagnose.fs import FsInfo, detect, find_mount, parse_mount_table
 
 # --------------------------------------------------------------------------------------
 # building a fake mount table
@@ -489,7 +489,7 @@ def test_statfs_failure_keeps_table_answer(hpc: tuple[Path, Path]) -> None:
 
 
 # --------------------------------------------------------------------------------------
-# the model, detect_many
+# the model
 
 
 def test_model_forbids_extra_fields_and_round_trips(hpc: tuple[Path, Path]) -> None:
@@ -500,24 +500,6 @@ def test_model_forbids_extra_fields_and_round_trips(hpc: tuple[Path, Path]) -> N
         FsInfo.model_validate({**info.model_dump(), "bogus": 1})
     with pytest.raises(ValidationError):
         FsInfo.model_validate({**info.model_dump(), "fs_type": "zfs"})
-
-
-def test_detect_many_reads_the_table_once(hpc: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    table, root = hpc
-    calls: list[object] = []
-    real = fs._read_mount_table
-
-    def counting(mountinfo: str | Path | None) -> tuple[list[fs.Mount], str | None, list[str]]:
-        calls.append(mountinfo)
-        return real(mountinfo)
-
-    monkeypatch.setattr(fs, "_read_mount_table", counting)
-    paths = [root / "p/lustre5", root / "g/g0", str(root / "vast/byname"), root / "tmp/missing"]
-    infos = detect_many(paths, mountinfo=table)
-    assert [i.fs_type for i in infos] == ["lustre", "nfs", "vast", "tmpfs"]
-    assert [i.path for i in infos] == [str(p) for p in paths]
-    assert len(calls) == 1
-    assert detect_many([]) == []
 
 
 # --------------------------------------------------------------------------------------
@@ -570,10 +552,8 @@ def test_real_machine(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/mountinfo").is_file(), reason="needs Linux /proc")
-def test_real_machine_missing_path_and_many(tmp_path: Path) -> None:
+def test_real_machine_missing_path(tmp_path: Path) -> None:
     missing = tmp_path / "will/be/created/by/setup"
     info = detect(missing)
     assert not info.exists and info.resolved == os.path.realpath(tmp_path)
     assert info.fs_type == detect(tmp_path).fs_type
-    many = detect_many([tmp_path, missing])
-    assert [m.fs_type for m in many] == [info.fs_type, info.fs_type]

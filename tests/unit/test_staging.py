@@ -1,4 +1,4 @@
-"""Staging a data set per replicate: path mapping, the metric with staging inside, the memory bound,
+"""Staging a data set per replicate: the metric with staging inside, the memory bound,
 outputs copied back and the copy removed whatever happens (real files, real processes)."""
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from dftune.tools.runner import staging
 from dftune.tools.runner.staging import (
     StagingError,
     adjusted_metric,
-    map_to_origin,
     outputs,
     room_for,
     stage_share,
@@ -45,18 +44,6 @@ def other_device_root(data: Path) -> Path | None:
     if shm.is_dir() and os.access(shm, os.W_OK) and os.stat(shm).st_dev != os.stat(data).st_dev:
         return shm
     return None
-
-
-# --------------------------------------------------------------------------- path mapping
-
-
-def test_staged_paths_map_back_to_the_data_folder() -> None:
-    staged, origin = "/dev/shm/dftune-stage-1-ab/data", "/scratch/u/data"
-    assert map_to_origin(f"{staged}/sub/s001.bin", staged, origin) == "/scratch/u/data/sub/s001.bin"
-    assert map_to_origin(staged, staged, origin) == origin
-    # a sibling whose name merely starts the same is not inside the copy
-    assert map_to_origin(f"{staged}2/x.bin", staged, origin) == f"{staged}2/x.bin"
-    assert map_to_origin("/usr/lib/libc.so.6", staged, origin) == "/usr/lib/libc.so.6"
 
 
 def profile_of(*files: tuple[str, int, int]) -> Analysis:

@@ -173,9 +173,6 @@ class Catalog:
         a proposal without a verifiable citation is UNSUPPORTED)."""
         return bool(self.verified_claims(strategy_id))
 
-    def for_checklist(self, number: int) -> list[Strategy]:
-        return sorted((s for s in self.strategies.values() if s.checklist == number), key=lambda s: s.id)
-
 
 def load_catalog(strategies: PathArg = None, citations: PathArg = None, checklist: PathArg = None) -> Catalog:
     """Load all three catalogs and check the references between them."""

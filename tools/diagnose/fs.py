@@ -466,17 +466,3 @@ def detect(
     """
     _touch(path)  # existence first: an autofs path is mounted before the table is read
     return _detect(path, _load(mountinfo), statfs)
-
-
-def detect_many(
-    paths: Iterable[str | os.PathLike[str]],
-    *,
-    mountinfo: str | Path | None = None,
-    statfs: StatfsFn | None = None,
-) -> list[FsInfo]:
-    """:func:`detect` for several paths, reading the mount table once."""
-    paths = list(paths)
-    for p in paths:
-        _touch(p)
-    table = _load(mountinfo)
-    return [_detect(p, table, statfs) for p in paths]

@@ -24,10 +24,7 @@ from functools import cached_property
 
 from dftune.core.facts.paths import DATA_FOLDER, PathClass, RunPaths, classify
 from dftune.tools.guards.logical import spearman
-from dftune.tools.trace import semantics as S
 from dftune.tools.trace.model import Analysis, FileAccess, RequestLog
-
-_BIN_LO = {label: lo for label, lo in S.SIZE_BINS}
 
 
 @dataclass(frozen=True)
@@ -210,16 +207,6 @@ class Arm:
             for label, n in f.sizes.get(direction, {}).items():
                 out[label] = out.get(label, 0) + n
         return out
-
-    def median_size_bin(self, direction: str) -> str | None:
-        bins = sorted(self.size_calls(direction).items(), key=lambda kv: _BIN_LO[kv[0]])
-        total = sum(n for _, n in bins)
-        seen = 0
-        for label, n in bins:
-            seen += n
-            if 2 * seen >= total:
-                return label
-        return None
 
     def visit_order(self, min_files: int) -> float | None:
         """Rank correlation (Spearman) between the order files are first read in and their name

@@ -36,12 +36,6 @@ def default_remote() -> Remote:
     return _default_remote
 
 
-def set_default_remote(remote: Remote | None) -> None:
-    """Swap the process-wide remote (tests inject one over a recorded transport)."""
-    global _default_remote
-    _default_remote = remote
-
-
 def _clean(text: Any) -> str | None:
     if not isinstance(text, str):
         return None

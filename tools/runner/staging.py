@@ -194,17 +194,6 @@ def staged_path(plan: StagePlan, arm_key: str, data_dir: Path) -> Path:
     return stage_home(plan, arm_key) / (data_dir.name or "data")
 
 
-def map_to_origin(path: str, staged: str, origin: str) -> str:
-    """A traced path under the staged copy as the same path under the original data folder."""
-    s = os.path.normpath(staged)
-    p = os.path.normpath(path)
-    if p == s:
-        return os.path.normpath(origin)
-    if p.startswith(s + os.sep):
-        return os.path.join(os.path.normpath(origin), p[len(s) + 1 :])
-    return path
-
-
 Snapshot = dict[str, tuple[int, int]]
 
 

@@ -296,12 +296,6 @@ class Workspace:
         atomic_write_bytes(path, dumps_json(data, path))
         return path
 
-    def write_text_artifact(self, run_id: str, n: int, name: str, text: str) -> Path:
-        """Write any artifact (e.g. ``opt_l2_env.sh``) atomically."""
-        path = self._existing_artifact_path(run_id, n, name)
-        atomic_write_bytes(path, text.encode("utf-8"))
-        return path
-
     def read_json_artifact(self, run_id: str, n: int, name: str) -> Any:
         if name not in JSON_ARTIFACTS:
             raise UnknownArtifact(f"{name!r} is not a JSON artifact")
