@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from dftune.core.domain.kb import KbRecordIn
 from dftune.mcp_server.registry import (
@@ -44,53 +44,8 @@ def opt_kb_lookup_tool(p: KbLookupIn) -> dict[str, Any]:
     return found.model_dump(mode="json")
 
 
-_KB_FIELD_DOCS = {
-    "run_id": "The dftune run that measured it (recording the "
-    "same input twice in a run returns the first record).",
-    "iteration": "The opt<n> iteration the change was applied in.",
-    "system": "Hostname or cluster (L3 findings stay on it).",
-    "workload": "Application name (L1 findings stay with it).",
-    "software": "Software stack, comma list or list, e.g. 'hdf5,mpi-io'; required for L2 strategies.",
-    "strategy": "Strategy id from the catalog, e.g. 'l2.romio_cb_buffer'.",
-    "change": "What was applied: knob settings, environment, patch id (a JSON object).",
-    "metric": "The measured metric, e.g. 'wall_time_s'.",
-    "metric_scope": "'app' (from the application's own trace) or 'system' (needs the paired app metric).",
-    "lower_is_better": "Direction of the metric.",
-    "before": "Median of the baseline arm.",
-    "after": "Median of the experiment arm.",
-    "before_ci": "95% confidence interval of the baseline median [low, high].",
-    "after_ci": "95% confidence interval of the experiment median [low, high].",
-    "comparison": "The runner's statistical comparison (or a summary: verdict, ci95, p_value, reason).",
-    "app_metric": "Paired application metric (required with metric_scope='system').",
-    "app_before": "Paired application metric before.",
-    "app_after": "Paired application metric after (> 2% worse forces a regression).",
-    "app_lower_is_better": "Direction of the paired application metric.",
-    "caveats": "What limits the finding (scale, data, noise).",
-    "fs_type": "Filesystem of the data (lustre, gpfs, nfs, ...).",
-    "found_citation": "A citation found by the literature search, complete and with its supporting passage.",
-    "system_metric": "On an app-scoped record: the system metric the same change moved (e.g. I/O bandwidth).",
-    "system_before": "That system metric before (with system_after, "
-    "the non-degradation guard judges this record).",
-    "system_after": "That system metric after.",
-    "confirmed_by": "A person's note confirming that an inconclusive access-pattern decision is a legitimate "
-    "change (only a person may give it; without it such a result is recorded, never kept).",
-    "refused_by": "A person's reason for refusing a change the traces could not settle "
-    "(recorded as rejected; only a person may give it).",
-    "supersedes": "The id of the earlier record of this run that this one settles "
-    "(a pending change's answer, or a measurement taken again without a change a person refused).",
-}
-
-
-def _describe_kb_fields(schema: dict[str, Any]) -> None:
-    for name, prop in schema.get("properties", {}).items():
-        if name in _KB_FIELD_DOCS and "description" not in prop:
-            prop["description"] = _KB_FIELD_DOCS[name]
-
-
 class KbRecordArgs(KbRecordIn):
     """A KB record plus the traces that let the no-doing-less guard run."""
-
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_describe_kb_fields)
 
     baseline_traces: list[str] | None = Field(
         None,

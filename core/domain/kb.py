@@ -79,51 +79,69 @@ class KbRecordIn(StrictModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    run_id: str | None = None
-    #: the opt<n> iteration the change was applied in
-    iteration: int | None = Field(default=None, ge=0)
-    #: hostname or cluster name (L3 findings stay on it)
-    system: str = Field(min_length=1)
-    workload: str = Field(min_length=1)
-    #: the software stack, as a comma list ("hdf5,mpi-io,lustre") or a list; stored lower-case, sorted
-    software: list[str] = Field(default_factory=list)
-    strategy: str = Field(pattern=STRATEGY_ID)
-    #: what was applied: knob settings, environment, patch id (any JSON object)
-    change: dict[str, Any] = Field(default_factory=dict)
-    metric: str = Field(min_length=1)
-    metric_scope: MetricScope = "app"
-    lower_is_better: bool = True
-    #: medians of the baseline and the experiment arm (taken from ``comparison`` when omitted)
-    before: float | None = None
-    after: float | None = None
-    #: 95% confidence intervals of those medians (e.g. BenchResult.ci95)
-    before_ci: tuple[float, float] | None = None
-    after_ci: tuple[float, float] | None = None
-    #: the runner's statistical comparison (stats.Comparison or its dump, or a summary)
-    comparison: Comparison | ComparisonSummary | None = None
-    #: the paired application metric; required for metric_scope="system"
-    app_metric: str | None = None
-    app_before: float | None = None
-    app_after: float | None = None
-    app_lower_is_better: bool = True
-    caveats: str = ""
-    fs_type: FsType | None = None
-    #: a citation the literature search found outside the catalog (complete, with its passage)
-    found_citation: CitedClaim | None = None
-    #: an app-scoped result's system-level effect of the same change (e.g. the trace-derived I/O
-    #: bandwidth): when given, the non-degradation guard judges this record too, so the app record
-    #: and its paired system record always reach the same verdict
-    system_metric: str | None = None
-    system_before: float | None = None
-    system_after: float | None = None
-    #: a person's confirmation (their note) that an inconclusive access-pattern decision is a
-    #: legitimate change (interactive runs ask; nothing else may set it)
-    confirmed_by: str | None = None
-    #: a person's refusal (their reason) of a change the traces could not settle: recorded as rejected
-    refused_by: str | None = None
-    #: the earlier record of this run this one settles: a pending change's answer, or a measurement
-    #: taken again without a change a person refused (the earlier one stood on it)
-    supersedes: int | None = Field(default=None, ge=1)
+    run_id: str | None = Field(
+        default=None,
+        description="The run that measured it (the same input twice in a run returns the first record).",
+    )
+    iteration: int | None = Field(default=None, ge=0, description="The opt<n> iteration of the change.")
+    system: str = Field(min_length=1, description="Hostname or cluster (L3 findings stay on it).")
+    workload: str = Field(min_length=1, description="Application name (L1 findings stay with it).")
+    software: list[str] = Field(
+        default_factory=list,
+        description="Software stack, comma list or list, e.g. 'hdf5,mpi-io' (stored lower-case, "
+        "sorted); required for L2 strategies.",
+    )
+    strategy: str = Field(pattern=STRATEGY_ID, description="Catalog strategy id, e.g. 'l2.romio_cb_buffer'.")
+    change: dict[str, Any] = Field(
+        default_factory=dict, description="What was applied: knob settings, environment, patch id."
+    )
+    metric: str = Field(min_length=1, description="The measured metric, e.g. 'wall_time_s'.")
+    metric_scope: MetricScope = Field(
+        default="app", description="'app' (the application's own) or 'system' (needs the paired app metric)."
+    )
+    lower_is_better: bool = Field(default=True, description="Direction of the metric.")
+    before: float | None = Field(default=None, description="Baseline median (else from comparison).")
+    after: float | None = Field(default=None, description="Experiment median (else from comparison).")
+    before_ci: tuple[float, float] | None = Field(default=None, description="95% CI of the baseline median.")
+    after_ci: tuple[float, float] | None = Field(default=None, description="95% CI of the experiment median.")
+    comparison: Comparison | ComparisonSummary | None = Field(
+        default=None, description="The runner's comparison (or a summary: verdict, ci95, p_value, reason)."
+    )
+    app_metric: str | None = Field(
+        default=None, description="Paired app metric (required when scope=system)."
+    )
+    app_before: float | None = Field(default=None, description="Paired application metric before.")
+    app_after: float | None = Field(
+        default=None, description="Paired application metric after (> 2% worse forces a regression)."
+    )
+    app_lower_is_better: bool = Field(default=True, description="Direction of the paired app metric.")
+    caveats: str = Field(default="", description="What limits the finding (scale, data, noise).")
+    fs_type: FsType | None = Field(default=None, description="Filesystem of the data (lustre, gpfs, ...).")
+    found_citation: CitedClaim | None = Field(
+        default=None, description="A citation the search found outside the catalog, with its passage."
+    )
+    system_metric: str | None = Field(
+        default=None,
+        description="On an app-scoped record, the system metric the same change moved (e.g. I/O "
+        "bandwidth): the non-degradation guard then judges this record too.",
+    )
+    system_before: float | None = Field(default=None, description="That system metric before.")
+    system_after: float | None = Field(default=None, description="That system metric after.")
+    confirmed_by: str | None = Field(
+        default=None,
+        description="A person's note confirming an inconclusive access-pattern decision is legitimate "
+        "(only a person may give it; without it such a result is recorded, never kept).",
+    )
+    refused_by: str | None = Field(
+        default=None,
+        description="A person's reason for refusing a change the traces could not settle (then rejected).",
+    )
+    supersedes: int | None = Field(
+        default=None,
+        ge=1,
+        description="The earlier record of this run this one settles (a pending change's answer, or a "
+        "measurement taken again without a change a person refused).",
+    )
 
     @field_validator("software", mode="before")
     @classmethod
