@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import functools
 import os
-import tomllib
 from dataclasses import dataclass
-from importlib import resources
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core import resource
 from dftune.tools.guards.arms import Arm
 from dftune.tools.trace import semantics as S
 from dftune.tools.trace.render import human_bytes
@@ -67,8 +66,7 @@ class EstimateModels(BaseModel):
 
 @functools.cache
 def estimate_models() -> EstimateModels:
-    text = (resources.files("dftune.resources") / "reasoning" / "estimates.toml").read_text(encoding="utf-8")
-    return EstimateModels.model_validate(tomllib.loads(text))
+    return resource.load("reasoning/estimates.toml", EstimateModels)
 
 
 class Estimate(BaseModel):

@@ -27,12 +27,11 @@ The rules, all from what this run measured (never from a proposal's name):
 from __future__ import annotations
 
 import functools
-import tomllib
 from collections.abc import Collection, Sequence
-from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core import resource
 from dftune.core.domain.experiments import Experiment
 from dftune.core.domain.proposals import Proposal
 from dftune.core.domain.run import TuningState
@@ -66,10 +65,7 @@ class Interactions(BaseModel):
 
 @functools.cache
 def interactions() -> Interactions:
-    text = (resources.files("dftune.resources") / "reasoning" / "interactions.toml").read_text(
-        encoding="utf-8"
-    )
-    return Interactions.model_validate(tomllib.loads(text))
+    return resource.load("reasoning/interactions.toml", Interactions)
 
 
 def _number(text: object) -> float | None:

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from dftune.core import resource
 from dftune.core.errors import DftuneError
 from dftune.core.facts.models import (
     FilesystemFacts,
@@ -36,16 +37,7 @@ class FactsError(DftuneError):
 
 
 def _load(name: str, schema: type[M]) -> M:
-    path = resources.files("dftune.resources") / "facts" / name
-    try:
-        data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
-        return schema.model_validate(data)
-    except tomllib.TOMLDecodeError as exc:
-        raise FactsError(f"resources/facts/{name}: not valid TOML: {exc}") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise FactsError(f"resources/facts/{name}: {where}: {first['msg']}") from None
+    return resource.load(f"facts/{name}", schema, FactsError)
 
 
 @functools.cache

@@ -67,6 +67,7 @@ def _entries(doc: object) -> list[dict[str, object]]:
 
 
 def test_a_bad_facts_file_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dftune.core import resource
     from dftune.core.facts import FactsError, _load
     from dftune.core.facts.models import LauncherFacts
 
@@ -77,11 +78,15 @@ def test_a_bad_facts_file_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch)
         def __truediv__(self, other: str) -> Bad:
             return self
 
-    monkeypatch.setattr(facts.resources, "files", lambda _pkg: Bad())
-    with pytest.raises(
-        FactsError, match=r"^resources/facts/launchers.toml: launcher.0.source: Field required"
-    ):
-        _load("launchers.toml", LauncherFacts)
+    monkeypatch.setattr(resource.resources, "files", lambda _pkg: Bad())
+    resource.toml.cache_clear()
+    try:
+        with pytest.raises(
+            FactsError, match=r"^resources/facts/launchers.toml: launcher.0.source: Field required"
+        ):
+            _load("launchers.toml", LauncherFacts)
+    finally:
+        resource.toml.cache_clear()
 
 
 def _run() -> RunPaths:

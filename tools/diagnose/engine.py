@@ -6,13 +6,11 @@ this module wires the pieces and builds the ``dftune.diagnosis/1`` document.
 
 from __future__ import annotations
 
-import functools
-import tomllib
 from collections.abc import Iterable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dftune.core import resource
 from dftune.core.domain.diagnosis import (
     Bottleneck,
     CandidateStrategy,
@@ -59,10 +57,8 @@ class DataDirError(DftuneError, ValueError):
     """A ``--data-dir`` that is not an existing folder."""
 
 
-@functools.cache
 def _data(name: str) -> dict[str, Any]:
-    text = (resources.files("dftune.resources") / "diagnosis" / name).read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return resource.toml(f"diagnosis/{name}")
 
 
 def choose_metric(scores: dict[str, int], table: dict[str, Any] | None = None) -> MetricChoice:

@@ -18,8 +18,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core import resource
 from dftune.core.domain.diagnosis import Finding
 from dftune.core.errors import DftuneError
 from dftune.core.vocabulary import Category
@@ -30,8 +31,7 @@ from dftune.tools.trace.render import human_bytes
 def time_categories() -> frozenset[str]:
     """Categories that say where the time goes; they lead
     at equal score (resources/diagnosis/ranking.toml)."""
-    text = (resources.files("dftune.resources") / "diagnosis" / "ranking.toml").read_text("utf-8")
-    return frozenset(tomllib.loads(text)["where_the_time_goes"])
+    return frozenset(resource.toml("diagnosis/ranking.toml")["where_the_time_goes"])
 
 
 #: dfanalyzer's percentage bins: a severity value at or above each edge adds one point,
@@ -106,13 +106,9 @@ def load_rulesets(directory: Path | None = None) -> list[RuleSet]:
         name = getattr(f, "name", str(f))
         try:
             data = tomllib.loads(f.read_text(encoding="utf-8"))
-            rs = RuleSet.model_validate({**data, "path": str(f)})
         except tomllib.TOMLDecodeError as exc:
             raise RuleError(f"{name}: not valid TOML: {exc}") from None
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise RuleError(f"{name}: {where}: {first['msg']}") from None
+        rs = resource.validated(name, {**data, "path": str(f)}, RuleSet, RuleError)
         for rule in rs.rules:
             if rule.id in seen:
                 raise RuleError(f"{name}: rule id {rule.id} already defined in {seen[rule.id]}")

@@ -4,12 +4,11 @@ their sources, the signals of doing less and of a changed access pattern, and th
 from __future__ import annotations
 
 import functools
-import tomllib
-from importlib import resources
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from dftune.core import resource
 from dftune.core.domain.verdicts import GuardName
 from dftune.core.errors import DftuneError
 
@@ -112,8 +111,4 @@ class GuardRules(_Rule):
 
 @functools.cache
 def guard_rules() -> GuardRules:
-    path = resources.files("dftune.resources") / "guards.toml"
-    try:
-        return GuardRules.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
-    except (tomllib.TOMLDecodeError, ValidationError) as exc:
-        raise GuardRulesError(f"resources/guards.toml: {' '.join(str(exc).split())[:300]}") from None
+    return resource.load("guards.toml", GuardRules, GuardRulesError)

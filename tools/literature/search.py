@@ -9,11 +9,10 @@ and must not be applied.
 from __future__ import annotations
 
 import functools
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from importlib.resources import files
 from typing import Any, Literal
 
+from dftune.core import resource
 from dftune.tools.literature.corpus import open_store
 from dftune.tools.literature.models import Attempt, Paper, SearchResult, Support
 from dftune.tools.literature.net import Remote
@@ -34,7 +33,7 @@ SystemConfig = str | Mapping[str, Any] | None
 
 @functools.cache
 def _query_words() -> dict[str, dict[str, str]]:
-    raw = tomllib.loads((files("dftune.resources") / "literature" / "queries.toml").read_text("utf-8"))
+    raw = resource.toml("literature/queries.toml")
     return {k: dict(v) for k, v in raw.get("bottleneck", {}).items()}
 
 

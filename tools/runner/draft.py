@@ -17,12 +17,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dftune.core import resource
 from dftune.core.errors import DftuneError
 from dftune.core.facts.stacks import is_launcher, runs
 
@@ -105,7 +104,6 @@ class Draft:
 
 
 def load_rules() -> list[Rule]:
-    text = (resources.files("dftune.resources") / "drafting" / "settings.toml").read_text("utf-8")
     return [
         Rule(
             re.compile(r["match"], re.IGNORECASE),
@@ -114,7 +112,7 @@ def load_rules() -> list[Rule]:
             r.get("strategy"),
             tuple(r.get("values", ())),
         )
-        for r in tomllib.loads(text)["rule"]
+        for r in resource.toml("drafting/settings.toml")["rule"]
     ]
 
 
