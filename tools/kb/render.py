@@ -12,53 +12,12 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from dftune.core.domain.kb import KbRecord, Scope
+from dftune.core.domain.kb import KbRecord
 from dftune.core.fsio import atomic_write_bytes
 from dftune.core.home import dftune_home
+from dftune.core.labels import labels
 from dftune.tools.kb.store import opt_kb_records
 from dftune.tools.kb.verdict import WIN_THRESHOLD_PCT
-
-SECTIONS: tuple[tuple[Scope, str, str], ...] = (
-    (
-        "system",
-        "System-centric (L3)",
-        "Findings about one machine (kernel, filesystem, storage tiers). They do not leave the system "
-        "they were measured on.",
-    ),
-    (
-        "software",
-        "Software-centric (L2)",
-        "Findings about a library or runtime (MPI-IO, HDF5, PyTorch, ...). They travel to every system "
-        "and workload using that software.",
-    ),
-    (
-        "workload",
-        "Workload-centric (L1)",
-        "Findings about one application's own code or settings. They stay with that workload.",
-    ),
-)
-
-VERDICT_LABEL = {
-    "win": "**WIN**",
-    "no_change": "no change (no-op)",
-    "regression": "**REGRESSION**",
-    "unsupported": "UNSUPPORTED (not applied)",
-    "rejected": "REJECTED by guard",
-    "inconclusive": "INCONCLUSIVE (not kept: the traces cannot tell)",
-    "pending": "PENDING (a win the traces cannot settle: waits for a person)",
-}
-
-COLUMNS = (
-    "#",
-    "Strategy",
-    "Where",
-    "Metric: before -> after",
-    "Change (95% CI)",
-    "Verdict",
-    "Guard notes",
-    "Citation",
-    "Caveats",
-)
 
 
 def default_render_path() -> Path:
@@ -116,7 +75,7 @@ def _change(r: KbRecord) -> str:
 
 
 def _verdict(r: KbRecord) -> str:
-    label = VERDICT_LABEL[r.verdict]
+    label = labels().kb.verdict[r.verdict]
     if r.superseded_by is not None:
         label += f" (settled by #{r.superseded_by})"
     elif r.supersedes is not None:
@@ -203,7 +162,7 @@ def render_markdown(records: Sequence[KbRecord]) -> str:
         f"{len(records)} records"
         + (f" (newest recorded {newest})" if newest else "")
         + ": "
-        + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICT_LABEL)
+        + ", ".join(f"{counts.get(v, 0)} {v}" for v in labels().kb.verdict)
         + ".",
         "",
         "Every record went through the four guards (citation, access pattern, no-doing-less, "
@@ -215,16 +174,17 @@ def render_markdown(records: Sequence[KbRecord]) -> str:
         "travel across both.",
         "",
     ]
-    for scope, title, blurb in SECTIONS:
+    for sec in labels().kb.section:
         rows = sorted(
-            (r for r in records if r.scope == scope), key=lambda r: (r.strategy, r.system, r.workload, r.id)
+            (r for r in records if r.scope == sec.scope),
+            key=lambda r: (r.strategy, r.system, r.workload, r.id),
         )
-        lines += [f"## {title}", "", blurb, ""]
+        lines += [f"## {sec.title}", "", sec.blurb, ""]
         if not rows:
             lines += ["_No findings recorded yet._", ""]
             continue
-        lines.append("| " + " | ".join(COLUMNS) + " |")
-        lines.append("|" + "|".join("---" for _ in COLUMNS) + "|")
+        lines.append("| " + " | ".join(labels().kb.columns) + " |")
+        lines.append("|" + "|".join("---" for _ in labels().kb.columns) + "|")
         lines += _rows(rows)
         lines.append("")
     return "\n".join(lines)

@@ -13,38 +13,10 @@ from typing import Any, Literal
 
 from dftune.core.domain.run import RunReport
 from dftune.core.errors import DftuneError
+from dftune.core.labels import Better, Unit, labels
 from dftune.tools.trace import Analysis
 
 SCHEMA = "dftune.compare/1"
-Unit = Literal["count", "bytes", "s", "pct", "mib_s", "metric"]
-
-#: (key, label, unit); keys are paths into the analysis ("read.bytes" = analysis.read.bytes)
-TRACE_METRICS: tuple[tuple[str, str, Unit], ...] = (
-    ("events", "events", "count"),
-    ("processes", "processes", "count"),
-    ("files_accessed", "files accessed", "count"),
-    ("job_time_s", "job time", "s"),
-    ("io_time_s", "time in I/O calls", "s"),
-    ("unoverlapped_io_time_s", "unoverlapped I/O time", "s"),
-    ("read.count", "read calls", "count"),
-    ("read.bytes", "read bytes", "bytes"),
-    ("read.time_s", "read time", "s"),
-    ("write.count", "write calls", "count"),
-    ("write.bytes", "write bytes", "bytes"),
-    ("write.time_s", "write time", "s"),
-    ("metadata.count", "metadata calls", "count"),
-    ("metadata.time_s", "metadata time", "s"),
-    ("sync.count", "sync calls", "count"),
-    ("sync.time_s", "sync time", "s"),
-    ("read_time_pct", "read share of I/O time", "pct"),
-    ("write_time_pct", "write share of I/O time", "pct"),
-    ("metadata_time_pct", "metadata share of I/O time", "pct"),
-    ("small_io_pct", "small I/O (< 1 MiB)", "pct"),
-    ("seq_pct", "sequential accesses", "pct"),
-    ("consecutive_pct", "consecutive accesses", "pct"),
-    ("rand_pct", "random accesses", "pct"),
-    ("bw_job_mib_s", "bytes moved per second of job", "mib_s"),
-)
 
 
 class CompareError(DftuneError):
@@ -56,22 +28,6 @@ def _get(a: Analysis, key: str) -> float | None:
     for part in key.split("."):
         obj = getattr(obj, part, None)
     return None if obj is None else float(obj)
-
-
-Better = Literal["lower", "higher"] | None
-
-#: Which way is better for the trace metrics that have a direction (time spent: lower; bandwidth:
-#: higher); counts, bytes and shares describe the work and have none.
-BETTER: dict[str, Better] = {
-    "job_time_s": "lower",
-    "io_time_s": "lower",
-    "unoverlapped_io_time_s": "lower",
-    "read.time_s": "lower",
-    "write.time_s": "lower",
-    "metadata.time_s": "lower",
-    "sync.time_s": "lower",
-    "bw_job_mib_s": "higher",
-}
 
 
 def row(
@@ -96,8 +52,11 @@ def row(
 
 
 def compare_analyses(a: Analysis, b: Analysis) -> list[dict[str, Any]]:
-    """Every :data:`TRACE_METRICS` row of two analyses."""
-    return [row(k, label, unit, _get(a, k), _get(b, k), BETTER.get(k)) for k, label, unit in TRACE_METRICS]
+    """Every compared trace metric (resources/report/labels.toml) of two analyses."""
+    return [
+        row(m.key, m.label, m.unit, _get(a, m.key), _get(b, m.key), m.better)
+        for m in labels().compare.metrics
+    ]
 
 
 def run_summary(r: RunReport) -> dict[str, Any]:

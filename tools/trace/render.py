@@ -14,57 +14,11 @@ from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 
+from dftune.core.labels import labels
 from dftune.core.terminal import Col, responsive, text
 from dftune.tools.trace.model import Analysis, FamilyStats
 
 MIB = float(1 << 20)
-#: Columns shown in the terminal per view (``--json`` carries every column), with their headers.
-VIEW_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
-    "file": (
-        ("path", "path"),
-        ("processes", "procs"),
-        ("read_count", "reads"),
-        ("read_bytes", "read"),
-        ("write_count", "writes"),
-        ("write_bytes", "written"),
-        ("metadata_count", "meta ops"),
-        ("io_time_s", "I/O s"),
-        ("seq_pct", "seq %"),
-        ("rand_pct", "rand %"),
-    ),
-    "proc": (
-        ("host", "host"),
-        ("pid", "pid"),
-        ("rank", "rank"),
-        ("events", "events"),
-        ("lifetime_s", "life s"),
-        ("read_count", "reads"),
-        ("read_bytes", "read"),
-        ("write_count", "writes"),
-        ("write_bytes", "written"),
-        ("io_time_s", "I/O s"),
-        ("io_wall_s", "I/O wall s"),
-        ("unoverlapped_io_s", "unoverl. s"),
-    ),
-    "time": (
-        ("start_s", "start s"),
-        ("end_s", "end s"),
-        ("read_count", "reads"),
-        ("read_bytes", "read"),
-        ("write_count", "writes"),
-        ("write_bytes", "written"),
-        ("metadata_count", "meta ops"),
-        ("io_time_s", "I/O s"),
-        ("bandwidth_mib_s", "MiB/s"),
-    ),
-    "layer": (
-        ("cat", "category"),
-        ("count", "events"),
-        ("time_s", "time s"),
-        ("mean_ms", "mean ms"),
-        ("share_of_job_pct", "% of process-time"),
-    ),
-}
 _BYTE_COLUMNS = {"read_bytes", "write_bytes"}
 _TEXT_COLUMNS = {"path", "host", "cmd", "cat"}
 #: Heads of the stacked layout per view (the cells that name the row).
@@ -269,7 +223,7 @@ class AnalysisRenderer:
             title += f" (top {min(len(rows), limit):,} of {total:,}; --json has all)"
         if not rows:
             return text(f"{title}: no rows")
-        spec = VIEW_COLUMNS.get(name, tuple((k, k) for k in rows[0]))
+        spec = labels().view.get(name, tuple((k, k) for k in rows[0]))
         columns = [(key, header) for key, header in spec if key in rows[0]]
         cols = [Col(header, justify="left" if key in _TEXT_COLUMNS else "right") for key, header in columns]
         cells = [
