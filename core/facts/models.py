@@ -3,6 +3,7 @@ reason and its source, so a typo in a fact is an error naming the file, never a 
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -79,8 +80,31 @@ class Launcher(Sourced):
     session_files: tuple[str, ...] = ()
 
 
+class JobStates(Sourced):
+    """A scheduler's job states: which end the wait for a job, which mean it has not started, and
+    the pending reasons under which it never will."""
+
+    #: states after which a job is over (or, where the scheduler lists the others, ``active``)
+    over: frozenset[str] = frozenset()
+    active: frozenset[str] = frozenset()
+    waiting: frozenset[str]
+    never: dict[str, str] = {}
+    never_pattern: str = "(?!)"
+    never_pattern_reason: str = ""
+
+    def is_over(self, state: str) -> bool:
+        return state in self.over if self.over else state not in self.active
+
+    def never_starts(self, reason: str) -> str:
+        """Why a job pending for ``reason`` can never start, or "" if it may yet."""
+        if reason in self.never:
+            return self.never[reason]
+        return self.never_pattern_reason if re.match(self.never_pattern, reason) else ""
+
+
 class LauncherFacts(_Fact):
     launcher: tuple[Launcher, ...]
+    scheduler: dict[str, JobStates]
 
 
 class Format(Sourced):

@@ -7,6 +7,8 @@ import re
 import shlex
 from pathlib import Path
 
+from dftune.core.facts import launcher_facts
+from dftune.core.facts.models import JobStates
 from dftune.core.process import ProcessResult, Status
 from dftune.tools.runner.schedulers.jobs import (
     Following,
@@ -27,10 +29,9 @@ from dftune.tools.runner.schedulers.jobs import (
 )
 from dftune.tools.runner.spec import Launcher
 
-FLUX_ACTIVE = frozenset({"DEPEND", "PRIORITY", "SCHED", "RUN", "CLEANUP"})
 
-
-FLUX_WAITING = frozenset({"DEPEND", "PRIORITY", "SCHED"})
+def _states() -> JobStates:
+    return launcher_facts().scheduler["flux"]
 
 
 _FLUX_ID = re.compile(
@@ -113,12 +114,12 @@ class _FluxJob(_Job):
         state = state.strip().upper()
         if not state:
             raise _QueryError(f"flux jobs printed no state for {self.job_id}")
-        if state not in FLUX_ACTIVE:
+        if _states().is_over(state):
             return None
         return QueueState(
             state=state,
             reason=f"urgency {urgency.strip()}" if urgency.strip() else "",
-            waiting=state in FLUX_WAITING,
+            waiting=state in _states().waiting,
         )
 
     def never_starts(self, q: QueueState) -> str:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from dftune.core.facts import launcher_facts
+from dftune.core.facts.models import JobStates
 from dftune.core.process import ProcessResult, Status
 from dftune.tools.runner.schedulers.jobs import (
     TAIL_BYTES,
@@ -39,54 +41,9 @@ from dftune.tools.runner.schedulers.jobs import (
 )
 from dftune.tools.runner.spec import Launcher
 
-#: Slurm job states after which a job is over (squeue may still list it for MinJobAge).
-SLURM_TERMINAL = frozenset(
-    {
-        "BOOT_FAIL",
-        "CANCELLED",
-        "COMPLETED",
-        "DEADLINE",
-        "FAILED",
-        "NODE_FAIL",
-        "OUT_OF_MEMORY",
-        "PREEMPTED",
-        "REVOKED",
-        "TIMEOUT",
-    }
-)
 
-
-#: Slurm states of a job that has not started its program yet.
-SLURM_WAITING = frozenset(
-    {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"}
-)
-
-
-#: squeue reasons (``%r``) under which a pending job can never start as submitted: only an
-#: administrator's change or the user (``scontrol release``) can help, so waiting is pointless.
-#: Names as Slurm's ``job_reason_string`` spells them; see :func:`slurm_never_starts`.
-SLURM_NEVER_REASONS: dict[str, str] = {
-    "PartitionConfig": "the request (tasks, nodes, memory) does not fit the partition's configuration",
-    "PartitionNodeLimit": "the node count is outside the partition's MinNodes/MaxNodes",
-    "PartitionTimeLimit": "the time limit exceeds the partition's MaxTime",
-    "BadConstraints": "the constraints cannot be satisfied by any node",
-    "DependencyNeverSatisfied": "its dependency can never be satisfied",
-    "InvalidAccount": "the account is invalid",
-    "InvalidQOS": "the QOS is invalid",
-    "AccountNotAllowed": "the account may not use this partition",
-    "QOSNotAllowed": "the QOS may not use this partition",
-    "JobHeldAdmin": "an administrator holds it (scontrol release)",
-    "JobHeldUser": "it is held (scontrol release)",
-    "JobHoldMaxRequeue": "it was requeued too often and is held",
-    "MaxMemPerLimit": "its memory per CPU/node exceeds MaxMemPerCPU/MaxMemPerNode",
-    "ReservationDeleted": "its reservation was deleted",
-}
-
-
-#: Per-job and per-node limits of a QOS or association (``QOSMaxCpuPerJobLimit``,
-#: ``AssocMaxWallDurationPerJobLimit``, ``QOSMinCpuNotSatisfied``, ...): the job exceeds them
-#: whatever else runs.  Group (``Grp``) and per-user limits clear when other jobs end.
-_SLURM_NEVER_LIMIT = re.compile(r"^(?:QOS|Assoc)Max\w*Per(?:Job|Node)|^QOSMin")
+def _states() -> JobStates:
+    return launcher_facts().scheduler["slurm"]
 
 
 _SLURM_ID = re.compile(r"^(\d+)(?:;\S+)?$")
@@ -227,11 +184,7 @@ def parse_scontrol_job(stdout: str) -> dict[str, str]:
 
 def slurm_never_starts(reason: str) -> str:
     """Why a job pending with squeue reason ``reason`` can never start, or "" if it may yet."""
-    if reason in SLURM_NEVER_REASONS:
-        return SLURM_NEVER_REASONS[reason]
-    if _SLURM_NEVER_LIMIT.match(reason):
-        return "it exceeds a per-job limit of its QOS or association"
-    return ""
+    return _states().never_starts(reason)
 
 
 def srun_signal(stderr: str, status: int) -> int:
@@ -306,9 +259,9 @@ class _SlurmJob(_Job):
         line = _last_line(proc.stdout)
         state, _, reason = line.partition("|")
         state = state.strip().upper()
-        if not state or state in SLURM_TERMINAL:
+        if not state or _states().is_over(state):
             return None
-        return QueueState(state=state, reason=reason.strip(), waiting=state in SLURM_WAITING)
+        return QueueState(state=state, reason=reason.strip(), waiting=state in _states().waiting)
 
     def never_starts(self, q: QueueState) -> str:
         why = slurm_never_starts(q.reason)
@@ -336,7 +289,7 @@ class _SlurmJob(_Job):
                 return None
             raise _QueryError(_complaint(proc))
         rows = parse_sacct(proc.stdout)
-        if not rows or rows[0].step or rows[0].state not in SLURM_TERMINAL:
+        if not rows or rows[0].step or not _states().is_over(rows[0].state):
             return None  # accounting has not caught up yet
         job = rows[0]
         status, code, reason = slurm_outcome(
@@ -362,7 +315,7 @@ class _SlurmJob(_Job):
             raise _QueryError(_complaint(proc))
         info = parse_scontrol_job(proc.stdout)
         state = info.get("JobState", "").upper()
-        if state not in SLURM_TERMINAL:
+        if not _states().is_over(state):
             return None
         code, sig = _exit_pair(info.get("ExitCode", ""))
         source = f"scontrol ({why})"
