@@ -16,14 +16,14 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
     model_validator,
 )
+
+from dftune.core.model import StrictModel
 
 #: Fields a complete citation needs (dftracer-io-optimization skill: authors, title, venue/year, a URL).
 REQUIRED = ("authors", "title", "venue", "year", "url")
@@ -41,10 +41,8 @@ def safe_url(url: str | None) -> str | None:
     return text
 
 
-class Citation(BaseModel):
+class Citation(StrictModel):
     """A bibliographic reference; a field that could not be established stays None."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str = ""
     #: paper, report, docs (a documentation page), ...
@@ -95,10 +93,8 @@ class Citation(BaseModel):
         return Citation.model_validate({f: getattr(self, f) for f in Citation.model_fields})
 
 
-class CitedClaim(BaseModel):
+class CitedClaim(StrictModel):
     """A citation and what it supports: the claim for one strategy, and the evidence for it."""
-
-    model_config = ConfigDict(extra="forbid")
 
     citation: Citation
     #: what the source supports, for this strategy (the catalog's checked claim, or the passage)

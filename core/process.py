@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from dftune.core import supervise
 from dftune.core.errors import storage_error
+from dftune.core.model import StrictModel
 
 Status = Literal["ok", "failed", "timeout"]
 #: Seconds between SIGTERM and SIGKILL for a process group that overran its timeout.
@@ -33,8 +34,7 @@ TAIL_BYTES = 4000
 TAIL_CHARS = 2000
 
 
-class ProcessResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ProcessResult(StrictModel):
     status: Status
     exit_code: int | None
     wall_s: float

@@ -20,11 +20,14 @@ class ResourceError(DftuneError):
 
 
 @functools.cache
+def _parsed(relpath: str) -> dict[str, Any]:
+    return tomllib.loads((resources.files("dftune.resources") / relpath).read_text(encoding="utf-8"))
+
+
 def toml(relpath: str, error: type[DftuneError] = ResourceError) -> dict[str, Any]:
-    """resources/``relpath``, parsed (cached: the files ship with dftune and do not change)."""
+    """resources/``relpath``, parsed once (the files ship with dftune; do not change the dict)."""
     try:
-        text = (resources.files("dftune.resources") / relpath).read_text(encoding="utf-8")
-        return tomllib.loads(text)
+        return _parsed(relpath)
     except tomllib.TOMLDecodeError as exc:
         raise error(f"resources/{relpath}: not valid TOML: {exc}") from None
 

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from dftune.core.errors import DftuneError, one_line
+from dftune.core.model import StrictModel
 from dftune.core.vocabulary import CATEGORIES
 
 View = Literal["summary", "file", "proc", "time", "layer"]
@@ -23,8 +24,8 @@ class ToolFailure(DftuneError):
     """An anticipated failure; :func:`call` prefixes the tool's name to make the line the client sees."""
 
 
-class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _In(StrictModel):
+    """A tool's arguments: a field the tool does not have is an error the client sees."""
 
 
 Paths = Field(

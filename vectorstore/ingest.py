@@ -19,9 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from dftune.core.citation import safe_url
+from dftune.core.model import StrictModel
 from dftune.core.process import run_command
 from dftune.vectorstore.store import PaperStore, Passage, StoredCitation
 from dftune.vectorstore.text import chunk
@@ -32,10 +33,8 @@ ARXIV_RE = re.compile(r"\barXiv:\s*(\d{4}\.\d{4,5})(v\d+)?", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-class IngestLimits(BaseModel):
+class IngestLimits(StrictModel):
     """Resource limits for parsing one PDF (the defaults fit a 2-core, shared machine)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     max_bytes: int = 100 * 1024 * 1024
     timeout_s: float = 60.0
@@ -43,9 +42,7 @@ class IngestLimits(BaseModel):
     max_pages: int = 300
 
 
-class FileReport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class FileReport(StrictModel):
     file: str
     status: Literal["ingested", "unchanged", "skipped"]
     reason: str | None = None
@@ -58,9 +55,7 @@ class FileReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-class IngestReport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class IngestReport(StrictModel):
     directory: str
     files: list[FileReport] = Field(default_factory=list)
 

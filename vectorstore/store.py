@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from dftune.core.citation import Citation
 from dftune.core.errors import DftuneError
 from dftune.core.home import dftune_home
+from dftune.core.model import StrictModel
 from dftune.vectorstore.bm25 import BM25
 from dftune.vectorstore.embeddings import Embedder, get_embedder
 
@@ -68,10 +69,8 @@ class StoredCitation(Citation):
         return {**self.model_dump(mode="json"), "missing": self.missing, "complete": self.complete}
 
 
-class Passage(BaseModel):
+class Passage(StrictModel):
     """One stored passage: the quotable text, where it sits, and the citation it belongs to."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str
     text: str
@@ -93,9 +92,7 @@ class Passage(BaseModel):
         return "curated" if self.citation.source == "catalog" else "untrusted"
 
 
-class Hit(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Hit(StrictModel):
     passage: Passage
     score: float
     lexical_rank: int | None = None

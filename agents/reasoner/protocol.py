@@ -12,12 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from dftune.core.domain.diagnosis import Diagnosis
 from dftune.core.domain.proposals import Proposal
 from dftune.core.domain.run import Decision, Outcome
 from dftune.core.errors import DftuneError
+from dftune.core.model import StrictModel
 
 DEFAULT_TOKEN_BUDGET = 200_000
 
@@ -29,86 +30,74 @@ class ReasonerError(DftuneError):
 # --------------------------------------------------------------------------- typed answers
 
 
-class Choice(BaseModel):
+class Choice(StrictModel):
     """Which proposal to try next, and why."""
 
-    model_config = ConfigDict(extra="forbid")
     proposal_id: str = Field(description="id of one of the offered proposals, exactly as given")
     reason: str = Field(description="one or two sentences a performance engineer would accept")
 
 
-class ImpactEstimate(BaseModel):
+class ImpactEstimate(StrictModel):
     """A bounded estimate of what one proposal may save."""
 
-    model_config = ConfigDict(extra="forbid")
     proposal_id: str
     app_impact_pct: float = Field(ge=0.0, le=100.0)
     reason: str
 
 
-class ImpactEstimates(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ImpactEstimates(StrictModel):
     estimates: list[ImpactEstimate]
 
 
-class Summary(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Summary(StrictModel):
     text: str = Field(description="a short plain-text summary of the run for its report")
 
 
-class KnobProposal(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class KnobProposal(StrictModel):
     knob: str = Field(description="name of one of the offered knobs")
     value: float = Field(description="a value inside the knob's declared range that is not in its value list")
     reason: str
 
 
-class KnobValues(BaseModel):
+class KnobValues(StrictModel):
     """New values of ranged knobs to measure (none is a fine answer)."""
 
-    model_config = ConfigDict(extra="forbid")
     values: list[KnobProposal] = Field(max_length=3)
 
 
-class L2Setting(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class L2Setting(StrictModel):
     strategy: str = Field(description="id of one of the offered L2 strategies")
     params: dict[str, str] = Field(description="a value for each of the strategy's parameters, by name")
     reason: str
 
 
-class L2Settings(BaseModel):
+class L2Settings(StrictModel):
     """Catalog L2 settings to measure, with parameter values (none is a fine answer)."""
 
-    model_config = ConfigDict(extra="forbid")
     settings: list[L2Setting] = Field(max_length=3)
 
 
-class PatchDraft(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class PatchDraft(StrictModel):
     recommendation: str = Field(description="id of one of the offered manual recommendations")
     diff: str = Field(description="a unified diff against the source tree shown (paths a/<file> b/<file>)")
     reason: str
 
 
-class PatchDrafts(BaseModel):
+class PatchDrafts(StrictModel):
     """Source patches that implement manual recommendations (none is a fine answer)."""
 
-    model_config = ConfigDict(extra="forbid")
     patches: list[PatchDraft] = Field(max_length=2)
 
 
-class Pace(BaseModel):
+class Pace(StrictModel):
     """Whether to go on, and with how many replicates."""
 
-    model_config = ConfigDict(extra="forbid")
     action: Literal["continue", "stop"]
     replicates: int | None = Field(default=None, description="replicates per arm of the next experiment")
     reason: str
 
 
-class Explanation(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Explanation(StrictModel):
     text: str = Field(
         description="two or three plain sentences explaining the verdict from the numbers given"
     )

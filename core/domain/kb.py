@@ -77,8 +77,6 @@ def _layer_of(strategy_id: str) -> Layer:
 class KbRecordIn(StrictModel):
     """One measured (or refused) change, as the verifier hands it to ``opt_kb_record``."""
 
-    model_config = ConfigDict(extra="forbid")
-
     run_id: str | None = Field(
         default=None,
         description="The run that measured it (the same input twice in a run returns the first record).",
@@ -307,8 +305,6 @@ class KbRecord(StrictModel):
 
 class KbLookup(StrictModel):
     """``opt_kb_lookup`` answer (dftracer-io-optimization skill): measured findings by scope, newest first."""
-
-    model_config = ConfigDict(extra="forbid")
 
     system: str | None
     workload: str | None

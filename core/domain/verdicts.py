@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dftune.core.model import StrictModel
+
 GuardName = Literal["citation", "non_degradation", "no_doing_less", "access_pattern"]
 #: What a failed guard makes of the change. ``inconclusive``: the trace cannot tell a legitimate
 #: change from a forbidden one (e.g. coalescing vs a larger application record without the
@@ -19,11 +21,10 @@ GuardVerdict = Literal["unsupported", "regression", "rejected", "inconclusive"]
 Verdict = Literal["win", "no_change", "regression", "unsupported", "rejected", "inconclusive", "pending"]
 
 
-class GuardDecision(BaseModel):
+class GuardDecision(StrictModel):
     """One guard's decision on one change: passed or not, why (with the numbers), and what the
     verdict becomes when it did not pass."""
 
-    model_config = ConfigDict(extra="forbid")
     guard: GuardName
     passed: bool
     reason: str

@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from dftune.core.vocabulary import FsType
+
 PathClassName = Literal["data", "system", "runtime", "launcher", "tool_cache", "config"]
 #: The run's placeholders a path rule may use (see paths.toml).
 PLACEHOLDERS = ("{data_dir}", "{config_file}", "{python_prefix}")
@@ -223,12 +225,12 @@ class KernelFs(_Fact):
     """A kernel filesystem type and what dftune calls it."""
 
     name: str
-    fs_type: str
+    fs_type: FsType
     network: bool = False
     single_server: bool = False
     magic: int | None = None
     magic_name: str | None = None
-    compatible: tuple[str, ...] = ()
+    compatible: tuple[FsType, ...] = ()
     #: its name in the kernel's linux/magic.h, when it is defined there
     header_name: str | None = None
 

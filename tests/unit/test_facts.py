@@ -79,14 +79,14 @@ def test_a_bad_facts_file_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch)
             return self
 
     monkeypatch.setattr(resource.resources, "files", lambda _pkg: Bad())
-    resource.toml.cache_clear()
+    resource._parsed.cache_clear()
     try:
         with pytest.raises(
             FactsError, match=r"^resources/facts/launchers.toml: launcher.0.source: Field required"
         ):
             _load("launchers.toml", LauncherFacts)
     finally:
-        resource.toml.cache_clear()
+        resource._parsed.cache_clear()
 
 
 def _run() -> RunPaths:

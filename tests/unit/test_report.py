@@ -117,12 +117,9 @@ def make_report(run_dir: Path, *, traced: bool = True) -> RunReport:
     )
     good = CitedClaim(citation=paper, claim="buffer small reads", evidence="Section III")
     # a tampered record: validation would refuse the URL, so it is forced in past it
-    evil = good.model_copy(
-        update={
-            "citation": paper.model_copy(
-                update={"id": "evil", "url": "javascript:alert(1)", "title": f"Evil {HOSTILE}"}
-            )
-        }
+    tampered = {"id": "evil", "url": "javascript:alert(1)", "title": f"Evil {HOSTILE}"}
+    evil = CitedClaim.model_construct(
+        **{**good.__dict__, "citation": Citation.model_construct(**{**paper.__dict__, **tampered})}
     )
     base = _measurement(run_dir / "baseline", [1.0, 1.2, 0.9], analysis_path, replicates=4)
     cand = _measurement(run_dir / "opt1", [0.6, 0.7, 0.65], None, settings={"WORKERS": 4})

@@ -18,33 +18,13 @@ The "Step 8-PRE" check of the dftracer-pipeline skill, done the way an HPC engin
    ext3 and VAST from plain NFS); when they disagree, or no mount entry is found, the
    statfs answer is used and the disagreement is noted.
 
-Mapping onto :data:`~dftune.core.vocabulary.FS_TYPES`:
-
-- ``lustre``; ``gpfs``; ``beegfs`` (kernel ``beegfs`` or the older ``fhgfs``).
-- ``nfs`` (``nfs``, ``nfs4``) — *unless* it looks like VAST (below).
-- ``vast``: VAST Data is normally mounted with the NFS protocol (kernel fstype ``nfs``/``nfs4``,
-  statfs magic 0x6969), so it cannot be told apart by type alone. Heuristic: an NFS mount
-  whose server host name contains ``vast`` (``vast1.site:/export``, ``vast-vip.site:/``), or
-  whose options carry a mount option only the VAST NFS client ("vastnfs") adds
-  (``remoteports=``, ``localports=``, ``spread_reads``, ``spread_writes``, ``mdconnect=``,
-  ``pconnect=``; see https://vastnfs.vastdata.com/docs/4.0/usage/mount-params.html), is
-  ``vast``. A VAST cluster mounted by IP address with stock NFS options is reported as
-  ``nfs`` (with the NFS warning) — a false alarm that errs on the safe side.
-- ``xfs``; ``ext4`` (only ext4: ext2/ext3 are ``local``).
-- ``tmpfs`` (``tmpfs``, ``ramfs``, ``devtmpfs``, and anything mounted at ``/dev/shm``).
-- ``overlay`` (``overlay``, ``overlayfs``, ``aufs``, ``fuse.fuse-overlayfs``): a container's
-  copy-on-write layer; a root (``/``) overlay is noted as a container root.
-- ``local``: other local block filesystems (btrfs, zfs, f2fs, ext2, ext3, jfs, bcachefs, ...).
-- ``unknown``: everything else (proc, autofs, fuse.*, cifs, ceph, WEKA, ...).
-
-``warning`` is set (one line: the path, the mount, what to do) for NFS — the dftracer-io-optimization skill
-forbids performance analysis of an NFS-resident dataset — and, more softly, for
-single-server network filesystems outside the vocabulary (CIFS/SMB, sshfs, 9p), for
-overlay (results measure the container layer) and for tmpfs (results measure RAM).
-
-The kernel's filesystem names, the statfs magic numbers (``f_type`` of ``statfs(2)``) and the
-VAST client's options are data (resources/facts/filesystems.toml, with their sources). ext2,
-ext3 and ext4 share 0xEF53, which is why ``stat -f`` prints "ext2/ext3" for ext4.
+The kernel's filesystem names and statfs magic numbers map onto
+:data:`~dftune.core.vocabulary.FS_TYPES` through resources/facts/filesystems.toml (with their
+sources). VAST is mounted over NFS, so it is told apart by its server's name or a mount option
+only the VAST client adds; one mounted by IP address with stock options is reported as ``nfs``,
+a false alarm that errs on the safe side. ``warning`` is one line (the path, the mount, what to
+do) for NFS (the dftracer-io-optimization skill forbids analysing an NFS-resident dataset) and,
+more softly, for single-server network filesystems, overlay (the container layer) and tmpfs (RAM).
 
 Everything here is pure: no printing, no side effects at import time. ``detect`` takes an
 injectable mount table file and statfs function so tests can simulate machines that have
@@ -63,10 +43,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from dftune.core.facts import filesystem_facts
 from dftune.core.facts.models import KernelFs
+from dftune.core.model import StrictModel
 from dftune.core.vocabulary import FsType
 
 #: ``statfs(path) -> f_type`` (None when unavailable).
@@ -94,10 +75,8 @@ def magic_table() -> dict[int, KernelFs]:
 # the result
 
 
-class FsInfo(BaseModel):
+class FsInfo(StrictModel):
     """Where a path lives: filesystem type (vocabulary value), mount and warnings."""
-
-    model_config = ConfigDict(extra="forbid")
 
     path: str = Field(description="the path as given")
     resolved: str = Field(description="the existing path actually examined (realpath)")
@@ -303,7 +282,7 @@ def _classify_mount(m: Mount) -> FsType:
     if known is not None and known.fs_type == "nfs":
         return "vast" if _looks_like_vast(m.source, m.options) else "nfs"
     if known is not None and known.fs_type != "unknown":
-        return known.fs_type  # type: ignore[return-value]
+        return known.fs_type
     if any(_is_under(m.mount_point, shm) for shm in filesystem_facts().tmpfs_mounts):
         return "tmpfs"
     return "unknown"

@@ -18,11 +18,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from dftune.core import resource
 from dftune.core.domain.diagnosis import Finding
 from dftune.core.errors import DftuneError
+from dftune.core.model import StrictModel
 from dftune.core.vocabulary import Category
 from dftune.tools.trace.render import human_bytes
 
@@ -53,15 +54,13 @@ class RuleError(DftuneError, ValueError):
     """A rule file is malformed; the message names the file and the rule."""
 
 
-class Condition(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Condition(StrictModel):
     metric: str
     op: Op
     value: float | str | bool
 
 
-class Rule(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Rule(StrictModel):
     id: str = Field(pattern=r"^[A-Z]{1,4}\d{2,3}$")
     name: str
     category: Category
@@ -75,8 +74,7 @@ class Rule(BaseModel):
     top: int = 5
 
 
-class RuleSet(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RuleSet(StrictModel):
     source: str
     citation: str | None = None
     description: str = ""

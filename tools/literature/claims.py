@@ -12,9 +12,8 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from dftune.core.citation import Citation
+from dftune.core.model import StrictModel
 from dftune.tools.catalog import Catalog, CatalogCitation, Strategy, default_catalog
 from dftune.tools.literature.corpus import catalog_record, open_store
 from dftune.tools.literature.models import Paper
@@ -26,10 +25,8 @@ from dftune.vectorstore.text import tokens
 MIN_SHARED_TERMS = 3
 
 
-class Evidence(BaseModel):
+class Evidence(StrictModel):
     """Why a citation supports a strategy: the passage, where it is, and how it was found."""
-
-    model_config = ConfigDict(extra="forbid")
 
     strategy: str
     citation_id: str

@@ -17,10 +17,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from dftune.core.facts import filesystem_facts
 from dftune.core.facts.stacks import topics
+from dftune.core.model import StrictModel
 from dftune.core.network import offline_forced
 from dftune.tools.literature.claims import remember_papers
 from dftune.tools.literature.corpus import open_store
@@ -35,11 +36,9 @@ from dftune.vectorstore.store import PaperStore
 _PERF_WORDS = re.compile(r"\b(bandwidth|throughput|GB/s|MB/s|GiB/s|MiB/s|IOPS|speedup|faster)\b", re.I)
 
 
-class SearchContext(BaseModel):
+class SearchContext(StrictModel):
     """What the context search covers: the run's software (stack ids, core/facts/stacks.py) and
     the filesystem of its data folder."""
-
-    model_config = ConfigDict(extra="forbid")
 
     software: list[str] = Field(default_factory=lambda: ["posix"])
     fs_type: str | None = None

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from dftune.core.citation import Citation, safe_url
+from dftune.core.model import StrictModel
 
 PaperSource = Literal["context", "catalog", "local", "arxiv", "semantic_scholar", "openalex", "crossref"]
 REMOTE_SOURCES = frozenset({"arxiv", "semantic_scholar", "openalex", "crossref"})
@@ -67,10 +68,8 @@ class Paper(Citation):
         }
 
 
-class SearchResult(BaseModel):
+class SearchResult(StrictModel):
     """What one tool call returned; ``skipped`` when it did not run (offline, capped)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     tool: str
     query: str
@@ -90,9 +89,7 @@ class SearchResult(BaseModel):
         }
 
 
-class Attempt(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Attempt(StrictModel):
     n: int
     tool: str
     query: str
@@ -101,11 +98,9 @@ class Attempt(BaseModel):
     note: str | None = None
 
 
-class Support(BaseModel):
+class Support(StrictModel):
     """The outcome of searching for a bottleneck's citation: at most ten attempts, then
     UNSUPPORTED (the proposal is not applied)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     bottleneck: str
     strategy: str | None = None

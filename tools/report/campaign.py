@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dftune.core.domain.run import MetricInfo
 from dftune.core.errors import DftuneError
 from dftune.core.fsio import atomic_write_bytes
+from dftune.core.model import StrictModel
 from dftune.core.safetext import md_code, md_text
 from dftune.tools.report.htmlkit import e, table
 from dftune.tools.report.loader import REPORT_JSON, ReportError, read_run_report
@@ -39,11 +40,10 @@ from dftune.tools.session.workspace import Workspace
 MEMBER_HTML_S = 20.0
 
 
-class MemberRow(BaseModel):
+class MemberRow(StrictModel):
     """One workload of a campaign (its :class:`Member` record, its report's paths) and, when its run
     wrote a report, what the report says (those fields are left out of the JSON without one)."""
 
-    model_config = ConfigDict(extra="forbid")
     workload: str
     run_id: str
     spec_path: str

@@ -26,10 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from dftune.core import strictjson
 from dftune.core.errors import DftuneError
+from dftune.core.model import StrictModel
 from dftune.core.supervise import owned_by
 from dftune.tools.runner.bench import BenchError, BenchResult, bench, summary_stats
 from dftune.tools.runner.deadline import Deadline
@@ -46,10 +45,9 @@ class BaselineNotReady(DftuneError):
     """The deadline came before enough baseline units finished; the run can be resumed."""
 
 
-class UnitRecord(BaseModel):
+class UnitRecord(StrictModel):
     """One finished unit: its one-replicate bench record and how long the job took."""
 
-    model_config = ConfigDict(extra="forbid")
     index: int
     elapsed_s: float
     bench: BenchResult

@@ -13,10 +13,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from dftune.core import strictjson
 from dftune.core.home import dftune_home
+from dftune.core.model import StrictModel
 from dftune.tools.runner.deadline import clock
 from dftune.tools.session.layout import RunNotFound, WorkspaceError, validate_run_id
 
@@ -27,10 +28,9 @@ SCHEMA = "dftune.campaign/1"
 CampaignStatus = Literal["running", "completed", "interrupted", "failed"]
 
 
-class Member(BaseModel):
+class Member(StrictModel):
     """One workload of the campaign and what became of its run."""
 
-    model_config = ConfigDict(extra="forbid")
     spec_path: str
     workload: str
     run_id: str
@@ -43,8 +43,7 @@ class Member(BaseModel):
     pending: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class CampaignMeta(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class CampaignMeta(StrictModel):
     schema_: str = Field(SCHEMA, alias="schema")
     id: str
     name: str

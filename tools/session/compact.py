@@ -22,10 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, cast
 
-from pydantic import BaseModel, ConfigDict
-
 from dftune.core.facts.paths import trace_suffixes
 from dftune.core.fsio import atomic_file
+from dftune.core.model import StrictModel
 from dftune.tools.trace.linescan import COMPLETE_PH, STRUCTURAL_LINES, check_event
 
 _decode = json.JSONDecoder().decode
@@ -35,10 +34,8 @@ _COMPRESSLEVEL = 6
 _CHUNK = 1 << 20  # bytes of records buffered before compressing (bounds memory)
 
 
-class CompactFile(BaseModel):
+class CompactFile(StrictModel):
     """One raw trace and its compact copy."""
-
-    model_config = ConfigDict(extra="forbid")
 
     source: str  # path relative to raw_dir
     output: str  # path relative to compact_dir
@@ -53,10 +50,8 @@ class CompactFile(BaseModel):
     truncated_reason: str = ""
 
 
-class CompactReport(BaseModel):
+class CompactReport(StrictModel):
     """What :func:`compact_traces` did."""
-
-    model_config = ConfigDict(extra="forbid")
 
     raw_dir: str
     compact_dir: str

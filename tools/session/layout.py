@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from dftune.core import strictjson
 from dftune.core.errors import DftuneError
+from dftune.core.model import StrictModel
 
 RUNS_DIRNAME: Final = "runs"
 RUN_META: Final = "run.json"
@@ -114,7 +115,7 @@ class RunLocked(WorkspaceError):
 # --------------------------------------------------------------------------- run metadata
 
 
-class RunMeta(BaseModel):
+class RunMeta(StrictModel):
     """``run.json``.  Extra keys written by other components are kept on rewrite."""
 
     model_config = ConfigDict(extra="allow")
@@ -128,8 +129,6 @@ class RunMeta(BaseModel):
 
 class RunInfo(BaseModel):
     """One line of :meth:`Workspace.list_runs`."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str
     path: str

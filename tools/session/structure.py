@@ -15,10 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from dftune.core.facts.paths import trace_suffixes
 from dftune.core.fsio import PathOutside, atomic_write_bytes, confined
+from dftune.core.model import StrictModel
 from dftune.tools.session.layout import (
     ALLOWED_ROOT_ENTRIES,
     ARTIFACTS,
@@ -47,10 +46,8 @@ ProblemKind = Literal[
 ]
 
 
-class Problem(BaseModel):
+class Problem(StrictModel):
     """One thing out of place.  ``path`` is relative to the run folder."""
-
-    model_config = ConfigDict(extra="forbid")
 
     path: str
     problem: str
@@ -59,10 +56,8 @@ class Problem(BaseModel):
     fixable: bool  # whether reorganize_structure can fix it on its own
 
 
-class StructureReport(BaseModel):
+class StructureReport(StrictModel):
     """Result of :meth:`Workspace.validate_structure`."""
-
-    model_config = ConfigDict(extra="forbid")
 
     run_id: str
     clean: bool
@@ -75,10 +70,8 @@ MoveAction = Literal["write_run_json", "mkdir", "move", "rmdir"]
 MoveStatus = Literal["planned", "done", "conflict", "skipped", "failed"]
 
 
-class Move(BaseModel):
+class Move(StrictModel):
     """One step of :meth:`Workspace.reorganize_structure`; paths relative to the run folder."""
-
-    model_config = ConfigDict(extra="forbid")
 
     action: MoveAction
     src: str | None = None  # move: the file moved; rmdir: the folder removed

@@ -11,9 +11,10 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from dftune.core.errors import DftuneError
+from dftune.core.model import StrictModel
 
 JOURNAL_FORMAT = "dftune.changes/1"
 #: Variables owned by the tracing harness; an L2 change must not touch them.
@@ -67,11 +68,7 @@ class DuplicateChange(JournalError):
 # --------------------------------------------------------------------------- change models
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class _ChangeBase(_Strict):
+class _ChangeBase(StrictModel):
     id: Annotated[str, Field(pattern=ID_RE)]
     description: str = ""
     strategy: str | None = None  # strategy id from resources/strategies, when there is one
@@ -166,7 +163,7 @@ Change = Annotated[EnvChange | FilePatch | CommandChange, Field(discriminator="k
 # --------------------------------------------------------------------------- undo records
 
 
-class EnvUndo(_Strict):
+class EnvUndo(StrictModel):
     kind: Literal["env"] = "env"
     path: str
     before_b64: str | None  # None: the file did not exist
@@ -174,7 +171,7 @@ class EnvUndo(_Strict):
     after_sha256: str
 
 
-class FileUndo(_Strict):
+class FileUndo(StrictModel):
     path: str  # relative to the patch root, POSIX separators
     before_b64: str | None  # None: absent before (the patch creates it)
     before_mode: int | None
@@ -182,14 +179,14 @@ class FileUndo(_Strict):
     after_mode: int | None
 
 
-class PatchUndo(_Strict):
+class PatchUndo(StrictModel):
     kind: Literal["patch"] = "patch"
     root: str
     files: list[FileUndo]
     created_dirs: list[str]  # relative, parents first
 
 
-class CommandUndo(_Strict):
+class CommandUndo(StrictModel):
     kind: Literal["command"] = "command"
     previous: str
     rollback_argv: list[str]
@@ -198,7 +195,7 @@ class CommandUndo(_Strict):
 Undo = Annotated[EnvUndo | PatchUndo | CommandUndo, Field(discriminator="kind")]
 
 
-class JournalRecord(_Strict):
+class JournalRecord(StrictModel):
     """One line of the journal."""
 
     format: Literal["dftune.changes/1"] = "dftune.changes/1"
