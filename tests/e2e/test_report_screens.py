@@ -17,8 +17,9 @@ import pytest
 from PIL import Image
 
 from dftune.tools.report.loader import load_report
-from dftune.tools.report.plots import OVER_COLOR, artists_outside_axes, build_plots
+from dftune.tools.report.plots import OVER_COLOR, build_plots
 from tests.e2e.main_job import SMALL_READS_GROUP, FinishedRun
+from tests.plotcheck import artists_outside_axes
 
 pytestmark = pytest.mark.e2e
 WIDTH = 1100

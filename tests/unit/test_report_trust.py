@@ -24,12 +24,12 @@ from dftune.tools.report.fixes import severity, snippet_markdown, snippets
 from dftune.tools.report.plots import (
     ProcessSeries,
     _figure,
-    artists_outside_axes,
     fitting_top,
     heatmap_plot,
     timeline_plot,
 )
 from dftune.tools.trace import analyze
+from tests.plotcheck import artists_outside_axes
 
 
 def _series(label: str, scale: float, n: int = 12) -> ProcessSeries:
