@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from dftune.core import resource
 from dftune.core.errors import DftuneError
 from dftune.core.facts.models import (
+    DarshanFacts,
     FilesystemFacts,
     FormatFacts,
     LauncherFacts,
@@ -75,6 +76,11 @@ def program_facts() -> ProgramFacts:
     return _load("programs.toml", ProgramFacts)
 
 
+@functools.cache
+def darshan_facts() -> DarshanFacts:
+    return _load("darshan.toml", DarshanFacts)
+
+
 def all_facts() -> list[BaseModel]:
     """Every facts file, loaded (a bad one raises :class:`FactsError`)."""
     return [
@@ -85,4 +91,5 @@ def all_facts() -> list[BaseModel]:
         filesystem_facts(),
         process_facts(),
         program_facts(),
+        darshan_facts(),
     ]

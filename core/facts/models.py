@@ -251,3 +251,25 @@ class FilesystemFacts(_Fact):
         if bad := [k.name for k in self.kernel if k.fs_type not in FS_TYPES]:
             raise ValueError(f"kernel types mapped outside the vocabulary: {', '.join(bad)}")
         return self
+
+
+class DarshanLayer(_Fact):
+    ops: tuple[str, ...]
+    time: tuple[str, ...]
+
+
+class DarshanFacts(Sourced):
+    """The counters dftune reads from a Darshan log, by module (see darshan.toml)."""
+
+    size_bins: tuple[str, ...]
+    size_labels: tuple[str, ...]
+    small_bins: int = Field(ge=1)
+    #: dftune column -> (POSIX counter, STDIO counter); "" none, "f:" floating point
+    columns: dict[str, tuple[str, str]]
+    layer: dict[str, DarshanLayer]
+
+    @model_validator(mode="after")
+    def _labelled(self) -> DarshanFacts:
+        if len(self.size_labels) != len(self.size_bins) or self.small_bins > len(self.size_bins):
+            raise ValueError("size_labels must name each of size_bins, small_bins count some of them")
+        return self

@@ -14,73 +14,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dftune.core.facts import darshan_facts
 from dftune.tools.trace.darshan.reader import DarshanLog, ModuleTable
 
+_FACTS = darshan_facts()
 #: Darshan's access-size bins (POSIX_SIZE_READ_* / POSIX_SIZE_WRITE_*), labelled for dftune
-DARSHAN_BINS = (
-    "0_100",
-    "100_1K",
-    "1K_10K",
-    "10K_100K",
-    "100K_1M",
-    "1M_4M",
-    "4M_10M",
-    "10M_100M",
-    "100M_1G",
-    "1G_PLUS",
-)
-BIN_LABELS = (
-    "0-100",
-    "100-1K",
-    "1K-10K",
-    "10K-100K",
-    "100K-1M",
-    "1-4M",
-    "4-10M",
-    "10-100M",
-    "100M-1G",
-    ">=1G",
-)
-#: bins below dftune's small boundary: Darshan's 100K_1M bin ends at 1 MiB inclusive
-SMALL_BINS = 5
+DARSHAN_BINS, BIN_LABELS, SMALL_BINS = _FACTS.size_bins, _FACTS.size_labels, _FACTS.small_bins
 MIB = 1 << 20
 
 #: normalized column -> (POSIX counter, STDIO counter); None = no such counter (0); "f:" = floating point
 _COLUMNS: dict[str, tuple[str | None, str | None]] = {
-    "reads": ("POSIX_READS", "STDIO_READS"),
-    "writes": ("POSIX_WRITES", "STDIO_WRITES"),
-    "bytes_read": ("POSIX_BYTES_READ", "STDIO_BYTES_READ"),
-    "bytes_written": ("POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN"),
-    "read_time": ("f:POSIX_F_READ_TIME", "f:STDIO_F_READ_TIME"),
-    "write_time": ("f:POSIX_F_WRITE_TIME", "f:STDIO_F_WRITE_TIME"),
-    "meta_time": ("f:POSIX_F_META_TIME", "f:STDIO_F_META_TIME"),
-    "opens": ("POSIX_OPENS", "STDIO_OPENS"),
-    "seeks": ("POSIX_SEEKS", "STDIO_SEEKS"),
-    "stats": ("POSIX_STATS", None),
-    "dups": ("POSIX_DUPS", None),
-    "mmaps": ("POSIX_MMAPS", None),
-    "renames": ("POSIX_RENAME_SOURCES", None),
-    "fdopens": (None, "STDIO_FDOPENS"),
-    "fsyncs": ("POSIX_FSYNCS", None),
-    "fdsyncs": ("POSIX_FDSYNCS", None),
-    "flushes": (None, "STDIO_FLUSHES"),
-    "consec_reads": ("POSIX_CONSEC_READS", None),
-    "consec_writes": ("POSIX_CONSEC_WRITES", None),
-    "seq_reads": ("POSIX_SEQ_READS", None),
-    "seq_writes": ("POSIX_SEQ_WRITES", None),
-    "file_not_aligned": ("POSIX_FILE_NOT_ALIGNED", None),
-    "file_alignment": ("POSIX_FILE_ALIGNMENT", None),
-    "mem_not_aligned": ("POSIX_MEM_NOT_ALIGNED", None),
-    "max_byte_read": ("POSIX_MAX_BYTE_READ", "STDIO_MAX_BYTE_READ"),
-    "max_byte_written": ("POSIX_MAX_BYTE_WRITTEN", "STDIO_MAX_BYTE_WRITTEN"),
-    "fastest_rank": ("POSIX_FASTEST_RANK", "STDIO_FASTEST_RANK"),
-    "fastest_rank_bytes": ("POSIX_FASTEST_RANK_BYTES", "STDIO_FASTEST_RANK_BYTES"),
-    "slowest_rank": ("POSIX_SLOWEST_RANK", "STDIO_SLOWEST_RANK"),
-    "slowest_rank_bytes": ("POSIX_SLOWEST_RANK_BYTES", "STDIO_SLOWEST_RANK_BYTES"),
-    "fastest_rank_time": ("f:POSIX_F_FASTEST_RANK_TIME", "f:STDIO_F_FASTEST_RANK_TIME"),
-    "slowest_rank_time": ("f:POSIX_F_SLOWEST_RANK_TIME", "f:STDIO_F_SLOWEST_RANK_TIME"),
-    "open_start": ("f:POSIX_F_OPEN_START_TIMESTAMP", "f:STDIO_F_OPEN_START_TIMESTAMP"),
-    "close_end": ("f:POSIX_F_CLOSE_END_TIMESTAMP", "f:STDIO_F_CLOSE_END_TIMESTAMP"),
+    **{col: (posix or None, stdio or None) for col, (posix, stdio) in _FACTS.columns.items()},
     **{f"rb{i}": (f"POSIX_SIZE_READ_{b}", None) for i, b in enumerate(DARSHAN_BINS)},
     **{f"wb{i}": (f"POSIX_SIZE_WRITE_{b}", None) for i, b in enumerate(DARSHAN_BINS)},
     **{f"acc{k}": (f"POSIX_ACCESS{k}_ACCESS", None) for k in range(1, 5)},

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dftune.core.facts import darshan_facts
 from dftune.tools.trace.darshan import dxt as X
 from dftune.tools.trace.darshan import info as I
 from dftune.tools.trace.darshan import views as V
@@ -29,46 +30,6 @@ from dftune.tools.trace.merge import _shape
 from dftune.tools.trace.model import Analysis, FamilyStats, Imbalance, InterfaceStats, LayerStats
 
 MIB = float(1 << 20)
-#: modules above POSIX: (module, ops counters, time counters)
-LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "MPI-IO": (
-        (
-            "MPIIO_INDEP_OPENS",
-            "MPIIO_COLL_OPENS",
-            "MPIIO_INDEP_READS",
-            "MPIIO_INDEP_WRITES",
-            "MPIIO_COLL_READS",
-            "MPIIO_COLL_WRITES",
-            "MPIIO_SPLIT_READS",
-            "MPIIO_SPLIT_WRITES",
-            "MPIIO_NB_READS",
-            "MPIIO_NB_WRITES",
-            "MPIIO_SYNCS",
-        ),
-        ("MPIIO_F_READ_TIME", "MPIIO_F_WRITE_TIME", "MPIIO_F_META_TIME"),
-    ),
-    "H5F": (("H5F_OPENS", "H5F_FLUSHES"), ("H5F_F_META_TIME",)),
-    "H5D": (
-        ("H5D_OPENS", "H5D_READS", "H5D_WRITES", "H5D_FLUSHES"),
-        ("H5D_F_READ_TIME", "H5D_F_WRITE_TIME", "H5D_F_META_TIME"),
-    ),
-    "PNETCDF_FILE": (
-        ("PNETCDF_FILE_CREATES", "PNETCDF_FILE_OPENS", "PNETCDF_FILE_SYNCS"),
-        ("PNETCDF_FILE_F_META_TIME", "PNETCDF_FILE_F_WAIT_TIME"),
-    ),
-    "PNETCDF_VAR": (
-        (
-            "PNETCDF_VAR_OPENS",
-            "PNETCDF_VAR_INDEP_READS",
-            "PNETCDF_VAR_INDEP_WRITES",
-            "PNETCDF_VAR_COLL_READS",
-            "PNETCDF_VAR_COLL_WRITES",
-            "PNETCDF_VAR_NB_READS",
-            "PNETCDF_VAR_NB_WRITES",
-        ),
-        ("PNETCDF_VAR_F_READ_TIME", "PNETCDF_VAR_F_WRITE_TIME", "PNETCDF_VAR_F_META_TIME"),
-    ),
-}
 META_COLUMNS = ("opens", "seeks", "stats", "dups", "mmaps", "renames", "fdopens")
 SYNC_COLUMNS = ("fsyncs", "fdsyncs", "flushes")
 
@@ -245,7 +206,8 @@ def _interfaces(rec: Records, posix: np.ndarray) -> dict[str, InterfaceStats]:
 
 def _layers(job: Job, jt: float) -> list[LayerStats]:
     out = []
-    for mod, (counts, times) in LAYERS.items():
+    for mod, layer in darshan_facts().layer.items():
+        counts, times = layer.ops, layer.time
         t = job.modules.get(mod)
         if t is None or not len(t):
             continue

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from dftune.tools.trace.darshan.job import SMALL_BINS, Job, exact_1mib
+from dftune.tools.trace.darshan.job import DARSHAN_BINS, SMALL_BINS, Job, exact_1mib
 
 #: neutral values: on a dftracer trace (or a log without the module) no Darshan rule can fire
 SIGNAL_DEFAULTS: dict[str, Any] = {
@@ -173,8 +173,6 @@ def _mpiio(job: Job, total_t: float) -> dict[str, Any]:
     }
 
 
-#: MPI-IO's size bins under 1 MiB (MPIIO_SIZE_{READ,WRITE}_AGG_*): the sizes of the application's own calls
-_MPIIO_SMALL_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")
 ONE_MIB = 1 << 20
 
 
@@ -187,7 +185,8 @@ def _mpiio_small(t: Any, c: Any, f: Any, total_t: float) -> dict[str, Any]:
     small: dict[str, int] = {}
     calls: dict[str, int] = {}
     for kind, word in (("read", "READ"), ("write", "WRITE")):
-        names = [f"MPIIO_SIZE_{word}_AGG_{b}" for b in _MPIIO_SMALL_BINS]
+        # MPI-IO's size bins (the application's own calls) are POSIX's: the small ones
+        names = [f"MPIIO_SIZE_{word}_AGG_{b}" for b in DARSHAN_BINS[:SMALL_BINS]]
         if not all(n in t.names for n in names):
             return {}
         small[kind] = sum(c(n) for n in names)
