@@ -21,6 +21,7 @@ from dftune.agents.optimizer.artifacts import write_layer_artifacts
 from dftune.agents.optimizer.plan import slug
 from dftune.agents.optimizer.trust import TamperedProposal, trusted_arm, trusted_proposal
 from dftune.core.domain.experiments import Experiment
+from dftune.core.domain.proposals import Proposal
 from dftune.core.domain.run import TuningState, Update, log, update
 from dftune.core.errors import is_storage_error
 from dftune.core.failpoint import failpoint
@@ -92,6 +93,28 @@ def _refused(state: TuningState, n: int, exc: TamperedProposal) -> dict[str, Any
     }
 
 
+def _journaled(
+    p: Proposal, cid: str, state: TuningState, ctx: Context, it_dir: Path
+) -> EnvChange | FilePatch | CommandChange:
+    """The journal's record of ``p``'s change, built when it is (re)applied."""
+    common = {"id": cid, "strategy": p.strategy, "description": p.description[:200]}
+    if p.change.kind == "env":
+        assert state.incumbent is not None
+        variables = layer_env(state.incumbent.env, p.change.env).env
+        return EnvChange(**common, env_file=it_dir / "opt_l2_env.sh", variables=variables)
+    if p.change.kind == "patch":
+        # a fresh copy for every attempt: an aborted one was restored, this one starts clean
+        diff = Path(p.change.patch_file).read_text(encoding="utf-8")
+        return FilePatch(**common, root=copy_source(state, ctx, it_dir), strip=p.change.strip, diff=diff)
+    return CommandChange(
+        **common,
+        privilege=p.privilege,
+        argv=p.change.argv,
+        read_current=p.change.read_argv,
+        rollback=p.change.rollback_argv,
+    )
+
+
 def apply_change(state: TuningState, runtime: Runtime[Context]) -> Update:
     """Node: a fresh opt<n> and the change applied there (once, with its rollback journaled)."""
     ctx = runtime.context
@@ -109,54 +132,11 @@ def apply_change(state: TuningState, runtime: Runtime[Context]) -> Update:
         (it_dir / sub).mkdir(parents=True, exist_ok=True)
     journal = journal_for(ctx, state.run_id)
     change_ids: list[str] = []
-    incumbent = state.incumbent
     try:
-        if p.change.kind == "env":
-            cid = f"opt{n}-{slug(p.strategy)}"
+        if p.change.kind in ("env", "patch", "command"):
+            cid = f"opt{n}-{slug(p.id if p.change.kind == 'patch' else p.strategy)}"
             change_ids.append(cid)
-            apply_once(
-                journal,
-                cid,
-                lambda: EnvChange(
-                    id=cid,
-                    strategy=p.strategy,
-                    env_file=it_dir / "opt_l2_env.sh",
-                    variables=layer_env(incumbent.env, p.change.env).env,
-                    description=p.description[:200],
-                ),
-            )
-        elif p.change.kind == "patch":
-            cid = f"opt{n}-{slug(p.id)}"
-            change_ids.append(cid)
-            # a fresh copy for every attempt: an aborted one was restored, this one starts clean
-            apply_once(
-                journal,
-                cid,
-                lambda: FilePatch(
-                    id=cid,
-                    strategy=p.strategy,
-                    root=copy_source(state, ctx, it_dir),
-                    strip=p.change.strip,
-                    diff=Path(p.change.patch_file).read_text(encoding="utf-8"),
-                    description=p.description[:200],
-                ),
-            )
-        elif p.change.kind == "command":
-            cid = f"opt{n}-{slug(p.strategy)}"
-            change_ids.append(cid)
-            apply_once(
-                journal,
-                cid,
-                lambda: CommandChange(
-                    id=cid,
-                    strategy=p.strategy,
-                    privilege=p.privilege,
-                    argv=p.change.argv,
-                    read_current=p.change.read_argv,
-                    rollback=p.change.rollback_argv,
-                    description=p.description[:200],
-                ),
-            )
+            apply_once(journal, cid, lambda: _journaled(p, cid, state, ctx, it_dir))
     except Exception as exc:  # any failure to apply is recorded, never retried blindly
         if is_storage_error(exc):
             raise  # a full or read-only disk is no verdict on the change: the run stops, resumable

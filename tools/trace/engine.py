@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,31 +71,23 @@ def analyze(
     System paths (``/proc``, ``/sys``, ``/dev``: :mod:`paths`) are left out of the file view
     unless ``include_system_paths``; the view says how many were. ``run_paths``: what the run knows
     of its own paths (its data folder is data whatever its name: core/facts/paths.py)."""
-    paths = list(paths)
-    logs = _darshan(paths, skip_bad, views, time_windows, progress)
-    if logs is not None:
-        return logs
-    partials, acc, unreadable = _read(
-        paths, skip_bad, views, scheduler, workers, time_windows, progress, profile, run_paths
-    )
-    if len(acc.runs) > 1 and not merge_runs:
-        raise MultipleRunsError(_runs_message(acc), len(acc.runs))
-    run = acc.runs[0] if len(acc.runs) == 1 else _one_run(acc)
-    return _noted(
-        _build(
-            partials,
-            run,
-            1,
-            1,
+    return _analyses(
+        paths,
+        _Ask(
+            skip_bad,
             views,
+            scheduler,
+            workers,
             time_windows,
-            exclude_helpers,
+            progress,
             profile,
-            include_system_paths,
             run_paths,
+            exclude_helpers,
+            include_system_paths,
         ),
-        unreadable,
-    )
+        split=False,
+        merge_runs=merge_runs,
+    )[0]
 
 
 def analyze_runs(
@@ -113,32 +105,59 @@ def analyze_runs(
     run_paths: RunPaths = NO_RUN,
 ) -> list[Analysis]:
     """One :class:`Analysis` per run the traces hold, in time order (one pass over the files)."""
+    return _analyses(
+        paths,
+        _Ask(
+            skip_bad,
+            views,
+            scheduler,
+            workers,
+            time_windows,
+            progress,
+            profile,
+            run_paths,
+            exclude_helpers,
+            include_system_paths,
+        ),
+        split=True,
+    )
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """How the traces are read (the same for one analysis or one per run)."""
+
+    skip_bad: bool
+    views: Sequence[str]
+    scheduler: str | None
+    workers: int | None
+    time_windows: int
+    progress: Progress | None
+    profile: bool
+    run_paths: RunPaths
+    exclude_helpers: bool = False
+    include_system_paths: bool = False
+
+
+def _analyses(
+    paths: Iterable[str | Path],
+    ask: _Ask,
+    *,
+    split: bool,
+    merge_runs: bool = False,
+) -> list[Analysis]:
+    """One analysis of everything (``split`` False), or one per run."""
     paths = list(paths)
-    logs = _darshan(paths, skip_bad, views, time_windows, progress)
+    logs = _darshan(paths, ask)
     if logs is not None:
         return [logs]
-    partials, acc, unreadable = _read(
-        paths, skip_bad, views, scheduler, workers, time_windows, progress, profile, run_paths
-    )
-    n = len(acc.runs)
-    return [
-        _noted(
-            _build(
-                partials,
-                run,
-                i,
-                n,
-                views,
-                time_windows,
-                exclude_helpers,
-                profile,
-                include_system_paths,
-                run_paths,
-            ),
-            unreadable,
-        )
-        for i, run in enumerate(acc.runs, 1)
-    ]
+    partials, acc, unreadable = _read(paths, ask)
+    runs = list(enumerate(acc.runs, 1))
+    if not split:
+        if len(acc.runs) > 1 and not merge_runs:
+            raise MultipleRunsError(_runs_message(acc), len(acc.runs))
+        runs = [(1, acc.runs[0] if len(acc.runs) == 1 else _one_run(acc))]
+    return [_noted(_build(partials, run, i, len(runs), ask), unreadable) for i, run in runs]
 
 
 def _noted(analysis: Analysis, unreadable: list[tuple[str, str]]) -> Analysis:
@@ -155,15 +174,9 @@ def _check_views(views: Sequence[str]) -> None:
         raise ValueError(f"unknown view {unknown[0]!r}; choose from {', '.join(VIEWS)}")
 
 
-def _darshan(
-    paths: list[str | Path],
-    skip_bad: bool,
-    views: Sequence[str],
-    time_windows: int,
-    progress: Progress | None,
-) -> Analysis | None:
+def _darshan(paths: list[str | Path], ask: _Ask) -> Analysis | None:
     """The analysis of Darshan logs (recognised by content), or None for dftracer traces."""
-    _check_views(views)
+    _check_views(ask.views)
     from dftune.tools.trace.darshan.detect import split_inputs
 
     logs, is_darshan = split_inputs(paths)
@@ -171,69 +184,54 @@ def _darshan(
         return None
     from dftune.tools.trace.darshan.engine import analyze_logs
 
-    return analyze_logs(logs, skip_bad=skip_bad, views=views, time_windows=time_windows, progress=progress)
+    return analyze_logs(
+        logs, skip_bad=ask.skip_bad, views=ask.views, time_windows=ask.time_windows, progress=ask.progress
+    )
 
 
 def _read(
-    paths: Iterable[str | Path],
-    skip_bad: bool,
-    views: Sequence[str],
-    scheduler: str | None,
-    workers: int | None,
-    time_windows: int,
-    progress: Progress | None,
-    profile: bool,
-    run_paths: RunPaths = NO_RUN,
+    paths: Iterable[str | Path], ask: _Ask
 ) -> tuple[list[FilePartial], Accounting, list[tuple[str, str]]]:
-    _check_views(views)
+    _check_views(ask.views)
     unreadable: list[tuple[str, str]] = []
-    files = discover(paths, unreadable, strict=not skip_bad)
+    files = discover(paths, unreadable, strict=not ask.skip_bad)
     # every view comes from this one pass: the time view's fine bins need no global start or end
     options = ReadOptions(
-        skip_bad=skip_bad,
-        file_view="file" in views or profile,
-        time_bins=fine_bins(time_windows) if "time" in views else None,
-        profile=profile,
+        skip_bad=ask.skip_bad,
+        file_view="file" in ask.views or ask.profile,
+        time_bins=fine_bins(ask.time_windows) if "time" in ask.views else None,
+        profile=ask.profile,
     )
-    partials = _map(files, options, scheduler, workers, progress)
-    return partials, account(partials, run_paths=run_paths), unreadable
+    partials = _map(files, options, ask.scheduler, ask.workers, ask.progress)
+    return partials, account(partials, run_paths=ask.run_paths), unreadable
 
 
-def _build(
-    partials: list[FilePartial],
-    run: Run,
-    index: int,
-    runs: int,
-    views: Sequence[str],
-    time_windows: int,
-    exclude_helpers: bool,
-    profile: bool,
-    include_system_paths: bool = False,
-    run_paths: RunPaths = NO_RUN,
-) -> Analysis:
+def _build(partials: list[FilePartial], run: Run, index: int, runs: int, ask: _Ask) -> Analysis:
     """The analysis of one run: its files (less those holding only helpers, when asked), merged."""
     holders: dict[int, list[bool]] = {}
     for p in run.procs:
         for f in p.files:
             holders.setdefault(f, []).append(p.helper is not None)
-    keep = [f for f in sorted(run.files) if not (exclude_helpers and holders.get(f) and all(holders[f]))]
+    keep = [f for f in sorted(run.files) if not (ask.exclude_helpers and holders.get(f) and all(holders[f]))]
     mine = [partials[f] for f in keep]
     analysis = merge(
         mine,
         accounting=Accounting(runs=[run]),
-        helpers_excluded=exclude_helpers,
+        helpers_excluded=ask.exclude_helpers,
         group_overlap=group_overlap(partials, run.procs),
     )
     analysis.run = _run_info(run, index, runs)
-    for view in views:
+    for view in ask.views:
         if view != "summary":
-            analysis.views[view] = build_view(view, mine, analysis, time_windows=time_windows)
-    if "file" in views or profile:  # the partials hold per-path tables: the classes' totals are exact
-        analysis.path_classes = path_class_totals(mine, run_paths)
-        analysis.system_paths_included = include_system_paths
+            analysis.views[view] = build_view(view, mine, analysis, time_windows=ask.time_windows)
+    if "file" in ask.views or ask.profile:  # the partials hold per-path tables: the classes' totals are exact
+        analysis.path_classes = path_class_totals(mine, ask.run_paths)
+        analysis.system_paths_included = ask.include_system_paths
     if "file" in analysis.views:
-        split_file_view(analysis.views["file"], include_system_paths, analysis.path_classes, run_paths)
-    if profile:
+        split_file_view(
+            analysis.views["file"], ask.include_system_paths, analysis.path_classes, ask.run_paths
+        )
+    if ask.profile:
         analysis.profile = build_profile(mine)
     return analysis
 
