@@ -79,84 +79,35 @@ def _semantics() -> tuple[Any, ...]:
     )
 
 
-_FAMCOLS = tuple(
-    (f"{f}_{m}", "i64")
+_FAMCOLS = " ".join(
+    f"{f}_{m}"
     for f in S.FAMILIES
     for m in ("count", "bytes", "time_us")
     if not (m == "bytes" and f in ("metadata", "sync"))
 )
-#: Column kinds of each table the scanner returns: str = string id, fam = family index.
+#: The columns of each table the scanner returns, as "name:kind" (kind i64 when left out; str =
+#: string id, fam = family index, rw = read/write flag).
 _SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
-    "fam": (
-        ("fam", "fam"),
-        ("count", "i64"),
-        ("bytes", "i64"),
-        ("sized", "i64"),
-        ("time_us", "i64"),
-        ("small", "i64"),
-        ("small_time_us", "i64"),
-        ("bw_sum", "f64"),
-        ("bw_n", "i64"),
-        ("no_args", "i64"),
-    ),
-    "agg": (("fam", "fam"), ("records", "i64"), ("count", "i64"), ("bytes", "i64"), ("time_us", "i64")),
-    "hist": (("fam", "fam"), ("sbin", "i64"), ("count", "i64"), ("bytes", "i64")),
-    "path": (
-        ("fkey", "str"),
-        ("fk", "i64"),
-        ("is_path", "bool"),
-        *_FAMCOLS,
-        ("name", "str"),
-        ("processes", "i64"),
-        ("consecutive", "i64"),
-        ("sequential", "i64"),
-        ("random", "i64"),
-    ),
-    "names": (("cat", "str"), ("name", "str"), ("count", "i64"), ("time_us", "i64")),
-    "iface": (("iface", "str"), ("fam", "fam"), ("count", "i64"), ("bytes", "i64"), ("time_us", "i64")),
-    "layer": (
-        ("cat", "str"),
-        ("count", "i64"),
-        ("time_us", "i64"),
-        ("first_ts", "i64"),
-        ("last_end", "i64"),
-        ("checkpoint_events", "i64"),
-    ),
-    "proctot": (
-        ("hkey", "str"),
-        ("host_inline", "bool"),
-        ("pid", "i64"),
-        ("events", "i64"),
-        ("first_ts", "i64"),
-        ("last_end", "i64"),
-        ("rank", "i64"),
-        ("cmd_hash", "str"),
-    ),
-    "procfam": (("hkey", "str"), ("pid", "i64"), *_FAMCOLS),
-    "steps": (("epoch", "str"), ("step", "str")),
-    "epochspan": (
-        ("hkey", "str"),
-        ("host_inline", "bool"),
-        ("pid", "i64"),
-        ("epoch", "str"),
-        ("first_ts", "i64"),
-        ("last_end", "i64"),
-    ),
-    "meta": (("kind", "kind"), ("h", "str"), ("v", "str")),
-    "start": (("version", "str"), ("cfg", "str")),
-    "time": (("bin", "i64"), ("fam", "fam"), ("count", "i64"), ("bytes", "i64"), ("time_us", "i64")),
-    "acc": (
-        ("fk", "i64"),
-        ("fam", "rw"),
-        ("consecutive", "i64"),
-        ("sequential", "i64"),
-        ("random", "i64"),
-        ("positioned", "i64"),
-        ("misaligned", "i64"),
-        ("random_time_us", "i64"),
-        ("misaligned_time_us", "i64"),
-    ),
-    "ovl": (("g", "i64"), ("io_wall_us", "i64"), ("overlap_us", "i64"), ("compute_wall_us", "i64")),
+    name: tuple((c.partition(":")[0], c.partition(":")[2] or "i64") for c in spec.split())
+    for name, spec in {
+        "fam": "fam:fam count bytes sized time_us small small_time_us bw_sum:f64 bw_n no_args",
+        "agg": "fam:fam records count bytes time_us",
+        "hist": "fam:fam sbin count bytes",
+        "path": f"fkey:str fk is_path:bool {_FAMCOLS} name:str processes consecutive sequential random",
+        "names": "cat:str name:str count time_us",
+        "iface": "iface:str fam:fam count bytes time_us",
+        "layer": "cat:str count time_us first_ts last_end checkpoint_events",
+        "proctot": "hkey:str host_inline:bool pid events first_ts last_end rank cmd_hash:str",
+        "procfam": f"hkey:str pid {_FAMCOLS}",
+        "steps": "epoch:str step:str",
+        "epochspan": "hkey:str host_inline:bool pid epoch:str first_ts last_end",
+        "meta": "kind:kind h:str v:str",
+        "start": "version:str cfg:str",
+        "time": "bin fam:fam count bytes time_us",
+        "acc": "fk fam:rw consecutive sequential random positioned misaligned "
+        "random_time_us misaligned_time_us",
+        "ovl": "g io_wall_us overlap_us compute_wall_us",
+    }.items()
 }
 _RAW_NAMES = {"acc": {"fam": "is_write"}, "path": {"fk": "fkey"}}
 _FAMILY_ARRAY = pa.array(list(S.FAMILIES), pa.string())
