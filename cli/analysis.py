@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 if TYPE_CHECKING:
     pass
 
 from dftune.cli.common import (
+    _bar,
     app,
     emit_json,
     fail,
@@ -75,41 +75,16 @@ def analyze(
     for v in views:
         if v not in VIEWS:
             fail(f"--view {v!r} is not one of {', '.join(VIEWS)}")
-    err = Console(stderr=True)
-    show_progress = not as_json and err.is_terminal
-    with user_errors():
-        if show_progress:
-            with Progress(
-                TextColumn("reading traces"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=err,
-                transient=True,
-            ) as bar:
-                task = bar.add_task("read", total=None)
-
-                def tick(done: int, total: int, _path: str) -> None:
-                    bar.update(task, completed=done, total=total)
-
-                result = run_analysis(
-                    paths,
-                    skip_bad=skip_bad,
-                    views=views,
-                    scheduler=scheduler,
-                    workers=workers,
-                    time_windows=windows,
-                    progress=tick,
-                )
-        else:
-            result = run_analysis(
-                paths,
-                skip_bad=skip_bad,
-                views=views,
-                scheduler=scheduler,
-                workers=workers,
-                time_windows=windows,
-            )
+    with user_errors(), _bar("reading traces", as_json) as tick:
+        result = run_analysis(
+            paths,
+            skip_bad=skip_bad,
+            views=views,
+            scheduler=scheduler,
+            workers=workers,
+            time_windows=windows,
+            progress=tick,
+        )
     if split_runs:
         if as_json:
             emit_json({"schema": "dftune.analysis.runs/1", "runs": [a.to_json_dict() for a in result]})
