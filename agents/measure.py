@@ -10,6 +10,7 @@ a thread's last events in one replicate) is analyzed and saved next to the bench
 
 from __future__ import annotations
 
+import functools
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -238,17 +239,18 @@ def measure_baseline(
     :func:`joined_baseline`); :class:`~dftune.tools.runner.units.BaselineNotReady` when the
     deadline comes first (the run stays resumable and keeps the units already measured)."""
     budget = ctx.budget
+    run = functools.partial(
+        measure,
+        workdir=workdir,
+        overrides={},
+        env={},
+        replicates=replicates,
+        traced=traced,
+        progress=progress,
+        measurer=ctx.measurer,
+    )
     if budget is None:
-        return measure(
-            spec,
-            workdir=workdir,
-            overrides={},
-            env={},
-            replicates=replicates,
-            traced=traced,
-            progress=progress,
-            measurer=ctx.measurer,
-        )
+        return run(spec)
     run_dir = ctx.workspace.run_dir(run_id)
     if budget.units is not None:
         result = budget.units.wait_ready()
@@ -266,16 +268,7 @@ def measure_baseline(
             )
         return m.model_copy(update={"data_dir": str(data_dir) if data_dir else None}), analysis, result
     with budget.job(run_dir, "the baseline", spec, kind="baseline") as capped:
-        return measure(
-            capped,
-            workdir=workdir,
-            overrides={},
-            env={},
-            replicates=replicates,
-            traced=traced,
-            progress=progress,
-            measurer=ctx.measurer,
-        )
+        return run(capped)
 
 
 def coverage_of(result: BenchResult, replicates: int) -> Coverage:

@@ -338,19 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {
         "schema": "dftune.bench.analyze/1",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "host": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "loadavg_1m_before": load_before,
-            "loadavg_1m_after": os.getloadavg()[0],
-        },
-        "data": {
-            "dir": str(data),
-            "files": args.files,
-            "events": events,
-            "bytes_on_disk": sum(p.stat().st_size for p in data.glob("*.pfw.gz")),
-        },
+        **machine_and_data(load_before, data, args.files, events),
         "expected": expected,
         "repeat": args.repeat,
         "raw_scan": {
@@ -391,6 +379,25 @@ def main(argv: list[str] | None = None) -> int:
         print(render(report))
     ok = report["targets"]["ratio_ok"] and report["targets"]["peak_rss_ok"]
     return 1 if args.check and not ok else 0
+
+
+def machine_and_data(load_before: float, data: Path, files: int, events: int) -> dict[str, Any]:
+    """The report's ``host`` and ``data`` sections (the sibling benchmarks share them)."""
+    return {
+        "host": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "loadavg_1m_before": load_before,
+            "loadavg_1m_after": os.getloadavg()[0],
+        },
+        "data": {
+            "dir": str(data),
+            "files": files,
+            "events": events,
+            "bytes_on_disk": sum(p.stat().st_size for p in data.glob("*.pfw.gz")),
+        },
+    }
 
 
 def render(r: dict[str, Any]) -> str:

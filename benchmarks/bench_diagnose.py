@@ -28,7 +28,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -159,19 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {
         "schema": "dftune.bench.diagnose/1",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "host": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "loadavg_1m_before": load_before,
-            "loadavg_1m_after": os.getloadavg()[0],
-        },
-        "data": {
-            "dir": str(data),
-            "files": args.files,
-            "events": int(expected["events"]),
-            "bytes_on_disk": sum(p.stat().st_size for p in data.glob("*.pfw.gz")),
-        },
+        **B.machine_and_data(load_before, data, args.files, int(expected["events"])),
         "repeat": args.repeat,
         "runs_wall_s": {k: [r["wall_s"] for r in v] for k, v in runs.items()},
         "runs_peak_rss_mib": {k: [r["tree_peak_rss_kib"] / 1024 for r in v] for k, v in runs.items()},

@@ -17,6 +17,7 @@ the noise is ``regression`` (without any statistical evidence: worse by more tha
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -66,19 +67,21 @@ def decide(
     if tripped:
         why = "; ".join(f"{d.guard} guard triggered: {d.reason}" for d in tripped)
         return Decided(verdict="regression", reason=why, guard_triggered=True, change_pct=change)
+    by_numbers = functools.partial(
+        numeric_verdict,
+        metric=metric,
+        before=before,
+        after=after,
+        lower_is_better=lower_is_better,
+        comparison=comparison,
+        before_ci=before_ci,
+        after_ci=after_ci,
+    )
     unsure = [d for d in failed if d.verdict == "inconclusive"]
     if unsure:  # never kept on its own: the traces cannot tell a legitimate change from a forbidden one
         why = "; ".join(f"{d.guard}: {d.reason}" for d in unsure)
         if change is not None and before is not None and after is not None:
-            numbers, said = numeric_verdict(
-                metric=metric,
-                before=before,
-                after=after,
-                lower_is_better=lower_is_better,
-                comparison=comparison,
-                before_ci=before_ci,
-                after_ci=after_ci,
-            )
+            numbers, said = by_numbers()
             if numbers == "win":  # a win the trace cannot settle is a person's question, never a silent loss
                 return Decided(
                     verdict="pending",
@@ -88,15 +91,7 @@ def decide(
             # nothing for a person to settle, but the reason says what the numbers did show
             why = f"{why}; no win to confirm, the numbers: {said}"
         return Decided(verdict="inconclusive", reason=why, change_pct=change)
-    verdict, why = numeric_verdict(
-        metric=metric,
-        before=before,
-        after=after,
-        lower_is_better=lower_is_better,
-        comparison=comparison,
-        before_ci=before_ci,
-        after_ci=after_ci,
-    )
+    verdict, why = by_numbers()
     return Decided(verdict=verdict, reason=why, change_pct=change)
 
 
