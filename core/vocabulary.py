@@ -25,22 +25,10 @@ Category = Literal[
 CATEGORIES: Final = get_args(Category)
 
 #: Filesystem types dftune distinguishes (``fs.detect`` maps kernel types onto these).
-FS_TYPES: Final = (
-    "lustre",
-    "gpfs",
-    "beegfs",
-    "nfs",
-    "vast",
-    "xfs",
-    "ext4",
-    "local",
-    "tmpfs",
-    "overlay",
-    "unknown",
-)
 FsType = Literal[
     "lustre", "gpfs", "beegfs", "nfs", "vast", "xfs", "ext4", "local", "tmpfs", "overlay", "unknown"
 ]
+FS_TYPES: Final = get_args(FsType)
 
 #: Optimization layers (dftracer-io-optimization skill): who inherits a finding.
 Layer = Literal["L1", "L2", "L3"]

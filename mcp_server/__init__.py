@@ -1,11 +1,7 @@
 """``dftune mcp``: dftune's deterministic tools served to MCP clients (Claude Code, Codex) over stdio.
 
-A front end beside the CLI. By job: ``registry`` (how a tool is declared and called),
-``toolset`` (every tool by name), ``trace_tools``, ``session_tools``,
-``kb_tools``, ``table_tools``, ``literature_tools``,
-``run_tools`` (start, show, answer, resume and report a
-tuning run; each drive runs in a detached ``dftune`` process)
-(the tools, each a pydantic input model and a thin call), ``server`` (the stdio server).
+A front end beside the CLI (its modules: docs/architecture.md); each ``run_*`` drive runs in a
+detached ``dftune`` process.
 
 The dftracer I/O pipeline's skills call its tools by these names (``analyze``, ``diagnose``, ``comparator``,
 ``opt_kb_record``, ...); serving them here lets any MCP client drive dftune without a wrapper.

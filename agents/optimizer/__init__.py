@@ -1,12 +1,5 @@
 """The optimizer agent: the whole option space, the proposal table, one change at a time.
 
-By job: ``plan`` (the option space), ``estimate`` (the node that estimates after screening),
-``impact`` (estimates from the incumbent's trace, the KB and the reasoner), ``prior``
-(what the KB already measured), ``search`` (which values may be tried now, what
-comes back after a kept change), ``checklist`` (the 12 verdicts), ``table`` (the proposal
-table of the dftracer-io-optimization skill), ``choose`` (the next experiment), ``apply`` (opt<n>, journal),
-``artifacts`` (that skill's per-iteration files), ``facts`` (what the reasoner sees).
-
 ``plan`` turns the workload's knobs and the diagnosis's candidate strategies into
 proposals (the guards screen them next, so a forbidden strategy never reaches the table).
 ``choose`` gives every checklist category a verdict, writes the proposal table and asks the

@@ -8,10 +8,6 @@ failed requests within a per-decision deadline and the run's token budget (``tra
 otherwise falls back to the rules. The model only chooses among the typed options it is given
 (proposal ids, bounded numbers); it never writes a command. Every answer comes with a
 ``Decision`` record (who decided, tokens, latency, fallback) that the nodes keep in the state.
-
-Modules: ``protocol`` (answers, facts, the interface), ``rules`` (the policy), ``questions``
-(what is asked and checked), ``summary`` (the summary's fact check), ``llm`` (asking a model),
-``transport`` (settings, pre-flight, client, failures).
 """
 
 from __future__ import annotations

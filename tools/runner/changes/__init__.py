@@ -1,9 +1,5 @@
 """Every change dftune applies to a workload: journaled before it happens, reversible after.
 
-The package, by job: ``models`` (the changes and the journal's records), ``effect`` (what a
-kind of change does, and file helpers), ``envfile`` (L2), ``unidiff`` and ``patch`` (L1),
-``command`` (L3), ``journal``.
-
 One kind of change per level of the L1/L2/L3 ladder (workload, software, system; dftracer-io-optimization):
 
 - :class:`EnvChange` (L2) sets environment variables. They go into the iteration's
