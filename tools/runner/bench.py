@@ -125,6 +125,13 @@ class BenchResult(BaseModel):
         """Metric values of the successful replicates (the statistics' input)."""
         return ok_values(self.replicates)
 
+    def regathered(self, reps: list[Replicate], notes: list[str], stopped: str | None) -> BenchResult:
+        """This record holding ``reps`` (gathered from several calls), its statistics recomputed."""
+        values = ok_values(reps)
+        median, p95, ci95 = summary_stats(values)
+        changed = {"replicates": reps, "ok": len(values), "median": median, "p95": p95, "ci95": ci95}
+        return self.model_copy(update={**changed, "notes": notes, "stopped_reason": stopped})
+
 
 def ok_values(replicates: list[Replicate]) -> list[float]:
     """Failed and timed-out replicates never enter the statistics."""

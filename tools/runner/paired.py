@@ -26,7 +26,6 @@ from dftune.tools.runner.bench import (
     Replicate,
     bench,
     staging_note,
-    summary_stats,
 )
 from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.spec import WorkloadSpec
@@ -56,22 +55,6 @@ class PairedResult:
     pairs: int
     #: why the sitting ended before ``max_pairs`` (None: it ran them all)
     stopped_early: str | None
-
-
-def _merged(first: BenchResult, reps: list[Replicate], notes: list[str], stopped: str | None) -> BenchResult:
-    values = [r.metric for r in reps if r.status == "ok" and r.metric is not None]
-    median, p95, ci95 = summary_stats(values)
-    return first.model_copy(
-        update={
-            "replicates": reps,
-            "ok": len(values),
-            "median": median,
-            "p95": p95,
-            "ci95": ci95,
-            "notes": notes,
-            "stopped_reason": stopped,
-        }
-    )
 
 
 def paired_bench(
@@ -159,7 +142,7 @@ def paired_bench(
         if arm.stage is not None:
             data_dir = arm.spec.placeholder_values(first.settings, workdir=arm.workdir)["data_dir"]
             extra.append(staging_note(reps[side], str(data_dir), arm.stage))
-        done.append(_merged(first, reps[side], [*notes[side], *extra], stopped[side]))
+        done.append(first.regathered(reps[side], [*notes[side], *extra], stopped[side]))
     return PairedResult(reference=done[0], candidate=done[1], pairs=k, stopped_early=early)
 
 

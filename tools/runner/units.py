@@ -30,7 +30,7 @@ from dftune.core import strictjson
 from dftune.core.errors import DftuneError
 from dftune.core.model import StrictModel
 from dftune.core.supervise import owned_by
-from dftune.tools.runner.bench import BenchError, BenchResult, bench, summary_stats
+from dftune.tools.runner.bench import BenchError, BenchResult, bench
 from dftune.tools.runner.deadline import Deadline
 from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.pool import SlotPool
@@ -128,25 +128,12 @@ class BaselineUnits:
         if not recs:
             return None
         reps = [r.bench.replicates[0] for r in recs]
-        values = [r.metric for r in reps if r.status == "ok" and r.metric is not None]
-        median, p95, ci95 = summary_stats(values)
         notes = list(dict.fromkeys(n for r in recs for n in r.bench.notes))
         notes.append(
             f"baseline measured as {self.n} independent units (one replicate each); {len(recs)} finished"
         )
-        first = recs[0].bench
-        return first.model_copy(
-            update={
-                "replicates": reps,
-                "ok": len(values),
-                "median": median,
-                "p95": p95,
-                "ci95": ci95,
-                "notes": notes,
-                "stopped_reason": fatal,
-                "started": min(r.bench.started for r in recs),
-            }
-        )
+        merged = recs[0].bench.regathered(reps, notes, fatal)
+        return merged.model_copy(update={"started": min(r.bench.started for r in recs)})
 
     def elapsed_s(self) -> float:
         """Slot time the finished units took (the baseline arm's measured cost)."""
