@@ -160,21 +160,29 @@ def get_arxiv_paper(paper_id: str, *, remote: Remote | None = None) -> SearchRes
 # --------------------------------------------------------------------------- JSON services
 
 
+#: Each JSON search service: its name in messages, its URL, and the keys down to its result list.
+_SERVICES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "semantic_scholar": ("Semantic Scholar", S2_SEARCH, ("data",)),
+    "openalex": ("OpenAlex", OPENALEX_WORKS, ("results",)),
+    "crossref": ("Crossref", CROSSREF_WORKS, ("message", "items")),
+}
+
+
 def _json_search(
     tool: str,
-    service: str,
-    url: str,
     params: dict[str, Any],
-    rows_of: Callable[[Any], Any],
     convert: Callable[[dict[str, Any]], Paper],
     query: str,
     remote: Remote | None,
 ) -> SearchResult:
     """One JSON search service: fetch, find the result list
     (else a malformed-reply error), convert each row."""
+    service, url, path = _SERVICES[tool]
     rem = remote or default_remote()
     try:
-        rows = rows_of(rem.get(url, params).json())
+        rows: Any = rem.get(url, params).json()
+        for key in path:
+            rows = _obj(rows).get(key)
         if not isinstance(rows, list):
             raise RemoteError(f"{service} reply has no result list")
         papers = [p for p in (convert(r) for r in rows if isinstance(r, dict)) if p.title]
@@ -187,16 +195,7 @@ def search_semantic_scholar(
     query: str, max_results: int = 5, *, remote: Remote | None = None
 ) -> SearchResult:
     params = {"query": query, "limit": max(1, min(max_results, 100)), "fields": S2_FIELDS}
-    return _json_search(
-        "semantic_scholar",
-        "Semantic Scholar",
-        S2_SEARCH,
-        params,
-        lambda d: _obj(d).get("data"),
-        _from_s2,
-        query,
-        remote,
-    )
+    return _json_search("semantic_scholar", params, _from_s2, query, remote)
 
 
 def _obj(v: Any) -> dict[str, Any]:
@@ -227,16 +226,7 @@ def _from_s2(r: dict[str, Any]) -> Paper:
 
 def search_openalex(query: str, max_results: int = 5, *, remote: Remote | None = None) -> SearchResult:
     params = {"search": query, "per-page": max(1, min(max_results, 50))}
-    return _json_search(
-        "openalex",
-        "OpenAlex",
-        OPENALEX_WORKS,
-        params,
-        lambda d: _obj(d).get("results"),
-        _from_openalex,
-        query,
-        remote,
-    )
+    return _json_search("openalex", params, _from_openalex, query, remote)
 
 
 def _inverted_abstract(inv: Any) -> str | None:
@@ -280,16 +270,7 @@ def _from_openalex(r: dict[str, Any]) -> Paper:
 
 def search_crossref(query: str, max_results: int = 5, *, remote: Remote | None = None) -> SearchResult:
     params = {"query.bibliographic": query, "rows": max(1, min(max_results, 50))}
-    return _json_search(
-        "crossref",
-        "Crossref",
-        CROSSREF_WORKS,
-        params,
-        lambda d: _obj(_obj(d).get("message")).get("items"),
-        crossref_paper,
-        query,
-        remote,
-    )
+    return _json_search("crossref", params, crossref_paper, query, remote)
 
 
 def crossref_doi(doi: str, *, remote: Remote | None = None) -> Paper | None:

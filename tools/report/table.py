@@ -8,7 +8,7 @@ number can never read differently in two places.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dftune.core.domain.run import ProposalRow
@@ -59,26 +59,22 @@ def impact_mark(pct: float, source: str) -> str:
 
 def proposal_cells(row: ProposalRow) -> list[str]:
     """One table row as text, in PROPOSAL_COLUMNS order followed by EXTRA_COLUMNS."""
-    return [
-        str(row.number),
-        row.strategy,
-        row.description,
-        impact_text(row.app_impact_pct, row.app_impact_source),
-        impact_text(row.system_impact_pct, row.system_impact_source),
-        f"{row.weighted_score:.2f}",
-        row.status,
-        f"{row.citation} {row.url}" if row.citation else "UNSUPPORTED",
-    ]
+    cited = f"{row.citation} {row.url}" if row.citation else "UNSUPPORTED"
+    return [*_cells(row, impact_text), cited]
 
 
 def terminal_cells(row: ProposalRow) -> list[str]:
     """One row for :data:`TERMINAL_COLUMNS` (impacts as ``30.0% meas``: :data:`SOURCE_LEGEND`)."""
+    return _cells(row, impact_mark)
+
+
+def _cells(row: ProposalRow, impact: Callable[[float, str], str]) -> list[str]:
     return [
         str(row.number),
         row.strategy,
         row.description,
-        impact_mark(row.app_impact_pct, row.app_impact_source),
-        impact_mark(row.system_impact_pct, row.system_impact_source),
+        impact(row.app_impact_pct, row.app_impact_source),
+        impact(row.system_impact_pct, row.system_impact_source),
         f"{row.weighted_score:.2f}",
         row.status,
     ]

@@ -390,6 +390,16 @@ class Journal:
                     out.append(self._recover_one(loaded, entry))
         return out
 
+    def _restored(
+        self, loaded: _Loaded, entry: _Entry, detail: dict[str, Any], state: State, note: str
+    ) -> JournalRecord:
+        """A half-done change put back to its previous bytes, recorded as ``state``."""
+        try:
+            detail["restore"] = _effect(entry.change).restore(entry.change, entry.undo)
+        except Exception as exc:
+            return self._append(loaded, entry.id, "revert_failed", detail=detail, error=str(exc))
+        return self._append(loaded, entry.id, state, detail={**detail, "note": note})
+
     def _recover_one(self, loaded: _Loaded, entry: _Entry) -> JournalRecord:
         where, info = _probe(entry.change, entry.undo)
         detail: dict[str, Any] = {"recovered": True, "world": where, **info}
@@ -400,12 +410,9 @@ class Journal:
             if where == "before":
                 return self._append(loaded, entry.id, "aborted", detail=detail)
             if where == "partial":
-                try:
-                    detail["restore"] = _effect(entry.change).restore(entry.change, entry.undo)
-                except Exception as exc:
-                    return self._append(loaded, entry.id, "revert_failed", detail=detail, error=str(exc))
-                detail["note"] = "half-applied: the previous bytes were restored"
-                return self._append(loaded, entry.id, "aborted", detail=detail)
+                return self._restored(
+                    loaded, entry, detail, "aborted", "half-applied: the previous bytes were restored"
+                )
             detail["note"] = (
                 "the target matches neither the previous nor the intended state; kept as in effect "
                 "so its rollback stays on record (revert(force=True) restores the previous state)"
@@ -418,12 +425,9 @@ class Journal:
             detail["note"] = "the revert was interrupted before it changed anything; still in effect"
             return self._append(loaded, entry.id, "applied", detail=detail)
         if where == "partial":
-            try:
-                detail["restore"] = _effect(entry.change).restore(entry.change, entry.undo)
-            except Exception as exc:
-                return self._append(loaded, entry.id, "revert_failed", detail=detail, error=str(exc))
-            detail["note"] = "half-reverted: the revert was completed"
-            return self._append(loaded, entry.id, "reverted", detail=detail)
+            return self._restored(
+                loaded, entry, detail, "reverted", "half-reverted: the revert was completed"
+            )
         return self._append(
             loaded,
             entry.id,
