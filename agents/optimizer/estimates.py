@@ -269,15 +269,12 @@ def _caching(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
         return 0.0, "nothing is read more than once", None
     share = t.reread_bytes / t.read_bytes
     saved = facts.read_time_s * share * facts.critical_share * m.efficiency
-    return (
-        saved,
-        (
-            f"{human_bytes(t.reread_bytes)} of {human_bytes(t.read_bytes)} "
-            f"read are re-reads: {share:.0%} of {facts.read_time_s:.3g} s "
-            f"of read time x {facts.critical_share:.2f} critical x {m.efficiency:g}"
-        ),
-        None,
+    why = (
+        f"{human_bytes(t.reread_bytes)} of {human_bytes(t.read_bytes)} "
+        f"read are re-reads: {share:.0%} of {facts.read_time_s:.3g} s "
+        f"of read time x {facts.critical_share:.2f} critical x {m.efficiency:g}"
     )
+    return saved, why, None
 
 
 def _library(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
@@ -297,14 +294,11 @@ def _parallel(facts: TraceFacts, lever: Lever, m: EstimateModels, what: str) -> 
         step = f"{what} x{k:g}"
     unover_read = facts.unover_s * facts.read_share
     saved = unover_read * (1.0 - 1.0 / k_eff) * m.efficiency
-    return (
-        saved,
-        (
-            f"{unover_read:.3g} s of unoverlapped read wall time x (1 - 1/{k_eff:.3g}) ({step}, "
-            f"capped by {facts.cores} cores) x {m.efficiency:g}"
-        ),
-        None,
+    why = (
+        f"{unover_read:.3g} s of unoverlapped read wall time x (1 - 1/{k_eff:.3g}) ({step}, "
+        f"capped by {facts.cores} cores) x {m.efficiency:g}"
     )
+    return saved, why, None
 
 
 def _overlap_reads(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
@@ -340,14 +334,11 @@ def _metadata(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
         return 0.0, "no file sees repeated metadata calls", None
     share = repeated / total
     saved = facts.meta_time_s * share * facts.critical_share * m.efficiency
-    return (
-        saved,
-        (
-            f"{repeated:,} of {total:,} metadata calls repeat on files already opened: {share:.0%} of "
-            f"{facts.meta_time_s:.3g} s x {facts.critical_share:.2f} critical x {m.efficiency:g}"
-        ),
-        None,
+    why = (
+        f"{repeated:,} of {total:,} metadata calls repeat on files already opened: {share:.0%} of "
+        f"{facts.meta_time_s:.3g} s x {facts.critical_share:.2f} critical x {m.efficiency:g}"
     )
+    return saved, why, None
 
 
 def _fs_layout(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
@@ -364,27 +355,21 @@ def _kernel(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
     small_read = sum(t for lab, (_, t) in facts.bins("read").items() if _BIN_LO[lab] < m.large_call_bytes)
     acted = small_read + facts.write_time_s
     saved = acted * m.kernel_share * facts.critical_share
-    return (
-        saved,
-        (
-            f"{m.kernel_share:.0%} of the {small_read:.3g} s "
-            f"of small reads and {facts.write_time_s:.3g} s of "
-            f"writes the kernel serves x {facts.critical_share:.2f} critical"
-        ),
-        None,
+    why = (
+        f"{m.kernel_share:.0%} of the {small_read:.3g} s "
+        f"of small reads and {facts.write_time_s:.3g} s of "
+        f"writes the kernel serves x {facts.critical_share:.2f} critical"
     )
+    return saved, why, None
 
 
 def _staging(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
     saved = facts.read_time_s * (1.0 - 1.0 / m.staging_speedup) * facts.critical_share
-    return (
-        saved,
-        (
-            f"{facts.read_time_s:.3g} s of reads on a tier {m.staging_speedup:g}x faster x "
-            f"{facts.critical_share:.2f} critical (the copy itself is not counted)"
-        ),
-        None,
+    why = (
+        f"{facts.read_time_s:.3g} s of reads on a tier {m.staging_speedup:g}x faster x "
+        f"{facts.critical_share:.2f} critical (the copy itself is not counted)"
     )
+    return saved, why, None
 
 
 _MODELS = {
