@@ -312,18 +312,14 @@ def _parallel_reads(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Resul
 def _hide_writes(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:
     unover_write = facts.unover_s * facts.write_share
     saved = min(unover_write, facts.compute_s) * m.efficiency
-    return (
-        saved,
-        (
-            f"min({unover_write:.3g} s of unoverlapped write "
-            f"wall time, {facts.compute_s:.3g} s of compute to "
-            f"hide it behind) x {m.efficiency:g}"
-        ),
-        (
-            None,
-            "n/a: the writes are hidden behind compute, not made faster (bytes per second of I/O unchanged)",
-        ),
+    why = (
+        f"min({unover_write:.3g} s of unoverlapped write wall time, {facts.compute_s:.3g} s of compute "
+        f"to hide it behind) x {m.efficiency:g}"
     )
+    unchanged = (
+        "n/a: the writes are hidden behind compute, not made faster (bytes per second of I/O unchanged)"
+    )
+    return saved, why, (None, unchanged)
 
 
 def _metadata(facts: TraceFacts, lever: Lever, m: EstimateModels) -> Result:

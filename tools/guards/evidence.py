@@ -399,14 +399,11 @@ def _files_read_whole(c: Case, f: Found) -> Said:
     whole = bool(files) and all(
         x.read_segments == 1 and x.read_start == 0 and x.random == 0 for pair in files for x in pair
     )
-    return (
-        (
-            "shows",
-            "read buffering: every file is read whole, front to back, so the request is the "
-            "file and only the calls that serve it changed",
-        )
-        if whole
-        else None
+    if not whole:
+        return None
+    return "shows", (
+        "read buffering: every file is read whole, front to back, so the request is the file and only "
+        "the calls that serve it changed"
     )
 
 

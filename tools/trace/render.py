@@ -168,24 +168,8 @@ class AnalysisRenderer:
             hist,
         ]
         if a.layers:
-            cols = [
-                Col("category"),
-                *(Col(h, justify="right") for h in ("events", "time s", "mean ms", "% of process-time")),
-            ]
-            rows = [
-                [
-                    layer.cat,
-                    _num(layer.count),
-                    _num(layer.time_s, 3),
-                    _num(layer.mean_ms, 3),
-                    _num(layer.share_of_job_pct, 1),
-                ]
-                for layer in a.layers[:15]
-            ]
-            caption = layer_share_caption([layer.share_of_job_pct for layer in a.layers])
-            parts.append(
-                responsive(self.console, "Layers (application categories)", cols, rows, caption=caption)
-            )
+            rows = [layer.model_dump() for layer in a.layers[:15]]
+            parts.append(self.view("layer", {"rows": rows}, title="Layers (application categories)"))
         if a.helper_processes:
             cols = [
                 Col("process"),
@@ -214,9 +198,9 @@ class AnalysisRenderer:
             parts.append(text(f"skipped {where}: {s.reason}", "yellow"))
         return Group(*parts)
 
-    def view(self, name: str, view: dict[str, Any]) -> RenderableType:
+    def view(self, name: str, view: dict[str, Any], title: str | None = None) -> RenderableType:
         rows: list[dict[str, Any]] = view.get("rows", [])
-        title = f"View: {name}"
+        title = title or f"View: {name}"
         limit = 50 if name == "file" else 200
         total = max(int(view.get("total") or 0), len(rows))
         if total > min(len(rows), limit):
