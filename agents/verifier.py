@@ -39,22 +39,25 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> Update:
     if exp.verdict == "failed":
         return update()
     spec = ctx.workload_spec
+    out: dict[str, Any] = {}
+
+    def failed(why: str, proposal: str = "", **arms: Any) -> Update:
+        """The experiment failed (``why``), and its proposal with status ``proposal`` when given."""
+        parts: dict[str, Any] = {
+            "experiments": [exp.model_copy(update={**arms, "verdict": "failed", "verdict_reason": why})],
+            "events": [log("verifier", f"opt{exp.iteration}: {why}")],
+        }
+        if proposal:
+            parts["proposals"] = [p.model_copy(update={"status": proposal, "reason": why})]
+        return update(out, **parts)
+
     try:  # what runs is what the catalog and the archived spec derive, never the checkpoint alone
         p = trusted_proposal(state.proposal(exp.proposal_id), state, ctx)
         ref = trusted_arm(exp.reference, state, ctx, before=exp.iteration)
-    except TamperedProposal as exc:
-        return update(
-            experiments=[exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
-            events=[log("verifier", f"opt{exp.iteration}: {exc}")],
-        )
-    overrides = {**{k: str(v) for k, v in ref.settings.items()}, **p.change.settings}
-    try:
         layered = layer_env(ref.env, p.change.env)  # the kept hints and the new ones in one hint file
-    except ChangeError as exc:
-        return update(
-            experiments=[exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
-            events=[log("verifier", f"opt{exp.iteration}: {exc}")],
-        )
+    except (TamperedProposal, ChangeError) as exc:
+        return failed(str(exc))
+    overrides = {**{k: str(v) for k, v in ref.settings.items()}, **p.change.settings}
     env = layered.env
     replaced = replaced_text(layered.replaced)
     if replaced:
@@ -66,7 +69,6 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> Update:
     # the baseline's count (whatever an extension added), or more when the model asked for them (bounded)
     n = state.next_replicates or state.replicates or spec.replicates
     it_dir = ctx.workspace.iteration_dir(state.run_id, exp.iteration)
-    out: dict[str, Any] = {}
     joined = joined_baseline(ctx, state.baseline, n)
     if joined is not None:  # baseline units that finished since the diagnosis join the baseline now
         out.update(baseline=joined[0], coverage=joined[1])
@@ -98,21 +100,10 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> Update:
             )
     except OutOfTime as exc:  # not tried: the proposal stays open, the change is reverted by record
         ctx.progress("verifier", f"opt{exp.iteration}: {exc}")
-        return update(
-            out,
-            experiments=[exp.model_copy(update={"verdict": "failed", "verdict_reason": str(exc)})],
-            status_reason=str(exc),
-            events=[log("verifier", f"opt{exp.iteration}: {exc}")],
-        )
+        out["status_reason"] = str(exc)
+        return failed(str(exc))
     except BenchError as exc:
-        failed = exp.model_copy(
-            update={"verdict": "failed", "verdict_reason": f"experiment could not run: {exc}"}
-        )
-        return update(
-            experiments=[failed],
-            proposals=[p.model_copy(update={"status": "failed", "reason": str(exc)})],
-            events=[log("verifier", f"opt{exp.iteration}: experiment failed: {exc}")],
-        )
+        return failed(f"experiment could not run: {exc}", "failed")
     if sitting.stopped_early:
         ctx.progress(
             "verifier", f"opt{exp.iteration}: stopped after {sitting.pairs} pair(s): {sitting.stopped_early}"
@@ -124,14 +115,7 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> Update:
             f"only {len(cand.values)} successful replicate(s) of the candidate and {len(ref.values)} of the "
             f"incumbent in {sitting.pairs} pair(s){'; ' + stopped if stopped else ''}"
         )
-        failed = exp.model_copy(
-            update={"reference": ref, "candidate": cand, "verdict": "failed", "verdict_reason": why}
-        )
-        return update(
-            experiments=[failed],
-            proposals=[p.model_copy(update={"status": "failed", "reason": why})],
-            events=[log("verifier", f"opt{exp.iteration}: {why}")],
-        )
+        return failed(why, "failed", reference=ref, candidate=cand)
     asked = arm_hints(env)
     refused, in_effect = override_check(p, Path(cand.workdir), asked if asked else None)
     if refused:  # the program's own hints won: what ran is not the change

@@ -168,8 +168,8 @@ class AnalysisRenderer:
             hist,
         ]
         if a.layers:
-            rows = [layer.model_dump() for layer in a.layers[:15]]
-            parts.append(self.view("layer", {"rows": rows}, title="Layers (application categories)"))
+            layers = [layer.model_dump() for layer in a.layers[:15]]
+            parts.append(self.view("layer", {"rows": layers}, title="Layers (application categories)"))
         if a.helper_processes:
             cols = [
                 Col("process"),
