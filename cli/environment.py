@@ -15,12 +15,17 @@ if TYPE_CHECKING:
 from dftune.cli.common import (
     app,
     emit_json,
+    fail,
     user_errors,
 )
 
 
 @app.command()
 def doctor(
+    more: Annotated[
+        list[str] | None,
+        typer.Argument(help="More paths for --path: `--path A B C` checks all three.", show_default=False),
+    ] = None,
     data_dir: Annotated[
         list[Path] | None,
         typer.Option(
@@ -45,8 +50,10 @@ def doctor(
 ) -> None:
     """Is dftracer usable here, what does it trace and not
     trace, are MPI/HDF5 present, which FS holds the data."""
+    if more and not path:
+        fail(f"{more[0]}: a path to check goes after --path (dftune doctor --path PATH...)")
     if path:
-        _path_classes(path, data_dir or [], as_json)
+        _path_classes([*path, *(more or [])], data_dir or [], as_json)
         return
     from dftune.agents.doctor import doctor as run_doctor
 

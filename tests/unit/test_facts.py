@@ -190,6 +190,11 @@ def test_doctor_path_names_class_rule_and_source(tmp_path: Path) -> None:
         ("data", "data-folder"),
         ("data", "shm-tmpfs"),
     ]
+    # one --path takes several paths, as `--path PATH...` reads
+    several = dftune("doctor", "--path", "/tmp/ompi.host.1000/x", "/dev/shm/dataset/s0.bin", "--json")
+    assert [x["class"] for x in json.loads(several.stdout)["paths"]] == ["launcher", "data"]
+    stray = dftune("doctor", "/dev/shm/dataset/s0.bin")
+    assert stray.returncode == 2 and "after --path" in stray.stderr
     screen = dftune("doctor", "--path", "/proc/net/route")
     assert screen.returncode == 0 and "system (rule kernel-pseudo-files)" in screen.stdout
     assert all(len(line) <= 80 for line in screen.stdout.splitlines())
