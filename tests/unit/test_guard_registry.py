@@ -344,6 +344,17 @@ ROWS: dict[str, Row] = {
         "inconclusive",
         "larger application record",
     ),
+    "a steps counter does not pin eight records grouped in one write": Row(
+        ("coalescing",),
+        lambda t: _pattern(
+            t,
+            "l1.write_buffering",
+            _arm(t, "a", measured._writer(KIB), steps=32),
+            _arm(t, "b", measured._writer(8 * KIB), steps=32),
+        ),
+        "inconclusive",
+        "larger application record",
+    ),
     "larger calls under a loader's id": Row(
         ("larger_requests",),
         lambda t: _pattern(t, "l1.dataloader_workers", measured._writer(KIB), measured._writer(4 * KIB)),
