@@ -170,3 +170,25 @@ def test_after_a_kept_coalescing_the_baselines_requests_still_decide(tmp_path: P
     assert "records of 16.0 KiB" in str(d.details["question"])
     again = _arm(tmp_path, "again", lambda: _chunked(ORDER))
     assert access_pattern_guard(strategy, chunks, again, baseline=base).passed
+
+
+def _page_aligned(order: list[int], record: int = 10_000, page: int = 4096) -> list[Proc]:
+    """Records of ``record`` bytes packed in one file, each read through page-aligned direct I/O:
+    neighbouring records' windows share a page, so every range overlaps the next one a little."""
+    p = Proc(pid=10)
+    for r in order:
+        lo = r * record // page * page
+        hi = -(-(r + 1) * record // page) * page
+        p.read(BIG, hi - lo, offset=lo)
+    return [p]
+
+
+def test_page_aligned_windows_of_neighbouring_records_keep_the_shuffle_visible(tmp_path: Path) -> None:
+    """The windows' shared pages do not chain the file into one block: a reader that dropped its
+    shuffle (the same windows in file order) is a new pattern, however the pages overlap."""
+    shuffled = _arm(tmp_path, "shuffled", lambda: _page_aligned(ORDER))
+    in_order = _arm(tmp_path, "in_order", lambda: _page_aligned(list(range(N))))
+    d = access_pattern_guard(CAT.strategies["l1.dataloader_workers"], shuffled, in_order)
+    assert not d.passed and d.verdict == "rejected", d.reason
+    again = _arm(tmp_path, "again", lambda: _page_aligned(ORDER))
+    assert access_pattern_guard(CAT.strategies["l1.dataloader_workers"], shuffled, again).passed
