@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from dftune.core.domain.diagnosis import RunInfo
 from dftune.core.errors import DftuneError, one_line
@@ -45,21 +45,38 @@ DEFAULT_TIME_WINDOWS = 20
 PARALLEL_MIN_BYTES = 8 << 20
 
 
-def analyze(
-    paths: Iterable[str | Path],
-    *,
-    skip_bad: bool = False,
-    views: Sequence[str] = (),
-    scheduler: str | None = None,
-    workers: int | None = None,
-    time_windows: int = DEFAULT_TIME_WINDOWS,
-    progress: Progress | None = None,
-    profile: bool = False,
-    exclude_helpers: bool = False,
-    merge_runs: bool = False,
-    include_system_paths: bool = False,
-    run_paths: RunPaths = NO_RUN,
-) -> Analysis:
+class Reading(TypedDict, total=False):
+    """How traces are read and analyzed (every key optional; :class:`_Ask` holds the defaults)."""
+
+    skip_bad: bool
+    views: Sequence[str]
+    scheduler: str | None
+    workers: int | None
+    time_windows: int
+    progress: Progress | None
+    profile: bool
+    exclude_helpers: bool
+    include_system_paths: bool
+    run_paths: RunPaths
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """A :class:`Reading` with its defaults filled in."""
+
+    skip_bad: bool = False
+    views: Sequence[str] = ()
+    scheduler: str | None = None
+    workers: int | None = None
+    time_windows: int = DEFAULT_TIME_WINDOWS
+    progress: Progress | None = None
+    profile: bool = False
+    exclude_helpers: bool = False
+    include_system_paths: bool = False
+    run_paths: RunPaths = NO_RUN
+
+
+def analyze(paths: Iterable[str | Path], *, merge_runs: bool = False, **reading: Unpack[Reading]) -> Analysis:
     """Analyze dftracer traces or Darshan logs (files or directories) into one :class:`Analysis`.
 
     Traces of several separate runs raise :class:`MultipleRunsError` (use :func:`analyze_runs`),
@@ -71,72 +88,12 @@ def analyze(
     System paths (``/proc``, ``/sys``, ``/dev``: :mod:`paths`) are left out of the file view
     unless ``include_system_paths``; the view says how many were. ``run_paths``: what the run knows
     of its own paths (its data folder is data whatever its name: core/facts/paths.py)."""
-    return _analyses(
-        paths,
-        _Ask(
-            skip_bad,
-            views,
-            scheduler,
-            workers,
-            time_windows,
-            progress,
-            profile,
-            run_paths,
-            exclude_helpers,
-            include_system_paths,
-        ),
-        split=False,
-        merge_runs=merge_runs,
-    )[0]
+    return _analyses(paths, _Ask(**reading), split=False, merge_runs=merge_runs)[0]
 
 
-def analyze_runs(
-    paths: Iterable[str | Path],
-    *,
-    skip_bad: bool = False,
-    views: Sequence[str] = (),
-    scheduler: str | None = None,
-    workers: int | None = None,
-    time_windows: int = DEFAULT_TIME_WINDOWS,
-    progress: Progress | None = None,
-    profile: bool = False,
-    exclude_helpers: bool = False,
-    include_system_paths: bool = False,
-    run_paths: RunPaths = NO_RUN,
-) -> list[Analysis]:
+def analyze_runs(paths: Iterable[str | Path], **reading: Unpack[Reading]) -> list[Analysis]:
     """One :class:`Analysis` per run the traces hold, in time order (one pass over the files)."""
-    return _analyses(
-        paths,
-        _Ask(
-            skip_bad,
-            views,
-            scheduler,
-            workers,
-            time_windows,
-            progress,
-            profile,
-            run_paths,
-            exclude_helpers,
-            include_system_paths,
-        ),
-        split=True,
-    )
-
-
-@dataclass(frozen=True)
-class _Ask:
-    """How the traces are read (the same for one analysis or one per run)."""
-
-    skip_bad: bool
-    views: Sequence[str]
-    scheduler: str | None
-    workers: int | None
-    time_windows: int
-    progress: Progress | None
-    profile: bool
-    run_paths: RunPaths
-    exclude_helpers: bool = False
-    include_system_paths: bool = False
+    return _analyses(paths, _Ask(**reading), split=True)
 
 
 def _analyses(
