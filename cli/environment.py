@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.console import Console
-
-if TYPE_CHECKING:
-    pass
 
 from dftune.cli.common import (
     app,
@@ -148,12 +145,18 @@ def spec_init(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the drafted TOML here (default: stdout).")
     ] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="The folder holding the program's data (else found in the command)."),
+    ] = None,
 ) -> None:
-    """Draft a workload spec from a command: dftune spec init [--out FILE] -- COMMAND..."""
+    """Draft a workload spec from a command: dftune spec init [--out FILE] [--data-dir DIR] -- COMMAND..."""
     from dftune.tools.runner.draft import draft_spec, render_toml
 
+    if data_dir is not None and not data_dir.is_dir():
+        fail(f"{data_dir}: --data-dir is not a folder")
     with user_errors():
-        text = render_toml(draft_spec(list(ctx.args), Path.cwd()))
+        text = render_toml(draft_spec(list(ctx.args), Path.cwd(), data_dir=data_dir))
         if out is None:
             sys.stdout.write(text)
         else:

@@ -12,6 +12,7 @@ never offered.  Pure rules: no model is needed.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import shlex
 import shutil
@@ -21,13 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tomlkit
+
 from dftune.core import resource
 from dftune.core.errors import DftuneError
 from dftune.core.facts.stacks import is_launcher, runs
+from dftune.core.model import StrictModel
 
 HELP_TIMEOUT_S = 15.0
-#: What a Python program's ``DataLoader(...)`` call takes that decides its I/O.
-DATALOADER_ARGS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
 #: DLIO's workflow overrides that run only the training phase (data generated once, in setup).
 DLIO_TRAIN_ONLY = (
     "++workload.workflow.generate_data=False",
@@ -69,10 +71,18 @@ class Setting:
     values: list[Any] = field(default_factory=list)
     #: the values the program accepts (argparse ``choices``): what is tried, whatever the rule says
     choices: list[Any] = field(default_factory=list)
+    #: the smallest value the call it feeds accepts (resources/drafting/call_sites.toml)
+    minimum: float | None = None
+
+    #: the program's option (argparse dest) that passes a call's argument: the knob's name
+    option: str = ""
 
     @property
     def knob_name(self) -> str:
-        return re.sub(r"[^A-Za-z0-9]+", "_", self.name.split(".")[-1]).strip("_").upper() or "KNOB"
+        return (
+            re.sub(r"[^A-Za-z0-9]+", "_", (self.option or self.name).split(".")[-1]).strip("_").upper()
+            or "KNOB"
+        )
 
 
 @dataclass
@@ -91,8 +101,9 @@ class Draft:
     source: list[str] = field(default_factory=list)
     #: a number the program prints about its own speed: (regex, lower_is_better)
     metric: tuple[str, bool] | None = None
-    #: the benchmark's own summary as the metric: the [metric] table's lines (kind, field, path)
-    benchmark_metric: list[str] = field(default_factory=list)
+    #: the benchmark's own summary as the metric: the [metric] table (kind, field, path), and why
+    benchmark_metric: dict[str, str] = field(default_factory=dict)
+    benchmark_metric_why: list[str] = field(default_factory=list)
 
     @property
     def tunables(self) -> list[Setting]:
@@ -135,12 +146,20 @@ def classify(setting: Setting, rules: list[Rule]) -> Setting:
                 if setting.choices:  # the program's own accepted values win over the rule's
                     first = [setting.default] if setting.default in setting.choices else []
                     setting.values = first + [c for c in setting.choices if c not in first]
+                setting.values = _accepted(setting.values, setting.minimum)
             return setting
     setting.role, setting.why = (
         "unknown",
         "no rule matches it: neither offered nor known to define the workload",
     )
     return setting
+
+
+def _accepted(values: list[Any], minimum: float | None) -> list[Any]:
+    """The values the callee takes: none below its minimum (a pool of 0 workers raises)."""
+    if minimum is None:
+        return values
+    return [v for v in values if isinstance(v, bool) or not isinstance(v, int | float) or v >= minimum]
 
 
 def _values(candidates: tuple[Any, ...], default: Any) -> list[Any]:
@@ -307,12 +326,10 @@ def draft_dlio(argv: list[str], cwd: Path, rules: list[Rule]) -> Draft:
         setup=setup,
         tracing_output="{trace_dir}",
         data_dir="{workdir}/data",
-        benchmark_metric=[
-            "# DLIO's own training throughput, from the summary.json it writes in workload.output.folder:",
-            "# the time spent generating data and starting Python stays out of it",
-            'kind = "dlio"',
-            'field = "train_throughput"',
-            'path = "{trace_dir}/summary.json"',
+        benchmark_metric={"kind": "dlio", "field": "train_throughput", "path": "{trace_dir}/summary.json"},
+        benchmark_metric_why=[
+            "DLIO's own training throughput, from the summary.json it writes in workload.output.folder:",
+            "the time spent generating data and starting Python stays out of it",
         ],
         notes=[
             f"DLIO workload config: {path}",
@@ -334,12 +351,97 @@ def _literal(node: ast.AST | None) -> Any:
         return None
 
 
-def python_settings(source: str, filename: str) -> tuple[list[Setting], bool]:
-    """DataLoader keyword arguments and argparse options in a Python program's source.
+class CallSite(StrictModel):
+    """A call whose argument decides how I/O is served, and what the callee accepts."""
 
-    A DataLoader argument that comes from an option (``num_workers=args.workers``) takes the
-    option's flag and default, so the knob is passed on the command line.  Also returns whether
-    some options are named at run time (then only the program's ``--help`` lists them).
+    function: str
+    keyword: str
+    #: the argument's place when passed without its keyword
+    position: int | None = None
+    min: float | None = None
+    #: whether the callee takes None
+    none: bool = False
+    source: str
+
+
+class _CallSites(StrictModel):
+    call: list[CallSite]
+
+
+@functools.cache
+def call_sites() -> tuple[CallSite, ...]:
+    """resources/drafting/call_sites.toml."""
+    return tuple(resource.load("drafting/call_sites.toml", _CallSites, DraftError).call)
+
+
+def _call_name(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _argument(node: ast.Call, site: CallSite) -> ast.expr | None:
+    for k in node.keywords:
+        if k.arg == site.keyword:
+            return k.value
+    if site.position is not None and site.position < len(node.args):
+        arg = node.args[site.position]
+        return None if isinstance(arg, ast.Starred) else arg
+    return None
+
+
+def _option_of(
+    expr: ast.expr, options: dict[str, Setting], assigned: dict[str, ast.expr], depth: int = 0
+) -> str | None:
+    """The program option whose value *is* the argument: ``args.threads``, a name assigned from it,
+    ``int(args.threads)`` or either branch of ``x if cond else y`` (never the condition: in
+    ``2 if args.workers else None`` the workers option only decides whether 2 is passed)."""
+    if depth > 4:
+        return None
+    if isinstance(expr, ast.Attribute):
+        return expr.attr if expr.attr in options else None
+    if isinstance(expr, ast.Name):
+        nxt = assigned.get(expr.id)
+        return _option_of(nxt, options, assigned, depth + 1) if nxt is not None else None
+    if isinstance(expr, ast.IfExp):
+        branches: list[ast.expr] = [expr.body, expr.orelse]
+    elif isinstance(expr, ast.Call) and _call_name(expr) in ("int", "float", "bool", "max", "min"):
+        branches = list(expr.args)
+    else:
+        return None
+    for b in branches:
+        found = _option_of(b, options, assigned, depth + 1)
+        if found:
+            return found
+    return None
+
+
+def _argparse_option(node: ast.Call, filename: str) -> tuple[Setting, list[Any]] | bool | None:
+    """An ``add_argument`` call's option and its choices; False for one named at run time."""
+    flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    longs = [f for f in flags if f.startswith("--")] or flags
+    if not longs and node.args:
+        return False  # an option named at run time (a loop over hint names): --help shows it
+    if not longs or not longs[0].startswith("-"):
+        return None
+    kw = {k.arg: k.value for k in node.keywords if k.arg}
+    dest = _literal(kw.get("dest")) or longs[0].lstrip("-").replace("-", "_")
+    default = _literal(kw.get("default"))
+    action = _literal(kw.get("action"))
+    if action in ("store_true", "store_false"):
+        default = action == "store_false" if default is None else default
+    choices = _literal(kw.get("choices"))
+    setting = Setting(name=dest, source=f"{filename} (argparse)", default=default, flag=longs[0])
+    return setting, list(choices) if isinstance(choices, list | tuple) else []
+
+
+def python_settings(source: str, filename: str) -> tuple[list[Setting], bool]:
+    """The argparse options of a Python program and the arguments of its I/O calls.
+
+    An argument of a call in resources/drafting/call_sites.toml that comes from an option
+    (``ThreadPoolExecutor(max_workers=args.threads)``) takes the option's flag and default and
+    the callee's minimum, so the knob is passed on the command line and never crashes the call;
+    one that no option passes is listed for the reader.  Also returns whether some options are
+    named at run time (then only the program's ``--help`` lists them).
     """
     try:
         tree = ast.parse(source, filename=filename)
@@ -347,62 +449,60 @@ def python_settings(source: str, filename: str) -> tuple[list[Setting], bool]:
         raise DraftError(
             f"{filename}: not valid Python (line {exc.lineno}): cannot read its settings"
         ) from None
+    sites: dict[str, list[CallSite]] = {}
+    for site in call_sites():
+        sites.setdefault(site.function, []).append(site)
     options: dict[str, Setting] = {}
-    option_choices: dict[str, list[Any]] = {}
+    assigned: dict[str, ast.expr] = {}
+    calls: list[tuple[CallSite, ast.expr, int]] = []
     dynamic = False
-    loader_from: dict[str, str] = {}
-    loader: dict[str, Setting] = {}
     for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assigned[node.targets[0].id] = node.value
         if not isinstance(node, ast.Call):
             continue
-        func = node.func
-        fname = (
-            func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        )
-        if fname == "add_argument":
-            flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-            longs = [f for f in flags if f.startswith("--")] or flags
-            if not longs and node.args:
-                dynamic = True  # an option named at run time (a loop over hint names): --help shows it
-                continue
-            if not longs or not longs[0].startswith("-"):
-                continue
-            kw = {k.arg: k.value for k in node.keywords if k.arg}
-            dest = _literal(kw.get("dest")) or longs[0].lstrip("-").replace("-", "_")
-            default = _literal(kw.get("default"))
-            action = _literal(kw.get("action"))
-            if action in ("store_true", "store_false"):
-                default = action == "store_false" if default is None else default
-            options[dest] = Setting(
-                name=dest, source=f"{filename} (argparse)", default=default, flag=longs[0]
-            )
-            choices = _literal(kw.get("choices"))
-            if isinstance(choices, list | tuple) and choices:
-                option_choices[dest] = list(choices)
-        elif fname == "DataLoader":
-            for k in node.keywords:
-                if k.arg in DATALOADER_ARGS:
-                    # num_workers=args.workers, or inside an expression (args.prefetch if workers else None)
-                    attrs = [n.attr for n in ast.walk(k.value) if isinstance(n, ast.Attribute)]
-                    if attrs:
-                        loader_from[k.arg] = next((a for a in attrs if a == k.arg), attrs[0])
-                    loader[k.arg] = Setting(
-                        name=k.arg, source=f"{filename} (DataLoader)", default=_literal(k.value)
-                    )
+        name = _call_name(node)
+        if name == "add_argument":
+            found = _argparse_option(node, filename)
+            if found is False:
+                dynamic = True
+            elif isinstance(found, tuple):
+                options[found[0].name] = found[0]
+                found[0].choices = found[1]
+            continue
+        for site in sites.get(name, ()):
+            expr = _argument(node, site)
+            if expr is not None:
+                calls.append((site, expr, node.lineno))
     settings: list[Setting] = []
-    used_options: set[str] = set()
-    for arg, s in loader.items():
-        dest = loader_from.get(arg)
-        if dest and dest in options:
-            opt = options[dest]
-            s.flag, s.default = opt.flag, opt.default
-            used_options.add(dest)
+    by_option: dict[str, Setting] = {}
+    for site, expr, line in sorted(calls, key=lambda c: c[2]):
+        where = f"{filename}:{line} ({site.function} {site.keyword}=)"
+        dest = _option_of(expr, options, assigned)
+        if dest is None:
+            if all(s.name != site.keyword or s.flag for s in settings):
+                settings.append(
+                    Setting(name=site.keyword, source=where, default=_literal(expr), minimum=site.min)
+                )
+            continue
+        if dest in by_option:  # the same option feeds a second call: the stricter minimum holds
+            s = by_option[dest]
+            if site.min is not None:
+                s.minimum = site.min if s.minimum is None else max(s.minimum, site.min)
+            continue
+        opt = options[dest]
+        s = Setting(
+            name=site.keyword,
+            source=where,
+            default=opt.default,
+            flag=opt.flag,
+            choices=opt.choices,
+            minimum=site.min,
+            option=dest,
+        )
+        by_option[dest] = s
         settings.append(s)
-    settings.extend(s for d, s in options.items() if d not in used_options)
-    for s in settings:
-        dest = loader_from.get(s.name, s.name)
-        if dest in option_choices:
-            s.choices = option_choices[dest]
+    settings.extend(s for d, s in options.items() if d not in by_option)
     return settings, dynamic
 
 
@@ -507,17 +607,55 @@ def _program_end(argv: list[str]) -> int:
 
 
 # ------------------------------------------------------------------ the draft
-def draft_spec(argv: list[str], cwd: Path, *, help_text: str | None = None) -> Draft:
+#: ``{data_dir}`` as users write it: ``{DATA_DIR}``, ``{ data_dir }``, ``${data_dir}``
+_DATA_PLACEHOLDER = re.compile(r"\$?\{\s*data_dir\s*\}", re.IGNORECASE)
+#: an option that names the data folder (its value, an existing folder, becomes ``data_dir``)
+_DATA_OPTION = re.compile(r"^--?[\w-]*(data|dataset|input|root|folder|dir)[\w-]*$", re.IGNORECASE)
+
+
+def data_folder(argv: list[str], cwd: Path, data_dir: Path | None = None) -> tuple[list[str], str | None]:
+    """The command with its data folder as ``{data_dir}``, and the folder to put in the spec.
+
+    The folder is ``data_dir`` when given, else an existing folder the command passes to a data
+    option (``--data /scratch/set``, ``--data-dir=set``); a placeholder written in another form
+    is normalized.  None: the command names no folder (the spec's default, an empty one under the
+    run's workdir, is then what a setup must fill)."""
+    out = [_DATA_PLACEHOLDER.sub("{data_dir}", a) for a in argv]
+    folder = data_dir.resolve() if data_dir is not None else None
+    for i, a in enumerate(out):
+        flag, eq, value = a.partition("=")
+        if eq and _DATA_OPTION.match(flag):
+            head = f"{flag}="
+        elif i > 0 and _DATA_OPTION.match(out[i - 1]) and not a.startswith("-"):
+            head, value = "", a
+        else:
+            continue
+        if "{" in value:
+            continue
+        path = Path(value) if Path(value).is_absolute() else cwd / value
+        if folder is None and path.is_dir():
+            folder = path.resolve()
+        if folder is not None and path.is_dir() and path.resolve() == folder:
+            out[i] = head + "{data_dir}"
+    return out, str(folder) if folder is not None else None
+
+
+def draft_spec(
+    argv: list[str], cwd: Path, *, help_text: str | None = None, data_dir: Path | None = None
+) -> Draft:
     """Classify the settings of ``argv``'s program and draft a workload spec for it.
 
     ``help_text``: the program's ``--help`` already captured (tests, or a program that must not
     be started); else it is run for programs that are neither DLIO nor a Python script.
+    ``data_dir``: the folder holding the program's data (else found in the command).
     """
     if not argv:
         raise DraftError("spec init needs a command after --")
     rules = load_rules()
     if _is_dlio(argv):
         return draft_dlio(argv, cwd, rules)
+    given = list(argv)
+    argv, folder = data_folder(argv, cwd, data_dir)
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(_script(argv, cwd) or argv[0]).stem).strip("-") or "workload"
     script = _script(argv, cwd)
     settings: list[Setting] = []
@@ -549,17 +687,26 @@ def draft_spec(argv: list[str], cwd: Path, *, help_text: str | None = None) -> D
             kind = "ior"
     metric = printed_metric(source) if script is not None else None
     setup = _setup_command(argv, settings)
+    if folder is not None and setup is not None:  # never let a data generator write into their data
+        notes.append(f"the data is in {folder}: the program's own data generation is not run")
+        setup = None
     head = ["{python}"] if Path(argv[0]).name.startswith("python") and script is not None else argv[:1]
     command = _with_knobs([*head, *argv[1:]], settings)
+    if folder is None and setup is None and any("{data_dir}" in a for a in command):
+        notes.append(
+            "the command reads {data_dir} but nothing fills it: set data_dir to the folder holding "
+            "the data (spec init --data-dir DIR) or a setup that writes it"
+        )
     return Draft(
         name=name,
         kind=kind,
         command=command,
         settings=settings,
         notes=notes,
-        source=argv,
+        source=given,
         metric=metric,
         setup=setup,
+        data_dir=folder,
     )
 
 
@@ -607,9 +754,14 @@ def printed_metric(source: str) -> tuple[str, bool] | None:
 def _with_knobs(argv: list[str], settings: list[Setting]) -> list[str]:
     """The command with each tunable option's value replaced by its knob placeholder (or appended)."""
     out = list(argv)
+    flags: set[str] = set()
     for s in settings:
         if s.role != "tunable" or not s.flag or not s.values:
             continue
+        if s.flag in flags:  # two settings read from one option: the first is its knob
+            s.values, s.why = [], f"{s.why} (passed by {s.flag}, already a knob)"
+            continue
+        flags.add(s.flag)
         ph = "{" + s.knob_name + "}"
         for i, a in enumerate(out):
             if a == s.flag and i + 1 < len(out):
@@ -623,66 +775,69 @@ def _with_knobs(argv: list[str], settings: list[Setting]) -> list[str]:
     return out
 
 
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
-    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _toml_list(items: list[Any]) -> str:
-    return "[" + ", ".join(_toml_value(v) for v in items) + "]"
+def _comments(table: Any, lines: list[str]) -> None:
+    for line in lines:
+        table.add(tomlkit.comment(line))
 
 
 def render_toml(draft: Draft) -> str:
-    """The draft as a workload spec with comments that say why each setting is in or out."""
-    lines = [f"# Drafted by `dftune spec init` from: {shlex.join(draft.source or draft.command)}"[:400]]
-    lines += [f"# {n}" for n in draft.notes]
-    lines += [f'name = "{draft.name}"', f"command = {_toml_list(draft.command)}"]
+    """The draft as a workload spec (written by tomlkit, so any value is valid TOML) with comments
+    that say why each setting is in or out."""
+    doc = tomlkit.document()
+    _comments(doc, [f"Drafted by `dftune spec init` from: {shlex.join(draft.source or draft.command)}"[:400]])
+    _comments(doc, draft.notes)
+    doc["name"] = draft.name
+    doc["command"] = draft.command
     if draft.setup:
-        lines.append(f"setup = {_toml_list(draft.setup)}")
+        doc["setup"] = draft.setup
     if draft.data_dir:
-        lines.append(f"data_dir = {_toml_value(draft.data_dir)}")
-    lines += ["replicates = 5", "timeout_s = 600", "", "[metric]"]
+        doc["data_dir"] = draft.data_dir
+    doc["replicates"] = 5
+    doc["timeout_s"] = 600
+    metric = tomlkit.table()
     if draft.benchmark_metric:
-        lines += draft.benchmark_metric
+        _comments(metric, draft.benchmark_metric_why)
+        metric.update(draft.benchmark_metric)
     elif draft.metric:
-        lines += [
-            "# the program prints its own time: start-up (imports, workers) stays out of the metric",
-            'kind = "stdout_regex"',
-            f"pattern = '{draft.metric[0]}'",
-            f"lower_is_better = {_toml_value(draft.metric[1])}",
-        ]
+        _comments(
+            metric, ["the program prints its own time: start-up (imports, workers) stays out of the metric"]
+        )
+        metric["kind"] = "stdout_regex"
+        metric["pattern"] = tomlkit.string(draft.metric[0], literal="'" not in draft.metric[0])
+        metric["lower_is_better"] = draft.metric[1]
     else:
-        lines.append('kind = "wall_time"')
-    lines += [
-        "",
-        "[tracing]",
-        'mode = "preload"   # a self-tracing program is switched to FUNCTION mode by dftune',
-    ]
+        metric["kind"] = "wall_time"
+    doc["metric"] = metric
+    tracing = tomlkit.table()
+    tracing["mode"] = "preload"
+    tracing["mode"].comment("a self-tracing program is switched to FUNCTION mode by dftune")
     if draft.tracing_output:
-        lines.append(f"output = {_toml_value(draft.tracing_output)}")
+        tracing["output"] = draft.tracing_output
     if draft.workload:
-        lines += ["", "# Part of the workload's definition (never offered as a tunable):"]
-        lines += [f"#   {s.name} = {s.default!r}: {s.why}" for s in draft.workload]
+        tracing.add(tomlkit.nl())
+        _comments(tracing, ["Part of the workload's definition (never offered as a tunable):"])
+        _comments(tracing, [f"  {s.name} = {s.default!r}: {s.why}" for s in draft.workload])
     unknown = [s for s in draft.settings if s.role == "unknown"]
     if unknown:
-        lines += ["", "# Not classified (add a knob by hand if it changes how the I/O is done):"]
-        lines += [f"#   {s.name} = {s.default!r}" for s in unknown]
+        tracing.add(tomlkit.nl())
+        _comments(tracing, ["Not classified (add a knob by hand if it changes how the I/O is done):"])
+        _comments(tracing, [f"  {s.name} = {s.default!r}" for s in unknown])
+    listed = [s for s in draft.tunables if not s.values or not s.flag]
+    if listed:
+        tracing.add(tomlkit.nl())
+        _comments(tracing, ["Levers with no option to pass them (listed for the reader only):"])
+        _comments(tracing, [f"  {s.name} ({s.source}): {s.why}" for s in listed])
+    doc["tracing"] = tracing
+    knobs = tomlkit.aot()
     for s in draft.tunables:
-        lines.append("")
-        lines.append(f"# {s.name} ({s.source}): {s.why}")
         if not s.values or not s.flag:
-            lines.append("#   (no values or option to pass it: listed for the reader only)")
             continue
-        lines += [
-            "[[knobs]]",
-            f'name = "{s.knob_name}"',
-            'kind = "arg"',
-            f"values = {_toml_list(s.values)}",
-            f"default = {_toml_value(s.values[0])}",
-        ]
+        knob = tomlkit.table()
+        _comments(knob, [f"{s.name} ({s.source}): {s.why}"])
+        knob.update({"name": s.knob_name, "kind": "arg", "values": s.values, "default": s.values[0]})
         if s.strategy:
-            lines.append(f'strategy = "{s.strategy}"')
-    return "\n".join(lines) + "\n"
+            knob["strategy"] = s.strategy
+        knobs.append(knob)
+    if knobs:
+        doc["knobs"] = knobs
+    return tomlkit.dumps(doc)

@@ -1,0 +1,156 @@
+"""Drafted specs that run: each lever on its own option, values the callee accepts, the data
+folder found, TOML that parses whatever a value holds (programs written for these tests in the
+shapes users bring: a thread-pool reader, a DataLoader loop, an h5py analysis, a process pool)."""
+
+from __future__ import annotations
+
+import textwrap
+import tomllib
+from pathlib import Path
+
+from dftune.tools.runner.draft import data_folder, draft_spec, render_toml
+from dftune.tools.runner.spec import load_spec
+
+POOL_READER = """
+import argparse, os
+from concurrent.futures import ThreadPoolExecutor
+p = argparse.ArgumentParser()
+p.add_argument("--data", required=True)
+p.add_argument("--threads", type=int, default=1, help="reader threads")
+p.add_argument("--chunk", type=int, default=4096, help="read size")
+p.add_argument("--file-kib", type=int, default=16)
+p.add_argument("--batch", type=int, default=32)
+a = p.parse_args()
+def read(path):
+    with open(path, "rb", buffering=0) as f:
+        return len(f.read())
+with ThreadPoolExecutor(max_workers=a.threads) as pool:
+    total = sum(pool.map(read, os.listdir(a.data)))
+print(f"read_time_s {1.0}")
+"""
+
+LOADER = """
+import argparse
+from torch.utils.data import DataLoader
+ap = argparse.ArgumentParser()
+ap.add_argument("--data-dir", default="data")
+ap.add_argument("--workers", type=int, default=0)
+ap.add_argument("--epochs", type=int, default=1)
+a = ap.parse_args()
+train = DataLoader(ds, batch_size=8, num_workers=a.workers, prefetch_factor=(2 if a.workers else None))
+val = DataLoader(ds, batch_size=8, num_workers=a.workers)
+"""
+
+
+def _draft(tmp_path: Path, source: str, *args: str, **kw):  # type: ignore[no-untyped-def]
+    (tmp_path / "prog.py").write_text(textwrap.dedent(source))
+    return draft_spec(["python", "prog.py", *args], tmp_path, **kw)
+
+
+def _spec(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    (tmp_path / "spec.toml").write_text(text)
+    return load_spec(tmp_path / "spec.toml")
+
+
+def test_a_pool_never_gets_zero_workers_and_the_knob_is_the_programs_flag(tmp_path: Path) -> None:
+    draft = _draft(tmp_path, POOL_READER, "--data", "{data_dir}")
+    tun = {s.knob_name: s for s in draft.tunables if s.flag}
+    assert tun["THREADS"].values == [1, 2, 4]  # ThreadPoolExecutor raises for 0 workers
+    assert tun["THREADS"].flag == "--threads"
+    assert "prog.py:14 (ThreadPoolExecutor max_workers=)" in tun["THREADS"].source
+    workload = {s.name for s in draft.workload}
+    assert {"chunk", "file_kib", "batch"} <= workload  # request size, data size, batch: definition
+    spec = _spec(tmp_path, render_toml(draft))
+    assert [k.name for k in spec.knobs] == ["THREADS"]
+    assert spec.command.count("{THREADS}") == 1
+
+
+def test_a_condition_on_an_option_does_not_pass_its_value(tmp_path: Path) -> None:
+    """``prefetch_factor=(2 if a.workers else None)``: --workers decides whether 2 is passed,
+    it is not the prefetch factor; one option feeding two loaders is one knob."""
+    draft = _draft(tmp_path, LOADER, "--data-dir", "{data_dir}")
+    by = {s.name: s for s in draft.settings}
+    assert by["num_workers"].flag == "--workers" and by["num_workers"].values == [0, 1, 2, 4]
+    assert by["prefetch_factor"].flag == ""  # no option passes it
+    text = render_toml(draft)
+    spec = _spec(tmp_path, text)
+    assert [k.name for k in spec.knobs] == ["WORKERS"]
+    assert spec.command[-2:] == ["--workers", "{WORKERS}"]
+    assert "prefetch_factor (prog.py:9 (DataLoader prefetch_factor=))" in text
+
+
+def test_positional_and_assigned_arguments_reach_their_option(tmp_path: Path) -> None:
+    source = """
+    import argparse, multiprocessing, h5py
+    from concurrent.futures import ProcessPoolExecutor
+    p = argparse.ArgumentParser()
+    p.add_argument("--procs", type=int, default=2)
+    p.add_argument("--cache-bytes", type=int, default=1048576)
+    p.add_argument("--slots", type=int, default=521)
+    args = p.parse_args()
+    n = int(args.procs)
+    pool = ProcessPoolExecutor(n)
+    f = h5py.File("x.h5", "r", rdcc_nbytes=args.cache_bytes, rdcc_nslots=args.slots)
+    """
+    draft = _draft(tmp_path, source)
+    tun = {s.knob_name: s for s in draft.tunables if s.flag}
+    assert tun["PROCS"].values == [2, 1, 4] and tun["PROCS"].name == "max_workers"
+    assert tun["CACHE_BYTES"].strategy == "l2.hdf5_chunk_cache"
+    assert tun["CACHE_BYTES"].values == [1048576, 16777216, 67108864]
+    assert tun["SLOTS"].strategy == "l2.hdf5_chunk_cache" and 10007 in tun["SLOTS"].values
+    spec = _spec(tmp_path, render_toml(draft))
+    assert {k.name for k in spec.knobs} == {"PROCS", "CACHE_BYTES", "SLOTS"}
+
+
+def test_the_data_folder_in_any_form(tmp_path: Path) -> None:
+    (tmp_path / "set").mkdir()
+    argv, folder = data_folder(["python", "r.py", "--data", "set"], tmp_path)
+    assert argv[-1] == "{data_dir}" and folder == str((tmp_path / "set").resolve())
+    argv, folder = data_folder(["python", "r.py", f"--input-dir={tmp_path / 'set'}"], tmp_path)
+    assert argv[-1] == "--input-dir={data_dir}" and folder
+    argv, folder = data_folder(["python", "r.py", "--data", "${DATA_DIR}/train"], tmp_path)
+    assert argv[-1] == "{data_dir}/train" and folder is None
+    argv, folder = data_folder(["python", "r.py", "--out", "set"], tmp_path)  # not a data option
+    assert argv[-1] == "set" and folder is None
+    _, folder = data_folder(["python", "r.py", "--data", "{data_dir}"], tmp_path, tmp_path / "set")
+    assert folder == str((tmp_path / "set").resolve())
+
+
+def test_a_placeholder_nothing_fills_is_said_and_a_real_folder_is_used(tmp_path: Path) -> None:
+    draft = _draft(tmp_path, POOL_READER, "--data", "{data_dir}")
+    assert draft.data_dir is None and any("nothing fills it" in n for n in draft.notes)
+    (tmp_path / "set").mkdir()
+    draft = _draft(tmp_path, POOL_READER, "--data", "set")
+    spec = _spec(tmp_path, render_toml(draft))
+    assert spec.data_dir == str((tmp_path / "set").resolve())
+    assert "--data" in spec.command and "{data_dir}" in spec.command
+
+
+def test_a_generator_never_writes_into_the_users_data(tmp_path: Path) -> None:
+    source = POOL_READER.replace(
+        'p.add_argument("--batch"',
+        'p.add_argument("--generate", action="store_true")\np.add_argument("--batch"',
+    )
+    assert _draft(tmp_path, source, "--data", "{data_dir}").setup is not None
+    (tmp_path / "set").mkdir()
+    draft = _draft(tmp_path, source, "--data", "set")
+    assert draft.setup is None and any("not run" in n for n in draft.notes)
+
+
+def test_hostile_values_still_make_valid_toml(tmp_path: Path) -> None:
+    source = """
+    import argparse
+    from concurrent.futures import ThreadPoolExecutor
+    p = argparse.ArgumentParser()
+    p.add_argument("--threads", type=int, default=1, choices=[1, 3])
+    p.add_argument("--label", default='a "quoted"\\nline \\\\ and \\'s')
+    a = p.parse_args()
+    ThreadPoolExecutor(a.threads)
+    print(f"run_time_s {0}")
+    """
+    draft = _draft(tmp_path, source, "--note", "x\"y'\nz")
+    text = render_toml(draft)
+    doc = tomllib.loads(text)
+    assert doc["command"][3] == "x\"y'\nz"
+    spec = _spec(tmp_path, text)
+    assert [k.values for k in spec.knobs] == [["1", "3"]] or [k.values for k in spec.knobs] == [[1, 3]]
