@@ -160,6 +160,7 @@ def run(
     token_budget: Annotated[int | None, typer.Option("--token-budget")] = None,
     retry_known: Annotated[bool, typer.Option("--retry-known")] = False,
     force: Annotated[bool, typer.Option("--force")] = False,
+    declared_only: Annotated[bool, typer.Option("--declared-only")] = False,
     timeout_s: Annotated[float | None, typer.Option("--llm-timeout")] = None,
     retries: Annotated[int | None, typer.Option("--llm-retries")] = None,
     deadline_s: Annotated[float | None, typer.Option("--llm-deadline")] = None,
@@ -200,6 +201,7 @@ def run(
             "allow_install": allow_install or None,
             "retry_known": retry_known or None,
             "force": force or None,
+            "declared_only": declared_only or None,
             "llm": llm,
         }
         settings = run_settings_of(file, {k: v for k, v in cli_settings.items() if v is not None})

@@ -40,7 +40,9 @@ from dftune.tools.report.campaign import (
     write_campaign_reports,
     write_member_html,
 )
+from dftune.tools.runner import levers
 from dftune.tools.runner.deadline import Deadline, clock
+from dftune.tools.runner.levers import with_levers
 from dftune.tools.runner.pool import SlotPool
 from dftune.tools.runner.spec import SpecError, WorkloadSpec, load_spec
 from dftune.tools.runner.units import BaselineNotReady, BaselineUnits
@@ -112,7 +114,7 @@ def _spec_of(member: Member, ws: Workspace) -> WorkloadSpec:
     """A member's spec: the run's archived copy once the run exists (a run never changes its workload)."""
     archived = ws.run_dir(member.run_id) / ARCHIVED_SPEC
     if archived.is_file():
-        return load_spec(archived, located_at=member.spec_path)
+        return with_levers(load_spec(archived, located_at=member.spec_path), levers.saved(archived.parent))
     return load_spec(member.spec_path)
 
 

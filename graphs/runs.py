@@ -28,6 +28,7 @@ from dftune.agents.context import Context, ProgressFn, silent
 from dftune.agents.literature import make_evidence, make_search
 from dftune.agents.optimizer import proposal_table
 from dftune.agents.reasoner import check_model, llm_settings, make_reasoner
+from dftune.core.domain.levers import Levers
 from dftune.core.domain.proposals import REFUSED
 from dftune.core.domain.run import (
     REPLAYABLE_FIELDS,
@@ -48,6 +49,8 @@ from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
 from dftune.graphs.pending import answer_first, pending_items, question
 from dftune.graphs.pipeline import builder
 from dftune.tools.kb.backup import backup_kb, check_kb
+from dftune.tools.runner import levers
+from dftune.tools.runner.levers import with_levers
 from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.spec import WorkloadSpec, load_spec
 from dftune.tools.session.workspace import RunNotFound, Workspace
@@ -174,7 +177,7 @@ def archived_spec(state: TuningState, ws: Workspace, progress: ProgressFn = sile
             f"{original} changed (or went away) since the run started: the run keeps "
             f"using its archived copy {archived}",
         )
-    return load_spec(archived, located_at=original)
+    return with_levers(load_spec(archived, located_at=original), levers.saved(archived.parent))
 
 
 def _drive(graph: CompiledStateGraph, config: RunnableConfig, payload: Any, ctx: Context) -> None:
@@ -252,6 +255,7 @@ def _result(run_id: str, ws: Workspace) -> RunResult:
         best_median=state.incumbent.median if state.incumbent else None,
         run_dir=str(ws.run_dir(run_id)),
         metric=_metric(state, ws),
+        levers=state.levers,
     )
 
 
@@ -313,10 +317,27 @@ def start_run(
     meta = ws.create_run(run_id, spec.name)
     with _driving(meta.id, ws, progress):
         atomic_write_bytes(ws.run_dir(meta.id) / ARCHIVED_SPEC, path.read_bytes())
-        state = TuningState(run_id=meta.id, spec_path=str(path), state_version=STATE_VERSION, **dict(s))
+        found = _drafted(spec, ws.run_dir(meta.id), progress) if not s.declared_only else None
+        state = TuningState(
+            run_id=meta.id, spec_path=str(path), state_version=STATE_VERSION, levers=found, **dict(s)
+        )
         with _compiled(meta.id, ws) as (graph, config):
             _drive(graph, config, state, _context(state, ws, progress, budget, measurer))
     return _result(meta.id, ws)
+
+
+def _drafted(spec: WorkloadSpec, run_dir: Path, progress: ProgressFn) -> Levers | None:
+    """The program's own levers, for a spec that declares no knob and no patch (saved with the run)."""
+    if spec.knobs or spec.patches:
+        return None
+    found = levers.draft_levers(spec)
+    with_levers(spec, found)  # a draft that does not fit the spec fails here, before anything runs
+    levers.save(run_dir, found)
+    for lv in found.found:
+        progress("levers", f"found {lv.knob} ({lv.flag}, {lv.origin}): values {lv.values}")
+    if not found.found:
+        progress("levers", found.note)
+    return found
 
 
 def run_settings_of(settings: RunSettings | None, overrides: dict[str, Any]) -> RunSettings:

@@ -204,6 +204,7 @@ class RunStartIn(_In):
     run_id: str | None = Field(None, description="The run's id (default: a new one from time and workload).")
     model: Annotated[str, SETTING["model"]]
     force: Annotated[bool, SETTING["force"]]
+    declared_only: Annotated[bool, SETTING["declared_only"]]
     wait_s: int = WaitS
 
 
@@ -252,6 +253,8 @@ def run_start_tool(p: RunStartIn) -> dict[str, Any]:
         args += ["--replicates", str(p.replicates)]
     if p.force:
         args.append("--force")
+    if p.declared_only:
+        args.append("--declared-only")
     _spawn(run_id, args)
     return {**_waited(run_id, p.wait_s), "started": True}
 

@@ -47,6 +47,7 @@ from dftune.core.domain.experiments import (
     GuardRecord,
     PendingAnswer,
 )
+from dftune.core.domain.levers import Lever, Levers
 from dftune.core.domain.measurements import Coverage, Measurement
 from dftune.core.domain.proposals import Change, ImpactSource, Proposal, ProposalStatus
 from dftune.core.domain.stats import ArmStats, Comparison
@@ -200,6 +201,11 @@ class RunSettings(StrictModel):
     force: bool = Field(
         default=False, description="Tune even when the worth-tuning gate says I/O cannot pay off here."
     )
+    declared_only: bool = Field(
+        default=False,
+        description="Measure only what the spec declares: when it has no knob, do not look for the "
+        "program's own levers (its options, the arguments of its I/O calls, its workload config).",
+    )
     llm: LLMSettings = Field(
         default_factory=LLMSettings,
         description="The chat model's timeouts, retries and per-judgment deadline (unused with rules).",
@@ -291,6 +297,8 @@ STATE_MODELS: tuple[type[BaseModel], ...] = (
     Gate,
     FsSummary,
     ChecklistEntry,
+    Levers,
+    Lever,
 )
 #: Bumped when the state's shape changes; a run saved under another version is refused with a
 #: clear line instead of resuming on half-understood data (1: dict-typed diagnosis and priors;
@@ -358,6 +366,9 @@ class TuningState(StrictModel):
     iteration_floor: int = 0
     retry_known: bool = DEFAULT_SETTINGS.retry_known
     force: bool = DEFAULT_SETTINGS.force
+    declared_only: bool = DEFAULT_SETTINGS.declared_only
+    #: the program's own levers the run drafted at its start (None: the spec declared knobs)
+    levers: Levers | None = None
     #: the state's shape this run was saved with (see STATE_VERSION); 0 for runs older than it
     state_version: int = 0
 
@@ -424,8 +435,11 @@ class TuningState(StrictModel):
         raise KeyError(f"no proposal {proposal_id!r} in the state")
 
 
-#: Scalar inputs ``dftune replay --set FIELD=VALUE`` may change before forking.
-REPLAYABLE_FIELDS: tuple[str, ...] = tuple(f for f in RunSettings.model_fields if f != "llm")
+#: Scalar inputs ``dftune replay --set FIELD=VALUE`` may change before forking (not the ones a run
+#: acts on only when it starts: its levers are drafted then).
+REPLAYABLE_FIELDS: tuple[str, ...] = tuple(
+    f for f in RunSettings.model_fields if f not in ("llm", "declared_only")
+)
 
 
 #: What a node returns: a partial update of :class:`TuningState`, validated by :func:`update`.
@@ -660,6 +674,8 @@ class RunResult(StrictModel):
     run_dir: str
     #: None when the run's archived spec cannot be read
     metric: MetricInfo | None = None
+    #: the program's own levers the run drafted (None: the spec declared its knobs)
+    levers: Levers | None = None
 
     def document(self) -> dict[str, Any]:
         """The JSON document (the keys as the docs describe them)."""

@@ -17,7 +17,8 @@ def test_the_state_takes_its_defaults_from_the_settings_model() -> None:
     assert state.settings == DEFAULT_SETTINGS
     fields = set(TuningState.model_fields)
     assert set(RunSettings.model_fields) <= fields, "every run setting is a state input"
-    assert set(REPLAYABLE_FIELDS) == set(RunSettings.model_fields) - {"llm"}
+    # declared_only acts when the run starts (its levers are drafted then): a replay cannot change it
+    assert set(REPLAYABLE_FIELDS) == set(RunSettings.model_fields) - {"llm", "declared_only"}
 
 
 def test_precedence_is_command_line_then_file_then_default(tmp_path: Path) -> None:

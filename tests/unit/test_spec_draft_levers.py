@@ -55,7 +55,8 @@ def _spec(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
 def test_a_pool_never_gets_zero_workers_and_the_knob_is_the_programs_flag(tmp_path: Path) -> None:
     draft = _draft(tmp_path, POOL_READER, "--data", "{data_dir}")
     tun = {s.knob_name: s for s in draft.tunables if s.flag}
-    assert tun["THREADS"].values == [1, 2, 4]  # ThreadPoolExecutor raises for 0 workers
+    assert tun["THREADS"].values == [1, 2, 4, 8]  # never 0: ThreadPoolExecutor raises
+    assert tun["THREADS"].strategy == "l1.concurrent_io_pool"
     assert tun["THREADS"].flag == "--threads"
     assert "prog.py:14 (ThreadPoolExecutor max_workers=)" in tun["THREADS"].source
     workload = {s.name for s in draft.workload}
@@ -94,7 +95,7 @@ def test_positional_and_assigned_arguments_reach_their_option(tmp_path: Path) ->
     """
     draft = _draft(tmp_path, source)
     tun = {s.knob_name: s for s in draft.tunables if s.flag}
-    assert tun["PROCS"].values == [2, 1, 4] and tun["PROCS"].name == "max_workers"
+    assert tun["PROCS"].values == [2, 1, 4, 8] and tun["PROCS"].name == "max_workers"
     assert tun["CACHE_BYTES"].strategy == "l2.hdf5_chunk_cache"
     assert tun["CACHE_BYTES"].values == [1048576, 16777216, 67108864]
     assert tun["SLOTS"].strategy == "l2.hdf5_chunk_cache" and 10007 in tun["SLOTS"].values

@@ -17,7 +17,7 @@ from pathlib import Path
 from dftune.core.domain.proposals import Change
 from dftune.core.domain.run import ApprovalRequest, MetricInfo, PendingItem, RefusedRow, RunResult
 from dftune.core.domain.stats import pct_change
-from dftune.tools.report.sections import gain_text, with_unit
+from dftune.tools.report.sections import gain_text, levers_line, with_unit
 
 #: the refusal reasons' first word, as the guards write them ("no_doing_less: ...")
 _GUARD_NAMES = ("no_doing_less", "access_pattern", "citation", "non_degradation")
@@ -57,7 +57,7 @@ def _asking(p: PendingItem) -> str:
 
 
 def glance_rows(r: RunResult) -> list[tuple[str, str]]:
-    """(label, answer) pairs: metric, result, kept, tried, refused, waiting."""
+    """(label, answer) pairs: metric, result, kept, tried, refused, waiting, levers."""
     metric = r.metric or MetricInfo()
     unit = metric.unit
     rows = [("metric", metric_line(metric))]
@@ -104,6 +104,8 @@ def glance_rows(r: RunResult) -> list[tuple[str, str]]:
         rows.append(("waiting", f"{p.proposal_id} ({_asking(p)}) needs your answer{more}"))
     else:
         rows.append(("waiting", "nothing"))
+    if r.levers is not None:
+        rows.append(("levers", levers_line(r.levers)))
     return rows
 
 

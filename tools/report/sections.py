@@ -13,6 +13,7 @@ from typing import Any
 
 from dftune.core.citation import CitedClaim
 from dftune.core.domain.experiments import Experiment, GuardRecord
+from dftune.core.domain.levers import Levers
 from dftune.core.domain.proposals import Proposal
 from dftune.core.domain.run import MetricInfo, ProposalRow, RunReport
 from dftune.core.domain.stats import pct_change
@@ -381,7 +382,18 @@ def headline(r: RunReport) -> list[tuple[str, str]]:
     elif base is not None:
         rows.append(("Next", f"nothing left that fits this workload{bound_text}"))
     rows.append(("Coverage", coverage_note(r)[1].removeprefix("Coverage: ")))
+    if r.levers is not None:
+        rows.append(("Levers", levers_line(r.levers)))
     return rows
+
+
+def levers_line(levers: Levers) -> str:
+    """The program's own levers the run found, each with where it came from (or what to add)."""
+    if not levers.found:
+        return levers.note
+    found = "; ".join(f"{lv.knob} ({lv.flag}, from {lv.origin})" for lv in levers.found)
+    more = f"; no option passes {', '.join(levers.listed)}" if levers.listed else ""
+    return f"found in the program: {found}{more}"
 
 
 #: The hotspot tables of each traced arm, in the reports' order, and their columns.

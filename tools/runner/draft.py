@@ -276,7 +276,8 @@ def _dlio_options_first(argv: list[str]) -> list[str]:
     return [*head, *options, *overrides]
 
 
-def draft_dlio(argv: list[str], cwd: Path, rules: list[Rule]) -> Draft:
+def dlio_settings(argv: list[str], cwd: Path, rules: list[Rule]) -> tuple[list[Setting], Path]:
+    """The settings of a DLIO command's workload YAML (its overrides win), and the YAML's path."""
     import yaml
 
     path = dlio_workload_yaml(argv, cwd)
@@ -295,6 +296,12 @@ def draft_dlio(argv: list[str], cwd: Path, rules: list[Rule]) -> Draft:
         value = overrides.get(f"workload.{key}", value)
         s = classify(Setting(name=key, source=path.name, default=value, flag=f"++workload.{key}"), rules)
         settings.append(s)
+    return settings, path
+
+
+def draft_dlio(argv: list[str], cwd: Path, rules: list[Rule]) -> Draft:
+    settings, path = dlio_settings(argv, cwd, rules)
+    overrides = _hydra_overrides(argv)
     base = _dlio_options_first(
         [
             a
@@ -321,7 +328,7 @@ def draft_dlio(argv: list[str], cwd: Path, rules: list[Rule]) -> Draft:
         name=f"dlio-{name}",
         kind="dlio",
         source=argv,
-        command=_with_knobs(command, settings),
+        command=with_knobs(command, settings),
         settings=settings,
         setup=setup,
         tracing_output="{trace_dir}",
@@ -607,6 +614,52 @@ def _program_end(argv: list[str]) -> int:
 
 
 # ------------------------------------------------------------------ the draft
+def program_settings(
+    argv: list[str],
+    cwd: Path,
+    rules: list[Rule],
+    *,
+    help_text: str | None = None,
+    help_timeout_s: float = HELP_TIMEOUT_S,
+) -> tuple[list[Setting], str, list[str], str]:
+    """The classified settings of ``argv``'s program (a Python script's source and options, else
+    its ``--help``), its kind, notes for the reader and the script's source ("" for none).
+
+    A setting the command already passes (``--threads 8``) defaults to that value: the draft
+    reproduces the command as given."""
+    script = _script(argv, cwd)
+    kind, notes, source = "program", list[str](), ""
+    found: list[Setting] = []
+    helped: list[Setting] = []  # classified by help_settings (a flag without a value stays one)
+    if script is not None:
+        kind = "python"
+        source = script.read_text(encoding="utf-8", errors="replace")
+        found, dynamic = python_settings(source, script.name)
+        if dynamic:
+            known = {s.flag for s in found if s.flag}
+            text = help_text if help_text is not None else run_help(argv, cwd, help_timeout_s)
+            helped = [s for s in help_settings(text, script.name, rules) if s.flag not in known]
+        if "DataLoader" in source:
+            kind = "pytorch"
+            notes.append(f"{script.name} builds a PyTorch DataLoader: its loader arguments are the tunables")
+    else:
+        if help_text is None and shutil.which(argv[0]) is None and not (cwd / argv[0]).is_file():
+            raise DraftError(f"{argv[0]}: no such program (not a file, not on PATH)")
+        text = help_text if help_text is not None else run_help(argv, cwd, help_timeout_s)
+        if not text.strip():
+            notes.append(f"{argv[0]} printed no --help: no settings found; add knobs by hand")
+        helped = help_settings(text, Path(argv[0]).name, rules)
+        if re.search(r"\bior\b|IOR", Path(argv[0]).name + text[:400]):
+            kind = "ior"
+    for s in [*found, *(h for h in helped if h.values)]:
+        given = _option(argv, s.flag) if s.flag else None
+        if given is not None and not given.startswith("-") and "{" not in given:
+            s.default = _number(given) if _number(given) is not None else given
+            if s in helped:
+                classify(s, rules)
+    return [*(classify(s, rules) for s in found), *helped], kind, notes, source
+
+
 #: ``{data_dir}`` as users write it: ``{DATA_DIR}``, ``{ data_dir }``, ``${data_dir}``
 _DATA_PLACEHOLDER = re.compile(r"\$?\{\s*data_dir\s*\}", re.IGNORECASE)
 #: an option that names the data folder (its value, an existing folder, becomes ``data_dir``)
@@ -658,40 +711,14 @@ def draft_spec(
     argv, folder = data_folder(argv, cwd, data_dir)
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(_script(argv, cwd) or argv[0]).stem).strip("-") or "workload"
     script = _script(argv, cwd)
-    settings: list[Setting] = []
-    kind = "program"
-    notes: list[str] = []
-    if script is not None:
-        kind = "python"
-        source = script.read_text(encoding="utf-8", errors="replace")
-    else:
-        source = ""
-    if script is not None:
-        found, dynamic = python_settings(source, script.name)
-        if dynamic:
-            known = {s.flag for s in found if s.flag}
-            text = help_text if help_text is not None else run_help(argv, cwd)
-            found += [s for s in help_settings(text, script.name, rules) if s.flag not in known]
-        settings = [classify(s, rules) for s in found]
-        if "DataLoader" in source:
-            kind = "pytorch"
-            notes.append(f"{script.name} builds a PyTorch DataLoader: its loader arguments are the tunables")
-    else:
-        if help_text is None and shutil.which(argv[0]) is None and not (cwd / argv[0]).is_file():
-            raise DraftError(f"{argv[0]}: no such program (not a file, not on PATH)")
-        text = help_text if help_text is not None else run_help(argv, cwd)
-        if not text.strip():
-            notes.append(f"{argv[0]} printed no --help: no settings found; add knobs by hand")
-        settings = help_settings(text, Path(argv[0]).name, rules)
-        if re.search(r"\bior\b|IOR", Path(argv[0]).name + text[:400]):
-            kind = "ior"
+    settings, kind, notes, source = program_settings(argv, cwd, rules, help_text=help_text)
     metric = printed_metric(source) if script is not None else None
     setup = _setup_command(argv, settings)
     if folder is not None and setup is not None:  # never let a data generator write into their data
         notes.append(f"the data is in {folder}: the program's own data generation is not run")
         setup = None
     head = ["{python}"] if Path(argv[0]).name.startswith("python") and script is not None else argv[:1]
-    command = _with_knobs([*head, *argv[1:]], settings)
+    command = with_knobs([*head, *argv[1:]], settings)
     if folder is None and setup is None and any("{data_dir}" in a for a in command):
         notes.append(
             "the command reads {data_dir} but nothing fills it: set data_dir to the folder holding "
@@ -751,7 +778,7 @@ def printed_metric(source: str) -> tuple[str, bool] | None:
     return f"{re.escape(name)}{sep}([0-9.eE+-]+)", "throughput" not in name
 
 
-def _with_knobs(argv: list[str], settings: list[Setting]) -> list[str]:
+def with_knobs(argv: list[str], settings: list[Setting]) -> list[str]:
     """The command with each tunable option's value replaced by its knob placeholder (or appended)."""
     out = list(argv)
     flags: set[str] = set()

@@ -1,0 +1,112 @@
+"""A bare spec (command and metric, no knob) of a program nobody tuned: the run finds the
+program's own lever in its source, measures it like a declared knob, keeps the win, and the
+morning view names the lever and where it came from.
+
+The program (written here, never started: the measurements are scripted) reads a folder through
+a thread pool whose size is its ``--threads`` option; its read size and file count are the
+workload's definition and are never drafted."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from dftune.core.domain.run import TuningState
+from dftune.graphs.runs import archived_spec, start_run
+from dftune.tools.runner.levers import LEVERS_FILE
+from dftune.tools.session.workspace import Workspace
+from tests.fakes.measurer import Arm, ScriptedMeasurer, steady
+
+READER = """
+import argparse, os, time
+from concurrent.futures import ThreadPoolExecutor
+p = argparse.ArgumentParser()
+p.add_argument("--data", required=True)
+p.add_argument("--threads", type=int, default=1)
+p.add_argument("--chunk", type=int, default=4096)
+p.add_argument("--files", type=int, default=2000)
+a = p.parse_args()
+def read(name):
+    with open(os.path.join(a.data, name), "rb") as f:
+        while f.read(a.chunk):
+            pass
+t0 = time.perf_counter()
+with ThreadPoolExecutor(max_workers=a.threads) as pool:
+    list(pool.map(read, os.listdir(a.data)))
+print(f"read_time_s {time.perf_counter() - t0}")
+"""
+
+BARE = """
+name = "pool-reader"
+command = ["{python}", "reader.py", "--data", "{data_dir}"]
+replicates = 3
+[metric]
+kind = "stdout_regex"
+pattern = 'read_time_s ([0-9.]+)'
+[tracing]
+mode = "off"
+"""
+
+
+def _bare(tmp_path: Path, program: str = READER) -> Path:
+    (tmp_path / "reader.py").write_text(textwrap.dedent(program))
+    spec = tmp_path / "bare.toml"
+    spec.write_text(BARE)
+    return spec
+
+
+def _state(result_run_dir: str) -> TuningState:
+    doc = json.loads((Path(result_run_dir) / "report.json").read_text())
+    return TuningState.model_validate({k: v for k, v in doc.items() if k in TuningState.model_fields})
+
+
+def test_a_bare_spec_finds_the_pool_size_and_keeps_its_win(tmp_path: Path) -> None:
+    script = ScriptedMeasurer(
+        [
+            Arm({}, steady(2.8)),
+            Arm({"THREADS": 2}, steady(1.5)),
+            Arm({"THREADS": 4}, steady(0.8)),
+            Arm({"THREADS": 8}, steady(0.78)),
+        ]
+    )
+    result = start_run(_bare(tmp_path), max_experiments=2, measurer=script)
+    assert result.status == "completed", result.status_reason
+    assert result.levers is not None
+    (lever,) = result.levers.found
+    assert lever.knob == "THREADS" and lever.flag == "--threads"
+    assert lever.origin == "reader.py:15 (ThreadPoolExecutor max_workers=)"
+    assert lever.values == [1, 2, 4, 8] and lever.strategy == "l1.concurrent_io_pool"
+    # every start passed the lever, at the program's default in the baseline
+    assert all("--threads" in inv.argv for inv in script.starts if inv.purpose != "setup")
+    kept = [v for v in result.verdicts if v.kept]
+    assert kept and all(v.proposal.startswith("THREADS=") for v in kept)
+    run_dir = Path(result.run_dir)
+    saved = json.loads((run_dir / LEVERS_FILE).read_text())
+    assert saved["command"][-2:] == ["--threads", "{THREADS}"]
+    # a resumed or replayed run works from the same knobs: the archived spec carries them
+    state = _state(result.run_dir)
+    assert [k.name for k in archived_spec(state, Workspace()).knobs] == ["THREADS"]
+    report = (run_dir / "report.md").read_text()
+    assert "**Levers:** found in the program: THREADS (--threads, from reader.py:15" in report
+
+
+def test_declared_only_drafts_nothing(tmp_path: Path) -> None:
+    script = ScriptedMeasurer([Arm({}, steady(2.8))])
+    result = start_run(_bare(tmp_path), max_experiments=1, declared_only=True, measurer=script)
+    assert result.levers is None
+    assert not (Path(result.run_dir) / LEVERS_FILE).exists()
+    assert all(not v.proposal.startswith("THREADS") for v in result.verdicts)
+
+
+def test_a_program_without_levers_says_what_to_add(tmp_path: Path) -> None:
+    plain = READER.replace("max_workers=a.threads", "max_workers=1").replace(
+        'p.add_argument("--threads", type=int, default=1)\n', ""
+    )
+    script = ScriptedMeasurer([Arm({}, steady(2.8))])
+    result = start_run(_bare(tmp_path, plain), max_experiments=1, measurer=script)
+    assert result.levers is not None and result.levers.found == []
+    assert "[[knobs]]" in result.levers.note
+    assert any("max_workers (reader.py" in x for x in result.levers.listed)
+    report = (Path(result.run_dir) / "report.md").read_text()
+    assert "**Levers:** no option of the program decides" in report
