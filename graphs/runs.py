@@ -330,7 +330,7 @@ def _drafted(spec: WorkloadSpec, run_dir: Path, progress: ProgressFn) -> Levers 
     """The program's own levers, for a spec that declares no knob and no patch (saved with the run)."""
     if spec.knobs or spec.patches:
         return None
-    found = levers.draft_levers(spec)
+    found = levers.draft_levers(spec, run_dir)
     with_levers(spec, found)  # a draft that does not fit the spec fails here, before anything runs
     levers.save(run_dir, found)
     for lv in found.found:

@@ -3,6 +3,8 @@ program's command line, source and configuration when the spec declared none."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from dftune.core.model import StrictModel
@@ -13,9 +15,11 @@ LeverValue = str | int | float | bool
 class Lever(StrictModel):
     """One setting of the program the run measures like a declared knob."""
 
-    #: the knob's name (its placeholder in the command)
+    #: the knob's name (its placeholder in the command, or the environment variable it sets)
     knob: str
-    #: how the program receives it: ``--threads``, ``++workload.reader.read_threads``
+    #: how the program receives it: an option (``--threads``, ``++workload.reader.read_threads``)
+    #: or, for ``env``, the variable an env-gated patch of its source reads
+    kind: Literal["arg", "env"] = "arg"
     flag: str
     #: where it was found: a call site (``reader.py:31 (ThreadPoolExecutor max_workers=)``), an
     #: option in the program's ``--help``, a key of its configuration file
@@ -37,3 +41,6 @@ class Levers(StrictModel):
     listed: list[str] = Field(default_factory=list)
     #: why nothing was drafted, or what the drafting could not read (empty when levers were found)
     note: str = ""
+    #: the env levers' patch (a unified diff) and the patched copy of the source tree the run uses
+    patch: str = ""
+    source_copy: str = ""

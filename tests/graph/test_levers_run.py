@@ -12,6 +12,8 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from dftune.core.domain.run import TuningState
 from dftune.graphs.runs import archived_spec, start_run
 from dftune.tools.runner.levers import LEVERS_FILE
@@ -100,7 +102,7 @@ def test_declared_only_drafts_nothing(tmp_path: Path) -> None:
 
 
 def test_a_program_without_levers_says_what_to_add(tmp_path: Path) -> None:
-    plain = READER.replace("max_workers=a.threads", "max_workers=1").replace(
+    plain = READER.replace("max_workers=a.threads", "max_workers=os.cpu_count()").replace(
         'p.add_argument("--threads", type=int, default=1)\n', ""
     )
     script = ScriptedMeasurer([Arm({}, steady(2.8))])
@@ -110,3 +112,61 @@ def test_a_program_without_levers_says_what_to_add(tmp_path: Path) -> None:
     assert any("max_workers (reader.py" in x for x in result.levers.listed)
     report = (Path(result.run_dir) / "report.md").read_text()
     assert "**Levers:** no option of the program decides" in report
+
+
+LOADER = """
+import time
+from torch.utils.data import DataLoader
+loader = DataLoader(range(64), batch_size=8, num_workers=2)
+t0 = time.perf_counter()
+for batch in loader:
+    pass
+print(f"read_time_s {time.perf_counter() - t0}")
+"""
+
+
+def test_a_literal_argument_becomes_an_env_gated_lever_on_a_copy(tmp_path: Path) -> None:
+    """``num_workers=2`` written in the source: a patch of a copy reads DFTUNE_NUM_WORKERS with 2
+    as its default, every arm runs the copy, and the user's file is never touched."""
+    gate = {"reader.py": "environ['DFTUNE_NUM_WORKERS']"}
+    script = ScriptedMeasurer(
+        [
+            Arm({}, steady(2.0), source=gate),
+            Arm({"DFTUNE_NUM_WORKERS": 0}, steady(2.6), source=gate),
+            Arm({"DFTUNE_NUM_WORKERS": 4}, steady(1.1), source=gate),
+            Arm({"DFTUNE_NUM_WORKERS": 1}, steady(2.3), source=gate),
+            Arm({"DFTUNE_PIN_MEMORY": True}, steady(2.0), source=gate),
+        ]
+    )
+    spec = _bare(tmp_path, LOADER)
+    before = (tmp_path / "reader.py").read_text()
+    result = start_run(spec, max_experiments=4, measurer=script)
+    assert result.status == "completed", result.status_reason
+    assert result.levers is not None
+    by = {lv.knob: lv for lv in result.levers.found}
+    assert by["DFTUNE_NUM_WORKERS"].kind == "env" and by["DFTUNE_NUM_WORKERS"].default == 2
+    assert by["DFTUNE_NUM_WORKERS"].values[0] == 2
+    assert by["DFTUNE_NUM_WORKERS"].origin == "reader.py:line 4 (DataLoader num_workers=, written)"
+    assert "DFTUNE_PIN_MEMORY" in by  # left out: added around DataLoader's documented default
+    assert (tmp_path / "reader.py").read_text() == before
+    diff = Path(result.levers.patch).read_text()
+    assert "-loader = DataLoader(range(64), batch_size=8, num_workers=2)" in diff
+    # every arm names the gate's text: no start ran the unpatched program
+    assert Path(result.levers.source_copy, "reader.py").read_text().count("DFTUNE_") >= 2
+    assert [v.proposal for v in result.verdicts if v.kept] == ["DFTUNE_NUM_WORKERS=4"]
+
+
+def test_the_copy_leaves_out_dftunes_home_and_the_data_inside_the_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DFTUNE_HOME", str(tmp_path / "home"))  # a run folder inside the source tree
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "big.bin").write_bytes(b"x" * 4096)
+    spec = _bare(tmp_path, LOADER)
+    spec.write_text(spec.read_text().replace("replicates = 3", 'replicates = 3\ndata_dir = "data"'))
+    gate = {"reader.py": "environ['DFTUNE_NUM_WORKERS']"}
+    script = ScriptedMeasurer([Arm({}, steady(2.0), source=gate)])
+    result = start_run(spec, max_experiments=0, measurer=script)
+    assert result.levers is not None and result.levers.source_copy
+    copied = {p.name for p in Path(result.levers.source_copy).iterdir()}
+    assert "reader.py" in copied and "home" not in copied and "data" not in copied

@@ -156,6 +156,9 @@ def test_a_stack_is_what_its_signatures_show() -> None:
     ior = detect(Evidence(executables=["mpirun", "ior"], launcher="local"))
     assert ior.has("mpi-io") and ior.hint_env_prefix == "IOR_HINT__MPI__"
     assert detect(Evidence(layers=["H5D"])).has("hdf5")
+    zarr = detect(Evidence(texts=[("the program z.py", "import zarr\nz = zarr.open('s.zarr')")]))
+    assert zarr.has("zarr") and presumption_gap(["zarr"], zarr.software) is None
+    assert presumption_gap(["zarr"], ["posix", "hdf5"]) is not None  # never offered without zarr
     assert detect(Evidence(stdio_share=0.5)).has("stdio") and not detect(Evidence(stdio_share=0.05)).has(
         "stdio"
     )

@@ -368,6 +368,9 @@ class CallSite(StrictModel):
     min: float | None = None
     #: whether the callee takes None
     none: bool = False
+    #: the value the callee uses when the call leaves the argument out (as documented; None: not
+    #: documented, or None itself): an env-gated patch adds the argument around it
+    default: int | float | bool | None = None
     source: str
 
 

@@ -68,6 +68,8 @@ ALLOWED_ROOT_ENTRIES: Final = frozenset(
         "report.json",
         "logs",
         "hints",  # ROMIO hint files of the run's proposals and the hints in effect before any change
+        "levers.json",  # the program's own levers the run drafted (tools/runner/levers.py)
+        "levers",  # the env-gated copy of the program's source those levers need, and its diff
     }
 )
 
