@@ -250,6 +250,8 @@ def test_the_interaction_table_is_symmetric_data() -> None:
     t = interactions()
     assert 4 in t.partners(1) and 1 in t.partners(4)
     assert t.partners(12) == {}
+    # a chunk cache's size and slots: one category whose settings act together
+    assert "rdcc_nslots" in t.partners(2)[2]
 
 
 def _prior(verdict: str, pct: float | None, incumbent: dict[str, Any] | None = None) -> KbPrior:

@@ -55,6 +55,7 @@ def gates(source: str, filename: str) -> list[Gate]:
         by_function.setdefault(site.function, []).append(site)
     out: list[Gate] = []
     taken: set[str] = set()
+    shared: dict[tuple[str, object], str] = {}
     calls = sorted(
         (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _call_name(n) in by_function),
         key=lambda n: (n.lineno, n.col_offset),
@@ -78,8 +79,10 @@ def gates(source: str, filename: str) -> list[Gate]:
                 continue
             if not isinstance(value, int | float):  # bools are ints; text and None are not gated
                 continue
-            variable = _unique(PREFIX + re.sub(r"\W", "_", site.keyword).upper(), taken)
-            out.append(Gate(site, node.lineno, variable, value, start, end, original))
+            key = (site.keyword, value)
+            if key not in shared:  # one variable for every call with the same argument and value
+                shared[key] = _unique(PREFIX + re.sub(r"\W", "_", site.keyword).upper(), taken)
+            out.append(Gate(site, node.lineno, shared[key], value, start, end, original))
     return out
 
 
