@@ -52,7 +52,7 @@ from dftune.tools.kb.backup import backup_kb, check_kb
 from dftune.tools.runner import levers
 from dftune.tools.runner.levers import with_levers
 from dftune.tools.runner.measurer import Measurer
-from dftune.tools.runner.spec import WorkloadSpec, load_spec
+from dftune.tools.runner.spec import SpecError, WorkloadSpec, load_spec
 from dftune.tools.session.workspace import RunNotFound, Workspace
 
 
@@ -331,7 +331,10 @@ def _drafted(spec: WorkloadSpec, run_dir: Path, progress: ProgressFn) -> Levers 
     if spec.knobs or spec.patches:
         return None
     found = levers.draft_levers(spec, run_dir)
-    with_levers(spec, found)  # a draft that does not fit the spec fails here, before anything runs
+    try:
+        with_levers(spec, found)
+    except SpecError as exc:  # a draft that does not fit: the run goes on with the spec as declared
+        found = Levers(command=list(spec.command), note=f"{exc}: {levers.DECLARE_HINT}")
     levers.save(run_dir, found)
     for lv in found.found:
         progress("levers", f"found {lv.knob} ({lv.flag}, {lv.origin}): values {lv.values}")

@@ -170,3 +170,38 @@ def test_the_copy_leaves_out_dftunes_home_and_the_data_inside_the_tree(
     assert result.levers is not None and result.levers.source_copy
     copied = {p.name for p in Path(result.levers.source_copy).iterdir()}
     assert "reader.py" in copied and "home" not in copied and "data" not in copied
+
+
+def test_two_calls_with_the_same_setting_share_one_knob(tmp_path: Path) -> None:
+    source = (
+        "import h5py, time\n"
+        'with h5py.File("t.h5", "w") as f:\n    pass\n'
+        't0 = time.perf_counter()\nwith h5py.File("t.h5", "r") as f:\n    pass\n'
+        'print(f"read_time_s {time.perf_counter() - t0}")\n'
+    )
+    gate = {"reader.py": "environ['DFTUNE_RDCC_NBYTES']"}
+    script = ScriptedMeasurer([Arm({}, steady(2.0), source=gate)])
+    result = start_run(_bare(tmp_path, source), max_experiments=0, measurer=script)
+    assert result.levers is not None
+    knobs = [lv.knob for lv in result.levers.found]
+    assert knobs.count("DFTUNE_RDCC_NBYTES") == 1 and "DFTUNE_RDCC_NSLOTS" in knobs
+    assert Path(result.levers.source_copy, "reader.py").read_text().count("'DFTUNE_RDCC_NBYTES' in") == 2
+
+
+def test_a_draft_that_does_not_fit_leaves_the_spec_as_declared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lever whose placeholder is missing from the drafted command: the run goes on with the
+    spec as the user wrote it, and says why no lever was used."""
+    from dftune.core.domain.levers import Lever, Levers
+    from dftune.tools.runner import levers
+
+    broken = Levers(
+        command=["{python}", "reader.py", "--data", "{data_dir}"],
+        found=[Lever(knob="X", flag="--x", origin="o", why="w", values=[1, 2], default=1)],
+    )
+    monkeypatch.setattr(levers, "draft_levers", lambda spec, run_dir=None: broken)
+    result = start_run(_bare(tmp_path), max_experiments=0, measurer=ScriptedMeasurer([Arm({}, steady(2.0))]))
+    assert result.status == "completed", result.status_reason
+    assert result.levers is not None and result.levers.found == []
+    assert "do not fit the spec" in result.levers.note and "[[knobs]]" in result.levers.note

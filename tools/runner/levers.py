@@ -139,6 +139,8 @@ def _env_levers(
         if s.role != "tunable" or not s.values or g.default not in s.values:
             continue
         chosen.append(g)
+        if any(lv.knob == g.variable for lv in levers):  # another call reads the same variable
+            continue
         levers.append(
             Lever(
                 knob=g.variable,
