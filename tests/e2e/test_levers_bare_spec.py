@@ -98,3 +98,26 @@ def test_a_pool_flag_that_reads_less_is_refused(tmp_path: Path) -> None:
     assert not [v for v in result["verdicts"] if v["kept"]], result["verdicts"]
     thread_verdicts = [v for v in result["verdicts"] if v["proposal"].startswith("THREADS=")]
     assert thread_verdicts and all(v["verdict"] == "rejected" for v in thread_verdicts), thread_verdicts
+
+
+def test_a_program_that_ignores_help_writes_nothing_beside_the_users_files(tmp_path: Path) -> None:
+    """The run asks a binary for --help in an empty folder: one that does its work instead
+    writes there, and its whole process group is gone at the time limit."""
+    import os
+    import time
+
+    from dftune.tools.runner.draft import run_help
+
+    user, scratch = tmp_path / "user", tmp_path / "scratch"
+    user.mkdir()
+    scratch.mkdir()
+    prog = user / "prog.sh"
+    prog.write_text("#!/bin/sh\necho working > out.txt\nsleep 60 &\necho $! > child.pid\nsleep 60\n")
+    prog.chmod(0o755)
+    t0 = time.monotonic()
+    assert run_help(["./prog.sh"], user, 1.0, scratch).strip() == ""
+    assert time.monotonic() - t0 < 30
+    assert sorted(os.listdir(user)) == ["prog.sh"] and (scratch / "out.txt").is_file()
+    child = int((scratch / "child.pid").read_text())
+    with pytest.raises(ProcessLookupError):  # the child it left behind went with its group
+        os.kill(child, 0)

@@ -16,7 +16,6 @@ import functools
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from dftune.core import resource
 from dftune.core.errors import DftuneError
 from dftune.core.facts.stacks import is_launcher, runs
 from dftune.core.model import StrictModel
+from dftune.core.process import run_command
 
 HELP_TIMEOUT_S = 15.0
 #: DLIO's workflow overrides that run only the training phase (data generated once, in setup).
@@ -583,24 +583,25 @@ def _number(text: str | None) -> Any:
             return None if text.isupper() else text
 
 
-def run_help(argv: list[str], cwd: Path, timeout_s: float = HELP_TIMEOUT_S) -> str:
-    """The program's ``--help`` (stdout and stderr), or "" when it has none or cannot start."""
+def run_help(
+    argv: list[str], cwd: Path, timeout_s: float = HELP_TIMEOUT_S, scratch: Path | None = None
+) -> str:
+    """The program's ``--help`` (stdout and stderr), or "" when it has none or cannot start.
+
+    ``scratch``: run it there instead of ``cwd`` (its own paths made absolute), so a program that
+    ignores ``--help`` and does its work writes nothing beside the user's files; on the timeout
+    its whole process group is killed."""
     head = argv[: _program_end(argv)]
     if head[0] in ("python", "python3", "{python}"):  # the interpreter dftune runs ({python} in a spec)
         head = [sys.executable, *head[1:]]
-    try:
-        res = subprocess.run(
-            [*head, "--help"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return res.stdout + "\n" + res.stderr
+    where = cwd
+    if scratch is not None:
+        head = [
+            str((cwd / a).resolve()) if not Path(a).is_absolute() and (cwd / a).is_file() else a for a in head
+        ]
+        where = scratch
+    res = run_command([*head, "--help"], timeout_s=timeout_s, cwd=where)
+    return "" if res.error else res.stdout + "\n" + res.stderr
 
 
 def _program_end(argv: list[str]) -> int:
@@ -624,6 +625,7 @@ def program_settings(
     *,
     help_text: str | None = None,
     help_timeout_s: float = HELP_TIMEOUT_S,
+    help_scratch: Path | None = None,
 ) -> tuple[list[Setting], str, list[str], str]:
     """The classified settings of ``argv``'s program (a Python script's source and options, else
     its ``--help``), its kind, notes for the reader and the script's source ("" for none).
@@ -640,7 +642,7 @@ def program_settings(
         found, dynamic = python_settings(source, script.name)
         if dynamic:
             known = {s.flag for s in found if s.flag}
-            text = help_text if help_text is not None else run_help(argv, cwd, help_timeout_s)
+            text = help_text if help_text is not None else run_help(argv, cwd, help_timeout_s, help_scratch)
             helped = [s for s in help_settings(text, script.name, rules) if s.flag not in known]
         if "DataLoader" in source:
             kind = "pytorch"
@@ -648,7 +650,7 @@ def program_settings(
     else:
         if help_text is None and shutil.which(argv[0]) is None and not (cwd / argv[0]).is_file():
             raise DraftError(f"{argv[0]}: no such program (not a file, not on PATH)")
-        text = help_text if help_text is not None else run_help(argv, cwd, help_timeout_s)
+        text = help_text if help_text is not None else run_help(argv, cwd, help_timeout_s, help_scratch)
         if not text.strip():
             notes.append(f"{argv[0]} printed no --help: no settings found; add knobs by hand")
         helped = help_settings(text, Path(argv[0]).name, rules)

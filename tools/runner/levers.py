@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -60,7 +61,10 @@ def draft_levers(spec: WorkloadSpec, run_dir: Path | None = None) -> Levers:
         if runs(readable, "dlio"):
             settings = dlio_settings(readable, cwd, rules)[0]
         else:
-            settings = program_settings(readable, cwd, rules, help_timeout_s=HELP_TIMEOUT_S)[0]
+            with tempfile.TemporaryDirectory(prefix="dftune-help-") as scratch:
+                settings = program_settings(
+                    readable, cwd, rules, help_timeout_s=HELP_TIMEOUT_S, help_scratch=Path(scratch)
+                )[0]
     except DftuneError as exc:
         return Levers(command=command, note=f"the program's settings could not be read: {exc}")
     declared = {k.name for k in spec.knobs}
