@@ -27,6 +27,7 @@ from dftune.core.errors import is_storage_error
 from dftune.core.failpoint import failpoint
 from dftune.tools.runner.changes import ChangeError, CommandChange, EnvChange, FilePatch, Journal
 from dftune.tools.runner.changes.layering import layer_env
+from dftune.tools.session.layout import SOURCE_COPY_IGNORE
 from dftune.tools.session.workspace import ITERATION_SUBDIRS
 
 
@@ -51,7 +52,7 @@ def copy_source(state: TuningState, ctx: Context, it_dir: Path) -> Path:
     dest = it_dir / "source"
     if dest.exists():
         shutil.rmtree(dest)  # a re-run after a crash starts from a clean copy
-    ignore = shutil.ignore_patterns("__pycache__", ".git", "opt[0-9]*", "*.pfw", "*.pfw.gz")
+    ignore = shutil.ignore_patterns(*SOURCE_COPY_IGNORE)
     shutil.copytree(origin, dest, symlinks=True, ignore=ignore)
     return dest
 

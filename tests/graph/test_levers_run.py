@@ -148,6 +148,7 @@ def test_a_literal_argument_becomes_an_env_gated_lever_on_a_copy(tmp_path: Path)
     assert by["DFTUNE_NUM_WORKERS"].values[0] == 2
     assert by["DFTUNE_NUM_WORKERS"].origin == "reader.py:line 4 (DataLoader num_workers=, written)"
     assert "DFTUNE_PIN_MEMORY" in by  # left out: added around DataLoader's documented default
+    assert result.levers.listed == []  # the literal num_workers=2 is a lever now, not a listing
     assert (tmp_path / "reader.py").read_text() == before
     diff = Path(result.levers.patch).read_text()
     assert "-loader = DataLoader(range(64), batch_size=8, num_workers=2)" in diff

@@ -76,6 +76,8 @@ class Setting:
 
     #: the program's option (argparse dest) that passes a call's argument: the knob's name
     option: str = ""
+    #: the call it was read from, ``keyword:line`` ("" for an option, a config key, --help)
+    call: str = ""
 
     @property
     def knob_name(self) -> str:
@@ -366,8 +368,6 @@ class CallSite(StrictModel):
     #: the argument's place when passed without its keyword
     position: int | None = None
     min: float | None = None
-    #: whether the callee takes None
-    none: bool = False
     #: the value the callee uses when the call leaves the argument out (as documented; None: not
     #: documented, or None itself): an env-gated patch adds the argument around it
     default: int | float | bool | None = None
@@ -492,7 +492,13 @@ def python_settings(source: str, filename: str) -> tuple[list[Setting], bool]:
         if dest is None:
             if all(s.name != site.keyword or s.flag for s in settings):
                 settings.append(
-                    Setting(name=site.keyword, source=where, default=_literal(expr), minimum=site.min)
+                    Setting(
+                        name=site.keyword,
+                        source=where,
+                        default=_literal(expr),
+                        minimum=site.min,
+                        call=f"{site.keyword}:{line}",
+                    )
                 )
             continue
         if dest in by_option:  # the same option feeds a second call: the stricter minimum holds
@@ -509,6 +515,7 @@ def python_settings(source: str, filename: str) -> tuple[list[Setting], bool]:
             choices=opt.choices,
             minimum=site.min,
             option=dest,
+            call=f"{site.keyword}:{line}",
         )
         by_option[dest] = s
         settings.append(s)
@@ -660,7 +667,7 @@ def program_settings(
         given = _option(argv, s.flag) if s.flag else None
         if given is not None and not given.startswith("-") and "{" not in given:
             s.default = _number(given) if _number(given) is not None else given
-            if s in helped:
+            if any(s is h for h in helped):
                 classify(s, rules)
     return [*(classify(s, rules) for s in found), *helped], kind, notes, source
 

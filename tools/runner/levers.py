@@ -14,7 +14,6 @@ knobs.
 
 from __future__ import annotations
 
-import re
 import shutil
 import sys
 import tempfile
@@ -39,6 +38,7 @@ from dftune.tools.runner.draft import (
     with_knobs,
 )
 from dftune.tools.runner.spec import Knob, SpecError, WorkloadSpec
+from dftune.tools.session.layout import SOURCE_COPY_IGNORE
 
 LEVERS_FILE = "levers.json"
 #: the patched copy of the source tree and its diff, beside levers.json
@@ -47,7 +47,7 @@ LEVERS_DIR = "levers"
 HELP_TIMEOUT_S = 5.0
 #: what a person adds when nothing was found (the morning view prints it)
 DECLARE_HINT = 'add a knob: [[knobs]] name = "X" kind = "arg" values = [...] with {X} in the command'
-_COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".git", "opt[0-9]*", "*.pfw", "*.pfw.gz")
+_COPY_IGNORE = shutil.ignore_patterns(*SOURCE_COPY_IGNORE)
 
 
 def draft_levers(spec: WorkloadSpec, run_dir: Path | None = None) -> Levers:
@@ -58,13 +58,14 @@ def draft_levers(spec: WorkloadSpec, run_dir: Path | None = None) -> Levers:
     readable = [_filled(a, spec) for a in command]
     rules = load_rules()
     try:
+        source = ""  # the script's text (DLIO is configured by its YAML, never patched)
         if runs(readable, "dlio"):
             settings = dlio_settings(readable, cwd, rules)[0]
         else:
             with tempfile.TemporaryDirectory(prefix="dftune-help-") as scratch:
-                settings = program_settings(
+                settings, _, _, source = program_settings(
                     readable, cwd, rules, help_timeout_s=HELP_TIMEOUT_S, help_scratch=Path(scratch)
-                )[0]
+                )
     except DftuneError as exc:
         return Levers(command=command, note=f"the program's settings could not be read: {exc}")
     declared = {k.name for k in spec.knobs}
@@ -96,9 +97,9 @@ def draft_levers(spec: WorkloadSpec, run_dir: Path | None = None) -> Levers:
     gated: list[Lever] = []
     patch = copy = ""
     covered: set[str] = set()
-    if run_dir is not None and not runs(readable, "dlio"):
-        gated, patch, copy, covered = _env_levers(spec, readable, cwd, run_dir, rules)
-    lines = [f"{s.name} ({s.source})" for s in listed if _site(s) not in covered]
+    if run_dir is not None and source:
+        gated, patch, copy, covered = _env_levers(spec, readable, source, run_dir, rules)
+    lines = [f"{s.name} ({s.source})" for s in listed if not s.call or s.call not in covered]
     found += gated
     note = "" if found else f"no option of the program decides how its I/O is served: {DECLARE_HINT}"
     return Levers(
@@ -111,18 +112,13 @@ def draft_levers(spec: WorkloadSpec, run_dir: Path | None = None) -> Levers:
     )
 
 
-def _site(s: Setting) -> str:
-    """``keyword:line`` of a setting read from a call (``reader.py:23 (open buffering=)``)."""
-    found = re.search(r":(\d+) \(", s.source)
-    return f"{s.name}:{found.group(1)}" if found else ""
-
-
 def _env_levers(
-    spec: WorkloadSpec, argv: list[str], cwd: Path, run_dir: Path, rules: list[Rule]
+    spec: WorkloadSpec, argv: list[str], source: str, run_dir: Path, rules: list[Rule]
 ) -> tuple[list[Lever], str, str, set[str]]:
     """The literal or left-out arguments of the script's I/O calls as environment knobs, the patch
     and patched copy of the source tree that read them (the original is never touched), and the
     calls they cover (``keyword:line``)."""
+    cwd = spec.resolve(spec.cwd)
     script = _script(argv, cwd)
     root = spec.resolve(spec.source_dir)
     named = next((a for a in spec.command if a.endswith(".py")), "")
@@ -133,7 +129,6 @@ def _env_levers(
         cwd.resolve().relative_to(root)  # the command runs inside the tree a copy can move
     except ValueError:
         return [], "", "", set()
-    source = script.read_text(encoding="utf-8", errors="replace")
     levers: list[Lever] = []
     chosen: list[env_gate.Gate] = []
     for g in env_gate.gates(source, script.name):
