@@ -27,7 +27,7 @@ from dftune.core.errors import is_storage_error
 from dftune.core.failpoint import failpoint
 from dftune.tools.runner.changes import ChangeError, CommandChange, EnvChange, FilePatch, Journal
 from dftune.tools.runner.changes.layering import layer_env
-from dftune.tools.session.layout import SOURCE_COPY_IGNORE
+from dftune.tools.runner.spec import SOURCE_COPY_IGNORE
 from dftune.tools.session.workspace import ITERATION_SUBDIRS
 
 

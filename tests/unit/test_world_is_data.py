@@ -32,6 +32,10 @@ ACTIONS: dict[tuple[str, str], str] = {
     ("tools/runner/changes/unidiff.py", "/dev/null"): "a unified diff names a created or deleted file so",
     ("tools/runner/schedulers/jobs.py", "sbatch"): "the Slurm CLI tools dftune runs to submit jobs",
     ("tools/runner/schedulers/slurm.py", "sbatch"): "the Slurm CLI tools dftune runs to submit jobs",
+    (
+        "tools/runner/spec.py",
+        "__pycache__ .git *.pfw.gz",
+    ): "what dftune leaves out when it copies a source tree",
 }
 
 

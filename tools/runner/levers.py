@@ -37,8 +37,7 @@ from dftune.tools.runner.draft import (
     program_settings,
     with_knobs,
 )
-from dftune.tools.runner.spec import Knob, SpecError, WorkloadSpec
-from dftune.tools.session.layout import SOURCE_COPY_IGNORE
+from dftune.tools.runner.spec import SOURCE_COPY_IGNORE, Knob, SpecError, WorkloadSpec
 
 LEVERS_FILE = "levers.json"
 #: the patched copy of the source tree and its diff, beside levers.json

@@ -21,6 +21,10 @@ from dftune.core.errors import DftuneError
 from dftune.tools.runner.metrics import DLIO_FIELDS, IOR_FIELDS, higher_is_better
 
 #: Placeholders every command may use besides the knob names.
+#: What a copy of the source tree leaves out (an iteration's opt<n>/source, the levers'
+#: env-gated copy; :meth:`WorkloadSpec.relocated` runs the workload from it): caches, version
+#: control, earlier iterations and traces.
+SOURCE_COPY_IGNORE = ("__pycache__", ".git", "opt[0-9]*", "*.pfw", "*.pfw.gz")
 BUILTIN_PLACEHOLDERS = ("data_dir", "workdir", "source_dir", "ranks", "python", "trace_dir", "app_python")
 KnobValue = str | int | float | bool
 

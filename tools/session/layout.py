@@ -73,10 +73,6 @@ ALLOWED_ROOT_ENTRIES: Final = frozenset(
     }
 )
 
-#: What a copy of a program's source tree leaves out (an iteration's opt<n>/source, the levers'
-#: env-gated copy): caches, version control, earlier iterations and traces.
-SOURCE_COPY_IGNORE: Final = ("__pycache__", ".git", "opt[0-9]*", "*.pfw", "*.pfw.gz")
-
 MAX_RUN_ID_LEN: Final = 128
 
 RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
