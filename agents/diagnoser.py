@@ -16,14 +16,18 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from dftune.agents.context import Context
-from dftune.agents.measure import coverage_of, measure_baseline
+from dftune.agents.measure import coverage_of, measure_baseline, sample_stacks
 from dftune.core.domain.diagnosis import PossiblyIo
 from dftune.core.domain.run import TuningState, Update, log, update
+from dftune.core.facts import stack_facts
+from dftune.core.facts.stacks import Stack
 from dftune.tools.diagnose.engine import diagnose_analysis, metric_wait_patterns
+from dftune.tools.diagnose.library_time import library_time, possibly_io, read_samples
 from dftune.tools.diagnose.stack import infer_stack
 from dftune.tools.diagnose.unseen import metric_wait
 from dftune.tools.runner import progress_text
 from dftune.tools.runner.bench import BenchError
+from dftune.tools.runner.sampling import sampler_settings, unavailable
 
 
 def diagnoser(state: TuningState, runtime: Runtime[Context]) -> Update:
@@ -100,12 +104,18 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> Update:
             )
         )
         return update(out, events=events)
-    diagnosis = diagnose_analysis(
-        analysis,
-        data_dirs=[data_dir] if data_dir else [],
-        stack=stack,
-        reported_waits=_reported_waits(spec, baseline, result),
-    )
+    waits = _reported_waits(spec, baseline, result)
+    data_dirs = [data_dir] if data_dir else []
+    diagnosis = diagnose_analysis(analysis, data_dirs=data_dirs, stack=stack, reported_waits=waits)
+    if not diagnosis.worth_tuning:  # before giving up: the time inside its I/O libraries
+        inside, note = _library_time(ctx, state.run_id, spec, stack, workdir, result)
+        if note:
+            ctx.progress("diagnoser", note)
+            events.append(log("diagnoser", note))
+        if inside is not None:
+            diagnosis = diagnose_analysis(
+                analysis, data_dirs=data_dirs, stack=stack, reported_waits=[*waits, inside]
+            )
     out["diagnosis"] = diagnosis
     out["fs_type"] = diagnosis.fs_type
     names = ", ".join(sorted({b.category for b in diagnosis.bottlenecks})) or "none"
@@ -153,6 +163,34 @@ def _reported_waits(spec: Any, baseline: Any, result: Any) -> list[PossiblyIo]:
     wall = walls[len(walls) // 2] if walls else None
     got = metric_wait(spec.metric, baseline.median, wall, metric_wait_patterns())
     return [got] if got is not None else []
+
+
+def _library_time(
+    ctx: Context, run_id: str, spec: Any, stack: Stack, workdir: Path, result: Any
+) -> tuple[PossiblyIo | None, str]:
+    """The share of one sampled run the program spent inside its I/O libraries, and what to say.
+
+    Only for a stack with a library whose frames can be told apart (stacks.toml ``frames``); the
+    samples count every such library, detected or not (a sampled frame is evidence of its own)."""
+    frames = {s.id: s.frames for s in stack_facts().stack if s.frames}
+    shown = [lib for lib in frames if stack.has(lib)]
+    if not shown:
+        return None, ""
+    names = ", ".join(shown)
+    why = unavailable(spec.launcher.kind)
+    if why is None:
+        ctx.progress("diagnoser", f"sampling one more run's stacks for its time inside {names}")
+        index = max((r.index for r in result.replicates), default=-1) + 1
+        text, wall, why = sample_stacks(ctx, run_id, spec, workdir=workdir, index=index)
+    if why:
+        return None, f"time inside {names} not sampled: {why}"
+    settings = sampler_settings()
+    got = library_time(read_samples(text), frames)
+    inside = possibly_io(got, wall, min_samples=settings.min_samples, rate_hz=settings.rate_hz)
+    if inside is None:
+        seen = got.samples if got else 0
+        return None, f"time inside {names}: {seen} sample(s) of the program's main thread, too few to say"
+    return inside, f"time inside {names}: {inside.evidence}"
 
 
 def _first_failure(result: Any) -> str:

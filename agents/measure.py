@@ -19,7 +19,7 @@ from dftune.agents.context import Context
 from dftune.core import strictjson
 from dftune.core.domain.measurements import Coverage, Measurement, StagePlan
 from dftune.core.facts.paths import NO_RUN, RunPaths
-from dftune.tools.runner.bench import BenchResult, Progress, Replicate, bench
+from dftune.tools.runner.bench import BenchError, BenchResult, Progress, Replicate, bench
 from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.paired import ArmPlan, PairedResult, PairProgress, paired_bench
 from dftune.tools.runner.spec import WorkloadSpec
@@ -269,6 +269,55 @@ def measure_baseline(
         return m.model_copy(update={"data_dir": str(data_dir) if data_dir else None}), analysis, result
     with budget.job(run_dir, "the baseline", spec, kind="baseline") as capped:
         return run(capped)
+
+
+#: the most of a sampled run's stacks read back (py-spy writes one line per distinct stack)
+STACKS_READ_LIMIT = 32 << 20
+
+
+def sample_stacks(
+    ctx: Context, run_id: str, spec: WorkloadSpec, *, workdir: Path, index: int
+) -> tuple[str, float | None, str]:
+    """One more untraced run of the baseline, under the stack sampler (tools/runner/sampling.py),
+    in the baseline's prepared folder: (the sampled stacks, the run's wall time, why there are none).
+    """
+    out = workdir / "stacks"
+
+    def run(s: WorkloadSpec) -> BenchResult:
+        return bench(
+            s,
+            overrides={},
+            replicates=1,
+            trace=False,
+            workdir=workdir,
+            prepare=False,
+            first_index=index,
+            sample=out,
+            measurer=ctx.measurer,
+        )
+
+    budget = ctx.budget
+    try:
+        if budget is None:
+            result = run(spec)
+        else:
+            with budget.job(
+                ctx.workspace.run_dir(run_id), "the stack sample", spec, kind="baseline"
+            ) as capped:
+                result = run(capped)
+    except BenchError as exc:  # out of time included
+        return "", None, str(exc)
+    rep = result.replicates[0] if result.replicates else None
+    path = out / f"r{index}.txt"
+    try:
+        with path.open("rb") as fh:
+            text = fh.read(STACKS_READ_LIMIT).decode("utf-8", errors="replace")
+    except OSError:
+        text = ""
+    if not text.strip():
+        ran = f"the run {rep.status}{': ' + rep.reason if rep.reason else ''}" if rep else "no run"
+        return "", None, f"the sampler wrote no stacks ({ran})"
+    return text, rep.wall_s if rep else None, ""
 
 
 def coverage_of(result: BenchResult, replicates: int) -> Coverage:

@@ -19,6 +19,7 @@ from dftune.core.domain.diagnosis import Diagnosis
 from dftune.core.domain.measurements import SHM_ROOT, Measurement, StagePlan
 from dftune.core.domain.proposals import Change, Proposal
 from dftune.core.domain.run import TuningState, Update, log, update
+from dftune.core.facts import stack_facts
 from dftune.core.facts.stacks import presumption_gap
 from dftune.tools.catalog import Catalog, Strategy
 from dftune.tools.catalog.models import placeholders
@@ -182,6 +183,22 @@ def plan_proposals(
     return proposals
 
 
+def library_proposals(catalog: Catalog, software: list[str], context: dict[str, str]) -> list[Proposal]:
+    """The settings each I/O library of the stack documents (stacks.toml ``settings``): offered
+    whatever bottleneck ranked first and whatever the I/O's shape, as ROMIO hints are for MPI-IO;
+    one a run cannot apply itself stays in the morning's list as a change to make by hand."""
+    out: list[Proposal] = []
+    for lib in stack_facts().stack:
+        if lib.id not in software:
+            continue
+        for sid in lib.settings:
+            s = catalog.strategies.get(sid)
+            if s is None or s.forbidden or s.apply is None or requirement_gap(s, software):
+                continue
+            out.append(catalog_proposal(s, context))
+    return out
+
+
 def staging_proposals(catalog: Catalog, context: dict[str, str], fs_type: str) -> list[Proposal]:
     """Every staging strategy valid on this filesystem: offered from the data set's use (see
     :func:`staging_fit`), whatever bottleneck the diagnosis ranked first."""
@@ -234,6 +251,7 @@ def plan(state: TuningState, runtime: Runtime[Context]) -> Update:
         said = hints_before(spec, run_dir, ctx.measurer)
         ctx.progress("optimizer", said)
         before.append(log("optimizer", said))
+    stack += library_proposals(ctx.catalog, state.software, context)
     proposals = plan_proposals(spec, state.diagnosis, ctx.catalog, context, state.software, stack)
     covered = {p.strategy for p in proposals}
     staged = staging_proposals(ctx.catalog, context, state.fs_type)

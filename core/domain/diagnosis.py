@@ -14,7 +14,7 @@ from dftune.core.vocabulary import Category
 
 SCHEMA = "dftune.diagnosis/1"
 #: Where time that may be I/O (though no traced I/O call shows it) comes from.
-PossibleSource = Literal["mpi-collectives", "app-waits", "stdout-metric"]
+PossibleSource = Literal["mpi-collectives", "app-waits", "stdout-metric", "library-time"]
 
 
 class _Model(BaseModel):

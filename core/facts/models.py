@@ -139,6 +139,13 @@ class StackSignature(_Fact):
     hint_env_prefix: str | None = None
     #: environment variables whose value names a configuration file the library reads
     config_env: tuple[str, ...] = ()
+    #: where the library's own Python source lies ("packages/zarr/"): a sampled stack with a
+    #: frame there is time the program spends inside the library (tools/diagnose/library_time.py)
+    frames: tuple[str, ...] = ()
+    #: the catalog's strategies for the settings the library documents for concurrency, caching and
+    #: buffering: proposed whenever the stack shows the library, whatever the bottleneck ranked
+    #: first (agents/optimizer/plan.py), as ROMIO hints are for MPI-IO
+    settings: tuple[str, ...] = ()
     #: words for the literature's context search of this layer
     topic: str = ""
     reason: str = Field(min_length=1)

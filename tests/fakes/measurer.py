@@ -17,7 +17,8 @@ it under ``$DFTUNE_HOME``) is matched by an arm that names texts its files hold.
 
 As strict as the real thing: a start no arm covers, or that two arms cover, is an error naming
 its condition; so are a traced replicate of an arm that does not say what the program did, a
-replicate beyond the values an arm lists, and a work counter the spec declares that the arm does
+replicate beyond the values an arm lists, a sampled start of an arm that does not say what
+the profiler saw, and a work counter the spec declares that the arm does
 not report.
 """
 
@@ -74,6 +75,9 @@ class Arm:
     prints: Callable[[Invocation], str] | None = None
     #: each replicate's wall time; None: its metric value (a time), required for other metrics
     wall_s: Values | None = None
+    #: what a sampling profiler saw of a sampled start (py-spy's raw collapsed stacks); required
+    #: when a start of the arm is sampled (tools/runner/sampling.py)
+    stacks: Callable[[Invocation], str] | None = None
 
     def describe(self) -> str:
         said = [_knobs(self.settings) or "default settings"]
@@ -209,6 +213,11 @@ class ScriptedMeasurer:
             if arm.trace is None:
                 raise ScriptError(f"{what} is traced; the arm does not say what the program did")
             write_trace(inv.trace_dir, list(arm.trace(inv)))
+        if inv.samples is not None:
+            if arm.stacks is None:
+                raise ScriptError(f"{what} is sampled; the arm does not say what the profiler saw")
+            inv.samples.parent.mkdir(parents=True, exist_ok=True)
+            inv.samples.write_text(arm.stacks(inv), encoding="utf-8")
         wall = self._wall(arm, spec, value, i, what)
         return self._ended(inv, "\n".join(lines) + "\n", "", 0, wall)
 

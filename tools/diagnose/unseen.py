@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Any, Literal
+from typing import Any
 
 from dftune.core.domain.diagnosis import PossiblyIo
 from dftune.tools.trace.model import Analysis
-
-Source = Literal["mpi-collectives", "app-waits", "stdout-metric"]
 
 
 def _frac(part: float, whole: float) -> float:

@@ -41,6 +41,7 @@ from dftune.tools.runner.metrics import (
     last_number,
     last_text,
 )
+from dftune.tools.runner.sampling import sampler_argv
 from dftune.tools.runner.spec import KnobValue, WorkloadSpec
 from dftune.tools.runner.staging import (
     Staged,
@@ -325,12 +326,21 @@ def launcher_env(spec: WorkloadSpec, env: dict[str, str]) -> dict[str, str]:
 
 
 def _run(
-    spec: WorkloadSpec, argv: list[str], *, cwd: Path, env: dict[str, str], log_dir: Path, label: str
+    spec: WorkloadSpec,
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    log_dir: Path,
+    label: str,
+    samples: Path | None = None,
 ) -> ProcessResult:
     kind = spec.launcher.kind
     if kind in ("local", "mpirun"):
+        # a sampled run: the profiler starts the launcher and follows the processes it starts
+        sampler = sampler_argv(samples) if samples is not None else []
         return run_process(
-            launch_argv(spec, argv, env),
+            [*sampler, *launch_argv(spec, argv, env)],
             cwd=cwd,
             env=launcher_env(spec, env),
             timeout_s=spec.timeout_s,
@@ -348,8 +358,8 @@ class ProcessMeasurer:
     """The real measurer: starts the program (locally, under mpirun, or as a batch job)."""
 
     def run(self, inv: Invocation) -> ProcessResult:
-        env, logs = inv.process_env, inv.log_dir
-        return _run(inv.spec, inv.argv, cwd=inv.cwd, env=env, log_dir=logs, label=inv.label)
+        env, logs, label = inv.process_env, inv.log_dir, inv.label
+        return _run(inv.spec, inv.argv, cwd=inv.cwd, env=env, log_dir=logs, label=label, samples=inv.samples)
 
 
 #: Left in the workdir when a replicate's empty preload trace showed the program traces itself, so the
@@ -467,6 +477,7 @@ def bench(
     prepare: bool = True,
     stage: StagePlan | None = None,
     measurer: Measurer | None = None,
+    sample: Path | None = None,
 ) -> BenchResult:
     """Run ``replicates`` runs of one condition and return the record with its statistics.
 
@@ -476,7 +487,9 @@ def bench(
     ``prepare=False`` skips the setup and the warm-up: the workdir was prepared by an earlier
     call (interleaved arms run one replicate at a time). ``stage``: every replicate runs on a fresh
     copy of the data folder on that tier, the copy's time inside its metric (tools/runner/staging.py).
-    ``measurer`` starts the program (tools/runner/measurer.py; None: :class:`ProcessMeasurer`)."""
+    ``measurer`` starts the program (tools/runner/measurer.py; None: :class:`ProcessMeasurer`).
+    ``sample``: every replicate runs under a sampling profiler that writes its stacks to
+    ``sample/r<i>.txt`` (tools/runner/sampling.py); such a run's time is not a measurement."""
     settings = spec.settings(overrides)
     n = replicates or spec.replicates
     traced = (spec.tracing.mode != "off") if trace is None else trace
@@ -502,6 +515,7 @@ def bench(
         index: int | None = None,
         trace_dir: Path | None = None,
         data: str = data_dir,
+        samples: Path | None = None,
     ) -> ProcessResult:
         """One start of the program, through the measurer."""
         inv = Invocation(
@@ -518,6 +532,7 @@ def bench(
             process_env=process_env,
             log_dir=logs,
             label=label,
+            samples=samples,
         )
         return measurer.run(inv)
 
@@ -622,7 +637,16 @@ def bench(
             with staged_replicate(Path(data_dir), stage, arm_key) if stage else nullcontext() as staged:
                 run_started = time.time()  # the program's start (after any copy-in)
                 where = str(copy or data_dir)
-                ran = launch("replicate", rep_argv, env, label, index=i, trace_dir=rep_trace, data=where)
+                ran = launch(
+                    "replicate",
+                    rep_argv,
+                    env,
+                    label,
+                    index=i,
+                    trace_dir=rep_trace,
+                    data=where,
+                    samples=sample / f"{label}.txt" if sample is not None else None,
+                )
         except StagingError as exc:
             raise BenchError(f"{spec.spec_path}: {exc}") from None
         except OSError as exc:  # a copy that failed (a full tier, an unreadable file)

@@ -57,6 +57,9 @@ class Invocation:
     #: the program's stdout and stderr go to ``log_dir/<label>.out`` and ``.err``
     log_dir: Path
     label: str
+    #: where the program's sampled stacks go (tools/runner/sampling.py): the replicate runs under a
+    #: sampling profiler that writes them there; None: not sampled
+    samples: Path | None = None
 
     @property
     def source_dir(self) -> Path:
