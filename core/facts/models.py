@@ -161,10 +161,17 @@ class StdioShare(Sourced):
     min_share: float = Field(gt=0, lt=1)
 
 
+class NotEvidence(Sourced):
+    """Traced paths that show no stack: files every program may read whatever it uses."""
+
+    globs: tuple[str, ...]
+
+
 class StackFacts(_Fact):
     stack: tuple[StackSignature, ...]
     stdio: StdioShare
     presumes: tuple[Presumption, ...]
+    not_evidence: NotEvidence
 
     @model_validator(mode="after")
     def _known_ids(self) -> StackFacts:

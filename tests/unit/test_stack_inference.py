@@ -105,6 +105,26 @@ def test_hdf5_and_frameworks_from_imports_and_the_trace(tmp_path: Path) -> None:
     assert s.software == ["hdf5", "posix", "pytorch", "tensorflow"]
 
 
+def test_installed_packages_metadata_is_no_evidence(tmp_path: Path) -> None:
+    """importlib.metadata reads every distribution's entry points when zarr looks up its codecs:
+    mpi4py's and h5py's dist-info in the trace of a pure-Python zarr reader show neither."""
+    _script(tmp_path, "epoch.py", "import zarr\n")
+    site = "/venv/lib/python3.11/site-packages"
+    s = infer_stack(
+        ["python", "epoch.py"],
+        cwd=tmp_path,
+        analysis=_trace(
+            [
+                f"{site}/mpi4py-4.1.2.dist-info/entry_points.txt",
+                f"{site}/h5py-3.16.0.dist-info/METADATA",
+                f"{site}/old.egg-info/entry_points.txt",
+                f"{site}/zarr/__pycache__/api.cpython-311.pyc",
+            ]
+        ),
+    )
+    assert s.software == ["posix", "zarr"], s.evidence
+
+
 def test_a_plain_program_is_posix_only(tmp_path: Path) -> None:
     _script(tmp_path, "copy.py", "import shutil\nshutil.copy('a', 'b')\n")
     s = infer_stack(["python", "copy.py", "--out", "missing-file"], cwd=tmp_path)

@@ -14,11 +14,13 @@ PyTorch. What is looked at, each piece kept as a sentence for the report:
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import shutil
 from pathlib import Path
 from typing import Any
 
+from dftune.core.facts import stack_facts
 from dftune.core.facts.stacks import Evidence, Stack, detect
 
 #: How much of a program file is read for evidence (an executable's strings, a script's source).
@@ -52,7 +54,9 @@ def _trace_texts(analysis: Any) -> list[str]:
     if analysis is None:
         return []
     views = getattr(analysis, "views", {}) or {}
-    texts = [str(r.get("path") or "") for r in (views.get("file") or {}).get("rows", [])]
+    skip = stack_facts().not_evidence.globs
+    paths = (str(r.get("path") or "") for r in (views.get("file") or {}).get("rows", []))
+    texts = [p for p in paths if not any(fnmatch.fnmatchcase(p, g) for g in skip)]
     texts += [str(r.get("cmd") or "") for r in (views.get("proc") or {}).get("rows", [])]
     texts += [f"{e.cat} {e.name}" for e in getattr(analysis, "app_events", [])[:200]]
     return [t.lower() for t in texts]
