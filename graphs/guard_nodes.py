@@ -11,6 +11,7 @@ bypass them), keeps a win, keeps a win the traces cannot settle on trial until a
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
@@ -39,6 +40,7 @@ from dftune.tools.guards import (
 )
 from dftune.tools.kb import opt_kb_of_experiment, opt_kb_record
 from dftune.tools.kb.store import MeasuredArms
+from dftune.tools.runner.env_gate import read_only_by_calls
 from dftune.tools.runner.metric_names import metric_label
 from dftune.tools.runner.spec import WorkloadSpec
 
@@ -84,7 +86,7 @@ def screen(state: TuningState, runtime: Runtime[Context]) -> Update:
     return update(proposals=updated, guard_decisions=records, screened=True, events=events)
 
 
-def arm_of(m: Measurement | None, label: str) -> Arm | None:
+def arm_of(m: Measurement | None, label: str, library_only: str = "") -> Arm | None:
     """A measured arm as the guards compare it (None without its trace analysis)."""
     analysis = load_analysis(m.analysis_path) if m is not None else None
     if m is None or analysis is None:
@@ -97,7 +99,22 @@ def arm_of(m: Measurement | None, label: str) -> Arm | None:
         staged_dir=m.staged_dir,
         workdir=m.workdir,
         env=dict(m.env),
+        library_only=library_only,
     )
+
+
+def library_only(state: TuningState, exp: Experiment) -> str:
+    """Why the experiment's change cannot reach the program's own code, or "": every knob it
+    changed is an env lever of the run's patched copy, read there only as an I/O call's argument."""
+    levers = state.levers
+    if levers is None or not levers.source_copy or exp.candidate is None:
+        return ""
+    before, after = exp.reference.settings, exp.candidate.settings
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    env_levers = {lv.knob for lv in levers.found if lv.kind == "env"}
+    if not changed or not set(changed) <= env_levers:
+        return ""
+    return read_only_by_calls(Path(levers.source_copy), changed) or ""
 
 
 def measured_arms(state: TuningState, exp: Experiment) -> MeasuredArms:
@@ -105,7 +122,7 @@ def measured_arms(state: TuningState, exp: Experiment) -> MeasuredArms:
     return MeasuredArms(
         baseline=arm_of(state.baseline, "baseline"),
         incumbent=arm_of(exp.reference, "incumbent"),
-        experiment=arm_of(exp.candidate, "experiment"),
+        experiment=arm_of(exp.candidate, "experiment", library_only(state, exp)),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,10 @@ import pytest
 from dftune.core.domain.run import TuningState
 from dftune.graphs.runs import archived_spec, start_run
 from dftune.tools.runner.levers import LEVERS_FILE
+from dftune.tools.runner.measurer import Invocation
 from dftune.tools.session.workspace import Workspace
 from tests.fakes.measurer import Arm, ScriptedMeasurer, steady
+from tests.tracegen import Proc
 
 READER = """
 import argparse, os, time
@@ -206,3 +209,76 @@ def test_a_draft_that_does_not_fit_leaves_the_spec_as_declared(
     assert result.status == "completed", result.status_reason
     assert result.levers is not None and result.levers.found == []
     assert "do not fit the spec" in result.levers.note and "[[knobs]]" in result.levers.note
+
+
+H5_ANALYSIS = """
+import argparse, os, random, time
+import h5py
+p = argparse.ArgumentParser()
+p.add_argument("--data", required=True)
+a = p.parse_args()
+rows = list(range(400))
+random.Random(0).shuffle(rows)
+t0 = time.perf_counter()
+with h5py.File(os.path.join(a.data, "table.h5"), "r") as f:
+    for r in rows:
+        f["x"][r]
+print(f"read_time_s {time.perf_counter() - t0}")
+"""
+
+
+def _table_reads(passes: int, *, cached: bool) -> Callable[[Invocation], list[Proc]]:
+    """The table's chunks read ``passes`` times (the random rows revisit them), or once when the
+    chunk cache holds them all."""
+
+    def program(inv: Invocation) -> list[Proc]:
+        p = Proc(pid=30)
+        table = f"{inv.data_dir}/table.h5"
+        p.open(table)
+        for n in range(1 if cached else passes):
+            for chunk in range(32):
+                p.read(table, 64 * 1024, offset=chunk * 64 * 1024, dur=400)
+            p.compute(2_000 * (n + 1))
+        p.close(table)
+        return [p]
+
+    return program
+
+
+@pytest.mark.parametrize("the_program_reads_it_too", [False, True])
+def test_a_cache_lever_only_the_library_reads_is_kept_without_asking(
+    tmp_path: Path, the_program_reads_it_too: bool
+) -> None:
+    """Dropped re-reads under the chunk cache's lever: when the variable reaches only h5py.File's
+    argument (the patch is the only code that reads it), the passes cannot depend on it and the
+    win is kept; a program that reads the variable itself leaves the question to a person."""
+    program = H5_ANALYSIS
+    if the_program_reads_it_too:
+        program += "if os.environ.get('DFTUNE_RDCC_NBYTES'):\n    rows = rows[:100]\n"
+    gate = {"reader.py": "environ['DFTUNE_RDCC_NBYTES']"}
+    base, cached = _table_reads(3, cached=False), _table_reads(3, cached=True)
+    script = ScriptedMeasurer(
+        [
+            Arm({}, steady(3.0), source=gate, trace=base),
+            Arm({"DFTUNE_RDCC_NBYTES": 16 << 20}, steady(1.2), source=gate, trace=cached),
+            Arm({"DFTUNE_RDCC_NSLOTS": 10007}, steady(3.0), source=gate, trace=base),
+        ]
+    )
+    spec = _bare(tmp_path, program)
+    spec.write_text(spec.read_text().replace('[tracing]\nmode = "off"\n', ""))
+    (tmp_path / "data").mkdir()
+    spec.write_text(spec.read_text().replace("replicates = 3", 'replicates = 3\ndata_dir = "data"'))
+    result = start_run(spec, max_experiments=1, measurer=script)
+    assert result.status == "completed", result.status_reason
+    (verdict,) = result.verdicts
+    assert verdict.proposal == "DFTUNE_RDCC_NBYTES=16777216"
+    doc = json.loads((Path(result.run_dir) / "report.json").read_text())
+    (exp,) = doc["experiments"]
+    if the_program_reads_it_too:
+        assert exp["verdict"] == "pending", exp["verdict_reason"]
+        assert "Does the program still make as many passes" in exp["verdict_reason"]
+    else:
+        assert exp["verdict"] == "win" and exp["kept"], exp["verdict_reason"]
+        guards = [g["decision"] for g in doc["guard_decisions"] if g.get("iteration") == 1]
+        less = next(d for d in guards if d["guard"] == "no_doing_less")
+        assert less["passed"] and "only through the I/O calls' arguments" in less["reason"]

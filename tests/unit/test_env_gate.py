@@ -5,8 +5,9 @@ variable is set. Each patched source is executed here to show it."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
-from dftune.tools.runner.env_gate import gated, gates
+from dftune.tools.runner.env_gate import gated, gates, read_only_by_calls
 
 LOOP = """
 from torch.utils.data import DataLoader
@@ -81,3 +82,40 @@ def test_options_expressions_and_kwargs_are_not_gated() -> None:
     )
     assert gates(source, "p.py") == []
     assert gates("def broken(:\n", "p.py") == []
+
+
+H5 = """
+import h5py
+with h5py.File(path, "r") as f:
+    rows = f["x"][:]
+"""
+
+
+def _patched(tmp_path: Path, source: str, extra: str = "") -> Path:
+    tree = tmp_path / "copy"
+    tree.mkdir(parents=True)
+    found = gates(textwrap.dedent(source), "prog.py")
+    (tree / "prog.py").write_text(gated(textwrap.dedent(source), found) + extra)
+    return tree
+
+
+def test_a_variable_only_the_patch_reads_is_shown_to_reach_only_the_call(tmp_path: Path) -> None:
+    tree = _patched(tmp_path, H5)
+    why = read_only_by_calls(tree, ["DFTUNE_RDCC_NBYTES"])
+    assert why is not None and "DFTUNE_RDCC_NBYTES at prog.py:3" in why
+    assert "the program's own code never reads it" in why
+    # the variable the patch wrote beside it is no mention of this one
+    assert read_only_by_calls(tree, ["DFTUNE_RDCC_NBYTES", "DFTUNE_RDCC_NSLOTS"]) is not None
+
+
+def test_a_program_that_reads_the_variable_itself_shows_nothing(tmp_path: Path) -> None:
+    reads = "import os\npasses = 1 if os.environ.get('DFTUNE_RDCC_NBYTES') else 2\n"
+    assert read_only_by_calls(_patched(tmp_path / "a", H5, reads), ["DFTUNE_RDCC_NBYTES"]) is None
+    # named in a comment or a longer text: not shown either (nothing is guessed)
+    said = "# DFTUNE_RDCC_NBYTES decides the passes\n"
+    assert read_only_by_calls(_patched(tmp_path / "b", H5, said), ["DFTUNE_RDCC_NBYTES"]) is None
+    # a variable the tree never mentions, or a file that does not parse
+    assert read_only_by_calls(_patched(tmp_path / "c", H5), ["DFTUNE_OTHER"]) is None
+    broken = _patched(tmp_path / "d", H5)
+    (broken / "helper.py").write_text("x = 'DFTUNE_RDCC_NBYTES' +\n")
+    assert read_only_by_calls(broken, ["DFTUNE_RDCC_NBYTES"]) is None

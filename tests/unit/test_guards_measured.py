@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,23 @@ def test_a_cache_and_fewer_epochs_look_alike_and_only_the_programs_account_tells
         base_e, _arm(tmp_path, "one_e", lambda: _epochs(1, events=True)), strategy=cache
     )
     assert not stopped.passed and stopped.verdict == "inconclusive", stopped.reason
+
+
+def test_a_change_only_an_io_calls_argument_reads_keeps_the_passes(tmp_path: Path) -> None:
+    """The same dropped re-reads, from a variable the program's code never reads (dftune's
+    env-gated patch passes it only to the library's cache argument): its passes cannot depend on
+    it, so the cache passes; every other signal is still judged."""
+    cache = CAT.strategies["l2.hdf5_chunk_cache"]
+    base = _arm(tmp_path, "base", lambda: _epochs(2))
+    why = "the change reaches the program only through the I/O calls' arguments (...)"
+    one = _arm(tmp_path, "one", lambda: _epochs(2, cached=True))
+    d = no_doing_less_guard(base, replace(one, library_only=why), strategy=cache)
+    assert d.passed, d.reason
+    assert why in d.reason
+    # a sample left out is still less data, whatever reads the variable
+    fewer = _arm(tmp_path, "fewer", lambda: _reader(FILES[:20]))
+    d = no_doing_less_guard(_arm(tmp_path, "all", lambda: _reader(FILES)), replace(fewer, library_only=why))
+    assert not d.passed and d.verdict == "rejected"
 
 
 def test_physical_work_is_compared_with_the_incumbent_not_the_baseline(tmp_path: Path) -> None:

@@ -103,6 +103,9 @@ class Arm:
     #: inputs outside the data folder the access-pattern guard compares as data files: those every
     #: compared arm reads under the same name (:func:`sharing_inputs`)
     compared_inputs: frozenset[str] = frozenset()
+    #: why the arm's change cannot reach the program's own code (every variable it sets is read
+    #: only as an I/O call's argument, tools/runner/env_gate.py), or "" when that is not shown
+    library_only: str = ""
 
     @property
     def profiled(self) -> bool:

@@ -15,6 +15,7 @@ import ast
 import difflib
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from dftune.tools.runner.draft import CallSite, _argument, _call_name, call_sites
 
@@ -111,6 +112,62 @@ def unified_diff(before: str, after: str, name: str) -> str:
         difflib.unified_diff(
             before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{name}", f"b/{name}"
         )
+    )
+
+
+#: the most Python files (and bytes) of a patched tree read to show where a variable is used
+SCAN_FILES, SCAN_BYTES = 2000, 32 << 20
+
+
+def read_only_by_calls(tree: Path, variables: list[str]) -> str | None:
+    """Why setting ``variables`` can change nothing but how the program's I/O calls are served,
+    or None when that cannot be shown.
+
+    Shown from the patched tree itself: every mention of each variable in its Python files is
+    inside an argument of a known I/O call (call_sites.toml), as the patch wrote it; the
+    program's own code never reads it, so its passes over the data, the data it asks for and
+    its results cannot depend on it. A mention anywhere else (the program reads it itself), a
+    file that does not parse, or a tree too large to read says nothing."""
+    wanted = set(variables)
+    sites = {s.function: s for s in call_sites()}
+    where: dict[str, list[str]] = {v: [] for v in variables}
+    files = sorted(tree.rglob("*.py"))
+    if len(files) > SCAN_FILES or not wanted:
+        return None
+    read = 0
+    for f in files:
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        read += len(text)
+        if read > SCAN_BYTES:
+            return None
+        if not any(v in text for v in wanted):
+            continue
+        try:
+            module = ast.parse(text, filename=str(f))
+        except SyntaxError:
+            return None
+        allowed: set[int] = set()  # the ids of the nodes inside a known call's keyword arguments
+        for node in ast.walk(module):
+            if isinstance(node, ast.Call) and _call_name(node) in sites:
+                for kw in node.keywords:
+                    allowed |= {id(n) for n in ast.walk(kw.value)}
+        for node in ast.walk(module):
+            if isinstance(node, ast.Constant) and node.value in wanted:
+                if id(node) not in allowed:
+                    return None
+                where[str(node.value)].append(f"{f.relative_to(tree)}:{node.lineno}")
+        if any(re.search(rf"\b{v}\b", text.replace(repr(v), "")) for v in wanted):
+            return None  # named outside a string constant of its own (a comment, a longer text)
+    if not all(where.values()):
+        return None
+    said = "; ".join(f"{v} at {', '.join(sorted(set(w)))}" for v, w in where.items())
+    return (
+        f"the change reaches the program only through the I/O calls' arguments dftune's env-gated "
+        f"patch reads it into ({said}): the program's own code never reads it, so the passes it "
+        "makes and the data it asks for cannot depend on it"
     )
 
 
