@@ -28,7 +28,7 @@ from dftune.tools.runner import progress_text
 from dftune.tools.runner.bench import BenchError, Replicate
 from dftune.tools.runner.changes import ChangeError
 from dftune.tools.runner.changes.layering import layer_env, replaced_text
-from dftune.tools.runner.paired import paired_values
+from dftune.tools.runner.paired import REJECTED_FIRST, paired_values
 from dftune.tools.runner.stats import MIN_REPLICATES, compare
 
 
@@ -115,7 +115,10 @@ def verifier(state: TuningState, runtime: Runtime[Context]) -> Update:
             f"only {len(cand.values)} successful replicate(s) of the candidate and {len(ref.values)} of the "
             f"incumbent in {sitting.pairs} pair(s){'; ' + stopped if stopped else ''}"
         )
-        return failed(why, "failed", reference=ref, candidate=cand)
+        # the incumbent ran and the candidate never did: the program refuses the change itself
+        said = (cand.stopped_reason or why).removeprefix(REJECTED_FIRST + ": ")
+        refusal = said if ref.values and not cand.values else ""
+        return failed(why, "failed", reference=ref, candidate=cand, program_failed=refusal[:2000])
     asked = arm_hints(env)
     refused, in_effect = override_check(p, Path(cand.workdir), asked if asked else None)
     if refused:  # the program's own hints won: what ran is not the change

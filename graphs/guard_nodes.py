@@ -234,6 +234,25 @@ def _record_screened(
     return out, ids
 
 
+def record_failure(state: TuningState, spec: WorkloadSpec, ctx: Context, exp: Experiment) -> KbRecord:
+    """The KB record of a change the program refused or crashed under (nothing to compare)."""
+    p = state.proposal(exp.proposal_id)
+    base = _base_record(state, spec, p)
+    base["change"] = {
+        **base["change"],
+        "incumbent": {
+            "settings": {k: str(v) for k, v in exp.reference.settings.items()},
+            "env": dict(exp.reference.env),
+        },
+    }
+    return opt_kb_record(
+        {**base, "iteration": exp.iteration, "failed": exp.program_failed},
+        arms=measured_arms(state, exp),
+        catalog=ctx.catalog,
+        db=ctx.kb_db,
+    )
+
+
 def record_experiment(
     state: TuningState, spec: WorkloadSpec, ctx: Context, exp: Experiment, settles: int | None = None
 ) -> tuple[KbRecord, KbRecord | None]:
@@ -341,7 +360,13 @@ def record(state: TuningState, runtime: Runtime[Context]) -> Update:
         return update(out)
     if exp.verdict == "failed" or exp.candidate is None or exp.comparison is None:
         revert(ctx, state, exp)
-        out["experiments"] = [exp.model_copy(update={"reverted": True})]
+        done = exp.model_copy(update={"reverted": True})
+        if exp.program_failed:  # remembered: later runs do not spend an experiment on it again
+            failure = record_failure(state, spec, ctx, exp)
+            done = done.model_copy(update={"kb_record_id": failure.id})
+            out["kb_records"] = [*ids, failure.id]
+            ctx.progress("kb", f"opt{exp.iteration} {exp.proposal_id}: failed -> KB record {failure.id}")
+        out["experiments"] = [done]
         return update(out)
     p = state.proposal(exp.proposal_id)
     rec, system_rec = record_experiment(state, spec, ctx, exp, settles=p.remeasures)

@@ -3,7 +3,8 @@
 The dftracer-io-optimization skill looks the KB up first. A change measured on this workload before (the
 same strategy and the same settings) takes its measured number instead of an estimate: a
 known win is confirmed first; a known no-gain (no_change, regression, rejected, inconclusive)
-is not tried again against the same incumbent unless the run says ``--retry-known``.
+is not tried again against the same incumbent unless the run says ``--retry-known``; a change
+the program refused or crashed under (``failed``) is not tried again beside any incumbent.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def kb_prior(system: str, workload: str, software: list[str], db: Path | None) -
                 change_pct=rec.change_pct,
                 run_id=rec.run_id,
                 change=dict(rec.change),
+                reason=rec.verdict_reason,
             )
         )
         if (
@@ -64,6 +66,12 @@ def _same_incumbent(change: dict[str, Any], incumbent: Measurement | None, defau
     return now == then and dict(inc.get("env") or {}) == now_env
 
 
+def _said(rec: PriorResult) -> str:
+    """What the program said when it refused a change (the record's reason, one short line)."""
+    text = " ".join(rec.reason.split()).removeprefix("the program failed under this change: ")
+    return text if len(text) <= 160 else "..." + text[-157:]  # the program's own words come last
+
+
 def apply_prior(
     p: Proposal,
     prior: KbPrior,
@@ -85,6 +93,16 @@ def apply_prior(
                 "app_impact_source": "kb",
                 "impact_reason": f"measured {rec.change_pct:+.1f}% on this workload before ({where}): "
                 "confirmed first",
+            }
+        )
+    if rec.verdict == "failed" and not retry_known:  # refused whatever it runs beside
+        return p.model_copy(
+            update={
+                "status": "known",
+                "app_impact_pct": 0.0,
+                "app_impact_source": "kb",
+                "reason": f"the program refused this change before ({where}: {_said(rec)}); "
+                "--retry-known tries it again",
             }
         )
     if rec.verdict in NO_GAIN and _same_incumbent(rec.change, incumbent, defaults or {}) and not retry_known:

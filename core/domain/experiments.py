@@ -8,13 +8,11 @@ from pydantic import Field
 
 from dftune.core.domain.measurements import Measurement
 from dftune.core.domain.stats import Comparison
-from dftune.core.domain.verdicts import GuardDecision
+from dftune.core.domain.verdicts import GuardDecision, Verdict
 from dftune.core.model import StrictModel
 
-#: An experiment's verdict: a KB verdict, or ``failed`` (it could not be applied or measured).
-ExperimentVerdict = Literal[
-    "win", "no_change", "regression", "unsupported", "rejected", "inconclusive", "pending", "failed"
-]
+#: An experiment's verdict: its KB record's (``failed`` also when it could not be applied or measured).
+ExperimentVerdict = Verdict
 
 
 class Experiment(StrictModel):
@@ -28,6 +26,9 @@ class Experiment(StrictModel):
     comparison: Comparison | None = None
     verdict: ExperimentVerdict | None = None
     verdict_reason: str = ""
+    #: the program refused or crashed under the change where the incumbent ran (the candidate's
+    #: status and last error line): a failed experiment the KB remembers
+    program_failed: str = ""
     guard_triggered: bool = False
     kept: bool = False
     reverted: bool = False

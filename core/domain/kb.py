@@ -140,6 +140,13 @@ class KbRecordIn(StrictModel):
         description="The earlier record of this run this one settles (a pending change's answer, or a "
         "measurement taken again without a change a person refused).",
     )
+    failed: str = Field(
+        default="",
+        max_length=2000,
+        description="The program refused or crashed under the change where the incumbent ran (its "
+        "status and last error line): the record's verdict is failed, and later runs do not try the "
+        "same change again unless asked to.",
+    )
 
     @field_validator("software", mode="before")
     @classmethod

@@ -100,6 +100,8 @@ class PriorResult(StrictModel):
     run_id: str | None = None
     #: what was changed (settings, env, argv) and what it was measured against (incumbent settings, env)
     change: dict[str, Any] = Field(default_factory=dict)
+    #: why the record has its verdict (a failed one: what the program said)
+    reason: str = ""
 
 
 class KbPrior(StrictModel):

@@ -18,7 +18,9 @@ GuardName = Literal["citation", "non_degradation", "no_doing_less", "access_patt
 #: application's own evidence); such a result is never kept without a person's confirmation.
 GuardVerdict = Literal["unsupported", "regression", "rejected", "inconclusive"]
 #: The verdict of a measured (or refused) change, in the run and in the knowledge base.
-Verdict = Literal["win", "no_change", "regression", "unsupported", "rejected", "inconclusive", "pending"]
+Verdict = Literal[
+    "win", "no_change", "regression", "unsupported", "rejected", "inconclusive", "pending", "failed"
+]
 
 
 class GuardDecision(StrictModel):

@@ -149,3 +149,22 @@ def test_a_version_2_knowledge_base_migrates_with_every_row(tmp_path: Path) -> N
     assert cols[-1] == "supersedes"
     (row,) = opt_kb_records(db=db)
     assert row.verdict == "inconclusive" and row.verdict_reason == "old" and row.supersedes is None
+    # the migrated KB remembers a change the program refused (schema 4)
+    failed = opt_kb_record(
+        {
+            "run_id": "r2",
+            "iteration": 1,
+            "system": "h",
+            "workload": "w",
+            "strategy": "l1.concurrent_io_pool",
+            "metric": "read_time_s",
+            "change": {"settings": {"THREADS": "0"}},
+            "failed": "failed (exit code 1: ValueError: max_workers must be greater than 0)",
+        },
+        db=db,
+    )
+    assert failed.verdict == "failed"
+    assert failed.verdict_reason == (
+        "the program failed under this change: failed (exit code 1: ValueError: max_workers must be "
+        "greater than 0)"
+    )

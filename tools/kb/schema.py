@@ -22,7 +22,7 @@ from dftune.core.domain.verdicts import GuardDecision
 from dftune.core.errors import is_storage_error, storage_error
 from dftune.tools.kb.models import KbError, default_db_path
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA_V1 = (
     """
@@ -141,6 +141,31 @@ def _allow_pending(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE records_v2")
 
 
+_V4_VERDICTS = _V3_VERDICTS.replace("'pending'", "'pending', 'failed'")
+
+
+def _allow_failed(conn: sqlite3.Connection) -> None:
+    """v4: the verdict ``failed`` (the program refused or crashed under the change: a value it
+    rejects is remembered, not tried again by every run). Rebuilt like v2 and v3 (SQLite cannot
+    alter a CHECK); every row is copied unchanged."""
+    for name in ("records_no_update", "records_no_delete"):
+        conn.execute(f"DROP TRIGGER {name}")
+    for name in ("records_scope", "records_strategy", "records_run", "records_supersedes"):
+        conn.execute(f"DROP INDEX {name}")
+    table = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'records'"
+    ).fetchone()[0]
+    if _V3_VERDICTS not in table:
+        raise KbError("the knowledge base's records table is not the one schema version 3 made")
+    conn.execute("ALTER TABLE records RENAME TO records_v3")
+    conn.execute(table.replace(_V3_VERDICTS, _V4_VERDICTS))
+    for stmt in _SCHEMA_V1[1:]:
+        conn.execute(stmt)
+    conn.execute("CREATE INDEX records_supersedes ON records (supersedes)")
+    conn.execute("INSERT INTO records SELECT * FROM records_v3")
+    conn.execute("DROP TABLE records_v3")
+
+
 #: The migration hook: ``MIGRATIONS[n]`` upgrades a database at version ``n`` to ``n + 1``.
 #: Version 0 is an empty file. Add an entry (and bump SCHEMA_VERSION) for every schema change;
 #: all steps run in one transaction, so a failed upgrade leaves the file untouched.
@@ -148,6 +173,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     0: _create_v1,
     1: _allow_inconclusive,
     2: _allow_pending,
+    3: _allow_failed,
 }
 
 

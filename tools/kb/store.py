@@ -31,7 +31,7 @@ from typing import Any
 from dftune.core import strictjson
 from dftune.core.domain.kb import SCOPE_OF_LAYER, KbLookup, KbRecord, KbRecordIn, _layer_of
 from dftune.core.domain.stats import pct_change
-from dftune.core.domain.verdicts import GuardDecision, not_run
+from dftune.core.domain.verdicts import GuardDecision, Verdict, not_run
 from dftune.core.failpoint import failpoint
 from dftune.core.vocabulary import Layer
 from dftune.tools.catalog import Catalog, Strategy, default_catalog
@@ -157,16 +157,22 @@ def _build(rec: KbRecordIn, catalog: Catalog, arms: MeasuredArms) -> dict[str, A
         raise ValueError(non_degradation.reason)
     decisions = [cit, access, doing_less, non_degradation]
 
-    decided = decide(
-        decisions,
-        metric=rec.metric,
-        before=rec.before,
-        after=rec.after,
-        lower_is_better=rec.lower_is_better,
-        comparison=rec.comparison,
-        before_ci=rec.before_ci,
-        after_ci=rec.after_ci,
-    )
+    if rec.failed:  # nothing was measured to judge: the program did not run under the change
+        verdict: Verdict = "failed"
+        reason, change_pct, triggered = f"the program failed under this change: {rec.failed}", None, False
+    else:
+        decided = decide(
+            decisions,
+            metric=rec.metric,
+            before=rec.before,
+            after=rec.after,
+            lower_is_better=rec.lower_is_better,
+            comparison=rec.comparison,
+            before_ci=rec.before_ci,
+            after_ci=rec.after_ci,
+        )
+        verdict, reason = decided.verdict, decided.reason
+        change_pct, triggered = decided.change_pct, decided.guard_triggered
 
     citation_id = cit.details.get("citation") if cit.passed else None
     c = catalog.citations.get(citation_id) if citation_id else None
@@ -192,7 +198,7 @@ def _build(rec: KbRecordIn, catalog: Catalog, arms: MeasuredArms) -> dict[str, A
         "before_ci": rec.before_ci,
         "after": rec.after,
         "after_ci": rec.after_ci,
-        "change_pct": decided.change_pct,
+        "change_pct": change_pct,
         "ratio_ci95": cmp.ci95 if cmp is not None else None,
         "p_value": cmp.p_value if cmp is not None else None,
         "comparison_verdict": cmp.verdict if cmp is not None else None,
@@ -203,9 +209,9 @@ def _build(rec: KbRecordIn, catalog: Catalog, arms: MeasuredArms) -> dict[str, A
         "app_after": rec.app_after,
         "app_lower_is_better": rec.app_lower_is_better,
         "app_change_pct": app_change,
-        "verdict": decided.verdict,
-        "verdict_reason": decided.reason,
-        "guard_triggered": decided.guard_triggered,
+        "verdict": verdict,
+        "verdict_reason": reason,
+        "guard_triggered": triggered,
         "guards": decisions,
         "unchecked_guards": [d.guard for d in decisions if d.details.get("ran") is False],
         "citation_id": citation_id,

@@ -57,6 +57,12 @@ class PairedResult:
     stopped_early: str | None
 
 
+#: how a sitting says the program refused the candidate's settings in its first replicate
+REJECTED_FIRST = (
+    "the program refused the candidate's settings in its first replicate, where the incumbent's ran"
+)
+
+
 def paired_bench(
     reference: ArmPlan,
     candidate: ArmPlan,
@@ -114,6 +120,11 @@ def paired_bench(
         k += 1
         if progress:
             progress(k, limit, reps[0][-1], reps[1][-1])
+        first_ref, first_cand = reps[0][0], reps[1][0]
+        if k == 1 and first_cand.status != "ok" and first_ref.status == "ok" and stopped[1] is None:
+            # the program refused the candidate's settings where the incumbent's ran: a value it
+            # rejects (a pool of 0 workers) costs one replicate, not MAX_CONSECUTIVE_FAILURES pairs
+            stopped[1] = f"{REJECTED_FIRST}: {first_cand.status} ({first_cand.reason})"
         if any(stopped):
             break
         ok = [[r.metric for r in side if r.status == "ok" and r.metric is not None] for side in reps]
