@@ -4,7 +4,7 @@ The dftracer-io-optimization skill looks the KB up first. A change measured on t
 same strategy and the same settings) takes its measured number instead of an estimate: a
 known win is confirmed first; a known no-gain (no_change, regression, rejected, inconclusive)
 is not tried again against the same incumbent unless the run says ``--retry-known``; a change
-the program refused or crashed under (``failed``) is not tried again beside any incumbent.
+the program refused or crashed under (``failed``) is not tried again beside the same incumbent.
 """
 
 from __future__ import annotations
@@ -58,12 +58,19 @@ def _same_change(p: Proposal, change: dict[str, Any]) -> bool:
 
 def _same_incumbent(change: dict[str, Any], incumbent: Measurement | None, defaults: dict[str, str]) -> bool:
     """Was the record measured against the incumbent the run has now? (No record of it: the baseline.)
-    Settings a side does not name are the knobs' defaults."""
+    Settings a side does not name are the knobs' defaults. What the change sets itself is left out:
+    it overrides the incumbent's value, so the arm it ran is the arm it would run now (THREADS=0
+    beside THREADS=1 or beside a kept THREADS=4 is the same program)."""
     inc = change.get("incumbent") or {"settings": {}, "env": {}}
-    now = {**defaults, **{k: str(v) for k, v in (incumbent.settings if incumbent else {}).items()}}
-    then = {**defaults, **{k: str(v) for k, v in (inc.get("settings") or {}).items()}}
-    now_env = dict(incumbent.env) if incumbent else {}
-    return now == then and dict(inc.get("env") or {}) == now_env
+    own, own_env = set(change.get("settings") or {}), set(change.get("env") or {})
+
+    def outside(values: dict[str, Any], mine: set[str]) -> dict[str, str]:
+        return {k: str(v) for k, v in values.items() if k not in mine}
+
+    now = outside({**defaults, **(incumbent.settings if incumbent else {})}, own)
+    then = outside({**defaults, **(inc.get("settings") or {})}, own)
+    now_env = outside(dict(incumbent.env) if incumbent else {}, own_env)
+    return now == then and outside(dict(inc.get("env") or {}), own_env) == now_env
 
 
 def _said(rec: PriorResult) -> str:
@@ -95,7 +102,10 @@ def apply_prior(
                 "confirmed first",
             }
         )
-    if rec.verdict == "failed" and not retry_known:  # refused whatever it runs beside
+    same_incumbent = _same_incumbent(rec.change, incumbent, defaults or {})
+    # refused beside this incumbent; beside another, a setting that acts with a kept one may run
+    # (DataLoader's prefetch_factor needs worker processes)
+    if rec.verdict == "failed" and same_incumbent and not retry_known:
         return p.model_copy(
             update={
                 "status": "known",
@@ -105,7 +115,7 @@ def apply_prior(
                 "--retry-known tries it again",
             }
         )
-    if rec.verdict in NO_GAIN and _same_incumbent(rec.change, incumbent, defaults or {}) and not retry_known:
+    if rec.verdict in NO_GAIN and same_incumbent and not retry_known:
         moved = f" ({rec.change_pct:+.1f}%)" if rec.change_pct is not None else ""
         return p.model_copy(
             update={
