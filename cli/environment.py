@@ -152,11 +152,14 @@ def spec_init(
 ) -> None:
     """Draft a workload spec from a command: dftune spec init [--out FILE] [--data-dir DIR] -- COMMAND..."""
     from dftune.tools.runner.draft import draft_spec, render_toml
+    from dftune.tools.runner.levers import foreseen
 
     if data_dir is not None and not data_dir.is_dir():
         fail(f"{data_dir}: --data-dir is not a folder")
     with user_errors():
-        text = render_toml(draft_spec(list(ctx.args), Path.cwd(), data_dir=data_dir))
+        draft = draft_spec(list(ctx.args), Path.cwd(), data_dir=data_dir)
+        draft.foreseen = foreseen(draft, Path.cwd())
+        text = render_toml(draft)
         if out is None:
             sys.stdout.write(text)
         else:

@@ -11,6 +11,7 @@ same :class:`Stack`.
 from __future__ import annotations
 
 import fnmatch
+import re
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,28 @@ class Stack(StrictModel):
     def gap(self, requires: Sequence[str]) -> str | None:
         """Why a strategy whose ``requires`` says this cannot apply here, or None."""
         return presumption_gap(requires, self.software)
+
+
+_IMPORT = re.compile(
+    r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.,\s]+?)(?:\s+as\s+\w+)?\s*(?:#.*)?$)", re.M
+)
+
+
+def python_imports(source: str) -> str:
+    """The modules a Python source imports, one ``import X`` line each (lower case), so that the
+    signatures ``import zarr`` and ``from zarr`` see ``import numpy as np, zarr`` too. Read with a
+    pattern, not a parser: a script that does not parse still shows what it imports."""
+    names: list[str] = []
+    for m in _IMPORT.finditer(source):
+        if m.group(1):
+            names.append(m.group(1))
+            continue
+        for part in m.group(2).split(","):
+            name = part.strip().split(" ")[0]
+            if name:
+                names.append(name)
+    top = dict.fromkeys(n.split(".")[0].lower() for n in names if n)
+    return "".join(f"import {n}\nfrom {n}\n" for n in top)
 
 
 def _launcher_names() -> dict[str, str]:

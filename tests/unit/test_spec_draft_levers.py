@@ -8,8 +8,10 @@ import textwrap
 import tomllib
 from pathlib import Path
 
+from dftune.core.facts.stacks import python_imports
 from dftune.tools.runner.draft import data_folder, draft_spec, render_toml
-from dftune.tools.runner.spec import load_spec
+from dftune.tools.runner.levers import foreseen
+from dftune.tools.runner.spec import WorkloadSpec, load_spec
 
 POOL_READER = """
 import argparse, os
@@ -155,3 +157,39 @@ def test_hostile_values_still_make_valid_toml(tmp_path: Path) -> None:
     assert doc["command"][3] == "x\"y'\nz"
     spec = _spec(tmp_path, text)
     assert [k.values for k in spec.knobs] == [["1", "3"]] or [k.values for k in spec.knobs] == [[1, 3]]
+
+
+def test_the_draft_says_what_a_run_finds_for_itself(tmp_path: Path) -> None:
+    """A spec without knobs: the run patches the h5py call's cache arguments in a copy and tries
+    zarr's documented concurrency; the draft names both, so the reader knows before the night."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "a.py").write_text(
+        "import argparse, time, numpy as np, zarr  # zarr behind a comma\n"
+        "import h5py\n"
+        "p = argparse.ArgumentParser()\np.add_argument('--data')\na = p.parse_args()\n"
+        "f = h5py.File(a.data + '/t.h5', 'r')\n"
+        "print(f'read_time_s {time.perf_counter()}')\n"
+    )
+    draft = draft_spec(["python", "a.py", "--data", "data"], tmp_path)
+    draft.foreseen = foreseen(draft, tmp_path)
+    said = "\n".join(draft.foreseen)
+    assert "DFTUNE_RDCC_NBYTES (a.py:line 6 (File rdcc_nbytes=" in said
+    assert "l2.zarr_async_concurrency (ZARR_ASYNC__CONCURRENCY)" in said
+    assert "l2.hdf5_chunk_cache (by hand)" in said
+    text = render_toml(draft)
+    assert "# What a run of this spec finds for itself" in text
+    assert load_spec_text(tmp_path, text).knobs == []
+
+
+def test_imports_behind_commas_and_aliases_are_imports() -> None:
+    text = python_imports(
+        "import argparse, numpy as np, zarr\nfrom torch.utils import data\n x = 'import y'\n"
+    )
+    assert "import zarr" in text and "from torch" in text and "import numpy" in text
+    assert "import y" not in text
+
+
+def load_spec_text(tmp_path: Path, text: str) -> WorkloadSpec:
+    spec = tmp_path / "drafted.toml"
+    spec.write_text(text)
+    return load_spec(spec)

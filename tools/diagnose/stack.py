@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dftune.core.facts import stack_facts
-from dftune.core.facts.stacks import Evidence, Stack, detect
+from dftune.core.facts.stacks import Evidence, Stack, detect, python_imports
 
 #: How much of a program file is read for evidence (an executable's strings, a script's source).
 READ_LIMIT = 16 << 20
@@ -42,12 +42,14 @@ def program_files(argv: list[str], cwd: Path) -> list[Path]:
 
 
 def read_program(path: Path) -> str:
-    """A program file as lowercase text (an executable's bytes as latin-1: its strings are in there)."""
+    """A program file as lowercase text (an executable's bytes as latin-1: its strings are in there);
+    a Python script's imports also one per line (``import numpy as np, zarr`` imports zarr)."""
     try:
         with open(path, "rb") as fh:
-            return fh.read(READ_LIMIT).decode("latin-1").lower()
+            text = fh.read(READ_LIMIT).decode("latin-1")
     except OSError:
         return ""
+    return (text + "\n" + python_imports(text) if path.suffix == ".py" else text).lower()
 
 
 def _trace_texts(analysis: Any) -> list[str]:

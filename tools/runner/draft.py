@@ -106,6 +106,8 @@ class Draft:
     #: the benchmark's own summary as the metric: the [metric] table (kind, field, path), and why
     benchmark_metric: dict[str, str] = field(default_factory=dict)
     benchmark_metric_why: list[str] = field(default_factory=list)
+    #: what a run of the spec finds for itself beyond its knobs (tools/runner/levers.py, foreseen)
+    foreseen: list[str] = field(default_factory=list)
 
     @property
     def tunables(self) -> list[Setting]:
@@ -866,6 +868,10 @@ def render_toml(draft: Draft) -> str:
         tracing.add(tomlkit.nl())
         _comments(tracing, ["Levers with no option to pass them (listed for the reader only):"])
         _comments(tracing, [f"  {s.name} ({s.source}): {s.why}" for s in listed])
+    if draft.foreseen:
+        tracing.add(tomlkit.nl())
+        _comments(tracing, ["What a run of this spec finds for itself (measured under the same guards):"])
+        _comments(tracing, draft.foreseen)
     doc["tracing"] = tracing
     knobs = tomlkit.aot()
     for s in draft.tunables:

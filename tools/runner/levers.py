@@ -23,11 +23,14 @@ from pathlib import Path
 from dftune.core import strictjson
 from dftune.core.domain.levers import Lever, Levers
 from dftune.core.errors import DftuneError
-from dftune.core.facts.stacks import runs
+from dftune.core.facts import stack_facts
+from dftune.core.facts.stacks import Evidence, detect, python_imports, runs
 from dftune.core.fsio import atomic_write_bytes
 from dftune.core.home import dftune_home
+from dftune.tools.catalog import default_catalog
 from dftune.tools.runner import env_gate
 from dftune.tools.runner.draft import (
+    Draft,
     Rule,
     Setting,
     _script,
@@ -109,6 +112,45 @@ def draft_levers(spec: WorkloadSpec, run_dir: Path | None = None) -> Levers:
         patch=patch,
         source_copy=copy,
     )
+
+
+#: the most of a script read to foresee its levers (a larger one is not a hand-written program)
+FORESEE_BYTES = 4 << 20
+
+
+def foreseen(draft: Draft, cwd: Path) -> list[str]:
+    """What a run of the drafted spec finds for itself beyond its knobs, one line each, for the
+    spec's reader: for a spec without knobs, the env-gated arguments of its script's I/O calls
+    (patched in a copy when the run starts); and the settings the libraries the script imports
+    document (resources/facts/stacks.toml ``settings``), proposed whatever the diagnosis ranks."""
+    script = _script(draft.source, cwd)
+    if script is None:
+        return []
+    try:
+        with script.open("rb") as fh:
+            source = fh.read(FORESEE_BYTES + 1).decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    if len(source) > FORESEE_BYTES:
+        return []
+    out: list[str] = []
+    if not any(s.values and s.flag for s in draft.tunables):  # the run drafts levers of its own
+        rules, seen = load_rules(), set()
+        for g in env_gate.gates(source, script.name):
+            s = classify(Setting(name=g.site.keyword, source=script.name, default=g.default), rules)
+            if s.role == "tunable" and s.values and g.variable not in seen:
+                seen.add(g.variable)
+                out.append(f"  {g.variable} ({script.name}:{g.origin}): read from the environment in a copy")
+    text = (source + "\n" + python_imports(source)).lower()
+    stack = detect(Evidence(texts=[(f"the program {script.name}", text)]))
+    catalog = default_catalog()
+    for lib in stack_facts().stack:
+        for sid in lib.settings if stack.has(lib.id) else ():
+            if (st := catalog.strategies.get(sid)) is None:
+                continue
+            how = ", ".join(st.apply.env) if st.apply is not None and st.apply.kind == "env" else "by hand"
+            out.append(f"  {sid} ({how}): {st.name}, a setting {lib.id} documents")
+    return out
 
 
 def _env_levers(
