@@ -147,7 +147,12 @@ def _summarize(
     if reuse_analysis and (workdir / ANALYSIS_FILE).is_file():  # the arm's analysis stands
         analysis_path = workdir / ANALYSIS_FILE
         analysis = strictjson.read_model(analysis_path, Analysis)
-    first_ok, trace_notes = (None, []) if analysis is not None or not traced else fullest_trace(result, paths)
+    seen: dict[str, set[str]] = {}
+    first_ok, trace_notes = (
+        (None, []) if analysis is not None or not traced else fullest_trace(result, paths, seen)
+    )
+    if seen and sum(map(len, seen.values())) <= MAX_SEEN_PATHS:  # for the guards (arm_of)
+        strictjson.write_file(workdir / SEEN_FILE, {d: sorted(v) for d, v in seen.items()})
     if traced and first_ok is not None and first_ok.trace_dir:
         # the application's I/O: helper processes (a pyenv shim's bash, a launch script) left out
         analysis = analyze(
@@ -178,26 +183,46 @@ def _summarize(
     return m, analysis, result
 
 
+#: the files any replicate of an arm read and wrote, beside analysis.json: a file the analyzed
+#: replicate's trace lacks but another's holds was lost by the tracer, not left out by the program
+SEEN_FILE = "replicate_files.json"
+#: more paths than this are not written (a data set of many small files: the guards then judge
+#: the analyzed replicate alone)
+MAX_SEEN_PATHS = 200_000
 #: relative difference of I/O bytes between replicate traces that is worth a note
 TRACE_AGREEMENT = 0.001
 #: replicate traces compared before one is analyzed in full (tuning traces are small)
 MAX_TRACES_COMPARED = 5
 
 
-def fullest_trace(result: BenchResult, paths: RunPaths = NO_RUN) -> tuple[Replicate | None, list[str]]:
+def fullest_trace(
+    result: BenchResult, paths: RunPaths = NO_RUN, seen: dict[str, set[str]] | None = None
+) -> tuple[Replicate | None, list[str]]:
     """The successful replicate whose trace holds the most I/O (bytes, then calls), and a note when
     the traces disagree. A tracer that lost a thread's last events in one replicate must not make
-    the program look as if it did less: one that really does less does so in every replicate."""
+    the program look as if it did less: one that really does less does so in every replicate.
+    ``seen`` collects the files any of the compared replicates read and wrote (by direction)."""
     oks = [r for r in result.replicates if r.status == "ok" and r.trace_dir][:MAX_TRACES_COMPARED]
     if len(oks) <= 1:
         return (oks[0] if oks else None), []
     work: dict[int, tuple[int, int]] = {}
     for r in oks:
         try:
-            a = analyze([r.trace_dir], exclude_helpers=True, run_paths=paths)  # type: ignore[list-item]
+            a = analyze(
+                [r.trace_dir],  # type: ignore[list-item]
+                exclude_helpers=True,
+                run_paths=paths,
+                views=["file"] if seen is not None else (),
+            )
         except TraceError:
             continue
         work[r.index] = ((a.read.bytes or 0) + (a.write.bytes or 0), a.read.count + a.write.count)
+        if seen is None:
+            continue
+        for row in a.views.get("file", {}).get("rows", []):
+            for d in ("read", "write"):
+                if (row.get(f"{d}_bytes") or 0) > 0 and row.get("path"):
+                    seen.setdefault(d, set()).add(str(row["path"]))
     if not work:
         return oks[0], []
     best = max(oks, key=lambda r: work.get(r.index, (-1, -1)))

@@ -18,9 +18,10 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from dftune.agents.context import Context
-from dftune.agents.measure import load_analysis
+from dftune.agents.measure import SEEN_FILE, load_analysis
 from dftune.agents.optimizer import journal_for
 from dftune.agents.optimizer.explain import explain_verdict
+from dftune.core import strictjson
 from dftune.core.domain.experiments import Experiment, GuardRecord
 from dftune.core.domain.kb import KbRecord
 from dftune.core.domain.measurements import Measurement
@@ -100,7 +101,21 @@ def arm_of(m: Measurement | None, label: str, library_only: str = "") -> Arm | N
         workdir=m.workdir,
         env=dict(m.env),
         library_only=library_only,
+        seen_paths=_seen_paths(Path(m.workdir)),
     )
+
+
+def _seen_paths(workdir: Path) -> dict[str, frozenset[str]]:
+    """The files every replicate of an arm touched (agents/measure.py writes them), or none."""
+    try:
+        doc = strictjson.loads((workdir / SEEN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    return {
+        d: frozenset(map(str, v)) for d, v in doc.items() if d in ("read", "write") and isinstance(v, list)
+    }
 
 
 def library_only(state: TuningState, exp: Experiment) -> str:

@@ -24,6 +24,7 @@ from dftune.agents.optimizer.search import (
     reopened,
     searchable,
     spare_retries,
+    winning_levers_first,
 )
 from dftune.agents.policy import approval_rule
 from dftune.agents.reasoner import Judgment
@@ -125,10 +126,10 @@ def choose(state: TuningState, runtime: Runtime[Context]) -> Update:
         why = f"the search closed every direction: {waiting} proposal(s) beyond a worse value left untried"
         return update(out, status_reason=why, events=[log("optimizer", why, untried=[p.id for p in open_])])
     # Overnight, try everything the policy may approve alone before anything that must ask a person;
-    # among those, an untried knob before another value of a measured one, and the workload's own
-    # settings before the system's
+    # among those, an untried knob before another value of a measured one, a knob that won before
+    # one that lost, and the workload's own settings before the system's
     alone = [p for p in now if approval_rule(p, state.mode) == "approve"]
-    options = cheaper_layers_first(breadth_first(alone or now, state))
+    options = cheaper_layers_first(winning_levers_first(breadth_first(alone or now, state), state))
     chosen = ctx.reasoner.choose_next(options, facts_of(state, spec=ctx.workload_spec))
     choice, decided = chosen.answer, chosen.decision
     ctx.progress(

@@ -224,20 +224,45 @@ def spare_retries(state: TuningState) -> list[Proposal]:
 
 def breadth_first(options: Sequence[Proposal], state: TuningState) -> list[Proposal]:
     """The options without a further value of a knob this run measured already, while a knob not
-    measured yet offers one estimated at least as high: within a budget of a few experiments, the
-    first step of an untried lever says more than another step of one whose response was just seen
-    (a design-of-experiments screening order). A strictly higher estimate still goes first, and a
-    waiting value is only put back: it comes again at the next choice."""
+    measured yet offers one: within a budget of a few experiments, the first step of an untried
+    lever says more than another step of one whose response was just seen (a design-of-experiments
+    screening order). A further value of a knob that won still goes first when its estimate is
+    strictly higher; one of a knob whose measured values were flat or worse waits whatever the
+    trace model estimates (a measured response outweighs an estimate: three buffer sizes after the
+    first did nothing, before a thread pool never tried). A waiting value is only put back: it
+    comes again at the next choice."""
     measured: set[str] = set()
+    won: set[str] = set()
     for e in state.experiments:
         knob = _knob_of(state.proposal(e.proposal_id)) if e.voided_by is None else None
         if knob is not None:
             measured.add(knob)
+            if e.kept:
+                won.add(knob)
     deeper = {p.id for p in options if _knob_of(p) in measured}
     untried = [p.weighted_score for p in options if p.id not in deeper]
     if not deeper or not untried:
         return list(options)
-    return [p for p in options if p.id not in deeper or p.weighted_score > max(untried)]
+    best = max(untried)
+    return [p for p in options if p.id not in deeper or (_knob_of(p) in won and p.weighted_score > best)]
+
+
+def winning_levers_first(options: Sequence[Proposal], state: TuningState) -> list[Proposal]:
+    """The options without a further value of a knob whose every measured value lost in this run,
+    while a knob that won offers one: a coordinate search goes on along the coordinate that paid
+    (THREADS=4 after a kept THREADS=2) before it spends a small budget on another step of one
+    whose response was flat or worse (a second buffer size after the first regressed), whatever
+    the trace model estimates for it. A value only waits: it comes again at the next choice."""
+    won: set[str] = set()
+    lost: set[str] = set()
+    for e in state.experiments:
+        knob = _knob_of(state.proposal(e.proposal_id)) if e.voided_by is None else None
+        if knob is not None and e.verdict is not None:
+            (won if e.kept else lost).add(knob)
+    losing = {p.id for p in options if _knob_of(p) in lost - won}
+    if not losing or not any(_knob_of(p) in won for p in options):
+        return list(options)
+    return [p for p in options if p.id not in losing]
 
 
 def cheaper_layers_first(options: Sequence[Proposal]) -> list[Proposal]:

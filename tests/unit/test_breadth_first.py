@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dftune.agents.optimizer.search import breadth_first, cheaper_layers_first
+from dftune.agents.optimizer.search import breadth_first, cheaper_layers_first, winning_levers_first
 from dftune.agents.reasoner import rank_key
 from dftune.core.domain.experiments import Experiment
 from dftune.core.domain.measurements import Measurement
@@ -84,10 +84,13 @@ def test_also_after_the_knob_won() -> None:
     assert [p.id for p in breadth_first(ps[1:], state)] == ["PREFETCH=2"]
 
 
-def test_a_higher_estimate_still_goes_first() -> None:
+def test_a_higher_estimate_goes_first_only_for_a_knob_that_won() -> None:
     ps = [_p("THREADS=2", 20, 1, "measured"), _p("THREADS=4", 30, 2), _p("PREFETCH=2", 20, 3)]
-    state = _state(ps, [_exp(1, "THREADS=2", "no_change")])
-    assert _pick(breadth_first(ps[1:], state)) == "THREADS=4"
+    won = _state(ps, [_exp(1, "THREADS=2", "win", kept=True)])
+    assert _pick(breadth_first(ps[1:], won)) == "THREADS=4"
+    # a flat response measured outweighs the estimate: the untried knob first (it only waits)
+    flat = _state(ps, [_exp(1, "THREADS=2", "no_change")])
+    assert [p.id for p in breadth_first(ps[1:], flat)] == ["PREFETCH=2"]
 
 
 def test_only_further_values_left_are_all_offered() -> None:
@@ -140,3 +143,21 @@ def test_a_measured_or_known_system_change_is_never_held_back() -> None:
 
 def test_only_system_changes_left_are_all_options() -> None:
     assert [p.id for p in cheaper_layers_first([_stage(1.0)])] == ["l3.stage_shm"]
+
+
+def test_a_knob_that_won_goes_on_before_one_that_lost() -> None:
+    """The pool reader's run: a 64 KiB buffer regressed, two threads won; the trace model still
+    estimates a 1 MiB buffer highest, yet the next step is four threads."""
+    ps = [
+        _p("PREFETCH=64", 40, 1, "measured"),
+        _p("THREADS=2", 20, 2, "measured"),
+        _p("PREFETCH=1024", 45, 3),
+        _p("THREADS=4", 20, 4),
+    ]
+    state = _state(ps, [_exp(1, "PREFETCH=64", "regression"), _exp(2, "THREADS=2", "win", kept=True)])
+    options = [p for p in ps if p.status == "proposed"]
+    assert _pick(options) == "PREFETCH=1024"  # what the estimates alone do
+    assert [p.id for p in winning_levers_first(options, state)] == ["THREADS=4"]
+    # with no winning knob, nothing waits
+    flat = _state(ps, [_exp(1, "PREFETCH=64", "regression"), _exp(2, "THREADS=2", "no_change")])
+    assert len(winning_levers_first(options, flat)) == 2

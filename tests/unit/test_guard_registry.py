@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -109,6 +109,14 @@ class Row:
     decide: Callable[[Path], GuardDecision]
     verdict: str | None  # None: passed
     says: str
+
+
+def _lost_one(tmp: Path, everywhere: bool = False) -> Arm:
+    """A four-thread reader whose analyzed replicate lacks the last file (the tracer lost a
+    thread's last events), while another replicate read it; ``everywhere``: no replicate did."""
+    arm = _arm(tmp, "exp", measured._reader(FILES[:-1], procs=4))
+    others = FILES[:-1] if everywhere else FILES
+    return replace(arm, seen_paths={"read": frozenset(others)})
 
 
 def _work(
@@ -239,6 +247,20 @@ ROWS: dict[str, Row] = {
         lambda t: _pattern(t, "l1.dataloader_workers", measured._reader(FILES), measured._reader(FILES[:20])),
         "rejected",
         "no longer reads 20 of the 40",
+    ),
+    "a file the analyzed replicate lost, read by another replicate": Row(
+        ("files_gone", "lost_trace_events"),
+        lambda t: _pattern(t, "l1.concurrent_io_pool", measured._reader(FILES), _lost_one(t)),
+        None,
+        "events the tracer lost",
+    ),
+    "a file no replicate of the experiment read any more": Row(
+        ("files_gone",),
+        lambda t: _pattern(
+            t, "l1.concurrent_io_pool", measured._reader(FILES), _lost_one(t, everywhere=True)
+        ),
+        "rejected",
+        "no longer reads 1 of the 40",
     ),
     "a file the incumbent never wrote, under staging": Row(
         ("files_new", "staged_copies"),

@@ -193,3 +193,60 @@ def load_spec_text(tmp_path: Path, text: str) -> WorkloadSpec:
     spec = tmp_path / "drafted.toml"
     spec.write_text(text)
     return load_spec(spec)
+
+
+HYDRA_APP = """
+import hydra
+from torch.utils.data import DataLoader
+
+@hydra.main(config_path="conf", config_name="config", version_base=None)
+def main(cfg):
+    loader = DataLoader(range(8), batch_size=cfg.loader.batch_size,
+                        num_workers=cfg.loader.num_workers, pin_memory=cfg.loader.pin_memory)
+    print(f"train_time_s {len(loader)}")
+
+main()
+"""
+
+HYDRA_CONFIG = """
+defaults:
+  - _self_
+data:
+  root: data
+  samples: 512
+loader:
+  batch_size: 8
+  num_workers: 0
+  pin_memory: false
+train:
+  epochs: 2
+"""
+
+
+def test_a_hydra_applications_config_keys_are_levers_passed_as_overrides(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "config.yaml").write_text(HYDRA_CONFIG)
+    (tmp_path / "train.py").write_text(HYDRA_APP)
+    (tmp_path / "set").mkdir()
+    draft = draft_spec(["python", "train.py", "data.root=set", "loader.num_workers=2"], tmp_path)
+    assert draft.command == [
+        "{python}",
+        "train.py",
+        "data.root={data_dir}",
+        "++loader.num_workers={NUM_WORKERS}",
+        "++loader.pin_memory={PIN_MEMORY}",
+    ]
+    assert draft.data_dir == str((tmp_path / "set").resolve())
+    knobs = {s.knob_name: s for s in draft.tunables if s.values}
+    assert knobs["NUM_WORKERS"].default == 2 and knobs["NUM_WORKERS"].source == "conf/config.yaml"
+    assert {s.name for s in draft.workload} >= {"train.epochs", "data.samples", "loader.batch_size"}
+    # the call's arguments read those keys: the keys are the levers, nothing is listed twice
+    assert not [s for s in draft.tunables if not s.flag]
+    assert "Hydra application" in " ".join(draft.notes)
+    assert load_spec_text(tmp_path, render_toml(draft)).knobs[0].name == "NUM_WORKERS"
+
+
+def test_a_script_that_only_mentions_hydra_has_no_config_levers(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("# see hydra docs\nimport argparse\nprint('x_time_s 1')\n")
+    draft = draft_spec(["python", "t.py"], tmp_path)
+    assert not draft.tunables and "Hydra" not in " ".join(draft.notes)

@@ -106,6 +106,9 @@ class Arm:
     #: why the arm's change cannot reach the program's own code (every variable it sets is read
     #: only as an I/O call's argument, tools/runner/env_gate.py), or "" when that is not shown
     library_only: str = ""
+    #: the paths any replicate of the arm read and wrote ("read"/"write" -> paths): a tracer loses
+    #: a thread's last events now and then, never invents a program's I/O
+    seen_paths: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def profiled(self) -> bool:
@@ -171,6 +174,17 @@ class Arm:
         """Files the arm writes outside its data folder (checkpoints sent to a folder of their own,
         logs): their bytes written at least once, summed, are judged by the no-doing-less guard."""
         return {k: f for k, f in self._outside.items() if f.write_bytes > 0}
+
+    def seen_keys(self, direction: str) -> set[str]:
+        """The keys (as in :attr:`files`) of the files any replicate of the arm touched in
+        ``direction`` (empty: only the analyzed replicate is known)."""
+        roots = [os.path.normpath(d) + os.sep for d in (self.data_dir, self.staged_dir) if d]
+        out = set()
+        for path in self.seen_paths.get(direction, ()):
+            real = os.path.normpath(path)
+            root = next((r for r in roots if real.startswith(r)), None)
+            out.add(f"<data>/{real[len(root) :]}" if root is not None else self._key(path))
+        return out
 
     def _key(self, path: str) -> str:
         """A non-runtime file's key: relative to the arm's folder when inside it, else its path."""

@@ -310,6 +310,15 @@ def _reads_of_written_files(c: Case, f: Found) -> Said:
     return "shows", "the I/O library's read-modify-write reads of the files it writes"
 
 
+def _touched_in_another_replicate(c: Case, f: Found) -> Said:
+    """A file the analyzed replicate of one arm lacks that another replicate of it touched: the
+    tracer lost the events (a thread's last ones), the program did not leave the file out."""
+    arm = c.exp if f.signal == "files_gone" else c.inc
+    if f.key and f.key in arm.seen_keys(f.direction):
+        return "shows", f"another replicate of the {arm.label} {f.direction}s {f.key}: events the tracer lost"
+    return None
+
+
 def _passes_shown(c: Case, f: Found) -> Said:
     shown = c.passes_shown(c.inc, c.exp)
     return ("shows", shown) if shown is not None else None
@@ -417,6 +426,7 @@ def _relaid_same_requests(c: Case, f: Found) -> Said:
 EVIDENCE: dict[str, Callable[[Case, Found], Said]] = {
     "reads_of_written_files": _reads_of_written_files,
     "passes_shown": _passes_shown,
+    "touched_in_another_replicate": _touched_in_another_replicate,
     "rereads_of_outputs": _rereads_of_outputs,
     "rereads_served": _rereads_served,
     "reads_grew": _reads_grew,

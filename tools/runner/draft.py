@@ -653,6 +653,9 @@ def program_settings(
             known = {s.flag for s in found if s.flag}
             text = help_text if help_text is not None else run_help(argv, cwd, help_timeout_s, help_scratch)
             helped = [s for s in help_settings(text, script.name, rules) if s.flag not in known]
+        configured, said = hydra_settings(source, script, argv)
+        found = [s for s in found if not _passed_by_key(s, configured, source)] + configured
+        notes += said
         if "DataLoader" in source:
             kind = "pytorch"
             notes.append(f"{script.name} builds a PyTorch DataLoader: its loader arguments are the tunables")
@@ -674,10 +677,89 @@ def program_settings(
     return [*(classify(s, rules) for s in found), *helped], kind, notes, source
 
 
+#: the most of a Hydra configuration read (a hand-written config is a few KiB)
+HYDRA_CONFIG_BYTES = 1 << 20
+
+
+def hydra_config(source: str, script: Path) -> Path | None:
+    """The primary configuration of a Hydra application (``@hydra.main(config_path=...,
+    config_name=...)``), or None when the script is not one or the file is not there."""
+    try:
+        tree = ast.parse(source, filename=script.name)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for deco in node.decorator_list:
+            if not (isinstance(deco, ast.Call) and _call_name(deco) in ("hydra.main", "main")):
+                continue
+            kw = {k.arg: k.value for k in deco.keywords if k.arg}
+            where, name = kw.get("config_path"), kw.get("config_name")
+            if not (isinstance(where, ast.Constant) and isinstance(name, ast.Constant)):
+                continue
+            if not (isinstance(where.value, str) and isinstance(name.value, str)):
+                continue
+            stem = name.value if name.value.endswith((".yaml", ".yml")) else f"{name.value}.yaml"
+            path = (script.parent / where.value / stem).resolve()
+            return path if path.is_file() else None
+    return None
+
+
+def hydra_settings(source: str, script: Path, argv: list[str]) -> tuple[list[Setting], list[str]]:
+    """The keys of a Hydra application's primary configuration as settings passed by
+    ``++key=value`` overrides (Hydra's own syntax, so no source change), the command's own
+    overrides as their defaults; and notes for the reader."""
+    import yaml
+
+    if "hydra" not in source:
+        return [], []
+    path = hydra_config(source, script)
+    if path is None:
+        return [], []
+    try:
+        with path.open("rb") as fh:
+            text = fh.read(HYDRA_CONFIG_BYTES + 1)
+        if len(text) > HYDRA_CONFIG_BYTES:
+            return [], [f"{path.name}: larger than {HYDRA_CONFIG_BYTES >> 20} MiB, not read"]
+        tree = yaml.safe_load(text.decode("utf-8", errors="replace")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        return [], [f"{path.name}: not a readable Hydra configuration ({type(exc).__name__})"]
+    if not isinstance(tree, dict):
+        return [], []
+    given = _hydra_overrides(argv)
+    rel = path.relative_to(script.parent.resolve()) if path.is_relative_to(script.parent.resolve()) else path
+    out = []
+    for key, value in _flatten({k: v for k, v in tree.items() if k not in ("defaults", "hydra")}).items():
+        if isinstance(value, list) or (value is None and key not in given) or "{" in given.get(key, ""):
+            continue  # a list, an unset key, or one the command fills with a placeholder (the data)
+        default = given.get(key, value)
+        number = _number(str(default)) if key in given else None
+        out.append(
+            Setting(
+                name=key, source=str(rel), default=number if number is not None else default, flag=f"++{key}"
+            )
+        )
+    notes = [f"{script.name} is a Hydra application: the keys of {rel} are passed as ++key=value"]
+    return out, notes
+
+
+def _passed_by_key(s: Setting, configured: list[Setting], source: str) -> bool:
+    """Whether a call's argument is read from one of the configuration's keys
+    (``num_workers=cfg.loader.num_workers``): the key is then the lever, not a listing."""
+    keyword = s.call.partition(":")[0]
+    return bool(keyword) and any(
+        re.search(rf"\b{re.escape(keyword)}\s*=\s*[A-Za-z_]\w*\.{re.escape(c.name)}\b", source)
+        for c in configured
+    )
+
+
 #: ``{data_dir}`` as users write it: ``{DATA_DIR}``, ``{ data_dir }``, ``${data_dir}``
 _DATA_PLACEHOLDER = re.compile(r"\$?\{\s*data_dir\s*\}", re.IGNORECASE)
 #: an option that names the data folder (its value, an existing folder, becomes ``data_dir``)
 _DATA_OPTION = re.compile(r"^--?[\w-]*(data|dataset|input|root|folder|dir)[\w-]*$", re.IGNORECASE)
+#: a Hydra override that names it (``data.root=/scratch/set``, ``++dataset.dir=set``)
+_DATA_KEY = re.compile(r"^\+{0,2}(?!hydra\.)[\w.]*(data|dataset|input|root|folder|dir)[\w.]*$", re.IGNORECASE)
 
 
 def data_folder(argv: list[str], cwd: Path, data_dir: Path | None = None) -> tuple[list[str], str | None]:
@@ -691,7 +773,7 @@ def data_folder(argv: list[str], cwd: Path, data_dir: Path | None = None) -> tup
     folder = data_dir.resolve() if data_dir is not None else None
     for i, a in enumerate(out):
         flag, eq, value = a.partition("=")
-        if eq and _DATA_OPTION.match(flag):
+        if eq and (_DATA_OPTION.match(flag) or _DATA_KEY.match(flag)):
             head = f"{flag}="
         elif i > 0 and _DATA_OPTION.match(out[i - 1]) and not a.startswith("-"):
             head, value = "", a
@@ -804,11 +886,13 @@ def with_knobs(argv: list[str], settings: list[Setting]) -> list[str]:
             continue
         flags.add(s.flag)
         ph = "{" + s.knob_name + "}"
+        # a Hydra key the command overrides already (key=, +key= or ++key=): that override is the knob
+        forms = (s.flag + "=", *((s.flag[2:] + "=", s.flag[1:] + "=") if s.flag.startswith("++") else ()))
         for i, a in enumerate(out):
             if a == s.flag and i + 1 < len(out):
                 out[i + 1] = ph
                 break
-            if a.startswith(s.flag + "="):
+            if a.startswith(forms):
                 out[i] = f"{s.flag}={ph}"
                 break
         else:
