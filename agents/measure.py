@@ -212,17 +212,17 @@ def fullest_trace(
                 [r.trace_dir],  # type: ignore[list-item]
                 exclude_helpers=True,
                 run_paths=paths,
-                views=["file"] if seen is not None else (),
+                profile=seen is not None,  # every file, not the file view's top 1,000
             )
         except TraceError:
             continue
         work[r.index] = ((a.read.bytes or 0) + (a.write.bytes or 0), a.read.count + a.write.count)
-        if seen is None:
+        if seen is None or a.profile is None:
             continue
-        for row in a.views.get("file", {}).get("rows", []):
+        for f in a.profile.files:
             for d in ("read", "write"):
-                if (row.get(f"{d}_bytes") or 0) > 0 and row.get("path"):
-                    seen.setdefault(d, set()).add(str(row["path"]))
+                if getattr(f, f"{d}_bytes") > 0:
+                    seen.setdefault(d, set()).add(f.path)
     if not work:
         return oks[0], []
     best = max(oks, key=lambda r: work.get(r.index, (-1, -1)))
