@@ -8,6 +8,8 @@ import textwrap
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from dftune.core.facts.stacks import python_imports
 from dftune.tools.runner.draft import data_folder, draft_spec, render_toml
 from dftune.tools.runner.levers import foreseen
@@ -250,3 +252,53 @@ def test_a_script_that_only_mentions_hydra_has_no_config_levers(tmp_path: Path) 
     (tmp_path / "t.py").write_text("# see hydra docs\nimport argparse\nprint('x_time_s 1')\n")
     draft = draft_spec(["python", "t.py"], tmp_path)
     assert not draft.tunables and "Hydra" not in " ".join(draft.notes)
+
+
+TYPER_HELP = """
+ Usage: treader.py [OPTIONS]
+
+╭─ Options ─────────────────────────╮
+│ *  --data           <str>   folder of the data set [required]                │
+│    --threads        <int>   reader threads [default: 1]                      │
+│    --chunk          <int>   read size in bytes [default: 4096]               │
+│    --help           <bool>  Show this message and exit.                      │
+╰──────────────────────────╯
+"""
+
+CLICK_HELP = """Usage: reader.py [OPTIONS]
+
+Options:
+  --data PATH        folder of the data set  [required]
+  --threads INTEGER  reader threads  [default: 2]
+  --chunk INTEGER    read size in bytes
+  --help             Show this message and exit.
+"""
+
+CLI_READER = """
+import os
+from concurrent.futures import ThreadPoolExecutor
+import {lib}
+
+def main(data, threads, chunk):
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        pass
+    print(f"read_time_s {{0}}")
+"""
+
+
+@pytest.mark.parametrize(
+    ("lib", "help_text", "default"), [("typer", TYPER_HELP, 1), ("click", CLICK_HELP, 2)]
+)
+def test_click_and_typer_options_come_from_their_help(
+    tmp_path: Path, lib: str, help_text: str, default: int
+) -> None:
+    """No argparse call to read: the --help a CLI library prints (typer's boxed table, click's
+    columns) gives the options, their types and defaults; the pool's argument is that option."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "r.py").write_text(CLI_READER.format(lib=lib))
+    draft = draft_spec(["python", "r.py", "--data", "data"], tmp_path, help_text=help_text)
+    assert draft.command == ["{python}", "r.py", "--data", "{data_dir}", "--threads", "{THREADS}"]
+    (knob,) = [s for s in draft.tunables if s.values]
+    assert knob.default == default and knob.values[0] == default
+    assert {s.name for s in draft.workload} >= {"chunk"}
+    assert not [s for s in draft.tunables if not s.flag]  # max_workers=threads is --threads

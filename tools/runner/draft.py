@@ -522,6 +522,8 @@ def python_settings(source: str, filename: str) -> tuple[list[Setting], bool]:
         by_option[dest] = s
         settings.append(s)
     settings.extend(s for d, s in options.items() if d not in by_option)
+    # a click or typer command declares its options in decorators and signatures: its --help says them
+    dynamic = dynamic or bool(_CLI_LIBRARY.search(source))
     return settings, dynamic
 
 
@@ -541,6 +543,19 @@ _HELP_LINE = re.compile(
 )
 
 
+#: a script whose options a CLI library declares (their --help lists them, argparse calls do not)
+_CLI_LIBRARY = re.compile(r"^\s*(?:import|from)\s+(?:click|typer)\b", re.M)
+#: the frame rich draws around typer's --help, and its mark of a required option
+_BOX = re.compile(r"[\u2500-\u257f]")
+_REQUIRED = re.compile(r"^(\s*)\*(?=\s)")
+#: a value's type written where argparse puts the metavar (typer's ``<int>``, click's ``INTEGER``)
+_TYPE_FIRST = re.compile(r"^(<\w+>|[A-Z][A-Z_]+)(?:\s{2,}|$)(.*)$")
+
+
+def _unframed(line: str) -> str:
+    return _REQUIRED.sub(r"\1 ", _BOX.sub(" ", line).rstrip())
+
+
 def help_settings(text: str, program: str, rules: list[Rule]) -> list[Setting]:
     """Options of a ``--help`` text: ``-x VALUE``/``--long=VALUE`` lines with a description.
 
@@ -550,19 +565,21 @@ def help_settings(text: str, program: str, rules: list[Rule]) -> list[Setting]:
     """
     out: list[Setting] = []
     seen: set[str] = set()
-    for line in text.splitlines():
+    for line in map(_unframed, text.splitlines()):
         m = _HELP_LINE.match(line)
         if not m or not (m.group(1) or m.group(3)):
             continue
         short, short_val, long_, long_val, desc = m.groups()
         desc = desc or ""
+        if not (short_val or long_val) and (typed := _TYPE_FIRST.match(desc)):
+            long_val, desc = typed.group(1), typed.group(2)
         if (long_ or short) in ("-h", "--help"):
             continue
         flag = long_ or short
         named = re.match(r"([A-Za-z][\w.]*)\s+--\s", desc)
         name = named.group(1) if named else (long_ or short).lstrip("-")
         raw = long_val or short_val
-        d = re.search(r"\(default:?\s*([^)]+)\)", desc)
+        d = re.search(r"[(\[]default:?\s*([^)\]]+)[)\]]", desc)
         default: Any = _number(d.group(1).strip()) if d else _number(raw) if raw else None
         if name in seen:
             continue
@@ -589,7 +606,7 @@ def _number(text: str | None) -> Any:
         try:
             return float(text)
         except ValueError:
-            return None if text.isupper() else text
+            return None if text.isupper() or re.fullmatch(r"<\w+>", text) else text  # a metavar
 
 
 def run_help(
@@ -653,6 +670,7 @@ def program_settings(
             known = {s.flag for s in found if s.flag}
             text = help_text if help_text is not None else run_help(argv, cwd, help_timeout_s, help_scratch)
             helped = [s for s in help_settings(text, script.name, rules) if s.flag not in known]
+            found = [s for s in found if not _passed_by_key(s, helped, source)]
         configured, said = hydra_settings(source, script, argv)
         found = [s for s in found if not _passed_by_key(s, configured, source)] + configured
         notes += said
@@ -746,11 +764,19 @@ def hydra_settings(source: str, script: Path, argv: list[str]) -> tuple[list[Set
 
 def _passed_by_key(s: Setting, configured: list[Setting], source: str) -> bool:
     """Whether a call's argument is read from one of the configuration's keys
-    (``num_workers=cfg.loader.num_workers``): the key is then the lever, not a listing."""
+    (``num_workers=cfg.loader.num_workers``), or is the parameter a click or typer option fills
+    (``max_workers=threads`` for ``--threads``): that key or option is then the lever, not a
+    listing."""
     keyword = s.call.partition(":")[0]
-    return bool(keyword) and any(
-        re.search(rf"\b{re.escape(keyword)}\s*=\s*[A-Za-z_]\w*\.{re.escape(c.name)}\b", source)
+    if not keyword or s.flag:
+        return False
+    given = re.escape(keyword) + r"\s*=\s*"
+    return any(
+        re.search(
+            rf"\b{given}(?:[A-Za-z_]\w*\.{re.escape(c.name)}|{re.escape(c.name.replace('-', '_'))})\b", source
+        )
         for c in configured
+        if c.flag
     )
 
 
