@@ -57,6 +57,9 @@ def test_py_spy_tells_library_time_from_the_programs_own(
     spec = load_spec(_spec(tmp_path, mode))
     out = tmp_path / "stacks"
     result = bench(spec, replicates=1, trace=False, workdir=tmp_path / "w", sample=out)
+    said = (tmp_path / "w" / "logs" / "r0.err").read_text(errors="replace")
+    if not (out / "r0.txt").is_file() and "ermission" in said:  # a container that forbids reading
+        pytest.skip(f"py-spy may not read a child's memory here: {said.strip()[-200:]}")
     assert result.ok == 1, result.replicates
     text = (out / "r0.txt").read_text()
     frames = {s.id: s.frames for s in stack_facts().stack if s.frames}
