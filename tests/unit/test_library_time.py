@@ -103,3 +103,21 @@ def test_every_library_setting_names_a_cataloged_strategy_that_requires_it() -> 
             assert any(lib.id in r for r in catalog.strategies[sid].requires), (lib.id, sid)
     for lib in stack_facts().stack:
         assert all("packages/" in f for f in lib.frames), lib.id
+
+
+def test_a_launchers_chain_leads_to_the_rank_it_started() -> None:
+    """Under mpirun, py-spy writes the chain of processes from the launcher down to each rank;
+    the rank is the sampled process (its unnamed thread whose id is its pid is the main one)."""
+    chain = 'process 10:"";process 11:"hydra_pmi_proxy --control-port vm:1";'
+    rank = chain + 'process 12:"python r.py";thread (12);<module> (/w/r.py:9)'
+    text = "\n".join(
+        [
+            f"{rank};load ({SITE}/zarr/api.py:454) 60",
+            f"{rank} 20",
+            chain + 'process 13:"python r.py";thread (13);<module> (/w/r.py:9) 10',
+        ]
+    )
+    samples = read_samples(text)
+    assert {s.pid for s in samples} == {12, 13} and samples[0].command == "python r.py"
+    got = library_time(samples, LIBS)
+    assert got is not None and (got.samples, got.inside) == (80, 60)

@@ -22,8 +22,12 @@ from dataclasses import dataclass
 
 from dftune.core.domain.diagnosis import PossiblyIo
 
-#: the process part, up to its thread (the command line may hold ';'), or up to the first frame
-_PROCESS = (re.compile(r'^process (\d+):"(.*?)";(?=thread \()'), re.compile(r'^process (\d+):"(.*?)";'))
+#: a process part, up to the next process or its thread (a command line may hold ';'), or up to
+#: the first frame; with --subprocesses py-spy writes the chain from the launcher down
+_PROCESS = (
+    re.compile(r'^process (\d+):"(.*?)";(?=thread \(|process \d+:)'),
+    re.compile(r'^process (\d+):"(.*?)";'),
+)
 _THREAD = re.compile(r"^thread \((0x[0-9a-fA-F]+|\d+)\)(?:: (.*))?$")
 
 
@@ -46,9 +50,8 @@ def read_samples(text: str) -> list[Sample]:
         if not stack or not count.isdigit():
             continue
         pid, command = 0, ""
-        p = _PROCESS[0].match(stack) or _PROCESS[1].match(stack)
-        if p is not None:
-            pid, command = int(p.group(1)), p.group(2)
+        while (p := _PROCESS[0].match(stack) or _PROCESS[1].match(stack)) is not None:
+            pid, command = int(p.group(1)), p.group(2)  # the innermost process is the sampled one
             stack = stack[p.end() :]
         parts = stack.split(";")
         main = True  # without --threads every sample is the process's
