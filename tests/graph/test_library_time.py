@@ -78,7 +78,7 @@ def _stacks(inside: int, outside: int) -> str:
     )
 
 
-def _run(tmp_path: Path, stacks: str) -> tuple[dict, ScriptedMeasurer]:
+def _run(tmp_path: Path, stacks: str) -> tuple[dict, ScriptedMeasurer, Path]:
     script = ScriptedMeasurer(
         [
             Arm({}, steady(2.0), trace=_little_posix, stacks=lambda inv: stacks),
@@ -86,11 +86,12 @@ def _run(tmp_path: Path, stacks: str) -> tuple[dict, ScriptedMeasurer]:
         ]
     )
     result = start_run(_spec(tmp_path), max_experiments=2, measurer=script)
-    return json.loads((Path(result.run_dir) / "report.json").read_text()), script
+    run_dir = Path(result.run_dir)
+    return json.loads((run_dir / "report.json").read_text()), script, run_dir
 
 
 def test_time_inside_the_library_passes_the_gate_and_its_settings_are_tried(tmp_path: Path) -> None:
-    doc, script = _run(tmp_path, _stacks(inside=180, outside=20))
+    doc, script, run_dir = _run(tmp_path, _stacks(inside=180, outside=20))
     assert doc["status"] == "completed", doc["status_reason"]
     gate = doc["diagnosis"]["gate"]
     (inside,) = [p for p in gate["possibly_io"] if p["source"] == "library-time"]
@@ -106,10 +107,14 @@ def test_time_inside_the_library_passes_the_gate_and_its_settings_are_tried(tmp_
     assert offered["l2.zarr_async_concurrency"] in ("proposed", "measured")
     tried = [e["strategy"] for e in doc["experiments"]]
     assert "l2.zarr_async_concurrency" in tried
+    # the morning view says why a run whose trace shows little I/O was tuned
+    report = (run_dir / "report.md").read_text()
+    assert "**Unseen I/O:** the trace shows 0.0% of the process time in I/O calls" in report
+    assert "(library-time): one untraced run sampled by py-spy" in report
 
 
 def test_a_program_that_barely_enters_the_library_is_still_not_worth_tuning(tmp_path: Path) -> None:
-    doc, _ = _run(tmp_path, _stacks(inside=2, outside=198))
+    doc, _, _ = _run(tmp_path, _stacks(inside=2, outside=198))
     assert doc["status"] == "not_worth_tuning"
     reason = doc["status_reason"]
     assert "library-time: one untraced run sampled by py-spy" in reason and "for 1% of them" in reason
@@ -117,7 +122,7 @@ def test_a_program_that_barely_enters_the_library_is_still_not_worth_tuning(tmp_
 
 
 def test_too_few_samples_say_nothing_and_the_gate_says_why_it_stopped(tmp_path: Path) -> None:
-    doc, _ = _run(tmp_path, _stacks(inside=5, outside=3))
+    doc, _, _ = _run(tmp_path, _stacks(inside=5, outside=3))
     assert doc["status"] == "not_worth_tuning"
     said = [e["message"] for e in doc["events"] if e["node"] == "diagnoser"]
     assert any("8 sample(s) of the program's main thread, too few to say" in m for m in said)

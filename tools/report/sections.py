@@ -298,6 +298,21 @@ def io_bound_pct(r: RunReport) -> float | None:
     return None
 
 
+def unseen_io(r: RunReport) -> str:
+    """Why a run whose traced I/O is below the gate's floor was tuned: the time the trace cannot
+    show as I/O that reached it (inside an I/O library, MPI collectives, the program's waits)."""
+    g = r.diagnosis.gate if r.diagnosis else None
+    if g is None or not g.worth_tuning or g.io_fraction >= g.min_io_fraction:
+        return ""
+    p = next((p for p in g.possibly_io if p.fraction >= g.min_io_fraction), None)
+    if p is None:
+        return ""
+    return (
+        f"the trace shows {g.io_fraction:.1%} of the process time in I/O calls, below the gate's "
+        f"{g.min_io_fraction:.0%}; tuned because of time it cannot show ({p.source}): {p.evidence}"
+    )
+
+
 def headline(r: RunReport) -> list[tuple[str, str]]:
     """The report's first screen: what is slow, what fixed it, by how much, what next, what is covered."""
     unit, name = r.metric.unit, r.metric.name
@@ -315,6 +330,9 @@ def headline(r: RunReport) -> list[tuple[str, str]]:
         )
     else:
         rows.append(("I/O", "not traced: the share of I/O in the run time is unknown"))
+    unseen = unseen_io(r)
+    if unseen:
+        rows.append(("Unseen I/O", unseen))
     if r.diagnosis and r.diagnosis.bottlenecks:
         b = r.diagnosis.bottlenecks[0]
         rows.append(
