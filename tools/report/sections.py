@@ -320,10 +320,18 @@ def headline(r: RunReport) -> list[tuple[str, str]]:
     base = r.baseline
     a = load_analysis(base.analysis_path if base else None)
     if a is not None:
+        g = r.diagnosis.gate if r.diagnosis else None
+        judged = (  # the share the gate judged: start-up and system reads set apart
+            f" ({100 * g.io_fraction:.1f}% with start-up and system file reads set apart, "
+            "as the gate judged it)"
+            if g is not None and abs(g.io_fraction - a.io_fraction_of_job) >= 0.01
+            else ""
+        )
         rows.append(
             (
                 "I/O",
-                f"{100 * a.io_fraction_of_job:.0f}% of the processes' run time is spent in I/O calls, "
+                f"{100 * a.io_fraction_of_job:.0f}% of the processes' run time is spent in I/O calls"
+                f"{judged}, "
                 f"{100 * a.unoverlapped_io_fraction:.0f}% of the job time not hidden behind compute "
                 f"(baseline trace: {a.job_time_s:.3g} s, {a.processes} process(es))",
             )
