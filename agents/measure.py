@@ -11,7 +11,9 @@ a thread's last events in one replicate) is analyzed and saved next to the bench
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -147,15 +149,14 @@ def _summarize(
     if reuse_analysis and (workdir / ANALYSIS_FILE).is_file():  # the arm's analysis stands
         analysis_path = workdir / ANALYSIS_FILE
         analysis = strictjson.read_model(analysis_path, Analysis)
-    seen: dict[str, set[str]] = {}
-    first_ok, trace_notes = (
-        (None, []) if analysis is not None or not traced else fullest_trace(result, paths, seen)
-    )
+    fullest = Fullest() if analysis is not None or not traced else fullest_trace(result, paths, views)
+    seen = fullest.seen
     if seen and sum(map(len, seen.values())) <= MAX_SEEN_PATHS:  # for the guards (arm_of)
         strictjson.write_file(workdir / SEEN_FILE, {d: sorted(v) for d, v in seen.items()})
+    first_ok, trace_notes = fullest.replicate, fullest.notes
     if traced and first_ok is not None and first_ok.trace_dir:
         # the application's I/O: helper processes (a pyenv shim's bash, a launch script) left out
-        analysis = analyze(
+        analysis = fullest.analysis or analyze(
             [first_ok.trace_dir], views=list(views), profile=True, exclude_helpers=True, run_paths=paths
         )
         analysis_path = workdir / ANALYSIS_FILE
@@ -195,46 +196,58 @@ TRACE_AGREEMENT = 0.001
 MAX_TRACES_COMPARED = 5
 
 
-def fullest_trace(
-    result: BenchResult, paths: RunPaths = NO_RUN, seen: dict[str, set[str]] | None = None
-) -> tuple[Replicate | None, list[str]]:
-    """The successful replicate whose trace holds the most I/O (bytes, then calls), and a note when
-    the traces disagree. A tracer that lost a thread's last events in one replicate must not make
-    the program look as if it did less: one that really does less does so in every replicate.
-    ``seen`` collects the files any of the compared replicates read and wrote (by direction)."""
+@dataclass
+class Fullest:
+    """The replicate an arm is judged by, its analysis, and what the other replicates said."""
+
+    replicate: Replicate | None = None
+    #: its analysis with the views asked for (None: to be made by the caller)
+    analysis: Analysis | None = None
+    notes: list[str] = field(default_factory=list)
+    #: the files any compared replicate read and wrote, by direction (several replicates only)
+    seen: dict[str, set[str]] = field(default_factory=dict)
+
+
+def fullest_trace(result: BenchResult, paths: RunPaths = NO_RUN, views: Sequence[str] = ()) -> Fullest:
+    """The successful replicate whose trace holds the most I/O (bytes, then calls), analyzed once
+    with ``views`` and its access profile, and a note when the traces disagree. A tracer that lost
+    a thread's last events in one replicate must not make the program look as if it did less: one
+    that really does less does so in every replicate. The files every compared replicate touched
+    are kept too (the guards' evidence of a tracer loss)."""
     oks = [r for r in result.replicates if r.status == "ok" and r.trace_dir][:MAX_TRACES_COMPARED]
-    if len(oks) <= 1:
-        return (oks[0] if oks else None), []
     work: dict[int, tuple[int, int]] = {}
+    out = Fullest(replicate=oks[0] if oks else None)
+    most = (-1, -1)
     for r in oks:
         try:
             a = analyze(
                 [r.trace_dir],  # type: ignore[list-item]
+                views=list(views),
+                profile=True,  # every file, not the file view's top 1,000
                 exclude_helpers=True,
                 run_paths=paths,
-                profile=seen is not None,  # every file, not the file view's top 1,000
             )
         except TraceError:
             continue
         work[r.index] = ((a.read.bytes or 0) + (a.write.bytes or 0), a.read.count + a.write.count)
-        if seen is None or a.profile is None:
-            continue
-        for f in a.profile.files:
+        if out.analysis is None or work[r.index] > most:
+            out.replicate, out.analysis, most = r, a, work[r.index]
+        for f in a.profile.files if a.profile is not None else []:
             for d in ("read", "write"):
                 if getattr(f, f"{d}_bytes") > 0:
-                    seen.setdefault(d, set()).add(f.path)
-    if not work:
-        return oks[0], []
-    best = max(oks, key=lambda r: work.get(r.index, (-1, -1)))
-    low = min(work, key=work.__getitem__)
-    top = work[best.index][0]
-    notes = []
+                    out.seen.setdefault(d, set()).add(f.path)
+    if len(work) <= 1:
+        out.seen = {}
+        return out
+    assert out.replicate is not None
+    low, best = min(work, key=work.__getitem__), out.replicate.index
+    top = work[best][0]
     if top and (top - work[low][0]) / top > TRACE_AGREEMENT:
-        notes.append(
+        out.notes.append(
             f"replicate traces disagree: r{low} holds {100 * (top - work[low][0]) / top:.1f}% fewer "
-            f"I/O bytes than r{best.index} (events the tracer lost?); r{best.index} is analyzed"
+            f"I/O bytes than r{best} (events the tracer lost?); r{best} is analyzed"
         )
-    return best, notes
+    return out
 
 
 def replicate_work(result: BenchResult) -> tuple[dict[str, float], list[str]]:

@@ -40,16 +40,22 @@ def _result(tmp_path: Path, reads: list[int]) -> BenchResult:
 
 
 def test_a_replicate_whose_trace_lost_events_is_not_the_one_judged(tmp_path: Path) -> None:
-    best, notes = fullest_trace(_result(tmp_path, [62, 64, 64]))
+    got = fullest_trace(_result(tmp_path, [62, 64, 64]))
+    best, notes = got.replicate, got.notes
     assert best is not None and best.index == 1
     assert notes and "r0 holds 3.1% fewer I/O bytes than r1" in notes[0]
+    # analyzed once, with its profile: the caller does not read the trace again
+    assert got.analysis is not None and got.analysis.profile is not None
+    assert got.analysis.read.bytes == 64 * 4096  # the fullest replicate's, not r0's 62 reads
+    assert got.seen["read"]  # what every replicate read, for the guards
 
 
 def test_agreeing_traces_take_the_first_and_say_nothing(tmp_path: Path) -> None:
-    best, notes = fullest_trace(_result(tmp_path, [64, 64]))
-    assert best is not None and best.index == 0 and notes == []
+    got = fullest_trace(_result(tmp_path, [64, 64]))
+    assert got.replicate is not None and got.replicate.index == 0 and got.notes == []
 
 
 def test_one_replicate_is_used_as_it_is(tmp_path: Path) -> None:
-    best, notes = fullest_trace(_result(tmp_path, [10]))
-    assert best is not None and best.index == 0 and notes == []
+    got = fullest_trace(_result(tmp_path, [10]))
+    assert got.replicate is not None and got.replicate.index == 0 and got.notes == []
+    assert got.seen == {}  # one replicate says nothing of what another lost
