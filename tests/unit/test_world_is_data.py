@@ -26,8 +26,6 @@ ACTIONS: dict[tuple[str, str], str] = {
     ("agents/doctor.py", "h5py"): "a package doctor reports the version of (its report's keys)",
     ("cli/environment.py", "dftracer"): "the key of doctor's report the terminal prints apart",
     ("tools/trace/tracer.py", "DFTRACER_ENABLE"): "the variables dftune sets to trace a program",
-    ("tools/runner/draft.py", ".yaml"): "the name Hydra gives a config_name without a suffix (Hydra's rule)",
-    ("tools/runner/draft.py", ".yml"): "a config_name that names its file with the other YAML suffix",
     ("tools/trace/tracer.py", "DFTRACER_LOG_FILE"): "the variables dftune sets to trace a program",
     ("tools/catalog/load.py", ".toml"): "dftune's own resource files (the catalog) are TOML",
     ("tools/diagnose/rules.py", ".toml"): "dftune's own resource files (the rules) are TOML",

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
+from pydantic import Field
 
 from dftune.core import resource
 from dftune.core.errors import DftuneError
-from dftune.core.facts.stacks import is_launcher, runs
+from dftune.core.facts.stacks import is_launcher, python_imports, runs
 from dftune.core.model import StrictModel
 from dftune.core.process import run_command
 
@@ -380,6 +381,34 @@ class _CallSites(StrictModel):
     call: list[CallSite]
 
 
+class HydraInterface(StrictModel):
+    module: str
+    decorator: str
+    path_keyword: str
+    name_keyword: str
+    suffixes: list[str] = Field(min_length=1)
+    own_keys: list[str]
+    override: str
+    source: str = Field(min_length=1)
+
+
+class HelpLibraries(StrictModel):
+    modules: list[str]
+    source: str = Field(min_length=1)
+
+
+class Interfaces(StrictModel):
+    """resources/drafting/interfaces.toml: how programs declare their settings besides argparse."""
+
+    hydra: HydraInterface
+    help_libraries: HelpLibraries
+
+
+@functools.cache
+def interfaces() -> Interfaces:
+    return resource.load("drafting/interfaces.toml", Interfaces, DraftError)
+
+
 @functools.cache
 def call_sites() -> tuple[CallSite, ...]:
     """resources/drafting/call_sites.toml."""
@@ -523,7 +552,8 @@ def python_settings(source: str, filename: str) -> tuple[list[Setting], bool]:
         settings.append(s)
     settings.extend(s for d, s in options.items() if d not in by_option)
     # a click or typer command declares its options in decorators and signatures: its --help says them
-    dynamic = dynamic or bool(_CLI_LIBRARY.search(source))
+    libraries = interfaces().help_libraries.modules
+    dynamic = dynamic or any(f"import {m}\n" in python_imports(source) for m in libraries)
     return settings, dynamic
 
 
@@ -543,8 +573,6 @@ _HELP_LINE = re.compile(
 )
 
 
-#: a script whose options a CLI library declares (their --help lists them, argparse calls do not)
-_CLI_LIBRARY = re.compile(r"^\s*(?:import|from)\s+(?:click|typer)\b", re.M)
 #: the frame rich draws around typer's --help, and its mark of a required option
 _BOX = re.compile(r"[\u2500-\u257f]")
 _REQUIRED = re.compile(r"^(\s*)\*(?=\s)")
@@ -700,8 +728,12 @@ HYDRA_CONFIG_BYTES = 1 << 20
 
 
 def hydra_config(source: str, script: Path) -> Path | None:
-    """The primary configuration of a Hydra application (``@hydra.main(config_path=...,
-    config_name=...)``), or None when the script is not one or the file is not there."""
+    """The primary configuration of a Hydra application (interfaces.toml ``[hydra]``: its
+    decorator's config_path and config_name), or None when the script is not one or the file is
+    not there."""
+    h = interfaces().hydra
+    if f"import {h.module}\n" not in python_imports(source):
+        return None
     try:
         tree = ast.parse(source, filename=script.name)
     except SyntaxError:
@@ -710,15 +742,15 @@ def hydra_config(source: str, script: Path) -> Path | None:
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         for deco in node.decorator_list:
-            if not (isinstance(deco, ast.Call) and _call_name(deco) in ("hydra.main", "main")):
+            if not (isinstance(deco, ast.Call) and _call_name(deco) == h.decorator):
                 continue
             kw = {k.arg: k.value for k in deco.keywords if k.arg}
-            where, name = kw.get("config_path"), kw.get("config_name")
+            where, name = kw.get(h.path_keyword), kw.get(h.name_keyword)
             if not (isinstance(where, ast.Constant) and isinstance(name, ast.Constant)):
                 continue
             if not (isinstance(where.value, str) and isinstance(name.value, str)):
                 continue
-            stem = name.value if name.value.endswith((".yaml", ".yml")) else f"{name.value}.yaml"
+            stem = name.value if name.value.endswith(tuple(h.suffixes)) else name.value + h.suffixes[0]
             path = (script.parent / where.value / stem).resolve()
             return path if path.is_file() else None
     return None
@@ -730,8 +762,6 @@ def hydra_settings(source: str, script: Path, argv: list[str]) -> tuple[list[Set
     overrides as their defaults; and notes for the reader."""
     import yaml
 
-    if "hydra" not in source:
-        return [], []
     path = hydra_config(source, script)
     if path is None:
         return [], []
@@ -748,14 +778,18 @@ def hydra_settings(source: str, script: Path, argv: list[str]) -> tuple[list[Set
     given = _hydra_overrides(argv)
     rel = path.relative_to(script.parent.resolve()) if path.is_relative_to(script.parent.resolve()) else path
     out = []
-    for key, value in _flatten({k: v for k, v in tree.items() if k not in ("defaults", "hydra")}).items():
+    h = interfaces().hydra
+    for key, value in _flatten({k: v for k, v in tree.items() if k not in h.own_keys}).items():
         if isinstance(value, list) or (value is None and key not in given) or "{" in given.get(key, ""):
             continue  # a list, an unset key, or one the command fills with a placeholder (the data)
         default = given.get(key, value)
         number = _number(str(default)) if key in given else None
         out.append(
             Setting(
-                name=key, source=str(rel), default=number if number is not None else default, flag=f"++{key}"
+                name=key,
+                source=str(rel),
+                default=number if number is not None else default,
+                flag=f"{h.override}{key}",
             )
         )
     notes = [f"{script.name} is a Hydra application: the keys of {rel} are passed as ++key=value"]
@@ -785,7 +819,7 @@ _DATA_PLACEHOLDER = re.compile(r"\$?\{\s*data_dir\s*\}", re.IGNORECASE)
 #: an option that names the data folder (its value, an existing folder, becomes ``data_dir``)
 _DATA_OPTION = re.compile(r"^--?[\w-]*(data|dataset|input|root|folder|dir)[\w-]*$", re.IGNORECASE)
 #: a Hydra override that names it (``data.root=/scratch/set``, ``++dataset.dir=set``)
-_DATA_KEY = re.compile(r"^\+{0,2}(?!hydra\.)[\w.]*(data|dataset|input|root|folder|dir)[\w.]*$", re.IGNORECASE)
+_DATA_KEY = re.compile(r"^\+{0,2}[\w.]*(data|dataset|input|root|folder|dir)[\w.]*$", re.IGNORECASE)
 
 
 def data_folder(argv: list[str], cwd: Path, data_dir: Path | None = None) -> tuple[list[str], str | None]:
@@ -799,7 +833,8 @@ def data_folder(argv: list[str], cwd: Path, data_dir: Path | None = None) -> tup
     folder = data_dir.resolve() if data_dir is not None else None
     for i, a in enumerate(out):
         flag, eq, value = a.partition("=")
-        if eq and (_DATA_OPTION.match(flag) or _DATA_KEY.match(flag)):
+        own = flag.lstrip("+").split(".")[0] in interfaces().hydra.own_keys  # hydra.run.dir is Hydra's
+        if eq and (_DATA_OPTION.match(flag) or (_DATA_KEY.match(flag) and not own)):
             head = f"{flag}="
         elif i > 0 and _DATA_OPTION.match(out[i - 1]) and not a.startswith("-"):
             head, value = "", a
