@@ -222,6 +222,20 @@ def spare_retries(state: TuningState) -> list[Proposal]:
     return out
 
 
+def _responses(state: TuningState) -> tuple[set[str], set[str]]:
+    """The knobs this run measured (an experiment voided by a person's refusal says nothing of
+    its knob), and those of them a kept change won with."""
+    measured: set[str] = set()
+    won: set[str] = set()
+    for e in state.experiments:
+        knob = _knob_of(state.proposal(e.proposal_id)) if e.voided_by is None else None
+        if knob is not None:
+            measured.add(knob)
+            if e.kept:
+                won.add(knob)
+    return measured, won
+
+
 def breadth_first(options: Sequence[Proposal], state: TuningState) -> list[Proposal]:
     """The options without a further value of a knob this run measured already, while a knob not
     measured yet offers one: within a budget of a few experiments, the first step of an untried
@@ -231,14 +245,7 @@ def breadth_first(options: Sequence[Proposal], state: TuningState) -> list[Propo
     trace model estimates (a measured response outweighs an estimate: three buffer sizes after the
     first did nothing, before a thread pool never tried). A waiting value is only put back: it
     comes again at the next choice."""
-    measured: set[str] = set()
-    won: set[str] = set()
-    for e in state.experiments:
-        knob = _knob_of(state.proposal(e.proposal_id)) if e.voided_by is None else None
-        if knob is not None:
-            measured.add(knob)
-            if e.kept:
-                won.add(knob)
+    measured, won = _responses(state)
     deeper = {p.id for p in options if _knob_of(p) in measured}
     untried = [p.weighted_score for p in options if p.id not in deeper]
     if not deeper or not untried:
@@ -253,13 +260,8 @@ def winning_levers_first(options: Sequence[Proposal], state: TuningState) -> lis
     (THREADS=4 after a kept THREADS=2) before it spends a small budget on another step of one
     whose response was flat or worse (a second buffer size after the first regressed), whatever
     the trace model estimates for it. A value only waits: it comes again at the next choice."""
-    won: set[str] = set()
-    lost: set[str] = set()
-    for e in state.experiments:
-        knob = _knob_of(state.proposal(e.proposal_id)) if e.voided_by is None else None
-        if knob is not None and e.verdict is not None:
-            (won if e.kept else lost).add(knob)
-    losing = {p.id for p in options if _knob_of(p) in lost - won}
+    measured, won = _responses(state)
+    losing = {p.id for p in options if _knob_of(p) in measured - won}
     if not losing or not any(_knob_of(p) in won for p in options):
         return list(options)
     return [p for p in options if p.id not in losing]
