@@ -126,16 +126,19 @@ class Arm:
         return [(f, classify(f.path, self.run_paths)) for f in profile.files] if profile is not None else []
 
     @cached_property
+    def _roots(self) -> list[str]:
+        return [os.path.normpath(d) + os.sep for d in (self.data_dir, self.staged_dir) if d]
+
+    def _data_key(self, path: str) -> str | None:
+        """A path in the data folder (or its staged copy) as ``<data>/relative``, else None."""
+        root = next((r for r in self._roots if path.startswith(r)), None)
+        return f"<data>/{path[len(root) :]}" if root is not None else None
+
+    @cached_property
     def _inside(self) -> dict[str, FileAccess]:
         """The files in the data folder (or its staged copy), by their path relative to it."""
-        roots = [os.path.normpath(d) + os.sep for d in (self.data_dir, self.staged_dir) if d]
-        return {
-            f"<data>/{c.path[len(root) :]}": f
-            for f, c in self.classes
-            if c.rule == DATA_FOLDER
-            for root in roots
-            if c.path.startswith(root)
-        }
+        keyed = ((self._data_key(c.path), f) for f, c in self.classes if c.rule == DATA_FOLDER)
+        return {key: f for key, f in keyed if key is not None}
 
     def _elsewhere(self) -> dict[str, FileAccess]:
         """Every file of the class data, by :meth:`_key`."""
@@ -178,13 +181,10 @@ class Arm:
     def seen_keys(self, direction: str) -> set[str]:
         """The keys (as in :attr:`files`) of the files any replicate of the arm touched in
         ``direction`` (empty: only the analyzed replicate is known)."""
-        roots = [os.path.normpath(d) + os.sep for d in (self.data_dir, self.staged_dir) if d]
-        out = set()
-        for path in self.seen_paths.get(direction, ()):
-            real = os.path.normpath(path)
-            root = next((r for r in roots if real.startswith(r)), None)
-            out.add(f"<data>/{real[len(root) :]}" if root is not None else self._key(path))
-        return out
+        return {
+            self._data_key(os.path.normpath(path)) or self._key(path)
+            for path in self.seen_paths.get(direction, ())
+        }
 
     def _key(self, path: str) -> str:
         """A non-runtime file's key: relative to the arm's folder when inside it, else its path."""
