@@ -37,10 +37,12 @@ def kb_prior(system: str, workload: str, software: list[str], db: Path | None) -
                 run_id=rec.run_id,
                 change=dict(rec.change),
                 reason=rec.verdict_reason,
+                metric_scope=rec.metric_scope,
             )
         )
         if (
-            rec.verdict in ("win", "no_change")
+            rec.metric_scope == "app"
+            and rec.verdict in ("win", "no_change")
             and rec.change_pct is not None
             and rec.strategy not in per_strategy
         ):
@@ -88,7 +90,12 @@ def apply_prior(
     defaults: dict[str, str] | None = None,
 ) -> Proposal:
     """The proposal with the KB's measurement of the same change on this workload, if there is one."""
-    same = [r for r in prior.records if r.strategy == p.strategy and _same_change(p, r.change)]
+    # the application's metric decides: a system record (the bandwidth beside a win) never does
+    same = [
+        r
+        for r in prior.records
+        if r.metric_scope == "app" and r.strategy == p.strategy and _same_change(p, r.change)
+    ]
     if not same or p.status not in ("proposed",):
         return p
     rec = same[0]  # newest first

@@ -102,6 +102,9 @@ class PriorResult(StrictModel):
     change: dict[str, Any] = Field(default_factory=dict)
     #: why the record has its verdict (a failed one: what the program said)
     reason: str = ""
+    #: what the record measured: the application's metric, or a system metric (I/O bandwidth)
+    #: beside it; only the application's decides whether the run tries a change again
+    metric_scope: Literal["app", "system"] = "app"
 
 
 class KbPrior(StrictModel):

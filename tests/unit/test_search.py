@@ -352,3 +352,14 @@ def test_the_model_is_asked_to_pace_once_per_measured_experiment(tmp_path: Any) 
     assert asked == ["pace"]
     once = Decision(question="pace", reasoner="openai:gpt-test", decided_by="model", answer="continue")
     assert pace(state.model_copy(update={"decisions": [once]}), ctx) is None and asked == ["pace"]
+
+
+def test_a_system_record_beside_a_win_never_decides_a_retry() -> None:
+    """A win records the application's metric and, when it moved the I/O bandwidth, a system
+    record beside it (newest first): the second run took that bandwidth record's no_change for
+    the change's own and skipped a +46% win. Only the application's record decides."""
+    app, system = _prior("win", 46.2).records[0], _prior("no_change", 6.9).records[0]
+    prior = KbPrior(records=[system.model_copy(update={"id": 8, "metric_scope": "system"}), app])
+    p = apply_prior(_p("CHUNK=65536", {"CHUNK": "65536"}), prior, _m(), retry_known=False)
+    assert p.status == "proposed" and p.app_impact_source == "kb" and p.app_impact_pct == 46.2
+    assert "KB record #7" in p.impact_reason
