@@ -120,7 +120,9 @@ def _closes(e: Experiment) -> bool:
 
 
 def searchable(open_: Sequence[Proposal], state: TuningState, spec: WorkloadSpec) -> list[Proposal]:
-    """The open proposals the search may try now: every value of a knob beyond its frontier waits."""
+    """The open proposals the search may try now: every value of a knob beyond its frontier waits,
+    unless the knowledge base measured a win for it here (a later run starts where the first one
+    stopped: THREADS=8, kept by an earlier run, before THREADS=2 again)."""
     closing = {e.proposal_id for e in _since_last_kept(state.experiments) if _closes(e)}
     incumbent = state.incumbent.settings if state.incumbent else {}
     allowed: set[str] = set()
@@ -135,7 +137,12 @@ def searchable(open_: Sequence[Proposal], state: TuningState, spec: WorkloadSpec
         # values keep the nearest-first walk
         gated.update(p.id for p in props if p.proposed_by == "plan")
         allowed |= _frontier_of(knob, props, current, closing)
-    return [p for p in open_ if p.id not in gated or p.id in allowed]
+    # a value the knowledge base measured a win for is no blind step: it need not wait its turn
+    return [p for p in open_ if p.id not in gated or p.id in allowed or _known_win(p)]
+
+
+def _known_win(p: Proposal) -> bool:
+    return p.app_impact_source == "kb" and p.app_impact_pct > 0
 
 
 def reopened(state: TuningState) -> list[Proposal]:

@@ -363,3 +363,19 @@ def test_a_system_record_beside_a_win_never_decides_a_retry() -> None:
     p = apply_prior(_p("CHUNK=65536", {"CHUNK": "65536"}), prior, _m(), retry_known=False)
     assert p.status == "proposed" and p.app_impact_source == "kb" and p.app_impact_pct == 46.2
     assert "KB record #7" in p.impact_reason
+
+
+def test_a_value_the_kb_measured_a_win_for_need_not_wait_its_turn() -> None:
+    """A later run of the same spec: the earlier run kept CHUNK=1048576 (the far end of the
+    walk); its KB number makes it triable now, beside the nearest values."""
+    ps = _chunks()
+    known = apply_prior(ps[3], _prior_for("1048576", 40.0), _m(), retry_known=False)
+    ps = [*ps[:3], known]
+    assert _ids(searchable(ps, _state(ps), SPEC)) == ["CHUNK=1048576", "CHUNK=4096", "CHUNK=65536"]
+
+
+def _prior_for(value: str, pct: float) -> KbPrior:
+    rec = _prior("win", pct).records[0]
+    return KbPrior(
+        records=[rec.model_copy(update={"change": {"settings": {"CHUNK": value}, "env": {}, "argv": []}})]
+    )
