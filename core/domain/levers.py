@@ -17,10 +17,13 @@ class Lever(StrictModel):
 
     #: the knob's name (its placeholder in the command, or the environment variable it sets)
     knob: str
-    #: how the program receives it: an option (``--threads``, ``++workload.reader.read_threads``)
-    #: or, for ``env``, the variable an env-gated patch of its source reads
-    kind: Literal["arg", "env"] = "arg"
+    #: how the program receives it: an option (``--threads``, ``++workload.reader.read_threads``),
+    #: for ``env`` the variable an env-gated patch of its source reads, for ``config`` the key of
+    #: the configuration file ``file`` (a copy of it with the value is passed)
+    kind: Literal["arg", "env", "config"] = "arg"
     flag: str
+    #: kind config: the file as the command names it
+    file: str = ""
     #: where it was found: a call site (``reader.py:31 (ThreadPoolExecutor max_workers=)``), an
     #: option in the program's ``--help``, a key of its configuration file
     origin: str

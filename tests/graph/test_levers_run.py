@@ -282,3 +282,57 @@ def test_a_cache_lever_only_the_library_reads_is_kept_without_asking(
         guards = [g["decision"] for g in doc["guard_decisions"] if g.get("iteration") == 1]
         less = next(d for d in guards if d["guard"] == "no_doing_less")
         assert less["passed"] and "only through the I/O calls' arguments" in less["reason"]
+
+
+CONFIGURED = """
+import argparse, time, yaml
+from concurrent.futures import ThreadPoolExecutor
+p = argparse.ArgumentParser()
+p.add_argument("--config", required=True)
+p.add_argument("--data", required=True)
+a = p.parse_args()
+cfg = yaml.safe_load(open(a.config))
+t0 = time.perf_counter()
+with ThreadPoolExecutor(max_workers=cfg["loader"]["threads"]) as pool:
+    pass
+print(f"read_time_s {time.perf_counter() - t0}")
+"""
+
+
+def test_a_key_of_the_named_config_is_a_lever_passed_as_a_copy(tmp_path: Path) -> None:
+    """``--config conf/run.yaml`` with ``loader.threads: 1``: the key is drafted as a config knob;
+    every start passes a copy of the file holding its arm's value, the user's file never changes."""
+    (tmp_path / "conf").mkdir()
+    original = "loader:\n  threads: 1  # pool\nio:\n  block_size: 4096\n"
+    (tmp_path / "conf" / "run.yaml").write_text(original)
+    spec = _bare(tmp_path, CONFIGURED)
+    spec.write_text(spec.read_text().replace('"--data"', '"--config", "conf/run.yaml", "--data"'))
+    script = ScriptedMeasurer(
+        [
+            Arm({}, steady(2.8)),
+            Arm({"THREADS": 2}, steady(1.5)),
+            Arm({"THREADS": 4}, steady(0.8)),
+            Arm({"THREADS": 8}, steady(0.79)),
+        ]
+    )
+    result = start_run(spec, max_experiments=2, measurer=script)
+    assert result.status == "completed", result.status_reason
+    assert result.levers is not None
+    (lever,) = result.levers.found
+    assert (lever.kind, lever.flag, lever.file) == ("config", "loader.threads", "conf/run.yaml")
+    (knob,) = archived_spec(_state(result.run_dir), Workspace()).knobs  # a resume works from it
+    assert (knob.kind, knob.file, knob.key) == ("config", "conf/run.yaml", "loader.threads")
+    passed = [inv for inv in script.starts if inv.purpose != "setup"]
+    assert passed and all("conf/run.yaml" not in inv.argv for inv in passed)
+    import yaml
+
+    for inv in passed:
+        (copy,) = [a for a in inv.argv if a.endswith("/dftune-config/run.yaml")]
+        assert yaml.safe_load(Path(copy).read_text())["io"] == {"block_size": 4096}
+    copies = {a for inv in passed for a in inv.argv if "dftune-config" in a}
+    values = {yaml.safe_load(Path(a).read_text())["loader"]["threads"] for a in copies}
+    assert {1, 2, 4} <= values  # the baseline's copy holds the file's own value
+    assert (tmp_path / "conf" / "run.yaml").read_text() == original
+    assert [v.proposal for v in result.verdicts if v.kept][:1] == ["THREADS=2"]
+    report = (Path(result.run_dir) / "report.md").read_text()
+    assert "THREADS (loader.threads, from conf/run.yaml)" in report

@@ -29,6 +29,13 @@ from dftune.core.errors import DftuneError
 from dftune.core.facts.stacks import is_launcher, python_imports, runs
 from dftune.core.model import StrictModel
 from dftune.core.process import run_command
+from dftune.tools.runner.config_files import (
+    ConfigFileError,
+    ConfigFileInterface,
+    config_format,
+    flatten,
+    read_tree,
+)
 
 HELP_TIMEOUT_S = 15.0
 #: DLIO's workflow overrides that run only the training phase (data generated once, in setup).
@@ -79,6 +86,9 @@ class Setting:
     option: str = ""
     #: the call it was read from, ``keyword:line`` ("" for an option, a config key, --help)
     call: str = ""
+    #: a key of a configuration file the command names: that file as the command names it (the
+    #: knob is then kind ``config``, tools/runner/config_files.py)
+    config: str = ""
 
     @property
     def knob_name(self) -> str:
@@ -402,6 +412,7 @@ class Interfaces(StrictModel):
 
     hydra: HydraInterface
     help_libraries: HelpLibraries
+    config_files: ConfigFileInterface
 
 
 @functools.cache
@@ -700,8 +711,10 @@ def program_settings(
             helped = [s for s in help_settings(text, script.name, rules) if s.flag not in known]
             found = [s for s in found if not _passed_by_key(s, helped, source)]
         configured, said = hydra_settings(source, script, argv)
+        filed, said_too = config_file_settings(argv, cwd)
+        configured += filed
         found = [s for s in found if not _passed_by_key(s, configured, source)] + configured
-        notes += said
+        notes += said + said_too
         if "DataLoader" in source:
             kind = "pytorch"
             notes.append(f"{script.name} builds a PyTorch DataLoader: its loader arguments are the tunables")
@@ -712,6 +725,8 @@ def program_settings(
         if not text.strip():
             notes.append(f"{argv[0]} printed no --help: no settings found; add knobs by hand")
         helped = help_settings(text, Path(argv[0]).name, rules)
+        found, said = config_file_settings(argv, cwd)
+        notes += said
         if re.search(r"\bior\b|IOR", Path(argv[0]).name + text[:400]):
             kind = "ior"
     for s in [*found, *(h for h in helped if h.values)]:
@@ -796,6 +811,45 @@ def hydra_settings(source: str, script: Path, argv: list[str]) -> tuple[list[Set
     return out, notes
 
 
+def config_files_named(argv: list[str], cwd: Path) -> list[str]:
+    """The configuration files the command passes its program (interfaces.toml
+    ``[config_files]``: ``--config conf.yaml``, ``-c=conf.toml``), as the command names them."""
+    option = re.compile(interfaces().config_files.options)
+    out: list[str] = []
+    for i, a in enumerate(argv[_program_end(argv) :], start=_program_end(argv)):
+        flag, eq, value = a.partition("=")
+        if eq and flag.startswith("-") and option.fullmatch(flag):
+            named = value
+        elif i > 0 and option.fullmatch(argv[i - 1]):
+            named = a
+        else:
+            continue
+        path = Path(named) if Path(named).is_absolute() else cwd / named
+        if "{" not in named and config_format(named) and path.is_file() and named not in out:
+            out.append(named)
+    return out
+
+
+def config_file_settings(argv: list[str], cwd: Path) -> tuple[list[Setting], list[str]]:
+    """The keys of each configuration file the command names, as settings a config knob sets
+    (a copy of the file with the value, tools/runner/config_files.py); notes for the reader."""
+    out: list[Setting] = []
+    notes: list[str] = []
+    for named in config_files_named(argv, cwd):
+        path = Path(named) if Path(named).is_absolute() else cwd / named
+        try:
+            flat = flatten(read_tree(path), where=named)
+        except ConfigFileError as exc:
+            notes.append(f"{exc}: its settings are not drafted")
+            continue
+        for key, value in flat.items():
+            if isinstance(value, list | dict) or value is None:
+                continue
+            out.append(Setting(name=key, source=named, default=value, flag=key, config=named))
+        notes.append(f"the settings in {named} are passed as a copy of it with the knobs' values")
+    return out, notes
+
+
 def _passed_by_key(s: Setting, configured: list[Setting], source: str) -> bool:
     """Whether a call's argument is read from one of the configuration's keys
     (``num_workers=cfg.loader.num_workers``), or is the parameter a click or typer option fills
@@ -809,9 +863,17 @@ def _passed_by_key(s: Setting, configured: list[Setting], source: str) -> bool:
         re.search(
             rf"\b{given}(?:[A-Za-z_]\w*\.{re.escape(c.name)}|{re.escape(c.name.replace('-', '_'))})\b", source
         )
+        or (c.config and re.search(rf"\b{given}[\w.\[\]'\"]*{_read_key(c.name.split('.')[-1])}", source))
         for c in configured
         if c.flag
     )
+
+
+def _read_key(key: str) -> str:
+    """A pattern for reading ``key`` from a loaded configuration: ``cfg["loader"]["key"]``,
+    ``section.get("key", 0)`` or ``cfg.loader.key``."""
+    k = re.escape(key)
+    return rf"(?:\[\s*[\"']{k}[\"']\s*\]|\.get\(\s*[\"']{k}[\"']|\.{k}\b)"
 
 
 #: ``{data_dir}`` as users write it: ``{DATA_DIR}``, ``{ data_dir }``, ``${data_dir}``
@@ -940,8 +1002,8 @@ def with_knobs(argv: list[str], settings: list[Setting]) -> list[str]:
     out = list(argv)
     flags: set[str] = set()
     for s in settings:
-        if s.role != "tunable" or not s.flag or not s.values:
-            continue
+        if s.role != "tunable" or not s.flag or not s.values or s.config:
+            continue  # a config key is set in a copy of its file, not on the command line
         if s.flag in flags:  # two settings read from one option: the first is its knob
             s.values, s.why = [], f"{s.why} (passed by {s.flag}, already a knob)"
             continue
@@ -1024,7 +1086,10 @@ def render_toml(draft: Draft) -> str:
             continue
         knob = tomlkit.table()
         _comments(knob, [f"{s.name} ({s.source}): {s.why}"])
-        knob.update({"name": s.knob_name, "kind": "arg", "values": s.values, "default": s.values[0]})
+        knob.update({"name": s.knob_name, "kind": "config" if s.config else "arg"})
+        if s.config:
+            knob.update({"file": s.config, "key": s.name})
+        knob.update({"values": s.values, "default": s.values[0]})
         if s.strategy:
             knob["strategy"] = s.strategy
         knobs.append(knob)

@@ -71,6 +71,7 @@ def draft_levers(spec: WorkloadSpec, run_dir: Path | None = None) -> Levers:
     except DftuneError as exc:
         return Levers(command=command, note=f"the program's settings could not be read: {exc}")
     declared = {k.name for k in spec.knobs}
+    set_keys = {(k.file, k.key) for k in spec.knobs if k.kind == "config"}
     usable = [
         s
         for s in settings
@@ -78,13 +79,16 @@ def draft_levers(spec: WorkloadSpec, run_dir: Path | None = None) -> Levers:
         and s.flag
         and s.values
         and s.knob_name not in declared
-        and not _placeholder_follows(command, s.flag)
+        and not (s.config and (s.config, s.name) in set_keys)
+        and not (not s.config and _placeholder_follows(command, s.flag))
     ]
     drafted = with_knobs(command, usable)
     found = [
         Lever(
             knob=s.knob_name,
+            kind="config" if s.config else "arg",
             flag=s.flag,
+            file=s.config,
             origin=s.source,
             why=s.why,
             strategy=s.strategy,
@@ -232,7 +236,14 @@ def with_levers(spec: WorkloadSpec, levers: Levers | None) -> WorkloadSpec:
     if levers is None or not levers.found:
         return spec
     knobs = [
-        Knob(name=lv.knob, kind=lv.kind, values=lv.values, default=lv.default, strategy=lv.strategy)
+        Knob(
+            name=lv.knob,
+            kind=lv.kind,
+            values=lv.values,
+            default=lv.default,
+            strategy=lv.strategy,
+            **({"file": lv.file, "key": lv.flag} if lv.kind == "config" else {}),
+        )
         for lv in levers.found
     ]
     data = {**spec.model_dump(exclude_unset=True), "command": levers.command, "knobs": [*spec.knobs, *knobs]}

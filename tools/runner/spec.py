@@ -18,6 +18,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from dftune.core.errors import DftuneError
+from dftune.tools.runner.config_files import (
+    ConfigFileError,
+    config_format,
+    names_file,
+    pass_copy,
+    read_tree,
+    with_values,
+    write_copies,
+)
 from dftune.tools.runner.metrics import DLIO_FIELDS, IOR_FIELDS, higher_is_better
 
 #: Placeholders every command may use besides the knob names.
@@ -179,10 +188,15 @@ class Staging(_Strict):
 
 
 class Knob(_Strict):
-    """One tunable: an environment variable or a command-line argument."""
+    """One tunable: an environment variable, a command-line argument, or a key of a
+    configuration file the command names (tools/runner/config_files.py)."""
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    kind: Literal["env", "arg"]
+    kind: Literal["env", "arg", "config"]
+    #: kind config: the YAML, TOML or JSON file as the command names it (read relative to the
+    #: command's cwd), and the dotted key the value sets (``loader.num_workers``)
+    file: str | None = None
+    key: str | None = Field(default=None, pattern=r"^[^.\s][^\s]*$")
     values: list[KnobValue] = Field(min_length=1)
     default: KnobValue
     #: id in resources/strategies: which optimization this knob implements
@@ -194,6 +208,12 @@ class Knob(_Strict):
 
     @model_validator(mode="after")
     def _default_in_values(self) -> Knob:
+        if self.kind == "config" and not (self.file and self.key):
+            raise ValueError('a config knob names its file and key (file = "conf.yaml", key = "a.b")')
+        if self.kind != "config" and (self.file or self.key):
+            raise ValueError(f"file and key belong to config knobs, not to kind {self.kind!r}")
+        if self.file and config_format(self.file) is None:
+            raise ValueError(f"file {self.file!r}: a config knob's file is YAML, TOML or JSON (its suffix)")
         if self.default not in self.values:
             raise ValueError(f"default {self.default!r} is not one of values {self.values!r}")
         if (self.min is not None or self.max is not None) and self.value_type() not in (int, float):
@@ -373,6 +393,14 @@ class WorkloadSpec(_Strict):
         for knob in self.knobs:
             if knob.kind == "arg" and not any(knob.name in _placeholders_in(i) for i in self.command):
                 raise ValueError(f"knob {knob.name} is kind 'arg' but the command has no {{{knob.name}}}")
+            if knob.file and not any(names_file(i, knob.file) for i in self.command):
+                raise ValueError(
+                    f"knob {knob.name}: the command does not name {knob.file!r} "
+                    "(as an argument of its own or after '=')"
+                )
+        keys = [(k.file, k.key) for k in self.knobs if k.kind == "config"]
+        if len(set(keys)) != len(keys):
+            raise ValueError("two config knobs set the same key of the same file")
         return self
 
     # ----------------------------------------------------------------------------------
@@ -424,9 +452,30 @@ class WorkloadSpec(_Strict):
         workdir: Path,
         trace_dir: Path | None = None,
     ) -> list[str]:
-        """Fill placeholders in an argv list (``{trace_dir}``: this replicate's trace folder)."""
+        """Fill placeholders in an argv list (``{trace_dir}``: this replicate's trace folder); a
+        configuration file a config knob reads is passed as a copy with the knobs' values, written
+        under ``workdir``."""
         values = self.placeholder_values(settings, workdir=workdir, trace_dir=trace_dir)
-        return [fill_placeholders(i, values) for i in items]
+        out = [fill_placeholders(i, values) for i in items]
+        filled = {fill_placeholders(f, values): v for f, v in self.config_values(settings).items()}
+        configs = {f: v for f, v in filled.items() if any(names_file(i, f) for i in out)}
+        if not configs:
+            return out
+        try:
+            copies = write_copies(configs, cwd=self.resolve(self.cwd), workdir=workdir)
+        except ConfigFileError as exc:
+            raise SpecError(f"{self.spec_path or self.name}: {exc}") from None
+        for file, copy_path in copies.items():
+            out = [pass_copy(i, file, copy_path) for i in out]
+        return out
+
+    def config_values(self, settings: dict[str, KnobValue]) -> dict[str, dict[str, KnobValue]]:
+        """The values config knobs set, by file (as the command names it) and key."""
+        out: dict[str, dict[str, KnobValue]] = {}
+        for k in self.knobs:
+            if k.kind == "config" and k.file and k.key:
+                out.setdefault(k.file, {})[k.key] = settings.get(k.name, k.default)
+        return out
 
     def app_interpreter(self) -> str:
         """What ``{app_python}`` stands for: the spec's other environment, else this interpreter."""
@@ -538,7 +587,23 @@ def load_spec(path: str | Path, *, located_at: str | Path | None = None) -> Work
     except ValidationError as exc:
         raise SpecError(f"{p}: {_describe(exc)}") from None
     _check_strategies(spec, p)
+    _check_configs(spec, p)
     return spec
+
+
+def _check_configs(spec: WorkloadSpec, path: Path) -> None:
+    """Each config knob's file is one the knob can set: readable, its key's sections mappings.
+    A file a run makes (under ``{workdir}``, ``{data_dir}``, ``{trace_dir}``) is read when used."""
+    for file, values in spec.config_values(spec.settings()).items():
+        if any(f"{{{p}}}" in file for p in ("workdir", "data_dir", "trace_dir")):
+            continue
+        named = fill_placeholders(file, spec.placeholder_values({}, workdir=Path("/nonexistent")))
+        target = Path(named) if Path(named).is_absolute() else spec.resolve(spec.cwd) / named
+        try:
+            with_values(read_tree(target), values)
+        except ConfigFileError as exc:
+            knob = next(k.name for k in spec.knobs if k.file == file)
+            raise SpecError(f"{path}: knobs.{knob}.file: {exc}") from None
 
 
 def _describe(exc: ValidationError) -> str:
