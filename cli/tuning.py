@@ -338,10 +338,15 @@ def replay(
         list[str] | None,
         typer.Option("--set", help="Change an input before forking: FIELD=VALUE (repeatable)."),
     ] = None,
+    new_run_id: Annotated[
+        str | None,
+        typer.Option("--run-id", help="The new run's id (default: RUN_ID-r1, -r2, ...)."),
+    ] = None,
     as_json: JsonOpt = False,
     table: TableOpt = False,
 ) -> None:
-    """Fork the run from a saved state (optionally with changed inputs) and run the fork."""
+    """Start a new run from a saved state of RUN_ID (optionally with changed inputs); RUN_ID,
+    its reports and its knowledge-base records stay as they were."""
     from dftune.tools.session import preflight
 
     refuse_early(preflight.unknown_run(run_id, campaigns=False, checkpoints=True))
@@ -350,7 +355,13 @@ def replay(
 
     sets = parse_sets(set_)
     with user_errors():
-        result = replay_run(run_id, resolve_checkpoint(run_id, checkpoint), sets, progress=_progress(as_json))
+        result = replay_run(
+            run_id,
+            resolve_checkpoint(run_id, checkpoint),
+            sets,
+            new_run_id=new_run_id,
+            progress=_progress(as_json),
+        )
     _show_run(result, as_json, table)
 
 

@@ -77,3 +77,52 @@ def open_checkpointer(path: Path) -> SqliteSaver:
             raise storage_error(exc, path) from exc
         raise
     return RunSaver(conn, path, serde=serializer())
+
+
+def copy_branch(source: Path, thread: str, checkpoint_id: str, target: SqliteSaver, new_thread: str) -> int:
+    """Copy the saved states leading to ``checkpoint_id`` (it and its ancestors, with their
+    pending writes) from the run ``thread`` in ``source`` into ``target`` as the run
+    ``new_thread``: a replay starts its own run from them and never writes into the original's
+    file. Returns how many states were copied (0: no such checkpoint)."""
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30.0)
+    try:
+        chain: list[str] = []
+        current: str | None = checkpoint_id
+        while current is not None and current not in chain:
+            row = src.execute(
+                "SELECT parent_checkpoint_id FROM checkpoints WHERE thread_id=? AND checkpoint_ns='' "
+                "AND checkpoint_id=?",
+                (thread, current),
+            ).fetchone()
+            if row is None:
+                break
+            chain.append(current)
+            current = row[0]
+        if not chain:
+            return 0
+        marks = ",".join("?" * len(chain))
+        checkpoints = src.execute(
+            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata "
+            f"FROM checkpoints WHERE thread_id=? AND checkpoint_id IN ({marks})",
+            (thread, *chain),
+        ).fetchall()
+        writes = src.execute(
+            "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value "
+            f"FROM writes WHERE thread_id=? AND checkpoint_id IN ({marks})",
+            (thread, *chain),
+        ).fetchall()
+    finally:
+        src.close()
+    target.setup()
+    with target.conn:
+        target.conn.executemany(
+            "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+            "type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(new_thread, *row) for row in checkpoints],
+        )
+        target.conn.executemany(
+            "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, "
+            "channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(new_thread, *row) for row in writes],
+        )
+    return len(chain)

@@ -35,6 +35,7 @@ from dftune.core.domain.run import (
     STATE_VERSION,
     MetricInfo,
     RefusedRow,
+    ReplayOrigin,
     RunResult,
     RunSettings,
     RunStatus,
@@ -45,7 +46,7 @@ from dftune.core.errors import DftuneError, StorageError, is_storage_error, one_
 from dftune.core.fsio import atomic_write_bytes
 from dftune.core.supervise import LEDGER_FILE, DriverInterrupted, supervised
 from dftune.graphs.approval import ApprovalAnswer, receipt
-from dftune.graphs.checkpointer import CHECKPOINT_FILE, open_checkpointer
+from dftune.graphs.checkpointer import CHECKPOINT_FILE, copy_branch, open_checkpointer
 from dftune.graphs.pending import answer_first, pending_items, question
 from dftune.graphs.pipeline import builder
 from dftune.tools.kb.backup import backup_kb, check_kb
@@ -53,6 +54,7 @@ from dftune.tools.runner import levers
 from dftune.tools.runner.levers import with_levers
 from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.spec import SpecError, WorkloadSpec, load_spec
+from dftune.tools.session.layout import MAX_RUN_ID_LEN
 from dftune.tools.session.workspace import RunNotFound, Workspace
 
 
@@ -476,7 +478,8 @@ def history(run_id: str, *, workspace: Workspace | None = None) -> list[dict[str
             }
         )
         previous_next = tuple(s.next)
-    return _branches(out)
+    origin = _as_state(snaps[-1].values).replay_of if snaps and snaps[-1].values else None
+    return _branches(out, origin)
 
 
 def _experiment_label(values: dict[str, Any]) -> str:
@@ -489,22 +492,30 @@ def _experiment_label(values: dict[str, Any]) -> str:
     return f"opt{last['iteration']} {last['proposal_id']}" if last else ""
 
 
-def _branches(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _branches(rows: list[dict[str, Any]], origin: ReplayOrigin | None = None) -> list[dict[str, Any]]:
     """Mark each step's branch: ``main``, or ``fork 1 (from
-    step 12)`` for a replay's fork and what follows it."""
+    step 12)`` for a fork inside the run (runs saved before replays made runs of their own); a
+    replay's steps up to its fork point are ``run R`` (copied from the run it replays), the ones
+    after it ``replay``."""
     children: dict[str | None, list[str]] = {}
     for r in rows:
         children.setdefault(r["parent_id"], []).append(r["checkpoint_id"])
     step_of = {r["checkpoint_id"]: r["step"] for r in rows}
     branch: dict[str, str] = {}
     forks = 0
+    inherited = origin is not None and any(r["checkpoint_id"] == origin.checkpoint_id for r in rows)
     for r in rows:
+        if inherited and origin is not None:
+            r["branch"] = branch[r["checkpoint_id"]] = f"run {origin.run_id}"
+            inherited = r["checkpoint_id"] != origin.checkpoint_id
+            continue
         parent = r["parent_id"]
         if parent in branch and children[parent][0] != r["checkpoint_id"]:
             forks += 1
             branch[r["checkpoint_id"]] = f"fork {forks} (from step {step_of.get(parent)})"
         else:
-            branch[r["checkpoint_id"]] = branch.get(parent, "main") if parent else "main"
+            label = branch.get(parent, "main") if parent else "main"
+            branch[r["checkpoint_id"]] = "replay" if origin and label == f"run {origin.run_id}" else label
         r["branch"] = branch[r["checkpoint_id"]]
     return rows
 
@@ -534,34 +545,69 @@ def replay_run(
     checkpoint_id: str,
     sets: dict[str, str] | None = None,
     *,
+    new_run_id: str | None = None,
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
     measurer: Measurer | None = None,
 ) -> RunResult:
-    """Fork from a saved state (optionally changing inputs) and run the fork to its end."""
+    """Fork a new run from a saved state of ``run_id`` (optionally changing inputs) and run it to
+    its end. The fork has its own id (``<run>-r<n>`` unless given), folder and checkpoints, which
+    start with the saved states leading to ``checkpoint_id``; the original run, its reports and
+    its knowledge-base records are only read."""
     ws = workspace or Workspace()
     _existing(run_id, ws)
-    with _driving(run_id, ws, progress), _compiled(run_id, ws) as (graph, _config):
-        target: RunnableConfig = {
-            "configurable": {"thread_id": run_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
-        }
-        snap = graph.get_state(target)
+    with _compiled(run_id, ws) as (graph, _config):
+        snap = graph.get_state(
+            {"configurable": {"thread_id": run_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}}
+        )
         if not snap.values:
             raise RunRefused(
                 f"run {run_id} has no checkpoint {checkpoint_id!r} (see dftune history {run_id})"
             )
         state = _current(_as_state(snap.values))
-        values = _replay_values(state, sets or {})
-        # the fork numbers its iterations above everything on disk, so it never overwrites the original branch
-        values["iteration_floor"] = max(ws.iterations(run_id), default=0)
-        changed = ", ".join(f"{k}={v}" for k, v in (sets or {}).items()) or "no input changed"
+        where = _where(run_id, snap, state)
+        step = (snap.metadata or {}).get("step")
+    values = _replay_values(state, sets or {})
+    fork_id = new_run_id or _fork_id(run_id, ws)
+    origin = ReplayOrigin(
+        run_id=run_id,
+        checkpoint_id=checkpoint_id,
+        step=step if isinstance(step, int) else None,
+        changed={k: str(v) for k, v in (sets or {}).items()},
+    )
+    meta = ws.create_run(
+        fork_id, state.workload or ws.read_meta(run_id).workload, parent=(run_id, checkpoint_id, origin.step)
+    )
+    parent_dir, fork_dir = ws.run_dir(run_id), ws.run_dir(meta.id)
+    for name in (ARCHIVED_SPEC, levers.LEVERS_FILE):  # the fork runs the spec and levers the run had
+        if (parent_dir / name).is_file():
+            atomic_write_bytes(fork_dir / name, (parent_dir / name).read_bytes())
+    # the fork numbers its iterations above the original's, so no opt<n> the state names is reused
+    values.update(
+        run_id=meta.id,
+        replay_of=origin,
+        iteration_floor=max([state.iteration_floor, *ws.iterations(run_id)], default=0),
+    )
+    with _driving(meta.id, ws, progress), _compiled(meta.id, ws) as (graph, _config):
+        copy_branch(parent_dir / CHECKPOINT_FILE, run_id, checkpoint_id, graph.checkpointer, meta.id)
         progress(
             "replay",
-            f"forking {_where(run_id, snap, state)}; {changed}; the fork's experiments are "
+            f"run {meta.id} forks {where}; {origin.line().partition('; ')[2]}; its experiments are "
             f"opt{values['iteration_floor'] + 1} on",
         )
+        target: RunnableConfig = {
+            "configurable": {"thread_id": meta.id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
+        }
         fork = graph.update_state(target, values)
-        _drive(
-            graph, fork, None, _context(_as_state({**state.__dict__, **values}), ws, progress, None, measurer)
-        )
-    return _result(run_id, ws)
+        ctx_state = _as_state({**state.__dict__, **values})
+        _drive(graph, fork, None, _context(ctx_state, ws, progress, None, measurer))
+    return _result(meta.id, ws)
+
+
+def _fork_id(run_id: str, ws: Workspace) -> str:
+    """``<run>-r1``, ``-r2``, ...: the first one no run folder has (a long id is shortened)."""
+    taken = {r.id for r in ws.list_runs()}
+    n = 1
+    while f"{run_id[: MAX_RUN_ID_LEN - 8]}-r{n}" in taken:
+        n += 1
+    return f"{run_id[: MAX_RUN_ID_LEN - 8]}-r{n}"

@@ -271,8 +271,24 @@ class Decision(StrictModel):
         return "rules" if self.reasoner == "rules" else f"rules (fallback from {self.reasoner})"
 
 
+class ReplayOrigin(StrictModel):
+    """The run and saved state a replay forked from, and the inputs it changed."""
+
+    run_id: str
+    checkpoint_id: str
+    step: int | None = None
+    changed: dict[str, str] = Field(default_factory=dict)
+
+    def line(self) -> str:
+        """``run R at step 12 (checkpoint C), with max_experiments=4`` for the reports."""
+        at = f" at step {self.step}" if self.step is not None else ""
+        changed = ", ".join(f"{k}={v}" for k, v in self.changed.items()) or "no input changed"
+        return f"run {self.run_id}{at} (checkpoint {self.checkpoint_id}); {changed}"
+
+
 #: Exactly the classes the checkpointer's serializer may load back.
 STATE_MODELS: tuple[type[BaseModel], ...] = (
+    ReplayOrigin,
     LogEntry,
     Pitfall,
     TracerFacts,
@@ -374,6 +390,8 @@ class TuningState(StrictModel):
     declared_only: bool = DEFAULT_SETTINGS.declared_only
     #: the program's own levers the run drafted at its start (None: the spec declared knobs)
     levers: Levers | None = None
+    #: the run and saved state this one was replayed from (None: started anew)
+    replay_of: ReplayOrigin | None = None
     #: the state's shape this run was saved with (see STATE_VERSION); 0 for runs older than it
     state_version: int = 0
 

@@ -58,7 +58,8 @@ def test_resume_and_replay_say_where_they_start_and_history_marks_the_fork() -> 
         progress=lambda node, msg: notes.append(msg),
         measurer=script,
     )
-    assert notes[0].startswith(f"forking run toy-where at step {before['step']}")
+    assert notes[0].startswith(f"run toy-where-r1 forks run toy-where at step {before['step']}")
     assert "max_experiments=2" in notes[0] and "opt2 on" in notes[0]
-    after = history("toy-where")
-    assert any(r["branch"].startswith("fork 1 (from step") for r in after)
+    assert history("toy-where") == rows  # the original is untouched
+    fork = history("toy-where-r1")
+    assert {r["branch"] for r in fork} == {"run toy-where", "replay"}

@@ -249,7 +249,8 @@ def test_run_json_carries_pending_through_resume_replay_and_approve(tmp_path: Pa
     forked = replay_run(
         run_id, after[0]["checkpoint_id"], {"max_experiments": "1"}, workspace=ws, measurer=script
     )
-    assert [p.proposal_id for p in forked.pending] == ["BUF=262144"]
+    assert [p.proposal_id for p in forked.pending] == ["BUF=262144"] and forked.run_id != run_id
+    assert resume_run(run_id, workspace=ws, measurer=script).pending == doc.pending  # the original's own
     answered = approve_run(run_id, reason="buffering, not a new record size", workspace=ws, measurer=script)
     assert answered.pending == [] and answered.status == "completed"
     assert [v.verdict for v in answered.verdicts] == ["win"]

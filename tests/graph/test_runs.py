@@ -27,12 +27,41 @@ def test_history_lists_checkpoints_and_replay_forks_without_touching_the_origina
         assert node in nodes
     # fork from the first decision point, with a larger budget
     before_choose = next(r for r in rows if r["next"] == ["choose"] and r["experiments"] == 0)
-    opt1 = (Workspace().iteration_dir("toy-run", 1) / "bench.json").read_bytes()
+    ws = Workspace()
+
+    def files(run: str) -> dict[Path, bytes]:
+        root = ws.run_dir(run)
+        return {
+            p.relative_to(root): p.read_bytes()
+            for p in root.rglob("*")
+            if p.is_file() and "sqlite" not in p.name
+        }
+
+    original = files("toy-run")
     forked = replay_run("toy-run", before_choose["checkpoint_id"], {"max_experiments": "2"}, measurer=script)
-    assert forked.status == "completed"
-    assert [v.iteration for v in forked.verdicts] == [2, 3]  # numbered above the original branch
-    assert (Workspace().iteration_dir("toy-run", 1) / "bench.json").read_bytes() == opt1
-    assert len(history("toy-run")) > len(rows)
+    assert forked.status == "completed" and forked.run_id == "toy-run-r1"
+    assert [v.iteration for v in forked.verdicts] == [2, 3]  # numbered above the original's
+    # the original run is as it was: its files, its history
+    assert files("toy-run") == original
+    assert history("toy-run") == rows
+    # the fork names its parent in run.json, dftune runs and its report; its steps up to the
+    # fork point are the original's
+    info = {r.id: r for r in ws.list_runs()}
+    assert info["toy-run-r1"].parent == f"toy-run at step {before_choose['step']}"
+    assert info["toy-run"].parent is None
+    report = (ws.run_dir("toy-run-r1") / "report.md").read_text()
+    assert f"**Replay of:** run toy-run at step {before_choose['step']}" in report
+    assert "max_experiments=2" in report
+    fork_rows = history("toy-run-r1")
+    assert {r["branch"] for r in fork_rows} == {"run toy-run", "replay"}
+    inherited = [r["checkpoint_id"] for r in fork_rows if r["branch"] == "run toy-run"]
+    assert inherited == [r["checkpoint_id"] for r in rows][: len(inherited)]
+    assert inherited[-1] == before_choose["checkpoint_id"]
+    # a second replay gets the next id; a taken id is refused before anything runs
+    again = replay_run("toy-run", before_choose["checkpoint_id"], {}, measurer=script)
+    assert again.run_id == "toy-run-r2"
+    with pytest.raises(Exception, match="already exists"):
+        replay_run("toy-run", before_choose["checkpoint_id"], {}, new_run_id="toy-run-r1", measurer=script)
 
 
 def test_replay_refuses_unknown_fields_and_checkpoints() -> None:

@@ -19,9 +19,10 @@ def test_a_step_number_names_its_checkpoint_until_a_fork_shares_it() -> None:
     assert resolve_checkpoint("toy-steps", step["checkpoint_id"]) == step["checkpoint_id"]
     with pytest.raises(RunError, match="no checkpoint at step 999"):
         resolve_checkpoint("toy-steps", "999")
-    # a fork from that step makes a second branch: the later steps now name two checkpoints
+    # a replay from that step is a run of its own: the original's steps still name one
+    # checkpoint each, and the replay's steps up to the fork are the same checkpoints
     fork = resolve_checkpoint("toy-steps", str(step["step"]))
-    replay_run("toy-steps", fork, {"max_experiments": "0"}, measurer=script)
+    replayed = replay_run("toy-steps", fork, {"max_experiments": "0"}, measurer=script)
     later = max(r["step"] for r in rows)
-    with pytest.raises(RunError, match="names 2 checkpoints"):
-        resolve_checkpoint("toy-steps", str(later))
+    assert resolve_checkpoint("toy-steps", str(later)) == rows[-1]["checkpoint_id"]
+    assert resolve_checkpoint(replayed.run_id, str(step["step"])) == fork

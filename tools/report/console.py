@@ -227,7 +227,7 @@ class RunRenderer:
                 run_status(r),
                 r.created.isoformat()[:19] if r.created else "-",
                 len(r.iterations),
-                result or "-",
+                (f"replay of {r.parent}: " if r.parent else "") + (result or "-"),
                 r.next_step or "",
             ]
             for r, result in runs

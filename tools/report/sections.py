@@ -317,6 +317,8 @@ def headline(r: RunReport) -> list[tuple[str, str]]:
     """The report's first screen: what is slow, what fixed it, by how much, what next, what is covered."""
     unit, name = r.metric.unit, r.metric.name
     rows: list[tuple[str, str]] = [("Pending", line) for line in pending_lines(r)]
+    if r.replay_of is not None:  # before the numbers: they continue another run's measurements
+        rows.insert(0, ("Replay of", r.replay_of.line()))
     base = r.baseline
     a = load_analysis(base.analysis_path if base else None)
     if a is not None:

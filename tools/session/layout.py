@@ -127,6 +127,10 @@ class RunMeta(StrictModel):
     workload: str
     status: str = "created"
     updated: datetime | None = None
+    #: the run a replay forked from, and the saved state (None: a run started anew)
+    parent: str | None = None
+    parent_checkpoint: str | None = None
+    parent_step: int | None = None
 
 
 class RunInfo(BaseModel):
@@ -144,6 +148,8 @@ class RunInfo(BaseModel):
     driver_pid: int | None = None
     #: what to run to continue it (``dftune resume ID``, ``dftune approve ID``), when something is left
     next_step: str | None = None
+    #: what a replay forked from, as a person reads it: ``RUN at step N`` (None: started anew)
+    parent: str | None = None
 
 
 # --------------------------------------------------------------------------- helpers

@@ -120,8 +120,11 @@ class Workspace:
 
     # ----- runs
 
-    def create_run(self, run_id: str | None, workload: str) -> RunMeta:
-        """Create the run folder, ``run.json`` and ``baseline/``; a new id when ``run_id`` is None."""
+    def create_run(
+        self, run_id: str | None, workload: str, parent: tuple[str, str, int | None] | None = None
+    ) -> RunMeta:
+        """Create the run folder, ``run.json`` and ``baseline/``; a new id when ``run_id`` is None;
+        ``parent``: the run, checkpoint and step a replay forks from."""
         rid = new_run_id(workload) if run_id is None else validate_run_id(run_id)
         path = self.run_dir(rid)
         try:
@@ -129,6 +132,8 @@ class Workspace:
         except FileExistsError:
             raise RunExists(f"run {rid!r} already exists at {path}") from None
         meta = RunMeta(id=rid, created=datetime.now(UTC), workload=workload, status="created")
+        if parent is not None:
+            meta.parent, meta.parent_checkpoint, meta.parent_step = parent
         atomic_write_bytes(path / RUN_META, dumps_json(meta, path / RUN_META))
         for sub in BASELINE_SUBDIRS:
             (path / BASELINE / sub).mkdir(parents=True, exist_ok=True)
@@ -227,10 +232,13 @@ class Workspace:
             path = Path(entry.path)
             created: datetime | None = None
             workload: str | None = None
-            status, reason, next_step = "invalid", "", None
+            status, reason, next_step, parent = "invalid", "", None, None
             try:
                 meta = RunMeta.model_validate_json((path / RUN_META).read_bytes())
                 created, workload, status = meta.created, meta.workload, meta.status
+                if meta.parent:
+                    at = f" at step {meta.parent_step}" if meta.parent_step is not None else ""
+                    parent = f"{meta.parent}{at}"
                 reason = str(getattr(meta, "reason", "") or "")
                 next_step = getattr(meta, "next_step", None) or None
             except (OSError, ValidationError):
@@ -252,6 +260,7 @@ class Workspace:
                     reason=reason,
                     driver_pid=driver if driver and driver > 0 else None,
                     next_step=next_step,
+                    parent=parent,
                 )
             )
         return out
