@@ -26,7 +26,7 @@ from dftune.tools.diagnose.library_time import library_time, possibly_io, read_s
 from dftune.tools.diagnose.stack import infer_stack
 from dftune.tools.diagnose.unseen import metric_wait
 from dftune.tools.runner import progress_text
-from dftune.tools.runner.bench import BenchError
+from dftune.tools.runner.bench import STOPPED_BY_SPEC, BenchError
 from dftune.tools.runner.sampling import sampler_settings, unavailable
 
 
@@ -74,14 +74,16 @@ def diagnoser(state: TuningState, runtime: Runtime[Context]) -> Update:
         "workload": spec.name,
     }
     if baseline.ok < 1 or len(included) < min(3, n):
-        out.update(
-            status="failed",
-            status_reason=(
-                f"baseline: only {baseline.ok} of {n} replicates succeeded"
-                f"{'; ' + result.stopped_reason if result.stopped_reason else ''}: nothing can be compared"
-                + (f" (first failure: {why})" if (why := _first_failure(result)) else "")
-            ),
-        )
+        stopped = result.stopped_reason or ""
+        if stopped.startswith(STOPPED_BY_SPEC):  # a mistake in the spec: its fix
+            reason = f"baseline: {stopped.removeprefix(STOPPED_BY_SPEC)}"
+        else:
+            why = _first_failure(result)
+            reason = (
+                f"baseline: only {baseline.ok} of {n} replicates succeeded{'; ' + stopped if stopped else ''}"
+                f": nothing can be compared{f' (first failure: {why})' if why else ''}"
+            )
+        out.update(status="failed", status_reason=reason)
         return update(out, events=events)
     data_dir = spec.placeholder_values(result.settings, workdir=workdir).get("data_dir")
     stack = infer_stack(

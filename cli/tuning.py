@@ -72,6 +72,7 @@ def bench(
     refuse_early(preflight.missing_spec([workload]))
     from dftune.tools.runner.bench import bench as run_bench
     from dftune.tools.runner.spec import load_spec
+    from dftune.tools.runner.spec_check import check_runnable
 
     overrides = parse_sets(set_)
     err = Console(stderr=True)
@@ -92,6 +93,7 @@ def bench(
 
     with user_errors():
         spec = load_spec(workload)
+        check_runnable(spec)
         plan = staging_plan(spec, stage) if stage else None
         try:
             with supervised("bench"):  # SIGTERM/SIGINT kill the workload's group, then we stop

@@ -45,6 +45,7 @@ from dftune.tools.runner.deadline import Deadline, clock
 from dftune.tools.runner.levers import with_levers
 from dftune.tools.runner.pool import SlotPool
 from dftune.tools.runner.spec import SpecError, WorkloadSpec, load_spec
+from dftune.tools.runner.spec_check import check_runnable
 from dftune.tools.runner.units import BaselineNotReady, BaselineUnits
 from dftune.tools.session.campaigns import CampaignMeta, CampaignStore, Member, driver_alive
 from dftune.tools.session.layout import new_run_id, validate_run_id
@@ -136,6 +137,8 @@ def start_campaign(
     if not spec_paths:
         raise CampaignError("a campaign needs at least one workload spec")
     specs = [load_spec(p) for p in spec_paths]  # a bad spec fails now, before anything runs
+    for s in specs:
+        check_runnable(s)
     run_settings = run_settings_of(settings, overrides)
     cid = validate_run_id(campaign_id) if campaign_id else new_run_id(name)
     members = [

@@ -54,6 +54,7 @@ from dftune.tools.runner import levers
 from dftune.tools.runner.levers import with_levers
 from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.spec import SpecError, WorkloadSpec, load_spec
+from dftune.tools.runner.spec_check import check_runnable
 from dftune.tools.session.layout import MAX_RUN_ID_LEN
 from dftune.tools.session.workspace import RunNotFound, Workspace
 
@@ -242,6 +243,7 @@ def _result(run_id: str, ws: Workspace) -> RunResult:
         status=status,
         status_reason=state.status_reason,
         workload=state.workload,
+        spec_path=state.spec_path,
         pending=pending_items(state, asked),
         proposal_table=proposal_table(state.proposals),
         verdicts=[VerdictRow.of(e) for e in state.experiments],
@@ -312,6 +314,7 @@ def start_run(
     ws = workspace or Workspace()
     path = Path(spec_path).resolve()
     spec = load_spec(path)  # a bad spec fails here, before a run folder exists
+    check_runnable(spec)  # so does a program or a folder that is not there
     s = run_settings_of(settings, overrides)
     # so does an unusable --model: provider, package, key, base URL, before anything runs
     check_model(s.model)

@@ -683,6 +683,8 @@ class RunResult(StrictModel):
     status: RunStatus
     status_reason: str = ""
     workload: str = ""
+    #: the spec the run was started from (the file a person fixes when the baseline cannot run)
+    spec_path: str = ""
     #: in the order ``dftune approve`` answers them
     pending: list[PendingItem] = Field(default_factory=list)
     proposal_table: list[ProposalRow] = Field(default_factory=list)

@@ -402,6 +402,7 @@ def test_no_key_reaches_the_workload_or_dftune_home(
         ]
     )
     spec = tmp_path / "workload.toml"
+    (spec.parent / "dump.py").write_text("# scripted: never started\n")
     spec.write_text(
         'name = "envdump"\ncommand = ["{python}", "dump.py"]\nreplicates = 3\npage_cache = "warm"\n'
         '[metric]\nkind = "wall_time"\n[tracing]\nmode = "off"\n'

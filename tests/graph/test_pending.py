@@ -227,6 +227,7 @@ BUF_ONLY = textwrap.dedent("""
 def test_run_json_carries_pending_through_resume_replay_and_approve(tmp_path: Path) -> None:
     spec = tmp_path / "workload.toml"
     spec.write_text(BUF_ONLY)
+    (tmp_path / "buffered.py").write_text("# scripted: never started\n")
     ws = Workspace()
     script = ScriptedMeasurer(
         [

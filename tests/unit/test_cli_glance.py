@@ -152,3 +152,23 @@ def test_off_a_terminal_transient_lines_are_kept_or_left_out() -> None:
     fit = io.StringIO()
     ProgressPrinter(Console(file=fit, width=80), fit=True)("kb", "y" * 200)
     assert fit.getvalue().count("\n") == 1 and "…" in fit.getvalue()
+
+
+def test_a_run_whose_baseline_could_not_run_says_fix_the_spec_never_resume() -> None:
+    """The run keeps its archived spec, so resuming repeats the mistake: a fixed spec is a new run."""
+    r = RUN.model_copy(
+        update={
+            "status": "failed",
+            "baseline_median": None,
+            "spec_path": "/home/u/my spec.toml",
+            "verdicts": [],
+        }
+    )
+    commands = [c for _, c in next_commands(r, "dftune")]
+    assert commands[:2] == [
+        "dftune bench '/home/u/my spec.toml' --replicates 1 --no-trace",
+        "dftune run '/home/u/my spec.toml'",
+    ]
+    assert not any("resume" in c for c in commands)
+    crashed = r.model_copy(update={"baseline_median": 0.65})  # a run that measured and then failed
+    assert f"dftune resume {RUN.run_id}" in [c for _, c in next_commands(crashed, "dftune")]

@@ -9,6 +9,7 @@ Pure text: the renderers print it.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 from collections import Counter
@@ -116,6 +117,11 @@ def next_commands(r: RunResult, dftune: str | None = None) -> list[tuple[str, st
     if r.pending:
         out.append(("answer the waiting change", f"{cmd} approve {r.run_id}"))
         out.append(("or refuse it", f"{cmd} approve {r.run_id} --reject --reason '...'"))
+    elif r.status == "failed" and r.baseline_median is None and r.spec_path:
+        # the run keeps its archived spec: a fixed spec is a new run, never a resume
+        spec = shlex.quote(r.spec_path)
+        out.append(("after fixing the spec, check it", f"{cmd} bench {spec} --replicates 1 --no-trace"))
+        out.append(("then start again", f"{cmd} run {spec}"))
     elif r.status in ("interrupted", "failed"):
         out.append(("continue it", f"{cmd} resume {r.run_id}"))
     if r.status == "completed":
@@ -128,8 +134,6 @@ def next_commands(r: RunResult, dftune: str | None = None) -> list[tuple[str, st
 
 def change_lines(c: Change | None) -> list[str]:
     """Exactly what approving a change does, and how it is undone, before anyone says yes."""
-    import shlex
-
     if c is None:
         return []
     out = []

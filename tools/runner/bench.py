@@ -157,6 +157,43 @@ def _stdout(stdout_path: Path) -> tuple[str | None, str]:
         return None, f"cannot read stdout: {exc}"
 
 
+#: how a baseline stopped by a mistake in its spec begins its stopped_reason (the fix follows)
+STOPPED_BY_SPEC = "stopped at the first replicate: "
+#: the exit codes of a program the shell or the kernel could not start (not found, not executable)
+NOT_STARTED_EXIT = (126, 127)
+
+
+def spec_mistake(spec: WorkloadSpec, res: ProcessResult, unmatched: str, data_dir: str) -> str:
+    """Why a failed first replicate shows a mistake in the spec that every later one would repeat
+    (and how to fix it), or "" for a failure that may be the program's own (a crash, a timeout):
+    the program ran to its end and ``unmatched`` says the metric or a work counter was not in what
+    it printed, the program could not be started, or the data folder it was given does not exist."""
+    where = spec.spec_path or spec.name
+    if unmatched:
+        key = "[[work]]" if unmatched.startswith("work counter") else "[metric]"
+        return f"{where}: {key}: {unmatched}: fix it to match what the program prints"
+    if res.exit_code in NOT_STARTED_EXIT:
+        return (
+            f"{where}: command: the program could not be started (exit code {res.exit_code}): fix the command"
+        )
+    if res.status == "failed" and data_dir and not Path(data_dir).exists():
+        return (
+            f"{where}: data_dir: {data_dir} does not exist and the program failed: set data_dir "
+            "to the folder that holds its data, or add a setup that writes it"
+        )
+    return ""
+
+
+def printed_tail(stdout_path: Path, stderr_tail: str, lines: int = 3) -> str:
+    """``; the program printed: 'a' | 'b'`` (the last lines of stdout, then of stderr): what a
+    metric pattern that matched nothing was run against."""
+    text, _ = _stdout(stdout_path)
+    out = [x.strip() for x in (text or "").splitlines() if x.strip()][-lines:]
+    err = [x.strip() for x in stderr_tail.splitlines() if x.strip()][-1:]
+    shown = " | ".join(repr(x[:120]) for x in out) or "nothing on stdout"
+    return f"; the program printed: {shown}" + (f"; on stderr: {err[0][:120]!r}" if err else "")
+
+
 def _last_number(pattern: str, text: str, what: str) -> tuple[float | None, str, str]:
     """The last match of ``pattern`` as a number, the text it was read from, and why not."""
     matches = list(re.finditer(pattern, text, flags=re.MULTILINE))
@@ -702,8 +739,12 @@ def bench(
         if trace_why and status == "ok":
             status, metric, why = "failed", None, trace_why
         reason = res.reason or why
+        # the program ran to its end and the metric (or a work counter) is not in its output
+        unmatched = why if res.status == "ok" and metric is None and not (stage_why or trace_why) else ""
         if res.status != "ok" and res.stderr_tail:
             reason += f": {res.stderr_tail.strip().splitlines()[-1][-300:]}"
+        elif unmatched:  # what it printed instead, to fix the spec
+            reason += printed_tail(logs / f"{label}.out", res.stderr_tail)
         start_up = (
             _startup(rep_trace, run_started, res.wall_s, str(copy or data_dir))
             if rep_trace and not trace_why
@@ -737,6 +778,11 @@ def bench(
         failures_in_row = failures_in_row + 1 if status != "ok" else 0
         if failures_in_row >= MAX_CONSECUTIVE_FAILURES:
             stopped = f"stopped after {failures_in_row} failed replicates in a row; last: {status} ({reason})"
+            break
+        first = status != "ok" and not ok_values(results)
+        mistake = spec_mistake(spec, res, unmatched and reason, data_dir) if first else ""
+        if mistake:  # a spec no later replicate can fix: end now, with the fix
+            stopped = STOPPED_BY_SPEC + mistake
             break
         i += 1
 

@@ -24,7 +24,7 @@ def metric_text(spec: WorkloadSpec, value: float | None) -> str:
 def _outcome(spec: WorkloadSpec, rep: Replicate) -> str:
     if rep.status == "ok":
         return metric_text(spec, rep.metric)
-    return f"{rep.status}" + (f" ({rep.reason[:60]})" if rep.reason else "")
+    return f"{rep.status}" + (f" ({rep.reason[:240]})" if rep.reason else "")
 
 
 def baseline_start(spec: WorkloadSpec, replicates: int, traced: bool) -> str:
