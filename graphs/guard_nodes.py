@@ -173,6 +173,7 @@ def judge(state: TuningState, runtime: Runtime[Context]) -> Update:
             app_before=exp.reference.median,
             app_after=exp.candidate.median,
             lower_is_better=spec.metric.lower_is_better,
+            app_verdict=exp.comparison.verdict if exp.comparison is not None else None,
         )
     )
     events = [
@@ -337,6 +338,7 @@ def record_experiment(
                 "app_before": exp.reference.median,
                 "app_after": exp.candidate.median,
                 "app_lower_is_better": lib,
+                "app_verdict": cmp.verdict if cmp is not None else None,
                 "caveats": (common["caveats"] + "; " if common["caveats"] else "")
                 + "system metric is a trace-derived proxy (bytes per second of I/O wall time), not "
                 "filesystem-side telemetry",

@@ -113,6 +113,10 @@ class KbRecordIn(StrictModel):
         default=None, description="Paired application metric after (> 2% worse forces a regression)."
     )
     app_lower_is_better: bool = Field(default=True, description="Direction of the paired app metric.")
+    app_verdict: StatsVerdict | None = Field(
+        default=None,
+        description="The paired comparison's verdict on the app metric (no_change: a loss inside the noise).",
+    )
     caveats: str = Field(default="", description="What limits the finding (scale, data, noise).")
     fs_type: FsType | None = Field(default=None, description="Filesystem of the data (lustre, gpfs, ...).")
     found_citation: CitedClaim | None = Field(

@@ -65,6 +65,20 @@ def test_non_degradation_at_the_2_percent_edge(
         assert d.verdict == "regression" and d.guard_triggered and "revert" in d.reason
 
 
+def test_a_loss_inside_the_noise_is_no_cost_and_one_beyond_it_is() -> None:
+    """Staging on a zarr job: the application's median 17% worse, p=0.77 - no measured cost."""
+    inside = non_degradation_guard(
+        metric_scope="system", app_before=10.0, app_after=11.73, app_verdict="no_change"
+    )
+    assert inside.passed and inside.verdict is None and "inside the noise" in inside.reason
+    beyond = non_degradation_guard(
+        metric_scope="system", app_before=10.0, app_after=11.73, app_verdict="regression"
+    )
+    assert not beyond.passed and beyond.verdict == "regression"
+    # no comparison at all: the medians decide, as the rule says
+    assert not non_degradation_guard(metric_scope="system", app_before=10.0, app_after=11.73).passed
+
+
 def test_non_degradation_needs_the_paired_app_metric() -> None:
     d = non_degradation_guard(metric_scope="system", app_before=None, app_after=3.0)
     assert not d.passed and d.verdict == "rejected" and "paired app metric" in d.reason

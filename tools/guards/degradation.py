@@ -16,8 +16,13 @@ def non_degradation_guard(
     app_before: float | None,
     app_after: float | None,
     lower_is_better: bool = True,
+    app_verdict: str | None = None,
 ) -> GuardDecision:
-    """A system-level win that costs the application more than 2% is a regression."""
+    """A system-level win that costs the application more than 2% is a regression.
+
+    ``app_verdict``: the paired comparison of the application metric. A median more than 2% worse
+    that the comparison finds inside the noise (``no_change``) is no measured cost: the guard
+    passes and says so (the p-value decides whether the application paid, not one median)."""
     if metric_scope == "app":
         return GuardDecision(
             guard="non_degradation",
@@ -34,9 +39,18 @@ def non_degradation_guard(
         )
     gain = pct_change(app_before, app_after, lower_is_better=lower_is_better) or 0.0
     details = {"app_before": app_before, "app_after": app_after, "app_change_pct": round(gain, 4)}
-    if regression_guard(
+    over = regression_guard(
         app_before, app_after, lower_is_better=lower_is_better, threshold=guard_rules().app_regression
-    ):
+    )
+    if over and app_verdict == "no_change":
+        return GuardDecision(
+            guard="non_degradation",
+            passed=True,
+            details=details,
+            reason=f"the application's median moved {gain:+.2f}% ({app_before:g} -> {app_after:g}), "
+            "inside the noise: the paired comparison says no_change, so it paid nothing measurable",
+        )
+    if over:
         return GuardDecision(
             guard="non_degradation",
             passed=False,

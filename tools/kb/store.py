@@ -120,6 +120,7 @@ def _non_degradation(rec: KbRecordIn) -> GuardDecision:
             app_before=rec.app_before,
             app_after=rec.app_after,
             lower_is_better=rec.app_lower_is_better,
+            app_verdict=rec.app_verdict,
         )
     if rec.system_before is not None:
         return non_degradation_guard(
@@ -127,6 +128,7 @@ def _non_degradation(rec: KbRecordIn) -> GuardDecision:
             app_before=rec.before,
             app_after=rec.after,
             lower_is_better=rec.lower_is_better,
+            app_verdict=rec.comparison.verdict if rec.comparison is not None else None,
         )
     return non_degradation_guard(metric_scope="app", app_before=None, app_after=None)
 
