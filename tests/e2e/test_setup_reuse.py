@@ -53,7 +53,18 @@ def test_setup_runs_once_for_experiments_sharing_a_data_set(tmp_path: Path) -> N
     assert _setups(tmp_path) == ["v1", "v2"]
 
 
-def test_without_the_key_every_experiment_prepares_its_data(tmp_path: Path) -> None:
+def test_the_default_is_once_and_false_asks_for_every_experiment(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    plain = tmp_path / "plain.toml"
+    plain.write_text(_spec(tmp_path, "v1").read_text().replace("setup_reuse = true\n", ""))
+    spec = load_spec(plain)
+    assert spec.setup_reuse  # no key: a shared data set is prepared once
+    bench(spec, trace=False, workdir=tmp_path / "arm_a")
+    bench(spec, trace=False, workdir=tmp_path / "arm_b")
+    assert _setups(tmp_path) == ["v1"]
+
+
+def test_setup_reuse_false_prepares_the_data_for_every_experiment(tmp_path: Path) -> None:
     spec = load_spec(_spec(tmp_path, "v1", reuse=False))
     bench(spec, trace=False, workdir=tmp_path / "arm_a")
     bench(spec, trace=False, workdir=tmp_path / "arm_b")

@@ -302,9 +302,10 @@ class WorkloadSpec(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     command: list[str] = Field(min_length=1)
     setup: list[str] | None = None
-    #: the setup writes a data set the workload only reads: when data_dir lies outside the workdir,
-    #: prepare it once and reuse it in later experiments while the setup command stays the same
-    setup_reuse: bool = False
+    #: a data_dir outside the workdir is prepared once and reused by later experiments (and runs)
+    #: while the setup command stays the same; false: the workload changes its data set, so every
+    #: experiment's arms prepare it again (a data_dir inside {workdir} is each call's own anyway)
+    setup_reuse: bool = True
     cwd: str = "."
     source_dir: str = "."
     data_dir: str = "{workdir}/data"
