@@ -65,6 +65,7 @@ def analyze(
 
     from dftune.tools.trace import analyze, analyze_runs
     from dftune.tools.trace.render import AnalysisRenderer
+    from dftune.tools.trace.replicates import one_replicate
     from dftune.tools.trace.views import VIEWS
 
     run_analysis: Any = partial(
@@ -75,9 +76,12 @@ def analyze(
     for v in views:
         if v not in VIEWS:
             fail(f"--view {v!r} is not one of {', '.join(VIEWS)}")
+    chosen = one_replicate(paths, "analyzing")
+    if chosen.note:
+        Console(stderr=True).print(chosen.note, highlight=False)
     with user_errors(), _bar("reading traces", as_json) as tick:
         result = run_analysis(
-            paths,
+            chosen.paths,
             skip_bad=skip_bad,
             views=views,
             scheduler=scheduler,
@@ -138,7 +142,12 @@ def diagnose(
     from dftune.tools.diagnose.engine import diagnose as run_diagnosis
     from dftune.tools.diagnose.engine import diagnose_runs
     from dftune.tools.diagnose.render import DiagnosisRenderer
+    from dftune.tools.trace.replicates import one_replicate
 
+    chosen = one_replicate(paths, "diagnosing")
+    if chosen.note:
+        Console(stderr=True).print(chosen.note, highlight=False)
+    paths = chosen.paths
     options: dict[str, Any] = {
         "data_dirs": data_dir or [],
         "skip_bad": skip_bad,

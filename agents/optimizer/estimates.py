@@ -138,6 +138,13 @@ class TraceFacts:
         classified = sum(f.sequential + f.random for f in fs)
         return sum(f.consecutive for f in fs) / classified if classified else 1.0
 
+    def calls_per_file(self, direction: str) -> float:
+        """The mean number of calls in ``direction`` on a data file that has any: a request can
+        merge calls of one file only, so no merge is larger than this."""
+        counts = [sum(f.sizes.get(direction, {}).values()) for f in self.arm.files.values()]
+        touched = [n for n in counts if n > 0]
+        return sum(touched) / len(touched) if touched else 0.0
+
     def bins(self, direction: str, *, shared_only: bool = False) -> dict[str, tuple[int, float]]:
         """Per size bin: (bytes, call seconds) over the data files (optionally only the shared ones)."""
         out: dict[str, tuple[int, float]] = {}
@@ -230,12 +237,16 @@ def _coalesce(
         else:
             calls = sum(facts.arm.size_calls(direction).get(lab, 0) for lab in bins if _BIN_LO[lab] < target)
             mean = b_small / calls if calls else target
+            per_file = facts.calls_per_file(direction)
             merge = max(1.0, target / max(mean, 1.0))
+            bound = ""
+            if per_file and per_file < merge:  # a request never spans two files
+                merge, bound = max(1.0, per_file), ", a file's calls: no request spans two files"
             gain = t_small * (1.0 - 1.0 / merge)
             parts.append(
-                f"{direction}: {t_small:.3g} s in small calls of {mean / 1024:,.1f} KiB; merged "
-                f"{merge:,.0f} to one ({target / 1024:,.0f} KiB) "
-                f"the per-call cost falls by 1 - 1/{merge:,.0f}"
+                f"{direction}: {t_small:.3g} s in small calls of {human_bytes(mean)}; merged "
+                f"{merge:,.1f} to one ({human_bytes(merge * mean)}{bound}): "
+                f"the per-call cost falls by 1 - 1/{merge:,.1f}"
             )
         if contiguous:  # a buffer merges only calls that continue one another
             share = facts.contiguous_share(direction)

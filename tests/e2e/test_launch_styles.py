@@ -359,7 +359,7 @@ def test_split_runs_diagnoses_each_run(two_runs: dict[str, Path]) -> None:
 def test_the_same_command_far_apart_is_two_runs(two_runs: dict[str, Path]) -> None:
     runs = analyze_runs([two_runs["twice"]])
     assert len(runs) == 2 and runs[1].run is not None
-    assert "longer than either run" in str(runs[1].run.apart)
+    assert "longer than the activity on either side" in str(runs[1].run.apart)
     assert [a.write.count for a in runs] == [runs[0].write.count] * 2 and runs[0].write.count >= WRITES
 
 

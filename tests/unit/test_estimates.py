@@ -134,3 +134,14 @@ def test_no_estimate_exceeds_the_bound(tmp_path: Path, category: int) -> None:
         e = estimate(category, f, lever)
         assert 0.0 <= e.app_pct <= f.bound_pct + 1e-9
         assert e.reason
+
+
+def test_no_merge_is_larger_than_a_files_calls(tmp_path: Path) -> None:
+    """2,000 files of 16 KiB read 4 KiB at a time: a request merges at most a file's 4 calls
+    (16 KiB), never '1,024 to one (4,096 KiB)'."""
+    f = _facts(tmp_path, _reader(files=40, size=16 * KIB, chunk=4 * KIB))
+    e = estimate(1, f, Lever(target_bytes=4096 * KIB, directions=("read",)))
+    assert "merged 4.0 to one (16.0 KiB, a file's calls: no request spans two files)" in e.reason, e.reason
+    one_file = _facts(tmp_path / "big", _reader(files=1, size=1024 * KIB, chunk=4 * KIB))
+    big = estimate(1, one_file, Lever(target_bytes=64 * KIB, directions=("read",)))
+    assert "merged 16.0 to one (64.0 KiB)" in big.reason, big.reason  # the target bounds it

@@ -151,7 +151,10 @@ def test_helpers_before_and_after_the_application_belong_to_its_run() -> None:
     [
         (proc(61, 101, 150, host="n2"), "other hosts"),  # right after, but elsewhere
         (proc(61, 101, 150, cmd="./other"), "other commands"),
-        (proc(61, 300, 390), "later, longer than either run"),  # the same command, far apart
+        (
+            proc(61, 300, 390),
+            "with no process alive, longer than the activity on either side",
+        ),  # the same command, far apart
     ],
 )
 def test_separate_runs_are_found_and_said_why(second: dict[str, Any], why: str) -> None:

@@ -159,6 +159,9 @@ def _stdout(stdout_path: Path) -> tuple[str | None, str]:
 
 #: how a baseline stopped by a mistake in its spec begins its stopped_reason (the fix follows)
 STOPPED_BY_SPEC = "stopped at the first replicate: "
+#: how the reasons of a metric or work counter the program's output lacks begin (extract_metric,
+#: extract_work): a spec that reads what is not there, unlike a value the program printed wrong
+NOT_FOUND = ("metric: ", "metric file ", "work counter")
 #: the exit codes of a program the shell or the kernel could not start (not found, not executable)
 NOT_STARTED_EXIT = (126, 127)
 
@@ -740,7 +743,14 @@ def bench(
             status, metric, why = "failed", None, trace_why
         reason = res.reason or why
         # the program ran to its end and the metric (or a work counter) is not in its output
-        unmatched = why if res.status == "ok" and metric is None and not (stage_why or trace_why) else ""
+        unmatched = (
+            why
+            if res.status == "ok"
+            and metric is None
+            and why.startswith(NOT_FOUND)
+            and not (stage_why or trace_why)
+            else ""
+        )
         if res.status != "ok" and res.stderr_tail:
             reason += f": {res.stderr_tail.strip().splitlines()[-1][-300:]}"
         elif unmatched:  # what it printed instead, to fix the spec

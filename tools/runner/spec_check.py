@@ -20,6 +20,8 @@ from dftune.tools.runner.spec import SpecError, WorkloadSpec
 
 #: launchers whose command runs on other machines: their files need not exist on this one
 REMOTE = ("slurm", "flux")
+#: placeholders of folders a run makes: a path inside one does not exist before it
+RUN_MADE = ("workdir", "data_dir", "trace_dir")
 
 
 def check_runnable(spec: WorkloadSpec) -> None:
@@ -29,17 +31,21 @@ def check_runnable(spec: WorkloadSpec) -> None:
     cwd = spec.resolve(spec.cwd)
     if not cwd.is_dir():
         raise SpecError(f"{where}: cwd: {cwd} is not a folder: set cwd to the folder the command runs in")
-    if spec.launcher.kind in REMOTE:
-        return  # the batch job's node has its own files
+    if spec.launcher.kind in REMOTE or spec.setup:
+        return  # the batch job's node has its own files; a setup may build or install the program
     with tempfile.TemporaryDirectory(prefix="dftune-check-") as scratch:
         argv = spec.render(spec.command, spec.settings(), workdir=Path(scratch))
-    _program(argv, cwd, spec, where)
+    # a path inside a folder the run makes ({workdir}/app) does not exist before it
+    made = {i for i, a in enumerate(spec.command) if any(f"{{{p}}}" in a for p in RUN_MADE)}
+    _program(argv, made, cwd, spec, where)
 
 
-def _program(argv: list[str], cwd: Path, spec: WorkloadSpec, where: str) -> None:
+def _program(argv: list[str], made: set[int], cwd: Path, spec: WorkloadSpec, where: str) -> None:
     """The program the command starts exists (on PATH, or as a file from ``cwd``), and so does
-    the script an interpreter is given."""
+    the script an interpreter is given (``made``: the arguments not to look for)."""
     exe = argv[0]
+    if 0 in made:
+        return
     path_var = spec.env.get("PATH", os.environ.get("PATH", ""))
     found = shutil.which(exe, path=path_var) if os.sep not in exe else None
     if os.sep in exe:
@@ -55,11 +61,11 @@ def _program(argv: list[str], cwd: Path, spec: WorkloadSpec, where: str) -> None
             f"{where}: command: {exe}: not found on PATH: give its path, or install it "
             "(the command runs without a shell, so aliases and shell functions do not count)"
         )
-    if is_launcher(exe) or not Path(exe).name.startswith("python"):
+    if is_launcher(exe) or not Path(exe).name.startswith("python") or argv[1:2] in (["-m"], ["-c"]):
         return
-    script = next((a for a in argv[1:] if not a.startswith("-")), None)
-    if script is None or argv[1:2] == ["-m"] or argv[1:2] == ["-c"]:
+    i = next((i for i, a in enumerate(argv[1:], 1) if not a.startswith("-")), None)
+    if i is None or i in made or not argv[i].endswith(".py"):
         return
-    target = Path(script) if Path(script).is_absolute() else cwd / script
-    if script.endswith(".py") and not target.is_file():
-        raise SpecError(f"{where}: command: {script}: no such script (from cwd {cwd}): fix the path")
+    target = Path(argv[i]) if Path(argv[i]).is_absolute() else cwd / argv[i]
+    if not target.is_file():
+        raise SpecError(f"{where}: command: {argv[i]}: no such script (from cwd {cwd}): fix the path")

@@ -87,7 +87,7 @@ def _owner_name(owner: Owner) -> str:
     return BASELINE if owner is None else f"opt{owner}"
 
 
-def _is_trace_name(name: str) -> bool:
+def is_trace_name(name: str) -> bool:
     return name.endswith(trace_suffixes())
 
 
@@ -335,7 +335,7 @@ class _Structure:
             owner = top_iter if top_iter is not None else fallback
             self._plan_move(plan, rel, f"opt{owner}/{name}", owner, "misplaced_artifact")
             return
-        if _is_trace_name(name):
+        if is_trace_name(name):
             if (
                 len(parts) >= 4
                 and (top_iter is not None or top == BASELINE)

@@ -12,7 +12,7 @@ from dftune.core.facts.paths import trace_suffixes
 from dftune.tools.trace.errors import TraceError
 
 
-def _is_trace_name(path: Path) -> bool:
+def is_trace_name(path: Path) -> bool:
     return any(path.name.endswith(sfx) for sfx in trace_suffixes())
 
 
@@ -79,7 +79,7 @@ def discover(
             raise TraceError(str(p), kind)
         if p.is_dir():
             for f in sorted(p.rglob("*")):
-                if not _is_trace_name(f):
+                if not is_trace_name(f):
                     continue
                 if (why := _unreadable_link(f)) is not None:
                     if strict or unreadable is None:
@@ -89,7 +89,7 @@ def discover(
                     if unreadable is None:
                         raise TraceError(str(f), why)
                     unreadable.append((str(f), why))
-            inside = sorted(f for f in p.rglob("*") if f.is_file() and _is_trace_name(f))
+            inside = sorted(f for f in p.rglob("*") if f.is_file() and is_trace_name(f))
             if not inside:
                 raise TraceError(str(p), "no trace files (*.pfw, *.pfw.gz) in this directory or below")
             candidates = inside

@@ -350,7 +350,10 @@ def _separate(a: Run, b: Run, r: Rules) -> str | None:
         return f"other commands ({_cmds(b, r)} after {_cmds(a, r)}), {_span(gap)} later"
     longer = max(a.span_us, b.span_us) / US
     if gap > r.far_gap_ratio * longer:
-        return f"{_span(gap)} later, longer than either run ({_span(longer)})"
+        return (
+            f"{_span(gap)} with no process alive, longer than the activity on either side of the gap "
+            f"({_span(longer)})"
+        )
     return None
 
 

@@ -74,5 +74,5 @@ def split_inputs(paths: Iterable[str | Path]) -> tuple[list[Path], bool]:
     return logs, bool(logs)
 
 
-def _is_trace_name(path: Path) -> bool:
+def is_trace_name(path: Path) -> bool:
     return any(path.name.endswith(s) for s in trace_suffixes())
