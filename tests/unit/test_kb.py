@@ -364,6 +364,19 @@ def test_lookup_partitions_by_scope() -> None:
     assert opt_kb_lookup(workload="reader", limit=1).workload_findings[0].id == ids["l1_reader_new"]
 
 
+def test_a_workload_asked_alone_gets_its_records_at_every_layer() -> None:
+    """`kb lookup --workload NAME`, the demo's next command: its L3 records (of any machine it ran
+    on) and the L2 ones it measured, not an empty system list and every program's L2 records."""
+    ids = _populate()
+    got = opt_kb_lookup(workload="reader")
+    assert [r.id for r in got.system_findings] == [ids["l3_b"], ids["l3_a"]]
+    assert got.software_findings == []  # the L2 records are sim's and cm1's
+    assert [r.id for r in opt_kb_lookup(workload="sim").software_findings] == [ids["l2_hdf5"]]
+    # with a system or software named, the scopes travel as before
+    assert [r.id for r in opt_kb_lookup(workload="reader", system="node-a").system_findings] == [ids["l3_a"]]
+    assert len(opt_kb_lookup(workload="reader", software="hdf5").software_findings) == 1
+
+
 def test_l2_records_need_their_software() -> None:
     with pytest.raises(ValueError, match="software"):
         rec(strategy="l2.romio_cb", software="")

@@ -520,3 +520,53 @@ def test_a_verdict_the_guards_gave_is_told_apart_from_what_the_statistics_said(r
     assert "Comparison (the statistics alone said no_change; the verdict is below)" in page
     doc.experiments = [said.model_copy(update={"verdict": "no_change", "verdict_reason": why})]  # they agree
     assert "Comparison: " in render_run_markdown(doc) and "alone said" not in render_run_markdown(doc)
+
+
+def test_the_best_kept_configuration_lists_every_kept_change_and_each_gain_its_reference(
+    run_dir: Path,
+) -> None:
+    """A kept staging change (L3) is part of the best kept configuration in the outcome table of
+    both reports and in the headline; the best change says what it was measured beside."""
+    from dftune.core.domain.measurements import StagePlan
+
+    r = make_report(run_dir)
+    staged = r.incumbent.model_copy(update={"stage": StagePlan(tier="shm"), "workdir": str(run_dir / "opt2")})
+    stage = Proposal(
+        id="l3.stage_shm",
+        strategy="l3.stage_shm",
+        strategy_name="stage the data in memory",
+        layer="L3",
+        checklist=11,
+        description="copy the data set to /dev/shm",
+        change=Change(kind="stage", stage=StagePlan(tier="shm")),
+    )
+    kept = Experiment(
+        iteration=2,
+        proposal_id="l3.stage_shm",
+        strategy="l3.stage_shm",
+        reference=r.incumbent,
+        candidate=staged,
+        comparison=r.experiments[0].comparison,
+        verdict="win",
+        kept=True,
+        verdict_reason="beyond the noise",
+    )
+    r = r.model_copy(
+        update={
+            "proposals": [*r.proposals, stage],
+            "experiments": [*r.experiments, kept],
+            "incumbent": staged,
+        }
+    )
+    md = render_run_markdown(r)
+    best_row = next(line for line in md.splitlines() if line.startswith("| best kept |"))
+    assert "WORKERS=4" in best_row and "data staged in shm" in best_row
+    overall = next(line for line in md.splitlines() if line.startswith("- **Overall:**"))
+    assert (
+        "at the baseline -\\> 0.65" in overall
+        and "with every kept change (WORKERS=4, data staged in shm)" in overall
+    )
+    best = next(line for line in md.splitlines() if line.startswith("- **Best change:**"))
+    assert "measured beside the configuration kept before it" in best
+    page = render_run_html(r, [])
+    assert "data staged in shm" in page

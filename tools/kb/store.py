@@ -325,11 +325,13 @@ def opt_kb_lookup(
 ) -> KbLookup:
     """Measured findings that apply here, partitioned by scope, each list newest first.
 
-    Scope decides transferability: ``system_findings`` are L3 records of this very ``system``
-    (none when no system is given); ``workload_findings`` are L1 records of this very
-    ``workload`` (none when no workload is given); ``software_findings`` are L2 records whose
-    software overlaps ``software`` (a comma list or a list; all L2 records when it is not
-    given), from any system and workload. ``strategy`` restricts every list to one strategy
+    Scope decides transferability: ``system_findings`` are L3 records of this very ``system``;
+    ``workload_findings`` are L1 records of this very ``workload`` (none when no workload is
+    given); ``software_findings`` are L2 records whose software overlaps ``software`` (a comma
+    list or a list; all L2 records when it is not given), from any system and workload. A
+    ``workload`` asked without a ``system`` (and without ``software``) gets its own records at every
+    layer: the L3 records of its runs, on whatever machine, and the L2 records it measured.
+    ``strategy`` restricts every list to one strategy
     id; ``limit`` caps each list. A record a later one settles (a pending change a person answered,
     a measurement taken again) is left out: the later record is the finding; a change still waiting
     for a person is listed with the verdict ``pending``.
@@ -337,33 +339,22 @@ def opt_kb_lookup(
     wanted = _software_items(software)
     order = " ORDER BY created DESC, id DESC"
     extra, params = ("", []) if strategy is None else (" AND strategy = ?", [strategy])
+
+    def rows(scope: str, where: str, values: list[Any]) -> list[KbRecord]:
+        query = f"SELECT * FROM records WHERE scope = '{scope}'{where}{extra}{order}"
+        return [from_row(r) for r in conn.execute(query, [*values, *params])]
+
+    # a workload asked alone: its own records at every layer (the L3 ones of whatever machine
+    # it ran on, the L2 ones it measured), not every machine's or every program's
+    alone = workload is not None and system is None
     with connect(db) as conn:
-        systems = (
-            [
-                from_row(r)
-                for r in conn.execute(
-                    "SELECT * FROM records WHERE scope = 'system' AND system = ?" + extra + order,
-                    [system, *params],
-                )
-            ]
-            if system is not None
-            else []
-        )
-        workloads = (
-            [
-                from_row(r)
-                for r in conn.execute(
-                    "SELECT * FROM records WHERE scope = 'workload' AND workload = ?" + extra + order,
-                    [workload, *params],
-                )
-            ]
-            if workload is not None
-            else []
-        )
-        softwares = [
-            from_row(r)
-            for r in conn.execute("SELECT * FROM records WHERE scope = 'software'" + extra + order, params)
-        ]
+        if system is not None:
+            systems = rows("system", " AND system = ?", [system])
+        else:
+            systems = rows("system", " AND workload = ?", [workload]) if alone else []
+        workloads = rows("workload", " AND workload = ?", [workload]) if workload is not None else []
+        mine = alone and not wanted
+        softwares = rows("software", " AND workload = ?" if mine else "", [workload] if mine else [])
         systems, workloads, softwares = (
             [r for r in _settled(conn, rs) if r.superseded_by is None]
             for rs in (systems, workloads, softwares)

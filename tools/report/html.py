@@ -26,6 +26,7 @@ from dftune.tools.report.sections import (
     ESTIMATED,
     KB_MEASURED,
     MODEL_ESTIMATED,
+    arm_configuration,
     checklist_label,
     citations,
     coverage_note,
@@ -128,7 +129,7 @@ def _outcome(r: RunReport) -> str:
                 num(m.median),
                 e(ci(m.ci95)),
                 e(f"{m.ok}/{m.replicates}"),
-                e(", ".join(f"{k}={v}" for k, v in {**m.settings, **m.env}.items())),
+                e(arm_configuration(r, m, best=name == "best kept")),
             ]
             for name, m in (("baseline", r.baseline), ("best kept", r.incumbent))
             if m is not None

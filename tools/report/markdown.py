@@ -29,6 +29,7 @@ from dftune.tools.report.htmlkit import ci, num
 from dftune.tools.report.sections import (
     HOTSPOT_COLUMNS,
     FindingRow,
+    arm_configuration,
     checklist_label,
     citations,
     coverage_note,
@@ -44,10 +45,6 @@ from dftune.tools.report.sections import (
 )
 from dftune.tools.report.staging import staging_notes
 from dftune.tools.report.table import markdown_table, proposal_markdown
-
-
-def _settings(m: Measurement | None) -> str:
-    return ", ".join(f"{k}={v}" for k, v in ({**m.settings, **m.env} if m else {}).items()) or "-"
 
 
 def _arm(name: str, m: Measurement | None) -> list[str]:
@@ -95,8 +92,11 @@ def render_run_markdown(r: RunReport) -> str:
         lines += markdown_table(
             ["", "median", "95% CI of the median", "replicates ok", "settings"],
             [
-                [name, num(m.median if m else None), ci(m.ci95 if m else None), _ok(m), _settings(m)]
-                for name, m in (("baseline", base), ("best kept", inc))
+                [name, num(m.median if m else None), ci(m.ci95 if m else None), _ok(m), conf]
+                for name, m, conf in (
+                    ("baseline", base, arm_configuration(r, base)),
+                    ("best kept", inc, arm_configuration(r, inc, best=True)),
+                )
             ],
         )
         lines.append("")

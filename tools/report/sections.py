@@ -14,6 +14,7 @@ from typing import Any
 from dftune.core.citation import CitedClaim
 from dftune.core.domain.experiments import Experiment, GuardRecord
 from dftune.core.domain.levers import Levers
+from dftune.core.domain.measurements import Measurement
 from dftune.core.domain.proposals import Proposal
 from dftune.core.domain.run import MetricInfo, ProposalRow, RunReport
 from dftune.core.domain.stats import pct_change
@@ -284,6 +285,40 @@ def settings_changed(r: RunReport) -> dict[str, Any]:
     return out
 
 
+def kept_system_changes(r: RunReport, m: Measurement | None) -> list[str]:
+    """The kept changes an arm's settings do not show: commands run on the system (L3) and a
+    staging the arm ``m`` does not show itself, by proposal id, in the order they were kept."""
+    kinds = {p.id: p.change.kind for p in r.proposals if p.change is not None}
+    shown = ("command",) if m is not None and m.stage is not None else ("command", "stage")
+    kept = [e for e in r.experiments if e.kept and e.verdict != "pending"]
+    return [e.proposal_id for e in kept if kinds.get(e.proposal_id) in shown]
+
+
+def arm_configuration(r: RunReport, m: Measurement | None, *, best: bool = False) -> str:
+    """Everything an arm runs with, as every report shows it: knobs and environment, a patched
+    source, a staged data set and, for the best kept arm, the system changes kept."""
+    if m is None:
+        return "-"
+    items = [f"{k}={v}" for k, v in {**m.settings, **m.env}.items()]
+    if m.source_dir:
+        items.append("source: patched copy")
+    if m.stage is not None:
+        items.append(f"data staged in {m.stage.tier}")
+    if best:
+        items += kept_system_changes(r, m)
+    return ", ".join(items) or "-"
+
+
+def kept_configuration(r: RunReport) -> str:
+    """What the best kept arm runs with that the baseline does not, every kept change included."""
+    changed = [f"{k}={v}" for k, v in settings_changed(r).items()]
+    inc = r.incumbent
+    if inc is not None and inc.stage is not None:
+        changed.append(f"data staged in {inc.stage.tier}")
+    changed += kept_system_changes(r, inc)
+    return ", ".join(changed) or "the kept changes"
+
+
 def next_steps(r: RunReport, limit: int = 3) -> list[Proposal]:
     """What is left to try: open or recommended proposals by weighted score, each with its bound."""
     open_ = [p for p in r.proposals if p.status in ("proposed", "manual") and p.citation]
@@ -357,19 +392,26 @@ def headline(r: RunReport) -> list[tuple[str, str]]:
     total = overall(r)
     if kept and total is not None:
         best = kept[0]
+        ref = best.reference.median if best.reference is not None else None
+        cand = best.candidate.median if best.candidate is not None else None
+        beside = (
+            f", measured beside the configuration kept before it ({with_unit(ref, unit)} -> "
+            f"{with_unit(cand, unit)}, opt{best.iteration})"
+            if ref is not None and cand is not None
+            else ""
+        )
         rows.append(
             (
                 "Best change",
-                f"{best.proposal_id} ({best.strategy}, opt{best.iteration}): "
-                f"{gain_text(best.change_pct, kept_ci(r, best))} on {name}",
+                f"{best.proposal_id} ({best.strategy}): "
+                f"{gain_text(best.change_pct, kept_ci(r, best))} on {name}{beside}",
             )
         )
-        settings = ", ".join(f"{k}={v}" for k, v in settings_changed(r).items()) or "the kept changes"
         rows.append(
             (
                 "Overall",
-                f"{name} {with_unit(total.before, unit)} -> {with_unit(total.after, unit)}: "
-                f"{gain_text(total.pct, total.ci)} with {settings} kept",
+                f"{name} {with_unit(total.before, unit)} at the baseline -> {with_unit(total.after, unit)} "
+                f"with every kept change ({kept_configuration(r)}): {gain_text(total.pct, total.ci)}",
             )
         )
     elif base is not None and base.median is not None and r.pending:
