@@ -59,6 +59,9 @@ class SettingsCommand(TyperCommand):
 @app.callback()
 def _root() -> None:
     """dftune: autonomous, auditable I/O tuning for workloads traced with dftracer."""
+    from dftune.core.terminal import trim_output
+
+    trim_output()  # no printed line ends in the spaces Rich pads tables and panels with
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:

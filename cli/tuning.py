@@ -70,7 +70,9 @@ def bench(
     from dftune.tools.session import preflight
 
     refuse_early(preflight.missing_spec([workload]))
+    from dftune.tools.report.sections import with_unit
     from dftune.tools.runner.bench import bench as run_bench
+    from dftune.tools.runner.metric_names import metric_label
     from dftune.tools.runner.spec import load_spec
     from dftune.tools.runner.spec_check import check_runnable
 
@@ -80,7 +82,7 @@ def bench(
     from dftune.core.terminal import text
 
     def show(done: int, total: int, rep: Any) -> None:
-        metric = f" metric {rep.metric:g}" if rep.metric is not None else ""
+        metric = f", {name} {with_unit(rep.metric, unit)}" if rep.metric is not None else ""
         why = f": {rep.reason}" if rep.status != "ok" and rep.reason else ""
         err.print(
             text(
@@ -94,6 +96,7 @@ def bench(
     with user_errors():
         spec = load_spec(workload)
         check_runnable(spec)
+        name, unit = metric_label(spec.metric)
         plan = staging_plan(spec, stage) if stage else None
         try:
             with supervised("bench"):  # SIGTERM/SIGINT kill the workload's group, then we stop
@@ -111,16 +114,27 @@ def bench(
         emit_json(result.to_json_dict())
     else:
         out = Console()
+        settings = ", ".join(f"{k}={v}" for k, v in result.settings.items())
         out.print(
             text(
-                f"{result.workload} {result.settings} traced={result.traced} "
-                f"({result.ok}/{len(result.replicates)} ok)",
+                f"{result.workload}{f' ({settings})' if settings else ''}, "
+                f"{'traced' if result.traced else 'untraced'}: {result.ok}/{len(result.replicates)} "
+                "replicates ok",
                 "bold",
             )
         )
         if result.median is not None:
-            ci = f", 95% CI of the median [{result.ci95[0]:.4g}, {result.ci95[1]:.4g}]" if result.ci95 else ""
-            out.print(text(f"median {result.median:.4g}, p95 {result.p95:.4g}{ci}"))
+            lo, hi = result.ci95 or (None, None)
+            ci = (
+                f", 95% CI of the median [{with_unit(lo, unit)}, {with_unit(hi, unit)}]"
+                if result.ci95
+                else ""
+            )
+            out.print(
+                text(
+                    f"{name}: median {with_unit(result.median, unit)}, p95 {with_unit(result.p95, unit)}{ci}"
+                )
+            )
         for rep in result.replicates:
             if rep.status != "ok":
                 out.print(

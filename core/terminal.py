@@ -204,3 +204,47 @@ def stacked(
     if caption:
         parts.append(Text(caption, style="dim"))
     return Group(*parts)
+
+
+#: spaces (and the colour codes after them) at the end of a line: Rich pads every line of a table
+#: or panel to the console's width, which a file, a diff or a copy-paste then carries along
+_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)(?=\r?\n)")
+_HELD = re.compile(r"[ \t]+(?:\x1b\[[0-9;]*m)*\Z")
+
+
+class TrimmedStream:
+    """A text stream that writes through to ``inner`` without the spaces at the end of each line.
+
+    Spaces at the end of a write are held until the next one shows whether a line ends there (then
+    they go) or more text follows (then they are written): a progress line rewritten in place with
+    a carriage return keeps the spaces that blank its earlier, longer text."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self._held = ""
+
+    def write(self, s: str) -> int:
+        text = _TRAILING.sub(r"\1", self._held + s)
+        held = _HELD.search(text)
+        self._held = text[held.start() :] if held else ""
+        self.inner.write(text[: held.start()] if held else text)  # type: ignore[attr-defined]
+        return len(s)
+
+    def flush(self) -> None:
+        self.inner.flush()  # type: ignore[attr-defined]
+
+    def isatty(self) -> bool:
+        return bool(getattr(self.inner, "isatty", lambda: False)())
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def trim_output() -> None:
+    """Route this process's stdout and stderr through :class:`TrimmedStream` (once)."""
+    import sys
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if not isinstance(stream, TrimmedStream):
+            setattr(sys, name, TrimmedStream(stream))

@@ -41,7 +41,9 @@ def test_bench_prints_why_each_replicate_failed_and_fails_when_none_succeeded() 
 def test_bench_of_a_good_workload_still_exits_zero() -> None:
     res = dftune("bench", str(CAMPAIGN / "fast.toml"), "--replicates", "1", "--no-trace")
     assert res.returncode == 0, res.stderr
-    assert "(1/1 ok)" in res.stdout
+    assert "untraced: 1/1 replicates ok" in res.stdout
+    median = next(line for line in res.stdout.splitlines() if ": median " in line)
+    assert median.split(": median ")[1].split(",")[0].endswith(" s")  # every number with its unit
 
 
 def test_doctor_refuses_a_data_dir_that_does_not_exist(tmp_path: Path) -> None:
