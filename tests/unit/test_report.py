@@ -19,7 +19,7 @@ from dftune.core.domain.diagnosis import Bottleneck, Diagnosis, Gate, MetricChoi
 from dftune.core.domain.experiments import Approval, ChecklistVerdict, Experiment, GuardRecord
 from dftune.core.domain.measurements import Coverage, Measurement
 from dftune.core.domain.proposals import Change, Proposal
-from dftune.core.domain.run import STATE_VERSION, Pitfall, RunReport, TuningState
+from dftune.core.domain.run import STATE_VERSION, MetricInfo, Pitfall, RunReport, TuningState
 from dftune.core.domain.verdicts import GuardDecision
 from dftune.graphs.finalize import outcome
 from dftune.tools.report.compare import CompareError, compare, compare_analyses, row
@@ -359,6 +359,23 @@ def test_proposal_table_is_sorted_and_every_row_is_cited(run_dir: Path) -> None:
     assert "Evil &lt;script&gt;" in rows[1]
 
 
+def test_every_view_shows_the_proposal_table_in_its_own_order(run_dir: Path) -> None:
+    """A measured row with the lower score is row 1 of the table (--table shows it first): the
+    HTML and Markdown reports keep that order instead of sorting by score again."""
+    doc = make_report(run_dir, traced=False)
+    first, second = doc.proposal_table
+    measured = [
+        second.model_copy(update={"number": 1, "app_impact_source": "measured"}),
+        first.model_copy(update={"number": 2}),
+    ]
+    doc = doc.model_copy(update={"proposal_table": measured})
+    section = render_run_html(doc, []).split('id="proposals"')[1].split("<h3>")[0]
+    rows = section.split("<tbody>")[1].split("</tr>")[:-1]
+    assert "Read ahead more" in rows[0] and "More workers" in rows[1]
+    md = render_run_markdown(doc)
+    assert md.index("Read ahead more") < md.index("More workers")
+
+
 def test_missing_traces_leave_a_note_instead_of_a_plot(run_dir: Path) -> None:
     doc = make_report(run_dir, traced=False)
     plots = {p.key: p for p in build_plots(doc)}
@@ -375,9 +392,11 @@ def test_experiment_plot_survives_math_characters_in_names(tmp_path: Path) -> No
             Experiment(
                 iteration=1, proposal_id="A=$1$ {x}_", strategy="s", verdict="win", reference=m, candidate=m
             )
-        ]
+        ],
+        MetricInfo(name="epoch_time_s", unit="s", lower_is_better=True),
     )
     assert plot.svg and "$1$" in plot.svg
+    assert "epoch_time_s (s), lower is better" in plot.svg  # the axis names the metric and its unit
 
 
 def test_markdown_states_partial_coverage_and_labels_estimates(run_dir: Path) -> None:
@@ -570,3 +589,26 @@ def test_the_best_kept_configuration_lists_every_kept_change_and_each_gain_its_r
     assert "measured beside the configuration kept before it" in best
     page = render_run_html(r, [])
     assert "data staged in shm" in page
+
+
+def test_file_hotspots_put_the_programs_data_before_start_up_reads(tmp_path: Path) -> None:
+    """Python's byte-code read at start-up moves more bytes than 16 KiB data files: the data still
+    comes first in 'Files by bytes moved' and 'Files by I/O time'."""
+    from dftune.core.facts.paths import RunPaths
+    from dftune.tools.report.sections import hotspots
+    from tests.tracegen import Proc, write_trace
+
+    p = Proc(pid=1)
+    pyc = "/usr/lib/python3.11/__pycache__/os.cpython-311.pyc"
+    p.open(pyc)
+    p.read(pyc, 4 << 20, dur=900)
+    p.close(pyc)
+    for i in range(3):
+        path = f"/data/set/f{i}.bin"
+        p.open(path)
+        p.read(path, 16 << 10, dur=50)
+        p.close(path)
+    a = analyze([write_trace(tmp_path / "t", [p])], views=["file", "proc"])
+    hot = hotspots(a, paths=RunPaths.of("/data/set"))
+    names = [h["name"] for h in hot["file_by_time"]]  # (by bytes: the same files, so not repeated)
+    assert len(names) == 4 and names[-1].endswith(".pyc") and all(n.endswith(".bin") for n in names[:-1])

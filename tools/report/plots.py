@@ -18,7 +18,7 @@ from typing import Any
 
 from dftune.core import strictjson
 from dftune.core.domain.experiments import Experiment
-from dftune.core.domain.run import RunReport
+from dftune.core.domain.run import MetricInfo, RunReport
 from dftune.core.extras import missing
 from dftune.tools.trace import Analysis, TraceError, analyze
 
@@ -344,7 +344,7 @@ def family_split_plot(arms: list[tuple[str, Analysis]]) -> Plot:
     return Plot("families", title, caption, svg=_svg(fig, "families"), figure=fig)
 
 
-def experiments_plot(experiments: list[Experiment]) -> Plot:
+def experiments_plot(experiments: list[Experiment], metric: MetricInfo | None = None) -> Plot:
     """Before/after medians with their 95% confidence intervals and the replicates, per experiment."""
     title = "Experiments: before and after"
     caption = (
@@ -384,7 +384,12 @@ def experiments_plot(experiments: list[Experiment]) -> Plot:
         [plain(f"opt{e.iteration}\n{e.proposal_id}\n{e.verdict}") for e, _, _ in done],
         fontsize=8,
     )
-    ax.set_ylabel("metric (" + ("lower" if lower else "higher") + " is better)")
+    named = (
+        f"{metric.name} ({metric.unit})"
+        if metric is not None and metric.unit
+        else (metric.name if metric is not None else "metric")
+    )
+    ax.set_ylabel(plain(f"{named}, " + ("lower" if lower else "higher") + " is better"))
     ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
@@ -409,5 +414,5 @@ def build_plots(r: RunReport) -> list[Plot]:
         timeline_plot(panels, "; ".join(notes)),
         xfer_histogram_plot(dict(arms).get("baseline")),
         family_split_plot(arms),
-        experiments_plot(r.experiments),
+        experiments_plot(r.experiments, r.metric),
     ]

@@ -18,6 +18,7 @@ from dftune.core.domain.measurements import Measurement
 from dftune.core.domain.proposals import Proposal
 from dftune.core.domain.run import MetricInfo, ProposalRow, RunReport
 from dftune.core.domain.stats import pct_change
+from dftune.core.facts.paths import NO_RUN, RunPaths, classify
 from dftune.core.safetext import md_prose
 from dftune.tools.report.fixes import Severity, severity, snippets
 from dftune.tools.report.plots import load_analysis, traced_arms
@@ -165,8 +166,9 @@ def fix_rows(r: RunReport) -> list[tuple[dict[str, Any], str]]:
 
 
 def proposal_rows(r: RunReport) -> list[ProposalRow]:
-    """Proposal table (dftracer-io-optimization skill), by weighted score descending, as in report.json."""
-    return sorted(r.proposal_table, key=lambda row: (-row.weighted_score, row.number))
+    """Proposal table (dftracer-io-optimization skill) in the one order every view shows it, the
+    table's own numbering (agents/optimizer/table.py: measured rows first, then by weighted score)."""
+    return sorted(r.proposal_table, key=lambda row: row.number)
 
 
 def guard_when(g: GuardRecord) -> str:
@@ -480,8 +482,10 @@ def hotspot_tables(r: RunReport) -> list[tuple[str, str, str, list[list[str]]]]:
     """(arm, title, the folder the file names are relative to, rows as text) of every non-empty
     hotspot table of the baseline's and the best kept arm's traces."""
     out = []
+    measured = {"baseline": r.baseline, "best kept": r.incumbent}
     for arm, a in traced_arms(r):
-        hot = hotspots(a)
+        m = measured.get(arm)
+        hot = hotspots(a, paths=RunPaths.of(m.data_dir, m.staged_dir, env=m.env) if m else NO_RUN)
         for key, title in HOTSPOT_TABLES:
             rows = [
                 [
@@ -498,18 +502,23 @@ def hotspot_tables(r: RunReport) -> list[tuple[str, str, str, list[list[str]]]]:
     return out
 
 
-def hotspots(analysis: Any, limit: int = 5) -> dict[str, Any]:
+def hotspots(analysis: Any, limit: int = 5, paths: RunPaths = NO_RUN) -> dict[str, Any]:
     """Top files and processes by I/O time and by bytes, from an analysis with file and proc views.
 
-    File names are shown relative to the folder they share (``file_prefix``), so the part that
-    differs is what a reader sees."""
+    The program's data files come first (core/facts/paths.py: a ``.pyc`` the interpreter read at
+    start-up is not what a person tunes); file names are shown relative to the folder they share
+    (``file_prefix``), so the part that differs is what a reader sees."""
     out: dict[str, Any] = {"file_prefix": ""}
     for view in ("file", "proc"):
         rows = list(((analysis.views or {}).get(view) or {}).get("rows", [])) if analysis is not None else []
-        by_time = sorted(rows, key=lambda r: -(r.get("io_time_s") or 0.0))[:limit]
-        by_bytes = sorted(rows, key=lambda r: -((r.get("read_bytes") or 0) + (r.get("write_bytes") or 0)))[
-            :limit
-        ]
+
+        def other(r: dict[str, Any], view: str = view) -> bool:
+            return view == "file" and classify(str(r.get("path")), paths).class_ != "data"
+
+        by_time = sorted(rows, key=lambda r: (other(r), -(r.get("io_time_s") or 0.0)))[:limit]
+        by_bytes = sorted(
+            rows, key=lambda r: (other(r), -((r.get("read_bytes") or 0) + (r.get("write_bytes") or 0)))
+        )[:limit]
         out[f"{view}_by_time"] = [_hot(view, r) for r in by_time]
         # the by-bytes list only when it names other rows than the by-time one (each table shows both)
         same = {id(r) for r in by_time} == {id(r) for r in by_bytes}
