@@ -409,6 +409,26 @@ SELF_TRACING_NOTE = "self-tracing.txt"
 SETUP_STAMP = ".dftune-setup.json"
 
 
+def _warm_up(
+    spec: WorkloadSpec,
+    settings: dict[str, KnobValue],
+    workdir: Path,
+    data_dir: Path,
+    stage: StagePlan | None,
+    run: Callable[[list[str]], ProcessResult],
+) -> ProcessResult:
+    """The warm-up run, staged like the arm's replicates when the arm is staged (a staged arm's
+    program never runs on the original folder, whose outputs it would write in place)."""
+    if stage is None:
+        return run(spec.render(spec.command, settings, workdir=workdir))
+    try:
+        with staged_replicate(data_dir, stage, str(workdir.resolve())) as staged:
+            staged_spec = spec.model_copy(update={"data_dir": str(staged.path)})
+            return run(staged_spec.render(spec.command, settings, workdir=workdir))
+    except StagingError as exc:
+        raise BenchError(f"{spec.spec_path}: the warm-up run: {exc}") from None
+
+
 def _setup_stamp(spec: WorkloadSpec, setup_argv: list[str], data_dir: Path, workdir: Path) -> Path | None:
     """Where a reusable data set records its setup; None when it cannot be reused (per-workdir data)."""
     if not (spec.setup_reuse and setup_argv):
@@ -613,7 +633,14 @@ def bench(
         if warmed.is_file():  # an earlier call here (a campaign's baseline unit) warmed it already
             notes.append(f"page cache {why}: warmed by an earlier run in this folder")
         else:
-            warm = launch("warmup", argv, base_env, "warmup")
+            warm = _warm_up(
+                spec,
+                settings,
+                workdir,
+                Path(data_dir),
+                stage,
+                lambda a: launch("warmup", a, base_env, "warmup"),
+            )
             warmed.write_text(f"{warm.status}\n", encoding="utf-8")
             notes.append(
                 f"page cache {why}: one untraced warm-up run first, "
@@ -688,13 +715,17 @@ def bench(
                     samples=sample / f"{label}.txt" if sample is not None else None,
                 )
         except StagingError as exc:
-            raise BenchError(f"{spec.spec_path}: {exc}") from None
+            if ran is None:
+                raise BenchError(f"{spec.spec_path}: {exc}") from None
+            stage_why = str(exc)  # the program ran; an output stayed in the kept copy, named here
         except OSError as exc:  # a copy that failed (a full tier, an unreadable file)
             if ran is None:
                 raise BenchError(f"{spec.spec_path}: staging {data_dir} failed: {exc}") from None
             stage_why = f"copying the outputs back to {data_dir} failed: {exc}"
         assert ran is not None
         res = ran
+        if staged is not None:
+            notes.extend(n for n in staged.notes if n not in notes)
         trace_why = ""
         if rep_trace is not None:
             trace_why = _gather_trace(

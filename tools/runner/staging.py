@@ -9,8 +9,11 @@ tiers (DataWarp, Rabbit ``#DW``), done per run rather than once.
 
 - **Outputs** are the data files (core/facts/paths.py) new or changed (size or modification
   time) under the staged copy after the run; they are copied to the same relative path under
-  the original ``data_dir``.
+  the original ``data_dir`` by :mod:`~dftune.tools.runner.copy_back` (never through a link the
+  folder holds, never outside it, holes kept, special files skipped with a note; an output that
+  cannot be copied keeps the copy, named with the command that recovers it).
   Files the program deleted in the copy are not deleted in the original.
+- **Every run of a staged arm is staged**, its warm-up run included.
 - **Memory bound**: ``/dev/shm`` is memory. A data set is staged there only when it fits in
   ``shm_share`` (20%, the node-memory share node-local tier guides give tmpfs) of ``MemTotal``,
   in ``MemAvailable`` and in the free space of ``/dev/shm``, all measured now (:func:`room_for`).
@@ -35,9 +38,12 @@ from dftune.core.domain.measurements import StagePlan
 from dftune.core.errors import DftuneError
 from dftune.core.facts.paths import PathClass, RunPaths, classify
 from dftune.core.supervise import GUARDIAN, proc_info
+from dftune.tools.runner.copy_back import copy_back, sparse_copy
 
 #: Staged copies are folders named so under the tier's root, with this marker inside.
 STAGE_PREFIX = "dftune-stage-"
+#: a staged copy kept because an output could not be copied back (never removed as stale)
+KEPT_PREFIX = "dftune-kept-"
 MARKER = ".dftune-stage.json"
 MEMINFO = Path("/proc/meminfo")
 
@@ -198,7 +204,8 @@ Snapshot = dict[str, tuple[int, int]]
 
 
 def snapshot(root: Path) -> Snapshot:
-    """Relative path -> (size, mtime_ns) of every regular file under ``root``."""
+    """Relative path -> (size, mtime_ns) of every file under ``root`` that is not a link (a FIFO
+    or socket the program made is listed too, so copying back can say it left it)."""
     out: Snapshot = {}
     for dirpath, _dirs, names in os.walk(root):
         for name in names:
@@ -237,6 +244,8 @@ class Staged:
     files_in: int = 0
     outputs: list[str] = field(default_factory=list)
     removed_stale: list[str] = field(default_factory=list)
+    #: what copying back met that a person should know (special files left, links replaced)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def seconds(self) -> float:
@@ -251,12 +260,16 @@ def _mark(home: Path, origin: Path) -> None:
 
 @contextmanager
 def staged_replicate(
-    data_dir: Path, plan: StagePlan, arm_key: str, *, copier: Copier = shutil.copy2
+    data_dir: Path, plan: StagePlan, arm_key: str, *, copier: Copier = sparse_copy
 ) -> Iterator[Staged]:
     """Copy ``data_dir`` to the tier, yield the copy, then copy outputs back and remove the copy.
 
-    The copy is removed whatever happens (a failed or timed-out run, an exception); the guardian
-    removes it if dftune is killed. ``copier`` copies one file (``shutil.copy2``)."""
+    Outputs go back by :func:`~dftune.tools.runner.copy_back.copy_back` (never through a link,
+    never outside the folder, one failure stopping none of the others). The copy is removed
+    whatever happens (a failed or timed-out run, an exception; the guardian removes it if dftune
+    is killed), except when an output could not be copied back: then it is kept, renamed out of
+    the stale copies' reach, and :class:`StagingError` names it and the command that recovers
+    the outputs. ``copier`` copies one file (holes stay holes)."""
     problem = check_plan(data_dir, plan)
     if problem:
         raise StagingError(f"cannot stage {data_dir}: {problem}")
@@ -282,11 +295,26 @@ def staged_replicate(
         yield staged
         t1 = time.perf_counter()
         staged.outputs = outputs(before, snapshot(staged.path), staged.path)
-        for rel in staged.outputs:
-            dest = data_dir / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(staged.path / rel, dest)
+        back = copy_back(staged.path, data_dir, staged.outputs)
         staged.copy_back_s = time.perf_counter() - t1
+        staged.notes += [f"{rel} in the staged copy is {kind}: not copied back" for rel, kind in back.skipped]
+        staged.notes += [
+            f"{rel} was a link in {data_dir}; the program replaced it in the copy, so its output "
+            "replaced the link (the link's target is untouched)"
+            for rel in back.replaced_links
+        ]
+        if back.failed:
+            kept = home.with_name(home.name.replace(STAGE_PREFIX, KEPT_PREFIX, 1))
+            (home / MARKER).unlink(missing_ok=True)
+            home.rename(kept)
+            rel, why = back.failed[0]
+            more = f" and {len(back.failed) - 1} more" if len(back.failed) > 1 else ""
+            copied = kept / staged.path.relative_to(home)
+            raise StagingError(
+                f"{len(back.failed)} output(s) could not be copied back to {data_dir} ({rel}: {why}{more}); "
+                f"the staged copy is kept in {copied}: recover with cp -a --sparse=always "
+                f"{copied}/{rel} {data_dir}/{rel}"
+            )
     finally:
         shutil.rmtree(home, ignore_errors=True)
         if watched:
