@@ -42,7 +42,8 @@ def analyze(
         str | None, typer.Option("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786.")
     ] = None,
     workers: Annotated[
-        int | None, typer.Option("--workers", min=1, help="Local worker processes (default: cores).")
+        int | None,
+        typer.Option("--workers", min=1, max=1024, help="Local worker processes (default: cores)."),
     ] = None,
     windows: Annotated[
         int, typer.Option("--windows", min=1, max=10000, help="Windows in the time view (at most).")

@@ -33,7 +33,7 @@ def papers_ingest(
     directory: Annotated[Path, typer.Argument(help="Folder of PDFs (searched recursively).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     timeout: Annotated[
-        float, typer.Option("--timeout", min=1, help="Seconds allowed to parse one PDF.")
+        float, typer.Option("--timeout", min=1, max=86400, help="Seconds allowed to parse one PDF.")
     ] = 60.0,
     memory_mb: Annotated[
         int, typer.Option("--memory-mb", min=64, help="Memory limit of the PDF parser.")

@@ -48,7 +48,7 @@ def bench(
         list[str] | None, typer.Option("--set", help="Knob value NAME=VALUE (repeatable).")
     ] = None,
     replicates: Annotated[
-        int | None, typer.Option("--replicates", min=1, help="Runs (default: the spec's).")
+        int | None, typer.Option("--replicates", min=1, max=1000, help="Runs (default: the spec's).")
     ] = None,
     trace: Annotated[
         bool | None,

@@ -11,15 +11,18 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-#: names that hold credentials: *_API_KEY, *_KEY, *_TOKEN, *SECRET*, *PASSWORD*, *CREDENTIAL*, ...
-#: (TOKENIZERS_PARALLELISM and the like are not tokens: the word must stand alone between underscores)
+#: names that hold credentials: *_API_KEY, *_KEY, *_TOKEN, *SECRET*, *PASSWORD*, *CREDENTIAL*,
+#: *_PWD (MYSQL_PWD; PWD and OLDPWD are folders), *_JWT (CI_JOB_JWT), *_DSN (SENTRY_DSN: a URL
+#: with its key), ... (TOKENIZERS_PARALLELISM and the like are not tokens: the word must stand
+#: alone between underscores)
 _SECRET_NAME = re.compile(
     r"API_?KEY|(^|_)(ACCESS_)?KEY(S)?($|_)|(^|_)TOKENS?($|_)|SECRET|PASSWORD|PASSWD|CREDENTIAL|(^|_)AUTH($|_)"
-    r"|(^|_)COOKIE($|_)|(^|_)PAT($|_)",
+    r"|(^|_)COOKIE($|_)|(^|_)PAT($|_)|_PWD$|(^|_)JWT($|_)|(^|_)DSN($|_)",
     re.IGNORECASE,
 )
-#: a URL carrying a password (``https://user:pass@host``: proxies, database URLs)
-_URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)
+#: a URL carrying credentials in its user part: a password (``https://user:pass@host``: proxies,
+#: database URLs) or a token alone (``https://TOKEN@github.com/...``, a Sentry DSN's key)
+_URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s@]+@", re.IGNORECASE)
 #: shorter values are not redacted from text (they would match everywhere)
 _MIN_REDACT = 6
 

@@ -24,7 +24,7 @@ class KbLookupIn(_In):
         description="Comma list, e.g. 'hdf5,mpi-io,lustre': L2 findings for that software (all if unset).",
     )
     strategy: str | None = Field(None, description="Only this strategy id.")
-    limit: int | None = Field(None, ge=1, description="At most this many findings per scope.")
+    limit: int | None = Field(None, ge=1, le=100_000, description="At most this many findings per scope.")
 
 
 @box.tool(

@@ -97,7 +97,9 @@ class ContextSearchIn(_In):
     run_id: str = RunId
     system: str = Field(min_length=1, description="This machine (for KB system findings).")
     workload: str = Field(min_length=1, description="This application (for KB workload findings).")
-    iteration: int | None = Field(None, ge=1, description="opt<n> to write into (default: the latest).")
+    iteration: int | None = Field(
+        None, ge=1, le=100_000, description="opt<n> to write into (default: the latest)."
+    )
     software: list[str] | None = Field(
         None,
         description="The run's software stack ids (posix, mpi, mpi-io, romio, hdf5, pytorch, ...: "

@@ -81,7 +81,9 @@ class KbRecordIn(StrictModel):
         default=None,
         description="The run that measured it (the same input twice in a run returns the first record).",
     )
-    iteration: int | None = Field(default=None, ge=0, description="The opt<n> iteration of the change.")
+    iteration: int | None = Field(
+        default=None, ge=0, le=10**9, description="The opt<n> iteration of the change."
+    )
     system: str = Field(min_length=1, description="Hostname or cluster (L3 findings stay on it).")
     workload: str = Field(min_length=1, description="Application name (L1 findings stay with it).")
     software: list[str] = Field(
@@ -141,6 +143,7 @@ class KbRecordIn(StrictModel):
     supersedes: int | None = Field(
         default=None,
         ge=1,
+        le=2**63 - 1,
         description="The earlier record of this run this one settles (a pending change's answer, or a "
         "measurement taken again without a change a person refused).",
     )

@@ -179,11 +179,12 @@ class RunSettings(StrictModel):
         description="autonomous (overnight: no-sudo L1/L2 changes approved by policy) or interactive "
         "(every change waits for a person's answer: dftune approve, or the MCP tool run_answer).",
     )
+    # upper bounds keep every number a checkpoint can store (msgpack: 64-bit) and a run can do
     max_experiments: int = Field(
-        default=6, ge=0, description="Experiments per workload (each a guarded, measured change)."
+        default=6, ge=0, le=10_000, description="Experiments per workload (each a guarded, measured change)."
     )
     replicates: int | None = Field(
-        default=None, ge=1, description="Replicates per arm (default: the spec's)."
+        default=None, ge=1, le=1000, description="Replicates per arm (default: the spec's)."
     )
     model: str = Field(
         default="rules",
@@ -193,6 +194,7 @@ class RunSettings(StrictModel):
     token_budget: int = Field(
         default=200_000,
         ge=0,
+        le=10**12,
         description="Tokens the chat model may spend in the run; then the rules decide.",
     )
     allow_install: bool = Field(

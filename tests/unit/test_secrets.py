@@ -97,3 +97,18 @@ def test_the_spec_asks_for_variables_by_exact_name(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="pass_env: names must be unique"):
         load_spec(_envdump(tmp_path, 'pass_env = ["A", "A"]\n'))
     assert load_spec(_envdump(tmp_path)).pass_env == []
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MYSQL_PWD", "hunter22"),
+        ("CI_JOB_JWT", "eyJhbGciOi.x.y"),
+        ("SENTRY_DSN", "https://0123456789abcdef@o1.ingest.sentry.io/1"),
+        ("GIT_REMOTE", "https://ghp_TOKEN123456@github.com/org/repo.git"),
+    ],
+)
+def test_the_fourth_rounds_credentials_never_reach_the_workload(name: str, value: str) -> None:
+    env, withheld = scrubbed_environ({name: value, "PWD": "/home/u", "OLDPWD": "/tmp", "HOME": "/home/u"})
+    assert withheld == [name] and name not in env
+    assert env["PWD"] == "/home/u" and env["OLDPWD"] == "/tmp"  # folders, not passwords

@@ -40,6 +40,7 @@ from dftune.tools.runner.metrics import (
     json_values,
     last_number,
     last_text,
+    read_metric_file,
 )
 from dftune.tools.runner.sampling import sampler_argv
 from dftune.tools.runner.spec import KnobValue, WorkloadSpec
@@ -250,15 +251,15 @@ def extract_metric(
         if m.kind == "file" or (m.kind == "dlio" and metric_file is not None):
             assert metric_file is not None
             try:
-                text = metric_file.read_text(encoding="utf-8", errors="replace")
-            except OSError as exc:
-                if m.kind == "dlio":
+                text = read_metric_file(metric_file)
+            except MetricNotFound as exc:
+                if m.kind == "dlio" and not metric_file.exists():
                     return None, (
-                        f"metric: DLIO's summary {metric_file} not readable ({exc.strerror or exc}): DLIO "
+                        f"metric: DLIO's summary {metric_file} not readable ({exc}): DLIO "
                         "writes summary.json into workload.output.folder when training ends; the path must "
                         "name that folder"
                     )
-                return None, f"metric file {metric_file} not readable: {exc.strerror or exc}"
+                return None, str(exc)
             where = f"{metric_file} (DLIO's summary.json)" if m.kind == "dlio" else str(metric_file)
             if m.kind == "dlio":
                 values = [dlio_value(text, f, where, summary_json=True) for f in m.names("field")]

@@ -12,8 +12,11 @@ import csv
 import io
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 #: How several values become one metric.
@@ -72,10 +75,66 @@ def json_value(doc: Any, key: str, where: str) -> float:
         raise MetricNotFound(f"key {key!r} in {where} is not a number: {node!r}") from None
 
 
+#: the most of a metric file read: a program's summary is a few KiB (DLIO's, IOR's JSON)
+METRIC_FILE_BYTES = 16 << 20
+#: the deepest nesting of a metric file's JSON read (a summary is a few levels deep)
+METRIC_JSON_DEPTH = 64
+
+
+def read_metric_file(path: Path) -> str:
+    """A metric file's text, read as a trace is: a regular file only (a link to /dev/zero or a
+    named pipe is refused, never opened to block), at most :data:`METRIC_FILE_BYTES`."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise MetricNotFound(f"metric file {path} not readable: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise MetricNotFound(f"metric file {path} is not a regular file (a pipe, a device or a folder)")
+    if st.st_size > METRIC_FILE_BYTES:
+        raise MetricNotFound(
+            f"metric file {path} is {st.st_size:,} bytes, more than the {METRIC_FILE_BYTES >> 20} MiB "
+            "a program's summary can be"
+        )
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # swapped for a pipe since the stat: no wait
+        with os.fdopen(fd, "rb") as fh:
+            raw = fh.read(METRIC_FILE_BYTES + 1)
+    except OSError as exc:
+        raise MetricNotFound(f"metric file {path} not readable: {exc.strerror or exc}") from None
+    if len(raw) > METRIC_FILE_BYTES:
+        raise MetricNotFound(f"metric file {path} grew past {METRIC_FILE_BYTES >> 20} MiB while read")
+    return raw.decode("utf-8", errors="replace")
+
+
+def _depth_ok(text: str, limit: int = METRIC_JSON_DEPTH) -> bool:
+    """Whether no bracket nesting in ``text`` goes deeper than ``limit`` (strings skipped)."""
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return False
+        elif ch in "]}":
+            depth -= 1
+    return True
+
+
 def json_values(text: str, keys: Sequence[str], where: str) -> list[float]:
+    if not _depth_ok(text):
+        raise MetricNotFound(f"{where} nests deeper than {METRIC_JSON_DEPTH} levels: not a program's summary")
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise MetricNotFound(f"{where} is not JSON: {exc}") from None
     return [json_value(doc, k, where) for k in keys]
 

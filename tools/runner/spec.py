@@ -7,6 +7,7 @@ strategy missing from the catalog is a one-line error naming the file and the ke
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import string
 import sys
@@ -36,6 +37,10 @@ from dftune.tools.runner.metrics import DLIO_FIELDS, IOR_FIELDS, higher_is_bette
 SOURCE_COPY_IGNORE = ("__pycache__", ".git", "opt[0-9]*", "*.pfw", "*.pfw.gz")
 BUILTIN_PLACEHOLDERS = ("data_dir", "workdir", "source_dir", "ranks", "python", "trace_dir", "app_python")
 KnobValue = str | int | float | bool
+#: the longest a replicate, a batch job or a queue wait may be given: 30 days
+MAX_SECONDS = 30 * 24 * 3600
+#: a knob's integer values fit the 64 bits a checkpoint stores a number in
+KNOB_INT_LIMIT = 2**63 - 1
 
 
 class SpecError(DftuneError, ValueError):
@@ -206,6 +211,16 @@ class Knob(_Strict):
     min: int | float | None = None
     max: int | float | None = None
 
+    @field_validator("values", "default", "min", "max")
+    @classmethod
+    def _fits(cls, value: Any) -> Any:
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, int) and not isinstance(v, bool) and abs(v) > KNOB_INT_LIMIT:
+                raise ValueError(f"{v} is outside the 64-bit integers a knob's value can be")
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ValueError(f"{v} is not a finite number")
+        return value
+
     @model_validator(mode="after")
     def _default_in_values(self) -> Knob:
         if self.kind == "config" and not (self.file and self.key):
@@ -282,15 +297,15 @@ class Launcher(_Strict):
     nodes: int = Field(default=1, ge=1, le=10_000)
     #: Slurm partition / Flux queue
     partition: str | None = None
-    time_limit_min: int = Field(default=30, ge=1)
+    time_limit_min: int = Field(default=30, ge=1, le=MAX_SECONDS // 60)
     #: extra arguments for mpirun / sbatch / flux submit
     extra_args: list[str] = []
-    poll_s: float = Field(default=2.0, gt=0)
+    poll_s: float = Field(default=2.0, gt=0, le=3600)
     #: Slurm and Flux: how long a job may wait in the queue before dftune cancels it; the spec's
     #: ``timeout_s`` then counts the job's run only, as a batch system's time limit does.  None: one
     #: clock from submission, ``timeout_s`` covers the wait and the run together (what a deadline
     #: near its end uses, so that nothing runs past it)
-    queue_timeout_s: float | None = Field(default=3600.0, gt=0)
+    queue_timeout_s: float | None = Field(default=3600.0, gt=0, le=MAX_SECONDS)
     #: baseline replicates of this workload that may run at once on this machine (local, mpirun);
     #: Slurm and Flux replicates are separate jobs and run as the cluster schedules them
     parallel: int = Field(default=1, ge=1, le=64)
@@ -310,7 +325,7 @@ class WorkloadSpec(_Strict):
     source_dir: str = "."
     data_dir: str = "{workdir}/data"
     replicates: int = Field(default=5, ge=1, le=1000)
-    timeout_s: float = Field(default=300.0, gt=0)
+    timeout_s: float = Field(default=300.0, gt=0, le=MAX_SECONDS)
     #: the page cache each replicate starts from: "cold" drops it before every replicate where the
     #: kernel permits (root), else one warm-up run comes first; "warm" never drops it (one warm-up
     #: run), for programs whose data is cache-resident in production or nodes others share
