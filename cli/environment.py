@@ -125,12 +125,23 @@ def _path_classes(paths: list[str], data_dirs: list[Path], as_json: bool) -> Non
 
 
 @app.command("mcp")
-def mcp_cmd() -> None:
+def mcp_cmd(
+    allow: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--allow",
+            help="A folder whose workload specs run_start may run (repeatable; default: the current folder).",
+        ),
+    ] = None,
+) -> None:
     """Serve dftune's tools to MCP clients (Claude Code, Codex, ...) over stdio."""
     from dftune.mcp_server import serve
 
+    for folder in allow or []:
+        if not folder.is_dir():
+            fail(f"--allow {folder}: not a folder")
     with user_errors():
-        serve()
+        serve(allow=allow or [Path.cwd()])
 
 
 spec_app = typer.Typer(help="Workload specs: draft one from a command.", no_args_is_help=True)

@@ -298,6 +298,9 @@ def approve(
     run_id: Annotated[str, typer.Argument(help="Run id.")],
     reject: Annotated[bool, typer.Option("--reject", help="Refuse the pending change instead.")] = False,
     reason: Annotated[str, typer.Option("--reason", help="Why (kept in the run's record).")] = "",
+    via_mcp: Annotated[
+        bool, typer.Option("--via-mcp", hidden=True, help="The answer came through an MCP client.")
+    ] = False,
     as_json: JsonOpt = False,
     table: TableOpt = False,
 ) -> None:
@@ -309,7 +312,13 @@ def approve(
     from dftune.graphs.runs import approve_run
 
     with user_errors():
-        result = approve_run(run_id, reject=reject, reason=reason, progress=_progress(as_json))
+        result = approve_run(
+            run_id,
+            reject=reject,
+            reason=reason,
+            channel="mcp" if via_mcp else "terminal",
+            progress=_progress(as_json),
+        )
     _show_run(result, as_json, table)
 
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -214,35 +216,80 @@ def run_process(
     )
 
 
+#: the most of each stream a short command's result keeps (a --help that never ends is cut here)
+COMMAND_OUTPUT_CAP = 1 << 20
+
+
 def run_command(
-    argv: list[str], *, timeout_s: float, cwd: Path | None = None, env: dict[str, str] | None = None
+    argv: list[str],
+    *,
+    timeout_s: float,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    output_cap: int = COMMAND_OUTPUT_CAP,
 ) -> CommandResult:
-    """Run a short command with its output captured; the whole group is killed on timeout."""
+    """Run a short command with its output captured (at most ``output_cap`` bytes of each stream;
+    the rest is read and dropped); on timeout its group is killed, and whatever it left (its
+    group, a child that started its own session, anything adopted) is killed when it ends, as a
+    workload's leftovers are."""
     _check_argv(argv)
     t0 = time.monotonic()
+    tag = supervise.new_tag()
     try:
-        proc, _ticks = _start(argv, cwd, env, subprocess.PIPE, subprocess.PIPE)
+        proc, ticks = _start(argv, cwd, env, subprocess.PIPE, subprocess.PIPE, tag)
     except OSError as exc:
         return CommandResult(argv, None, "", "", False, time.monotonic() - t0, f"cannot run {argv[0]}: {exc}")
+    assert proc.stdout is not None and proc.stderr is not None
+    outs = [_Capped(proc.stdout, output_cap), _Capped(proc.stderr, output_cap)]
     timed_out = False
     try:
         try:
-            out, err = proc.communicate(timeout=timeout_s)
+            proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
             kill_group(proc.pid)
-            out, err = proc.communicate()
     finally:
         if proc.poll() is None:
             kill_group(proc.pid, grace_s=0.0)
             proc.wait()
+        supervise.sweep(tag, since=ticks, pgid=proc.pid)  # no child outlives the command
         supervise.finished(proc.pid)
+        for o in outs:
+            o.finish()
     supervise.check_stopping()
     return CommandResult(
         argv,
         proc.returncode,
-        out.decode("utf-8", errors="replace"),
-        err.decode("utf-8", errors="replace"),
+        outs[0].text(),
+        outs[1].text(),
         timed_out,
         time.monotonic() - t0,
     )
+
+
+class _Capped:
+    """Reads a pipe to its end on a thread, keeping its first ``cap`` bytes."""
+
+    def __init__(self, pipe: IO[bytes], cap: int) -> None:
+        self.pipe, self.cap = pipe, cap
+        self.kept = bytearray()
+        self.dropped = 0
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        with suppress(OSError, ValueError):
+            while chunk := self.pipe.read1(65536) if hasattr(self.pipe, "read1") else self.pipe.read(65536):
+                room = self.cap - len(self.kept)
+                self.kept += chunk[: max(room, 0)]
+                self.dropped += max(0, len(chunk) - max(room, 0))
+
+    def finish(self, wait_s: float = 2.0) -> None:
+        """Wait for the end of the stream (a process nobody could kill may hold it: then stop)."""
+        self.thread.join(wait_s)
+        with suppress(OSError):
+            self.pipe.close()
+
+    def text(self) -> str:
+        out = self.kept.decode("utf-8", errors="replace")
+        return out + (f"\n[{self.dropped:,} more bytes not kept]\n" if self.dropped else "")

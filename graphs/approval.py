@@ -39,6 +39,8 @@ class ApprovalAnswer(BaseModel):
     reason: str = Field("", max_length=2000)
     #: who answered (the account running ``dftune approve``; kept in the run's record and report)
     user: str = Field("", max_length=200)
+    #: where the answer came from: a terminal (``dftune approve``) or an MCP client (``run_answer``)
+    channel: Literal["terminal", "mcp"] = "terminal"
 
 
 def parse_answer(raw: Any) -> tuple[ApprovalAnswer | None, str]:
@@ -53,6 +55,23 @@ def parse_answer(raw: Any) -> tuple[ApprovalAnswer | None, str]:
             f"refused the answer {str(raw)[:80]!r} ({what}): nothing was applied; answer with "
             '{"decision": "approve"} or {"decision": "reject", "reason": "..."}'
         )
+
+
+def _answer_for(p: Proposal, raw: Any) -> tuple[ApprovalAnswer | None, str]:
+    """The answer to ``p``'s approval: a privileged change is approved in a terminal only (an MCP
+    client's approval of one is no answer: the run keeps waiting and says where to give it)."""
+    answer, why = parse_answer(raw)
+    if (
+        answer is not None
+        and answer.decision == "approve"
+        and p.privilege != "no-sudo"
+        and answer.channel != "terminal"
+    ):
+        return None, (
+            f"{p.id} needs {p.privilege} privileges: it is approved in a terminal only "
+            "(dftune approve), never through an MCP client; nothing was applied"
+        )
+    return answer, why
 
 
 def request(p: Proposal, run_id: str, refused: str | None = None) -> ApprovalRequest:
@@ -118,14 +137,15 @@ def approval(state: TuningState, runtime: Runtime[Context]) -> Update:
             approvals=[Approval(proposal_id=p.id, approved=True, by="policy", reason=why)],
             events=[log("approval", f"{p.id} approved by policy ({why})")],
         )
-    answer, why = parse_answer(interrupt(request(p, state.run_id).model_dump(mode="json")))
+    answer, why = _answer_for(p, interrupt(request(p, state.run_id).model_dump(mode="json")))
     while answer is None:  # each refused answer is one more interrupt: the run keeps waiting
-        answer, why = parse_answer(interrupt(request(p, state.run_id, refused=why).model_dump(mode="json")))
+        answer, why = _answer_for(p, interrupt(request(p, state.run_id, refused=why).model_dump(mode="json")))
     approved = answer.decision == "approve"
     entry = Approval(
         proposal_id=p.id,
         approved=approved,
         by="person",
+        channel=answer.channel,
         user=answer.user,
         reason=answer.reason or ("approved" if approved else "rejected"),
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
@@ -413,6 +413,7 @@ def approve_run(
     *,
     reject: bool = False,
     reason: str = "",
+    channel: Literal["terminal", "mcp"] = "terminal",
     progress: ProgressFn = silent,
     workspace: Workspace | None = None,
     measurer: Measurer | None = None,
@@ -421,7 +422,9 @@ def approve_run(
     oldest change kept on trial (also after the run finished: a refusal measures again what stood on it)."""
     ws = workspace or Workspace()
     _existing(run_id, ws)
-    answer = ApprovalAnswer(decision="reject" if reject else "approve", reason=reason, user=_user())
+    answer = ApprovalAnswer(
+        decision="reject" if reject else "approve", reason=reason, user=_user(), channel=channel
+    )
     with _driving(run_id, ws, progress), _compiled(run_id, ws) as (graph, config):
         state, snap = _snapshot_state(graph, config)
         _current(state)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -176,6 +177,29 @@ def _waited(run_id: str, wait_s: float) -> dict[str, Any]:
         time.sleep(0.5)
 
 
+#: the folders whose workload specs run_start may run (``dftune mcp --allow DIR``); the current
+#: folder when the server starts without one
+_allowed: list[Path] = []
+#: run_start calls in flight: a run id is started by one call only
+_starting = threading.Lock()
+
+
+def allow_specs_from(folders: list[Path]) -> None:
+    _allowed[:] = [f.expanduser().resolve() for f in folders]
+
+
+def _allowed_spec(path: Path) -> None:
+    """A spec outside the folders the person allowed is refused: a client may not run any program
+    whose spec the server can read."""
+    folders = _allowed or [Path.cwd().resolve()]
+    if not any(path.is_relative_to(f) for f in folders):
+        shown = ", ".join(map(str, folders))
+        raise ToolFailure(
+            f"{path} is outside the folders this server runs specs from ({shown}): start it with "
+            "dftune mcp --allow DIR to allow another"
+        )
+
+
 def _idle(run_id: str) -> None:
     """Refuse to drive a run that another driver drives (the run's own lock refuses it too, later)."""
     from dftune.tools.session.workspace import RunNotFound, Workspace
@@ -228,13 +252,20 @@ def run_start_tool(p: RunStartIn) -> dict[str, Any]:
     from dftune.tools.session.workspace import RunExists, Workspace
 
     path = Path(p.spec).expanduser().resolve()
+    _allowed_spec(path)
     spec = load_spec(path)  # a bad spec: one line naming the file and the key
     check_model(p.model)
     resolve(p.time_budget, None)  # a malformed budget is refused before anything runs
     check_kb()
     run_id = validate_run_id(p.run_id) if p.run_id else new_run_id(spec.name)
-    if Workspace().run_dir(run_id).exists():
-        raise RunExists(f"run {run_id!r} already exists (run_show it, or choose another run_id)")
+    with _starting:  # one call starts a run id; the others are told it is taken
+        if Workspace().run_dir(run_id).exists() or _driver_state(run_id)[0]:
+            raise RunExists(f"run {run_id!r} already exists (run_show it, or choose another run_id)")
+        _start_driver(run_id, p, path)
+    return {**_waited(run_id, p.wait_s), "started": True}
+
+
+def _start_driver(run_id: str, p: RunStartIn, path: Path) -> None:
     args = [
         "run",
         str(path),
@@ -256,7 +287,6 @@ def run_start_tool(p: RunStartIn) -> dict[str, Any]:
     if p.declared_only:
         args.append("--declared-only")
     _spawn(run_id, args)
-    return {**_waited(run_id, p.wait_s), "started": True}
 
 
 # --------------------------------------------------------------------------- look
@@ -335,7 +365,13 @@ def run_answer_tool(p: RunAnswerIn) -> dict[str, Any]:
     if not before.pending:  # an approval the run stopped at, else a change kept on trial
         raise ToolFailure(f"run {p.run_id} is not waiting for an answer (status {before.status})")
     first = before.pending[0]
-    args = ["approve", p.run_id, "--reason", answer.reason] + (
+    privilege = getattr(first, "privilege", "no-sudo")
+    if answer.decision == "approve" and privilege != "no-sudo":
+        raise ToolFailure(
+            f"{first.proposal_id} needs {privilege} privileges: a privileged change is approved in a "
+            f"terminal only: dftune approve {p.run_id} (run_answer may reject it)"
+        )
+    args = ["approve", p.run_id, "--reason", answer.reason, "--via-mcp"] + (
         ["--reject"] if answer.decision == "reject" else []
     )
     _spawn(p.run_id, args)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 from dftune.core import strictjson
@@ -74,8 +75,12 @@ def build_server() -> Any:
     )
 
 
-def serve() -> None:
-    """Serve over stdio until the client closes stdin."""
+def serve(allow: list[Path] | None = None) -> None:
+    """Serve over stdio until the client closes stdin; ``allow``: the folders whose specs
+    ``run_start`` may run (default: the current folder)."""
+    from dftune.mcp_server import run_tools
+
+    run_tools.allow_specs_from(allow or [Path.cwd()])
     require("mcp", "mcp", "dftune mcp (the MCP server)")
     import anyio
     from mcp.server.stdio import stdio_server

@@ -84,3 +84,5 @@ class Approval(StrictModel):
     reason: str
     #: the account that answered (a person's answer), as the answering process saw it
     user: str = ""
+    #: where a person's answer came from: a terminal (``dftune approve``) or an MCP client
+    channel: Literal["terminal", "mcp", ""] = ""

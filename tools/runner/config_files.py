@@ -57,6 +57,36 @@ class ConfigFileError(DftuneError, ValueError):
     """A configuration file cannot be read or written as a knob needs: one line naming it."""
 
 
+#: the most aliases (``*name``) one YAML file may use: a hand-written config uses a few; an alias
+#: bomb uses a few dozen nested ones, and merge keys (``<<: *a``) copy what they name at load time
+MAX_ALIASES = 1000
+
+
+def load_yaml(text: str, where: Path | str) -> Any:
+    """YAML as ``yaml.safe_load`` reads it, refused past :data:`MAX_ALIASES` aliases (before any is
+    expanded) and past :data:`MAX_KEYS` settings."""
+    import yaml
+
+    class Bounded(yaml.SafeLoader):
+        aliases = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                Bounded.aliases += 1
+                if Bounded.aliases > MAX_ALIASES:
+                    raise ConfigFileError(f"{where}: more than {MAX_ALIASES:,} YAML aliases, not read")
+            return super().compose_node(parent, index)
+
+    loader = Bounded(text)
+    try:
+        tree = loader.get_single_data()
+    finally:
+        loader.dispose()
+    if isinstance(tree, Mapping):
+        flatten(tree, where=where)
+    return tree
+
+
 def config_format(path: str | Path) -> str | None:
     """``yaml``, ``toml`` or ``json`` by the file's suffix, or None for another file."""
     suffix = Path(path).suffix.lower()
@@ -82,14 +112,14 @@ def read_tree(path: Path) -> dict[str, Any]:
     try:
         tree: Any
         if kind == "yaml":
-            import yaml
-
-            tree = yaml.safe_load(text)
+            tree = load_yaml(text, path)
         elif kind == "toml":
             tomllib.loads(text)  # tomlkit accepts a little more than the standard; refuse that
             tree = tomlkit.parse(text)
         else:
             tree = json.loads(text)
+    except ConfigFileError:
+        raise
     except Exception as exc:  # each parser has its own error types (JSON's RecursionError too)
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigFileError(f"{path}: not valid {kind.upper()}: {first[:200]}") from None

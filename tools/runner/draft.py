@@ -255,17 +255,6 @@ def dlio_workload_yaml(argv: list[str], cwd: Path) -> Path:
     )
 
 
-def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        full = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(_flatten(value, full + "."))
-        else:
-            out[full] = value
-    return out
-
-
 #: DLIO settings that are tunables but absent from most workload configs (DLIO's own defaults).
 DLIO_DEFAULTS = {"reader.read_threads": 1, "reader.prefetch_size": 2, "reader.computation_threads": 1}
 #: Sections of a DLIO workload whose keys are settings of the run, not its identity.
@@ -293,16 +282,12 @@ def _dlio_options_first(argv: list[str]) -> list[str]:
 
 def dlio_settings(argv: list[str], cwd: Path, rules: list[Rule]) -> tuple[list[Setting], Path]:
     """The settings of a DLIO command's workload YAML (its overrides win), and the YAML's path."""
-    import yaml
-
     path = dlio_workload_yaml(argv, cwd)
-    try:
-        tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise DraftError(f"{path}: not a readable DLIO workload YAML: {exc}") from None
-    if not isinstance(tree, dict):
-        raise DraftError(f"{path}: a DLIO workload YAML is a mapping of sections")
-    flat = {**DLIO_DEFAULTS, **_flatten(tree)}
+    try:  # bounded: size, aliases, settings (an alias bomb is refused, not expanded)
+        tree = read_tree(path)
+    except ConfigFileError as exc:
+        raise DraftError(f"{exc} (a DLIO workload YAML is a mapping of sections)") from None
+    flat = {**DLIO_DEFAULTS, **flatten(tree, where=path)}
     overrides = _hydra_overrides(argv)
     settings: list[Setting] = []
     for key, value in flat.items():
@@ -340,7 +325,7 @@ def draft_dlio(argv: list[str], cwd: Path, rules: list[Rule]) -> Draft:
     ]
     name = overrides.get("workload", "dlio")
     return Draft(
-        name=f"dlio-{name}",
+        name=spec_name(f"dlio-{name}"),
         kind="dlio",
         source=argv,
         command=with_knobs(command, settings),
@@ -568,6 +553,20 @@ def python_settings(source: str, filename: str) -> tuple[list[Setting], bool]:
     return settings, dynamic
 
 
+#: the most of a script read (a hand-written program is well under a MiB)
+SOURCE_BYTES = 4 << 20
+
+
+def read_source(script: Path) -> str | None:
+    """The script's text, or None when it is larger than :data:`SOURCE_BYTES` (or unreadable)."""
+    try:
+        with script.open("rb") as fh:
+            raw = fh.read(SOURCE_BYTES + 1)
+    except OSError:
+        return None
+    return None if len(raw) > SOURCE_BYTES else raw.decode("utf-8", errors="replace")
+
+
 def _script(argv: list[str], cwd: Path) -> Path | None:
     for a in argv:
         if a.endswith(".py"):
@@ -703,8 +702,14 @@ def program_settings(
     helped: list[Setting] = []  # classified by help_settings (a flag without a value stays one)
     if script is not None:
         kind = "python"
-        source = script.read_text(encoding="utf-8", errors="replace")
-        found, dynamic = python_settings(source, script.name)
+        read = read_source(script)
+        if read is None:
+            notes.append(
+                f"{script.name} is larger than {SOURCE_BYTES >> 20} MiB: not a hand-written program, its "
+                "source is not read (its --help is)"
+            )
+        source = read or ""
+        found, dynamic = python_settings(source, script.name) if source else ([], True)
         if dynamic:
             known = {s.flag for s in found if s.flag}
             text = help_text if help_text is not None else run_help(argv, cwd, help_timeout_s, help_scratch)
@@ -736,10 +741,6 @@ def program_settings(
             if any(s is h for h in helped):
                 classify(s, rules)
     return [*(classify(s, rules) for s in found), *helped], kind, notes, source
-
-
-#: the most of a Hydra configuration read (a hand-written config is a few KiB)
-HYDRA_CONFIG_BYTES = 1 << 20
 
 
 def hydra_config(source: str, script: Path) -> Path | None:
@@ -775,26 +776,18 @@ def hydra_settings(source: str, script: Path, argv: list[str]) -> tuple[list[Set
     """The keys of a Hydra application's primary configuration as settings passed by
     ``++key=value`` overrides (Hydra's own syntax, so no source change), the command's own
     overrides as their defaults; and notes for the reader."""
-    import yaml
-
     path = hydra_config(source, script)
     if path is None:
         return [], []
-    try:
-        with path.open("rb") as fh:
-            text = fh.read(HYDRA_CONFIG_BYTES + 1)
-        if len(text) > HYDRA_CONFIG_BYTES:
-            return [], [f"{path.name}: larger than {HYDRA_CONFIG_BYTES >> 20} MiB, not read"]
-        tree = yaml.safe_load(text.decode("utf-8", errors="replace")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        return [], [f"{path.name}: not a readable Hydra configuration ({type(exc).__name__})"]
-    if not isinstance(tree, dict):
-        return [], []
+    try:  # bounded: size, aliases, settings
+        tree = read_tree(path)
+    except ConfigFileError as exc:
+        return [], [f"{exc}: not read as a Hydra configuration"]
     given = _hydra_overrides(argv)
     rel = path.relative_to(script.parent.resolve()) if path.is_relative_to(script.parent.resolve()) else path
     out = []
     h = interfaces().hydra
-    for key, value in _flatten({k: v for k, v in tree.items() if k not in h.own_keys}).items():
+    for key, value in flatten({k: v for k, v in tree.items() if k not in h.own_keys}, where=path).items():
         if isinstance(value, list) or (value is None and key not in given) or "{" in given.get(key, ""):
             continue  # a list, an unset key, or one the command fills with a placeholder (the data)
         default = given.get(key, value)
@@ -912,6 +905,11 @@ def data_folder(argv: list[str], cwd: Path, data_dir: Path | None = None) -> tup
     return out, str(folder) if folder is not None else None
 
 
+def spec_name(text: str) -> str:
+    """A valid spec name from a program's or a workload's name (what a spec's ``name`` allows)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")[:64] or "workload"
+
+
 def draft_spec(
     argv: list[str], cwd: Path, *, help_text: str | None = None, data_dir: Path | None = None
 ) -> Draft:
@@ -928,7 +926,7 @@ def draft_spec(
         return draft_dlio(argv, cwd, rules)
     given = list(argv)
     argv, folder = data_folder(argv, cwd, data_dir)
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(_script(argv, cwd) or argv[0]).stem).strip("-") or "workload"
+    name = spec_name(Path(_script(argv, cwd) or argv[0]).stem)
     script = _script(argv, cwd)
     settings, kind, notes, source = program_settings(argv, cwd, rules, help_text=help_text)
     metric = printed_metric(source) if script is not None else None
@@ -1024,8 +1022,14 @@ def with_knobs(argv: list[str], settings: list[Setting]) -> list[str]:
 
 
 def _comments(table: Any, lines: list[str]) -> None:
+    """Comment lines; a newline or another control character in them (a script named with one, an
+    argument holding ESC) is shown escaped, never able to end the comment."""
     for line in lines:
-        table.add(tomlkit.comment(line))
+        table.add(tomlkit.comment(_CONTROL.sub(lambda m: repr(m.group())[1:-1], line)))
+
+
+#: characters a TOML comment cannot hold (control characters but the tab)
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 def render_toml(draft: Draft) -> str:

@@ -38,6 +38,7 @@ from dftune.tools.runner.draft import (
     dlio_settings,
     load_rules,
     program_settings,
+    read_source,
     with_knobs,
 )
 from dftune.tools.runner.spec import SOURCE_COPY_IGNORE, Knob, SpecError, WorkloadSpec
@@ -118,10 +119,6 @@ def draft_levers(spec: WorkloadSpec, run_dir: Path | None = None) -> Levers:
     )
 
 
-#: the most of a script read to foresee its levers (a larger one is not a hand-written program)
-FORESEE_BYTES = 4 << 20
-
-
 def foreseen(draft: Draft, cwd: Path) -> list[str]:
     """What a run of the drafted spec finds for itself beyond its knobs, one line each, for the
     spec's reader: for a spec without knobs, the env-gated arguments of its script's I/O calls
@@ -130,12 +127,8 @@ def foreseen(draft: Draft, cwd: Path) -> list[str]:
     script = _script(draft.source, cwd)
     if script is None:
         return []
-    try:
-        with script.open("rb") as fh:
-            source = fh.read(FORESEE_BYTES + 1).decode("utf-8", errors="replace")
-    except OSError:
-        return []
-    if len(source) > FORESEE_BYTES:
+    source = read_source(script)
+    if source is None:
         return []
     out: list[str] = []
     if not any(s.values and s.flag for s in draft.tunables):  # the run drafts levers of its own

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import re
+import stat
 import string
 import sys
 import tomllib
@@ -585,7 +587,7 @@ def load_spec(path: str | Path, *, located_at: str | Path | None = None) -> Work
     p = Path(path)
     where = Path(located_at) if located_at is not None else p
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = tomllib.loads(_read_spec_text(p))
     except FileNotFoundError:
         raise SpecError(f"{p}: no such file") from None
     except UnicodeDecodeError as exc:
@@ -620,6 +622,30 @@ def _check_configs(spec: WorkloadSpec, path: Path) -> None:
         except ConfigFileError as exc:
             knob = next(k.name for k in spec.knobs if k.file == file)
             raise SpecError(f"{path}: knobs.{knob}.file: {exc}") from None
+
+
+#: the most of a spec read: a hand-written workload TOML is a few KiB
+SPEC_BYTES = 1 << 20
+
+
+def _read_spec_text(p: Path) -> str:
+    """A spec's text: a regular file (a device, a pipe or a folder is refused before it is opened,
+    and it is opened without waiting for a writer), at most :data:`SPEC_BYTES`."""
+    st = os.stat(p)  # FileNotFoundError: said by the caller
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(str(p))
+    if not stat.S_ISREG(st.st_mode):
+        raise SpecError(
+            f"{p}: not a regular file (a device, a pipe or a socket): a workload spec is a TOML file"
+        )
+    if st.st_size > SPEC_BYTES:
+        raise SpecError(f"{p}: {st.st_size:,} bytes, more than a workload spec's {SPEC_BYTES >> 20} MiB")
+    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        raw = fh.read(SPEC_BYTES + 1)
+    if len(raw) > SPEC_BYTES:
+        raise SpecError(f"{p}: more than a workload spec's {SPEC_BYTES >> 20} MiB")
+    return raw.decode("utf-8")
 
 
 def _describe(exc: ValidationError) -> str:

@@ -1,0 +1,90 @@
+"""`dftune spec init` against hostile programs and files (the fourth hostile round): its --help
+probe leaves no process behind and keeps a bounded output, a huge script or an alias bomb is
+refused in one line, and any name or argument makes a TOML that loads."""
+
+from __future__ import annotations
+
+import os
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from dftune.core.process import COMMAND_OUTPUT_CAP, run_command
+from dftune.tools.runner.draft import DraftError, draft_spec, render_toml, run_help
+
+LEAKY = """#!{python}
+import subprocess, sys, time
+if "--help" in sys.argv:
+    subprocess.Popen(["sleep", "300"])
+    subprocess.Popen(["sleep", "301"], start_new_session=True)
+    print("usage: leaky [--threads N]", flush=True)
+    time.sleep(100)
+"""
+
+
+def _alive(pattern: str) -> list[int]:
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if cmd.strip() == pattern:
+                out.append(int(pid))
+    return out
+
+
+def test_the_help_probe_leaves_no_child_behind(tmp_path: Path) -> None:
+    import sys
+
+    prog = tmp_path / "leaky"
+    prog.write_text(LEAKY.format(python=sys.executable))
+    prog.chmod(0o755)
+    started = time.monotonic()
+    text = run_help([str(prog)], tmp_path, timeout_s=1.0)
+    assert time.monotonic() - started < 10  # a child holding the pipe does not keep it waiting
+    assert "usage: leaky" in text
+    time.sleep(0.2)
+    assert _alive("sleep 300") == [] and _alive("sleep 301") == []
+
+
+def test_endless_output_is_cut_not_kept(tmp_path: Path) -> None:
+    res = run_command(["yes"], timeout_s=1.0, cwd=tmp_path)
+    assert res.timed_out and len(res.stdout) < COMMAND_OUTPUT_CAP + 100
+    assert "more bytes not kept" in res.stdout
+
+
+def test_a_huge_script_is_not_read(tmp_path: Path) -> None:
+    big = tmp_path / "big.py"
+    with open(big, "wb") as fh:
+        fh.write(b"# " + b"x" * (5 << 20) + b"\n")
+    draft = draft_spec(["python", "big.py"], tmp_path, help_text="")
+    assert any("larger than 4 MiB" in n for n in draft.notes)
+
+
+def test_a_dlio_alias_bomb_is_refused_in_one_line(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [1, 2, 3, 4, 5, 6, 7, 8, 9]"]
+    lines += [f"a{i}: &a{i} [{', '.join(f'*a{i - 1}' for _ in range(9))}]" for i in range(1, 40)]
+    lines += ["b0: &b0 {x: 1}"] + [f"b{i}: &b{i} {{<<: *b{i - 1}, y{i}: *b{i - 1}}}" for i in range(1, 2000)]
+    (tmp_path / "workload").mkdir()
+    (tmp_path / "workload" / "bomb.yaml").write_text("\n".join(lines) + "\n")
+    started = time.monotonic()
+    with pytest.raises(DraftError, match="more than 1,000 YAML aliases"):
+        draft_spec(["dlio_benchmark", "workload=bomb", "--config-dir", str(tmp_path)], tmp_path)
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("arg", ["--arg=\x1b[31mred", "--note=two\nlines", 'workload=a"b'])
+def test_any_name_or_argument_makes_a_spec_that_loads(tmp_path: Path, arg: str) -> None:
+    script = tmp_path / 'tra"in\nx.py'
+    script.write_text("print(f'x_time_s {1}')\n")
+    draft = draft_spec(["python", str(script), arg], tmp_path)
+    doc = tomllib.loads(render_toml(draft))
+    assert doc["command"][1:] == [str(script), arg]
+    from dftune.tools.runner.spec import load_spec
+
+    (tmp_path / "s.toml").write_text(render_toml(draft))
+    assert load_spec(tmp_path / "s.toml").name == "tra-in-x"
