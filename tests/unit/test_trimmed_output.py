@@ -33,3 +33,12 @@ def test_a_command_prints_no_trailing_spaces() -> None:
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert lines and not [line for line in lines if line != line.rstrip()]
+
+
+def test_text_after_a_carriage_return_cannot_pass_for_the_failure_line() -> None:
+    from dftune.tools.runner.bench import last_line
+
+    assert last_line("Traceback ...\nValueError: bad input\rALL REPLICATES OK\n") == (
+        "ValueError: bad input\\rALL REPLICATES OK"
+    )
+    assert last_line("one\n\n  two  \n\n") == "two" and last_line("") == ""

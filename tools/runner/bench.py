@@ -188,12 +188,20 @@ def spec_mistake(spec: WorkloadSpec, res: ProcessResult, unmatched: str, data_di
     return ""
 
 
+def last_line(text: str) -> str:
+    """The last line a program wrote, as it wrote it: only a newline ends a line, and a carriage
+    return inside it is shown (``\\r``), so text after one cannot pass for the line ("error\\rALL
+    REPLICATES OK" must not read as the second half alone)."""
+    lines = [x for x in text.split("\n") if x.strip()]
+    return lines[-1].strip().replace("\r", "\\r") if lines else ""
+
+
 def printed_tail(stdout_path: Path, stderr_tail: str, lines: int = 3) -> str:
     """``; the program printed: 'a' | 'b'`` (the last lines of stdout, then of stderr): what a
     metric pattern that matched nothing was run against."""
     text, _ = _stdout(stdout_path)
-    out = [x.strip() for x in (text or "").splitlines() if x.strip()][-lines:]
-    err = [x.strip() for x in stderr_tail.splitlines() if x.strip()][-1:]
+    out = [x.strip().replace("\r", "\\r") for x in (text or "").split("\n") if x.strip()][-lines:]
+    err = [last_line(stderr_tail)] if stderr_tail.strip() else []
     shown = " | ".join(repr(x[:120]) for x in out) or "nothing on stdout"
     return f"; the program printed: {shown}" + (f"; on stderr: {err[0][:120]!r}" if err else "")
 
@@ -784,7 +792,7 @@ def bench(
             else ""
         )
         if res.status != "ok" and res.stderr_tail:
-            reason += f": {res.stderr_tail.strip().splitlines()[-1][-300:]}"
+            reason += f": {last_line(res.stderr_tail)[-300:]}"
         elif unmatched:  # what it printed instead, to fix the spec
             reason += printed_tail(logs / f"{label}.out", res.stderr_tail)
         start_up = (
