@@ -391,6 +391,61 @@ def replay(
 
 
 @app.command()
+def bundle(
+    run_id: Annotated[str, typer.Argument(help="Run id (see dftune runs).")],
+    out: Annotated[Path, typer.Option("--out", help="The new folder to write the bundle into.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Write the run's kept configuration as a self-contained folder: README, the changes as files,
+    scripts that run each arm, the reports, provenance and a manifest (dftune verify checks it)."""
+    from dftune.tools.session import preflight
+
+    refuse_early(preflight.unknown_run(run_id, campaigns=False))
+    from dftune.tools.bundle import write_bundle
+    from dftune.tools.report.loader import load_report
+
+    with user_errors():
+        run_dir, doc = load_report(run_id)
+        written = write_bundle(doc, run_dir, out.resolve())
+    if as_json:
+        emit_json({"schema": "dftune.bundle.written/1", "run_id": run_id, "bundle": str(written)})
+        return
+    Console().print(f"bundle of run {run_id} written to {written}", soft_wrap=True, highlight=False)
+    Console().print(f"check it anywhere: dftune verify {written}", soft_wrap=True, highlight=False)
+
+
+@app.command()
+def verify(
+    folder: Annotated[Path, typer.Argument(help="A bundle folder (dftune bundle).")],
+    rounds: Annotated[
+        int, typer.Option("--rounds", min=2, max=100, help="Pairs of baseline and tuned runs.")
+    ] = 5,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check a bundle's manifest, then measure its baseline and tuned arms here, untraced, paired
+    and interleaved: does the gain hold within the original's confidence interval?"""
+    from dftune.tools.bundle import verify as run_verify
+
+    if not folder.is_dir():
+        fail(f"{folder}: not a folder (a bundle is the folder dftune bundle wrote)")
+    with user_errors():
+        doc = run_verify(folder.resolve(), rounds=rounds)
+    if as_json:
+        emit_json(doc.model_dump(mode="json", by_alias=True))
+    else:
+        ci = f" (95% CI {doc.gain_ci[0]:+.1f}% to {doc.gain_ci[1]:+.1f}%)" if doc.gain_ci else ""
+        was = f"{doc.original_gain_pct:+.1f}%" if doc.original_gain_pct is not None else "no gain"
+        now = f"{doc.gain_pct:+.1f}%" if doc.gain_pct is not None else "not measured"
+        out = Console()
+        out.print(f"verdict: the gain {doc.verdict} here: {now}{ci}, was {was}", highlight=False)
+        out.print(f"{doc.pairs} pair(s); {doc.comparison}", soft_wrap=True, highlight=False)
+        if doc.not_applied:
+            out.print(f"not applied by verify: {', '.join(doc.not_applied)}", highlight=False)
+    if doc.verdict == "gone":
+        raise typer.Exit(EXIT_RUN_FAILED)
+
+
+@app.command()
 def report(
     run_id: Annotated[
         str, typer.Argument(help="Run id (see dftune runs), or a Darshan log / trace file or folder.")

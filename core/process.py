@@ -227,14 +227,16 @@ def run_command(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     output_cap: int = COMMAND_OUTPUT_CAP,
+    contain: bool = False,
 ) -> CommandResult:
     """Run a short command with its output captured (at most ``output_cap`` bytes of each stream;
-    the rest is read and dropped); on timeout its group is killed, and whatever it left (its
-    group, a child that started its own session, anything adopted) is killed when it ends, as a
-    workload's leftovers are."""
+    the rest is read and dropped); on timeout its group is killed. ``contain``: a program that is
+    not a tool of ours (a --help probe) is a workload's peer: whatever it left (its group, a child
+    that started its own session, anything adopted) is killed when it ends. A tool's command
+    (``sbatch``, ``flux submit``) is meant to leave its jobs running, so it is not contained."""
     _check_argv(argv)
     t0 = time.monotonic()
-    tag = supervise.new_tag()
+    tag = supervise.new_tag() if contain else ""
     try:
         proc, ticks = _start(argv, cwd, env, subprocess.PIPE, subprocess.PIPE, tag)
     except OSError as exc:
@@ -252,7 +254,8 @@ def run_command(
         if proc.poll() is None:
             kill_group(proc.pid, grace_s=0.0)
             proc.wait()
-        supervise.sweep(tag, since=ticks, pgid=proc.pid)  # no child outlives the command
+        if contain:
+            supervise.sweep(tag, since=ticks, pgid=proc.pid)  # no child outlives the command
         supervise.finished(proc.pid)
         for o in outs:
             o.finish()

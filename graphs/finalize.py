@@ -14,7 +14,9 @@ from dftune.core import strictjson
 from dftune.core.domain.experiments import Experiment
 from dftune.core.domain.run import KeptChange, Outcome, RunReport, TuningState, Update, log, update
 from dftune.core.domain.stats import pct_change
+from dftune.core.errors import one_line
 from dftune.core.fsio import atomic_write_bytes
+from dftune.tools.bundle import run_bundle
 from dftune.tools.kb import opt_kb_render
 from dftune.tools.report import render_run_markdown
 from dftune.tools.report.sections import metric_info
@@ -78,16 +80,22 @@ def finalize(state: TuningState, runtime: Runtime[Context]) -> Update:
     judged = ctx.reasoner.summarize(facts_of(state, spec=ctx.workload_spec), out)
     skill = opt_kb_render(db=ctx.kb_db) if state.kb_records else None
     decisions = [*state.decisions, judged.decision]  # the report shows this one too
-    report = write_report(
-        ctx.workspace.run_dir(state.run_id),
-        run_report(
-            state,
-            ctx.workload_spec,
-            summary=judged.answer,
-            decisions=decisions,
-            kb_skill_path=str(skill) if skill else None,
-        ),
+    doc = run_report(
+        state,
+        ctx.workload_spec,
+        summary=judged.answer,
+        decisions=decisions,
+        kb_skill_path=str(skill) if skill else None,
     )
+    run_dir = ctx.workspace.run_dir(state.run_id)
+    report = write_report(run_dir, doc)
+    try:  # the kept configuration, to carry away and verify anywhere (docs/bundle.md)
+        bundle = run_bundle(doc, run_dir)
+    except Exception as exc:  # an extra the run's result never depends on: say why it is missing
+        ctx.progress("report", f"no bundle: {type(exc).__name__}: {one_line(exc)}")
+    else:
+        if bundle is not None:
+            ctx.progress("report", f"bundle: {bundle} (dftune verify {bundle})")
     waiting = len(state.pending)  # the run is over; its changes on trial still wait for a person
     ask = (
         f"dftune approve {state.run_id} [--reject] ({waiting} change(s) pending confirmation)"

@@ -55,7 +55,7 @@ from dftune.tools.runner.levers import with_levers
 from dftune.tools.runner.measurer import Measurer
 from dftune.tools.runner.spec import SpecError, WorkloadSpec, load_spec
 from dftune.tools.runner.spec_check import check_runnable
-from dftune.tools.session.layout import MAX_RUN_ID_LEN
+from dftune.tools.session.layout import MAX_RUN_ID_LEN, RUN_BUNDLE
 from dftune.tools.session.workspace import RunNotFound, Workspace
 
 
@@ -254,6 +254,7 @@ def _result(run_id: str, ws: Workspace) -> RunResult:
         ],
         kb_records=state.kb_records,
         report=state.report_path,
+        bundle=str(ws.run_dir(run_id) / RUN_BUNDLE) if (ws.run_dir(run_id) / RUN_BUNDLE).is_dir() else None,
         kb_skill=state.kb_skill_path,
         baseline_median=state.baseline.median if state.baseline else None,
         best_median=state.incumbent.median if state.incumbent else None,

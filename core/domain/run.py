@@ -695,6 +695,8 @@ class RunResult(StrictModel):
     kb_records: list[int] = Field(default_factory=list)
     #: report.md, once the run wrote it
     report: str | None = None
+    #: the kept configuration as a folder (docs/bundle.md), once the run kept something
+    bundle: str | None = None
     kb_skill: str | None = None
     baseline_median: float | None = None
     best_median: float | None = None

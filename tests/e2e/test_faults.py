@@ -316,7 +316,13 @@ def test_a_malformed_approval_applies_nothing_and_the_run_keeps_waiting() -> Non
     assert done.status == "completed" and [v.proposal for v in done.verdicts] == ["FAULTY_SPEED=2"]
     by_person = [a for a in report(rid)["approvals"] if a["by"] == "person"]
     assert [{k: v for k, v in a.items() if k != "user"} for a in by_person] == [
-        {"proposal_id": "FAULTY_SPEED=2", "approved": True, "by": "person", "reason": "looked at it"}
+        {
+            "proposal_id": "FAULTY_SPEED=2",
+            "approved": True,
+            "by": "person",
+            "reason": "looked at it",
+            "channel": "terminal",  # dftune approve, not an MCP client
+        }
     ]
     assert all(a.get("user") for a in by_person)  # the account that answered is recorded
 

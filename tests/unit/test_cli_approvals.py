@@ -20,6 +20,7 @@ READAHEAD = Proposal(
     change=Change(
         kind="command",
         argv=["sudo", "-n", "blockdev", "--setra", "8192", "/dev/sda"],
+        read_argv=["blockdev", "--getra", "/dev/sda"],
         rollback_argv=["sudo", "-n", "blockdev", "--setra", "{current}", "/dev/sda"],
     ),
 )

@@ -12,13 +12,14 @@ from typing import Any
 
 from rich.console import Console
 
-from dftune.core.domain.proposals import Change, Proposal
+from dftune.core.domain.proposals import Change
 from dftune.core.domain.run import RunResult
 from dftune.graphs.approval import request
 from dftune.tools.report.console import RunRenderer
 from dftune.tools.report.progress_console import ProgressPrinter
 from dftune.tools.report.run_glance import change_lines, dftune_command, glance_rows, next_commands
 from dftune.tools.runner.progress_text import Transient
+from tests.unit.test_cli_approvals import READAHEAD
 
 HERE = Path(__file__).parent
 RUN = RunResult.model_validate(
@@ -27,24 +28,8 @@ RUN = RunResult.model_validate(
         "metric": {"name": "epoch_time_s", "unit": "s", "lower_is_better": True, "kind": "stdout_regex"},
     }
 )
-SUDO_PENDING = request(
-    Proposal(
-        id="READAHEAD=8192",
-        strategy="l3.readahead",
-        strategy_name="readahead",
-        layer="L3",
-        checklist=11,
-        privilege="sudo",
-        description="Raise the block device readahead",
-        change=Change(
-            kind="command",
-            argv=["sudo", "-n", "blockdev", "--setra", "8192", "/dev/sda"],
-            read_argv=["blockdev", "--getra", "/dev/sda"],
-            rollback_argv=["sudo", "-n", "blockdev", "--setra", "{current}", "/dev/sda"],
-        ),
-    ),
-    "r1",
-)
+SUDO = READAHEAD  # a privileged L3 change: its command, what it reads, its rollback
+SUDO_PENDING = request(SUDO, "r1")
 
 
 def _text(draw: Any, width: int = 80) -> str:

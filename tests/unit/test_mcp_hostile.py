@@ -13,19 +13,12 @@ from typing import Any
 import pytest
 
 from dftune import mcp_server as m
-from dftune.core.domain.proposals import Change, Proposal
 from dftune.graphs.approval import _answer_for
 from dftune.mcp_server import run_tools
+from tests.unit.test_cli_glance import SUDO
+from tests.unit.test_mcp_run_tools import _refused
 
 TOY = Path(__file__).resolve().parents[1] / "graph" / "toy" / "workload.toml"
-
-
-def _refused(name: str, args: dict[str, object], match: str) -> str:
-    with pytest.raises(m.ToolFailure) as info:
-        m.call(name, args)
-    text = str(info.value)
-    assert text.startswith(f"{name}: ") and "\n" not in text and match in text, text
-    return text
 
 
 @pytest.fixture
@@ -81,25 +74,12 @@ def test_one_run_id_is_started_by_one_call(allowed: Path, monkeypatch: pytest.Mo
     assert sum("already exists" in r for r in results) == 2
 
 
-def _sudo() -> Proposal:
-    return Proposal(
-        id="READAHEAD=8192",
-        strategy="l3.readahead",
-        strategy_name="readahead",
-        layer="L3",
-        checklist=11,
-        privilege="sudo",
-        description="Raise the block device readahead",
-        change=Change(kind="command", argv=["sudo", "-n", "blockdev", "--setra", "8192", "/dev/sda"]),
-    )
-
-
 def test_a_privileged_change_is_approved_in_a_terminal_only() -> None:
-    answer, why = _answer_for(_sudo(), {"decision": "approve", "channel": "mcp"})
+    answer, why = _answer_for(SUDO, {"decision": "approve", "channel": "mcp"})
     assert answer is None and "approved in a terminal only" in why
-    answer, _ = _answer_for(_sudo(), {"decision": "approve", "channel": "terminal"})
+    answer, _ = _answer_for(SUDO, {"decision": "approve", "channel": "terminal"})
     assert answer is not None and answer.channel == "terminal"
-    answer, _ = _answer_for(_sudo(), {"decision": "reject", "reason": "no", "channel": "mcp"})
+    answer, _ = _answer_for(SUDO, {"decision": "reject", "reason": "no", "channel": "mcp"})
     assert answer is not None  # refusing one through MCP is fine
 
 

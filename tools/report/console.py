@@ -19,6 +19,7 @@ from dftune.tools.report.run_glance import change_lines, glance_rows, next_comma
 from dftune.tools.report.sections import gain_text
 from dftune.tools.report.table import SOURCE_LEGEND, TERMINAL_COLUMNS, terminal_cells
 from dftune.tools.session.layout import RunInfo
+from dftune.tools.trace.render import human_bytes
 
 
 def _line(*parts: tuple[object, str]) -> Text:
@@ -265,20 +266,13 @@ def decided_cell(row: dict[str, Any]) -> str:
     return "; ".join(parts) + f" [{row.get('tokens_spent', 0)}]"
 
 
-def _human_bytes(v: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(v) >= size:
-            return f"{v / size:.2f} {unit}"
-    return f"{v:,.0f} B"
-
-
 def compare_value(unit: str, v: float | None) -> str:
     """A compared value in its unit (counts with separators, bytes in binary units)."""
     if v is None:
         return "-"
     return {
         "count": lambda: f"{v:,.0f}",
-        "bytes": lambda: _human_bytes(v),
+        "bytes": lambda: human_bytes(v),  # one formatter for sizes in every view
         "s": lambda: f"{v:.4g} s",
         "pct": lambda: f"{v:.1f}%",
         "mib_s": lambda: f"{v:.4g} MiB/s",

@@ -107,6 +107,8 @@ def glance_rows(r: RunResult) -> list[tuple[str, str]]:
         rows.append(("waiting", "nothing"))
     if r.levers is not None:
         rows.append(("levers", levers_line(r.levers)))
+    if r.bundle:
+        rows.append(("bundle", f"{r.bundle} (the kept configuration; dftune verify checks it anywhere)"))
     return rows
 
 

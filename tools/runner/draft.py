@@ -664,7 +664,7 @@ def run_help(
             str((cwd / a).resolve()) if not Path(a).is_absolute() and (cwd / a).is_file() else a for a in head
         ]
         where = scratch
-    res = run_command([*head, "--help"], timeout_s=timeout_s, cwd=where)
+    res = run_command([*head, "--help"], timeout_s=timeout_s, cwd=where, contain=True)
     return "" if res.error else res.stdout + "\n" + res.stderr
 
 

@@ -52,6 +52,8 @@ JSON_ARTIFACTS: Final = frozenset(a for a in ARTIFACTS if a.endswith(".json"))
 
 #: Entries other components may keep at the run root besides run.json, baseline/ and opt<n>/.
 #: Anything else there is reported by validate_structure.  Register new names here.
+#: the run's bundle: its kept configuration as a folder
+RUN_BUNDLE: Final = "bundle"
 ALLOWED_ROOT_ENTRIES: Final = frozenset(
     {
         RUN_META,
@@ -70,6 +72,7 @@ ALLOWED_ROOT_ENTRIES: Final = frozenset(
         "hints",  # ROMIO hint files of the run's proposals and the hints in effect before any change
         "levers.json",  # the program's own levers the run drafted (tools/runner/levers.py)
         "levers",  # the env-gated copy of the program's source those levers need, and its diff
+        RUN_BUNDLE,  # the kept configuration as a folder (tools/bundle.py, docs/bundle.md)
     }
 )
 
