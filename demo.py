@@ -30,6 +30,9 @@ MILESTONES = frozenset({"installer", "diagnoser", "guards", "kb"})
 
 
 def main() -> int:
+    from dftune.core.terminal import trim_output
+
+    trim_output()  # as the dftune command: no printed line ends in the spaces Rich pads with
     console = Console()
     err = Console(stderr=True)
     console.print(PLAN)
