@@ -186,8 +186,8 @@ def test_an_alias_bomb_is_refused_not_expanded(tmp_path: Path) -> None:
     assert any("more than" in n and "not drafted" in n for n in draft.notes)
 
 
-def test_the_copy_an_arm_reads_is_its_configuration_not_data() -> None:
-    c = classify("/home/u/.local/share/dftune/runs/r1/opt1/work/dftune-config/run.yaml")
+def test_the_copy_an_arm_reads_is_its_configuration_not_data(tmp_path: Path) -> None:
+    c = classify(str(tmp_path / "runs" / "r1" / "opt1" / "work" / "dftune-config" / "run.yaml"))
     assert c.class_ == "config" and c.rule == "arm-config-copy"
 
 

@@ -102,5 +102,6 @@ def test_an_output_that_cannot_be_copied_keeps_the_copy_and_names_the_command(
 
 def test_a_path_that_leaves_the_folder_is_never_written(tmp_path: Path) -> None:
     data = _data(tmp_path)
-    result = cb.copy_back(data, tmp_path / "other", ["../escape.txt", "/etc/passwd"])
-    assert [r for r, _ in result.failed] == ["../escape.txt", "/etc/passwd"] and not result.copied
+    outside = str(tmp_path / "victim.txt")
+    result = cb.copy_back(data, tmp_path / "other", ["../escape.txt", outside])
+    assert [r for r, _ in result.failed] == ["../escape.txt", outside] and not result.copied
