@@ -28,6 +28,7 @@ from dftune.cli.common import (
     refuse_early,
     user_errors,
 )
+from dftune.core.domain.stats import MIN_DECIDING_PAIRS
 
 
 def staging_plan(spec: Any, tier: str) -> Any:
@@ -177,6 +178,7 @@ def run(
     retry_known: Annotated[bool, typer.Option("--retry-known")] = False,
     force: Annotated[bool, typer.Option("--force")] = False,
     declared_only: Annotated[bool, typer.Option("--declared-only")] = False,
+    verify_pairs: Annotated[int | None, typer.Option("--verify-pairs")] = None,
     timeout_s: Annotated[float | None, typer.Option("--llm-timeout")] = None,
     retries: Annotated[int | None, typer.Option("--llm-retries")] = None,
     deadline_s: Annotated[float | None, typer.Option("--llm-deadline")] = None,
@@ -218,6 +220,7 @@ def run(
             "retry_known": retry_known or None,
             "force": force or None,
             "declared_only": declared_only or None,
+            "verify_pairs": verify_pairs,
             "llm": llm,
         }
         settings = run_settings_of(file, {k: v for k, v in cli_settings.items() if v is not None})
@@ -392,25 +395,33 @@ def replay(
 
 @app.command()
 def bundle(
-    run_id: Annotated[str, typer.Argument(help="Run id (see dftune runs).")],
+    run_id: Annotated[str, typer.Argument(help="Run id or campaign id (see dftune runs).")],
     out: Annotated[Path, typer.Option("--out", help="The new folder to write the bundle into.")],
     as_json: JsonOpt = False,
 ) -> None:
     """Write the run's kept configuration as a self-contained folder: README, the changes as files,
-    scripts that run each arm, the reports, provenance and a manifest (dftune verify checks it)."""
+    scripts that run each arm, the reports, provenance and a manifest (dftune verify checks it).
+    A campaign's bundle holds one per workload and an index."""
     from dftune.tools.session import preflight
 
-    refuse_early(preflight.unknown_run(run_id, campaigns=False))
+    refuse_early(preflight.unknown_run(run_id))
+    from dftune.graphs.campaign import is_campaign
     from dftune.tools.bundle import write_bundle
+    from dftune.tools.bundle.campaign import write_campaign_bundle
     from dftune.tools.report.loader import load_report
+    from dftune.tools.session.campaigns import CampaignStore
+    from dftune.tools.session.workspace import Workspace
 
     with user_errors():
-        run_dir, doc = load_report(run_id)
-        written = write_bundle(doc, run_dir, out.resolve())
+        if is_campaign(run_id):
+            written = write_campaign_bundle(CampaignStore().read(run_id), Workspace(), out.resolve())
+        else:
+            run_dir, doc = load_report(run_id)
+            written = write_bundle(doc, run_dir, out.resolve())
     if as_json:
         emit_json({"schema": "dftune.bundle.written/1", "run_id": run_id, "bundle": str(written)})
         return
-    Console().print(f"bundle of run {run_id} written to {written}", soft_wrap=True, highlight=False)
+    Console().print(f"bundle of {run_id} written to {written}", soft_wrap=True, highlight=False)
     Console().print(f"check it anywhere: dftune verify {written}", soft_wrap=True, highlight=False)
 
 
@@ -418,31 +429,53 @@ def bundle(
 def verify(
     folder: Annotated[Path, typer.Argument(help="A bundle folder (dftune bundle).")],
     rounds: Annotated[
-        int, typer.Option("--rounds", min=2, max=100, help="Pairs of baseline and tuned runs.")
+        int,
+        typer.Option("--rounds", min=MIN_DECIDING_PAIRS, max=100, help="Pairs of baseline and tuned runs."),
     ] = 5,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check a bundle's manifest, then measure its baseline and tuned arms here, untraced, paired
-    and interleaved: does the gain hold within the original's confidence interval?"""
+    """Check a bundle's manifest, then measure its baseline and tuned arms here (or as jobs of the
+    run's batch scheduler), untraced, paired and interleaved: does the gain hold within the
+    original's confidence interval? A campaign's bundle: each workload's in turn."""
     from dftune.tools.bundle import verify as run_verify
+    from dftune.tools.bundle.campaign import read_index
+    from dftune.tools.bundle.model import INDEX_FILE
 
     if not folder.is_dir():
         fail(f"{folder}: not a folder (a bundle is the folder dftune bundle wrote)")
+    folder = folder.resolve()
+    docs: dict[str, Any] = {}
     with user_errors():
-        doc = run_verify(folder.resolve(), rounds=rounds)
-    if as_json:
-        emit_json(doc.model_dump(mode="json", by_alias=True))
-    else:
-        ci = f" (95% CI {doc.gain_ci[0]:+.1f}% to {doc.gain_ci[1]:+.1f}%)" if doc.gain_ci else ""
-        was = f"{doc.original_gain_pct:+.1f}%" if doc.original_gain_pct is not None else "no gain"
-        now = f"{doc.gain_pct:+.1f}%" if doc.gain_pct is not None else "not measured"
+        if (folder / INDEX_FILE).is_file():
+            index = read_index(folder)
+            targets = [(w.workload, folder / w.bundle) for w in index.workloads if w.bundle]
+        else:
+            targets = [("", folder)]
         out = Console()
-        out.print(f"verdict: the gain {doc.verdict} here: {now}{ci}, was {was}", highlight=False)
-        out.print(f"{doc.pairs} pair(s); {doc.comparison}", soft_wrap=True, highlight=False)
-        if doc.not_applied:
-            out.print(f"not applied by verify: {', '.join(doc.not_applied)}", highlight=False)
-    if doc.verdict == "gone":
+        for name, target in targets:
+            if name and not as_json:
+                out.print(f"{name}: verifying {target}", highlight=False)
+            doc = run_verify(target, rounds=rounds)
+            docs[name] = doc
+            if not as_json:
+                _say_verified(out, doc)
+    if as_json:
+        dumped = {k: v.model_dump(mode="json", by_alias=True) for k, v in docs.items()}
+        emit_json(
+            dumped[""] if list(dumped) == [""] else {"schema": "dftune.verify-index/1", "workloads": dumped}
+        )
+    if any(d.verdict == "gone" for d in docs.values()):
         raise typer.Exit(EXIT_RUN_FAILED)
+
+
+def _say_verified(out: Console, doc: Any) -> None:
+    ci = f" (95% CI {doc.gain_ci[0]:+.1f}% to {doc.gain_ci[1]:+.1f}%)" if doc.gain_ci else ""
+    was = f"{doc.original_gain_pct:+.1f}%" if doc.original_gain_pct is not None else "no gain"
+    now = f"{doc.gain_pct:+.1f}%" if doc.gain_pct is not None else "not measured"
+    out.print(f"verdict: the gain {doc.verdict} here: {now}{ci}, was {was}", highlight=False)
+    out.print(f"{doc.pairs} pair(s); {doc.comparison}", soft_wrap=True, highlight=False)
+    if doc.not_applied:
+        out.print(f"not applied by verify: {', '.join(doc.not_applied)}", highlight=False)
 
 
 @app.command()

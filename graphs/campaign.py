@@ -34,6 +34,7 @@ from dftune.core.domain.run import RunResult, RunSettings
 from dftune.core.errors import DftuneError, one_line
 from dftune.graphs.checkpointer import CHECKPOINT_FILE
 from dftune.graphs.runs import ARCHIVED_SPEC, resume_run, run_settings_of, start_run
+from dftune.tools.bundle.campaign import write_campaign_bundle
 from dftune.tools.report.campaign import (
     MEMBER_HTML_S,
     CampaignResult,
@@ -48,7 +49,7 @@ from dftune.tools.runner.spec import SpecError, WorkloadSpec, load_spec
 from dftune.tools.runner.spec_check import check_runnable
 from dftune.tools.runner.units import BaselineNotReady, BaselineUnits
 from dftune.tools.session.campaigns import CampaignMeta, CampaignStore, Member, driver_alive
-from dftune.tools.session.layout import new_run_id, validate_run_id
+from dftune.tools.session.layout import RUN_BUNDLE, new_run_id, validate_run_id
 from dftune.tools.session.workspace import Workspace
 
 #: Kept at the end of the night for the combined report (Markdown and HTML); MEMBER_HTML_S more is
@@ -361,6 +362,10 @@ def _finish(meta: CampaignMeta, store: CampaignStore, ws: Workspace) -> dict[str
     meta.ended = datetime.now(UTC)
     store.write(meta)
     paths = write_campaign_reports(meta, ws, store.dir(meta.id), html=True, until=meta.deadline)
+    try:  # each workload's kept configuration and an index (docs/bundle.md)
+        paths["bundle"] = str(write_campaign_bundle(meta, ws, store.dir(meta.id) / RUN_BUNDLE, replace=True))
+    except (DftuneError, OSError) as exc:  # an extra the campaign's result never depends on
+        store.log(meta.id, "end", f"no bundle: {one_line(exc)}")
     store.log(meta.id, "end", f"{meta.status}: {meta.status_reason}", reports=paths)
     return paths
 
@@ -395,6 +400,7 @@ def campaign_result(meta: CampaignMeta, ws: Workspace, paths: dict[str, str] | N
         report=(paths or {}).get("markdown"),
         html=(paths or {}).get("html"),
         campaign_dir=str(CampaignStore().dir(meta.id)),
+        bundle=str(own) if (own := CampaignStore().dir(meta.id) / RUN_BUNDLE).is_dir() else None,
     )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from dftune.agents.budget import Budget
 from dftune.agents.context import Context
 from dftune.agents.measure import joined_baseline
 from dftune.agents.optimizer import checklist_verdicts, facts_of, proposal_table
@@ -16,7 +17,7 @@ from dftune.core.domain.run import KeptChange, Outcome, RunReport, TuningState, 
 from dftune.core.domain.stats import pct_change
 from dftune.core.errors import one_line
 from dftune.core.fsio import atomic_write_bytes
-from dftune.tools.bundle import run_bundle
+from dftune.tools.bundle import run_bundle, verify_copy
 from dftune.tools.kb import opt_kb_render
 from dftune.tools.report import render_run_markdown
 from dftune.tools.report.sections import metric_info
@@ -96,6 +97,7 @@ def finalize(state: TuningState, runtime: Runtime[Context]) -> Update:
     else:
         if bundle is not None:
             ctx.progress("report", f"bundle: {bundle} (dftune verify {bundle})")
+            _check_bundle(bundle, state, ctx)
     waiting = len(state.pending)  # the run is over; its changes on trial still wait for a person
     ask = (
         f"dftune approve {state.run_id} [--reject] ({waiting} change(s) pending confirmation)"
@@ -113,6 +115,32 @@ def finalize(state: TuningState, runtime: Runtime[Context]) -> Update:
         kb_skill_path=str(skill) if skill else None,
         events=[log("report", judged.answer, report=str(report))],
     )
+
+
+def _check_bundle(bundle: Path, state: TuningState, ctx: Context) -> None:
+    """Verify the run's bundle once from a copy, as the reference pipeline validates its final
+    report before calling it done: when the budget leaves time for one more sitting of
+    ``verify_pairs`` pairs. The result is appended to the bundle; a failure only says why."""
+    if state.verify_pairs <= 0:
+        return
+    run_dir = ctx.workspace.run_dir(state.run_id)
+    budget = ctx.budget or Budget()
+    sitting = budget.arm_estimate(run_dir)
+    if budget.deadline is not None and sitting is not None:
+        # a sitting of `replicates` pairs took this long; the check must leave as much again to
+        # what else the deadline covers (a campaign's other workloads, the reports)
+        pairs = state.verify_pairs / (state.replicates or ctx.workload_spec.replicates)
+        why = budget.deadline.refuse("the bundle's check", 2 * sitting * max(1.0, pairs))
+        if why:
+            ctx.progress("report", f"bundle not checked from a copy: {why}")
+            return
+    try:
+        with budget.job(run_dir, "bundle check", ctx.workload_spec, arm=False):
+            doc = verify_copy(bundle, rounds=state.verify_pairs, measurer=ctx.measurer)
+    except Exception as exc:  # the run's result never depends on it: say why it is missing
+        ctx.progress("report", f"bundle not checked from a copy: {type(exc).__name__}: {one_line(exc)}")
+    else:
+        ctx.progress("report", f"bundle checked from a copy: {doc.line()}")
 
 
 def _join_units(state: TuningState, ctx: Context) -> dict[str, Any]:

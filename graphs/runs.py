@@ -231,6 +231,14 @@ def _as_state(values: dict[str, Any] | TuningState) -> TuningState:
     return TuningState(**{k: v for k, v in values.items() if k in TuningState.model_fields})
 
 
+def _bundle_check(bundle: Path) -> str | None:
+    """The newest check of the run's bundle made from a copy at the run's end, as one line."""
+    from dftune.tools.bundle import verifications
+
+    checks = [v for v in verifications(bundle) if v.where == "copy"] if bundle.is_dir() else []
+    return checks[-1].line() if checks else None
+
+
 def _result(run_id: str, ws: Workspace) -> RunResult:
     with _compiled(run_id, ws) as (graph, config):
         state, snap = _snapshot_state(graph, config)
@@ -238,6 +246,7 @@ def _result(run_id: str, ws: Workspace) -> RunResult:
     status: RunStatus = "awaiting_approval" if asked else state.status
     if not asked and snap.next:
         status = "interrupted"
+    bundle = ws.run_dir(run_id) / RUN_BUNDLE
     return RunResult(
         run_id=run_id,
         status=status,
@@ -254,7 +263,8 @@ def _result(run_id: str, ws: Workspace) -> RunResult:
         ],
         kb_records=state.kb_records,
         report=state.report_path,
-        bundle=str(ws.run_dir(run_id) / RUN_BUNDLE) if (ws.run_dir(run_id) / RUN_BUNDLE).is_dir() else None,
+        bundle=str(bundle) if bundle.is_dir() else None,
+        bundle_check=_bundle_check(bundle),
         kb_skill=state.kb_skill_path,
         baseline_median=state.baseline.median if state.baseline else None,
         best_median=state.incumbent.median if state.incumbent else None,

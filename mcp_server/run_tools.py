@@ -68,7 +68,7 @@ def prune_driver_files(keep: int = MAX_DRIVER_LOGS) -> list[str]:
         if f.suffix in (".json", ".log") and f.is_file():
             newest[f.stem] = max(newest.get(f.stem, 0.0), f.stat().st_mtime)
     ranked = sorted(newest, key=lambda r: newest[r], reverse=True)
-    gone = [r for r in ranked[keep:] if not _driver_state(r)[0]]
+    gone = [r for r in ranked[keep:] if not driver_state(r)[0]]
     for run_id in gone:
         forget_driver(run_id)
     return gone
@@ -76,7 +76,7 @@ def prune_driver_files(keep: int = MAX_DRIVER_LOGS) -> list[str]:
 
 def forget_driver(run_id: str) -> bool:
     """Remove an ended driver's files (its result was read); a live driver's stay. True if removed."""
-    if _driver_state(run_id)[0]:
+    if driver_state(run_id)[0]:
         return False
     _drivers.pop(run_id, None)
     for f in _driver_files(run_id):
@@ -84,7 +84,7 @@ def forget_driver(run_id: str) -> bool:
     return True
 
 
-def _spawn(run_id: str, args: list[str]) -> None:
+def spawn_driver(run_id: str, args: list[str]) -> None:
     """``dftune ARGS --json`` in its own session (a client's exit or Ctrl-C does not stop the run)."""
     prune_driver_files(MAX_DRIVER_LOGS - 1)
     out, err = _driver_files(run_id)
@@ -95,7 +95,7 @@ def _spawn(run_id: str, args: list[str]) -> None:
         )
 
 
-def _driver_state(run_id: str) -> tuple[bool, int | None]:
+def driver_state(run_id: str) -> tuple[bool, int | None]:
     """(this server's driver for the run still runs, its exit code once it ended)."""
     proc = _drivers.get(run_id)
     if proc is None:
@@ -104,7 +104,7 @@ def _driver_state(run_id: str) -> tuple[bool, int | None]:
     return code is None, code
 
 
-def _last_error(run_id: str) -> str | None:
+def last_error(run_id: str) -> str | None:
     """The driver's last stderr line: the one-line reason a refused or failed drive gave."""
     _, err = _driver_files(run_id)
     try:
@@ -120,7 +120,7 @@ def _show(run_id: str) -> dict[str, Any]:
     from dftune.tools.session.workspace import RunNotFound, Workspace
 
     ws = Workspace()
-    alive, code = _driver_state(run_id)
+    alive, code = driver_state(run_id)
     driver = ws.driver_pid(run_id) if ws.run_dir(run_id).is_dir() else None
     try:
         doc = run_result(run_id, ws).document()
@@ -150,7 +150,7 @@ def _show(run_id: str) -> dict[str, Any]:
         doc["pending"] = []
     if code not in (None, 0):
         doc["driver_exit_code"] = code
-        doc["driver_error"] = _last_error(run_id)
+        doc["driver_error"] = last_error(run_id)
     if _driver_files(run_id)[1].is_file():
         doc["driver_log"] = str(_driver_files(run_id)[1])
     doc["next"] = _next_step(run_id, doc["status"])
@@ -188,14 +188,14 @@ def allow_specs_from(folders: list[Path]) -> None:
     _allowed[:] = [f.expanduser().resolve() for f in folders]
 
 
-def _allowed_spec(path: Path) -> None:
-    """A spec outside the folders the person allowed is refused: a client may not run any program
-    whose spec the server can read."""
+def allowed_path(path: Path) -> None:
+    """A spec (or a bundle) outside the folders the person allowed is refused: a client may not run
+    any program whose spec the server can read."""
     folders = _allowed or [Path.cwd().resolve()]
     if not any(path.is_relative_to(f) for f in folders):
         shown = ", ".join(map(str, folders))
         raise ToolFailure(
-            f"{path} is outside the folders this server runs specs from ({shown}): start it with "
+            f"{path} is outside the folders this server runs programs from ({shown}): start it with "
             "dftune mcp --allow DIR to allow another"
         )
 
@@ -208,7 +208,7 @@ def _idle(run_id: str) -> None:
     if not ws.run_dir(run_id).is_dir():
         raise RunNotFound(f"no run {run_id!r} under {ws.root}")
     pid = ws.driver_pid(run_id)
-    if pid is not None or _driver_state(run_id)[0]:
+    if pid is not None or driver_state(run_id)[0]:
         who = f"pid {pid}" if pid and pid > 0 else "another process"
         raise ToolFailure(f"run {run_id} is being driven by {who}: one driver per run; run_show it and wait")
 
@@ -229,6 +229,7 @@ class RunStartIn(_In):
     model: Annotated[str, SETTING["model"]]
     force: Annotated[bool, SETTING["force"]]
     declared_only: Annotated[bool, SETTING["declared_only"]]
+    verify_pairs: Annotated[int, SETTING["verify_pairs"]]
     wait_s: int = WaitS
 
 
@@ -252,14 +253,14 @@ def run_start_tool(p: RunStartIn) -> dict[str, Any]:
     from dftune.tools.session.workspace import RunExists, Workspace
 
     path = Path(p.spec).expanduser().resolve()
-    _allowed_spec(path)
+    allowed_path(path)
     spec = load_spec(path)  # a bad spec: one line naming the file and the key
     check_model(p.model)
     resolve(p.time_budget, None)  # a malformed budget is refused before anything runs
     check_kb()
     run_id = validate_run_id(p.run_id) if p.run_id else new_run_id(spec.name)
     with _starting:  # one call starts a run id; the others are told it is taken
-        if Workspace().run_dir(run_id).exists() or _driver_state(run_id)[0]:
+        if Workspace().run_dir(run_id).exists() or driver_state(run_id)[0]:
             raise RunExists(f"run {run_id!r} already exists (run_show it, or choose another run_id)")
         _start_driver(run_id, p, path)
     return {**_waited(run_id, p.wait_s), "started": True}
@@ -286,7 +287,8 @@ def _start_driver(run_id: str, p: RunStartIn, path: Path) -> None:
         args.append("--force")
     if p.declared_only:
         args.append("--declared-only")
-    _spawn(run_id, args)
+    args += ["--verify-pairs", str(p.verify_pairs)]
+    spawn_driver(run_id, args)
 
 
 # --------------------------------------------------------------------------- look
@@ -374,7 +376,7 @@ def run_answer_tool(p: RunAnswerIn) -> dict[str, Any]:
     args = ["approve", p.run_id, "--reason", answer.reason, "--via-mcp"] + (
         ["--reject"] if answer.decision == "reject" else []
     )
-    _spawn(p.run_id, args)
+    spawn_driver(p.run_id, args)
     receipt = {
         "proposal_id": first.proposal_id,
         "strategy": None if isinstance(first, PatternQuestion) else first.strategy,
@@ -408,7 +410,7 @@ def run_resume_tool(p: RunResumeIn) -> dict[str, Any]:
     if before["status"] == "awaiting_approval":
         raise ToolFailure(f"run {p.run_id} waits for approval: answer it with run_answer")
     args = ["resume", p.run_id] + (["--time-budget", p.time_budget] if p.time_budget else [])
-    _spawn(p.run_id, args)
+    spawn_driver(p.run_id, args)
     return _waited(p.run_id, p.wait_s)
 
 
@@ -429,7 +431,7 @@ def run_report_tool(p: RunReportIn) -> dict[str, Any]:
     """What a person reads in the morning, for the client to summarize or link."""
     from dftune.tools.report.writer import write_reports
 
-    if _driver_state(p.run_id)[0]:
+    if driver_state(p.run_id)[0]:
         raise ToolFailure(f"run {p.run_id} is still running: run_show(run_id, wait_s=...) first")
     paths = write_reports(p.run_id, html=p.html)
     text = Path(paths["markdown"]).read_text("utf-8")

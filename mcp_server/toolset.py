@@ -5,7 +5,15 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dftune.mcp_server import kb_tools, literature_tools, run_tools, session_tools, table_tools, trace_tools
+from dftune.mcp_server import (
+    bundle_tools,
+    kb_tools,
+    literature_tools,
+    run_tools,
+    session_tools,
+    table_tools,
+    trace_tools,
+)
 from dftune.mcp_server.registry import ToolFailure, ToolSpec, run_tool
 
 
@@ -19,6 +27,7 @@ def tools() -> dict[str, ToolSpec]:
         table_tools.box,
         literature_tools.box,
         run_tools.box,
+        bundle_tools.box,
     )
     out: dict[str, ToolSpec] = {}
     for spec in (s for b in boxes for s in b.specs):

@@ -50,7 +50,7 @@ from dftune.core.domain.experiments import (
 from dftune.core.domain.levers import Lever, Levers
 from dftune.core.domain.measurements import Coverage, Measurement
 from dftune.core.domain.proposals import Change, ImpactSource, Proposal, ProposalStatus
-from dftune.core.domain.stats import ArmStats, Comparison
+from dftune.core.domain.stats import MIN_DECIDING_PAIRS, ArmStats, Comparison
 from dftune.core.domain.verdicts import GuardDecision
 from dftune.core.model import StrictModel
 
@@ -213,10 +213,27 @@ class RunSettings(StrictModel):
         description="Measure only what the spec declares: when it has no knob, do not look for the "
         "program's own levers (its options, the arguments of its I/O calls, its workload config).",
     )
+    verify_pairs: int = Field(
+        default=5,
+        ge=0,
+        le=100,
+        description="Pairs of baseline and tuned runs with which the run's end checks its bundle "
+        "from a copy, when the budget leaves time (0: no check; at least 4 can show a gain).",
+    )
     llm: LLMSettings = Field(
         default_factory=LLMSettings,
         description="The chat model's timeouts, retries and per-judgment deadline (unused with rules).",
     )
+
+    @field_validator("verify_pairs")
+    @classmethod
+    def _enough_pairs(cls, v: int) -> int:
+        if 0 < v < MIN_DECIDING_PAIRS:
+            raise ValueError(
+                f"{v} pairs can never show a gain (the rank test needs {MIN_DECIDING_PAIRS}); "
+                "0 turns the check off"
+            )
+        return v
 
     @classmethod
     def layered(cls, *layers: BaseModel | dict[str, Any] | None) -> RunSettings:
@@ -390,6 +407,7 @@ class TuningState(StrictModel):
     retry_known: bool = DEFAULT_SETTINGS.retry_known
     force: bool = DEFAULT_SETTINGS.force
     declared_only: bool = DEFAULT_SETTINGS.declared_only
+    verify_pairs: int = DEFAULT_SETTINGS.verify_pairs
     #: the program's own levers the run drafted at its start (None: the spec declared knobs)
     levers: Levers | None = None
     #: the run and saved state this one was replayed from (None: started anew)
@@ -697,6 +715,8 @@ class RunResult(StrictModel):
     report: str | None = None
     #: the kept configuration as a folder (docs/bundle.md), once the run kept something
     bundle: str | None = None
+    #: the run's own check of its bundle from a copy (Verification.line), when it made one
+    bundle_check: str | None = None
     kb_skill: str | None = None
     baseline_median: float | None = None
     best_median: float | None = None

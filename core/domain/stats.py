@@ -10,6 +10,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+#: The fewest values per arm with which the two-sided Mann-Whitney test can reach p < 0.05 (four
+#: per arm: 2/C(8,4) = 0.029; three per arm: 0.1), so the fewest pairs a re-measurement that
+#: may show a gain runs.
+MIN_DECIDING_PAIRS = 4
+
 #: What the statistics alone say of a candidate against its reference.
 StatsVerdict = Literal["win", "no_change", "regression"]
 

@@ -104,9 +104,24 @@ class JobStates(Sourced):
         return self.never_pattern_reason if re.match(self.never_pattern, reason) else ""
 
 
+class LaunchLine(Sourced):
+    """How a person starts one run of a program under a spec's launcher kind (a bundle's scripts):
+    the launch line's prefix (``{nodes}``, ``{ranks}``), and for a batch scheduler the batch
+    script's directives (``{minutes}``, ``{partition}``), its suffix, its submit command and the
+    variable that holds the folder the job was submitted from."""
+
+    run: tuple[str, ...] = ()
+    directives: tuple[str, ...] = ()
+    partition: str = ""
+    suffix: str = ""
+    submit: str = ""
+    submit_dir_var: str = ""
+
+
 class LauncherFacts(_Fact):
     launcher: tuple[Launcher, ...]
     scheduler: dict[str, JobStates]
+    launch: dict[str, LaunchLine] = {}
 
 
 class Format(Sourced):
@@ -139,6 +154,9 @@ class StackSignature(_Fact):
     hint_env_prefix: str | None = None
     #: environment variables whose value names a configuration file the library reads
     config_env: tuple[str, ...] = ()
+    #: the Python distributions (PyPI names) that carry the stack: a bundle's provenance records
+    #: their versions
+    distributions: tuple[str, ...] = ()
     #: where the library's own Python source lies ("packages/zarr/"): a sampled stack with a
     #: frame there is time the program spends inside the library (tools/diagnose/library_time.py)
     frames: tuple[str, ...] = ()
@@ -207,6 +225,8 @@ class Roles(_Fact):
 
 
 class ProcessFacts(_Fact):
+    #: the Python interpreters' executable names (shell patterns)
+    python: tuple[str, ...]
     helpers: Helpers
     runs: RunSplit
     roles: Roles

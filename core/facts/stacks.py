@@ -98,6 +98,14 @@ def is_launcher(program: str) -> bool:
     return any(fnmatch.fnmatchcase(name, pat) for pat in _launcher_names())
 
 
+def is_python(program: str) -> bool:
+    """Whether ``program`` (a path or a name) is a Python interpreter (processes.toml ``python``)."""
+    from dftune.core.facts import process_facts
+
+    name = Path(program).name
+    return any(fnmatch.fnmatchcase(name, pat) for pat in process_facts().python)
+
+
 def _hits(s: StackSignature, ev: Evidence) -> list[str]:
     """The sentences that show stack ``s`` in ``ev`` (empty: not shown)."""
     out: list[str] = []
@@ -196,6 +204,11 @@ def topics(software: Iterable[str]) -> list[tuple[str, str]]:
     """(stack id, topic words) for the literature's context search of every detected layer."""
     have = set(software)
     return [(s.id, s.topic) for s in stack_facts().stack if s.topic and s.id in have]
+
+
+def distributions() -> tuple[str, ...]:
+    """The Python distributions that carry a software stack (stacks.toml), each once."""
+    return tuple(dict.fromkeys(d for s in stack_facts().stack for d in s.distributions))
 
 
 def rank_marker_texts() -> tuple[str, ...]:

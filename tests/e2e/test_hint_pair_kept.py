@@ -18,6 +18,7 @@ import conftest as c  # tests/ is on sys.path (rootdir conftest, prepend import 
 import pytest
 
 from dftune.tools.runner.changes.layering import read_hint_file
+from tests.e2e.test_bundle_verify import carried_and_verified
 
 pytestmark = pytest.mark.e2e
 
@@ -87,3 +88,15 @@ def test_two_hints_kept_in_sequence_run_together_and_stay_together(tmp_path: Pat
     row = next(line for line in md.splitlines() if line.startswith(f"| opt2 ({ds})"))
     assert all(f"{k}={v}" in row.split("|")[2] for k, v in both.items()), row
     assert "romio_cb_write=disable" in row.split("|")[3], row  # in effect, as ROMIO printed it
+
+    # the bundle carries the merged hint file: its scripts, kept.env and a verification of a copy
+    # under a fresh DFTUNE_HOME name the bundle's copy, and ROMIO applies both hints from it
+    bundle = Path(doc["bundle"])
+    spec = json.loads((bundle / "bundle.json").read_text())
+    rel = spec["tuned"]["env_files"]["ROMIO_HINTS"]
+    assert rel.startswith("changes/files/combined-") and read_hint_file(bundle / rel) == both
+    assert f'"$HERE"/{rel}' in (bundle / "scripts" / "tuned.sh").read_text()
+    assert rel in (bundle / "changes" / "kept.env").read_text()
+    assert doc["bundle_check"], doc  # the run's own check from a copy
+    verified = carried_and_verified(bundle, tmp_path / "elsewhere" / "bundle", rounds=4)
+    assert verified["verdict"] in ("holds", "larger"), verified

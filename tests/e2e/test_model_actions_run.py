@@ -23,6 +23,7 @@ from dftune.agents.optimizer.plan import slug
 from dftune.core.domain.run import LLMSettings
 from dftune.graphs.runs import load_state, start_run
 from dftune.tools.session.workspace import Workspace
+from tests.e2e.test_bundle_verify import carried_and_verified
 from tests.fakes.llm_api import MODELS, Reply, by_tool, tool_call
 from tests.graph.test_model_actions import _estimates, _ids, _prompt
 
@@ -132,7 +133,7 @@ def _choice(order: list[str]) -> Any:
 
 @pytest.mark.parametrize("provider", ["anthropic"])
 def test_a_model_driven_run_of_a_bundled_workload_takes_new_actions_under_the_guards(
-    provider: str, workload: Path, api: Any
+    provider: str, workload: Path, api: Any, tmp_path: Path
 ) -> None:
     source = (workload.parent / "reader.py").read_text()
     win, less = _diff(source, *OVERLAP), _diff(source, *HALF)
@@ -203,3 +204,16 @@ def test_a_model_driven_run_of_a_bundled_workload_takes_new_actions_under_the_gu
     report = (Workspace().run_dir(result.run_id) / "report.md").read_text()
     assert win_id in report and less_id in report and "Who decided" in report
     assert (workload.parent / "reader.py").read_text() == source  # the original source is never touched
+
+    # the bundle carries the kept drafted patch for the tuned arm alone, and a copy of it verified
+    # under a fresh DFTUNE_HOME applies it to a copy of the source and still shows the gain
+    assert result.bundle, result
+    bundle = Path(result.bundle)
+    doc = json.loads((bundle / "bundle.json").read_text())
+    assert doc["baseline"]["patches"] == [] and doc["tuned"]["patches"] == [
+        {"path": "changes/source.patch", "strip": 1}
+    ]
+    assert "workers, prefetch = 4, 2" in (bundle / "changes" / "source.patch").read_text()
+    assert "patch -s -d" in (bundle / "scripts" / "tuned.sh").read_text()
+    verified = carried_and_verified(bundle, tmp_path / "elsewhere" / "bundle", rounds=4)
+    assert verified["verdict"] in ("holds", "larger"), verified

@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,3 +88,215 @@ def test_a_run_that_kept_a_change_ends_with_its_bundle_and_names_it() -> None:
     from dftune.tools.report.run_glance import glance_rows
 
     assert dict(glance_rows(result))["bundle"].startswith(result.bundle)
+
+
+def test_the_run_checks_its_own_bundle_from_a_copy_and_the_morning_view_says_so(tmp_path: Path) -> None:
+    from dftune.graphs.runs import run_result
+    from dftune.tools.bundle import verifications
+
+    result = start_run(TOY, max_experiments=1, run_id="toy-checked", measurer=toy_measurer())
+    assert result.bundle and result.bundle_check and result.bundle_check.startswith("holds"), result
+    (check,) = verifications(Path(result.bundle))
+    assert check.where == "copy" and check.pairs >= 2
+    check_manifest(Path(result.bundle))  # the check lies beside the manifest
+    assert run_result("toy-checked").bundle_check == result.bundle_check
+    off = start_run(TOY, max_experiments=1, run_id="toy-unchecked", measurer=toy_measurer(), verify_pairs=0)
+    assert off.bundle and off.bundle_check is None
+
+
+def _toy_report(run_id: str) -> tuple[Path, Any]:
+    result = start_run(TOY, max_experiments=1, run_id=run_id, measurer=toy_measurer(), verify_pairs=0)
+    assert any(v.kept for v in result.verdicts), result.verdicts
+    return load_report(run_id)
+
+
+def test_a_file_the_run_wrote_for_an_arm_travels_in_the_bundle_and_verify_passes_the_copy(
+    tmp_path: Path,
+) -> None:
+    """A ROMIO hint file lies under the run's folder: the bundle carries it, so that it needs nothing
+    from DFTUNE_HOME, and every script, kept.env and verify name the bundle's copy."""
+    run_dir, report = _toy_report("toy-hints")
+    hints = run_dir / "hints" / "romio-cb.txt"
+    hints.parent.mkdir()
+    hints.write_text("romio_cb_write disable\n")
+    inc = report.incumbent.model_copy(update={"env": {"ROMIO_HINTS": str(hints), "MODE": "fast"}})
+    report = report.model_copy(update={"incumbent": inc})
+    out = write_bundle(report, run_dir, tmp_path / "bundle")
+    doc = json.loads((out / "bundle.json").read_text())
+    assert doc["tuned"]["env_files"] == {"ROMIO_HINTS": "changes/files/romio-cb.txt"}
+    assert doc["tuned"]["env"] == {"MODE": "fast"} and doc["baseline"]["env_files"] == {}
+    assert (out / "changes" / "files" / "romio-cb.txt").read_text() == "romio_cb_write disable\n"
+    tuned = (out / "scripts" / "tuned.sh").read_text()
+    assert 'export ROMIO_HINTS="$HERE"/changes/files/romio-cb.txt' in tuned and str(run_dir) not in tuned
+    kept = (out / "changes" / "kept.env").read_text()
+    assert 'ROMIO_HINTS="${BUNDLE:-$PWD}"/changes/files/romio-cb.txt' in kept
+    assert "changes/files/romio-cb.txt" in (out / "README.md").read_text()
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    shutil.rmtree(run_dir / "hints")  # the run's folder is gone: the copy alone must do
+    env = {"ROMIO_HINTS": str(copy / "changes" / "files" / "romio-cb.txt"), "MODE": "fast"}
+    held = verify(
+        copy,
+        measurer=ScriptedMeasurer([Arm({}, steady(0.16)), Arm({"WORKERS": 4}, steady(0.041), env=env)]),
+    )
+    assert held.verdict == "holds", held
+
+
+def test_each_kept_patch_keeps_its_strip_and_a_bundle_that_points_outside_itself_is_refused(
+    tmp_path: Path,
+) -> None:
+    from dftune.tools.bundle.model import Bundle
+
+    run_dir, report = _toy_report("toy-patch")
+    diff = tmp_path / "p0.diff"
+    diff.write_text("--- toy.py\n+++ toy.py\n@@ -1 +1 @@\n-x\n+y\n")
+    kept = report.experiments[0]
+    p = next(x for x in report.proposals if x.id == kept.proposal_id)
+    change = p.change.model_copy(update={"kind": "patch", "patch_file": str(diff), "strip": 0})
+    report = report.model_copy(
+        update={
+            "proposals": [
+                p.model_copy(update={"change": change}) if x.id == p.id else x for x in report.proposals
+            ]
+        }
+    )
+    out = write_bundle(report, run_dir, tmp_path / "bundle")
+    doc = json.loads((out / "bundle.json").read_text())
+    assert doc["tuned"]["patches"] == [{"path": "changes/source.patch", "strip": 0}]
+    assert (
+        'patch -s -d "$WORKDIR/source" -p0 < "$HERE"/changes/source.patch'
+        in (out / "scripts" / "tuned.sh").read_text()
+    )
+    doc["tuned"]["patches"] = [{"path": "../../etc/passwd", "strip": 1}]
+    with pytest.raises(ValueError, match="not a path inside the bundle"):
+        Bundle.model_validate(doc)
+
+
+@pytest.mark.parametrize(
+    ("launcher", "launch", "batch"),
+    [
+        ('kind = "mpirun"\nranks = 4', "mpirun -n 4", None),
+        ('kind = "slurm"\nranks = 2\nnodes = 1\npartition = "debug"', "srun", "tuned.sbatch"),
+        ('kind = "flux"\nranks = 2', "flux run --nodes=1 --ntasks=2", "tuned.flux"),
+    ],
+)
+def test_the_scripts_launch_as_the_run_did_and_a_batch_script_submits_them(
+    tmp_path: Path, launcher: str, launch: str, batch: str | None
+) -> None:
+    from dftune.tools.bundle.model import Arm as BundleArm
+    from dftune.tools.bundle.scripts import arm_script, batch_script
+    from dftune.tools.runner.spec import load_spec
+
+    spec_file = tmp_path / "w.toml"
+    spec_file.write_text(
+        'name = "w"\ncommand = ["{python}", "w.py", "--data", "{data_dir}"]\ndata_dir = "data"\n'
+        f"[launcher]\n{launcher}\n"
+    )
+    spec = load_spec(spec_file)
+    (tmp_path / "b" / "changes").mkdir(parents=True)
+    text = arm_script(spec, BundleArm(), "tuned", tmp_path / "b")
+    line = text.strip().splitlines()[-1]
+    assert line.startswith(f"exec {launch} ") and "w.py" in line, text
+    assert subprocess.run(["sh", "-n"], input=text, text=True, check=False).returncode == 0
+    got = batch_script(spec, "tuned")
+    if batch is None:
+        assert got is None
+        return
+    assert got is not None and got[0] == batch
+    assert 'scripts/tuned.sh"' in got[1] and "--ntasks=2" in got[1]
+    if batch.endswith("sbatch"):
+        assert "#SBATCH --partition=debug" in got[1] and "SLURM_SUBMIT_DIR" in got[1]
+
+
+def test_a_staged_arm_script_runs_on_a_copy_and_brings_the_outputs_back(tmp_path: Path) -> None:
+    from dftune.core.domain.measurements import StagePlan
+    from dftune.tools.bundle.model import Arm as BundleArm
+    from dftune.tools.bundle.scripts import arm_script
+    from dftune.tools.runner.spec import load_spec
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "in.txt").write_text("input\n")
+    (tmp_path / "w.py").write_text(
+        "import os, sys\nd = sys.argv[1]\nprint(open(os.path.join(d, 'in.txt')).read().strip(), d)\n"
+        "open(os.path.join(d, 'out.txt'), 'w').write('made')\n"
+    )
+    spec_file = tmp_path / "w.toml"
+    spec_file.write_text('name = "w"\ncommand = ["{python}", "w.py", "{data_dir}"]\ndata_dir = "data"\n')
+    tier = tmp_path / "tier"
+    tier.mkdir()
+    stage = StagePlan(tier="local", root=str(tier))
+    bundle = tmp_path / "b"
+    (bundle / "scripts").mkdir(parents=True)
+    (bundle / "changes").mkdir()
+    script = bundle / "scripts" / "tuned.sh"
+    script.write_text(arm_script(load_spec(spec_file), BundleArm(stage=stage), "tuned", bundle))
+    run = subprocess.run(["sh", str(script)], capture_output=True, text=True, check=False, timeout=60)
+    assert run.returncode == 0, run.stderr
+    said, where = run.stdout.split()
+    assert said == "input" and Path(where).is_relative_to(tier)  # it read the staged copy
+    assert (data / "out.txt").read_text() == "made"  # and its output came back
+    assert list(tier.iterdir()) == []  # the copy is gone
+
+
+def test_a_campaign_bundle_holds_each_workloads_bundle_and_an_index(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from dftune.tools.bundle.campaign import read_index, write_campaign_bundle
+    from dftune.tools.session.campaigns import CampaignMeta, Member
+    from dftune.tools.session.workspace import Workspace
+
+    start_run(TOY, max_experiments=1, run_id="camp-a", measurer=toy_measurer())
+    start_run(TOY, max_experiments=0, run_id="camp-b", measurer=toy_measurer(), verify_pairs=0)
+    meta = CampaignMeta(
+        id="camp",
+        name="camp",
+        created=datetime.now(UTC),
+        members=[
+            Member(spec_path=str(TOY), workload="toy", run_id="camp-a", status="completed"),
+            Member(spec_path=str(TOY), workload="toy", run_id="camp-b", status="completed"),
+        ],
+    )
+    out = write_campaign_bundle(meta, Workspace(), tmp_path / "campaign")
+    index = read_index(out)
+    a, b = index.workloads
+    assert (a.bundle, a.verified, b.bundle) == ("toy", "holds", None), index
+    assert a.gain_pct and a.gain_pct > 0 and "kept no change" in b.note
+    check_manifest(out / "toy")
+    readme = (out / "README.md").read_text()
+    assert "`toy/`" in readme and "camp-b" in readme
+    with pytest.raises(BundleError, match="not empty"):
+        write_campaign_bundle(meta, Workspace(), out)
+    again = write_campaign_bundle(meta, Workspace(), out, replace=True)
+    assert read_index(again).workloads[0].bundle == "toy"
+
+
+def test_the_mcp_tools_name_the_bundle_and_start_a_verification_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dftune.mcp_server import run_tools
+    from dftune.mcp_server.registry import ToolFailure
+    from dftune.mcp_server.toolset import call
+
+    result = start_run(TOY, max_experiments=1, run_id="toy-mcp", measurer=toy_measurer())
+    shown = call("run_bundle", {"run_id": "toy-mcp"})
+    assert shown["bundle"] == result.bundle and shown["gain_pct"] > 0 and "dftune verify" in shown["readme"]
+    assert [v["where"] for v in shown["verifications"]] == ["copy"] and not shown["verifying"]
+    started: list[list[str]] = []
+    monkeypatch.setattr(run_tools, "spawn_driver", lambda key, args: started.append(args))
+    monkeypatch.setattr("dftune.mcp_server.bundle_tools.spawn_driver", lambda key, args: started.append(args))
+    assert call("bundle_verify", {"run_id": "toy-mcp", "rounds": 4})["started"]
+    assert started == [["verify", result.bundle, "--rounds", "4"]]
+    outside = tmp_path / "elsewhere"
+    shutil.copytree(str(result.bundle), outside)
+    with pytest.raises(ToolFailure, match="outside the folders"):
+        call("bundle_verify", {"path": str(outside)})
+    monkeypatch.chdir(tmp_path)
+    (outside / "README.md").write_text("changed\n")
+    with pytest.raises(ToolFailure, match=r"README\.md: differs from MANIFEST"):
+        call("bundle_verify", {"path": str(outside)})
+    with pytest.raises(ToolFailure, match="run_id or path"):
+        call("bundle_verify", {})
+    start_run(TOY, max_experiments=0, run_id="toy-none", measurer=toy_measurer())
+    with pytest.raises(ToolFailure, match="has no bundle"):
+        call("run_bundle", {"run_id": "toy-none"})

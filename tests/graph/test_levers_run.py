@@ -315,7 +315,8 @@ def test_a_key_of_the_named_config_is_a_lever_passed_as_a_copy(tmp_path: Path) -
             Arm({"THREADS": 8}, steady(0.79)),
         ]
     )
-    result = start_run(spec, max_experiments=2, measurer=script)
+    # every start's configuration copy is read below: no check of the bundle from a scratch copy
+    result = start_run(spec, max_experiments=2, measurer=script, verify_pairs=0)
     assert result.status == "completed", result.status_reason
     assert result.levers is not None
     (lever,) = result.levers.found

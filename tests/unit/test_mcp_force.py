@@ -20,7 +20,7 @@ def test_run_start_passes_force_to_the_driver(monkeypatch: pytest.MonkeyPatch, f
     def spawn(run_id: str, args: list[str]) -> None:
         started.append(args)
 
-    monkeypatch.setattr(run_tools, "_spawn", spawn)
+    monkeypatch.setattr(run_tools, "spawn_driver", spawn)
     monkeypatch.setattr(run_tools, "_waited", lambda run_id, wait_s: {"run_id": run_id})
     out: Any = m.call("run_start", {"spec": str(TOY), "force": force, "wait_s": 0})
     assert out["started"] and len(started) == 1

@@ -90,6 +90,6 @@ def test_run_answer_refuses_to_approve_a_privileged_change(monkeypatch: pytest.M
     monkeypatch.setattr(run_tools, "_idle", lambda run_id: None)
     monkeypatch.setattr("dftune.graphs.runs.run_result", lambda run_id, ws=None: waiting)
     spawned: list[list[str]] = []
-    monkeypatch.setattr(run_tools, "_spawn", lambda run_id, args: spawned.append(args))
+    monkeypatch.setattr(run_tools, "spawn_driver", lambda run_id, args: spawned.append(args))
     _refused("run_answer", {"run_id": RUN.run_id, "decision": "approve"}, "approved in a terminal only")
     assert spawned == []

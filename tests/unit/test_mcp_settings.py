@@ -33,7 +33,7 @@ def test_a_run_started_over_mcp_is_driven_with_the_models_defaults(
 ) -> None:
     """The driver's command line, run through `dftune run`, gives the settings RunSettings gives."""
     argv: list[list[str]] = []
-    monkeypatch.setattr(run_tools, "_spawn", lambda run_id, args: argv.append(args))
+    monkeypatch.setattr(run_tools, "spawn_driver", lambda run_id, args: argv.append(args))
     monkeypatch.setattr(run_tools, "_waited", lambda run_id, wait_s: {"run_id": run_id})
     m.call("run_start", {"spec": str(TOY), "wait_s": 0, **given})
     settings: list[RunSettings] = []

@@ -36,8 +36,8 @@ ACTIONS: dict[tuple[str, str], str] = {
         "tools/runner/spec.py",
         "__pycache__ .git *.pfw.gz",
     ): "what dftune leaves out when it copies a source tree",
-    ("tools/bundle.py", "dftracer h5py mpi4py"): "the library versions a bundle's provenance records",
-    ("tools/bundle.py", "#!/bin/sh"): "the interpreter line of the shell scripts a bundle holds",
+    ("tools/bundle/write.py", "dftracer"): "the tracer's version a bundle's provenance records",
+    ("tools/bundle/scripts.py", "#!/bin/sh"): "the interpreter line of the shell scripts a bundle holds",
 }
 
 

@@ -88,6 +88,8 @@ class CampaignResult(BaseModel):
     report: str | None
     html: str | None
     campaign_dir: str
+    #: the campaign's bundle: a bundle per workload that kept a change, and an index (docs/bundle.md)
+    bundle: str | None = None
 
     def document(self) -> dict[str, Any]:
         return {

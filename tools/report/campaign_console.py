@@ -46,6 +46,8 @@ class CampaignRenderer:
             path_line(c, "report", r.report)
         if r.html:
             path_line(c, "html", r.html)
+        if r.bundle:
+            path_line(c, "bundle", r.bundle)
 
     def render_history(self, events: list[dict[str, Any]]) -> None:
         cols = [Col("time"), Col("event"), Col("what", wrap=True, min_width=30)]

@@ -109,6 +109,8 @@ def glance_rows(r: RunResult) -> list[tuple[str, str]]:
         rows.append(("levers", levers_line(r.levers)))
     if r.bundle:
         rows.append(("bundle", f"{r.bundle} (the kept configuration; dftune verify checks it anywhere)"))
+        if r.bundle_check:
+            rows.append(("checked", f"from a copy at the run's end: {r.bundle_check}"))
     return rows
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -160,9 +160,6 @@ def _stdout(stdout_path: Path) -> tuple[str | None, str]:
 
 #: how a baseline stopped by a mistake in its spec begins its stopped_reason (the fix follows)
 STOPPED_BY_SPEC = "stopped at the first replicate: "
-#: how the reasons of a metric or work counter the program's output lacks begin (extract_metric,
-#: extract_work): a spec that reads what is not there, unlike a value the program printed wrong
-NOT_FOUND = ("metric: ", "metric file ", "work counter")
 #: the exit codes of a program the shell or the kernel could not start (not found, not executable)
 NOT_STARTED_EXIT = (126, 127)
 
@@ -245,13 +242,31 @@ def metric_path(
     return p if p.is_absolute() else spec.resolve(spec.cwd) / p
 
 
+class Reading(NamedTuple):
+    """What a replicate's output gave for the metric (or the work counters): the value, why there
+    is none, and whether that is because the output lacks it (``absent``: a spec that reads what
+    the program never prints, which no later replicate would print either), not a wrong value."""
+
+    value: float | None
+    why: str
+    absent: bool = False
+
+
 def extract_metric(
     spec: WorkloadSpec, result: ProcessResult, stdout_path: Path, metric_file: Path | None = None
 ) -> tuple[float | None, str]:
     """The replicate's metric: wall time, or the number the program reported (see tools/runner/metrics.py)."""
+    r = read_metric(spec, result, stdout_path, metric_file)
+    return r.value, r.why
+
+
+def read_metric(
+    spec: WorkloadSpec, result: ProcessResult, stdout_path: Path, metric_file: Path | None = None
+) -> Reading:
+    """:func:`extract_metric`, saying whether a missing value is absent from the output."""
     m = spec.metric
     if m.kind == "wall_time":
-        return checked_metric(result.wall_s)
+        return Reading(*checked_metric(result.wall_s))
     streams = m.streams()
     where = " and ".join(streams)
     printed: list[str] = []
@@ -262,12 +277,14 @@ def extract_metric(
                 text = read_metric_file(metric_file)
             except MetricNotFound as exc:
                 if m.kind == "dlio" and not metric_file.exists():
-                    return None, (
+                    return Reading(
+                        None,
                         f"metric: DLIO's summary {metric_file} not readable ({exc}): DLIO "
                         "writes summary.json into workload.output.folder when training ends; the path must "
-                        "name that folder"
+                        "name that folder",
+                        absent=True,
                     )
-                return None, str(exc)
+                return Reading(None, str(exc), absent=True)
             where = f"{metric_file} (DLIO's summary.json)" if m.kind == "dlio" else str(metric_file)
             if m.kind == "dlio":
                 values = [dlio_value(text, f, where, summary_json=True) for f in m.names("field")]
@@ -278,7 +295,7 @@ def extract_metric(
         else:
             text_or_none, why = _streams(stdout_path, streams)
             if text_or_none is None:
-                return None, why
+                return Reading(None, why, absent=True)
             text = text_or_none
             if m.kind == "ior":
                 values = [ior_value(text, f, where) for f in m.names("field")]
@@ -288,11 +305,11 @@ def extract_metric(
                 printed = [last_text(p, text, where) for p in m.regexes()]
                 values = [last_number(p, text, where) for p in m.regexes()]
     except MetricNotFound as exc:
-        return None, f"metric: {exc}"
+        return Reading(None, f"metric: {exc}", absent=True)
     value = combined(values, m.combine)
     shown = printed or [str(v) for v in values]  # a refusal quotes what the program printed
     raw = shown[0] if len(shown) == 1 else f"{m.combine}({', '.join(shown)})"
-    return checked_metric(value, raw)  # the reason quotes what was reported
+    return Reading(*checked_metric(value, raw))  # the reason quotes what was reported
 
 
 def checked_metric(value: float, raw: str | None = None) -> tuple[float | None, str]:
@@ -305,11 +322,17 @@ def checked_metric(value: float, raw: str | None = None) -> tuple[float | None, 
 
 def extract_work(spec: WorkloadSpec, stdout_path: Path) -> tuple[dict[str, float], str]:
     """The spec's work counters as the program printed them; a missing one is said, not guessed."""
+    out, why, _ = read_work(spec, stdout_path)
+    return out, why
+
+
+def read_work(spec: WorkloadSpec, stdout_path: Path) -> tuple[dict[str, float], str, bool]:
+    """:func:`extract_work`, and whether a counter is absent from the output (not printed wrong)."""
     if not spec.work:
-        return {}, ""
+        return {}, "", False
     text, why = _stdout(stdout_path)
     if text is None:
-        return {}, why
+        return {}, why, True
     out: dict[str, float] = {}
     missing: list[str] = []
     wrong: list[str] = []
@@ -322,7 +345,7 @@ def extract_work(spec: WorkloadSpec, stdout_path: Path) -> tuple[dict[str, float
         else:
             missing.append(counter.name)
     said = [f"work counter(s) {', '.join(missing)} not found in stdout"] if missing else []
-    return out, "; ".join(said + wrong)
+    return out, "; ".join(said + wrong), bool(missing)
 
 
 def _python_bin_dir() -> Path:
@@ -757,11 +780,12 @@ def bench(
             summary_roots = [folder, cwd, workdir]
             found = find_summary(summary_roots, since)
             metric_file = keep_summary(found, folder) if found else None
-        metric, why = (
-            (None, "")
+        reading = (
+            Reading(None, "")
             if res.status != "ok"
-            else extract_metric(spec, res, logs / f"{label}.out", metric_file)
+            else read_metric(spec, res, logs / f"{label}.out", metric_file)
         )
+        metric, why, absent = reading
         if metric is None and summary_roots and metric_file is None:
             why += f"; and no DLIO summary.json written by this run in {looked_in(summary_roots)}"
         stage_s = round(staged.seconds, 6) if staged is not None else None
@@ -775,21 +799,18 @@ def bench(
             )
         if stage_why:
             metric, why = None, stage_why
-        work, work_why = extract_work(spec, logs / f"{label}.out") if res.status == "ok" else ({}, "")
+        work, work_why, work_absent = (
+            read_work(spec, logs / f"{label}.out") if res.status == "ok" else ({}, "", False)
+        )
         if work_why and metric is not None:  # the work cannot be checked: not a usable replicate
-            metric, why = None, work_why
+            metric, why, absent = None, work_why, work_absent
         status: Status = res.status if (res.status != "ok" or metric is not None) else "failed"
         if trace_why and status == "ok":
             status, metric, why = "failed", None, trace_why
         reason = res.reason or why
         # the program ran to its end and the metric (or a work counter) is not in its output
         unmatched = (
-            why
-            if res.status == "ok"
-            and metric is None
-            and why.startswith(NOT_FOUND)
-            and not (stage_why or trace_why)
-            else ""
+            why if res.status == "ok" and metric is None and absent and not (stage_why or trace_why) else ""
         )
         if res.status != "ok" and res.stderr_tail:
             reason += f": {last_line(res.stderr_tail)[-300:]}"

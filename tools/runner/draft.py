@@ -26,7 +26,7 @@ from pydantic import Field
 
 from dftune.core import resource
 from dftune.core.errors import DftuneError
-from dftune.core.facts.stacks import is_launcher, python_imports, runs
+from dftune.core.facts.stacks import is_launcher, is_python, python_imports, runs
 from dftune.core.model import StrictModel
 from dftune.core.process import run_command
 from dftune.tools.runner.config_files import (
@@ -934,7 +934,7 @@ def draft_spec(
     if folder is not None and setup is not None:  # never let a data generator write into their data
         notes.append(f"the data is in {folder}: the program's own data generation is not run")
         setup = None
-    head = ["{python}"] if Path(argv[0]).name.startswith("python") and script is not None else argv[:1]
+    head = ["{python}"] if is_python(argv[0]) and script is not None else argv[:1]
     command = with_knobs([*head, *argv[1:]], settings)
     if folder is None and setup is None and any("{data_dir}" in a for a in command):
         notes.append(
@@ -971,7 +971,7 @@ def _setup_command(argv: list[str], settings: list[Setting]) -> list[str] | None
                 "workload",
                 "the program's data-generation phase: dftune runs it once as the setup",
             )
-            head = ["{python}"] if Path(argv[0]).name.startswith("python") else argv[:1]
+            head = ["{python}"] if is_python(argv[0]) else argv[:1]
             return [*head, *argv[1:], s.flag]
     return None
 

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from dftune.core.facts.stacks import is_launcher
+from dftune.core.facts.stacks import is_launcher, is_python
 from dftune.tools.runner.spec import SpecError, WorkloadSpec
 
 #: launchers whose command runs on other machines: their files need not exist on this one
@@ -61,7 +61,7 @@ def _program(argv: list[str], made: set[int], cwd: Path, spec: WorkloadSpec, whe
             f"{where}: command: {exe}: not found on PATH: give its path, or install it "
             "(the command runs without a shell, so aliases and shell functions do not count)"
         )
-    if is_launcher(exe) or not Path(exe).name.startswith("python") or argv[1:2] in (["-m"], ["-c"]):
+    if is_launcher(exe) or not is_python(exe) or argv[1:2] in (["-m"], ["-c"]):
         return
     i = next((i for i, a in enumerate(argv[1:], 1) if not a.startswith("-")), None)
     if i is None or i in made or not argv[i].endswith(".py"):

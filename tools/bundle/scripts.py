@@ -1,0 +1,153 @@
+"""The bundle's scripts: ``scripts/<arm>.sh`` runs one arm as the run ran it (its settings, its
+environment, its patched copy of the source, its staged data folder, its launcher), and under a
+batch scheduler ``scripts/<arm>.<suffix>`` submits it (launchers.toml ``[launch]``)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import tempfile
+from pathlib import Path
+
+from dftune.core.facts import launcher_facts
+from dftune.core.facts.models import LaunchLine
+from dftune.tools.bundle.model import Arm
+from dftune.tools.runner.spec import SOURCE_COPY_IGNORE, WorkloadSpec, fill_placeholders
+
+SHELL = "#!/bin/sh"
+#: stand for the arm's scratch folder, the bundle and the staged data folder while a command is
+#: rendered for a script
+_WORK, _HERE, _STAGE = "__DFTUNE_WORKDIR__", "__DFTUNE_HERE__", "__DFTUNE_STAGE__"
+_SHOWN = {_HERE: '"$HERE"', _WORK: '"$WORKDIR"', _STAGE: '"$STAGE"'}
+
+
+def launch(spec: WorkloadSpec) -> LaunchLine | None:
+    """How the spec's launcher starts a run by hand (None: run the command as it is)."""
+    return launcher_facts().launch.get(spec.launcher.kind)
+
+
+def _values(spec: WorkloadSpec) -> dict[str, str]:
+    lc = spec.launcher
+    return {
+        "nodes": str(lc.nodes),
+        "ranks": str(lc.ranks),
+        "minutes": str(lc.time_limit_min),
+        "partition": lc.partition or "",
+    }
+
+
+def fill(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> list[str]:
+    """The arm's command line with its settings: its run folder as ``$WORKDIR``, a staged data
+    folder as ``$STAGE``, a configuration file a config knob sets as the bundle's copy with the
+    arm's values (``$HERE/changes/<arm>-config``); written there as a side effect."""
+    settings = {
+        **spec.settings(),
+        **{k: v for k, v in arm.settings.items() if any(k == kn.name for kn in spec.knobs)},
+    }
+    if arm.stage is not None and "{" not in spec.data_dir:
+        spec = spec.model_copy(update={"data_dir": f"/{_STAGE}"})
+    with tempfile.TemporaryDirectory(prefix="dftune-bundle-") as scratch:
+        work = Path(scratch) / _WORK
+        argv = spec.render(spec.command, settings, workdir=work, trace_dir=work / "traces")
+        rendered = work / "dftune-config"
+        configs = out / "changes" / f"{name}-config"
+        for f in sorted(rendered.iterdir()) if rendered.is_dir() else []:
+            configs.mkdir(parents=True, exist_ok=True)
+            (configs / f.name).write_bytes(f.read_bytes())
+        return [
+            a.replace(str(rendered), f"{_HERE}/changes/{name}-config")
+            .replace(str(work), _WORK)
+            .replace(f"/{_STAGE}", _STAGE)
+            for a in argv
+        ]
+
+
+def shell_word(arg: str) -> str:
+    """One argument for sh: its literal parts quoted, the bundle's, the scratch folder's and the
+    staged copy's places as ``"$HERE"``, ``"$WORKDIR"`` and ``"$STAGE"``."""
+    parts = re.split(f"({_HERE}|{_WORK}|{_STAGE})", arg)
+    return "".join(_SHOWN.get(p) or shlex.quote(p) for p in parts if p) or "''"
+
+
+def arm_script(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> str:
+    argv = fill(spec, arm, name, out)
+    how = launch(spec)
+    prefix = [fill_placeholders(w, _values(spec)) for w in how.run] if how else []
+    command = " ".join([*map(shlex.quote, [*prefix, *spec.launcher.extra_args]), *map(shell_word, argv)])
+    if how is not None and how.submit:
+        where = f"inside a {spec.launcher.kind} allocation (scripts/{name}.{how.suffix} submits it)"
+    else:
+        where = "here"
+    lines = [
+        SHELL,
+        f"# the {name} arm of {spec.name}, as the run ran it, {where}",
+        "# WORKDIR: a scratch folder (default: a new one)",
+        "set -e",
+        'WORKDIR="${WORKDIR:-$(mktemp -d)}"',
+        'HERE="$(cd "$(dirname "$0")/.." && pwd)"',
+        f"cd {shlex.quote(str(spec.resolve(spec.cwd)))}",
+    ]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted({**spec.env, **arm.env}.items())]
+    lines += [f'export {k}="$HERE"/{shlex.quote(rel)}' for k, rel in sorted(arm.env_files.items())]
+    lines += [
+        f"export {k.name}={shlex.quote(str(arm.settings[k.name]))}"
+        for k in spec.knobs
+        if k.kind == "env" and k.name in arm.settings
+    ]
+    if arm.patches:
+        src = spec.resolve(spec.source_dir)
+        cwd = spec.resolve(spec.cwd)
+        inside = cwd.relative_to(src) if cwd.is_relative_to(src) else Path(".")
+        skip = [f"--exclude={shlex.quote(x)}" for x in left_out(spec)]
+        lines.append('mkdir -p "$WORKDIR/source"')
+        lines.append(
+            f"(cd {shlex.quote(str(src))} && tar {' '.join(skip)} -cf - .) | "
+            '(cd "$WORKDIR/source" && tar -xf -)'
+        )
+        lines += [
+            f'patch -s -d "$WORKDIR/source" -p{p.strip} < "$HERE"/{shlex.quote(p.path)}' for p in arm.patches
+        ]
+        lines.append(f'cd "$WORKDIR/source/{inside.as_posix()}"')
+    if arm.stage is None or "{" in spec.data_dir:
+        if arm.stage is not None:
+            lines.append(f"# the run staged the data folder to {arm.stage.tier} (see README.md)")
+        return "\n".join([*lines, f"exec {command}"]) + "\n"
+    data = shlex.quote(str(spec.resolve(spec.data_dir)))
+    root = shlex.quote(arm.stage.root)
+    lines += [
+        f"# the data folder is copied to {arm.stage.tier} for the run, and what it wrote copied back",
+        f'STAGE="$(mktemp -d -p {root} dftune-stage-XXXXXX)/data"',
+        'trap \'rm -rf "$(dirname "$STAGE")"\' EXIT',
+        f'cp -a --sparse=always {data} "$STAGE"',
+        command,
+        f'cp -a -u --sparse=always --remove-destination "$STAGE"/. {data}/',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def batch_script(spec: WorkloadSpec, name: str) -> tuple[str, str] | None:
+    """(file name, text) of the batch script that submits ``scripts/<name>.sh`` under the spec's
+    batch scheduler (None: the launcher is not one); submitted from the bundle's folder."""
+    how = launch(spec)
+    if how is None or not how.submit:
+        return None
+    values = _values(spec)
+    lines = ["#!/bin/bash", *(fill_placeholders(d, values) for d in how.directives)]
+    if spec.launcher.partition and how.partition:
+        lines.append(fill_placeholders(how.partition, values))
+    folder = f"${{{how.submit_dir_var}:-$PWD}}" if how.submit_dir_var else "$PWD"
+    lines += [
+        f"# submit from the bundle's folder: {how.submit} scripts/{name}.{how.suffix}",
+        f'exec sh "{folder}/scripts/{name}.sh"',
+    ]
+    return f"{name}.{how.suffix}", "\n".join(lines) + "\n"
+
+
+def left_out(spec: WorkloadSpec) -> list[str]:
+    """What a copy of the source leaves out (as the run's copies did): caches, version control, and
+    the data folder when it lies inside the source tree (the program reads it where it is)."""
+    out = [f"./{x}" for x in SOURCE_COPY_IGNORE if x.isidentifier() or x.startswith(".")]
+    src = spec.resolve(spec.source_dir)
+    if "{" not in spec.data_dir and spec.resolve(spec.data_dir).is_relative_to(src):
+        out.append("./" + spec.resolve(spec.data_dir).relative_to(src).as_posix())
+    return out
