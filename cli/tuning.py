@@ -406,7 +406,7 @@ def bundle(
 
     refuse_early(preflight.unknown_run(run_id))
     from dftune.graphs.campaign import is_campaign
-    from dftune.tools.bundle import write_bundle
+    from dftune.tools.bundle import export_bundle
     from dftune.tools.bundle.campaign import write_campaign_bundle
     from dftune.tools.report.loader import load_report
     from dftune.tools.session.campaigns import CampaignStore
@@ -417,7 +417,7 @@ def bundle(
             written = write_campaign_bundle(CampaignStore().read(run_id), Workspace(), out.resolve())
         else:
             run_dir, doc = load_report(run_id)
-            written = write_bundle(doc, run_dir, out.resolve())
+            written = export_bundle(doc, run_dir, out.resolve())
     if as_json:
         emit_json({"schema": "dftune.bundle.written/1", "run_id": run_id, "bundle": str(written)})
         return

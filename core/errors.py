@@ -22,6 +22,19 @@ def one_line(exc: BaseException, limit: int = 1000) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def os_error_line(exc: OSError, limit: int = 300) -> str:
+    """An OS error as a short line: a tree copy's error (``shutil.Error``, a list of every file that
+    failed, a thousand characters when a tier fills up) as its first failure and how many more."""
+    import shutil
+
+    failures = exc.args[0] if isinstance(exc, shutil.Error) and exc.args else None
+    if isinstance(failures, list) and failures and isinstance(failures[0], tuple) and len(failures[0]) == 3:
+        src, _dst, why = failures[0]
+        more = f" (and {len(failures) - 1} more file(s))" if len(failures) > 1 else ""
+        return one_line(Exception(f"{src}: {why}{more}"), limit)
+    return one_line(exc, limit)
+
+
 class StorageError(DftuneError):
     """A file or database dftune keeps could not be written (full disk, read-only folder, I/O
     error). Nothing half-done is kept: free space or make the folder writable, then resume."""

@@ -82,23 +82,33 @@ def question(value: Any) -> ApprovalRequest | PatternQuestion:
     return _INTERRUPT.validate_python(value)
 
 
-def answer_for(state: TuningState, decision: Literal["approve", "reject"], reason: str) -> PendingAnswer:
+def answer_for(
+    state: TuningState,
+    decision: Literal["approve", "reject"],
+    reason: str,
+    *,
+    user: str = "",
+    channel: Literal["terminal", "mcp", ""] = "",
+) -> PendingAnswer:
     """The answer to the first change on trial (ValueError when none waits)."""
     if not state.pending:
         raise ValueError(f"run {state.run_id} has no change waiting for confirmation")
     first = state.pending[0]
     return PendingAnswer(
-        iteration=first.iteration, proposal_id=first.proposal_id, decision=decision, reason=reason
+        iteration=first.iteration,
+        proposal_id=first.proposal_id,
+        decision=decision,
+        reason=reason,
+        user=user,
+        channel=channel,
     )
 
 
-def answer_first(
-    graph: Any, config: Any, state: TuningState, decision: Literal["approve", "reject"], reason: str
-) -> Any:
+def answer_first(graph: Any, config: Any, state: TuningState, answer: PendingAnswer) -> Any:
     """Hand a person's answer to the oldest change on trial to a stopped run's graph; returns the config
     to stream from (``None`` as input). The answer enters as if the record node had just run, so the
     settle node applies it and choose goes on (a refusal measures again what stood on the change)."""
-    out = {"answers": [answer_for(state, decision, reason)], "status": "running"}
+    out = {"answers": [answer], "status": "running"}
     return graph.update_state(config, out, as_node="record")
 
 
@@ -136,6 +146,8 @@ def _applied(state: TuningState, step: dict[str, Any]) -> TuningState:
 
 def _confirm(state: TuningState, ctx: Context, exp: Experiment, answer: PendingAnswer) -> dict[str, Any]:
     note = answer.reason or "a person"
+    if answer.said_by():
+        note += f" ({answer.said_by()})"
     done, rec, kb_ids = _record_answer(state, ctx, exp, {"confirmed_by": note})
     won = rec.verdict == "win"
     ctx.progress("kb", f"opt{exp.iteration}: confirmed by a person -> {rec.verdict}, KB record {rec.id}")
@@ -149,6 +161,8 @@ def _confirm(state: TuningState, ctx: Context, exp: Experiment, answer: PendingA
                 f"opt{exp.iteration}: a person confirmed {exp.proposal_id} ({note}): {rec.verdict}",
                 record=rec.id,
                 settles=exp.kb_record_id,
+                user=answer.user,
+                channel=answer.channel,
             )
         ],
     }
@@ -178,6 +192,8 @@ def _record_answer(
 
 def _refuse(state: TuningState, ctx: Context, exp: Experiment, answer: PendingAnswer) -> dict[str, Any]:
     why = answer.reason or "a person did not confirm it"
+    if answer.said_by():
+        why += f" ({answer.said_by()})"
     done, rec, kb_ids = _record_answer(state, ctx, exp, {"refused_by": why})
     ctx.progress("kb", f"opt{exp.iteration}: refused by a person ({why}) -> KB record {rec.id}")
     step: dict[str, Any] = {
@@ -194,6 +210,8 @@ def _refuse(state: TuningState, ctx: Context, exp: Experiment, answer: PendingAn
                 f"opt{exp.iteration}: a person refused {exp.proposal_id} ({why})",
                 record=rec.id,
                 settles=exp.kb_record_id,
+                user=answer.user,
+                channel=answer.channel,
             )
         ],
     }

@@ -47,7 +47,7 @@ from dftune.core.fsio import atomic_write_bytes
 from dftune.core.supervise import LEDGER_FILE, DriverInterrupted, supervised
 from dftune.graphs.approval import ApprovalAnswer, receipt
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, copy_branch, open_checkpointer
-from dftune.graphs.pending import answer_first, pending_items, question
+from dftune.graphs.pending import answer_first, answer_for, pending_items, question
 from dftune.graphs.pipeline import builder
 from dftune.tools.kb.backup import backup_kb, check_kb
 from dftune.tools.runner import levers
@@ -448,7 +448,10 @@ def approve_run(
             first = state.pending[0]
             trial = f"opt{first.iteration} {first.proposal_id} (kept on trial)"
             progress("approve", receipt(trial, answer) + "; settling it, then continuing where the run ended")
-            settle_config = answer_first(graph, config, state, answer.decision, answer.reason)
+            first_answer = answer_for(
+                state, answer.decision, answer.reason, user=answer.user, channel=answer.channel
+            )
+            settle_config = answer_first(graph, config, state, first_answer)
             _drive(graph, settle_config, None, _context(state, ws, progress, None, measurer))
         elif state.pending:
             raise RunRefused(

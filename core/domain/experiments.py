@@ -75,6 +75,13 @@ class PendingAnswer(StrictModel):
     proposal_id: str = Field(min_length=1)
     decision: Literal["approve", "reject"]
     reason: str = Field(default="", max_length=2000)
+    #: the account that answered, and where the answer came from (a terminal or an MCP client)
+    user: str = ""
+    channel: Literal["terminal", "mcp", ""] = ""
+
+    def said_by(self) -> str:
+        """Who answered and through what, for the KB record and the log ("alice, terminal")."""
+        return ", ".join(x for x in (self.user, self.channel) if x)
 
 
 class Approval(StrictModel):

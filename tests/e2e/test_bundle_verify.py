@@ -41,15 +41,16 @@ def test_the_demo_runs_bundle_verifies_from_a_copy_and_refuses_a_changed_byte(
     run = small_reads_main_job
     doc = run.doc
     assert doc["bundle"] and Path(doc["bundle"]).is_dir(), doc
-    # the run checked its own bundle from a copy at its end, and the morning view says so
-    assert doc["bundle_check"] and doc["bundle_check"].split(":")[0] in ("holds", "larger"), doc
+    # the run checked its own bundle from a copy at its end (untraced, so its gain may differ from
+    # the run's traced one), and the morning view says so
+    assert doc["bundle_check"] and not doc["bundle_check"].startswith("gone"), doc
     out = tmp_path / "written"
     res = dftune_cli("bundle", doc["run_id"], "--out", str(out), "--json", home=run.home)
     assert res.returncode == 0, res.stderr[-2000:]
     readme = (out / "README.md").read_text()
     assert "## How to apply it" in readme and "scripts/tuned.sh" in readme
     verified = carried_and_verified(out, tmp_path / "elsewhere" / "bundle")
-    assert verified["verdict"] in ("holds", "larger"), verified
+    assert (verified["verdict"], verified["reference"]) == ("holds", "check"), verified
     assert verified["pairs"] >= 4 and list((tmp_path / "elsewhere" / "bundle" / "verify").glob("*.json"))
 
     tuned = tmp_path / "elsewhere" / "bundle" / "scripts" / "tuned.sh"

@@ -98,8 +98,28 @@ def test_the_run_checks_its_own_bundle_from_a_copy_and_the_morning_view_says_so(
     assert result.bundle and result.bundle_check and result.bundle_check.startswith("holds"), result
     (check,) = verifications(Path(result.bundle))
     assert check.where == "copy" and check.pairs >= 2
-    check_manifest(Path(result.bundle))  # the check lies beside the manifest
     assert run_result("toy-checked").bundle_check == result.bundle_check
+    from dftune.tools.bundle import export_bundle
+
+    run_dir, report = load_report("toy-checked")  # dftune bundle carries the run's check along
+    exported = export_bundle(report, run_dir, tmp_path / "exported")
+    assert (exported / "check.json").is_file() and verify(
+        exported, rounds=4, measurer=toy_measurer()
+    ).reference == "check"
+    bundle = Path(result.bundle)
+    check_manifest(bundle)  # the check is part of the bundle: check.json, in its manifest
+    assert (
+        "**Checked from a copy at the run's end** (untraced, paired): holds"
+        in (bundle / "README.md").read_text()
+    )
+    # a later verification compares with that check (measured as verify measures), not the run's gain
+    later = verify(bundle, rounds=4, measurer=toy_measurer())
+    assert (later.reference, later.reference_gain_pct) == ("check", check.gain_pct), later
+    assert later.original_gain_pct == check.original_gain_pct and later.verdict == "holds"
+    doc = json.loads((bundle / "check.json").read_text())
+    (bundle / "check.json").write_text(json.dumps({**doc, "gain_pct": 99.0}))
+    with pytest.raises(BundleError, match=r"check\.json: differs from MANIFEST"):
+        check_manifest(bundle)
     off = start_run(TOY, max_experiments=1, run_id="toy-unchecked", measurer=toy_measurer(), verify_pairs=0)
     assert off.bundle and off.bundle_check is None
 

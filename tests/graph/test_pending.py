@@ -22,7 +22,7 @@ from dftune.agents.context import Context
 from dftune.agents.reasoner import RulesOnly
 from dftune.core.domain.run import TuningState
 from dftune.graphs.checkpointer import open_checkpointer
-from dftune.graphs.pending import answer_first
+from dftune.graphs.pending import answer_first, answer_for
 from dftune.graphs.pipeline import builder
 from dftune.graphs.runs import approve_run, history, replay_run, resume_run, start_run
 from dftune.tools.kb import opt_kb_get, opt_kb_lookup, opt_kb_records
@@ -98,8 +98,15 @@ class Run:
         assert [e.verdict for e in started.experiments] == ["pending", "pending"], _outcome(started)
         return started
 
-    def answer(self, decision: Literal["approve", "reject"], reason: str) -> TuningState:
-        fork = answer_first(self.graph, self.config, self.state(), decision, reason)
+    def answer(
+        self,
+        decision: Literal["approve", "reject"],
+        reason: str,
+        channel: Literal["terminal", "mcp", ""] = "",
+    ) -> TuningState:
+        state = self.state()
+        given = answer_for(state, decision, reason, user="alice" if channel else "", channel=channel)
+        fork = answer_first(self.graph, self.config, state, given)
         self.graph.invoke(None, fork, context=self.ctx(), durability="sync")
         return self.state()
 
@@ -165,8 +172,12 @@ def test_a_confirmation_makes_it_a_kb_win_and_the_best_configuration_keeps_it(ru
     buf = state.experiments[0]
     assert buf.verdict == "win" and buf.kept and buf.confirmed_by
     assert [e.proposal_id for e in state.pending] == ["WORKERS=4"]  # its own question is still open
-    state = run.answer("approve", "more writer threads, the same records")
+    state = run.answer("approve", "more writer threads, the same records", channel="mcp")
     assert not state.pending and state.experiments[1].verdict == "win"
+    # who answered, and through what, stays with the confirmation (the KB record and the log)
+    assert state.experiments[1].confirmed_by == "more writer threads, the same records (alice, mcp)"
+    said = [e for e in state.events if "a person confirmed WORKERS=4" in e.message]
+    assert said and (said[-1].data["user"], said[-1].data["channel"]) == ("alice", "mcp")
     records = {r.id: r for r in opt_kb_records()}
     win = records[buf.kb_record_id or 0]
     assert win.verdict == "win" and win.supersedes is not None

@@ -12,13 +12,14 @@ re-verifies itself anywhere, needing nothing from DFTUNE_HOME (docs/bundle.md).
 from dftune.tools.bundle.manifest import check_manifest, write_manifest
 from dftune.tools.bundle.model import Bundle, BundleError, Verification
 from dftune.tools.bundle.verify import read_bundle, verifications, verify, verify_copy
-from dftune.tools.bundle.write import run_bundle, write_bundle
+from dftune.tools.bundle.write import export_bundle, run_bundle, write_bundle
 
 __all__ = [
     "Bundle",
     "BundleError",
     "Verification",
     "check_manifest",
+    "export_bundle",
     "read_bundle",
     "run_bundle",
     "verifications",

@@ -17,6 +17,8 @@ from dftune.tools.runner.spec import KnobValue
 MANIFEST = "MANIFEST.sha256"
 BUNDLE_FILE = "bundle.json"
 VERIFY_DIR = "verify"
+#: the run's own check of its bundle from a copy at its end (inside the manifest)
+CHECK_FILE = "check.json"
 #: a campaign's bundle: one bundle per workload beside this index
 INDEX_FILE = "index.json"
 Verdict = Literal["holds", "smaller", "larger", "gone"]
@@ -87,7 +89,8 @@ class Bundle(StrictModel):
 
 
 class Verification(StrictModel):
-    """``verify/<host>-<time>.json``: the gain measured again here."""
+    """A re-measurement of the bundle's gain: ``check.json`` (the run's own, from a copy at its
+    end) or ``verify/<host>-<time>-here.json`` (``dftune verify``)."""
 
     schema_: Literal["dftune.verify/1"] = Field(default="dftune.verify/1", alias="schema")
     host: str
@@ -99,9 +102,15 @@ class Verification(StrictModel):
     tuned_median: float | None
     gain_pct: float | None
     gain_ci: tuple[float, float] | None
+    #: the gain the run reported (its arms measured as the run measured them, traced or not)
     original_gain_pct: float | None
     original_gain_ci: tuple[float, float] | None
-    #: holds (within the original's CI), smaller or larger (a win below or above it), gone (no win
+    #: what the verdict compares with: the run's check from a copy (untraced and paired, as
+    #: verify measures) when the bundle holds one, else the run's own gain
+    reference: Literal["check", "run"] = "run"
+    reference_gain_pct: float | None = None
+    reference_gain_ci: tuple[float, float] | None = None
+    #: holds (within the reference's CI), smaller or larger (a win below or above it), gone (no win
     #: beyond the noise)
     verdict: Verdict
     comparison: str
@@ -111,7 +120,9 @@ class Verification(StrictModel):
         """One line for a terminal or the morning view."""
         gain = f"{self.gain_pct:+.1f}%" if self.gain_pct is not None else "n/a"
         ci = f" (95% CI {self.gain_ci[0]:+.1f}% to {self.gain_ci[1]:+.1f}%)" if self.gain_ci else ""
-        was = f", was {self.original_gain_pct:+.1f}%" if self.original_gain_pct is not None else ""
+        ref = self.reference_gain_pct if self.reference_gain_pct is not None else self.original_gain_pct
+        whose = "the run's check" if self.reference == "check" else "the run"
+        was = f", {whose} {ref:+.1f}%" if ref is not None else ""
         return f"{self.verdict}: {gain}{ci}{was}, {self.pairs} pairs"
 
 

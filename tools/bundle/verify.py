@@ -14,8 +14,18 @@ from typing import Literal
 
 from dftune.core import strictjson
 from dftune.core.domain.stats import pct_change
-from dftune.tools.bundle.manifest import check_manifest
-from dftune.tools.bundle.model import BUNDLE_FILE, VERIFY_DIR, Arm, Bundle, BundleError, Verdict, Verification
+from dftune.tools.bundle.manifest import check_manifest, write_manifest
+from dftune.tools.bundle.model import (
+    BUNDLE_FILE,
+    CHECK_FILE,
+    VERIFY_DIR,
+    Arm,
+    Bundle,
+    BundleError,
+    Verdict,
+    Verification,
+    write_text,
+)
 from dftune.tools.bundle.scripts import left_out
 from dftune.tools.report.sections import gain_ci
 from dftune.tools.runner.measurer import Measurer
@@ -62,9 +72,11 @@ def verify(
         won = cmp.verdict == "win"
     except ValueError as exc:
         ci, said, won = None, f"not compared: {exc}", False
+    check = run_check(folder) if where == "here" else None
+    ref_pct, ref_ci = (check.gain_pct, check.gain_ci) if check else (b.gain_pct, b.gain_ci)
     verdict: Verdict = "gone"
     if won and gain is not None:
-        lo, hi = b.gain_ci or (b.gain_pct or gain, b.gain_pct or gain)
+        lo, hi = ref_ci or (ref_pct or gain, ref_pct or gain)
         overlaps = ci is None or (ci[1] >= lo and ci[0] <= hi)
         verdict = "holds" if overlaps else ("smaller" if ci is not None and ci[1] < lo else "larger")
     now = datetime.now(UTC)
@@ -79,12 +91,27 @@ def verify(
         gain_ci=ci,
         original_gain_pct=b.gain_pct,
         original_gain_ci=b.gain_ci,
+        reference="check" if check else "run",
+        reference_gain_pct=ref_pct,
+        reference_gain_ci=ref_ci,
         verdict=verdict,
         comparison=said,
         not_applied=b.system_changes,
     )
-    record(folder, doc)
+    if where == "here":
+        record(folder, doc)
     return doc
+
+
+def run_check(folder: Path) -> Verification | None:
+    """The run's own check from a copy (``check.json``), when the bundle holds one that shows a gain:
+    measured as ``verify`` measures (untraced, paired), so a later verification compares with it."""
+    path = folder / CHECK_FILE
+    try:
+        doc = Verification.model_validate_json(path.read_bytes()) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
+    return doc if doc is not None and doc.verdict != "gone" else None
 
 
 def record(folder: Path, doc: Verification) -> Path:
@@ -98,9 +125,13 @@ def record(folder: Path, doc: Verification) -> Path:
 
 
 def verifications(folder: Path) -> list[Verification]:
-    """The verifications appended to a bundle, oldest first (an unreadable one is skipped)."""
+    """The run's check and the verifications appended to a bundle, oldest first (an unreadable
+    one is skipped)."""
+    files = [folder / CHECK_FILE] if (folder / CHECK_FILE).is_file() else []
+    if (folder / VERIFY_DIR).is_dir():
+        files += sorted((folder / VERIFY_DIR).glob("*.json"))
     out = []
-    for f in sorted((folder / VERIFY_DIR).glob("*.json")) if (folder / VERIFY_DIR).is_dir() else []:
+    for f in files:
         try:
             out.append(Verification.model_validate_json(f.read_bytes()))
         except (OSError, ValueError):
@@ -110,12 +141,21 @@ def verifications(folder: Path) -> list[Verification]:
 
 def verify_copy(bundle: Path, *, rounds: int, measurer: Measurer | None = None) -> Verification:
     """The run's own check (as the reference pipeline validates its final report): copy the bundle
-    to a new place, verify the copy, and append the result to the original."""
+    to a new place and verify the copy; the result becomes the bundle's ``check.json`` (inside its
+    manifest, so the bundle carries it and a later verification compares with it) and a line of
+    its README."""
     with tempfile.TemporaryDirectory(prefix="dftune-bundle-copy-") as scratch:
         copy = Path(scratch) / "bundle"
         shutil.copytree(bundle, copy, symlinks=True)
         doc = verify(copy, rounds=rounds, measurer=measurer, where="copy")
-    record(bundle, doc)
+    strictjson.write_file(bundle / CHECK_FILE, doc.model_dump(mode="json", by_alias=True), indent=1)
+    readme = bundle / "README.md"
+    if readme.is_file():
+        text = readme.read_text(encoding="utf-8")
+        line = f"**Checked from a copy at the run's end** (untraced, paired): {doc.line()}."
+        head, sep, rest = text.partition("\n\n**Kept:**")
+        write_text(readme, f"{head}\n\n{line}{sep}{rest}" if sep else f"{text}\n{line}\n")
+    write_manifest(bundle)
     return doc
 
 

@@ -43,16 +43,37 @@ def run_bundle(report: RunReport, run_dir: Path) -> Path | None:
     return write_bundle(report, run_dir, out)
 
 
-def write_bundle(report: RunReport, run_dir: Path, out: Path) -> Path:
-    """Write the bundle of ``report`` (its run folder ``run_dir``) into the new folder ``out``."""
-    if report.baseline is None or report.incumbent is None:
-        raise BundleError(f"run {report.run_id} measured no baseline: there is nothing to bundle")
+def export_bundle(report: RunReport, run_dir: Path, out: Path) -> Path:
+    """``dftune bundle``: a copy of the run's own bundle when it has one whose manifest holds (with
+    the run's check from a copy, which later verifications compare with), else one written now."""
+    from dftune.tools.bundle.manifest import check_manifest
+
+    own = run_dir / RUN_BUNDLE
+    try:
+        check_manifest(own)
+    except BundleError:
+        return write_bundle(report, run_dir, out)
+    _check_target(out, run_dir)
+    if out.exists():
+        out.rmdir()  # empty (checked): copytree makes it
+    shutil.copytree(own, out, symlinks=True)
+    return out
+
+
+def _check_target(out: Path, run_dir: Path) -> None:
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise BundleError(f"{out}: not a folder; a bundle is written into a new folder")
     if out.exists() and any(out.iterdir()):
         raise BundleError(f"{out}: not empty; a bundle is written into a new folder")
     if out.resolve().is_relative_to(run_dir.resolve()) and out.resolve() != (run_dir / RUN_BUNDLE).resolve():
         raise BundleError(f"{out}: inside the run's folder {run_dir}; write the bundle elsewhere")
+
+
+def write_bundle(report: RunReport, run_dir: Path, out: Path) -> Path:
+    """Write the bundle of ``report`` (its run folder ``run_dir``) into the new folder ``out``."""
+    if report.baseline is None or report.incumbent is None:
+        raise BundleError(f"run {report.run_id} measured no baseline: there is nothing to bundle")
+    _check_target(out, run_dir)
     spec = _spec(report, run_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "scripts").mkdir()
@@ -256,10 +277,12 @@ def _readme(r: RunReport, b: Bundle, spec: WorkloadSpec, out: Path) -> str:
         if e.kept and e.change_pct is not None
     ]
     pending = [f"- {e.proposal_id}: {e.question or e.verdict_reason}" for e in r.pending]
+    traced = bool(r.baseline and r.baseline.traced) or bool(r.incumbent and r.incumbent.traced)
     lines = [
         f"# {b.workload}: the configuration dftune kept (run {b.run_id})",
         "",
-        f"**Result:** {b.metric} {b.baseline_median:.4g}{unit} -> {b.tuned_median:.4g}{unit}: {gain}{ci}.",
+        f"**Result:** {b.metric} {b.baseline_median:.4g}{unit} -> {b.tuned_median:.4g}{unit}: {gain}{ci}"
+        + (" (the run traced its arms; dftune verify measures them untraced)." if traced else "."),
         "",
         f"**Kept:** {kept_configuration(r)}.",
         "",

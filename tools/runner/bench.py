@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dftune.core import strictjson
 from dftune.core.domain.measurements import StagePlan
-from dftune.core.errors import DftuneError
+from dftune.core.errors import DftuneError, os_error_line
 from dftune.core.home import dftune_home
 from dftune.core.process import ProcessResult, Status, run_process
 from dftune.core.secrets import scrubbed_environ
@@ -752,8 +752,10 @@ def bench(
             stage_why = str(exc)  # the program ran; an output stayed in the kept copy, named here
         except OSError as exc:  # a copy that failed (a full tier, an unreadable file)
             if ran is None:
-                raise BenchError(f"{spec.spec_path}: staging {data_dir} failed: {exc}") from None
-            stage_why = f"copying the outputs back to {data_dir} failed: {exc}"
+                raise BenchError(
+                    f"{spec.spec_path}: staging {data_dir} failed: {os_error_line(exc)}"
+                ) from None
+            stage_why = f"copying the outputs back to {data_dir} failed: {os_error_line(exc)}"
         assert ran is not None
         res = ran
         if staged is not None:
