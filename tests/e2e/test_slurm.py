@@ -239,10 +239,30 @@ def test_tune_through_slurm(tmp_path: Path) -> None:
     assert len(doc["verdicts"]) == 1, doc["verdicts"]
     assert doc["baseline_median"] and doc["baseline_median"] > 0
     run_dir = Path(doc["run_dir"])
-    scripts = list(run_dir.rglob("*.sbatch"))
+    scripts = [p for p in run_dir.rglob("*.sbatch") if "bundle" not in p.relative_to(run_dir).parts]
     assert len(scripts) >= 6, scripts  # baseline and experiment replicates, each submitted with sbatch
     assert all(p.with_suffix(".time").read_text().startswith("start ") for p in scripts)
     assert Path(doc["report"]).is_file()
+    if not any(v["kept"] for v in doc["verdicts"]):
+        return  # nothing kept: no bundle to carry
+    # the bundle: its check from a copy ran as Slurm jobs, and its batch script runs the tuned arm
+    bundle = Path(doc["bundle"])
+    check = json.loads((bundle / "check.json").read_text())
+    assert check["pairs"] >= 4 and check["verdict"] != "gone", check
+    batch = (bundle / "scripts" / "tuned.sbatch").read_text()
+    assert "#SBATCH --ntasks=1" in batch and "srun" in (bundle / "scripts" / "tuned.sh").read_text()
+    copy = tmp_path / "carried"
+    shutil.copytree(bundle, copy)
+    job = subprocess.run(
+        ["sbatch", "--wait", "--parsable", "--output", str(tmp_path / "tuned.out"), "scripts/tuned.sbatch"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert job.returncode == 0, (job.stdout, job.stderr, (tmp_path / "tuned.out").read_text(errors="replace"))
+    assert "epoch_time_s" in (tmp_path / "tuned.out").read_text(), (tmp_path / "tuned.out").read_text()
 
 
 def test_timeout_is_cancelled_with_scancel(tmp_path: Path) -> None:
