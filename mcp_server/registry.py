@@ -85,8 +85,9 @@ def run_tool(spec: ToolSpec, arguments: dict[str, Any] | None) -> dict[str, Any]
     except _user_errors() as exc:
         raise ToolFailure(f"{name}: {one_line(exc)}") from None
     except OSError as exc:
-        where = getattr(exc, "filename", None) or "input"
-        raise ToolFailure(f"{name}: {where}: {exc.strerror or exc}") from None
+        where = str(getattr(exc, "filename", None) or "input")
+        shown = where if len(where) <= 300 else where[:299] + "…"  # a 20 MB path is not echoed back
+        raise ToolFailure(f"{name}: {shown}: {exc.strerror or exc}") from None
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

@@ -71,6 +71,7 @@ def prune_driver_files(keep: int = MAX_DRIVER_LOGS) -> list[str]:
     gone = [r for r in ranked[keep:] if not driver_state(r)[0]]
     for run_id in gone:
         forget_driver(run_id)
+        _driver_files(run_id)[0].with_suffix(".claim").unlink(missing_ok=True)
     return gone
 
 
@@ -81,6 +82,51 @@ def forget_driver(run_id: str) -> bool:
     _drivers.pop(run_id, None)
     for f in _driver_files(run_id):
         f.unlink(missing_ok=True)
+    return True
+
+
+#: a claim younger than this, by a server still alive, holds its run id (its driver has not yet
+#: made the run's folder); an older one is stale
+CLAIM_S = 120.0
+
+
+def _claim(run_id: str) -> bool:
+    """Claim ``run_id`` for this server across every server on this DFTUNE_HOME (two MCP servers
+    given one run id at once): the claim file is created exclusively, so one claimant wins."""
+    import json
+
+    path = _driver_files(run_id)[0].with_suffix(".claim")
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            try:
+                held = json.loads(path.read_text(encoding="utf-8"))
+                mine_ended = int(held["pid"]) == os.getpid() and not driver_state(run_id)[0]
+                alive = (
+                    _pid_alive(int(held["pid"]))
+                    and time.time() - float(held["at"]) < CLAIM_S
+                    and not mine_ended  # this server's own driver for it ended without a run
+                )
+            except (OSError, ValueError, KeyError, TypeError):
+                alive = False
+            if alive:
+                return False
+            path.unlink(missing_ok=True)  # stale: its server is gone, or its driver long started
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"pid": os.getpid(), "at": time.time()}, fh)
+        return True
+    return False
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
     return True
 
 
@@ -260,7 +306,8 @@ def run_start_tool(p: RunStartIn) -> dict[str, Any]:
     check_kb()
     run_id = validate_run_id(p.run_id) if p.run_id else new_run_id(spec.name)
     with _starting:  # one call starts a run id; the others are told it is taken
-        if Workspace().run_dir(run_id).exists() or driver_state(run_id)[0]:
+        taken = Workspace().run_dir(run_id).exists() or driver_state(run_id)[0]
+        if taken or not _claim(run_id):  # _claim: another server on this DFTUNE_HOME starts it
             raise RunExists(f"run {run_id!r} already exists (run_show it, or choose another run_id)")
         _start_driver(run_id, p, path)
     return {**_waited(run_id, p.wait_s), "started": True}

@@ -18,6 +18,10 @@ log = logging.getLogger("dftune.mcp")
 SERVER_NAME = "dftune"
 
 
+#: the longest error line a client gets (an argument echoed in it is cut)
+MAX_ERROR_CHARS = 2000
+
+
 def build_server() -> Any:
     """The low-level SDK server with every tool of :func:`registry.tools`."""
     require("mcp", "mcp", "dftune mcp (the MCP server)")
@@ -56,7 +60,9 @@ def build_server() -> Any:
         )
 
     def _error_result(message: str) -> types.CallToolResult:
-        return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+        # one line of bounded length, whatever a caller's argument held
+        text = one_line(Exception(message), MAX_ERROR_CHARS)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
     from importlib.metadata import PackageNotFoundError, version
 

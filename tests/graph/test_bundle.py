@@ -5,6 +5,7 @@ measures both arms again (scripted here; tests/e2e runs real programs)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -216,7 +217,7 @@ def test_the_scripts_launch_as_the_run_did_and_a_batch_script_submits_them(
     (tmp_path / "b" / "changes").mkdir(parents=True)
     text = arm_script(spec, BundleArm(), "tuned", tmp_path / "b")
     line = text.strip().splitlines()[-1]
-    assert line.startswith(f"exec {launch} ") and "w.py" in line, text
+    assert line.startswith(f"{launch} ") and "w.py" in line, text
     assert subprocess.run(["sh", "-n"], input=text, text=True, check=False).returncode == 0
     got = batch_script(spec, "tuned")
     if batch is None:
@@ -320,3 +321,75 @@ def test_the_mcp_tools_name_the_bundle_and_start_a_verification_of_it(
     start_run(TOY, max_experiments=0, run_id="toy-none", measurer=toy_measurer())
     with pytest.raises(ToolFailure, match="has no bundle"):
         call("run_bundle", {"run_id": "toy-none"})
+
+
+def test_a_script_prepares_the_data_as_the_run_did_and_leaves_no_scratch_folder(tmp_path: Path) -> None:
+    """A data folder under the run's workdir, filled by the spec's setup: the script makes it, runs
+    the setup, then the program, and removes the scratch folder it made."""
+    from dftune.tools.bundle.model import Arm as BundleArm
+    from dftune.tools.bundle.scripts import arm_script
+    from dftune.tools.runner.spec import load_spec
+
+    (tmp_path / "make.py").write_text(
+        "import os, sys\nopen(os.path.join(sys.argv[1], 'in.txt'), 'w').write('x')\n"
+    )
+    (tmp_path / "w.py").write_text(
+        "import os, sys\nprint('n', len(open(os.path.join(sys.argv[1], 'in.txt')).read()))\n"
+    )
+    spec_file = tmp_path / "w.toml"
+    spec_file.write_text(
+        'name = "w"\ncommand = ["{python}", "w.py", "{data_dir}"]\ndata_dir = "{workdir}/data"\n'
+        'setup = ["{python}", "make.py", "{data_dir}"]\n'
+    )
+    bundle = tmp_path / "b"
+    (bundle / "scripts").mkdir(parents=True)
+    (bundle / "changes").mkdir()
+    script = bundle / "scripts" / "tuned.sh"
+    script.write_text(arm_script(load_spec(spec_file), BundleArm(), "tuned", bundle))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    run = subprocess.run(
+        ["sh", str(script)], capture_output=True, text=True, check=False, timeout=60, env=env
+    )
+    assert run.returncode == 0 and run.stdout.split() == ["n", "1"], (
+        run.stdout,
+        run.stderr,
+        script.read_text(),
+    )
+    assert list(scratch.iterdir()) == []  # the scratch WORKDIR it made is gone
+    failing = script.read_text().replace("w.py", "missing.py")
+    script.write_text(failing)
+    run = subprocess.run(
+        ["sh", str(script)], capture_output=True, text=True, check=False, timeout=60, env=env
+    )
+    assert run.returncode != 0 and list(scratch.iterdir()) == []  # its exit status, and still no leftovers
+
+
+def test_a_bundle_that_links_out_or_holds_special_files_is_refused(tmp_path: Path) -> None:
+    out = _bundle(tmp_path)
+    outside = tmp_path / "outside"
+    shutil.copytree(out / "changes", outside)
+    shutil.rmtree(out / "changes")
+    (out / "changes").symlink_to(outside)  # the same bytes, through a link
+    with pytest.raises(BundleError, match=r"changes: a link where the bundle held a folder"):
+        check_manifest(out)
+    (out / "changes").unlink()
+    shutil.copytree(outside, out / "changes")
+    check_manifest(out)
+    os.mkfifo(out / "scripts" / "extra.fifo")
+    with pytest.raises(BundleError, match=r"extra\.fifo: not in MANIFEST"):
+        check_manifest(out)
+    (out / "scripts" / "extra.fifo").unlink()
+    (out / "verify").symlink_to(tmp_path)
+    with pytest.raises(BundleError, match=r"verify: not a folder of the bundle"):
+        verify(
+            out,
+            rounds=4,
+            measurer=ScriptedMeasurer([Arm({}, steady(0.16)), Arm({"WORKERS": 4}, steady(0.041))]),
+        )
+    (out / "verify").unlink()
+    manifest = (out / "MANIFEST.sha256").read_text()
+    (out / "MANIFEST.sha256").write_text(manifest + f"{'0' * 64}  ../../etc/passwd\n")
+    with pytest.raises(BundleError, match="not a manifest line"):
+        check_manifest(out)

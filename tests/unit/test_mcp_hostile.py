@@ -93,3 +93,28 @@ def test_run_answer_refuses_to_approve_a_privileged_change(monkeypatch: pytest.M
     monkeypatch.setattr(run_tools, "spawn_driver", lambda run_id, args: spawned.append(args))
     _refused("run_answer", {"run_id": RUN.run_id, "decision": "approve"}, "approved in a terminal only")
     assert spawned == []
+
+
+def test_two_servers_on_one_home_start_a_run_id_once(allowed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another server's fresh claim holds the id; a claim whose server is gone is stale."""
+    import json
+
+    spawned: list[list[str]] = []
+    monkeypatch.setattr(run_tools, "spawn_driver", lambda run_id, args: spawned.append(args))
+    monkeypatch.setattr(run_tools, "_waited", lambda run_id, wait_s: {"run_id": run_id})
+    claim = run_tools._driver_files("twin")[0].with_suffix(".claim")
+    claim.write_text(json.dumps({"pid": os.getppid(), "at": time.time()}))  # a live other server
+    _refused("run_start", {"spec": str(TOY), "run_id": "twin"}, "already exists")
+    assert spawned == []
+    gone = 2**22 + 12345  # no such process
+    claim.write_text(json.dumps({"pid": gone, "at": time.time()}))
+    assert m.call("run_start", {"spec": str(TOY), "run_id": "twin"})["started"]
+    assert len(spawned) == 1 and json.loads(claim.read_text())["pid"] == os.getpid()
+
+
+def test_an_error_never_echoes_a_huge_argument(allowed: Path) -> None:
+    from dftune.mcp_server.registry import ToolFailure
+
+    with pytest.raises(ToolFailure) as caught:
+        m.call("run_start", {"spec": str(allowed / ("x" * 5_000_000))})
+    assert len(str(caught.value)) < 1_500

@@ -10,6 +10,9 @@ from pathlib import Path
 
 from dftune.tools.bundle.model import MANIFEST, VERIFY_DIR, BundleError, write_text
 
+#: a manifest lists a bundle's few dozen files: far below this
+MAX_MANIFEST = 16 << 20
+
 
 def digest(path: Path) -> str:
     h = hashlib.sha256()
@@ -20,13 +23,25 @@ def digest(path: Path) -> str:
 
 
 def _files(folder: Path) -> list[Path]:
+    """Every entry of the bundle that is not a real folder (files, links, FIFOs, sockets), outside
+    ``verify/``: a link is listed, never followed."""
     return sorted(
         p
         for p in folder.rglob("*")
-        if (p.is_file() or p.is_symlink())
+        if not (p.is_dir() and not p.is_symlink())
         and p.name != MANIFEST
         and VERIFY_DIR not in p.relative_to(folder).parts[:1]
     )
+
+
+def _through_link(folder: Path, rel: str) -> Path | None:
+    """The first folder on the way to ``rel`` that is a link (a bundle holds real folders only)."""
+    at = folder
+    for part in Path(rel).parts[:-1]:
+        at = at / part
+        if at.is_symlink():
+            return at
+    return None
 
 
 def write_manifest(folder: Path) -> None:
@@ -40,6 +55,8 @@ def check_manifest(folder: Path) -> None:
     path = folder / MANIFEST
     if not path.is_file() or path.is_symlink():
         raise BundleError(f"{folder}: no {MANIFEST}: not a dftune bundle")
+    if path.stat().st_size > MAX_MANIFEST:
+        raise BundleError(f"{path}: larger than {MAX_MANIFEST >> 20} MiB: not a dftune bundle's manifest")
     listed: dict[str, str] = {}
     for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         hexdigest, _, rel = line.partition("  ")
@@ -49,6 +66,9 @@ def check_manifest(folder: Path) -> None:
         listed[rel] = hexdigest
     for rel, hexdigest in listed.items():
         f = folder / rel
+        link = _through_link(folder, rel)
+        if link is not None:
+            raise BundleError(f"{link}: a link where the bundle held a folder: the bundle was changed")
         if f.is_symlink():
             raise BundleError(f"{f}: a link where the bundle held a file: the bundle was changed")
         if not f.is_file():

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, ConfigDict, Field
 
 from dftune.core.domain.measurements import StagePlan
 from dftune.core.errors import DftuneError
@@ -69,6 +69,8 @@ class Arm(StrictModel):
 class Bundle(StrictModel):
     """``bundle.json``: what the bundle holds, machine-readable (``dftune verify`` reads it)."""
 
+    model_config = ConfigDict(allow_inf_nan=False)
+
     schema_: Literal["dftune.bundle/1"] = Field(default="dftune.bundle/1", alias="schema")
     run_id: str
     workload: str
@@ -92,6 +94,7 @@ class Verification(StrictModel):
     """A re-measurement of the bundle's gain: ``check.json`` (the run's own, from a copy at its
     end) or ``verify/<host>-<time>-here.json`` (``dftune verify``)."""
 
+    model_config = ConfigDict(allow_inf_nan=False)
     schema_: Literal["dftune.verify/1"] = Field(default="dftune.verify/1", alias="schema")
     host: str
     time: str

@@ -36,10 +36,10 @@ def _values(spec: WorkloadSpec) -> dict[str, str]:
     }
 
 
-def fill(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> list[str]:
-    """The arm's command line with its settings: its run folder as ``$WORKDIR``, a staged data
-    folder as ``$STAGE``, a configuration file a config knob sets as the bundle's copy with the
-    arm's values (``$HERE/changes/<arm>-config``); written there as a side effect."""
+def fill(spec: WorkloadSpec, arm: Arm, name: str, out: Path, items: list[str] | None = None) -> list[str]:
+    """The arm's command line (or ``items``: its setup) with its settings: its run folder as
+    ``$WORKDIR``, a staged data folder as ``$STAGE``, a configuration file a config knob sets as the
+    bundle's copy with the arm's values (``$HERE/changes/<arm>-config``, written there)."""
     settings = {
         **spec.settings(),
         **{k: v for k, v in arm.settings.items() if any(k == kn.name for kn in spec.knobs)},
@@ -48,7 +48,9 @@ def fill(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> list[str]:
         spec = spec.model_copy(update={"data_dir": f"/{_STAGE}"})
     with tempfile.TemporaryDirectory(prefix="dftune-bundle-") as scratch:
         work = Path(scratch) / _WORK
-        argv = spec.render(spec.command, settings, workdir=work, trace_dir=work / "traces")
+        argv = spec.render(
+            spec.command if items is None else items, settings, workdir=work, trace_dir=work / "traces"
+        )
         rendered = work / "dftune-config"
         configs = out / "changes" / f"{name}-config"
         for f in sorted(rendered.iterdir()) if rendered.is_dir() else []:
@@ -60,6 +62,21 @@ def fill(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> list[str]:
             .replace(f"/{_STAGE}", _STAGE)
             for a in argv
         ]
+
+
+def _setup_lines(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> list[str]:
+    """The data folder as the run had it before the first replicate: a folder under the run's
+    workdir made (and filled by the spec's setup each time); a data set of the user's own prepared
+    by the setup only when it is missing (the run reused one its setup had made)."""
+    data = fill(spec, arm, name, out, ["{data_dir}"])[0]
+    inside = _WORK in data
+    lines = [f"mkdir -p {shell_word(data)}"] if inside else []
+    if not spec.setup:
+        return lines
+    setup = " ".join(map(shell_word, fill(spec, arm, name, out, spec.setup)))
+    if inside or arm.stage is not None:
+        return [*lines, f"{setup}  # the spec's setup"]
+    return [*lines, f"[ -e {shell_word(data)} ] || {setup}  # the spec's setup, when the data set is missing"]
 
 
 def shell_word(arg: str) -> str:
@@ -81,9 +98,13 @@ def arm_script(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> str:
     lines = [
         SHELL,
         f"# the {name} arm of {spec.name}, as the run ran it, {where}",
-        "# WORKDIR: a scratch folder (default: a new one)",
+        "# WORKDIR: a scratch folder (default: a new one, removed at the end)",
         "set -e",
-        'WORKDIR="${WORKDIR:-$(mktemp -d)}"',
+        "MADE= STAGE=",
+        'if [ -z "${WORKDIR:-}" ]; then WORKDIR="$(mktemp -d)"; MADE=1; fi',
+        'cleanup() { if [ -n "$STAGE" ]; then rm -rf "$(dirname "$STAGE")"; fi; '
+        'if [ -n "$MADE" ]; then rm -rf "$WORKDIR"; fi; }',
+        "trap cleanup EXIT",
         'HERE="$(cd "$(dirname "$0")/.." && pwd)"',
         f"cd {shlex.quote(str(spec.resolve(spec.cwd)))}",
     ]
@@ -108,16 +129,24 @@ def arm_script(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> str:
             f'patch -s -d "$WORKDIR/source" -p{p.strip} < "$HERE"/{shlex.quote(p.path)}' for p in arm.patches
         ]
         lines.append(f'cd "$WORKDIR/source/{inside.as_posix()}"')
-    if arm.stage is None or "{" in spec.data_dir:
+    staged = arm.stage is not None and "{" not in spec.data_dir
+    if not staged:
+        lines += _setup_lines(spec, arm, name, out)
         if arm.stage is not None:
             lines.append(f"# the run staged the data folder to {arm.stage.tier} (see README.md)")
-        return "\n".join([*lines, f"exec {command}"]) + "\n"
+        return "\n".join([*lines, command]) + "\n"
+    assert arm.stage is not None
     data = shlex.quote(str(spec.resolve(spec.data_dir)))
     root = shlex.quote(arm.stage.root)
+    lines += _setup_lines(
+        spec.model_copy(update={"data_dir": str(spec.resolve(spec.data_dir))}),
+        arm.model_copy(update={"stage": None}),
+        name,
+        out,
+    )
     lines += [
         f"# the data folder is copied to {arm.stage.tier} for the run, and what it wrote copied back",
         f'STAGE="$(mktemp -d -p {root} dftune-stage-XXXXXX)/data"',
-        'trap \'rm -rf "$(dirname "$STAGE")"\' EXIT',
         f'cp -a --sparse=always {data} "$STAGE"',
         command,
         f'cp -a -u --sparse=always --remove-destination "$STAGE"/. {data}/',

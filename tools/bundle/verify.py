@@ -117,6 +117,8 @@ def run_check(folder: Path) -> Verification | None:
 def record(folder: Path, doc: Verification) -> Path:
     """Append a verification to the bundle (``verify/``, outside its manifest)."""
     out = folder / VERIFY_DIR
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise BundleError(f"{out}: not a folder of the bundle (a link or a file): the bundle was changed")
     out.mkdir(exist_ok=True)
     stamp = doc.time.replace("-", "").replace(":", "").removesuffix("+0000")
     path = out / f"{doc.host}-{stamp}-{doc.where}.json"
