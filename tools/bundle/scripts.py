@@ -86,11 +86,17 @@ def shell_word(arg: str) -> str:
     return "".join(_SHOWN.get(p) or shlex.quote(p) for p in parts if p) or "''"
 
 
-def arm_script(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> str:
-    argv = fill(spec, arm, name, out)
+def command_line(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> str:
+    """The arm's launch line for sh: the launcher's prefix, then the program with its settings."""
     how = launch(spec)
     prefix = [fill_placeholders(w, _values(spec)) for w in how.run] if how else []
-    command = " ".join([*map(shlex.quote, [*prefix, *spec.launcher.extra_args]), *map(shell_word, argv)])
+    argv = fill(spec, arm, name, out)
+    return " ".join([*map(shlex.quote, [*prefix, *spec.launcher.extra_args]), *map(shell_word, argv)])
+
+
+def arm_script(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> str:
+    how = launch(spec)
+    command = command_line(spec, arm, name, out)
     if how is not None and how.submit:
         where = f"inside a {spec.launcher.kind} allocation (scripts/{name}.{how.suffix} submits it)"
     else:

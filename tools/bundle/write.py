@@ -22,7 +22,7 @@ from dftune.core.domain.run import RunReport
 from dftune.core.home import dftune_home
 from dftune.tools.bundle.manifest import write_manifest
 from dftune.tools.bundle.model import BUNDLE_FILE, Arm, Bundle, BundleError, PatchRef, write_text
-from dftune.tools.bundle.scripts import SHELL, arm_script, batch_script, launch
+from dftune.tools.bundle.scripts import SHELL, arm_script, batch_script, command_line, launch
 from dftune.tools.report.sections import arm_configuration, kept_configuration, overall
 from dftune.tools.runner.spec import WorkloadSpec, load_spec
 from dftune.tools.session.layout import RUN_BUNDLE
@@ -302,7 +302,13 @@ def _readme(r: RunReport, b: Bundle, spec: WorkloadSpec, out: Path) -> str:
         "",
         f"- The baseline ran with: {arm_configuration(r, r.baseline)}.",
         f"- The tuned arm runs with: {arm_configuration(r, r.incumbent, best=True)}.",
-        "- `scripts/tuned.sh` runs the program exactly so; `scripts/baseline.sh` the baseline.",
+        "- `scripts/tuned.sh` runs the program exactly so; `scripts/baseline.sh` the baseline. Its "
+        "command line (`$WORKDIR`: a scratch folder, `$HERE`: this folder):",
+        "",
+        "  ```sh",
+        f"  {command_line(spec, b.tuned, 'tuned', out)}",
+        "  ```",
+        "",
         "- `changes/kept.env`: the environment to source before the program, from this folder "
         "(`. changes/kept.env`; elsewhere, set `BUNDLE` to this folder first).",
     ]
