@@ -146,8 +146,6 @@ def _applied(state: TuningState, step: dict[str, Any]) -> TuningState:
 
 def _confirm(state: TuningState, ctx: Context, exp: Experiment, answer: PendingAnswer) -> dict[str, Any]:
     note = answer.reason or "a person"
-    if answer.said_by():
-        note += f" ({answer.said_by()})"
     done, rec, kb_ids = _record_answer(state, ctx, exp, {"confirmed_by": note})
     won = rec.verdict == "win"
     ctx.progress("kb", f"opt{exp.iteration}: confirmed by a person -> {rec.verdict}, KB record {rec.id}")
@@ -192,8 +190,6 @@ def _record_answer(
 
 def _refuse(state: TuningState, ctx: Context, exp: Experiment, answer: PendingAnswer) -> dict[str, Any]:
     why = answer.reason or "a person did not confirm it"
-    if answer.said_by():
-        why += f" ({answer.said_by()})"
     done, rec, kb_ids = _record_answer(state, ctx, exp, {"refused_by": why})
     ctx.progress("kb", f"opt{exp.iteration}: refused by a person ({why}) -> KB record {rec.id}")
     step: dict[str, Any] = {

@@ -79,10 +79,6 @@ class PendingAnswer(StrictModel):
     user: str = ""
     channel: Literal["terminal", "mcp", ""] = ""
 
-    def said_by(self) -> str:
-        """Who answered and through what, for the KB record and the log ("alice, terminal")."""
-        return ", ".join(x for x in (self.user, self.channel) if x)
-
 
 class Approval(StrictModel):
     proposal_id: str

@@ -50,6 +50,8 @@ TOOLS = {
     "session_search_local_papers",
     "run_start",
     "run_list",
+    "run_bundle",
+    "bundle_verify",
     "run_show",
     "run_answer",
     "run_resume",

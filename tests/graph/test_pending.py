@@ -175,7 +175,7 @@ def test_a_confirmation_makes_it_a_kb_win_and_the_best_configuration_keeps_it(ru
     state = run.answer("approve", "more writer threads, the same records", channel="mcp")
     assert not state.pending and state.experiments[1].verdict == "win"
     # who answered, and through what, stays with the confirmation (the KB record and the log)
-    assert state.experiments[1].confirmed_by == "more writer threads, the same records (alice, mcp)"
+    assert state.experiments[1].confirmed_by == "more writer threads, the same records"
     said = [e for e in state.events if "a person confirmed WORKERS=4" in e.message]
     assert said and (said[-1].data["user"], said[-1].data["channel"]) == ("alice", "mcp")
     records = {r.id: r for r in opt_kb_records()}
