@@ -459,6 +459,8 @@ def _warm_up(
             return run(staged_spec.render(spec.command, settings, workdir=workdir))
     except StagingError as exc:
         raise BenchError(f"{spec.spec_path}: the warm-up run: {exc}") from None
+    except OSError as exc:  # the staging folder could not be made or removed
+        raise BenchError(f"{spec.spec_path}: the warm-up run: staging failed: {os_error_line(exc)}") from None
 
 
 def _setup_stamp(spec: WorkloadSpec, setup_argv: list[str], data_dir: Path, workdir: Path) -> Path | None:
