@@ -128,14 +128,14 @@ def parse_sets(items: list[str] | None) -> dict[str, str]:
 def user_errors() -> Iterator[None]:
     """Turn the errors a user can fix (every :class:`DftuneError`, and files that cannot be read)
     into :func:`fail`: one line, exit code 2."""
-    from dftune.core.errors import DftuneError, one_line
+    from dftune.core.errors import DftuneError, one_line, os_error_message
 
     try:
         yield
     except DftuneError as exc:
         fail(one_line(exc), getattr(exc, "exit_code", EXIT_BAD_INPUT))
     except OSError as exc:
-        fail(f"{getattr(exc, 'filename', '') or 'input'}: {exc.strerror or exc}")
+        fail(os_error_message(exc))
 
 
 def _progress(as_json: bool) -> Any:

@@ -31,8 +31,28 @@ def os_error_line(exc: OSError, limit: int = 300) -> str:
     if isinstance(failures, list) and failures and isinstance(failures[0], tuple) and len(failures[0]) == 3:
         src, _dst, why = failures[0]
         more = f" (and {len(failures) - 1} more file(s))" if len(failures) > 1 else ""
-        return one_line(Exception(f"{src}: {why}{more}"), limit)
+        # a path past PATH_MAX is 4 KiB: its middle goes, so what went wrong still shows
+        return one_line(Exception(f"{_elide(str(src), 100)}: {_elide(str(why), 150)}{more}"), limit)
     return one_line(exc, limit)
+
+
+def _elide(text: str, limit: int) -> str:
+    """``text`` with its middle cut to ``limit`` characters (a path's start and its file name stay)."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 1) // 2
+    return text[:half] + "…" + text[-half:]
+
+
+def os_error_message(exc: OSError) -> str:
+    """What a front end says of an OS error no layer named: the file and what the system said,
+    or a tree copy's error as its first failure and a count (never the list it carries)."""
+    import shutil
+
+    if isinstance(exc, shutil.Error):
+        return os_error_line(exc)
+    where = _elide(str(getattr(exc, "filename", None) or "input"), 300)  # never a 20 MB path echoed
+    return f"{where}: {exc.strerror or os_error_line(exc)}"
 
 
 class StorageError(DftuneError):

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from dftune.core.errors import DftuneError, one_line
+from dftune.core.errors import DftuneError, one_line, os_error_message
 from dftune.core.model import StrictModel
 from dftune.core.vocabulary import CATEGORIES
 
@@ -85,9 +85,7 @@ def run_tool(spec: ToolSpec, arguments: dict[str, Any] | None) -> dict[str, Any]
     except _user_errors() as exc:
         raise ToolFailure(f"{name}: {one_line(exc)}") from None
     except OSError as exc:
-        where = str(getattr(exc, "filename", None) or "input")
-        shown = where if len(where) <= 300 else where[:299] + "…"  # a 20 MB path is not echoed back
-        raise ToolFailure(f"{name}: {shown}: {exc.strerror or exc}") from None
+        raise ToolFailure(f"{name}: {os_error_message(exc)}") from None  # a huge path is cut
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

@@ -78,15 +78,15 @@ def test_an_output_that_cannot_be_copied_keeps_the_copy_and_names_the_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = _data(tmp_path)
-    real = cb.sparse_copy
+    real = cb.copy_open
 
-    def flaky(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
-        if Path(src).name == "b.txt":
+    def flaky(fin: int, dst: str | os.PathLike[str]) -> None:
+        if Path(dst).name == "b.txt":
             raise OSError(28, "No space left on device")
-        real(src, dst)
+        real(fin, dst)
 
-    monkeypatch.setattr(cb, "sparse_copy", flaky)
-    with pytest.raises(StagingError) as err, staged_replicate(data, SHM, "arm-full", copier=real) as staged:
+    monkeypatch.setattr(cb, "copy_open", flaky)
+    with pytest.raises(StagingError) as err, staged_replicate(data, SHM, "arm-full") as staged:
         for name in ("a.txt", "b.txt", "c.txt"):
             (staged.path / name).write_text(name)
     assert (data / "a.txt").read_text() == "a.txt" and (data / "c.txt").read_text() == "c.txt"
@@ -103,5 +103,5 @@ def test_an_output_that_cannot_be_copied_keeps_the_copy_and_names_the_command(
 def test_a_path_that_leaves_the_folder_is_never_written(tmp_path: Path) -> None:
     data = _data(tmp_path)
     outside = str(tmp_path / "victim.txt")
-    result = cb.copy_back(data, tmp_path / "other", ["../escape.txt", outside])
-    assert [r for r, _ in result.failed] == ["../escape.txt", outside] and not result.copied
+    result = cb.copy_back(data, tmp_path / "other", ["../escape.txt", outside, ""])
+    assert [r for r, _ in result.failed] == ["../escape.txt", outside, ""] and not result.copied

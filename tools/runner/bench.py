@@ -13,6 +13,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -242,6 +243,24 @@ def metric_path(
     return p if p.is_absolute() else spec.resolve(spec.cwd) / p
 
 
+def clear_metric_file(path: Path) -> str:
+    """Remove the metric file an earlier run left, so it is never read as this run's: why it stays
+    ("" when it is gone; a folder there, or a path that cannot be reached, is said when it is read)."""
+    try:
+        path.unlink(missing_ok=True)
+        return ""
+    except OSError as exc:
+        try:
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                return ""
+        except OSError:
+            return ""
+        return (
+            f"metric file {path} left by an earlier run could not be removed ({exc.strerror or exc}): "
+            "it is never read as this run's"
+        )
+
+
 class Reading(NamedTuple):
     """What a replicate's output gave for the metric (or the work counters): the value, why there
     is none, and whether that is because the output lacks it (``absent``: a spec that reads what
@@ -459,6 +478,8 @@ def _warm_up(
             return run(staged_spec.render(spec.command, settings, workdir=workdir))
     except StagingError as exc:
         raise BenchError(f"{spec.spec_path}: the warm-up run: {exc}") from None
+    except OSError as exc:  # the staging folder could not be made or removed
+        raise BenchError(f"{spec.spec_path}: the warm-up run: staging failed: {os_error_line(exc)}") from None
 
 
 def _setup_stamp(spec: WorkloadSpec, setup_argv: list[str], data_dir: Path, workdir: Path) -> Path | None:
@@ -727,8 +748,7 @@ def bench(
         if cache_policy == "drop_caches" and i > first_index:  # the probe above dropped it for the first run
             drop_page_cache()
         label = f"r{i}"
-        if metric_file is not None:  # a metric file left by an earlier run must never be read as this one's
-            metric_file.unlink(missing_ok=True)
+        stale = clear_metric_file(metric_file) if metric_file is not None else ""
         staged: Staged | None = None
         stage_why = ""
         ran: ProcessResult | None = None
@@ -782,11 +802,12 @@ def bench(
             summary_roots = [folder, cwd, workdir]
             found = find_summary(summary_roots, since)
             metric_file = keep_summary(found, folder) if found else None
-        reading = (
-            Reading(None, "")
-            if res.status != "ok"
-            else read_metric(spec, res, logs / f"{label}.out", metric_file)
-        )
+        if res.status != "ok":
+            reading = Reading(None, "")
+        elif stale:
+            reading = Reading(None, f"metric: {stale}")
+        else:
+            reading = read_metric(spec, res, logs / f"{label}.out", metric_file)
         metric, why, absent = reading
         if metric is None and summary_roots and metric_file is None:
             why += f"; and no DLIO summary.json written by this run in {looked_in(summary_roots)}"

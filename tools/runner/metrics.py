@@ -63,7 +63,11 @@ def json_value(doc: Any, key: str, where: str) -> float:
     for part in key.split("."):
         if isinstance(node, dict) and part in node:
             node = node[part]
-        elif isinstance(node, list) and re.fullmatch(r"-?\d+", part) and -len(node) <= int(part) < len(node):
+        elif (
+            isinstance(node, list)
+            and re.fullmatch(r"-?\d{1,18}", part)
+            and -len(node) <= int(part) < len(node)
+        ):
             node = node[int(part)]
         else:
             raise MetricNotFound(f"key {key!r} not found in {where} (no {part!r})")
@@ -71,8 +75,8 @@ def json_value(doc: Any, key: str, where: str) -> float:
         raise MetricNotFound(f"key {key!r} in {where} is not a number: {str(node)[:60]!r}")
     try:
         return float(node)
-    except ValueError:
-        raise MetricNotFound(f"key {key!r} in {where} is not a number: {node!r}") from None
+    except (ValueError, OverflowError):  # an integer past a float's range overflows
+        raise MetricNotFound(f"key {key!r} in {where} is not a usable number: {str(node)[:60]!r}") from None
 
 
 #: the most of a metric file read: a program's summary is a few KiB (DLIO's, IOR's JSON)
@@ -134,26 +138,44 @@ def json_values(text: str, keys: Sequence[str], where: str) -> list[float]:
         raise MetricNotFound(f"{where} nests deeper than {METRIC_JSON_DEPTH} levels: not a program's summary")
     try:
         doc = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except json.JSONDecodeError as exc:
         raise MetricNotFound(f"{where} is not JSON: {exc}") from None
+    except RecursionError:
+        raise MetricNotFound(f"{where} nests too deep to read: not a program's summary") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4300)
+        raise MetricNotFound(f"{where} is not JSON dftune reads: {str(exc).split(';')[0]}") from None
     return [json_value(doc, k, where) for k in keys]
+
+
+def _filled(value: object) -> bool:
+    """A cell with something in it (the extra cells of a long row come as a list)."""
+    if isinstance(value, list):
+        return any(_filled(v) for v in value)
+    return bool((value or "").strip()) if isinstance(value, str | None) else True
 
 
 def csv_values(text: str, columns: Sequence[str], where: str) -> list[float]:
     """The named columns of the last data row of a CSV file with a header line."""
-    rows = [r for r in csv.DictReader(io.StringIO(text)) if any((v or "").strip() for v in r.values())]
-    if not rows:
+    last: dict[Any, Any] | None = None  # only the last row is kept: millions of rows cost no memory
+    try:
+        for row in csv.DictReader(io.StringIO(text)):
+            if any(_filled(v) for v in row.values()):
+                last = row
+    except csv.Error as exc:  # a field past the csv module's limit (128 KiB), a NUL byte
+        raise MetricNotFound(f"{where} is not a CSV file dftune reads: {exc}") from None
+    if last is None:
         raise MetricNotFound(f"{where} has no data row under a header line")
     out = []
     for col in columns:
-        if col not in rows[-1]:
-            raise MetricNotFound(f"column {col!r} not found in {where} (columns: {', '.join(rows[-1])})")
-        raw = (rows[-1][col] or "").strip()
+        if col not in last:
+            header = ", ".join(k for k in last if k is not None)[:300]
+            raise MetricNotFound(f"column {col!r} not found in {where} (columns: {header})")
+        raw = (last[col] or "").strip()
         try:
             out.append(float(raw))
         except ValueError:
             raise MetricNotFound(
-                f"column {col!r} of the last row of {where} is not a number: {raw!r}"
+                f"column {col!r} of the last row of {where} is not a number: {raw[:60]!r}"
             ) from None
     return out
 

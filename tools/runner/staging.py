@@ -12,7 +12,11 @@ tiers (DataWarp, Rabbit ``#DW``), done per run rather than once.
   the original ``data_dir`` by :mod:`~dftune.tools.runner.copy_back` (never through a link the
   folder holds, never outside it, holes kept, special files skipped with a note; an output that
   cannot be copied keeps the copy, named with the command that recovers it).
-  Files the program deleted in the copy are not deleted in the original.
+  Files the program deleted in the copy are not deleted in the original. A copy whose folder the
+  program replaced with a link gives nothing back (the link's target is not its output): the
+  replicate fails and the copy is kept for a person to look at.
+- **Special files** (FIFOs, sockets, devices) of the data folder are not staged, with a note:
+  never opened (a FIFO would block the copy forever).
 - **Every run of a staged arm is staged**, its warm-up run included.
 - **Memory bound**: ``/dev/shm`` is memory. A data set is staged there only when it fits in
   ``shm_share`` (20%, the node-memory share node-local tier guides give tmpfs) of ``MemTotal``,
@@ -28,6 +32,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -35,10 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dftune.core.domain.measurements import StagePlan
-from dftune.core.errors import DftuneError
+from dftune.core.errors import DftuneError, os_error_line
 from dftune.core.facts.paths import PathClass, RunPaths, classify
 from dftune.core.supervise import GUARDIAN, proc_info
-from dftune.tools.runner.copy_back import copy_back, sparse_copy
+from dftune.tools.runner.copy_back import copy_back, sparse_copy, special_kind
 
 #: Staged copies are folders named so under the tier's root, with this marker inside.
 STAGE_PREFIX = "dftune-stage-"
@@ -205,16 +210,30 @@ Snapshot = dict[str, tuple[int, int]]
 
 def snapshot(root: Path) -> Snapshot:
     """Relative path -> (size, mtime_ns) of every file under ``root`` that is not a link (a FIFO
-    or socket the program made is listed too, so copying back can say it left it)."""
+    or socket the program made is listed too, so copying back can say it left it). No link is
+    followed, ``root`` included: a root that is a link lists nothing."""
     out: Snapshot = {}
-    for dirpath, _dirs, names in os.walk(root):
+    for dirpath, _dirs, names, dir_fd in os.fwalk(root, follow_symlinks=False):
         for name in names:
-            full = os.path.join(dirpath, name)
             with suppress(OSError):
-                st = os.lstat(full)
-                if not os.path.islink(full):
-                    out[os.path.relpath(full, root)] = (st.st_size, st.st_mtime_ns)
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if not stat.S_ISLNK(st.st_mode):
+                    out[os.path.relpath(os.path.join(dirpath, name), root)] = (st.st_size, st.st_mtime_ns)
     return out
+
+
+def not_a_folder(path: Path) -> str:
+    """What ``path`` is when it is no longer a real folder ("a link", "a file"; "" for a folder or
+    nothing there), looked at without following a link."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if stat.S_ISDIR(mode):
+        return ""
+    return special_kind(mode) or "a file"
 
 
 def output_class(path: str, run: RunPaths) -> PathClass:
@@ -252,6 +271,65 @@ class Staged:
         return self.stage_in_s + self.copy_back_s
 
 
+def _skip_special(origin: Path, skipped: list[tuple[str, str]]) -> Callable[[str, list[str]], set[str]]:
+    """A copytree ``ignore`` leaving out the special files of the data folder (recorded, never opened)."""
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        out: set[str] = set()
+        for name in names:
+            try:
+                mode = os.lstat(os.path.join(folder, name)).st_mode
+            except OSError:
+                continue  # the copy says what is wrong with it
+            if stat.S_ISDIR(mode) or stat.S_ISLNK(mode) or stat.S_ISREG(mode):
+                continue
+            skipped.append((os.path.relpath(os.path.join(folder, name), origin), special_kind(mode) or "?"))
+            out.add(name)
+        return out
+
+    return ignore
+
+
+def _skipped_note(origin: Path, skipped: list[tuple[str, str]]) -> str:
+    rel, kind = skipped[0]
+    more = f" (and {len(skipped) - 1} more special file(s))" if len(skipped) > 1 else ""
+    return f"{rel} in {origin} is {kind}{more}: not staged, never opened"
+
+
+def _keep(home: Path) -> Path:
+    """Rename a staged copy's folder out of the stale copies' reach, for a person to recover from;
+    each replicate of the arm that keeps one gets its own (``-2``, ``-3``, ...)."""
+    base = home.name.replace(STAGE_PREFIX, KEPT_PREFIX, 1)
+    kept = home.with_name(base)
+    n = 1
+    while os.path.lexists(kept):
+        n += 1
+        kept = home.with_name(f"{base}-{n}")
+    (home / MARKER).unlink(missing_ok=True)
+    home.rename(kept)
+    return kept
+
+
+def _refuse_replaced(home: Path, copy: Path, data_dir: Path) -> None:
+    """Fail the replicate when the program replaced its staged data folder (or the folder holding
+    it) with a link or a file: what lies behind a link is not its output, so nothing is copied
+    back, and the staged copy is kept for a person to recover the outputs from."""
+    what = not_a_folder(home)
+    if what:
+        raise StagingError(
+            f"the program replaced the folder of its staged data {home} with {what}: "
+            f"nothing was copied back to {data_dir}"
+        )
+    what = not_a_folder(copy)
+    if what:
+        kept = _keep(home)
+        raise StagingError(
+            f"the program replaced its data folder {copy} with {what}: nothing was copied back to "
+            f"{data_dir}; the staged copy is kept in {kept}: recover outputs with cp -a --sparse=always "
+            f"{kept}/<path> {data_dir}/<path>"
+        )
+
+
 def _mark(home: Path, origin: Path) -> None:
     info = proc_info(os.getpid())
     mark = {"pid": os.getpid(), "start": info.start if info else 0, "origin": str(origin)}
@@ -287,13 +365,26 @@ def staged_replicate(
             GUARDIAN.watch_dir(str(home))
             watched = True
         t0 = time.perf_counter()
-        shutil.copytree(data_dir, staged.path, symlinks=True, copy_function=copier)
+        skipped: list[tuple[str, str]] = []
+        try:
+            shutil.copytree(
+                data_dir,
+                staged.path,
+                symlinks=True,
+                copy_function=copier,
+                ignore=_skip_special(data_dir, skipped),
+            )
+        except OSError as exc:  # shutil.Error lists every file: its first and a count
+            raise StagingError(f"cannot stage {data_dir} in {home}: {os_error_line(exc)}") from None
+        if skipped:
+            staged.notes.append(_skipped_note(data_dir, skipped))
         before = snapshot(staged.path)
         staged.stage_in_s = time.perf_counter() - t0
         staged.bytes_in = sum(size for size, _ in before.values())
         staged.files_in = len(before)
         yield staged
         t1 = time.perf_counter()
+        _refuse_replaced(home, staged.path, data_dir)
         staged.outputs = outputs(before, snapshot(staged.path), staged.path)
         back = copy_back(staged.path, data_dir, staged.outputs)
         staged.copy_back_s = time.perf_counter() - t1
@@ -304,9 +395,7 @@ def staged_replicate(
             for rel in back.replaced_links
         ]
         if back.failed:
-            kept = home.with_name(home.name.replace(STAGE_PREFIX, KEPT_PREFIX, 1))
-            (home / MARKER).unlink(missing_ok=True)
-            home.rename(kept)
+            kept = _keep(home)
             rel, why = back.failed[0]
             more = f" and {len(back.failed) - 1} more" if len(back.failed) > 1 else ""
             copied = kept / staged.path.relative_to(home)
@@ -316,6 +405,8 @@ def staged_replicate(
                 f"{copied}/{rel} {data_dir}/{rel}"
             )
     finally:
+        if os.path.islink(home):  # the program's link in place of the folder: removed, never followed
+            home.unlink()
         shutil.rmtree(home, ignore_errors=True)
         if watched:
             GUARDIAN.release_dir(str(home))
