@@ -88,3 +88,39 @@ def test_any_name_or_argument_makes_a_spec_that_loads(tmp_path: Path, arg: str) 
 
     (tmp_path / "s.toml").write_text(render_toml(draft))
     assert load_spec(tmp_path / "s.toml").name == "tra-in-x"
+
+
+# ------------------------------------------------------------------ the fifth round
+def _list_bomb(levels: int = 8) -> str:
+    """Nine anchors and eighty aliases: 10**9 list items once expanded, and a key a knob sets."""
+    lines = ["a0: &a0 [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels + 1)]
+    return "\n".join([*lines, "loader:", "  num_workers: 0", ""])
+
+
+def test_a_list_alias_bomb_is_refused_when_drafted_and_when_copied(tmp_path: Path) -> None:
+    from dftune.tools.runner.config_files import MAX_VALUES, ConfigFileError, dumps
+    from dftune.tools.runner.spec import SpecError, load_spec
+
+    (tmp_path / "bomb.yaml").write_text(_list_bomb())
+    (tmp_path / "r.py").write_text("print('elapsed_s 1')\n")
+    started = time.monotonic()
+    draft = draft_spec(["python", "r.py", "--config", "bomb.yaml"], tmp_path, help_text="")
+    (note,) = [n for n in draft.notes if "not drafted" in n]
+    assert f"bomb.yaml: more than {MAX_VALUES:,} values" in note and "\n" not in note
+    # a spec written by hand that sets its key: the copy an arm reads is refused, not expanded
+    (tmp_path / "spec.toml").write_text(
+        'name = "x"\ncommand = ["{python}", "r.py", "--config", "bomb.yaml"]\n'
+        '[[knobs]]\nname = "W"\nkind = "config"\nfile = "bomb.yaml"\nkey = "loader.num_workers"\n'
+        "values = [0, 2]\ndefault = 0\n"
+    )
+    with pytest.raises(SpecError, match=f"bomb.yaml: more than {MAX_VALUES:,} values"):
+        spec = load_spec(tmp_path / "spec.toml")
+        spec.render(spec.command, spec.settings({"W": "2"}), workdir=tmp_path / "w")
+    # and the writer bounds what it expands however the tree was made (shared lists, no file)
+    shared: list[object] = list(range(10))
+    for _ in range(8):
+        shared = [shared] * 10
+    with pytest.raises(ConfigFileError, match=f"^conf.yaml: more than {MAX_VALUES:,} values"):
+        dumps({"a": shared, "loader": {"num_workers": 2}}, "yaml", "conf.yaml")
+    assert time.monotonic() - started < 10
