@@ -124,3 +124,49 @@ def test_a_list_alias_bomb_is_refused_when_drafted_and_when_copied(tmp_path: Pat
     with pytest.raises(ConfigFileError, match=f"^conf.yaml: more than {MAX_VALUES:,} values"):
         dumps({"a": shared, "loader": {"num_workers": 2}}, "yaml", "conf.yaml")
     assert time.monotonic() - started < 10
+
+
+LEAVES_A_SCRUBBED_SLEEP = """#!/bin/sh
+setsid env -i sleep 29.1 >/dev/null 2>&1 </dev/null &
+sleep 0.3
+echo "usage: scrubbed [--threads N]"
+"""
+
+#: children that share its output and outlive it every way a shell can: a new session with a
+#: scrubbed environment (no tag, not in the group), nohup, and one that ignores SIGTERM (their
+#: sleeps are short enough that a failing run ends in half a minute, and long enough to be seen)
+FORKER = """#!/bin/sh
+setsid env -i sleep 29.2 &
+setsid env -i sleep 29.2 &
+setsid env -i sleep 29.2 &
+nohup sleep 29.3 >/dev/null 2>&1 &
+sh -c 'trap "" TERM; sleep 29.4' &
+echo "usage: forker [--threads N]"
+sleep 29.5
+"""
+
+
+def _script(tmp_path: Path, name: str, text: str) -> Path:
+    prog = tmp_path / name
+    prog.write_text(text)
+    prog.chmod(0o755)
+    return prog
+
+
+def test_a_child_in_a_new_session_with_no_environment_does_not_outlive_the_probe(tmp_path: Path) -> None:
+    prog = _script(tmp_path, "scrubbed", LEAVES_A_SCRUBBED_SLEEP)
+    text = run_help([str(prog)], tmp_path, timeout_s=5.0)
+    assert "usage: scrubbed" in text
+    time.sleep(0.2)
+    assert _alive("sleep 29.1") == []
+
+
+def test_children_holding_the_probes_output_neither_hang_it_nor_outlive_it(tmp_path: Path) -> None:
+    prog = _script(tmp_path, "forker", FORKER)
+    started = time.monotonic()
+    text = run_help([str(prog)], tmp_path, timeout_s=1.0)
+    # its timeout, the grace a group that ignores SIGTERM gets (3 s), and a little more
+    assert time.monotonic() - started < 1.0 + 3.0 + 4.0
+    assert "usage: forker" in text
+    time.sleep(0.2)
+    assert [_alive(f"sleep {n}") for n in ("29.2", "29.3", "29.4", "29.5")] == [[], [], [], []]
