@@ -170,3 +170,53 @@ def test_children_holding_the_probes_output_neither_hang_it_nor_outlive_it(tmp_p
     assert "usage: forker" in text
     time.sleep(0.2)
     assert [_alive(f"sleep {n}") for n in ("29.2", "29.3", "29.4", "29.5")] == [[], [], [], []]
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        # parsed to a left-deep tree the parser cannot hand over (RecursionError)
+        (
+            "import argparse\np = argparse.ArgumentParser()\np.add_argument('--n', default={})\n".format(
+                "+".join(["1"] * 100_000)
+            ),
+            "too deeply nested to parse",
+        ),
+        # the parser's own stack (MemoryError)
+        ("y = " + "-" * 100_000 + "lambda:" * 50_000 + "1\n", "too deeply nested to parse"),
+        # parsed, but deeper than the walks that read it go (literal_eval of the default)
+        (
+            "import argparse\np = argparse.ArgumentParser()\np.add_argument('--n', default={})\n".format(
+                "+".join(["1"] * 1500)
+            ),
+            "nested deeper than 200 levels",
+        ),
+        ("\0\x7fELF\x01binary", "not valid Python"),
+    ],
+    ids=["sum-of-100k", "minus-and-lambdas", "sum-of-1500", "binary"],
+)
+def test_a_hostile_script_is_refused_in_one_line(tmp_path: Path, source: str, said: str) -> None:
+    (tmp_path / "h.py").write_text(source)
+    with pytest.raises(DraftError, match=f"^h.py: .*{said}") as caught:
+        draft_spec(["python", "h.py"], tmp_path, help_text="")
+    assert "\n" not in str(caught.value) and "None" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--n', default={})\n".format(
+            "+".join(["1"] * 200_000)
+        ),
+        "y = " + "-" * 500_000 + "lambda:" * 50_000 + "1\n",
+    ],
+    ids=["sum-of-200k", "500k-minus-50k-lambdas"],
+)
+def test_a_script_too_large_to_parse_is_not_read(tmp_path: Path, source: str) -> None:
+    """More words and symbols than the parser is given (it holds them all at once): a note, as for
+    a script over 4 MiB, and its --help is read instead."""
+    (tmp_path / "h.py").write_text(source)
+    draft = draft_spec(
+        ["python", "h.py"], tmp_path, help_text="usage: h [--threads N]\n  --threads N  pool\n"
+    )
+    assert any("h.py has more than 300,000 words and symbols" in n for n in draft.notes)
