@@ -14,11 +14,12 @@ mechanism:
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import threading
 import time
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -91,8 +92,12 @@ class CommandResult:
         return f"{self.argv[0]} exited with {self.exit_code}" + (f": {tail[0][-300:]}" if tail[0] else "")
 
 
-def kill_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM the whole group, then SIGKILL whatever is left after ``grace_s``."""
+def kill_group(
+    pgid: int, grace_s: float = KILL_GRACE_S, leader: subprocess.Popen[bytes] | None = None
+) -> None:
+    """SIGTERM the whole group, then SIGKILL whatever is left after ``grace_s``. ``leader``: the
+    group's first process; it and any member re-parented to this (subreaper) process are reaped as
+    they end, since a zombie still counts as a member and the grace would otherwise always run out."""
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 0.0)):
         try:
             os.killpg(pgid, sig)
@@ -100,11 +105,29 @@ def kill_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
             return
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
+            if leader is not None:
+                _reap_group(pgid, leader)
             try:
                 os.killpg(pgid, 0)
             except ProcessLookupError:
                 return
             time.sleep(0.05)
+
+
+def _reap_group(pgid: int, leader: subprocess.Popen[bytes]) -> None:
+    """Collect the group's ended members that are this process's children: the leader through its
+    Popen (which keeps its exit status), the others (adopted) here."""
+    leader.poll()
+    waitid = getattr(os, "waitid", None)
+    for _ in range(64):  # no group of a short command has more zombies to collect at once
+        try:  # which member is waitable, without collecting it yet
+            ended = waitid(os.P_PGID, pgid, os.WEXITED | os.WNOHANG | os.WNOWAIT) if waitid else None
+        except ChildProcessError:
+            return
+        if ended is None or ended.si_pid == leader.pid:
+            return  # none, or the leader, whose Popen collects it (its next poll)
+        with suppress(ChildProcessError):
+            os.waitpid(ended.si_pid, os.WNOHANG)
 
 
 def _check_argv(argv: list[str]) -> None:
@@ -191,7 +214,7 @@ def run_process(
                 status: Status = "ok" if code == 0 else "failed"
                 reason = "" if code == 0 else f"exit code {code}"
             except subprocess.TimeoutExpired:
-                kill_group(proc.pid)
+                kill_group(proc.pid, leader=proc)
                 code = proc.wait()
                 wall = time.perf_counter() - start
                 status, reason = "timeout", f"killed after {timeout_s:g} s (whole process group)"
@@ -220,6 +243,11 @@ def run_process(
 COMMAND_OUTPUT_CAP = 1 << 20
 
 
+#: how long a command's output is still read once the command and what it left are gone: a process
+#: out of reach (another user's, unkillable) may hold the pipe open forever
+READ_AFTER_S = 2.0
+
+
 def run_command(
     argv: list[str],
     *,
@@ -232,9 +260,23 @@ def run_command(
     """Run a short command with its output captured (at most ``output_cap`` bytes of each stream;
     the rest is read and dropped); on timeout its group is killed. ``contain``: a program that is
     not a tool of ours (a --help probe) is a workload's peer: whatever it left (its group, a child
-    that started its own session, anything adopted) is killed when it ends. A tool's command
-    (``sbatch``, ``flux submit``) is meant to leave its jobs running, so it is not contained."""
+    that started its own session or scrubbed its environment, anything adopted) is killed when it
+    ends, dftune being the subreaper meanwhile. A tool's command (``sbatch``, ``flux submit``) is
+    meant to leave its jobs running, so it is not contained. Either way it returns within about
+    ``timeout_s`` + :data:`KILL_GRACE_S` + :data:`READ_AFTER_S` (and a contained one's sweep)."""
     _check_argv(argv)
+    with supervise.reaping() if contain else nullcontext():
+        return _run_command(argv, timeout_s, cwd, env, output_cap, contain)
+
+
+def _run_command(
+    argv: list[str],
+    timeout_s: float,
+    cwd: Path | None,
+    env: dict[str, str] | None,
+    output_cap: int,
+    contain: bool,
+) -> CommandResult:
     t0 = time.monotonic()
     tag = supervise.new_tag() if contain else ""
     try:
@@ -249,16 +291,19 @@ def run_command(
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            kill_group(proc.pid)
+            kill_group(proc.pid, leader=proc)
     finally:
         if proc.poll() is None:
             kill_group(proc.pid, grace_s=0.0)
             proc.wait()
-        if contain:
-            supervise.sweep(tag, since=ticks, pgid=proc.pid)  # no child outlives the command
-        supervise.finished(proc.pid)
-        for o in outs:
-            o.finish()
+        try:
+            if contain:
+                supervise.sweep(tag, since=ticks, pgid=proc.pid)  # no child outlives the command
+            supervise.finished(proc.pid)
+        finally:
+            until = time.monotonic() + READ_AFTER_S
+            for o in outs:
+                o.finish(until)
     supervise.check_stopping()
     return CommandResult(
         argv,
@@ -271,27 +316,45 @@ def run_command(
 
 
 class _Capped:
-    """Reads a pipe to its end on a thread, keeping its first ``cap`` bytes."""
+    """Reads a pipe on a thread, keeping its first ``cap`` bytes, until its end or until told to
+    stop: a process that outlived the command may hold the pipe open, so the reader waits for data
+    a short while at a time and never blocks the command's return, and it closes the pipe itself."""
+
+    #: how long one wait for data lasts: the most a stop waits for the reader
+    POLL_S = 0.05
 
     def __init__(self, pipe: IO[bytes], cap: int) -> None:
         self.pipe, self.cap = pipe, cap
         self.kept = bytearray()
         self.dropped = 0
+        self.stop = threading.Event()
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
     def _read(self) -> None:
-        with suppress(OSError, ValueError):
-            while chunk := self.pipe.read1(65536) if hasattr(self.pipe, "read1") else self.pipe.read(65536):
-                room = self.cap - len(self.kept)
-                self.kept += chunk[: max(room, 0)]
-                self.dropped += max(0, len(chunk) - max(room, 0))
+        fd = self.pipe.fileno()
+        try:
+            with suppress(OSError, ValueError):
+                ready = select.poll()
+                ready.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+                while not self.stop.is_set():
+                    if not ready.poll(self.POLL_S * 1000):
+                        continue
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        return
+                    room = max(self.cap - len(self.kept), 0)
+                    self.kept += chunk[:room]
+                    self.dropped += len(chunk) - len(chunk[:room])
+        finally:
+            with suppress(OSError):
+                self.pipe.close()
 
-    def finish(self, wait_s: float = 2.0) -> None:
-        """Wait for the end of the stream (a process nobody could kill may hold it: then stop)."""
-        self.thread.join(wait_s)
-        with suppress(OSError):
-            self.pipe.close()
+    def finish(self, until: float) -> None:
+        """Read until the stream ends or the clock reaches ``until``, then stop."""
+        self.thread.join(max(0.0, until - time.monotonic()))
+        self.stop.set()
+        self.thread.join(self.POLL_S * 20)
 
     def text(self) -> str:
         out = self.kept.decode("utf-8", errors="replace")

@@ -3,9 +3,11 @@
 - Every program runs in its own process group (:mod:`core.process`) and, on Linux, under
   ``PR_SET_PDEATHSIG``: the direct child dies with the thread that started it, even when
   dftune is killed with SIGKILL.
-- While a driver is :func:`supervised`, dftune is a child subreaper
-  (``PR_SET_CHILD_SUBREAPER``): a grandchild that calls ``setsid`` and loses its parent is
-  re-parented to dftune instead of init, so the sweep after each program still finds it.
+- While a driver is :func:`supervised` or a contained command runs (:func:`reaping`), dftune is a
+  child subreaper (``PR_SET_CHILD_SUBREAPER``): a grandchild that calls ``setsid`` and loses its
+  parent is re-parented to dftune instead of init, so the sweep after each program still finds
+  it; the sweep also follows the process tree below the program, so a scrubbed environment
+  (``env -i``) hides nothing from it.
 - Every workload carries ``DFTUNE_PROC_TAG=<owner>/<pid>.<n>`` in its environment. After the
   program ends, :func:`sweep` kills whatever still carries that tag or was adopted from it
   (a setsid'd grandchild included) and reaps it.
@@ -188,34 +190,79 @@ def _reap(pids: list[int], wait_s: float = 2.0) -> None:
             time.sleep(0.02)
 
 
+#: how long a sweep goes on finding what the program's tree forks while it is being stopped
+SWEEP_S = 3.0
+
+
 def sweep(tag: str, *, since: int, pgid: int) -> list[str]:
-    """Kill what a finished program left: its group, anything carrying ``tag``, and anything
-    re-parented to this (subreaper) process from it since clock tick ``since``; return their
-    descriptions (empty almost always)."""
+    """Kill what a finished program left: its group, everything below it in the process tree,
+    anything carrying ``tag``, and anything re-parented to this (subreaper) process since clock
+    tick ``since``; return descriptions of those outside its group (empty almost always).
+
+    Each is stopped (SIGSTOP, which nothing can ignore) before the tree is read again, so a process
+    forking as fast as it can leaves its children where the next reading finds them; once a
+    reading finds nothing new, all are killed. Neither a new session (``setsid``) nor a scrubbed
+    environment (``env -i``) hides a process from the tree or from the subreaper."""
     with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+        os.killpg(pgid, signal.SIGSTOP)
     if not LINUX:
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
         return []
     me = os.getpid()
     mine = proc_info(me)
     guardian = GUARDIAN.pid()
     found: list[str] = []
-    killed: list[int] = []
-    with _STATE.spawn:  # every direct child another thread started is in `live` by now
-        candidates = _all_pids()
-        live = set(_STATE.live)
-    for pid in candidates:
-        if pid in (me, guardian):
+    stopped: dict[int, ProcInfo] = {}
+    deadline = time.monotonic() + SWEEP_S
+
+    def fresh(info: ProcInfo) -> bool:
+        return info.start >= since and info.state != "Z" and info.pid not in (me, guardian)
+
+    while True:
+        with _STATE.spawn:  # every direct child another thread started is in `live` by now
+            table = {i.pid: i for i in map(proc_info, _all_pids()) if i is not None}
+            live = set(_STATE.live)
+        below: dict[int, list[int]] = {}
+        for info in table.values():
+            below.setdefault(info.ppid, []).append(info.pid)
+        new: set[int] = set()
+        for info in table.values():
+            if not fresh(info) or info.pid in stopped:
+                continue
+            adopted = info.ppid == me and mine is not None and info.pgrp != mine.pgrp and info.pid not in live
+            if adopted or info.pgrp == pgid or _tag_of(info.pid) == tag:
+                new.add(info.pid)
+        root = table.get(pgid)  # the program itself, unless its pid was freed and taken since
+        frontier = [*([pgid] if root is not None and root.start == since else []), *new, *stopped]
+        while frontier:  # and everything below the program or below one of those
+            for child in below.get(frontier.pop(), ()):
+                info = table[child]
+                if child not in new and child not in stopped and fresh(info):
+                    new.add(child)
+                    frontier.append(child)
+        for pid in new:
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGSTOP)
+            stopped[pid] = table[pid]
+        if not new or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)  # a fork under way when the stop landed shows its child by now
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    for pid, info in stopped.items():
+        if pid in live:  # the program itself: its group's kill ends it, and its Popen reaps it
             continue
-        info = proc_info(pid)
-        if info is None or info.start < since or info.state == "Z":
-            continue
-        adopted = info.ppid == me and mine is not None and info.pgrp != mine.pgrp and pid not in live
-        if adopted or _tag_of(pid) == tag:
-            _kill(pid)
-            killed.append(pid)
+        _kill(pid)
+        if info.pgrp != pgid:
             found.append(f"pid {pid} (session {info.session})")
+    killed = [pid for pid in stopped if pid not in live]
     _reap(killed)
+    for pid in killed:  # one whose parent died after it did was handed to us as a zombie
+        now = proc_info(pid)
+        if now is not None and now.ppid == me:
+            with suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
     return found
 
 
@@ -294,8 +341,9 @@ class _State:
     live: dict[int, tuple[int, str]] = field(default_factory=dict)  # pid -> (pgid, owner) of running programs
     counter: int = 0
     stopping: int | None = None  # the signal that stopped the driver
-    active: int = 0  # drivers under supervised(); the subreaper stays on until the last one ends
-    reaper_set: bool = False  # whether supervised() turned the subreaper on (and so turns it off)
+    active: int = 0  # drivers under supervised()
+    reapers: int = 0  # holders of the subreaper (drivers, contained commands): on until the last ends
+    reaper_set: bool = False  # whether a holder turned the subreaper on (and so the last turns it off)
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: held while a program is started and registered, and while a sweep looks for orphans, so a
     #: sweep never takes another thread's just-started program for an orphan
@@ -387,8 +435,8 @@ def supervised(owner: str = "", ledger: Path | None = None) -> Iterator[list[str
     found = kill_leftovers(book, owner) if book is not None else []
     with _STATE.lock:
         _STATE.active += 1
+        _hold_reaper()
         if _STATE.active == 1:
-            _STATE.reaper_set = not is_subreaper() and _prctl(PR_SET_CHILD_SUBREAPER, 1)
             _STATE.stopping = None
         if book is not None:
             _STATE.ledgers[owner] = book
@@ -413,8 +461,35 @@ def supervised(owner: str = "", ledger: Path | None = None) -> Iterator[list[str
             if _STATE.default_owner == owner:
                 _STATE.default_owner = previous_default
             _STATE.active -= 1
+            _release_reaper()
             if _STATE.active == 0:
                 _STATE.stopping = None
-                if _STATE.reaper_set:
-                    _prctl(PR_SET_CHILD_SUBREAPER, 0)
-                    _STATE.reaper_set = False
+
+
+def _hold_reaper() -> None:
+    """Under ``_STATE.lock``: one more holder of the subreaper (turned on by the first)."""
+    _STATE.reapers += 1
+    if _STATE.reapers == 1:
+        _STATE.reaper_set = not is_subreaper() and _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def _release_reaper() -> None:
+    """Under ``_STATE.lock``: one holder fewer (the last turns it off if a holder turned it on)."""
+    _STATE.reapers -= 1
+    if _STATE.reapers == 0 and _STATE.reaper_set:
+        _prctl(PR_SET_CHILD_SUBREAPER, 0)
+        _STATE.reaper_set = False
+
+
+@contextmanager
+def reaping() -> Iterator[None]:
+    """Be the subreaper while a contained program runs (Linux): a descendant that loses its parent
+    (``setsid env -i sleep &`` from a script that then exits) is re-parented here, where the sweep
+    after the program finds it, instead of to init, where nothing would."""
+    with _STATE.lock:
+        _hold_reaper()
+    try:
+        yield
+    finally:
+        with _STATE.lock:
+            _release_reaper()

@@ -5,8 +5,8 @@ Each call that runs the program writes a copy of the file with the knobs' values
 (``<workdir>/dftune-config/<name>``) and passes the copy where the command names the original,
 so the original is never touched and every arm, the baseline included, reads a copy dftune
 wrote (resources/facts/paths.toml classes it as the arm's configuration, not data). YAML, TOML
-and JSON are read with the standard parsers, bounded in size and in the number of keys (a
-YAML alias bomb is refused, not expanded).
+and JSON are read with the standard parsers, bounded in size, in the number of keys and in the
+number of values once YAML aliases are expanded (an alias bomb is refused, not expanded).
 """
 
 from __future__ import annotations
@@ -60,11 +60,21 @@ class ConfigFileError(DftuneError, ValueError):
 #: the most aliases (``*name``) one YAML file may use: a hand-written config uses a few; an alias
 #: bomb uses a few dozen nested ones, and merge keys (``<<: *a``) copy what they name at load time
 MAX_ALIASES = 1000
+#: the most values (mappings, lists, list items and scalars, each counted wherever an alias repeats
+#: it) a file may hold once expanded. The parser shares what an alias names, so a bomb of nine anchors
+#: and eighty aliases loads as a few dozen objects, but a copy or any full walk of it meets a billion
+#: list items (neither the alias count nor the key count, which skips lists, bounds that). A
+#: hand-written configuration holds hundreds of values; a copy of this many is written in seconds.
+MAX_VALUES = 100_000
+#: the deepest nesting of mappings and lists: a hand-written file nests a few levels, and the copy
+#: and its YAML writer recurse once per level
+MAX_DEPTH = 100
 
 
 def load_yaml(text: str, where: Path | str) -> Any:
-    """YAML as ``yaml.safe_load`` reads it, refused past :data:`MAX_ALIASES` aliases (before any is
-    expanded) and past :data:`MAX_KEYS` settings."""
+    """YAML as ``yaml.safe_load`` reads it, as plain dicts and lists (each alias a copy), refused past
+    :data:`MAX_ALIASES` aliases (before any is expanded), past :data:`MAX_VALUES` values as they are
+    expanded and past :data:`MAX_KEYS` settings."""
     import yaml
 
     class Bounded(yaml.SafeLoader):
@@ -83,8 +93,8 @@ def load_yaml(text: str, where: Path | str) -> Any:
     finally:
         loader.dispose()
     if isinstance(tree, Mapping):
-        flatten(tree, where=where)
-    return tree
+        flatten(tree, where=where)  # the settings, bounded as they are walked
+    return _plain(tree, where)  # expanded here, bounded, so nothing later meets an unbounded tree
 
 
 def config_format(path: str | Path) -> str | None:
@@ -117,7 +127,7 @@ def read_tree(path: Path) -> dict[str, Any]:
             tomllib.loads(text)  # tomlkit accepts a little more than the standard; refuse that
             tree = tomlkit.parse(text)
         else:
-            tree = json.loads(text)
+            tree = _plain(json.loads(text), path)  # bounded in depth for the copy's deepcopy
     except ConfigFileError:
         raise
     except Exception as exc:  # each parser has its own error types (JSON's RecursionError too)
@@ -172,22 +182,40 @@ def with_values(tree: Mapping[str, Any], values: Mapping[str, Any]) -> Any:
     return out
 
 
-def dumps(tree: Any, kind: str) -> str:
+def dumps(tree: Any, kind: str, where: Path | str = "") -> str:
+    """The file's text; refused (naming ``where``) past :data:`MAX_VALUES` values or :data:`MAX_DEPTH`
+    levels, however the tree was made."""
     if kind == "yaml":
         import yaml
 
-        return yaml.safe_dump(_plain(tree), sort_keys=False, default_flow_style=False)
+        return yaml.safe_dump(_plain(tree, where), sort_keys=False, default_flow_style=False)
     if kind == "toml":
         return tomlkit.dumps(tree)
-    return json.dumps(_plain(tree), indent=2) + "\n"
+    return json.dumps(_plain(tree, where), indent=2) + "\n"
 
 
-def _plain(tree: Any) -> Any:
-    if isinstance(tree, Mapping):
-        return {str(k): _plain(v) for k, v in tree.items()}
-    if isinstance(tree, list | tuple):
-        return [_plain(v) for v in tree]
-    return tree
+def _plain(tree: Any, where: Path | str) -> Any:
+    """The tree as plain dicts and lists, every value a copy of its own (what an alias names is
+    expanded), counting each one as it is made: past :data:`MAX_VALUES` or :data:`MAX_DEPTH` it is
+    refused before it can grow further."""
+    made = 0
+
+    def plain(node: Any, depth: int) -> Any:
+        nonlocal made
+        made += 1
+        if made > MAX_VALUES:
+            raise ConfigFileError(
+                f"{where}: more than {MAX_VALUES:,} values (an alias counted as all it names), not read"
+            )
+        if depth > MAX_DEPTH:
+            raise ConfigFileError(f"{where}: nested deeper than {MAX_DEPTH} levels, not read")
+        if isinstance(node, Mapping):
+            return {str(k): plain(v, depth + 1) for k, v in node.items()}
+        if isinstance(node, list | tuple):
+            return [plain(v, depth + 1) for v in node]
+        return node
+
+    return plain(tree, 1)
 
 
 def names_file(argument: str, file: str) -> bool:
@@ -217,6 +245,6 @@ def write_copies(files: Mapping[str, Mapping[str, Any]], *, cwd: Path, workdir: 
         name = Path(file).name if names.count(Path(file).name) == 1 else f"{i}-{Path(file).name}"
         target = folder / name
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(target, dumps(tree, kind).encode())
+        atomic_write_bytes(target, dumps(tree, kind, source).encode())
         out[file] = str(target)
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 import re
 import shlex
 import shutil
@@ -354,8 +355,51 @@ def _literal(node: ast.AST | None) -> Any:
         return None
     try:
         return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError):
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
         return None
+
+
+#: the most words and symbols of a script parsed: the parser holds them all at once, about 0.4 KiB
+#: each (a 1 MiB hand-written program has some 300,000 and takes ~110 MB; 4 MiB of ``1,1,...``
+#: took 2 GB), so a larger script's source is not read
+MAX_SOURCE_TOKENS = 300_000
+#: the deepest syntax tree read: hand-written code nests a few dozen levels, and the walks that read
+#: it (``ast.literal_eval``) recurse once per level
+MAX_SOURCE_DEPTH = 200
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+class SourceTooLarge(DraftError):
+    """A script with more words and symbols than are parsed: its source is not read."""
+
+
+def parse_python(source: str, filename: str) -> ast.Module:
+    """The script's syntax tree, or a one-line :class:`DraftError`: not valid Python (binary data
+    too), too deeply nested for the parser (``1+1+...`` of 200,000 terms, 50,000 nested lambdas)
+    or for the walks that read it; :class:`SourceTooLarge` past :data:`MAX_SOURCE_TOKENS`, counted
+    before the parser holds them."""
+    if len(source) > MAX_SOURCE_TOKENS:  # fewer characters than that are fewer tokens too
+        counted = sum(1 for _ in itertools.islice(_TOKEN.finditer(source), MAX_SOURCE_TOKENS + 1))
+        if counted > MAX_SOURCE_TOKENS:
+            raise SourceTooLarge(f"{filename} has more than {MAX_SOURCE_TOKENS:,} words and symbols")
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" if exc.lineno else str(exc.msg)[:100]
+        raise DraftError(f"{filename}: not valid Python ({where}): cannot read its settings") from None
+    except (ValueError, RecursionError, MemoryError):  # NUL bytes; the parser's own depth limits
+        raise DraftError(
+            f"{filename}: not valid Python or too deeply nested to parse: cannot read its settings"
+        ) from None
+    stack: list[tuple[ast.AST, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_SOURCE_DEPTH:
+            raise DraftError(
+                f"{filename}: nested deeper than {MAX_SOURCE_DEPTH} levels: cannot read its settings"
+            )
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return tree
 
 
 class CallSite(StrictModel):
@@ -480,12 +524,7 @@ def python_settings(source: str, filename: str) -> tuple[list[Setting], bool]:
     one that no option passes is listed for the reader.  Also returns whether some options are
     named at run time (then only the program's ``--help`` lists them).
     """
-    try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError as exc:
-        raise DraftError(
-            f"{filename}: not valid Python (line {exc.lineno}): cannot read its settings"
-        ) from None
+    tree = parse_python(source, filename)
     sites: dict[str, list[CallSite]] = {}
     for site in call_sites():
         sites.setdefault(site.function, []).append(site)
@@ -709,7 +748,11 @@ def program_settings(
                 "source is not read (its --help is)"
             )
         source = read or ""
-        found, dynamic = python_settings(source, script.name) if source else ([], True)
+        try:
+            found, dynamic = python_settings(source, script.name) if source else ([], True)
+        except SourceTooLarge as exc:
+            notes.append(f"{exc}: not a hand-written program, its source is not read (its --help is)")
+            source, found, dynamic = "", [], True
         if dynamic:
             known = {s.flag for s in found if s.flag}
             text = help_text if help_text is not None else run_help(argv, cwd, help_timeout_s, help_scratch)
@@ -751,8 +794,8 @@ def hydra_config(source: str, script: Path) -> Path | None:
     if f"import {h.module}\n" not in python_imports(source):
         return None
     try:
-        tree = ast.parse(source, filename=script.name)
-    except SyntaxError:
+        tree = parse_python(source, script.name)
+    except DraftError:
         return None
     for node in ast.walk(tree):
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):

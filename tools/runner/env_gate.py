@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from dftune.tools.runner.draft import CallSite, _argument, _call_name, call_sites
+from dftune.tools.runner.draft import CallSite, DraftError, _argument, _call_name, call_sites, parse_python
 
 PREFIX = "DFTUNE_"
 _ENV = '__import__("os").environ'
@@ -47,8 +47,8 @@ class Gate:
 def gates(source: str, filename: str) -> list[Gate]:
     """The literal or left-out arguments of the known I/O calls in ``source``."""
     try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError:
+        tree = parse_python(source, filename)
+    except DraftError:  # not valid Python, too deep, too large: no call is read
         return []
     offsets = _line_offsets(source)
     by_function: dict[str, list[CallSite]] = {}
@@ -146,8 +146,8 @@ def read_only_by_calls(tree: Path, variables: list[str]) -> str | None:
         if not any(v in text for v in wanted):
             continue
         try:
-            module = ast.parse(text, filename=str(f))
-        except SyntaxError:
+            module = parse_python(text, str(f))
+        except DraftError:
             return None
         allowed: set[int] = set()  # the ids of the nodes inside a known call's keyword arguments
         for node in ast.walk(module):
