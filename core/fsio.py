@@ -1,10 +1,15 @@
-"""Files written all-or-nothing: readers see the old bytes or the new ones, never half.
+"""Files written all-or-nothing (readers see the old bytes or the new ones, never half), and
+small files read without trusting what sits at their name.
 
 One implementation for every writer (run metadata, artifacts, reports, the KB skill file,
 the change journal's edits to a source copy, compacted traces, the literature cache): a
 temporary file created next to the target with ``O_EXCL | O_NOFOLLOW`` (a planted link
 cannot redirect it), fsync'd, renamed over the target (``rename`` replaces a link rather
 than following it), then the directory fsync'd so the rename itself survives a crash.
+
+The reader (:func:`read_regular`) is for the small files dftune keeps (run.json, a lock's pid,
+JSON artifacts): a name swapped for a named pipe, a link to ``/dev/zero`` or a huge file is one
+line naming it, never a read that blocks or fills memory.
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from dftune.core.errors import DftuneError
+
+
+class UnreadableFile(DftuneError):
+    """A file dftune keeps is not a regular file, is larger than such a file can be, or cannot be read."""
 
 
 class PathOutside(DftuneError):
@@ -34,6 +43,38 @@ def confined(path: Path, root: Path, what: str = "DFTUNE_HOME") -> Path:
             f"{path} resolves to {real}, outside {what} ({real_root}): refused, nothing written"
         )
     return Path(real)
+
+
+def read_regular(path: str | Path, limit: int, what: str = "file") -> bytes:
+    """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes (a link to one is
+    followed); else :class:`UnreadableFile` naming it. A missing file stays ``FileNotFoundError``
+    (callers tell absent from broken). Never blocks: a pipe or device is refused before it is
+    opened, and the open is non-blocking in case the name was swapped since."""
+    try:
+        st = os.stat(path)
+        raw = b""
+        if stat.S_ISREG(st.st_mode):
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as fh:
+                st = os.fstat(fd)
+                if stat.S_ISREG(st.st_mode):
+                    raw = fh.read(limit + 1)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise UnreadableFile(f"{path}: {what} cannot be read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a device, a pipe or a socket"
+        raise UnreadableFile(f"{path}: {what} is not a regular file ({kind}); move it aside")
+    if len(raw) > limit:
+        raise UnreadableFile(
+            f"{path}: {what} is larger than {_size(limit)}, more than it can be; move it aside"
+        )
+    return raw
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1 << 10 else f"{n} bytes"
 
 
 def fsync_dir(path: Path, *, strict: bool = False) -> None:
