@@ -29,6 +29,11 @@ class UnreadableFile(DftuneError):
     """A file dftune keeps is not a regular file, is larger than such a file can be, or cannot be read."""
 
 
+class NotRegularTarget(DftuneError):
+    """An output path names something other than a regular file (a device, a pipe, a folder): replacing
+    it would turn a device node into a file, writing into it could block or fill a disk."""
+
+
 class PathOutside(DftuneError):
     """A path given from outside (an MCP client, a run's contents) resolves out of where it may write."""
 
@@ -77,6 +82,22 @@ def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1 << 10 else f"{n} bytes"
 
 
+def check_replaceable(path: str | Path, what: str = "output") -> None:
+    """Refuse (:class:`NotRegularTarget`) an existing ``path`` that is not a regular file (a link is
+    judged by what it names): an atomic write renames over the name, so it may only stand for a file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise NotRegularTarget(f"{path}: {what} cannot be checked: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a device, a pipe or a socket"
+        raise NotRegularTarget(
+            f"{path}: {what} exists and is not a regular file ({kind}); refused, nothing written"
+        )
+
+
 def fsync_dir(path: Path, *, strict: bool = False) -> None:
     """Make a rename or unlink in ``path`` durable; ``strict``: a failure raises (else ignored)."""
     try:
@@ -96,13 +117,19 @@ def fsync_dir(path: Path, *, strict: bool = False) -> None:
 
 @contextmanager
 def atomic_file(
-    path: Path, mode: int = 0o644, *, strict: bool = False, exclusive: bool = False
+    path: Path,
+    mode: int = 0o644,
+    *,
+    strict: bool = False,
+    exclusive: bool = False,
+    only_over_file: bool = False,
 ) -> Iterator[BinaryIO]:
     """Write through the yielded binary file; on a clean exit it replaces ``path`` atomically.
 
     ``exclusive``: never replace an existing ``path`` (``FileExistsError`` instead: a hard link
-    is atomic and fails when the name exists). On an exception the temporary file is removed
-    and ``path`` is untouched."""
+    is atomic and fails when the name exists). ``only_over_file``: a path someone gave (an
+    ``--output``) may only replace a regular file (:func:`check_replaceable`, just before the
+    rename). On an exception the temporary file is removed and ``path`` is untouched."""
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -114,6 +141,8 @@ def atomic_file(
             fh.flush()
             os.fchmod(fh.fileno(), stat.S_IMODE(mode))
             os.fsync(fh.fileno())
+        if only_over_file:
+            check_replaceable(path)
         if exclusive:
             os.link(tmp, path, follow_symlinks=False)
             os.unlink(tmp)
@@ -129,8 +158,14 @@ def atomic_file(
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes, mode: int = 0o644, *, strict: bool = False, exclusive: bool = False
+    path: Path,
+    data: bytes,
+    mode: int = 0o644,
+    *,
+    strict: bool = False,
+    exclusive: bool = False,
+    only_over_file: bool = False,
 ) -> None:
     """Replace ``path`` with ``data`` atomically and durably (see :func:`atomic_file`)."""
-    with atomic_file(path, mode, strict=strict, exclusive=exclusive) as fh:
+    with atomic_file(path, mode, strict=strict, exclusive=exclusive, only_over_file=only_over_file) as fh:
         fh.write(data)
