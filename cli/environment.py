@@ -173,6 +173,8 @@ def spec_init(
         text = render_toml(draft)
         if out is None:
             sys.stdout.write(text)
-        else:
-            out.write_text(text, encoding="utf-8")
+        else:  # atomically, and only over a regular file: never into a pipe or a device
+            from dftune.core.fsio import atomic_write_bytes
+
+            atomic_write_bytes(out, text.encode("utf-8"), only_over_file=True)
             sys.stderr.write(f"dftune: drafted spec written to {out}\n")

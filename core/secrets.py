@@ -7,29 +7,30 @@ the key into its logs under DFTUNE_HOME, into reports, and into whatever the pro
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
 
-#: names that hold credentials: *_API_KEY, *_KEY, *_TOKEN, *SECRET*, *PASSWORD*, *CREDENTIAL*,
-#: *_PWD (MYSQL_PWD; PWD and OLDPWD are folders), *_JWT (CI_JOB_JWT), *_DSN (SENTRY_DSN: a URL
-#: with its key), ... (TOKENIZERS_PARALLELISM and the like are not tokens: the word must stand
-#: alone between underscores)
-_SECRET_NAME = re.compile(
-    r"API_?KEY|(^|_)(ACCESS_)?KEY(S)?($|_)|(^|_)TOKENS?($|_)|SECRET|PASSWORD|PASSWD|CREDENTIAL|(^|_)AUTH($|_)"
-    r"|(^|_)COOKIE($|_)|(^|_)PAT($|_)|_PWD$|(^|_)JWT($|_)|(^|_)DSN($|_)",
-    re.IGNORECASE,
-)
-#: a URL carrying credentials in its user part: a password (``https://user:pass@host``: proxies,
-#: database URLs) or a token alone (``https://TOKEN@github.com/...``, a Sentry DSN's key)
-_URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s@]+@", re.IGNORECASE)
+from dftune.core.facts import credential_facts
+
 #: shorter values are not redacted from text (they would match everywhere)
 _MIN_REDACT = 6
 
 
+@functools.cache
+def _rules() -> tuple[re.Pattern[str], re.Pattern[str] | None]:
+    """The name rules and the value rules of resources/facts/credentials.toml, each as one pattern."""
+    found = credential_facts()
+    names = re.compile("|".join(f"(?:{r.pattern})" for r in found.name), re.IGNORECASE)
+    values = "|".join(f"(?:{r.pattern})" for r in found.value)
+    return names, re.compile(values, re.IGNORECASE) if values else None
+
+
 def is_secret(name: str, value: str = "") -> bool:
-    """Does this variable hold a credential (by its name, or a password inside a URL value)?"""
-    return bool(_SECRET_NAME.search(name) or _URL_PASSWORD.search(value))
+    """Does this variable hold a credential, by its name or by its value (credentials.toml)?"""
+    names, values = _rules()
+    return bool(names.search(name) or (values is not None and value and values.search(value)))
 
 
 def scrubbed_environ(

@@ -20,9 +20,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from dftune.core.errors import DftuneError
-from dftune.core.fsio import atomic_write_bytes
+from dftune.core.fsio import UnreadableFile, atomic_write_bytes, read_regular
 
 M = TypeVar("M", bound=BaseModel)
+#: The most of a kept JSON file read (an analysis of a large trace is a few MiB): past this, or a
+#: name that is a pipe or a device, the file is refused rather than read whole
+READ_FILE_BYTES = 256 << 20
 
 
 def finite(doc: Any) -> Any:
@@ -126,11 +129,14 @@ def parse_file_text(data: bytes, path: str | Path) -> Any:
 
 def read_file(path: str | Path) -> Any:
     """The JSON document in ``path``, strictly: corrupt text, NaN, Infinity or a number too large
-    for a float is one :class:`JSONFileError` naming the file and what is wrong."""
+    for a float, or a name that is not a regular file of at most :data:`READ_FILE_BYTES`, is one
+    :class:`JSONFileError` naming the file and what is wrong."""
     try:
-        data = Path(path).read_bytes()
+        data = read_regular(path, READ_FILE_BYTES, "JSON file")
     except OSError as exc:
         raise JSONFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnreadableFile as exc:
+        raise JSONFileError(str(exc)) from None
     return parse_file_text(data, path)
 
 

@@ -278,8 +278,8 @@ class Ledger:
 
     def entries(self) -> list[dict[str, Any]]:
         try:
-            data = strictjson.loads(self.path.read_bytes())
-        except (OSError, ValueError):
+            data = strictjson.read_file(self.path)  # a regular file, bounded: never a pipe to wait on
+        except ValueError:
             return []
         return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
 

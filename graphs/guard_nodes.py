@@ -108,8 +108,8 @@ def arm_of(m: Measurement | None, label: str, library_only: str = "") -> Arm | N
 def _seen_paths(workdir: Path) -> dict[str, frozenset[str]]:
     """The files every replicate of an arm touched (agents/measure.py writes them), or none."""
     try:
-        doc = strictjson.loads((workdir / SEEN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = strictjson.read_file(workdir / SEEN_FILE)  # bounded, a regular file only
+    except ValueError:
         return {}
     if not isinstance(doc, dict):
         return {}

@@ -43,7 +43,7 @@ from dftune.core.domain.run import (
     VerdictRow,
 )
 from dftune.core.errors import DftuneError, StorageError, is_storage_error, one_line, storage_error
-from dftune.core.fsio import atomic_write_bytes
+from dftune.core.fsio import UnreadableFile, atomic_write_bytes, read_regular
 from dftune.core.supervise import LEDGER_FILE, DriverInterrupted, supervised
 from dftune.graphs.approval import ApprovalAnswer, receipt
 from dftune.graphs.checkpointer import CHECKPOINT_FILE, copy_branch, open_checkpointer
@@ -53,7 +53,7 @@ from dftune.tools.kb.backup import backup_kb, check_kb
 from dftune.tools.runner import levers
 from dftune.tools.runner.levers import with_levers
 from dftune.tools.runner.measurer import Measurer
-from dftune.tools.runner.spec import SpecError, WorkloadSpec, load_spec
+from dftune.tools.runner.spec import SPEC_BYTES, SpecError, WorkloadSpec, load_spec
 from dftune.tools.runner.spec_check import check_runnable
 from dftune.tools.session.layout import MAX_RUN_ID_LEN, RUN_BUNDLE
 from dftune.tools.session.workspace import RunNotFound, Workspace
@@ -134,6 +134,8 @@ def _compiled(run_id: str, ws: Workspace) -> Iterator[tuple[Any, RunnableConfig]
 
 
 ARCHIVED_SPEC = "workload.toml"
+#: The most of a run's own small file (its levers) a replay copies
+RUN_FILE_BYTES = 16 << 20
 
 
 def _context(
@@ -171,8 +173,10 @@ def archived_spec(state: TuningState, ws: Workspace, progress: ProgressFn = sile
         raise RunError(f"run {state.run_id} has no archived spec {archived}: it cannot be continued")
     original = Path(state.spec_path)
     try:
-        changed = original.read_bytes() != archived.read_bytes()
-    except OSError:
+        changed = read_regular(original, SPEC_BYTES, "workload spec") != read_regular(
+            archived, SPEC_BYTES, "archived workload spec"
+        )
+    except (OSError, UnreadableFile):  # a spec swapped for a pipe or a device is a changed one
         changed = True
     if changed:
         progress(
@@ -332,7 +336,9 @@ def start_run(
     check_kb()  # a damaged KB refuses the run before a run folder exists
     meta = ws.create_run(run_id, spec.name)
     with _driving(meta.id, ws, progress):
-        atomic_write_bytes(ws.run_dir(meta.id) / ARCHIVED_SPEC, path.read_bytes())
+        atomic_write_bytes(
+            ws.run_dir(meta.id) / ARCHIVED_SPEC, read_regular(path, SPEC_BYTES, "workload spec")
+        )
         found = _drafted(spec, ws.run_dir(meta.id), progress) if not s.declared_only else None
         state = TuningState(
             run_id=meta.id, spec_path=str(path), state_version=STATE_VERSION, levers=found, **dict(s)
@@ -601,7 +607,7 @@ def replay_run(
     parent_dir, fork_dir = ws.run_dir(run_id), ws.run_dir(meta.id)
     for name in (ARCHIVED_SPEC, levers.LEVERS_FILE):  # the fork runs the spec and levers the run had
         if (parent_dir / name).is_file():
-            atomic_write_bytes(fork_dir / name, (parent_dir / name).read_bytes())
+            atomic_write_bytes(fork_dir / name, read_regular(parent_dir / name, RUN_FILE_BYTES))
     # the fork numbers its iterations above the original's, so no opt<n> the state names is reused
     values.update(
         run_id=meta.id,

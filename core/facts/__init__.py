@@ -1,7 +1,8 @@
 """The facts layer: what dftune knows about the world, as validated data (resources/facts/).
 
 Path classes, process roles, launchers and their per-job files, software stacks and their
-signatures, container formats, tool caches, self-tracing programs: each an entry with a reason
+signatures, container formats, tool caches, self-tracing programs, the names and values of
+credentials in the environment: each an entry with a reason
 and a source, loaded once through the schemas of :mod:`.models`. Code asks questions here
 (:func:`dftune.core.facts.paths.classify`: what is this path, for this run?;
 :func:`dftune.core.facts.stacks.detect`: which stack does this run use?) and never keeps a list
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from dftune.core import resource
 from dftune.core.errors import DftuneError
 from dftune.core.facts.models import (
+    CredentialFacts,
     DarshanFacts,
     FilesystemFacts,
     FormatFacts,
@@ -81,6 +83,11 @@ def darshan_facts() -> DarshanFacts:
     return _load("darshan.toml", DarshanFacts)
 
 
+@functools.cache
+def credential_facts() -> CredentialFacts:
+    return _load("credentials.toml", CredentialFacts)
+
+
 def all_facts() -> list[BaseModel]:
     """Every facts file, loaded (a bad one raises :class:`FactsError`)."""
     return [
@@ -92,4 +99,5 @@ def all_facts() -> list[BaseModel]:
         process_facts(),
         program_facts(),
         darshan_facts(),
+        credential_facts(),
     ]

@@ -307,3 +307,25 @@ class DarshanFacts(Sourced):
         if len(self.size_labels) != len(self.size_bins) or self.small_bins > len(self.size_bins):
             raise ValueError("size_labels must name each of size_bins, small_bins count some of them")
         return self
+
+
+class CredentialRule(Sourced):
+    """A regular expression (case-insensitive, searched) over a variable's name or its value."""
+
+    id: str = Field(pattern=r"^[a-z0-9-]+$")
+    pattern: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _compiles(self) -> CredentialRule:
+        try:
+            re.compile(self.pattern, re.IGNORECASE)
+        except re.error as exc:
+            raise ValueError(f"rule {self.id}: not a regular expression: {exc}") from None
+        return self
+
+
+class CredentialFacts(_Fact):
+    """Which environment variables hold credentials (see credentials.toml): by name or by value."""
+
+    name: tuple[CredentialRule, ...] = Field(min_length=1)
+    value: tuple[CredentialRule, ...] = ()

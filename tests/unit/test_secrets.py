@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,77 @@ def test_the_fourth_rounds_credentials_never_reach_the_workload(name: str, value
     env, withheld = scrubbed_environ({name: value, "PWD": "/home/u", "OLDPWD": "/tmp", "HOME": "/home/u"})
     assert withheld == [name] and name not in env
     assert env["PWD"] == "/home/u" and env["OLDPWD"] == "/tmp"  # folders, not passwords
+
+
+#: the fifth round: credentials that reached a workload's environment and logs
+FIFTH = {
+    "GPG_PASSPHRASE": "correct horse battery",
+    "MY_PASSPHRASE": "staple-staple-staple",
+    "DB_PASS": "hunter2hunter2",
+    "HTTP_AUTHORIZATION": "Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig",
+    "AUTHORIZATION": "Basic dXNlcjpwYXNzd29yZA==",
+    "AZURE_STORAGE_CONNECTION_STRING": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=bG9uZw==;"
+    "EndpointSuffix=core.windows.net",
+    "WEBHOOK_URL": "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXX",
+}
+#: values that carry a credential whatever the variable is called
+CREDENTIAL_VALUES = [
+    "https://data.example.org/set.tar?token=abc123def456",
+    "https://acct.blob.core.windows.net/c/blob?sv=2022-11-02&se=2030&sig=Zm9vYmFy%3D",
+    "https://maps.example.com/api/geocode?address=x&key=AIzaSyA0123456789",
+    "https://s3.example.com/b/k?X-Amz-Credential=AKIA%2F&X-Amz-Signature=abcdef",
+    "https://app.example.org/x?user=u&password=s3cr3t",
+    "https://api.example.org/v1?client_id=1&client_secret=shh-0123",
+    "http://localhost:8888/lab?token=0123456789abcdef",
+    "https://discord.com/api/webhooks/1234567890/abcdefABCDEF",
+    "Server=db;Database=app;User Id=u;Password=s3cr3t-pw;",
+    "Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=bG9uZw==",
+    "BlobEndpoint=https://a.blob.core.windows.net/;SharedAccessSignature=sv=2022&sig=abc",
+]
+
+
+@pytest.mark.parametrize("name", sorted(FIFTH))
+def test_the_fifth_rounds_credential_names_never_reach_the_workload(name: str) -> None:
+    env, withheld = scrubbed_environ({name: FIFTH[name], "PATH": "/usr/bin"})
+    assert withheld == [name] and env == {"PATH": "/usr/bin"}
+    assert is_secret(name, "")  # by the name alone
+
+
+@pytest.mark.parametrize("value", CREDENTIAL_VALUES)
+def test_a_credential_in_a_url_or_connection_string_is_withheld_by_its_value(value: str) -> None:
+    env, withheld = scrubbed_environ({"DATA_SOURCE": value, "HOME": "/home/u"})
+    assert withheld == ["DATA_SOURCE"] and env == {"HOME": "/home/u"}
+    assert value not in redact(f"the program said: {value}", {"DATA_SOURCE": value})
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("PWD", "/home/u"),
+        ("OLDPWD", "/tmp"),
+        ("PASSES", "3"),
+        ("BYPASS_CACHE", "1"),
+        ("COMPASS_HOME", "/opt/compass"),
+        ("DATASET_URL", "https://data.example.org/set.tar?format=tar&page=2"),
+        ("MONKEY_URL", "https://example.org/?monkey=1&sort=name"),
+        ("WIKI", "https://example.org/wiki/Webhook"),
+        ("LS_COLORS", "rs=0:di=01;34:ln=01;36:mh=00"),
+        ("CONNECTION_TIMEOUT", "30"),
+    ],
+)
+def test_ordinary_names_and_values_are_still_passed(name: str, value: str) -> None:
+    assert not is_secret(name, value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["a" * 131072, "a://" * 32768, "a://" + "a-" * 65536, "https://x/" + "?a" * 65536, "?a-" * 43690 + "://"],
+    ids=["letters", "schemes", "one-scheme-then-words", "queries", "separators-then-scheme"],
+)
+def test_the_value_rules_take_time_linear_in_a_long_value(value: str) -> None:
+    """A 128 KiB value (a certificate in base64) must not take seconds per variable: a URL scheme
+    tried again from every letter made the first rule quadratic."""
+    started = time.monotonic()
+    scrubbed_environ({"BLOB": value})
+    redact("text", {"BLOB": value})
+    assert time.monotonic() - started < 1.0

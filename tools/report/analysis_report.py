@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dftune.core.domain.diagnosis import Diagnosis
-from dftune.core.fsio import atomic_write_bytes
+from dftune.core.fsio import atomic_write_bytes, check_replaceable
 from dftune.tools.diagnose.engine import diagnose_analysis
 from dftune.tools.report.fixes import (
     SEVERITY_CSS,
@@ -59,11 +59,16 @@ def default_output(path: str | Path) -> Path:
 
 
 def write_input_report(path: str | Path, output: str | Path | None = None) -> dict[str, str]:
-    """Analyze ``path`` (with every view), diagnose it, write the HTML; returns ``{"html": path}``."""
+    """Analyze ``path`` (with every view), diagnose it, write the HTML; returns ``{"html": path}``.
+
+    The output replaces only a regular file (or nothing): a device, a pipe or a folder at its name
+    is refused before the analysis starts, and again just before the rename."""
+    out = Path(output) if output else default_output(path)
+    check_replaceable(out, "report output")
     analysis = analyze([path], views=["file", "proc", "time", "layer"], time_windows=TIME_WINDOWS)
     diagnosis = diagnose_analysis(analysis)
-    out = Path(output) if output else default_output(path)
-    atomic_write_bytes(out, render_input_html(str(path), analysis, diagnosis).encode("utf-8"))
+    html = render_input_html(str(path), analysis, diagnosis).encode("utf-8")
+    atomic_write_bytes(out, html, only_over_file=True)
     return {"html": str(out)}
 
 

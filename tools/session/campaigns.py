@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from dftune.core import strictjson
+from dftune.core.fsio import UnreadableFile, read_regular
 from dftune.core.home import dftune_home
 from dftune.core.model import StrictModel
 from dftune.tools.runner.deadline import clock
@@ -25,6 +26,10 @@ CAMPAIGNS_DIRNAME = "campaigns"
 META = "campaign.json"
 EVENTS = "events.jsonl"
 SCHEMA = "dftune.campaign/1"
+#: The most of ``campaign.json`` read (a few KiB per member) and of ``events.jsonl`` (a few lines
+#: per member and event): a link to a device or a runaway file is refused, never read whole
+META_BYTES = 16 << 20
+EVENTS_BYTES = 64 << 20
 CampaignStatus = Literal["running", "completed", "interrupted", "failed"]
 
 
@@ -101,9 +106,11 @@ class CampaignStore:
     def read(self, campaign_id: str) -> CampaignMeta:
         path = self.dir(campaign_id) / META
         try:
-            return CampaignMeta.model_validate_json(path.read_bytes())
+            return CampaignMeta.model_validate_json(read_regular(path, META_BYTES, "campaign metadata"))
         except FileNotFoundError:
             raise RunNotFound(f"no campaign {campaign_id!r} under {self.root}") from None
+        except UnreadableFile as exc:
+            raise WorkspaceError(str(exc)) from None
         except ValidationError as exc:
             raise WorkspaceError(f"{path} is not valid campaign metadata: {exc.errors()[0]['msg']}") from None
 
@@ -126,9 +133,12 @@ class CampaignStore:
         if not self.exists(campaign_id):
             raise RunNotFound(f"no campaign {campaign_id!r} under {self.root}")
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            text = read_regular(path, EVENTS_BYTES, "campaign event log").decode("utf-8", errors="replace")
         except FileNotFoundError:
             return []
+        except UnreadableFile as exc:
+            raise WorkspaceError(str(exc)) from None
+        lines = text.splitlines()
         out = []
         for line in lines:
             try:

@@ -22,10 +22,11 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dftune.core import strictjson
 from dftune.core.errors import DftuneError
+from dftune.core.fsio import read_regular
 from dftune.core.model import StrictModel
 
 RUNS_DIRNAME: Final = "runs"
@@ -134,6 +135,26 @@ class RunMeta(StrictModel):
     parent: str | None = None
     parent_checkpoint: str | None = None
     parent_step: int | None = None
+
+
+#: The most of ``run.json`` read: a few hundred bytes of metadata (with a reason line)
+RUN_META_BYTES = 1 << 20
+
+
+def read_run_meta(run_dir: Path, run_id: str) -> RunMeta:
+    """``run.json`` of the run folder; a missing, unreadable (a pipe, a link to a device, larger than
+    :data:`RUN_META_BYTES`) or invalid one is a :class:`WorkspaceError` in one line naming it."""
+    path = run_dir / RUN_META
+    try:
+        return RunMeta.model_validate_json(read_regular(path, RUN_META_BYTES, "run metadata"))
+    except FileNotFoundError:
+        raise WorkspaceError(f"run {run_id!r} has no {RUN_META} ({path})") from None
+    except DftuneError as exc:
+        raise WorkspaceError(str(exc)) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "(the document)"
+        raise WorkspaceError(f"{path}: not valid run metadata: {where}: {first['msg']}") from None
 
 
 class RunInfo(BaseModel):

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from dftune.core.facts.paths import trace_suffixes
-from dftune.core.fsio import PathOutside, atomic_write_bytes, confined
+from dftune.core.fsio import PathOutside, UnreadableFile, atomic_write_bytes, confined, read_regular
 from dftune.core.model import StrictModel
 from dftune.tools.session.layout import (
     ALLOWED_ROOT_ENTRIES,
@@ -27,6 +27,7 @@ from dftune.tools.session.layout import (
     ITER_RE,
     ITERATION_SUBDIRS,
     RUN_META,
+    RUN_META_BYTES,
     TEMP_RE,
     TRACE_KINDS,
     Owner,
@@ -227,8 +228,8 @@ class _Structure:
         try:
             if not entry.is_file(follow_symlinks=False):
                 raise ValueError("not a regular file")
-            meta = RunMeta.model_validate_json(Path(entry.path).read_bytes())
-        except (OSError, ValueError) as exc:  # ValidationError is a ValueError
+            meta = RunMeta.model_validate_json(read_regular(entry.path, RUN_META_BYTES, "run metadata"))
+        except (OSError, ValueError, UnreadableFile) as exc:  # ValidationError is a ValueError
             plan.problem(
                 RUN_META,
                 "invalid_run_json",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -19,11 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from dftune.core import strictjson
-from dftune.core.errors import is_storage_error, storage_error
-from dftune.core.fsio import atomic_write_bytes, confined
+from dftune.core.errors import DftuneError, is_storage_error, one_line, storage_error
+from dftune.core.fsio import atomic_write_bytes, confined, read_regular
 from dftune.core.home import dftune_home
 from dftune.tools.session.compact import CompactReport, compact_traces
 from dftune.tools.session.layout import (
@@ -48,6 +47,7 @@ from dftune.tools.session.layout import (
     dumps_json,
     iterations_in,
     new_run_id,
+    read_run_meta,
     validate_run_id,
 )
 from dftune.tools.session.structure import Move, StructureReport, reorganize_run, validate_run
@@ -59,6 +59,8 @@ LOCK_RETRY_S = 0.5
 #: The status that means "a process is working on it"; without a live driver it is shown as
 #: interrupted, never as running.
 ACTIVE_STATUSES = frozenset({"running"})
+#: The most of a lock file read: a pid and a newline
+LOCK_BYTES = 64
 
 
 class Workspace:
@@ -140,13 +142,7 @@ class Workspace:
         return meta
 
     def read_meta(self, run_id: str) -> RunMeta:
-        path = self._require_run(run_id) / RUN_META
-        try:
-            return RunMeta.model_validate_json(path.read_bytes())
-        except FileNotFoundError:
-            raise WorkspaceError(f"run {run_id!r} has no {RUN_META}") from None
-        except ValidationError as exc:
-            raise WorkspaceError(f"{path} is not valid run metadata: {exc}") from None
+        return read_run_meta(self._require_run(run_id), run_id)
 
     def set_status(self, run_id: str, status: str, reason: str = "", next_step: str | None = None) -> RunMeta:
         """Rewrite ``run.json`` (atomically) with a new status, why, and what continues it."""
@@ -170,11 +166,15 @@ class Workspace:
         :class:`RunLocked` naming the holder's pid. The kernel drops the lock when the holder
         dies, even by SIGKILL, so a dead driver never blocks the next one."""
         path = self._require_run(run_id) / DRIVER_LOCK
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:  # non-blocking: a named pipe planted at the name must not hang the open
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
         except OSError as exc:  # a read-only or full DFTUNE_HOME: nothing can be driven until it is fixed
             raise storage_error(exc, path) if is_storage_error(exc) else exc from None
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise WorkspaceError(
+                    f"{path}: the run's lock is not a regular file (a pipe or a device): remove it, retry"
+                )
             deadline = time.monotonic() + LOCK_RETRY_S
             while True:
                 try:
@@ -199,11 +199,13 @@ class Workspace:
     def driver_pid(self, run_id: str) -> int | None:
         """The pid of the process driving the run now, None when nobody does."""
         path = self.run_dir(run_id) / DRIVER_LOCK
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:  # non-blocking: opening a named pipe planted at the name would wait for a writer
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
             return None
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # no driver can hold such a lock
+                return None
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             return _lock_pid(path) or -1
@@ -234,15 +236,15 @@ class Workspace:
             workload: str | None = None
             status, reason, next_step, parent = "invalid", "", None, None
             try:
-                meta = RunMeta.model_validate_json((path / RUN_META).read_bytes())
+                meta = read_run_meta(path, entry.name)
                 created, workload, status = meta.created, meta.workload, meta.status
                 if meta.parent:
                     at = f" at step {meta.parent_step}" if meta.parent_step is not None else ""
                     parent = f"{meta.parent}{at}"
                 reason = str(getattr(meta, "reason", "") or "")
                 next_step = getattr(meta, "next_step", None) or None
-            except (OSError, ValidationError):
-                pass
+            except (OSError, DftuneError) as exc:  # listed, with why it cannot be read
+                reason = one_line(exc, 300)
             driver = self.driver_pid(entry.name)
             if driver is None and status in ACTIVE_STATUSES:  # its driver is gone: never "running"
                 status, next_step = "interrupted", f"dftune resume {entry.name}"
@@ -330,9 +332,10 @@ class Workspace:
 
 
 def _lock_pid(path: Path) -> int | None:
+    """The pid a lock file names, None when it names none (or is not a small regular file)."""
     try:
-        text = path.read_text(encoding="ascii", errors="replace").strip()
-    except OSError:
+        text = read_regular(path, LOCK_BYTES, "lock").decode("ascii", errors="replace").strip()
+    except (OSError, DftuneError):
         return None
     return int(text) if text.isdigit() else None
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
 from dftune.core.domain.diagnosis import RunInfo
+from dftune.core.envnum import DAY_S, env_float
 from dftune.core.errors import DftuneError, one_line
 from dftune.core.facts.paths import NO_RUN, RunPaths
 from dftune.tools.trace import native
@@ -307,11 +308,8 @@ DASK_STALL_S = 3600.0
 
 
 def _limit(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
-        raise DaskError(f"{name}={os.environ[name]!r} is not a number of seconds") from None
-    return value if value > 0 else default
+    """A Dask wait in seconds: more than 0, at most a day (inf, nan, 0 or -1 is refused, not defaulted)."""
+    return env_float(name, default, low=0.0, high=DAY_S, low_open=True, unit="seconds")
 
 
 def _map_dask(
@@ -324,19 +322,20 @@ def _map_dask(
     a file whose reading kills worker after worker (``KilledWorker``) ends the analysis with
     a one-line :class:`DaskError`.  Errors of the reader itself (a bad trace) pass through.
     """
+    no_workers_s = _limit("DFTUNE_DASK_NO_WORKERS_S", DASK_NO_WORKERS_S)
+    stall_s = _limit("DFTUNE_DASK_STALL_S", DASK_STALL_S)
+    connect_s = _limit("DFTUNE_DASK_CONNECT_S", DASK_CONNECT_S)
     try:
         from distributed import Client, KilledWorker
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise DaskError("--scheduler needs dask distributed: pip install 'dftune[dask]'") from exc
-    no_workers_s = _limit("DFTUNE_DASK_NO_WORKERS_S", DASK_NO_WORKERS_S)
-    stall_s = _limit("DFTUNE_DASK_STALL_S", DASK_STALL_S)
     own = isinstance(scheduler, str)
     where = (
         scheduler if own else getattr(getattr(scheduler, "scheduler", None), "address", "the Dask cluster")
     )
     if own:
         try:
-            client: Any = Client(scheduler, timeout=_limit("DFTUNE_DASK_CONNECT_S", DASK_CONNECT_S))
+            client: Any = Client(scheduler, timeout=connect_s)
         except (OSError, TimeoutError) as exc:
             raise DaskError(f"Dask scheduler {scheduler} unreachable: {one_line(exc, 300)}") from None
         except ValueError as exc:  # a malformed address

@@ -14,9 +14,8 @@ counts of a real run stay far below 2^50 (a PiB of bytes, 35 years of microsecon
 from __future__ import annotations
 
 import math
-import os
 
-from dftune.core.errors import DftuneError
+from dftune.core.envnum import env_int
 
 LINE_ENV = "DFTUNE_TRACE_MAX_LINE_BYTES"
 TS_ENV = "DFTUNE_TRACE_MAX_TS"
@@ -32,16 +31,7 @@ DEFAULT_MAX_VALUE = 1 << 50
 
 
 def _setting(env: str, default: int, lo: int, hi: int) -> int:
-    raw = os.environ.get(env, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw, 0)
-    except ValueError:
-        raise DftuneError(f"{env}={raw!r}: not an integer") from None
-    if not lo <= value <= hi:
-        raise DftuneError(f"{env}={raw!r}: must be between {lo} and {hi}")
-    return value
+    return env_int(env, default, low=lo, high=hi)
 
 
 def max_line_bytes() -> int:
