@@ -14,6 +14,8 @@ from typing import Literal
 
 from dftune.core import strictjson
 from dftune.core.domain.stats import pct_change
+from dftune.core.errors import DftuneError
+from dftune.core.fsio import read_regular
 from dftune.tools.bundle.manifest import check_manifest, write_manifest
 from dftune.tools.bundle.model import (
     BUNDLE_FILE,
@@ -33,12 +35,15 @@ from dftune.tools.runner.paired import ArmPlan, paired_bench
 from dftune.tools.runner.spec import WorkloadSpec, load_spec
 from dftune.tools.runner.stats import compare
 
+#: bundle.json and a verification are a few KiB; far below this
+MAX_DOCUMENT = 16 << 20
+
 
 def read_bundle(folder: Path) -> Bundle:
     """``bundle.json`` of a bundle whose manifest holds."""
     check_manifest(folder)
     try:
-        return Bundle.model_validate_json((folder / BUNDLE_FILE).read_bytes())
+        return Bundle.model_validate_json(read_regular(folder / BUNDLE_FILE, MAX_DOCUMENT, "bundle document"))
     except ValueError as exc:
         raise BundleError(f"{folder / BUNDLE_FILE}: not a bundle document: {exc}") from None
 
@@ -108,8 +113,12 @@ def run_check(folder: Path) -> Verification | None:
     measured as ``verify`` measures (untraced, paired), so a later verification compares with it."""
     path = folder / CHECK_FILE
     try:
-        doc = Verification.model_validate_json(path.read_bytes()) if path.is_file() else None
-    except (OSError, ValueError):
+        doc = (
+            Verification.model_validate_json(read_regular(path, MAX_DOCUMENT, "check"))
+            if path.is_file()
+            else None
+        )
+    except (OSError, ValueError, DftuneError):
         return None
     return doc if doc is not None and doc.verdict != "gone" else None
 
@@ -135,8 +144,8 @@ def verifications(folder: Path) -> list[Verification]:
     out = []
     for f in files:
         try:
-            out.append(Verification.model_validate_json(f.read_bytes()))
-        except (OSError, ValueError):
+            out.append(Verification.model_validate_json(read_regular(f, MAX_DOCUMENT, "verification")))
+        except (OSError, ValueError, DftuneError):
             continue
     return sorted(out, key=lambda v: v.time)
 
