@@ -69,13 +69,16 @@ def read_regular(path: str | Path, limit: int, what: str = "file") -> bytes:
     except OSError as exc:
         raise UnreadableFile(f"{path}: {what} cannot be read: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
-        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a device, a pipe or a socket"
-        raise UnreadableFile(f"{path}: {what} is not a regular file ({kind}); move it aside")
+        raise UnreadableFile(f"{path}: {what} is not a regular file ({_kind(st.st_mode)}); move it aside")
     if len(raw) > limit:
         raise UnreadableFile(
             f"{path}: {what} is larger than {_size(limit)}, more than it can be; move it aside"
         )
     return raw
+
+
+def _kind(mode: int) -> str:
+    return "a folder" if stat.S_ISDIR(mode) else "a device, a pipe or a socket"
 
 
 def _size(n: int) -> str:
@@ -92,9 +95,8 @@ def check_replaceable(path: str | Path, what: str = "output") -> None:
     except OSError as exc:
         raise NotRegularTarget(f"{path}: {what} cannot be checked: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
-        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a device, a pipe or a socket"
         raise NotRegularTarget(
-            f"{path}: {what} exists and is not a regular file ({kind}); refused, nothing written"
+            f"{path}: {what} exists and is not a regular file ({_kind(st.st_mode)}); refused, nothing written"
         )
 
 

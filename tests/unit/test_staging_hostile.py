@@ -14,18 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from dftune.core.domain.measurements import StagePlan
 from dftune.tools.runner import copy_back as cb
 from dftune.tools.runner.staging import KEPT_PREFIX, StagingError, snapshot, staged_replicate
-
-SHM = StagePlan(tier="shm")
-
-
-def _data(tmp_path: Path) -> Path:
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "input.bin").write_bytes(b"x" * 4096)
-    return data
+from tests.unit.test_copy_back import SHM, _data
 
 
 def _shm_or_skip(data: Path) -> None:
