@@ -432,6 +432,10 @@ def verify(
         int,
         typer.Option("--rounds", min=MIN_DECIDING_PAIRS, max=100, help="Pairs of baseline and tuned runs."),
     ] = 5,
+    here: Annotated[
+        bool,
+        typer.Option("--here", help="Run on this machine even when the run used Slurm or Flux."),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Check a bundle's manifest, then measure its baseline and tuned arms here (or as jobs of the
@@ -455,7 +459,7 @@ def verify(
         for name, target in targets:
             if name and not as_json:
                 out.print(f"{name}: verifying {target}", highlight=False)
-            doc = run_verify(target, rounds=rounds)
+            doc = run_verify(target, rounds=rounds, local=here)
             docs[name] = doc
             if not as_json:
                 _say_verified(out, doc)

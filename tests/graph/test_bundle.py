@@ -393,3 +393,16 @@ def test_a_bundle_that_links_out_or_holds_special_files_is_refused(tmp_path: Pat
     (out / "MANIFEST.sha256").write_text(manifest + f"{'0' * 64}  ../../etc/passwd\n")
     with pytest.raises(BundleError, match="not a manifest line"):
         check_manifest(out)
+
+
+def test_verify_here_runs_a_batch_schedulers_bundle_on_this_machine(tmp_path: Path) -> None:
+    out = _bundle(tmp_path)
+    spec = (out / "spec.toml").read_text()
+    assert '[launcher]\nkind = "local"' in spec
+    (out / "spec.toml").write_text(spec.replace('[launcher]\nkind = "local"', '[launcher]\nkind = "slurm"'))
+    from dftune.tools.bundle import write_manifest
+
+    write_manifest(out)
+    script = ScriptedMeasurer([Arm({}, steady(0.16)), Arm({"WORKERS": 4}, steady(0.041))])
+    held = verify(out, rounds=4, measurer=script, local=True)
+    assert held.verdict == "holds" and {inv.spec.launcher.kind for inv in script.starts} == {"local"}, held

@@ -54,10 +54,16 @@ def verify(
     rounds: int = 5,
     measurer: Measurer | None = None,
     where: Literal["here", "copy"] = "here",
+    local: bool = False,
 ) -> Verification:
-    """Check the manifest, then measure both arms again, paired and interleaved."""
+    """Check the manifest, then measure both arms again, paired and interleaved; ``local``: on
+    this machine even when the run submitted its programs to a batch scheduler (its ranks
+    started by mpirun)."""
     b = read_bundle(folder)
     spec = load_spec(folder / "spec.toml")
+    if local and spec.launcher.kind in ("slurm", "flux"):
+        kind = "mpirun" if spec.launcher.ranks > 1 else "local"
+        spec = spec.model_copy(update={"launcher": spec.launcher.model_copy(update={"kind": kind})})
     with tempfile.TemporaryDirectory(prefix="dftune-verify-") as scratch:
         work = Path(scratch)
         arms = (("baseline", b.baseline), ("tuned", b.tuned))
