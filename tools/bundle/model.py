@@ -126,7 +126,8 @@ class Verification(StrictModel):
         ref = self.reference_gain_pct if self.reference_gain_pct is not None else self.original_gain_pct
         whose = "the run's check" if self.reference == "check" else "the run"
         was = f", {whose} {ref:+.1f}%" if ref is not None else ""
-        return f"{self.verdict}: {gain}{ci}{was}, {self.pairs} pairs"
+        left = f"; not applied: {', '.join(self.not_applied)}" if self.not_applied else ""
+        return f"{self.verdict}: {gain}{ci}{was}, {self.pairs} pairs{left}"
 
 
 class IndexEntry(StrictModel):
