@@ -98,6 +98,87 @@ def serve(allow: list[Path] | None = None) -> None:
 
     async def main() -> None:
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            answered = AnsweringReader(read, write)
+            await server.run(answered, write, server.create_initialization_options())
 
     anyio.run(main)
+
+
+class AnsweringReader:
+    """The transport's read stream, answering what it could not read.
+
+    The SDK's stdio transport hands a line it cannot parse or validate (not JSON, nested past the
+    parser's depth, a lone surrogate) to the server as an exception, which drops it: the client
+    then waits forever for an answer. JSON-RPC 2.0 says such a request gets an error: a parse error
+    (-32700) or an invalid request (-32600), with the request's id when one can be read, else null.
+    """
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner = inner
+        self._write = write
+
+    @property
+    def last_context(self) -> Any:  # the dispatcher reads the sender's context here
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self._answer(item)
+
+    async def _answer(self, exc: Exception) -> None:
+        import mcp_types as types
+        from mcp.shared.message import SessionMessage
+
+        request_id, code, why = _unread_line(exc)
+        message = "parse error" if code == types.PARSE_ERROR else "invalid request"
+        log.info("%s: %s", message, why)
+        error = types.JSONRPCError(
+            jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=f"{message}: {why}")
+        )
+        await self._write.send(SessionMessage(error))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> AnsweringReader:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> AnsweringReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _unread_line(exc: Exception) -> tuple[int | str | None, int, str]:
+    """(the request's id when it can be read, the JSON-RPC error code, why) of a line the transport
+    could not read: -32700 when it is no JSON at all, -32600 when it is JSON but no valid message
+    (its id kept, so the client's waiting call ends)."""
+    import mcp_types as types
+
+    errors = exc.errors() if hasattr(exc, "errors") else []
+    why = one_line(Exception(errors[0].get("msg", "")), 300) if errors else one_line(exc, 300)
+    line = next((e.get("input") for e in errors if isinstance(e.get("input"), str)), "")
+    try:
+        doc = json.loads(line) if line else None
+    except (ValueError, RecursionError):
+        return None, types.PARSE_ERROR, why
+    if not isinstance(doc, dict):
+        return None, types.PARSE_ERROR if doc is None else types.INVALID_REQUEST, why
+    rid = doc.get("id")
+    ok = (isinstance(rid, int) and not isinstance(rid, bool)) or (isinstance(rid, str) and rid.isprintable())
+    return rid if ok else None, types.INVALID_REQUEST, why

@@ -524,3 +524,54 @@ def test_stdout_carries_only_the_protocol(tmp_path: Path, shared_traces: Path) -
         False,
         True,
     ]
+
+
+# --------------------------------------------------------------------------- lines it cannot read
+
+
+def test_a_line_the_transport_cannot_read_gets_a_json_rpc_error_and_the_server_goes_on() -> None:
+    """Not JSON, nested past the parser, a lone surrogate: each is answered (JSON-RPC 2.0: -32700
+    with a null id, or -32600 with the request's own id), never left to wait forever."""
+    import select
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dftune.cli", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+        cwd=REPO,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def ask(line: str) -> dict[str, Any]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(line.encode() + b"\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        assert ready, f"no answer to {line[:80]!r}"
+        return dict(json.loads(proc.stdout.readline()))
+
+    try:
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        assert "result" in ask(
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        )
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        call = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":'
+        lone = call + '{"name":"run_show","arguments":{"run_id":"\\ud800"}}}'
+        said = ask(lone)
+        assert (said["id"], said["error"]["code"]) == (2, -32600), said
+        said = ask("{not json")
+        assert (said["id"], said["error"]["code"]) == (None, -32700), said
+        said = ask('{"jsonrpc":"2.0","id":3,"params":' + "[" * 100_000 + "]" * 100_000 + "}")
+        assert said["error"]["code"] == -32700 and len(json.dumps(said)) < 1000, said
+        listed = ask(json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}))
+        assert listed["id"] == 4 and listed["result"]["tools"]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
