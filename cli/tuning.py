@@ -441,8 +441,9 @@ def verify(
     """Check a bundle's manifest, then measure its baseline and tuned arms here (or as jobs of the
     run's batch scheduler), untraced, paired and interleaved: does the gain hold within the
     original's confidence interval? A campaign's bundle: each workload's in turn."""
+    from dftune.core.supervise import DriverInterrupted, supervised
     from dftune.tools.bundle import verify as run_verify
-    from dftune.tools.bundle.campaign import read_index
+    from dftune.tools.bundle.campaign import index_targets
     from dftune.tools.bundle.model import INDEX_FILE
 
     if not folder.is_dir():
@@ -450,19 +451,19 @@ def verify(
     folder = folder.resolve()
     docs: dict[str, Any] = {}
     with user_errors():
-        if (folder / INDEX_FILE).is_file():
-            index = read_index(folder)
-            targets = [(w.workload, folder / w.bundle) for w in index.workloads if w.bundle]
-        else:
-            targets = [("", folder)]
+        targets = index_targets(folder) if (folder / INDEX_FILE).is_file() else [("", folder)]
         out = Console()
-        for name, target in targets:
-            if name and not as_json:
-                out.print(f"{name}: verifying {target}", highlight=False)
-            doc = run_verify(target, rounds=rounds, local=here)
-            docs[name] = doc
-            if not as_json:
-                _say_verified(out, doc)
+        try:
+            with supervised("verify"):  # SIGTERM/SIGINT: programs killed, scratch copies removed
+                for name, target in targets:
+                    if name and not as_json:
+                        out.print(f"{name}: verifying {target}", highlight=False)
+                    doc = run_verify(target, rounds=rounds, local=here)
+                    docs[name] = doc
+                    if not as_json:
+                        _say_verified(out, doc)
+        except DriverInterrupted as exc:
+            fail(f"verify {folder} {exc}: its programs were killed", 128 + exc.signum)
     if as_json:
         dumped = {k: v.model_dump(mode="json", by_alias=True) for k, v in docs.items()}
         emit_json(

@@ -14,6 +14,7 @@ line naming it, never a read that blocks or fills memory.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import uuid
@@ -75,6 +76,21 @@ def read_regular(path: str | Path, limit: int, what: str = "file") -> bytes:
             f"{path}: {what} is larger than {_size(limit)}, more than it can be; move it aside"
         )
     return raw
+
+
+def append_line(path: str | Path, text: str, what: str = "file") -> None:
+    """Append ``text`` to ``path`` (created when missing): never through a link, never to a pipe or
+    a device (opened without blocking, checked to be a regular file), else :class:`UnreadableFile`."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        why = "a link" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+        raise UnreadableFile(f"{path}: {what} cannot be written ({why}); move it aside") from None
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnreadableFile(f"{path}: {what} is not a regular file; move it aside")
+        fh.write(text)
 
 
 def _kind(mode: int) -> str:

@@ -36,6 +36,8 @@ def _own_bundle(run_id: str) -> Path:
         ws = Workspace()
         ws.read_meta(run_id)  # an unknown run: RunNotFound, one line
         folder = ws.run_dir(run_id) / RUN_BUNDLE
+    if folder.is_symlink():
+        raise ToolFailure(f"{folder}: a link where the run keeps its bundle; refused, never followed")
     if not folder.is_dir():
         raise ToolFailure(
             f"{run_id} has no bundle: a run writes one when it ends having kept a change "

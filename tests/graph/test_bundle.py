@@ -216,8 +216,8 @@ def test_the_scripts_launch_as_the_run_did_and_a_batch_script_submits_them(
     spec = load_spec(spec_file)
     (tmp_path / "b" / "changes").mkdir(parents=True)
     text = arm_script(spec, BundleArm(), "tuned", tmp_path / "b")
-    line = text.strip().splitlines()[-1]
-    assert line.startswith(f"{launch} ") and "w.py" in line, text
+    (line,) = [x for x in text.splitlines() if "w.py" in x]
+    assert line.startswith(f"{launch} ") and line.endswith(" <&3 3<&- &"), text
     assert subprocess.run(["sh", "-n"], input=text, text=True, check=False).returncode == 0
     got = batch_script(spec, "tuned")
     if batch is None:
@@ -406,3 +406,42 @@ def test_verify_here_runs_a_batch_schedulers_bundle_on_this_machine(tmp_path: Pa
     script = ScriptedMeasurer([Arm({}, steady(0.16)), Arm({"WORKERS": 4}, steady(0.041))])
     held = verify(out, rounds=4, measurer=script, local=True)
     assert held.verdict == "holds" and {inv.spec.launcher.kind for inv in script.starts} == {"local"}, held
+
+
+def test_a_signal_to_the_script_reaches_the_program_and_the_scratch_folder_goes(tmp_path: Path) -> None:
+    """scancel or a time limit signals the batch script's shell: the program ends with it, the
+    scratch folder it made is removed, and the exit status says which signal (128 + 15)."""
+    import signal
+    import time
+
+    from dftune.tools.bundle.model import Arm as BundleArm
+    from dftune.tools.bundle.scripts import arm_script
+    from dftune.tools.runner.spec import load_spec
+
+    (tmp_path / "w.py").write_text("import os, sys, time\nprint(os.getpid(), flush=True)\ntime.sleep(60)\n")
+    spec_file = tmp_path / "w.toml"
+    spec_file.write_text('name = "w"\ncommand = ["{python}", "w.py", "{workdir}"]\n')
+    bundle = tmp_path / "b"
+    (bundle / "scripts").mkdir(parents=True)
+    (bundle / "changes").mkdir()
+    script = bundle / "scripts" / "tuned.sh"
+    script.write_text(arm_script(load_spec(spec_file), BundleArm(), "tuned", bundle))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    sh = subprocess.Popen(
+        ["sh", str(script)], stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(scratch)}
+    )
+    assert sh.stdout is not None
+    program = int(sh.stdout.readline())
+    sh.send_signal(signal.SIGTERM)  # the shell alone, as kill PID does
+    assert sh.wait(timeout=30) == 128 + signal.SIGTERM
+    for _ in range(50):
+        try:
+            os.kill(program, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(program, signal.SIGKILL)
+        raise AssertionError("the program outlived its script")
+    assert list(scratch.iterdir()) == []

@@ -187,3 +187,29 @@ def test_the_value_rules_take_time_linear_in_a_long_value(value: str) -> None:
     scrubbed_environ({"BLOB": value})
     redact("text", {"BLOB": value})
     assert time.monotonic() - started < 1.0
+
+
+def test_round_six_credentials_are_withheld_and_ordinary_variables_pass() -> None:
+    """sshpass's variable, *_PW, a whole header line, and tokens known by their shape under any name."""
+    from dftune.core.secrets import is_secret
+
+    withheld = {
+        "SSHPASS": "hunter2",
+        "LDAP_BIND_PW": "x",
+        "REGISTRY_PW": "x",
+        "CURL_HDR": "Authorization: Basic dXNlcjpwYXNzd29yZA==",
+        "EXTRA_ARGS": '-H "Authorization: Bearer abcdefghij12345"',
+        "SOME_VALUE": "ghp_" + "a" * 36,
+        "OTHER": "sk-proj-" + "b" * 30,
+        "CHAT": "xoxb-1234567890-abcdef",
+        "ID": "AKIAABCDEFGHIJKLMNOP",
+    }
+    assert [k for k, v in withheld.items() if not is_secret(k, v)] == []
+    ordinary = {
+        "PATH": "/usr/bin",
+        "PWD": "/x",
+        "BYPASS_X": "1",
+        "KEYWORDS": "sk-learn",
+        "LS_COLORS": "di=01;34",
+    }
+    assert [k for k, v in ordinary.items() if is_secret(k, v)] == []

@@ -88,6 +88,20 @@ def read_index(folder: Path) -> CampaignIndex:
         raise BundleError(f"{folder / INDEX_FILE}: not a campaign bundle's index: {exc}") from None
 
 
+def index_targets(folder: Path) -> list[tuple[str, Path]]:
+    """(workload, bundle folder) of each workload of a campaign's bundle, once each: a folder the
+    index names must be a real folder inside it (a link is refused, never followed)."""
+    out: dict[str, tuple[str, Path]] = {}
+    for w in read_index(folder).workloads:
+        if not w.bundle or w.bundle in out:
+            continue
+        target = folder / w.bundle
+        if target.is_symlink() or not target.is_dir() or target.parent != folder:
+            raise BundleError(f"{target}: not a folder of this campaign bundle (a link, or missing)")
+        out[w.bundle] = (w.workload, target)
+    return list(out.values())
+
+
 def _readme(index: CampaignIndex) -> str:
     lines = [
         f"# Campaign {md_text(index.campaign_id)}: the configurations dftune kept",

@@ -140,7 +140,7 @@ def arm_script(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> str:
         lines += _setup_lines(spec, arm, name, out)
         if arm.stage is not None:
             lines.append(f"# the run staged the data folder to {arm.stage.tier} (see README.md)")
-        return "\n".join([*lines, command]) + "\n"
+        return "\n".join([*lines, *_run(command), 'exit "$RC"']) + "\n"
     assert arm.stage is not None
     data = shlex.quote(str(spec.resolve(spec.data_dir)))
     root = shlex.quote(arm.stage.root)
@@ -154,10 +154,23 @@ def arm_script(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> str:
         f"# the data folder is copied to {arm.stage.tier} for the run, and what it wrote copied back",
         f'STAGE="$(mktemp -d -p {root} dftune-stage-XXXXXX)/data"',
         f'cp -a --sparse=always {data} "$STAGE"',
-        command,
+        *_run(command),
         f'cp -a -u --sparse=always --remove-destination "$STAGE"/. {data}/',
+        'exit "$RC"',
     ]
     return "\n".join(lines) + "\n"
+
+
+def _run(command: str) -> list[str]:
+    """Run the program as a child the script waits for, so that a signal to the script (scancel, a
+    time limit, Ctrl-C) reaches the program too and the scratch folders still go; its exit status
+    is ``$RC`` (stdin stays the script's)."""
+    lines = ["exec 3<&0", f"{command} <&3 3<&- &", "CHILD=$!"]
+    lines += [
+        f"trap 'kill -{sig} \"$CHILD\" 2>/dev/null; exit {128 + num}' {sig}"
+        for sig, num in (("HUP", 1), ("INT", 2), ("TERM", 15))
+    ]
+    return [*lines, "set +e", 'wait "$CHILD"', "RC=$?", "set -e"]
 
 
 def batch_script(spec: WorkloadSpec, name: str) -> tuple[str, str] | None:

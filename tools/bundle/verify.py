@@ -5,6 +5,7 @@ or is gone. The result is appended as ``verify/<host>-<time>.json``."""
 
 from __future__ import annotations
 
+import os
 import platform
 import shutil
 import tempfile
@@ -136,9 +137,17 @@ def record(folder: Path, doc: Verification) -> Path:
         raise BundleError(f"{out}: not a folder of the bundle (a link or a file): the bundle was changed")
     out.mkdir(exist_ok=True)
     stamp = doc.time.replace("-", "").replace(":", "").removesuffix("+0000")
-    path = out / f"{doc.host}-{stamp}-{doc.where}.json"
-    strictjson.write_file(path, doc.model_dump(mode="json", by_alias=True), indent=1)
-    return path
+    text = strictjson.dumps(doc.model_dump(mode="json", by_alias=True), indent=1) + "\n"
+    for n in range(1, 1000):  # verifications that end in the same second each keep their own file
+        path = out / f"{doc.host}-{stamp}-{doc.where}{'' if n == 1 else f'-{n}'}.json"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return path
+    raise BundleError(f"{out}: a thousand verifications in one second; not recorded")
 
 
 def verifications(folder: Path) -> list[Verification]:

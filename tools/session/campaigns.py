@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from dftune.core import strictjson
-from dftune.core.fsio import UnreadableFile, read_regular
+from dftune.core.fsio import UnreadableFile, append_line, read_regular
 from dftune.core.home import dftune_home
 from dftune.core.model import StrictModel
 from dftune.tools.runner.deadline import clock
@@ -125,8 +125,9 @@ class CampaignStore:
             "message": message,
             **data,
         }
-        with open(self.dir(campaign_id) / EVENTS, "a", encoding="utf-8") as fh:
-            fh.write(strictjson.dumps_checked(line, self.dir(campaign_id) / EVENTS, default=str) + "\n")
+        path = self.dir(campaign_id) / EVENTS
+        text = strictjson.dumps_checked(line, path, default=str) + "\n"
+        append_line(path, text, "campaign events")
 
     def events(self, campaign_id: str) -> list[dict[str, Any]]:
         path = self.dir(campaign_id) / EVENTS
