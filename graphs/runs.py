@@ -593,6 +593,11 @@ def replay_run(
         state = _current(_as_state(snap.values))
         where = _where(run_id, snap, state)
         step = (snap.metadata or {}).get("step")
+        if not snap.next and not any(t.interrupts for t in snap.tasks):
+            raise RunRefused(
+                f"checkpoint {checkpoint_id} is where run {run_id} ended: nothing follows it to replay; "
+                f"choose an earlier step (dftune history {run_id})"
+            )
     values = _replay_values(state, sets or {})
     fork_id = new_run_id or _fork_id(run_id, ws)
     origin = ReplayOrigin(

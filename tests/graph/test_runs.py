@@ -75,6 +75,12 @@ def test_replay_refuses_unknown_fields_and_checkpoints() -> None:
         replay_run("toy-zero", cid, {"max_experiments": "-2"})
     with pytest.raises(RunError, match="no checkpoint"):
         replay_run("toy-zero", "1f0-not-a-checkpoint", {})
+    last = history("toy-zero")[-1]["checkpoint_id"]  # the run's end: nothing follows to replay
+    with pytest.raises(RunError, match="is where run toy-zero ended: nothing follows it"):
+        replay_run("toy-zero", last, {})
+    from dftune.tools.session.workspace import Workspace
+
+    assert not Workspace().run_dir("toy-zero-r1").exists()  # refused before a fork was made
 
 
 def test_resume_of_a_finished_run_changes_nothing() -> None:

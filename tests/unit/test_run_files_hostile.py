@@ -124,3 +124,15 @@ def test_the_bounded_reader_reads_a_file_and_tells_absent_from_broken(tmp_path: 
         read_regular(tmp_path / "none", 5)
     with pytest.raises(UnreadableFile, match="a folder"):
         read_regular(tmp_path, 5)
+
+
+def test_a_report_json_that_is_no_regular_file_is_named_not_a_run_to_resume(tmp_path: Path) -> None:
+    from dftune.tools.report.loader import ReportError, load_report
+    from dftune.tools.session.workspace import Workspace
+
+    ws = Workspace()
+    ws.create_run("h8", "toy")
+    ws.set_status("h8", "completed")
+    os.mkfifo(ws.run_dir("h8") / "report.json")
+    with pytest.raises(ReportError, match=r"report\.json: not a regular file"):
+        load_report("h8", ws)

@@ -3,6 +3,7 @@ campaign report read a run through it, as its typed :class:`RunReport`."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -49,6 +50,11 @@ def load_report(run_id: str, workspace: Workspace | None = None) -> tuple[Path, 
     meta = ws.read_meta(run_id)  # unknown run: RunNotFound, one line
     run_dir = ws.run_dir(run_id)
     path = run_dir / REPORT_JSON
+    if os.path.lexists(path) and not path.is_file():
+        raise ReportError(
+            f"{path}: not a regular file (a folder, a pipe, a device or a broken link); move it aside "
+            f"and write the report again: dftune report {run_id}"
+        )
     if not path.is_file():
         how = (
             f"answer it with `dftune approve {run_id}` (or --reject)"
