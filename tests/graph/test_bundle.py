@@ -408,7 +408,10 @@ def test_verify_here_runs_a_batch_schedulers_bundle_on_this_machine(tmp_path: Pa
     assert held.verdict == "holds" and {inv.spec.launcher.kind for inv in script.starts} == {"local"}, held
 
 
-def test_a_signal_to_the_script_reaches_the_program_and_the_scratch_folder_goes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("phase", ["program", "setup"])
+def test_a_signal_to_the_script_reaches_the_program_and_the_scratch_folder_goes(
+    tmp_path: Path, phase: str
+) -> None:
     """scancel or a time limit signals the batch script's shell: the program ends with it, the
     scratch folder it made is removed, and the exit status says which signal (128 + 15)."""
     import signal
@@ -420,7 +423,10 @@ def test_a_signal_to_the_script_reaches_the_program_and_the_scratch_folder_goes(
 
     (tmp_path / "w.py").write_text("import os, sys, time\nprint(os.getpid(), flush=True)\ntime.sleep(60)\n")
     spec_file = tmp_path / "w.toml"
-    spec_file.write_text('name = "w"\ncommand = ["{python}", "w.py", "{workdir}"]\n')
+    text = 'name = "w"\ncommand = ["{python}", "w.py", "{workdir}"]\ndata_dir = "{workdir}/data"\n'
+    if phase == "setup":  # the spec's setup is what runs when the signal comes
+        text += 'setup = ["{python}", "w.py", "{data_dir}"]\n'
+    spec_file.write_text(text)
     bundle = tmp_path / "b"
     (bundle / "scripts").mkdir(parents=True)
     (bundle / "changes").mkdir()

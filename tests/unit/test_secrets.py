@@ -203,6 +203,9 @@ def test_round_six_credentials_are_withheld_and_ordinary_variables_pass() -> Non
         "OTHER": "sk-proj-" + "b" * 30,
         "CHAT": "xoxb-1234567890-abcdef",
         "ID": "AKIAABCDEFGHIJKLMNOP",
+        "PGCONN": "host=db user=u password=pgVAL3",
+        "NETRC_LIKE": "machine h login u password pwVAL444",
+        "HDR2": "X-Api-Key: apikeyVAL2",
     }
     assert [k for k, v in withheld.items() if not is_secret(k, v)] == []
     ordinary = {

@@ -74,9 +74,16 @@ def _setup_lines(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> list[str
     if not spec.setup:
         return lines
     setup = " ".join(map(shell_word, fill(spec, arm, name, out, spec.setup)))
+    run = [*_run(setup), 'if [ "$RC" -ne 0 ]; then exit "$RC"; fi']
     if inside or arm.stage is not None:
-        return [*lines, f"{setup}  # the spec's setup"]
-    return [*lines, f"[ -e {shell_word(data)} ] || {setup}  # the spec's setup, when the data set is missing"]
+        return [*lines, "# the spec's setup", *run]
+    return [
+        *lines,
+        "# the spec's setup, when the data set is missing",
+        f"if [ ! -e {shell_word(data)} ]; then",
+        *(f"  {x}" for x in run),
+        "fi",
+    ]
 
 
 def shell_word(arg: str) -> str:
@@ -111,6 +118,7 @@ def arm_script(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> str:
         'cleanup() { if [ -n "$STAGE" ]; then rm -rf "$(dirname "$STAGE")"; fi; '
         'if [ -n "$MADE" ]; then rm -rf "$WORKDIR"; fi; }',
         "trap cleanup EXIT",
+        *_traps(),
         'HERE="$(cd "$(dirname "$0")/.." && pwd)"',
         f"cd {shlex.quote(str(spec.resolve(spec.cwd)))}",
     ]
@@ -162,15 +170,20 @@ def arm_script(spec: WorkloadSpec, arm: Arm, name: str, out: Path) -> str:
 
 
 def _run(command: str) -> list[str]:
-    """Run the program as a child the script waits for, so that a signal to the script (scancel, a
-    time limit, Ctrl-C) reaches the program too and the scratch folders still go; its exit status
-    is ``$RC`` (stdin stays the script's)."""
-    lines = ["exec 3<&0", f"{command} <&3 3<&- &", "CHILD=$!"]
-    lines += [
-        f"trap 'kill -{sig} \"$CHILD\" 2>/dev/null; exit {128 + num}' {sig}"
+    """Run a program as a child the script waits for, so that a signal to the script (scancel, a
+    time limit, Ctrl-C) reaches the program too (the traps :func:`_traps` set); its exit status is
+    ``$RC`` (stdin stays the script's)."""
+    return [f"{command} <&3 3<&- &", "CHILD=$!", "set +e", 'wait "$CHILD"', "RC=$?", "set -e", "CHILD="]
+
+
+def _traps() -> list[str]:
+    """HUP, INT and TERM end the running child and the script (128 + the signal), and the EXIT
+    trap removes the scratch folders: dash runs no EXIT trap for a signal it has no trap for."""
+    kill = 'if [ -n "$CHILD" ]; then kill -{sig} "$CHILD" 2>/dev/null; fi'
+    return ["CHILD=", "exec 3<&0"] + [
+        f"trap '{kill.format(sig=sig)}; exit {128 + num}' {sig}"
         for sig, num in (("HUP", 1), ("INT", 2), ("TERM", 15))
     ]
-    return [*lines, "set +e", 'wait "$CHILD"', "RC=$?", "set -e"]
 
 
 def batch_script(spec: WorkloadSpec, name: str) -> tuple[str, str] | None:

@@ -211,36 +211,67 @@ _DAMAGED = ("malformed", "not a database", "disk image", "corrupt", "no such tab
 
 @contextmanager
 def connect(db: Path | str | None) -> Iterator[sqlite3.Connection]:
+    """A connection to the knowledge base, its schema current. Opening is serialized across
+    processes (a lock file beside it): two workloads of a campaign that open a new knowledge base
+    at once must not take each other's file, 0 bytes until its schema is written, for damage."""
     path = Path(db) if db is not None else default_db_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fresh = not path.exists()
-        if not fresh and path.stat().st_size == 0:  # sqlite would silently start an empty KB in it
-            raise KbError(
-                f"the knowledge base {path} is empty (0 bytes): it is never recreated over a damaged "
-                "file; dftune kb restore (or --from FILE)"
-            )
-        conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+        with _opening(path):
+            fresh = not path.exists()
+            if not fresh and path.stat().st_size == 0:  # sqlite would silently start an empty KB in it
+                raise KbError(
+                    f"the knowledge base {path} is empty (0 bytes): it is never recreated over a damaged "
+                    "file; dftune kb restore (or --from FILE)"
+                )
+            conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+            try:
+                conn.row_factory = sqlite3.Row
+                _ensure_schema(conn)
+            except BaseException:
+                conn.close()
+                raise
     except OSError as exc:
         if is_storage_error(exc):
             raise storage_error(exc, path) from exc
         raise
+    except sqlite3.DatabaseError as exc:
+        said = _database_error(exc, path, fresh)
+        if said is exc:
+            raise
+        raise said from exc
     try:
-        conn.row_factory = sqlite3.Row
-        _ensure_schema(conn)
         yield conn
     except sqlite3.DatabaseError as exc:
-        if fresh and path.exists() and path.stat().st_size == 0:
-            path.unlink()  # our own empty file (the disk filled up): not a damaged KB next time
-        if is_storage_error(exc):
-            raise storage_error(exc, path) from exc
-        if any(word in str(exc).lower() for word in _DAMAGED):
-            raise KbError(
-                f"the knowledge base {path} is damaged ({exc}): dftune kb restore (or --from FILE)"
-            ) from exc
-        raise
+        said = _database_error(exc, path, False)
+        if said is exc:
+            raise
+        raise said from exc
     finally:
         conn.close()
+
+
+@contextmanager
+def _opening(path: Path) -> Iterator[None]:
+    """Hold ``<kb>.lock`` exclusively (released when the process dies)."""
+    import fcntl
+
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _database_error(exc: sqlite3.DatabaseError, path: Path, fresh: bool) -> Exception:
+    if fresh and path.exists() and path.stat().st_size == 0:
+        path.unlink()  # our own empty file (the disk filled up): not a damaged KB next time
+    if is_storage_error(exc):
+        return storage_error(exc, path)
+    if any(word in str(exc).lower() for word in _DAMAGED):
+        return KbError(f"the knowledge base {path} is damaged ({exc}): dftune kb restore (or --from FILE)")
+    return exc
 
 
 # --------------------------------------------------------------------------- rows
