@@ -125,6 +125,13 @@ def _check_bundle(bundle: Path, state: TuningState, ctx: Context) -> None:
         return
     run_dir = ctx.workspace.run_dir(state.run_id)
     budget = ctx.budget or Budget()
+    if budget.units is not None:  # a campaign's workloads share one measurement slot
+        ctx.progress(
+            "report",
+            "bundle not checked from a copy: in a campaign the other workloads need the measurement "
+            f"slot first; dftune verify {bundle} checks it",
+        )
+        return
     sitting = budget.arm_estimate(run_dir)
     if budget.deadline is not None and sitting is not None:
         # a sitting of `replicates` pairs took this long; the check must leave as much again to
