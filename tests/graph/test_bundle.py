@@ -326,9 +326,6 @@ def test_the_mcp_tools_name_the_bundle_and_start_a_verification_of_it(
 def test_a_script_prepares_the_data_as_the_run_did_and_leaves_no_scratch_folder(tmp_path: Path) -> None:
     """A data folder under the run's workdir, filled by the spec's setup: the script makes it, runs
     the setup, then the program, and removes the scratch folder it made."""
-    from dftune.tools.bundle.model import Arm as BundleArm
-    from dftune.tools.bundle.scripts import arm_script
-    from dftune.tools.runner.spec import load_spec
 
     (tmp_path / "make.py").write_text(
         "import os, sys\nopen(os.path.join(sys.argv[1], 'in.txt'), 'w').write('x')\n"
@@ -341,13 +338,7 @@ def test_a_script_prepares_the_data_as_the_run_did_and_leaves_no_scratch_folder(
         'name = "w"\ncommand = ["{python}", "w.py", "{data_dir}"]\ndata_dir = "{workdir}/data"\n'
         'setup = ["{python}", "make.py", "{data_dir}"]\n'
     )
-    bundle = tmp_path / "b"
-    (bundle / "scripts").mkdir(parents=True)
-    (bundle / "changes").mkdir()
-    script = bundle / "scripts" / "tuned.sh"
-    script.write_text(arm_script(load_spec(spec_file), BundleArm(), "tuned", bundle))
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
+    script, scratch = _tuned_script(tmp_path, spec_file)
     env = {**os.environ, "TMPDIR": str(scratch)}
     run = subprocess.run(
         ["sh", str(script)], capture_output=True, text=True, check=False, timeout=60, env=env
@@ -417,23 +408,13 @@ def test_a_signal_to_the_script_reaches_the_program_and_the_scratch_folder_goes(
     import signal
     import time
 
-    from dftune.tools.bundle.model import Arm as BundleArm
-    from dftune.tools.bundle.scripts import arm_script
-    from dftune.tools.runner.spec import load_spec
-
     (tmp_path / "w.py").write_text("import os, sys, time\nprint(os.getpid(), flush=True)\ntime.sleep(60)\n")
     spec_file = tmp_path / "w.toml"
     text = 'name = "w"\ncommand = ["{python}", "w.py", "{workdir}"]\ndata_dir = "{workdir}/data"\n'
     if phase == "setup":  # the spec's setup is what runs when the signal comes
         text += 'setup = ["{python}", "w.py", "{data_dir}"]\n'
     spec_file.write_text(text)
-    bundle = tmp_path / "b"
-    (bundle / "scripts").mkdir(parents=True)
-    (bundle / "changes").mkdir()
-    script = bundle / "scripts" / "tuned.sh"
-    script.write_text(arm_script(load_spec(spec_file), BundleArm(), "tuned", bundle))
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
+    script, scratch = _tuned_script(tmp_path, spec_file)
     sh = subprocess.Popen(
         ["sh", str(script)], stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(scratch)}
     )
@@ -451,3 +432,19 @@ def test_a_signal_to_the_script_reaches_the_program_and_the_scratch_folder_goes(
         os.kill(program, signal.SIGKILL)
         raise AssertionError("the program outlived its script")
     assert list(scratch.iterdir()) == []
+
+
+def _tuned_script(tmp_path: Path, spec_file: Path) -> tuple[Path, Path]:
+    """The tuned arm's script of ``spec_file`` in a bare bundle, and an empty TMPDIR for it."""
+    from dftune.tools.bundle.model import Arm as BundleArm
+    from dftune.tools.bundle.scripts import arm_script
+    from dftune.tools.runner.spec import load_spec
+
+    bundle = tmp_path / "b"
+    (bundle / "scripts").mkdir(parents=True)
+    (bundle / "changes").mkdir()
+    script = bundle / "scripts" / "tuned.sh"
+    script.write_text(arm_script(load_spec(spec_file), BundleArm(), "tuned", bundle))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    return script, scratch
