@@ -132,6 +132,17 @@ class ProcInfo:
     state: str
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (one we may not signal exists too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def proc_info(pid: int) -> ProcInfo | None:
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()

@@ -95,6 +95,8 @@ def _claim(run_id: str) -> bool:
     given one run id at once): the claim file is created exclusively, so one claimant wins."""
     import json
 
+    from dftune.core.supervise import pid_alive
+
     path = _driver_files(run_id)[0].with_suffix(".claim")
     for _ in range(2):
         try:
@@ -104,7 +106,7 @@ def _claim(run_id: str) -> bool:
                 held = json.loads(path.read_text(encoding="utf-8"))
                 mine_ended = int(held["pid"]) == os.getpid() and not driver_state(run_id)[0]
                 alive = (
-                    _pid_alive(int(held["pid"]))
+                    pid_alive(int(held["pid"]))
                     and time.time() - float(held["at"]) < CLAIM_S
                     and not mine_ended  # this server's own driver for it ended without a run
                 )
@@ -118,16 +120,6 @@ def _claim(run_id: str) -> bool:
             json.dump({"pid": os.getpid(), "at": time.time()}, fh)
         return True
     return False
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def spawn_driver(run_id: str, args: list[str]) -> None:

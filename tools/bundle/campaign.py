@@ -15,7 +15,7 @@ from dftune.core.errors import DftuneError, one_line
 from dftune.core.safetext import md_code, md_text
 from dftune.tools.bundle.model import INDEX_FILE, BundleError, CampaignIndex, IndexEntry, write_text
 from dftune.tools.bundle.verify import read_bundle, verifications
-from dftune.tools.bundle.write import write_bundle
+from dftune.tools.bundle.write import new_folder, write_bundle
 from dftune.tools.report.loader import load_report
 from dftune.tools.session.campaigns import CampaignMeta
 from dftune.tools.session.layout import RUN_BUNDLE
@@ -35,12 +35,7 @@ def _folder_name(workload: str, taken: set[str]) -> str:
 def write_campaign_bundle(meta: CampaignMeta, ws: Workspace, out: Path, *, replace: bool = False) -> Path:
     """Write the campaign's bundle into ``out`` (a new folder; ``replace``: the campaign's own
     folder, written again at each end)."""
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        raise BundleError(f"{out}: not a folder; a bundle is written into a new folder")
-    if out.exists() and any(out.iterdir()):
-        if not replace:
-            raise BundleError(f"{out}: not empty; a bundle is written into a new folder")
-        shutil.rmtree(out)
+    new_folder(out, replace=replace)
     out.mkdir(parents=True, exist_ok=True)
     taken: set[str] = set()
     entries = []

@@ -38,8 +38,7 @@ def run_bundle(report: RunReport, run_dir: Path) -> Path | None:
     if not kept or report.baseline is None or report.incumbent is None:
         return None
     out = run_dir / RUN_BUNDLE
-    if out.exists():
-        shutil.rmtree(out)  # the run's own output, from an earlier end of this run (a resume)
+    new_folder(out, replace=True)  # the run's own output, from an earlier end of this run (a resume)
     return write_bundle(report, run_dir, out)
 
 
@@ -60,11 +59,19 @@ def export_bundle(report: RunReport, run_dir: Path, out: Path) -> Path:
     return out
 
 
-def _check_target(out: Path, run_dir: Path) -> None:
+def new_folder(out: Path, *, replace: bool = False) -> None:
+    """Refuse ``out`` unless it is a new or empty folder (a link or a file never is); ``replace``:
+    dftune's own bundle folder, emptied to be written again."""
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise BundleError(f"{out}: not a folder; a bundle is written into a new folder")
     if out.exists() and any(out.iterdir()):
-        raise BundleError(f"{out}: not empty; a bundle is written into a new folder")
+        if not replace:
+            raise BundleError(f"{out}: not empty; a bundle is written into a new folder")
+        shutil.rmtree(out)
+
+
+def _check_target(out: Path, run_dir: Path) -> None:
+    new_folder(out)
     if out.resolve().is_relative_to(run_dir.resolve()) and out.resolve() != (run_dir / RUN_BUNDLE).resolve():
         raise BundleError(f"{out}: inside the run's folder {run_dir}; write the bundle elsewhere")
 

@@ -19,6 +19,7 @@ from dftune.core import strictjson
 from dftune.core.fsio import UnreadableFile, append_line, read_regular
 from dftune.core.home import dftune_home
 from dftune.core.model import StrictModel
+from dftune.core.supervise import pid_alive
 from dftune.tools.runner.deadline import clock
 from dftune.tools.session.layout import RunNotFound, WorkspaceError, validate_run_id
 
@@ -163,15 +164,7 @@ class CampaignStore:
 
 def driver_alive(meta: CampaignMeta) -> bool:
     """Whether the process that drives a running campaign still exists (this host)."""
-    if meta.pid is None:
-        return False
-    try:
-        os.kill(meta.pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return meta.pid is not None and pid_alive(meta.pid)
 
 
 def list_campaigns(store: CampaignStore | None = None) -> list[dict[str, Any]]:
